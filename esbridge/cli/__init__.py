@@ -1,0 +1,30 @@
+"""The ``esbridge`` command line: one module per command group, registered here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from esbridge import __version__
+from esbridge.cli import info
+from esbridge.errors import EsbridgeError
+
+
+class _Group(click.Group):
+    """Turns every esbridge error into a one-line ClickException (exit code 1, no traceback)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except EsbridgeError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="esbridge")
+def main() -> None:
+    """Hybrid search (BM25 + kNN) for Elasticsearch and OpenSearch."""
+
+
+main.add_command(info.info)

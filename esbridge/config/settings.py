@@ -1,0 +1,238 @@
+"""esbridge settings.
+
+Sources, highest precedence first:
+
+1. values passed in code or by CLI flags (``load_settings(url=...)``, ``--url``),
+2. environment variables ``ESBRIDGE_*`` (nested sections with ``__``: ``ESBRIDGE_AUTH__PASSWORD``),
+3. the TOML file: ``--config PATH``, else ``$ESBRIDGE_CONFIG``, else ``./esbridge.toml`` if present,
+4. the defaults below.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from esbridge.errors import ConfigError
+
+EngineKind = Literal["auto", "opensearch", "elasticsearch", "embedded"]
+
+DEFAULT_CONFIG_FILE = Path("esbridge.toml")
+CONFIG_FILE_ENV = "ESBRIDGE_CONFIG"
+
+# Elasticsearch/OpenSearch index naming rules: lowercase, no \ / * ? " < > | space , #, not starting with - _ +.
+_INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,199}$")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AuthSettings(_Section):
+    """How esbridge authenticates to the engine. At most one scheme may be configured."""
+
+    username: str | None = None
+    password: SecretStr | None = None
+    api_key: SecretStr | None = Field(default=None, description="Elasticsearch API key (base64 id:key)")
+    cloud_id: str | None = Field(default=None, description="Elastic Cloud deployment id")
+    aws_sigv4: bool = Field(default=False, description="Sign requests for Amazon OpenSearch Service")
+    aws_region: str | None = None
+    aws_service: Literal["es", "aoss"] = "es"
+
+    @model_validator(mode="after")
+    def _one_scheme(self) -> AuthSettings:
+        if self.password is not None and self.username is None:
+            raise ValueError("auth.password is set but auth.username is not")
+        schemes = [
+            name
+            for name, on in (
+                ("basic", self.username is not None),
+                ("api_key", self.api_key is not None),
+                ("aws_sigv4", self.aws_sigv4),
+            )
+            if on
+        ]
+        if len(schemes) > 1:
+            raise ValueError(f"configure one authentication scheme, not {' and '.join(schemes)}")
+        if self.aws_sigv4 and not self.aws_region:
+            raise ValueError("auth.aws_sigv4 needs auth.aws_region")
+        return self
+
+
+class TlsSettings(_Section):
+    """TLS for https engine URLs. Verification is on unless explicitly turned off."""
+
+    verify: bool = True
+    ca_certs: Path | None = None
+    client_cert: Path | None = None
+    client_key: Path | None = None
+
+    @model_validator(mode="after")
+    def _files_exist(self) -> TlsSettings:
+        for name in ("ca_certs", "client_cert", "client_key"):
+            path = getattr(self, name)
+            if path is not None and not path.is_file():
+                raise ValueError(f"tls.{name} file not found: {path}")
+        if self.client_key is not None and self.client_cert is None:
+            raise ValueError("tls.client_key is set but tls.client_cert is not")
+        return self
+
+
+class EmbeddingSettings(_Section):
+    """The sentence-transformers model that embeds chunks and queries."""
+
+    model: str = Field(
+        default="sentence-transformers/all-MiniLM-L6-v2",
+        description="model name, or a path to a sentence-transformers model directory",
+    )
+    dimension: int | None = Field(default=None, ge=1, le=4096, description="defaults to the model's own")
+    batch_size: int = Field(default=32, ge=1, le=4096)
+    device: str = "cpu"
+
+
+class Settings(BaseSettings):
+    """Everything esbridge can be configured with; see the module docstring for precedence."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ESBRIDGE_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        toml_file=DEFAULT_CONFIG_FILE,
+    )
+
+    url: str | None = Field(default=None, description="engine URL; none selects the embedded engine")
+    engine: EngineKind = "auto"
+    index: str = Field(default="esbridge", description="index alias that esbridge reads and writes")
+    timeout_s: float = Field(default=10.0, gt=0, le=600)
+    retries: int = Field(default=3, ge=0, le=20)
+    auth: AuthSettings = AuthSettings()
+    tls: TlsSettings = TlsSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
+
+    @field_validator("url")
+    @classmethod
+    def _url_is_http(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip().rstrip("/")
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"url must look like http(s)://host:port, got {redact_url(value)!r}")
+        return value
+
+    @field_validator("index")
+    @classmethod
+    def _index_name(cls, value: str) -> str:
+        if not _INDEX_NAME.match(value):
+            raise ValueError(
+                f"index {value!r} is not a valid index name: use lowercase letters, digits, '.', '_' "
+                "or '-', starting with a letter or digit"
+            )
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _credentials_out_of_url(cls, data: Any) -> Any:
+        # user:pass@ in a URL would be echoed in every error message; move it into auth instead.
+        if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+            return data
+        parts = urlsplit(data["url"].strip())
+        if parts.username is None:
+            return data
+        auth = dict(data.get("auth") or {})
+        if auth.get("username") or auth.get("api_key"):
+            raise ValueError("credentials are given both in the URL and in auth settings")
+        auth["username"] = unquote(parts.username)
+        if parts.password is not None:
+            auth["password"] = unquote(parts.password)
+        netloc = parts.hostname or ""
+        if parts.port:
+            netloc = f"{netloc}:{parts.port}"
+        return {**data, "url": urlunsplit(parts._replace(netloc=netloc)), "auth": auth}
+
+    @model_validator(mode="after")
+    def _engine_matches_auth(self) -> Settings:
+        if self.engine == "elasticsearch" and self.auth.aws_sigv4:
+            raise ValueError("auth.aws_sigv4 is for Amazon OpenSearch Service, not Elasticsearch")
+        if self.engine == "opensearch" and self.auth.cloud_id:
+            raise ValueError("auth.cloud_id is for Elastic Cloud, not OpenSearch")
+        if self.engine == "embedded" and self.url:
+            raise ValueError("engine 'embedded' takes no url")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+
+    @property
+    def display_url(self) -> str:
+        return redact_url(self.url) if self.url else "embedded"
+
+    def redacted(self) -> dict[str, Any]:
+        """The settings as plain data, every secret replaced by ``'**********'``."""
+        return self.model_dump(mode="json")
+
+
+def redact_url(url: str) -> str:
+    """``url`` without any ``user:password@`` part, safe to print and log."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc = f"{netloc}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Settings:
+    """Build settings from every source; ``overrides`` (e.g. CLI flags) win, ``None`` values are ignored.
+
+    An explicitly named config file (argument or ``$ESBRIDGE_CONFIG``) must exist; the default
+    ``./esbridge.toml`` is optional.
+    """
+    explicit = config_file if config_file is not None else os.environ.get(CONFIG_FILE_ENV) or None
+    path = Path(explicit) if explicit is not None else DEFAULT_CONFIG_FILE
+    if explicit is not None and not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+
+    class _FromFile(Settings):
+        model_config = SettingsConfigDict(toml_file=path)
+
+    given = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return _FromFile(**given)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path)) from exc
+    except (OSError, ValueError) as exc:  # unreadable file, malformed TOML
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+
+
+def _describe(exc: ValidationError, path: Path) -> str:
+    lines = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "settings"
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown setting"
+        lines.append(f"{where}: {message}")
+    source = f" (config file {path})" if path.is_file() else ""
+    return "invalid settings" + source + ":\n  " + "\n  ".join(lines)

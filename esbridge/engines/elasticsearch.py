@@ -1,0 +1,208 @@
+"""Elasticsearch adapter (elasticsearch-py 8.x, which serves 8.x and 9.x servers)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import elastic_transport
+import elasticsearch
+from elasticsearch import AsyncElasticsearch, Elasticsearch
+
+from esbridge import errors
+from esbridge.config.settings import Settings
+from esbridge.engines import responses
+from esbridge.engines.base import BulkAction, BulkResult, Dialect, SearchResult
+from esbridge.engines.capabilities import (
+    Capabilities,
+    elasticsearch_has_knn,
+    elasticsearch_native_hybrid,
+)
+from esbridge.engines.errors import from_response
+
+
+def client_options(settings: Settings) -> dict[str, Any]:
+    """Keyword arguments for ``Elasticsearch``/``AsyncElasticsearch`` from esbridge settings."""
+    auth = settings.auth
+    if auth.aws_sigv4:
+        raise errors.ConfigError("auth.aws_sigv4 is for Amazon OpenSearch Service, not Elasticsearch")
+    options: dict[str, Any] = {
+        "request_timeout": settings.timeout_s,
+        "max_retries": settings.retries,
+        "retry_on_timeout": True,
+    }
+    if auth.cloud_id:
+        options["cloud_id"] = auth.cloud_id
+    elif settings.url:
+        options["hosts"] = [settings.url]
+    else:
+        raise errors.ConfigError("the Elasticsearch adapter needs an engine URL or auth.cloud_id")
+    if auth.cloud_id or (settings.url or "").startswith("https://"):
+        options["verify_certs"] = settings.tls.verify
+        for name in ("ca_certs", "client_cert", "client_key"):
+            path = getattr(settings.tls, name)
+            if path is not None:
+                options[name] = str(path)
+    if auth.username is not None:
+        password = auth.password.get_secret_value() if auth.password else ""
+        options["basic_auth"] = (auth.username, password)
+    elif auth.api_key is not None:
+        options["api_key"] = auth.api_key.get_secret_value()
+    return options
+
+
+def translate(exc: Exception, *, url: str, operation: str, index: str | None) -> errors.EngineError:
+    """The esbridge error for an elasticsearch-py / elastic-transport exception."""
+    if isinstance(exc, elasticsearch.UnsupportedProductError):
+        return errors.EngineResponseError(
+            "the server does not identify as Elasticsearch (is it OpenSearch? set engine = 'opensearch')",
+            url=url,
+            operation=operation,
+            index=index,
+        )
+    if isinstance(exc, elasticsearch.ApiError):
+        return from_response(exc.meta.status, exc.body, url=url, operation=operation, index=index)
+    if isinstance(exc, elastic_transport.ConnectionTimeout):
+        return errors.EngineTimeout("no answer in time", url=url, operation=operation, index=index)
+    if isinstance(exc, elastic_transport.TlsError):
+        return errors.TLSError(str(exc), url=url, operation=operation, index=index)
+    if isinstance(exc, elastic_transport.ConnectionError):
+        return errors.EngineUnavailable(f"cannot connect ({exc})", url=url, operation=operation, index=index)
+    return errors.EngineResponseError(f"{type(exc).__name__}: {exc}", url=url, operation=operation, index=index)
+
+
+_CLIENT_ERRORS = (elasticsearch.ApiError, elastic_transport.TransportError, elasticsearch.SerializationError)
+
+
+class _Translating:
+    _url: str
+
+    @contextmanager
+    def _call(self, operation: str, index: str | None = None) -> Iterator[None]:
+        try:
+            yield
+        except _CLIENT_ERRORS as exc:
+            raise translate(exc, url=self._url, operation=operation, index=index) from exc
+
+
+class ElasticsearchEngine(_Translating):
+    """An Elasticsearch 8.x/9.x cluster reached through elasticsearch-py."""
+
+    def __init__(self, settings: Settings, client: Elasticsearch | None = None) -> None:
+        self._url = settings.display_url if settings.url else f"cloud:{settings.auth.cloud_id}"
+        self._client = client or Elasticsearch(**client_options(settings))
+
+    @property
+    def dialect(self) -> Dialect:
+        return "elasticsearch"
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    def probe(self) -> Capabilities:
+        with self._call("probe"):
+            info = self._client.info().body
+            health = self._client.cluster.health().body
+        version = str(info["version"]["number"])
+        notes: list[str] = []
+        license_type = self._license_type(notes)
+        native = elasticsearch_native_hybrid(version, license_type)
+        if not native["rrf_retriever"] and license_type not in (None, "enterprise", "trial"):
+            notes.append(f"licence {license_type!r}: rrf/linear retrievers need an enterprise or trial licence")
+        return Capabilities(
+            distribution="elasticsearch",
+            version=version,
+            url=self._url,
+            cluster_name=info.get("cluster_name"),
+            health=health.get("status"),
+            knn=elasticsearch_has_knn(version),
+            license=license_type,
+            native_hybrid=native,
+            notes=notes,
+        )
+
+    def _license_type(self, notes: list[str]) -> str | None:
+        try:
+            with self._call("read licence"):
+                answer = self._client.license.get().body
+        except (errors.AuthorizationError, errors.RequestRejected, errors.UnsupportedFeature) as exc:
+            notes.append(f"licence unknown ({exc.reason}); licensed features reported off")
+            return None
+        return str(answer.get("license", {}).get("type", "")) or None
+
+    def index_exists(self, index: str) -> bool:
+        with self._call("check index", index):
+            return bool(self._client.indices.exists(index=index))
+
+    def create_index(self, index: str, body: Mapping[str, Any]) -> None:
+        with self._call("create index", index):
+            self._client.indices.create(index=index, **dict(body))
+
+    def delete_index(self, index: str, *, missing_ok: bool = False) -> bool:
+        try:
+            with self._call("delete index", index):
+                self._client.indices.delete(index=index)
+        except errors.IndexNotFound:
+            if missing_ok:
+                return False
+            raise
+        return True
+
+    def refresh(self, index: str) -> None:
+        with self._call("refresh", index):
+            self._client.indices.refresh(index=index)
+
+    def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
+        if not actions:
+            return BulkResult(succeeded=[], failed=[])
+        with self._call("bulk write", index):
+            answer = self._client.bulk(operations=responses.bulk_lines(index, actions)).body
+        return responses.bulk_result(answer, actions)
+
+    def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+        with self._call("search", index):
+            answer = self._client.search(index=index, body=dict(body)).body
+        return responses.search_result(answer, url=self._url, index=index)
+
+    def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
+        lines: list[Mapping[str, Any]] = []
+        for body in bodies:
+            lines.extend(({"index": index}, body))
+        with self._call("msearch", index):
+            answer = self._client.msearch(searches=lines).body
+        return responses.msearch_results(
+            answer,
+            len(bodies),
+            url=self._url,
+            index=index,
+            error_for=lambda status, body: from_response(status, body, url=self._url, operation="search", index=index),
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class AsyncElasticsearchEngine(_Translating):
+    """The query path of an Elasticsearch cluster, for concurrent retrieval."""
+
+    def __init__(self, settings: Settings, client: AsyncElasticsearch | None = None) -> None:
+        self._url = settings.display_url if settings.url else f"cloud:{settings.auth.cloud_id}"
+        self._client = client or AsyncElasticsearch(**client_options(settings))
+
+    @property
+    def dialect(self) -> Dialect:
+        return "elasticsearch"
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+        with self._call("search", index):
+            answer = (await self._client.search(index=index, body=dict(body))).body
+        return responses.search_result(answer, url=self._url, index=index)
+
+    async def close(self) -> None:
+        await self._client.close()

@@ -1,0 +1,68 @@
+"""Turning an engine's HTTP answer into the esbridge error that names what went wrong.
+
+Both adapters reduce their client library's exception to (status, body) and call ``from_response``;
+only connection-level failures, which have no HTTP answer, are classified by the adapters themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from esbridge import errors
+
+_LICENSE_MARKERS = ("license", "licence")
+
+
+def error_type_and_reason(body: Any) -> tuple[str | None, str]:
+    """The engine's error ``type`` and a one-line reason from an error response body of any shape."""
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping):
+            causes = error.get("root_cause")
+            cause = causes[0] if isinstance(causes, list) and causes and isinstance(causes[0], Mapping) else {}
+            kind = cause.get("type") or error.get("type")
+            reason = cause.get("reason") or error.get("reason") or kind or "unknown error"
+            return (str(kind) if kind else None), str(reason)
+        if isinstance(error, str):
+            return None, error
+        if "message" in body:
+            return None, str(body["message"])
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    text = str(body).strip() if body not in (None, "") else "no details in the response"
+    return None, text[:500]
+
+
+def from_response(
+    status: int | None,
+    body: Any,
+    *,
+    url: str,
+    operation: str,
+    index: str | None = None,
+) -> errors.EngineError:
+    """The esbridge error for an HTTP error answer."""
+    kind, reason = error_type_and_reason(body)
+    cls: type[errors.EngineError]
+    if kind == "index_not_found_exception":
+        cls = errors.IndexNotFound
+    elif kind == "resource_already_exists_exception":
+        cls = errors.IndexAlreadyExists
+    elif status == 401:
+        cls = errors.AuthenticationError
+    elif status == 403 and any(marker in reason.lower() for marker in _LICENSE_MARKERS):
+        cls = errors.UnsupportedFeature
+    elif status == 403:
+        cls = errors.AuthorizationError
+    elif status == 429:
+        cls = errors.Throttled
+    elif status == 404 and index is not None:
+        cls = errors.IndexNotFound
+    elif status is not None and 400 <= status < 500:
+        cls = errors.RequestRejected
+    else:
+        cls = errors.EngineResponseError
+    if kind and kind not in reason:
+        reason = f"{kind}: {reason}"
+    return cls(reason, url=url, operation=operation, index=index, status=status)

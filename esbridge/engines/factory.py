@@ -1,0 +1,85 @@
+"""Choosing and building the engine adapter that settings describe."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from esbridge import errors
+from esbridge.config.settings import Settings
+from esbridge.engines.base import AsyncEngine, Engine
+
+Resolved = Literal["opensearch", "elasticsearch", "embedded"]
+
+
+def resolve_kind(settings: Settings) -> Resolved:
+    """The engine kind, asking the server at ``settings.url`` who it is when the kind is ``auto``."""
+    if settings.engine != "auto":
+        return settings.engine
+    if settings.auth.cloud_id:
+        return "elasticsearch"
+    if settings.url is None:
+        return "embedded"
+    if settings.auth.aws_sigv4:
+        return "opensearch"
+    return detect(settings)
+
+
+def detect(settings: Settings) -> Literal["opensearch", "elasticsearch"]:
+    """Ask ``GET /`` which distribution answers: OpenSearch says so in ``version.distribution``."""
+    from opensearchpy import JSONSerializer, OpenSearch
+    from opensearchpy.exceptions import OpenSearchException
+
+    from esbridge.engines.opensearch import client_options, translate
+
+    without_key = settings.auth.model_copy(update={"api_key": None})
+    options = client_options(settings.model_copy(update={"auth": without_key}))
+    if settings.auth.api_key is not None:
+        options["headers"] = {"Authorization": f"ApiKey {settings.auth.api_key.get_secret_value()}"}
+    # Elasticsearch may answer in its vendor media type, which opensearch-py does not know.
+    options["serializers"] = {_ELASTIC_JSON: JSONSerializer()}
+    client = OpenSearch(**options)
+    try:
+        info: dict[str, Any] = client.info()
+    except OpenSearchException as exc:
+        raise translate(exc, url=settings.display_url, operation="detect engine", index=None) from exc
+    finally:
+        client.close()
+    distribution = str(info.get("version", {}).get("distribution", "")).lower()
+    return "opensearch" if distribution == "opensearch" else "elasticsearch"
+
+
+_ELASTIC_JSON = "application/vnd.elasticsearch+json"
+
+
+def connect(settings: Settings) -> Engine:
+    """The synchronous engine adapter for ``settings``."""
+    kind = resolve_kind(settings)
+    if kind == "opensearch":
+        from esbridge.engines.opensearch import OpenSearchEngine
+
+        return OpenSearchEngine(settings)
+    if kind == "elasticsearch":
+        from esbridge.engines.elasticsearch import ElasticsearchEngine
+
+        return ElasticsearchEngine(settings)
+    raise errors.ConfigError(_NO_EMBEDDED)
+
+
+def connect_async(settings: Settings, kind: Resolved | None = None) -> AsyncEngine:
+    """The asynchronous query-path adapter for ``settings`` (``kind`` skips detection when known)."""
+    kind = kind or resolve_kind(settings)
+    if kind == "opensearch":
+        from esbridge.engines.opensearch import AsyncOpenSearchEngine
+
+        return AsyncOpenSearchEngine(settings)
+    if kind == "elasticsearch":
+        from esbridge.engines.elasticsearch import AsyncElasticsearchEngine
+
+        return AsyncElasticsearchEngine(settings)
+    raise errors.ConfigError(_NO_EMBEDDED)
+
+
+_NO_EMBEDDED = (
+    "no engine URL is configured and the embedded engine is not available in this version: "
+    "set ESBRIDGE_URL or pass --url (scripts/engines up starts a local OpenSearch on http://127.0.0.1:9200)"
+)

@@ -1,0 +1,240 @@
+"""OpenSearch adapter (opensearch-py), synchronous and asynchronous."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from opensearchpy import AsyncOpenSearch, OpenSearch
+from opensearchpy import exceptions as ox
+
+from esbridge import errors
+from esbridge.config.settings import Settings
+from esbridge.engines import responses
+from esbridge.engines.base import BulkAction, BulkResult, Dialect, SearchResult
+from esbridge.engines.capabilities import (
+    KNN_PLUGIN,
+    NEURAL_SEARCH_PLUGIN,
+    Capabilities,
+    opensearch_native_hybrid,
+)
+from esbridge.engines.errors import from_response
+
+# Plugins loaded from the classpath (as scripts/engines does) report their class name and no version.
+_PLUGIN_CLASSES = {
+    "org.opensearch.knn.plugin.KNNPlugin": KNN_PLUGIN,
+    "org.opensearch.neuralsearch.plugin.NeuralSearch": NEURAL_SEARCH_PLUGIN,
+}
+
+
+def client_options(settings: Settings, *, async_: bool = False) -> dict[str, Any]:
+    """Keyword arguments for ``OpenSearch``/``AsyncOpenSearch`` from esbridge settings."""
+    if settings.url is None:
+        raise errors.ConfigError("the OpenSearch adapter needs an engine URL (ESBRIDGE_URL or --url)")
+    auth = settings.auth
+    if auth.api_key is not None:
+        raise errors.ConfigError("auth.api_key is an Elasticsearch scheme; use basic auth or aws_sigv4 with OpenSearch")
+    if auth.cloud_id is not None:
+        raise errors.ConfigError("auth.cloud_id is for Elastic Cloud, not OpenSearch")
+    options: dict[str, Any] = {
+        "hosts": [settings.url],
+        "timeout": settings.timeout_s,
+        "max_retries": settings.retries,
+        "retry_on_timeout": True,
+    }
+    if settings.url.startswith("https://"):
+        options.update(use_ssl=True, verify_certs=settings.tls.verify, ssl_show_warn=True)
+        for name in ("ca_certs", "client_cert", "client_key"):
+            path = getattr(settings.tls, name)
+            if path is not None:
+                options[name] = str(path)
+    if auth.username is not None:
+        password = auth.password.get_secret_value() if auth.password else ""
+        options["http_auth"] = (auth.username, password)
+    elif auth.aws_sigv4:
+        options["http_auth"] = _sigv4_auth(settings, async_=async_)
+    if async_:
+        from opensearchpy import AsyncHttpConnection
+
+        options["connection_class"] = AsyncHttpConnection
+    return options
+
+
+def _sigv4_auth(settings: Settings, *, async_: bool) -> Any:
+    try:
+        import boto3
+    except ImportError as exc:
+        raise errors.DependencyMissing("boto3", extra="aws", purpose="AWS SigV4 signing") from exc
+    credentials = boto3.Session().get_credentials()
+    if credentials is None:
+        raise errors.ConfigError("auth.aws_sigv4 is on but boto3 found no AWS credentials")
+    region, service = settings.auth.aws_region or "", settings.auth.aws_service
+    if async_:
+        from opensearchpy import AWSV4SignerAsyncAuth
+
+        return AWSV4SignerAsyncAuth(credentials, region, service)
+    from opensearchpy import Urllib3AWSV4SignerAuth
+
+    return Urllib3AWSV4SignerAuth(credentials, region, service)
+
+
+def translate(exc: Exception, *, url: str, operation: str, index: str | None) -> errors.EngineError:
+    """The esbridge error for an opensearch-py exception."""
+    if isinstance(exc, ox.ConnectionTimeout):
+        return errors.EngineTimeout("no answer in time", url=url, operation=operation, index=index)
+    if isinstance(exc, ox.SSLError):
+        return errors.TLSError(str(exc.info or exc), url=url, operation=operation, index=index)
+    if isinstance(exc, ox.ConnectionError):
+        return errors.EngineUnavailable(
+            f"cannot connect ({exc.info or exc})", url=url, operation=operation, index=index
+        )
+    if isinstance(exc, ox.TransportError):
+        status = exc.status_code if isinstance(exc.status_code, int) else None
+        return from_response(status, exc.info, url=url, operation=operation, index=index)
+    return errors.EngineResponseError(f"{type(exc).__name__}: {exc}", url=url, operation=operation, index=index)
+
+
+class _Translating:
+    _url: str
+
+    @contextmanager
+    def _call(self, operation: str, index: str | None = None) -> Iterator[None]:
+        try:
+            yield
+        except ox.OpenSearchException as exc:
+            raise translate(exc, url=self._url, operation=operation, index=index) from exc
+
+
+class OpenSearchEngine(_Translating):
+    """An OpenSearch cluster reached through opensearch-py."""
+
+    def __init__(self, settings: Settings, client: OpenSearch | None = None) -> None:
+        self._url = settings.display_url
+        self._client = client or OpenSearch(**client_options(settings))
+
+    @property
+    def dialect(self) -> Dialect:
+        return "opensearch"
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    def probe(self) -> Capabilities:
+        with self._call("probe"):
+            info = self._client.info()
+            health = self._client.cluster.health()
+            nodes = self._client.nodes.info(metric="plugins")
+        version = str(info["version"]["number"])
+        plugins = _plugins(nodes, version)
+        native = opensearch_native_hybrid(plugins)
+        notes = []
+        if NEURAL_SEARCH_PLUGIN not in plugins:
+            notes.append("neural-search plugin absent: no native hybrid query or score processors")
+        if KNN_PLUGIN not in plugins:
+            notes.append("k-NN plugin absent: no knn_vector field or knn query")
+        return Capabilities(
+            distribution="opensearch",
+            version=version,
+            url=self._url,
+            cluster_name=info.get("cluster_name"),
+            health=health.get("status"),
+            knn=KNN_PLUGIN in plugins,
+            plugins=plugins,
+            native_hybrid=native,
+            notes=notes,
+        )
+
+    def index_exists(self, index: str) -> bool:
+        with self._call("check index", index):
+            return bool(self._client.indices.exists(index=index))
+
+    def create_index(self, index: str, body: Mapping[str, Any]) -> None:
+        with self._call("create index", index):
+            self._client.indices.create(index=index, body=dict(body))
+
+    def delete_index(self, index: str, *, missing_ok: bool = False) -> bool:
+        try:
+            with self._call("delete index", index):
+                self._client.indices.delete(index=index)
+        except errors.IndexNotFound:
+            if missing_ok:
+                return False
+            raise
+        return True
+
+    def refresh(self, index: str) -> None:
+        with self._call("refresh", index):
+            self._client.indices.refresh(index=index)
+
+    def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
+        if not actions:
+            return BulkResult(succeeded=[], failed=[])
+        with self._call("bulk write", index):
+            body = self._client.bulk(body=responses.bulk_lines(index, actions))
+        return responses.bulk_result(body, actions)
+
+    def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+        with self._call("search", index):
+            answer = self._client.search(index=index, body=dict(body))
+        return responses.search_result(answer, url=self._url, index=index)
+
+    def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
+        lines: list[Mapping[str, Any]] = []
+        for body in bodies:
+            lines.extend(({"index": index}, body))
+        with self._call("msearch", index):
+            answer = self._client.msearch(body=lines)
+        return responses.msearch_results(
+            answer,
+            len(bodies),
+            url=self._url,
+            index=index,
+            error_for=lambda status, body: from_response(status, body, url=self._url, operation="search", index=index),
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class AsyncOpenSearchEngine(_Translating):
+    """The query path of an OpenSearch cluster, for concurrent retrieval."""
+
+    def __init__(self, settings: Settings, client: AsyncOpenSearch | None = None) -> None:
+        self._url = settings.display_url
+        self._client = client or AsyncOpenSearch(**client_options(settings, async_=True))
+
+    @property
+    def dialect(self) -> Dialect:
+        return "opensearch"
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+        with self._call("search", index):
+            answer = await self._client.search(index=index, body=dict(body))
+        return responses.search_result(answer, url=self._url, index=index)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+def _plugins(nodes: Mapping[str, Any], node_version: str) -> dict[str, str]:
+    """Plugin name -> version over all nodes (a feature counts only if every node has it)."""
+    per_node: list[dict[str, str]] = []
+    for node in nodes.get("nodes", {}).values():
+        found: dict[str, str] = {}
+        for plugin in node.get("plugins", []):
+            name = _PLUGIN_CLASSES.get(plugin.get("classname", ""), plugin.get("name", ""))
+            name = _PLUGIN_CLASSES.get(name, name)
+            version = str(plugin.get("version", ""))
+            # Classpath plugins say "NA"; they are built for the node's own version.
+            found[name] = version if version[:1].isdigit() else node_version
+        per_node.append(found)
+    if not per_node:
+        return {}
+    common = set(per_node[0]).intersection(*per_node[1:])
+    return {name: per_node[0][name] for name in sorted(common)}

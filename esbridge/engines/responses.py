@@ -1,0 +1,84 @@
+"""Reading the response shapes OpenSearch and Elasticsearch share (search, msearch, bulk)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Hit, SearchResult
+from esbridge.engines.errors import error_type_and_reason
+from esbridge.errors import EngineError, EngineResponseError
+
+
+def search_result(body: Mapping[str, Any], *, url: str, index: str) -> SearchResult:
+    try:
+        hits_section = body["hits"]
+        hits = [
+            Hit(id=str(hit["_id"]), score=float(hit.get("_score") or 0.0), source=hit.get("_source") or {})
+            for hit in hits_section["hits"]
+        ]
+        total = hits_section.get("total", len(hits))
+        total_count = int(total["value"] if isinstance(total, Mapping) else total)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EngineResponseError(
+            f"unexpected search response ({exc!r})", url=url, operation="search", index=index
+        ) from exc
+    return SearchResult(hits=hits, total=total_count, took_ms=int(body.get("took", 0)), raw=body)
+
+
+def msearch_results(
+    body: Mapping[str, Any],
+    expected: int,
+    *,
+    url: str,
+    index: str,
+    error_for: Callable[[int | None, Any], EngineError],
+) -> list[SearchResult | Exception]:
+    responses = body.get("responses")
+    if not isinstance(responses, list) or len(responses) != expected:
+        raise EngineResponseError(
+            f"msearch returned {len(responses) if isinstance(responses, list) else 'no'} responses "
+            f"for {expected} searches",
+            url=url,
+            operation="msearch",
+            index=index,
+        )
+    results: list[SearchResult | Exception] = []
+    for response in responses:
+        if "error" in response:
+            results.append(error_for(response.get("status"), response))
+        else:
+            results.append(search_result(response, url=url, index=index))
+    return results
+
+
+def bulk_lines(index: str, actions: Sequence[BulkAction]) -> list[dict[str, Any]]:
+    lines: list[dict[str, Any]] = []
+    for action in actions:
+        lines.append({action.op: {"_index": index, "_id": action.id}})
+        if action.op == "index":
+            if action.document is None:
+                raise ValueError(f"index action for {action.id!r} has no document")
+            lines.append(dict(action.document))
+    return lines
+
+
+def bulk_result(body: Mapping[str, Any], actions: Sequence[BulkAction]) -> BulkResult:
+    """Sort a bulk response into succeeded ids and per-document failures.
+
+    Deleting a document that is already gone (404) counts as success: the end state is the one asked for.
+    """
+    items = body.get("items", [])
+    succeeded: list[str] = []
+    failed: list[BulkItemFailure] = []
+    for action, item in zip(actions, items, strict=False):
+        outcome: Mapping[str, Any] = item.get(action.op) or next(iter(item.values()), {})
+        status = int(outcome.get("status", 0))
+        if 200 <= status < 300 or (action.op == "delete" and status == 404):
+            succeeded.append(action.id)
+        else:
+            kind, reason = error_type_and_reason({"error": outcome.get("error")})
+            failed.append(BulkItemFailure(id=action.id, status=status, reason=f"{kind}: {reason}" if kind else reason))
+    for action in actions[len(items) :]:
+        failed.append(BulkItemFailure(id=action.id, status=0, reason="no result for this item in the bulk response"))
+    return BulkResult(succeeded=succeeded, failed=failed)

@@ -1,0 +1,111 @@
+"""The one error hierarchy of esbridge.
+
+Third-party exceptions (opensearch-py, elasticsearch-py, urllib3, aiohttp, ...) are translated into
+these at the engine boundary with ``raise ... from exc``, so callers catch esbridge errors only::
+
+    EsbridgeError
+    ├── ConfigError                 bad or contradictory settings
+    ├── DependencyMissing           an optional dependency is not installed (message has the pip hint)
+    └── EngineError                 an engine call failed; carries engine URL, index and operation
+        ├── EngineUnavailable       the engine could not be reached (refused, DNS, reset)
+        │   ├── EngineTimeout       no answer within the timeout
+        │   └── TLSError            TLS handshake or certificate verification failed
+        ├── AuthenticationError     401: missing or wrong credentials
+        ├── AuthorizationError      403: authenticated, but not allowed
+        ├── IndexNotFound           404 on an index or alias
+        ├── IndexAlreadyExists      the index to create exists
+        ├── Throttled               429: the engine asks to slow down
+        ├── RequestRejected         4xx: the engine refused the request as malformed
+        ├── UnsupportedFeature      the engine (version, plugin, licence) lacks what was asked
+        └── EngineResponseError     5xx or an answer esbridge cannot make sense of
+"""
+
+from __future__ import annotations
+
+
+class EsbridgeError(Exception):
+    """Base class of every error esbridge raises on purpose."""
+
+
+class ConfigError(EsbridgeError):
+    """Settings are missing, malformed or contradict each other."""
+
+
+class DependencyMissing(EsbridgeError):
+    """An optional dependency is needed for what was asked and is not installed."""
+
+    def __init__(self, package: str, extra: str | None = None, purpose: str = "") -> None:
+        hint = f"pip install 'esbridge[{extra}]'" if extra else f"pip install {package}"
+        what = f" for {purpose}" if purpose else ""
+        super().__init__(f"{package} is required{what}; install it with: {hint}")
+        self.package = package
+
+
+class EngineError(EsbridgeError):
+    """An engine call failed.
+
+    The message always names the operation, the engine URL (credentials removed) and, when one is
+    involved, the index, so an operator can tell which of several clusters and indices misbehaved.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        url: str,
+        operation: str,
+        index: str | None = None,
+        status: int | None = None,
+    ) -> None:
+        self.reason = reason
+        self.url = url
+        self.operation = operation
+        self.index = index
+        self.status = status
+        where = f"{url}, index {index!r}" if index else url
+        code = f" (HTTP {status})" if status is not None else ""
+        super().__init__(f"{operation} failed on {where}{code}: {reason}")
+
+
+class EngineUnavailable(EngineError):
+    """The engine could not be reached at all."""
+
+
+class EngineTimeout(EngineUnavailable):
+    """The engine did not answer within the configured timeout."""
+
+
+class TLSError(EngineUnavailable):
+    """The TLS handshake or certificate verification failed."""
+
+
+class AuthenticationError(EngineError):
+    """The engine rejected the credentials (HTTP 401)."""
+
+
+class AuthorizationError(EngineError):
+    """The credentials are valid but lack a privilege (HTTP 403)."""
+
+
+class IndexNotFound(EngineError):
+    """The index or alias does not exist (HTTP 404)."""
+
+
+class IndexAlreadyExists(EngineError):
+    """The index to be created already exists."""
+
+
+class Throttled(EngineError):
+    """The engine asked the client to slow down (HTTP 429)."""
+
+
+class RequestRejected(EngineError):
+    """The engine refused the request as malformed or invalid (HTTP 4xx)."""
+
+
+class UnsupportedFeature(EngineError):
+    """The engine's version, plugins or licence lack a feature that was asked for."""
+
+
+class EngineResponseError(EngineError):
+    """The engine failed (HTTP 5xx) or answered something esbridge cannot interpret."""

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from esbridge.config import Settings, load_settings
+from esbridge.engines import Engine, connect
+from tests.integration.engines import engine_url, unavailable_reason
+
+LIVE_ENGINES = ("opensearch", "elasticsearch")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/integration/" in str(item.path).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(params=LIVE_ENGINES)
+def engine_kind(request: pytest.FixtureRequest) -> str:
+    kind: str = request.param
+    reason = unavailable_reason(kind)
+    if reason is not None:
+        # In CI the local OpenSearch is started by .ci/run: its absence is a failure, never a skip.
+        if kind == "opensearch" and os.environ.get("CI"):
+            pytest.fail(f"CI: the local OpenSearch must be running: {reason}")
+        if kind == "opensearch" or engine_url(kind) is None:
+            pytest.skip(reason)
+        pytest.fail(f"ESBRIDGE_TEST_ELASTICSEARCH_URL is set but unusable: {reason}")
+    return kind
+
+
+@pytest.fixture
+def engine_settings(engine_kind: str) -> Settings:
+    return load_settings(url=engine_url(engine_kind), engine=engine_kind, timeout_s=30)
+
+
+@pytest.fixture
+def engine(engine_settings: Settings) -> Iterator[Engine]:
+    adapter = connect(engine_settings)
+    yield adapter
+    adapter.close()
+
+
+@pytest.fixture
+def index_name(engine: Engine, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A unique index for one test, deleted afterwards whatever happened."""
+    name = f"esbridge-test-{request.node.name.split('[')[0][5:30].replace('_', '-')}-{uuid.uuid4().hex[:8]}"
+    yield name
+    engine.delete_index(name, missing_ok=True)

@@ -1,0 +1,238 @@
+"""Small HTTP servers on 127.0.0.1 for tests: a replayer of recorded engine answers and an auth proxy.
+
+Both run real HTTP, so the engine clients' own code (headers, product checks, retries, parsing)
+runs unchanged against them.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import http.client
+import json
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "elasticsearch"
+
+# What an Elasticsearch 8.x/9.x server sends; elasticsearch-py refuses 2xx answers without the product header.
+ELASTIC_HEADERS = {
+    "X-Elastic-Product": "Elasticsearch",
+    "Content-Type": "application/vnd.elasticsearch+json;compatible-with=8",
+}
+
+
+@dataclass(frozen=True)
+class Recording:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+
+
+def load_recording(name: str) -> Recording:
+    """A recorded exchange from ``tests/fixtures/elasticsearch/<name>.json``."""
+    data = json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+    return Recording(
+        status=int(data["status"]), body=data.get("body"), headers=dict(ELASTIC_HEADERS), source=data["source"]
+    )
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def ndjson(self) -> list[Any]:
+        return [json.loads(line) for line in self.body.decode().splitlines() if line.strip()]
+
+
+class ReplayServer:
+    """Answers requests from a route table of recordings and remembers every request it saw."""
+
+    def __init__(self) -> None:
+        self.routes: list[tuple[str, re.Pattern[str], Recording]] = []
+        self.requests: list[Request] = []
+        self._server: ThreadingHTTPServer | None = None
+
+    def route(self, method: str, path_pattern: str, recording: Recording | str) -> None:
+        if isinstance(recording, str):
+            recording = load_recording(recording)
+        self.routes.insert(0, (method, re.compile(f"^{path_pattern}$"), recording))  # method may be "PUT|POST"
+
+    def find(self, method: str, path: str) -> Recording:
+        for route_method, pattern, recording in self.routes:
+            if method in route_method.split("|") and pattern.match(path):
+                return recording
+        return Recording(404, {"error": f"no recording for {method} {path}"}, dict(ELASTIC_HEADERS))
+
+    def requests_to(self, method: str, path_pattern: str) -> list[Request]:
+        pattern = re.compile(f"^{path_pattern}$")
+        return [r for r in self.requests if r.method in method.split("|") and pattern.match(r.path)]
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @contextmanager
+    def running(self) -> Iterator[ReplayServer]:
+        replay = self
+
+        class Handler(_QuietHandler):
+            def handle_any(self) -> None:
+                parts = urlsplit(self.path)
+                body = self.read_body()
+                replay.requests.append(
+                    Request(
+                        self.command, parts.path, parts.query, {k.lower(): v for k, v in self.headers.items()}, body
+                    )
+                )
+                recording = replay.find(self.command, parts.path)
+                payload = b"" if recording.body is None else json.dumps(recording.body).encode()
+                self.send_response(recording.status)
+                for name, value in recording.headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(payload)
+
+        with _serving(Handler) as server:
+            self._server = server
+            yield self
+
+
+class AuthProxy:
+    """A reverse proxy that demands HTTP basic credentials, as a security plugin would, then forwards.
+
+    The local OpenSearch runs without a security plugin, so wrong credentials can only be refused by
+    something in front of it; the refusal has the shape and headers of the engine's own 401.
+    """
+
+    def __init__(self, upstream: str, username: str, password: str, *, flavour: str) -> None:
+        self.upstream = urlsplit(upstream)
+        self.expected = "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
+        self.flavour = flavour
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def _refusal(self) -> tuple[bytes, dict[str, str]]:
+        if self.flavour == "elasticsearch":
+            body = {
+                "error": {
+                    "root_cause": [{"type": "security_exception", "reason": "unable to authenticate user [esbridge]"}],
+                    "type": "security_exception",
+                    "reason": "unable to authenticate user [esbridge]",
+                },
+                "status": 401,
+            }
+            headers = {**ELASTIC_HEADERS, "WWW-Authenticate": 'Basic realm="security" charset="UTF-8"'}
+            return json.dumps(body).encode(), headers
+        return b"Unauthorized", {
+            "Content-Type": "text/plain; charset=UTF-8",
+            "WWW-Authenticate": 'Basic realm="OpenSearch Security"',
+        }
+
+    @contextmanager
+    def running(self) -> Iterator[AuthProxy]:
+        proxy = self
+
+        class Handler(_QuietHandler):
+            def handle_any(self) -> None:
+                body = self.read_body()
+                if self.headers.get("Authorization") != proxy.expected:
+                    payload, headers = proxy._refusal()
+                    self.send_response(401)
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                upstream = http.client.HTTPConnection(
+                    proxy.upstream.hostname or "127.0.0.1", proxy.upstream.port, timeout=30
+                )
+                forwarded = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "authorization")}
+                if proxy.upstream.username is not None:
+                    login = f"{unquote(proxy.upstream.username)}:{unquote(proxy.upstream.password or '')}"
+                    forwarded["Authorization"] = "Basic " + base64.b64encode(login.encode()).decode()
+                upstream.request(self.command, self.path, body=body or None, headers=forwarded)
+                answer = upstream.getresponse()
+                payload = answer.read()
+                self.send_response(answer.status)
+                for name, value in answer.getheaders():
+                    if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(payload)
+                upstream.close()
+
+        with _serving(Handler) as server:
+            self._server = server
+            yield self
+
+
+class _QuietHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        return body
+
+    def handle_any(self) -> None:
+        raise NotImplementedError
+
+    def do_GET(self) -> None:
+        self.handle_any()
+
+    def do_POST(self) -> None:
+        self.handle_any()
+
+    def do_PUT(self) -> None:
+        self.handle_any()
+
+    def do_DELETE(self) -> None:
+        self.handle_any()
+
+    def do_HEAD(self) -> None:
+        self.handle_any()
+
+
+@contextmanager
+def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServer]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import pytest
+
+from esbridge.engines.capabilities import (
+    elasticsearch_has_knn,
+    elasticsearch_native_hybrid,
+    opensearch_native_hybrid,
+    parse_version,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("3.3.0", (3, 3, 0)), ("2.19.1.0", (2, 19, 1)), ("8.17.1-SNAPSHOT", (8, 17, 1)), ("9", (9, 0, 0))],
+)
+def test_parse_version(text: str, expected: tuple[int, int, int]) -> None:
+    assert parse_version(text) == expected
+
+
+def test_parse_version_rejects_garbage() -> None:
+    with pytest.raises(ValueError, match="not a version"):
+        parse_version("NA")
+
+
+def test_opensearch_without_neural_search_has_no_native_hybrid() -> None:
+    features = opensearch_native_hybrid({"opensearch-knn": "3.3.0"})
+    assert features and not any(features.values())
+
+
+def test_opensearch_features_follow_the_neural_search_version() -> None:
+    old = opensearch_native_hybrid({"opensearch-neural-search": "2.11.0"})
+    assert old["hybrid_query"] and old["normalization_processor"]
+    assert not old["score_ranker_processor"] and not old["z_score"]
+
+    v219 = opensearch_native_hybrid({"opensearch-neural-search": "2.19.1"})
+    assert v219["score_ranker_processor"] and v219["hybrid_explain"] and not v219["z_score"]
+
+    v3 = opensearch_native_hybrid({"opensearch-neural-search": "3.1.0.0"})
+    assert all(v3.values())
+
+
+@pytest.mark.parametrize(
+    ("version", "licence", "rrf", "linear"),
+    [
+        ("8.15.0", "enterprise", False, False),
+        ("8.16.0", "basic", False, False),
+        ("8.16.0", "enterprise", True, False),
+        ("8.18.0", "trial", True, True),
+        ("9.1.0", "enterprise", True, True),
+        ("9.1.0", None, False, False),
+    ],
+)
+def test_elasticsearch_retrievers_need_version_and_licence(
+    version: str, licence: str | None, rrf: bool, linear: bool
+) -> None:
+    features = elasticsearch_native_hybrid(version, licence)
+    assert features["rrf_retriever"] is rrf
+    assert features["linear_retriever"] is linear
+    assert features["retrievers"] is (parse_version(version) >= (8, 14, 0))
+
+
+def test_elasticsearch_knn_by_version() -> None:
+    assert elasticsearch_has_knn("8.4.0")
+    assert not elasticsearch_has_knn("7.17.0")

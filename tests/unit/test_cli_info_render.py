@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from esbridge.cli import main
+from esbridge.cli.info import render
+from esbridge.engines import Capabilities
+
+
+def test_render_lists_every_fact_aligned() -> None:
+    text = render(
+        Capabilities(
+            distribution="opensearch",
+            version="3.3.2",
+            url="http://127.0.0.1:9200",
+            cluster_name="local",
+            health="green",
+            knn=True,
+            plugins={"opensearch-knn": "3.3.2"},
+            native_hybrid={"hybrid_query": False, "z_score": False},
+            notes=["neural-search plugin absent"],
+        )
+    )
+    lines = text.splitlines()
+    assert lines[0] == "Engine          opensearch 3.3.2"
+    assert "Cluster         local (health: green)" in lines
+    assert "Vector search   yes" in lines
+    assert "Plugins         opensearch-knn 3.3.2" in lines
+    assert "  hybrid_query  no" in lines
+    assert "Note            neural-search plugin absent" in lines
+
+
+def test_info_without_an_engine_url_says_how_to_get_one() -> None:
+    result = CliRunner().invoke(main, ["info"])
+    assert result.exit_code == 1
+    assert "set ESBRIDGE_URL or pass --url" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_invalid_settings_are_reported_at_the_edge() -> None:
+    result = CliRunner().invoke(main, ["info", "--url", "ftp://nowhere"])
+    assert result.exit_code == 1
+    assert "url must look like http(s)://host:port" in result.output

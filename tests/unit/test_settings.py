@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from esbridge.config import load_settings, redact_url
+from esbridge.errors import ConfigError
+
+
+def write_toml(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_without_any_source() -> None:
+    settings = load_settings()
+    assert settings.url is None
+    assert settings.engine == "auto"
+    assert settings.index == "esbridge"
+    assert settings.tls.verify is True
+    assert settings.embedding.model == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_precedence_flags_over_env_over_file_over_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    write_toml(
+        Path("esbridge.toml"),
+        'url = "http://file:9200"\nindex = "from-file"\ntimeout_s = 7\n[embedding]\nbatch_size = 8\n',
+    )
+    monkeypatch.setenv("ESBRIDGE_URL", "http://env:9200")
+    monkeypatch.setenv("ESBRIDGE_TIMEOUT_S", "9")
+
+    settings = load_settings(url="http://flag:9200")
+
+    assert settings.url == "http://flag:9200"  # flag beats env and file
+    assert settings.timeout_s == 9  # env beats file
+    assert settings.index == "from-file"  # file beats default
+    assert settings.embedding.batch_size == 8  # nested section from the file
+    assert settings.retries == 3  # default
+
+
+def test_none_flags_do_not_override_lower_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ESBRIDGE_INDEX", "from-env")
+    assert load_settings(index=None).index == "from-env"
+
+
+def test_nested_env_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ESBRIDGE_AUTH__USERNAME", "reader")
+    monkeypatch.setenv("ESBRIDGE_AUTH__PASSWORD", "s3cret")
+    monkeypatch.setenv("ESBRIDGE_TLS__VERIFY", "false")
+    settings = load_settings()
+    assert settings.auth.username == "reader"
+    assert settings.auth.password is not None
+    assert settings.auth.password.get_secret_value() == "s3cret"
+    assert settings.tls.verify is False
+
+
+def test_config_file_from_env_variable_and_argument(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    by_env = write_toml(tmp_path / "env.toml", 'index = "by-env"\n')
+    by_arg = write_toml(tmp_path / "arg.toml", 'index = "by-arg"\n')
+    monkeypatch.setenv("ESBRIDGE_CONFIG", str(by_env))
+    assert load_settings().index == "by-env"
+    assert load_settings(by_arg).index == "by-arg"
+
+
+def test_named_config_file_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_settings(tmp_path / "missing.toml")
+
+
+def test_unknown_key_in_file_is_named(tmp_path: Path) -> None:
+    path = write_toml(tmp_path / "typo.toml", 'urll = "http://x:9200"\n')
+    with pytest.raises(ConfigError, match="urll: unknown setting"):
+        load_settings(path)
+
+
+def test_malformed_toml_is_a_config_error(tmp_path: Path) -> None:
+    path = write_toml(tmp_path / "broken.toml", "url = \n")
+    with pytest.raises(ConfigError, match=r"broken\.toml"):
+        load_settings(path)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"url": "ftp://host"}, "url must look like"),
+        ({"index": "Bad Name"}, "not a valid index name"),
+        ({"index": "_hidden"}, "not a valid index name"),
+        ({"engine": "solr"}, "engine"),
+        ({"timeout_s": 0}, "timeout_s"),
+        ({"auth": {"password": "x"}}, "auth.password is set but auth.username is not"),
+        ({"auth": {"username": "u", "api_key": "k"}}, "one authentication scheme, not basic and api_key"),
+        ({"auth": {"aws_sigv4": True}}, "needs auth.aws_region"),
+        ({"engine": "elasticsearch", "auth": {"aws_sigv4": True, "aws_region": "eu-west-1"}}, "not Elasticsearch"),
+        ({"engine": "opensearch", "auth": {"cloud_id": "x:y"}}, "not OpenSearch"),
+        ({"tls": {"ca_certs": "/nonexistent/ca.pem"}}, "tls.ca_certs file not found"),
+    ],
+)
+def test_invalid_settings_are_named(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_settings(**overrides)
+
+
+def test_credentials_in_url_move_into_auth() -> None:
+    settings = load_settings(url="https://elastic:p%40ss@es.example:9243")
+    assert settings.url == "https://es.example:9243"
+    assert settings.auth.username == "elastic"
+    assert settings.auth.password is not None
+    assert settings.auth.password.get_secret_value() == "p@ss"
+    assert "p@ss" not in settings.display_url
+
+
+def test_secrets_are_never_printed() -> None:
+    settings = load_settings(url="http://u:topsecret@h:9200", embedding={"batch_size": 4})
+    keyed = load_settings(auth={"api_key": "apikeysecret"})
+    for text in (repr(settings), str(settings), str(settings.redacted()), settings.model_dump_json()):
+        assert "topsecret" not in text
+    for text in (repr(keyed), str(keyed.redacted()), keyed.model_dump_json()):
+        assert "apikeysecret" not in text
+    assert settings.redacted()["auth"]["password"] == "**********"
+
+
+def test_redact_url() -> None:
+    assert redact_url("https://a:b@host:1/x") == "https://host:1/x"
+    assert redact_url("http://host:9200") == "http://host:9200"
