@@ -7,7 +7,7 @@ handed to ``search``/``msearch`` as mappings, so they can be tested without a se
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -58,6 +58,14 @@ class BulkResult:
     failed: Sequence[BulkItemFailure]
 
 
+@dataclass(frozen=True)
+class IndexInfo:
+    name: str
+    docs: int
+    size_bytes: int
+    health: str | None = None
+
+
 @runtime_checkable
 class Engine(Protocol):
     """A search engine esbridge can manage indices in and query (synchronous)."""
@@ -81,6 +89,40 @@ class Engine(Protocol):
         ...
 
     def refresh(self, index: str) -> None: ...
+
+    def list_indices(self, pattern: str) -> list[IndexInfo]:
+        """Concrete indices whose names match ``pattern`` (``*`` wildcards), sorted by name."""
+        ...
+
+    def alias_targets(self, alias: str) -> list[str]:
+        """The concrete indices ``alias`` points to; empty when there is no such alias."""
+        ...
+
+    def update_aliases(self, actions: Sequence[Mapping[str, Any]]) -> None:
+        """Apply alias ``add``/``remove`` actions atomically, in one request."""
+        ...
+
+    def get_mapping(self, index: str) -> dict[str, Any]:
+        """The mapping of ``index`` (an alias resolves to its single concrete index)."""
+        ...
+
+    def get_index_settings(self, index: str) -> dict[str, Any]:
+        """The ``index`` settings object of ``index``, as the engine reports it."""
+        ...
+
+    def put_mapping(self, index: str, properties: Mapping[str, Any]) -> None: ...
+
+    def count(self, index: str) -> int: ...
+
+    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
+        """Copy every document from ``source`` to ``dest`` on the server; return how many were copied."""
+        ...
+
+    def scan(
+        self, index: str, query: Mapping[str, Any], fields: Sequence[str], *, sort_field: str, page_size: int = 1000
+    ) -> Iterator[Hit]:
+        """Every hit of ``query`` with only ``fields`` from the source, paged by ``sort_field``."""
+        ...
 
     def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
         """Apply ``actions``; per-document failures are reported, not raised."""

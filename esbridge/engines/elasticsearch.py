@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import elastic_transport
 import elasticsearch
@@ -12,8 +12,8 @@ from elasticsearch import AsyncElasticsearch, Elasticsearch
 
 from esbridge import errors
 from esbridge.config.settings import Settings
-from esbridge.engines import responses
-from esbridge.engines.base import BulkAction, BulkResult, Dialect, SearchResult
+from esbridge.engines import paging, responses
+from esbridge.engines.base import BulkAction, BulkResult, Dialect, Hit, IndexInfo, SearchResult
 from esbridge.engines.capabilities import (
     Capabilities,
     elasticsearch_has_knn,
@@ -153,6 +153,61 @@ class ElasticsearchEngine(_Translating):
     def refresh(self, index: str) -> None:
         with self._call("refresh", index):
             self._client.indices.refresh(index=index)
+
+    def list_indices(self, pattern: str) -> list[IndexInfo]:
+        with self._call("list indices", pattern):
+            rows = self._client.cat.indices(index=pattern, format="json", bytes="b", expand_wildcards="open").body
+        return responses.index_infos(cast(list[dict[str, Any]], rows))
+
+    def alias_targets(self, alias: str) -> list[str]:
+        with self._call("read alias", alias):
+            if not self._client.indices.exists_alias(name=alias):
+                return []
+            answer = self._client.indices.get_alias(name=alias).body
+        return sorted(answer)
+
+    def update_aliases(self, actions: Sequence[Mapping[str, Any]]) -> None:
+        with self._call("update aliases"):
+            self._client.indices.update_aliases(actions=[dict(action) for action in actions])
+
+    def get_mapping(self, index: str) -> dict[str, Any]:
+        with self._call("read mapping", index):
+            answer = self._client.indices.get_mapping(index=index).body
+        return responses.single_index_section(answer, "mappings", url=self._url, index=index)
+
+    def get_index_settings(self, index: str) -> dict[str, Any]:
+        with self._call("read settings", index):
+            answer = self._client.indices.get_settings(index=index).body
+        return dict(responses.single_index_section(answer, "settings", url=self._url, index=index)["index"])
+
+    def put_mapping(self, index: str, properties: Mapping[str, Any]) -> None:
+        with self._call("update mapping", index):
+            self._client.indices.put_mapping(index=index, properties=dict(properties))
+
+    def count(self, index: str) -> int:
+        with self._call("count", index):
+            return int(self._client.count(index=index).body["count"])
+
+    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
+        with self._call("reindex", dest):
+            task = self._client.reindex(source={"index": source}, dest={"index": dest}, wait_for_completion=False).body[
+                "task"
+            ]
+            result = paging.wait_for_task(
+                lambda: self._client.tasks.get(task_id=task).body,
+                timeout_s=timeout_s,
+                url=self._url,
+                operation="reindex",
+                index=dest,
+            )
+        return responses.reindexed_count(result, url=self._url, index=dest)
+
+    def scan(
+        self, index: str, query: Mapping[str, Any], fields: Sequence[str], *, sort_field: str, page_size: int = 1000
+    ) -> Iterator[Hit]:
+        return paging.scan(
+            lambda body: self.search(index, body), query, fields, sort_field=sort_field, page_size=page_size
+        )
 
     def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
         if not actions:

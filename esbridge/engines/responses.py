@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Hit, SearchResult
+from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Hit, IndexInfo, SearchResult
 from esbridge.engines.errors import error_type_and_reason
 from esbridge.errors import EngineError, EngineResponseError
 
@@ -82,3 +82,44 @@ def bulk_result(body: Mapping[str, Any], actions: Sequence[BulkAction]) -> BulkR
     for action in actions[len(items) :]:
         failed.append(BulkItemFailure(id=action.id, status=0, reason="no result for this item in the bulk response"))
     return BulkResult(succeeded=succeeded, failed=failed)
+
+
+def index_infos(rows: Sequence[Mapping[str, Any]]) -> list[IndexInfo]:
+    """``_cat/indices?format=json&bytes=b`` rows as IndexInfo, sorted by name."""
+    infos = [
+        IndexInfo(
+            name=str(row["index"]),
+            docs=int(row.get("docs.count") or 0),
+            size_bytes=int(row.get("store.size") or 0),
+            health=row.get("health"),
+        )
+        for row in rows
+    ]
+    return sorted(infos, key=lambda info: info.name)
+
+
+def single_index_section(answer: Mapping[str, Any], section: str, *, url: str, index: str) -> dict[str, Any]:
+    """The ``section`` of the one concrete index in a per-index answer (``{name: {section: ...}}``)."""
+    if len(answer) != 1:
+        raise EngineResponseError(
+            f"expected one index behind {index!r}, found {len(answer)}: {sorted(answer)}",
+            url=url,
+            operation=f"read {section}",
+            index=index,
+        )
+    content = next(iter(answer.values()))
+    return dict(content.get(section) or {})
+
+
+def reindexed_count(result: Mapping[str, Any], *, url: str, index: str) -> int:
+    failures = result.get("failures") or []
+    if failures:
+        first = failures[0]
+        kind, reason = error_type_and_reason({"error": first.get("cause", first)})
+        raise EngineResponseError(
+            f"{len(failures)} document(s) failed to copy, first: {kind}: {reason}",
+            url=url,
+            operation="reindex",
+            index=index,
+        )
+    return int(result.get("created", 0)) + int(result.get("updated", 0))

@@ -1,0 +1,56 @@
+"""Algorithms shared by the adapters that only need the adapter's own ``search`` and task polling."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from esbridge.engines.base import Hit, SearchResult
+from esbridge.errors import EngineTimeout
+
+
+def scan(
+    search: Callable[[Mapping[str, Any]], SearchResult],
+    query: Mapping[str, Any],
+    fields: Sequence[str],
+    *,
+    sort_field: str,
+    page_size: int,
+) -> Iterator[Hit]:
+    """Page through every hit of ``query`` with ``search_after`` on a unique keyword ``sort_field``."""
+    after: list[Any] | None = None
+    while True:
+        body: dict[str, Any] = {
+            "size": page_size,
+            "query": dict(query),
+            "_source": list(fields),
+            "sort": [{sort_field: "asc"}],
+            "track_total_hits": False,
+        }
+        if after is not None:
+            body["search_after"] = after
+        page = search(body)
+        if not page.hits:
+            return
+        yield from page.hits
+        if len(page.hits) < page_size:
+            return
+        after = page.raw["hits"]["hits"][-1]["sort"]
+
+
+def wait_for_task(
+    poll: Callable[[], Mapping[str, Any]], *, timeout_s: float, url: str, operation: str, index: str
+) -> Mapping[str, Any]:
+    """Poll a server task until it completes; its ``response`` (or an empty mapping) is returned."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.2
+    while True:
+        status = poll()
+        if status.get("completed"):
+            response: Mapping[str, Any] = status.get("response") or {}
+            return response
+        if time.monotonic() > deadline:
+            raise EngineTimeout(f"task still running after {timeout_s:.0f}s", url=url, operation=operation, index=index)
+        time.sleep(delay)
+        delay = min(delay * 1.5, 2.0)

@@ -1,0 +1,1 @@
+"""Reading sources (Markdown vaults, JSONL, BEIR) into documents, chunks and problems."""

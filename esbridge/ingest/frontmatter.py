@@ -1,0 +1,175 @@
+"""A note's YAML frontmatter, read leniently: what cannot be understood becomes a warning, never an error.
+
+Dates may be ISO strings, YAML dates/timestamps, or epoch numbers (Dendron writes ``created`` and
+``updated`` as epoch milliseconds); numbers of 10^11 and more are taken as milliseconds, smaller ones
+as seconds. Naive datetimes are taken as UTC. Keys that are not understood, and understood keys whose
+value cannot be used (a list as ``status``, ``created: someday``), go JSON-safe into ``metadata``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, time, timezone
+from typing import Any
+
+import yaml
+
+_TITLE_KEYS = ("title",)
+_TAG_KEYS = ("tags", "tag")
+_ALIAS_KEYS = ("aliases", "alias")
+_CREATED_KEYS = ("created", "created_at")
+_MODIFIED_KEYS = ("modified", "updated", "modified_at")
+_STATUS_KEYS = ("status",)
+_ENTITY_TYPE_KEYS = ("entity_type", "type")
+_CATEGORY_KEYS = ("category",)
+# A date used only as a fallback for `created_at` (Jekyll/Hugo style); it also stays in metadata.
+_FALLBACK_CREATED_KEY = "date"
+_EPOCH_MILLISECONDS_FROM = 10**11
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True)
+class FrontMatter:
+    title: str | None = None
+    tags: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    created_at: datetime | None = None
+    modified_at: datetime | None = None
+    status: str | None = None
+    entity_type: str | None = None
+    category: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def load_frontmatter(raw: str) -> tuple[Mapping[str, Any], list[str]]:
+    """The YAML mapping of a frontmatter block, or an empty one and the reason it could not be read."""
+    try:
+        data = yaml.load(raw, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader, in C when available
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        return {}, [f"frontmatter is not valid YAML{where}: {exc.problem or exc}"]
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
+        # PyYAML raises ValueError for impossible timestamps such as 2021-13-40.
+        return {}, [f"frontmatter is not valid YAML: {exc}"]
+    if data is None:
+        return {}, []
+    if not isinstance(data, Mapping):
+        return {}, [f"frontmatter is not a mapping of keys to values but a {type(data).__name__}"]
+    return {str(key): value for key, value in data.items()}, []
+
+
+def interpret_frontmatter(data: Mapping[str, Any]) -> tuple[FrontMatter, list[str]]:
+    """The fields a Document has, read from the frontmatter; values that cannot be used stay in metadata."""
+    warnings: list[str] = []
+    used: set[str] = set(_TAG_KEYS + _ALIAS_KEYS)
+
+    def scalar(keys: Sequence[str]) -> str | None:
+        for key in keys:
+            value = data.get(key)
+            if value is None or value == "":
+                used.add(key)
+                continue
+            if isinstance(value, (str, int, float, bool, date)):
+                used.add(key)
+                return str(value).strip() or None
+            warnings.append(f"frontmatter {key!r} should be a single value, not a {type(value).__name__}")
+        return None
+
+    def moment(keys: Sequence[str]) -> datetime | None:
+        for key in keys:
+            value = data.get(key)
+            if value is None or value == "":
+                used.add(key)
+                continue
+            parsed = parse_datetime(value)
+            if parsed is not None:
+                used.add(key)
+                return parsed
+            warnings.append(f"frontmatter {key!r} is not a date: {value!r}")
+        return None
+
+    created_at = moment(_CREATED_KEYS)
+    if created_at is None and data.get(_FALLBACK_CREATED_KEY) is not None:
+        created_at = parse_datetime(data[_FALLBACK_CREATED_KEY])
+    front = FrontMatter(
+        title=scalar(_TITLE_KEYS),
+        tags=tuple(tag.lstrip("#") for key in _TAG_KEYS for tag in string_list(data.get(key), split_spaces=True)),
+        aliases=tuple(alias for key in _ALIAS_KEYS for alias in string_list(data.get(key), split_spaces=False)),
+        created_at=created_at,
+        modified_at=moment(_MODIFIED_KEYS),
+        status=scalar(_STATUS_KEYS),
+        entity_type=scalar(_ENTITY_TYPE_KEYS),
+        category=scalar(_CATEGORY_KEYS),
+    )
+    metadata = {key: json_safe(value) for key, value in data.items() if key not in used}
+    return replace(front, metadata=metadata), warnings
+
+
+def string_list(value: Any, *, split_spaces: bool) -> list[str]:
+    """A YAML list, or a comma-separated string (space-separated too for tags), as stripped strings."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        separators = value.replace(",", " ").split() if split_spaces else value.split(",")
+        return [part.strip() for part in separators if part.strip()]
+    if isinstance(value, (list, tuple, set)):
+        return [str(item).strip() for item in value if item is not None and str(item).strip()]
+    return [str(value).strip()]
+
+
+def parse_datetime(value: Any) -> datetime | None:
+    """A timezone-aware UTC datetime from a YAML date, datetime, ISO string or epoch (s or ms) number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, datetime):
+        return _as_utc(value)
+    if isinstance(value, date):
+        return datetime.combine(value, time(), tzinfo=timezone.utc)
+    if isinstance(value, (int, float)):
+        return _from_epoch(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            return _from_epoch(int(text))
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            return _as_utc(datetime.fromisoformat(text))
+        except ValueError:
+            return None
+    return None
+
+
+def _from_epoch(number: float) -> datetime | None:
+    if not math.isfinite(number):
+        return None
+    seconds = number / 1000 if abs(number) >= _EPOCH_MILLISECONDS_FROM else number
+    try:
+        return datetime.fromtimestamp(seconds, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _as_utc(moment: datetime) -> datetime:
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+def json_safe(value: Any) -> Any:
+    """The value with dates as ISO strings and anything else JSON cannot hold as a string."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        return [json_safe(item) for item in items]
+    return str(value)

@@ -1,0 +1,227 @@
+"""The Markdown vault source: every ``.md`` note of an Obsidian or Dendron vault as a ``Document``.
+
+A note's ``doc_id`` is its vault-relative path without ``.md`` (forward slashes), its ``path`` the same
+with the extension. Hidden folders and files (``.obsidian``, ``.git``, ...) and ``node_modules`` are
+skipped. A file that is not UTF-8 becomes a ``Problem``; broken frontmatter becomes a warning on a
+Document that is still indexed.
+
+Title: frontmatter ``title``, else the first H1 (then left out of the heading paths), else the file name.
+``modified_at``: frontmatter ``modified``/``updated``/``modified_at``, else the file's mtime.
+
+Links. ``[[target]]``, ``[[target#heading]]``, ``[[target|label]]``, ``![[embed]]`` and relative Markdown
+links to notes (``[t](../x/other.md#h)``) are resolved as ``links.NoteIndex.resolve`` describes. The two
+tools disagree on ``[[a|b]]``: Obsidian reads target ``a``, label ``b``; Dendron reads label ``a``,
+target ``b``. The convention is chosen once per vault (``links.detect_convention``: a Dendron workspace
+file next to the vault, or Dendron frontmatter in most notes), and a link whose conventional reading
+names no note while the other reading does is read the other way, so a vault mixing both still links.
+Resolved doc ids go, deduplicated and without self-links, into ``Document.links``; targets naming no
+note go into ``metadata["unresolved_links"]`` (Markdown links only when they point at a ``.md`` file;
+wikilinks to attachments such as images are neither). In a Dendron vault a tag ``#x`` also links to
+the note ``tags.x`` when it exists, as Dendron itself does.
+
+Tags: frontmatter ``tags`` (a list, or a space/comma-separated string) then ``#tags`` in the text, without
+``#``, deduplicated case-insensitively; see ``markdown_syntax`` for what counts as a tag.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from esbridge.errors import SourceError
+from esbridge.ingest.frontmatter import interpret_frontmatter, load_frontmatter
+from esbridge.ingest.links import (
+    LinkConvention,
+    NoteIndex,
+    Wikilink,
+    detect_convention,
+    markdown_link_target,
+    wikilink_label,
+    wikilink_readings,
+)
+from esbridge.ingest.markdown_syntax import ParsedNote, parse_note, read_frontmatter
+from esbridge.ingest.model import Document, Problem, Section
+
+NOTE_SUFFIX = ".md"
+SKIPPED_FOLDERS = frozenset({"node_modules"})
+ATTACHMENT_SUFFIXES = frozenset(
+    {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif", ".pdf", ".mp3", ".mp4", ".webm", ".mov"}
+    | {".ogg", ".wav", ".m4a", ".csv", ".canvas", ".excalidraw"}
+)
+
+
+@dataclass(frozen=True)
+class NoteFile:
+    """A note read from disk: its text, its file time and its frontmatter mapping (empty if none)."""
+
+    doc_id: str
+    path: str
+    text: str
+    mtime: datetime
+    frontmatter: Mapping[str, Any]
+    warnings: tuple[str, ...] = ()
+
+
+def read_vault(root: Path, *, convention: LinkConvention | None = None) -> Iterator[Document | Problem]:
+    """Every note under ``root`` as a Document (or a Problem), in path order.
+
+    The whole vault is read before the first Document is yielded: links are resolved against all of
+    its notes. ``convention`` overrides the detected reading of ``[[a|b]]``. A missing ``root`` raises
+    ``SourceError`` at once, not on the first ``next()``.
+    """
+    if not root.is_dir():
+        raise SourceError(f"vault folder {root} does not exist or is not a folder")
+    return _read_vault(root, convention)
+
+
+def _read_vault(root: Path, convention: LinkConvention | None) -> Iterator[Document | Problem]:
+    notes: list[NoteFile] = []
+    for path in note_paths(root):
+        loaded = load_note(root, path)
+        if isinstance(loaded, Problem):
+            yield loaded
+        else:
+            notes.append(loaded)
+    index = NoteIndex(note.doc_id for note in notes)
+    chosen = convention or detect_convention(root, [note.frontmatter for note in notes])
+    for note in notes:
+        yield build_document(note, index, chosen)
+
+
+def note_paths(root: Path) -> list[str]:
+    """Vault-relative paths (forward slashes) of the notes under ``root``, sorted."""
+    found: list[str] = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(name for name in subfolders if not _is_skipped(name))
+        relative = Path(folder).relative_to(root).as_posix()
+        for name in files:
+            if name.casefold().endswith(NOTE_SUFFIX) and not _is_skipped(name):
+                found.append(name if relative == "." else f"{relative}/{name}")
+    return sorted(found)
+
+
+def _is_skipped(name: str) -> bool:
+    return name.startswith(".") or name in SKIPPED_FOLDERS
+
+
+def load_note(root: Path, path: str) -> NoteFile | Problem:
+    file = root / path
+    try:
+        data = file.read_bytes()
+        mtime = datetime.fromtimestamp(file.stat().st_mtime, tz=timezone.utc)
+    except OSError as exc:
+        return Problem(str(file), f"cannot read the note: {exc.strerror or exc}")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return Problem(str(file), f"not UTF-8 text: {exc.reason} at byte {exc.start}", line=line)
+    raw = read_frontmatter(text)
+    frontmatter, warnings = load_frontmatter(raw) if raw is not None else ({}, [])
+    return NoteFile(path[: -len(NOTE_SUFFIX)], path, text, mtime, frontmatter, tuple(warnings))
+
+
+def build_document(note: NoteFile, index: NoteIndex, convention: LinkConvention) -> Document:
+    parsed = parse_note(note.text, lambda link: wikilink_label(link, convention))
+    front, meaning_warnings = interpret_frontmatter(note.frontmatter)
+    warnings = [*note.warnings, *meaning_warnings]
+    if parsed.frontmatter_unclosed:
+        warnings.append("frontmatter starts with '---' but has no closing '---'; read as text")
+    title = front.title or parsed.first_h1 or posixpath.basename(note.doc_id)
+    sections = parsed.sections
+    if parsed.first_h1 is not None and title.casefold() == parsed.first_h1.casefold():
+        sections = without_title_heading(sections, parsed.first_h1)
+    tags = merge_tags(front.tags, parsed.tags)
+    links, unresolved = resolve_links(parsed, note.doc_id, index, convention)
+    if convention == "dendron":
+        links = _unique([*links, *tag_note_links(tags, note.doc_id, index)], exclude=note.doc_id)
+    return Document(
+        doc_id=note.doc_id,
+        title=title,
+        sections=sections,
+        path=note.path,
+        tags=tags,
+        aliases=tuple(dict.fromkeys(front.aliases)),
+        links=links,
+        entity_type=front.entity_type,
+        status=front.status,
+        category=front.category,
+        created_at=front.created_at,
+        modified_at=front.modified_at or note.mtime,
+        metadata={**front.metadata, "unresolved_links": list(unresolved)},
+        warnings=tuple(warnings),
+    )
+
+
+def without_title_heading(sections: Sequence[Section], title_heading: str) -> tuple[Section, ...]:
+    """The sections with the H1 that serves as the title taken off the front of their heading paths."""
+    return tuple(
+        replace(section, headings=section.headings[1:]) if section.headings[:1] == (title_heading,) else section
+        for section in sections
+    )
+
+
+def merge_tags(*groups: Iterable[str]) -> tuple[str, ...]:
+    """Tags without ``#``, in first-seen order, one per case-insensitive spelling."""
+    seen: dict[str, str] = {}
+    for group in groups:
+        for tag in group:
+            name = tag.strip().lstrip("#").strip()
+            if name:
+                seen.setdefault(name.casefold(), name)
+    return tuple(seen.values())
+
+
+def resolve_links(
+    parsed: ParsedNote, doc_id: str, index: NoteIndex, convention: LinkConvention
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The doc ids the note links to and the targets that name no note, each deduplicated, in order."""
+    resolved: list[str] = []
+    unresolved: list[str] = []
+    for reference in parsed.references:
+        if isinstance(reference, Wikilink):
+            found, missing = _resolve_wikilink(reference, doc_id, index, convention)
+            if missing is not None and posixpath.splitext(missing)[1].casefold() in ATTACHMENT_SUFFIXES:
+                missing = None
+        else:
+            found, missing = _resolve_markdown_link(reference, doc_id, index)
+        if found is not None:
+            resolved.append(found)
+        elif missing is not None:
+            unresolved.append(missing)
+    return _unique(resolved, exclude=doc_id), _unique(unresolved, exclude=None)
+
+
+def _resolve_wikilink(
+    link: Wikilink, doc_id: str, index: NoteIndex, convention: LinkConvention
+) -> tuple[str | None, str | None]:
+    conventional, other = wikilink_readings(link, convention)
+    for reading in (conventional, other):
+        found = index.resolve(reading, doc_id) if reading is not None else None
+        if found is not None:
+            return found, None
+    return None, conventional
+
+
+def _resolve_markdown_link(href: str, doc_id: str, index: NoteIndex) -> tuple[str | None, str | None]:
+    target = markdown_link_target(href)
+    if target is None:
+        return None, None
+    path, names_note = target
+    found = index.resolve(path, doc_id)
+    return found, (path if found is None and names_note else None)
+
+
+def tag_note_links(tags: Iterable[str], doc_id: str, index: NoteIndex) -> list[str]:
+    """Dendron's tag notes: ``#x`` links to ``tags.x``."""
+    found = (index.resolve(f"tags.{tag}", doc_id) for tag in tags)
+    return [doc for doc in found if doc is not None]
+
+
+def _unique(items: Iterable[str], *, exclude: str | None) -> tuple[str, ...]:
+    return tuple(item for item in dict.fromkeys(items) if item != exclude)

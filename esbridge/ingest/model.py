@@ -1,0 +1,116 @@
+"""What every source (Markdown vault, JSONL, BEIR) produces: documents made of chunks, or problems.
+
+A source never raises for one bad input: it yields a ``Problem`` naming the input and the reason and
+goes on, so one malformed record cannot stop a load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Section:
+    """A piece of a document's text before chunking: the text under one heading path."""
+
+    text: str
+    headings: tuple[str, ...] = ()
+    code: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Document:
+    """One source record (a note, a JSONL line, a BEIR document), ready to be chunked and embedded.
+
+    ``doc_id`` is stable across runs (a note's vault-relative path without extension, a record's id),
+    so loading the same input twice overwrites instead of duplicating. ``links`` holds the doc ids of
+    link targets that exist in the same source; unresolved targets are kept in ``metadata``.
+    """
+
+    doc_id: str
+    title: str
+    sections: Sequence[Section]
+    path: str | None = None
+    tags: Sequence[str] = ()
+    aliases: Sequence[str] = ()
+    links: Sequence[str] = ()
+    entity_type: str | None = None
+    status: str | None = None
+    category: str | None = None
+    created_at: datetime | None = None
+    modified_at: datetime | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    warnings: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        if not self.doc_id:
+            raise ValueError("doc_id must not be empty")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """An input that could not be read (or only partly): where it is and why."""
+
+    source: str
+    reason: str
+    line: int | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.source}:{self.line}" if self.line is not None else self.source
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """The unit that is indexed: one engine document with id ``chunk_id``."""
+
+    chunk_id: str
+    doc_id: str
+    chunk_index: int
+    title: str
+    body: str
+    headings: tuple[str, ...] = ()
+    code: tuple[str, ...] = ()
+    document: Document | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def embedding_text(self) -> str:
+        """What the model embeds: title and heading path give a chunk its context."""
+        context = " > ".join(part for part in (self.title, *self.headings) if part)
+        return f"{context}\n{self.body}".strip() if context else self.body.strip()
+
+    @property
+    def content_hash(self) -> str:
+        """Changes whenever anything that is indexed for this chunk changes."""
+        doc = self.document
+        payload = {
+            "title": self.title,
+            "body": self.body,
+            "headings": self.headings,
+            "code": self.code,
+            "doc": None
+            if doc is None
+            else {
+                "path": doc.path,
+                "tags": list(doc.tags),
+                "aliases": list(doc.aliases),
+                "links": list(doc.links),
+                "entity_type": doc.entity_type,
+                "status": doc.status,
+                "category": doc.category,
+                "created_at": doc.created_at.isoformat() if doc.created_at else None,
+                "modified_at": doc.modified_at.isoformat() if doc.modified_at else None,
+                "metadata": doc.metadata,
+            },
+        }
+        encoded = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False).encode("utf-8")
+        return hashlib.sha256(encoded).hexdigest()
+
+
+def chunk_id(doc_id: str, index: int) -> str:
+    return f"{doc_id}#{index}"

@@ -1,0 +1,1 @@
+"""The index schema, its rendering per engine, and versioned index lifecycle."""

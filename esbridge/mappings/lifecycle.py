@@ -1,0 +1,205 @@
+"""Versioned indices behind an alias: ``<alias>-v1``, ``<alias>-v2``, ... with the alias on one of them.
+
+Searches and writes always go through the alias. ``reindex`` builds the next version completely,
+checks it, and only then moves the alias in one atomic ``_aliases`` request, so readers never see a
+half-built index; if anything fails before the swap, the new version is deleted and the alias stays.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from esbridge import errors
+from esbridge.config.settings import Settings
+from esbridge.engines.base import Engine, IndexInfo
+from esbridge.mappings.diff import MappingDiff, diff_index
+from esbridge.mappings.schema import IndexParameters, render_index
+
+
+class MappingNeedsNewVersion(errors.EsbridgeError):
+    """The wanted mapping differs in a way an existing index cannot take; a reindex is needed."""
+
+
+def version_name(alias: str, version: int) -> str:
+    return f"{alias}-v{version}"
+
+
+def version_of(alias: str, index: str) -> int | None:
+    match = re.fullmatch(re.escape(alias) + r"-v(\d+)", index)
+    return int(match.group(1)) if match else None
+
+
+def parameters_from(settings: Settings, dimension: int | None = None) -> IndexParameters:
+    """Index parameters from settings; the vector dimension from the model when it is known."""
+    mapping = settings.mapping
+    return IndexParameters(
+        dimension=dimension or settings.embedding.dimension or IndexParameters().dimension,
+        hnsw_m=mapping.hnsw_m,
+        hnsw_ef_construction=mapping.hnsw_ef_construction,
+        bm25_k1=mapping.bm25_k1,
+        bm25_b=mapping.bm25_b,
+        shards=mapping.shards,
+        replicas=mapping.replicas,
+    )
+
+
+@dataclass(frozen=True)
+class AliasState:
+    alias: str
+    current: str | None
+    versions: tuple[IndexInfo, ...]
+
+    @property
+    def latest_version(self) -> int:
+        numbers = [version_of(self.alias, info.name) for info in self.versions]
+        return max((n for n in numbers if n is not None), default=0)
+
+
+@dataclass(frozen=True)
+class ReindexOutcome:
+    old: str
+    new: str
+    documents: int
+    deleted_old: bool
+
+
+class IndexManager:
+    """Creates, inspects, migrates and drops the versioned indices behind one alias."""
+
+    def __init__(self, engine: Engine, alias: str, params: IndexParameters) -> None:
+        self.engine = engine
+        self.alias = alias
+        self.params = params
+
+    def wanted_body(self) -> dict[str, Any]:
+        return render_index(self.engine.dialect, self.params)
+
+    def state(self) -> AliasState:
+        versions = tuple(
+            info for info in self.engine.list_indices(f"{self.alias}-v*") if version_of(self.alias, info.name)
+        )
+        targets = self.engine.alias_targets(self.alias)
+        if len(targets) > 1:
+            raise errors.ConfigError(f"alias {self.alias!r} points to several indices {targets}; fix it by hand")
+        return AliasState(self.alias, targets[0] if targets else None, versions)
+
+    def current(self) -> str:
+        """The concrete index behind the alias; IndexNotFound when there is none."""
+        state = self.state()
+        if state.current is None:
+            raise errors.IndexNotFound(
+                "no index behind this alias: run `esbridge index create`",
+                url=self.engine.url,
+                operation="resolve alias",
+                index=self.alias,
+            )
+        return state.current
+
+    def create(self) -> str:
+        """Create the next version and point the alias at it; refuse if the alias already has an index."""
+        state = self.state()
+        if state.current is not None:
+            raise errors.IndexAlreadyExists(
+                f"alias already points to {state.current}; use `esbridge index reindex` for a new version",
+                url=self.engine.url,
+                operation="create index",
+                index=self.alias,
+            )
+        if self.engine.index_exists(self.alias):
+            raise errors.IndexAlreadyExists(
+                "a concrete index has the alias's name; rename the alias (--index) or drop that index",
+                url=self.engine.url,
+                operation="create index",
+                index=self.alias,
+            )
+        name = version_name(self.alias, state.latest_version + 1)
+        self.engine.create_index(name, self.wanted_body())
+        try:
+            self.engine.update_aliases([{"add": {"index": name, "alias": self.alias, "is_write_index": True}}])
+        except errors.EsbridgeError:
+            self.engine.delete_index(name, missing_ok=True)
+            raise
+        return name
+
+    def ensure(self) -> str:
+        """The current index, created first if the alias has none."""
+        state = self.state()
+        return state.current if state.current is not None else self.create()
+
+    def diff(self) -> MappingDiff:
+        index = self.current()
+        wanted = self.wanted_body()
+        return diff_index(
+            self.engine.get_mapping(index),
+            self.engine.get_index_settings(index),
+            wanted["mappings"],
+            wanted["settings"],
+        )
+
+    def apply(self) -> MappingDiff:
+        """Add new fields to the live index in place; refuse changes that need a new version."""
+        diff = self.diff()
+        blocking = diff.needs_new_version
+        if blocking:
+            lines = "\n  ".join(change.describe() for change in blocking)
+            raise MappingNeedsNewVersion(
+                f"the mapping of {self.alias!r} cannot be changed in place:\n  {lines}\n"
+                "run `esbridge index reindex` to build a new version with the wanted mapping"
+            )
+        if diff.additions:
+            self.engine.put_mapping(self.current(), diff.additions)
+        return diff
+
+    def reindex(self, *, delete_old: bool = False) -> ReindexOutcome:
+        """Build the next version with the wanted mapping, copy every document, then swap the alias."""
+        state = self.state()
+        if state.current is None:
+            raise errors.IndexNotFound(
+                "nothing to reindex: the alias has no index",
+                url=self.engine.url,
+                operation="reindex",
+                index=self.alias,
+            )
+        old = state.current
+        new = version_name(self.alias, state.latest_version + 1)
+        self.engine.create_index(new, self.wanted_body())
+        try:
+            copied = self.engine.reindex(old, new)
+            self.engine.refresh(new)
+            expected, found = self.engine.count(old), self.engine.count(new)
+            if found != expected:
+                raise errors.EngineResponseError(
+                    f"reindex copied {found} of {expected} documents; the alias was not moved",
+                    url=self.engine.url,
+                    operation="reindex",
+                    index=new,
+                )
+            self.engine.update_aliases(
+                [
+                    {"remove": {"index": old, "alias": self.alias}},
+                    {"add": {"index": new, "alias": self.alias, "is_write_index": True}},
+                ]
+            )
+        except BaseException:
+            self.engine.delete_index(new, missing_ok=True)
+            raise
+        if delete_old:
+            self.engine.delete_index(old)
+        return ReindexOutcome(old=old, new=new, documents=copied, deleted_old=delete_old)
+
+    def drop(self, version: int | None = None) -> list[str]:
+        """Delete one version (not the current one), or the alias and every version; return what was deleted."""
+        state = self.state()
+        if version is not None:
+            name = version_name(self.alias, version)
+            if name == state.current:
+                raise errors.ConfigError(f"{name} is the current index of {self.alias!r}; drop the whole alias instead")
+            self.engine.delete_index(name)
+            return [name]
+        deleted = []
+        for info in state.versions:
+            self.engine.delete_index(info.name, missing_ok=True)
+            deleted.append(info.name)
+        return deleted

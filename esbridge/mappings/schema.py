@@ -1,0 +1,163 @@
+"""The engine-neutral field schema of an esbridge index, and its rendering per engine dialect.
+
+One list of fields is the truth; ``render_index`` turns it into the create-index body of OpenSearch
+or Elasticsearch. The JSON files in the repository's ``mappings/`` folder are this rendering with
+default parameters, checked by a test, so reviewers can read the mapping without running code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from esbridge.engines.base import JSON, Dialect
+from esbridge.engines.dialect import vector_field
+
+FieldKind = Literal["text", "keyword", "integer", "date", "object", "vector"]
+
+VECTOR_FIELD = "vector"
+BM25_SIMILARITY = "esbridge_bm25"
+
+
+@dataclass(frozen=True)
+class IndexParameters:
+    """What an operator may tune in the mapping; anything else is fixed by the schema."""
+
+    dimension: int = 384
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 100
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    shards: int = 1
+    replicas: int = 0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.dimension <= 4096:
+            raise ValueError(f"vector dimension must be in 1..4096, got {self.dimension}")
+        if not 2 <= self.hnsw_m <= 100:
+            raise ValueError(f"hnsw m must be in 2..100, got {self.hnsw_m}")
+        if not 10 <= self.hnsw_ef_construction <= 4096:
+            raise ValueError(f"hnsw ef_construction must be in 10..4096, got {self.hnsw_ef_construction}")
+        if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
+            raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={self.bm25_k1}, b={self.bm25_b}")
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    kind: FieldKind
+    analyzer: str | None = None
+    subfields: dict[str, JSON] = field(default_factory=dict)
+    doc: str = ""
+
+
+# Text fields are analysed for English (stemming, stop words); a `.std` subfield keeps the exact
+# words for queries where stemming hurts (names, identifiers).
+_STD = {"std": {"type": "text", "analyzer": "standard"}}
+
+FIELDS: tuple[FieldSpec, ...] = (
+    FieldSpec("doc_id", "keyword", doc="id of the source document (note path, record id)"),
+    FieldSpec("chunk_id", "keyword", doc="unique id of this chunk, also the engine _id"),
+    FieldSpec("chunk_index", "integer", doc="position of the chunk in its document, from 0"),
+    FieldSpec("source", "keyword", doc="the ingest source (vault, file) the chunk came from"),
+    FieldSpec("title", "text", "english", {**_STD, "raw": {"type": "keyword", "ignore_above": 512}}),
+    FieldSpec("body", "text", "english", _STD),
+    FieldSpec("headings", "text", "english", _STD, doc="heading path of the chunk"),
+    FieldSpec("code", "text", "esbridge_code", doc="code blocks; identifiers found by their parts and whole"),
+    FieldSpec("path", "keyword", subfields={"text": {"type": "text", "analyzer": "esbridge_path"}}),
+    FieldSpec("tags", "keyword"),
+    FieldSpec("aliases", "text", "english", {**_STD, "raw": {"type": "keyword", "ignore_above": 512}}),
+    FieldSpec("entity_type", "keyword"),
+    FieldSpec("status", "keyword"),
+    FieldSpec("category", "keyword"),
+    FieldSpec("links", "keyword", doc="doc ids of link targets"),
+    FieldSpec("created_at", "date"),
+    FieldSpec("modified_at", "date"),
+    FieldSpec("metadata", "object", doc="source metadata, stored but not indexed"),
+    FieldSpec("metadata_text", "text", "english", doc="metadata keys and values, flattened, searchable"),
+    FieldSpec("content_hash", "keyword", doc="hash of everything indexed, for incremental sync"),
+    FieldSpec("embedding", "keyword", doc="'ok', or 'missing' when the chunk awaits its vector"),
+    FieldSpec(VECTOR_FIELD, "vector"),
+)
+
+TEXT_FIELDS = tuple(spec.name for spec in FIELDS if spec.kind == "text")
+
+
+def analysis() -> JSON:
+    """Analyzers shared by both engines (their analysis modules accept the same definitions)."""
+    return {
+        "analyzer": {
+            # `getUserName`, `user_name` and `os.path.join` are kept whole and split into their parts.
+            "esbridge_code": {
+                "type": "custom",
+                "tokenizer": "esbridge_code_tokens",
+                "filter": ["esbridge_identifier_parts", "lowercase"],
+            },
+            "esbridge_path": {"type": "custom", "tokenizer": "esbridge_path_tokens", "filter": ["lowercase"]},
+        },
+        "tokenizer": {
+            "esbridge_code_tokens": {"type": "pattern", "pattern": "[^\\w.$]+"},
+            "esbridge_path_tokens": {"type": "pattern", "pattern": "[/\\\\._\\-\\s]+"},
+        },
+        "filter": {
+            "esbridge_identifier_parts": {
+                "type": "word_delimiter_graph",
+                "preserve_original": True,
+                "split_on_case_change": True,
+                "split_on_numerics": False,
+                "stem_english_possessive": False,
+            }
+        },
+    }
+
+
+def _render_field(spec: FieldSpec, dialect: Dialect, params: IndexParameters) -> JSON:
+    if spec.kind == "vector":
+        return vector_field(dialect, params.dimension, m=params.hnsw_m, ef_construction=params.hnsw_ef_construction)
+    if spec.kind == "object":
+        return {"type": "object", "enabled": False}
+    rendered: JSON = {"type": spec.kind}
+    if spec.kind == "text":
+        rendered["similarity"] = BM25_SIMILARITY
+        if spec.analyzer:
+            rendered["analyzer"] = spec.analyzer
+    if spec.subfields:
+        rendered["fields"] = {
+            name: ({**sub, "similarity": BM25_SIMILARITY} if sub.get("type") == "text" else dict(sub))
+            for name, sub in spec.subfields.items()
+        }
+    return rendered
+
+
+def render_mappings(dialect: Dialect, params: IndexParameters) -> JSON:
+    return {
+        "dynamic": "strict",
+        "_meta": {"esbridge_schema": SCHEMA_VERSION},
+        "properties": {spec.name: _render_field(spec, dialect, params) for spec in FIELDS},
+    }
+
+
+def render_settings(dialect: Dialect, params: IndexParameters) -> JSON:
+    index: JSON = {
+        "number_of_shards": params.shards,
+        "number_of_replicas": params.replicas,
+        "similarity": {BM25_SIMILARITY: {"type": "BM25", "k1": params.bm25_k1, "b": params.bm25_b}},
+        "analysis": analysis(),
+    }
+    if dialect == "opensearch":
+        index["knn"] = True
+    return {"index": index}
+
+
+def render_index(dialect: Dialect, params: IndexParameters | None = None) -> JSON:
+    """The full create-index body (settings and mappings) for ``dialect``."""
+    params = params or IndexParameters()
+    return {"settings": render_settings(dialect, params), "mappings": render_mappings(dialect, params)}
+
+
+SCHEMA_VERSION = 1
+
+
+def field_doc() -> list[tuple[str, str, Any]]:
+    """(name, kind, description) of every field, for ``esbridge mapping show --fields``."""
+    return [(spec.name, spec.kind, spec.doc) for spec in FIELDS]

@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+import pytest
+
+from esbridge.ingest.frontmatter import interpret_frontmatter, load_frontmatter, parse_datetime
+
+UTC = timezone.utc
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (1595003088839, datetime(2020, 7, 17, 16, 24, 48, 839000, tzinfo=UTC)),  # Dendron: epoch ms
+        ("1595003088839", datetime(2020, 7, 17, 16, 24, 48, 839000, tzinfo=UTC)),
+        (1595003088, datetime(2020, 7, 17, 16, 24, 48, tzinfo=UTC)),  # epoch seconds
+        ("2024-03-01", datetime(2024, 3, 1, tzinfo=UTC)),
+        ("2024-03-01T10:30:00Z", datetime(2024, 3, 1, 10, 30, tzinfo=UTC)),
+        ("2024-03-01 12:30:00+02:00", datetime(2024, 3, 1, 10, 30, tzinfo=UTC)),
+        (date(2024, 3, 1), datetime(2024, 3, 1, tzinfo=UTC)),
+        (datetime(2024, 3, 1, 10, 30), datetime(2024, 3, 1, 10, 30, tzinfo=UTC)),  # naive: taken as UTC
+        (datetime(2024, 3, 1, 12, 30, tzinfo=timezone(timedelta(hours=2))), datetime(2024, 3, 1, 10, 30, tzinfo=UTC)),
+    ],
+)
+def test_dates_become_aware_utc_datetimes(value: object, expected: datetime) -> None:
+    parsed = parse_datetime(value)
+    assert parsed == expected
+    assert parsed is not None and parsed.utcoffset() == timedelta(0)
+
+
+@pytest.mark.parametrize("value", ["last tuesday", True, None, [2024], float("nan")])
+def test_what_is_not_a_date_gives_none(value: object) -> None:
+    assert parse_datetime(value) is None
+
+
+def test_yaml_dates_and_epochs_are_read_from_frontmatter() -> None:
+    data, warnings = load_frontmatter("created: 2021-05-04\nupdated: 1636510026672\n")
+    front, meaning_warnings = interpret_frontmatter(data)
+    assert warnings == meaning_warnings == []
+    assert front.created_at == datetime(2021, 5, 4, tzinfo=UTC)
+    assert front.modified_at == datetime(2021, 11, 10, 2, 7, 6, 672000, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("title: [unclosed\n", "not valid YAML at line"),
+        ("title: a\n  bad: indent\n", "not valid YAML"),
+        ("created: 2021-13-40\n", "not valid YAML"),  # PyYAML raises ValueError here
+        ("- just\n- a list\n", "not a mapping"),
+        ("just a sentence\n", "not a mapping"),
+    ],
+)
+def test_broken_frontmatter_is_a_warning_not_an_error(raw: str, reason: str) -> None:
+    data, warnings = load_frontmatter(raw)
+    assert data == {}
+    assert len(warnings) == 1
+    assert reason in warnings[0]
+
+
+def test_empty_frontmatter_is_fine() -> None:
+    assert load_frontmatter("") == ({}, [])
+
+
+@pytest.mark.parametrize(
+    ("tags", "expected"),
+    [
+        ("[a, b/c]", ("a", "b/c")),
+        ("a b  c", ("a", "b", "c")),
+        ("a, b,c", ("a", "b", "c")),
+        ("'#a #b'", ("a", "b")),
+        ("\n  - one\n  - 2\n", ("one", "2")),
+        ("", ()),
+    ],
+)
+def test_tags_are_a_list_or_a_space_or_comma_string(tags: str, expected: tuple[str, ...]) -> None:
+    data, _ = load_frontmatter(f"tags: {tags}\n")
+    front, _ = interpret_frontmatter(data)
+    assert front.tags == expected
+
+
+def test_known_keys_are_fields_and_the_rest_is_json_safe_metadata() -> None:
+    data, _ = load_frontmatter(
+        "title: Deploy guide\n"
+        "aliases: [Deploying, Rollout]\n"
+        "status: draft\n"
+        "type: runbook\n"
+        "category: ops\n"
+        "modified_at: 2024-01-02T03:04:05Z\n"
+        "id: abc\n"
+        "date: 2020-07-25\n"
+        "config: {nested: {when: 2020-01-01}}\n"
+    )
+    front, warnings = interpret_frontmatter(data)
+    assert warnings == []
+    assert front.title == "Deploy guide"
+    assert front.aliases == ("Deploying", "Rollout")
+    assert (front.status, front.entity_type, front.category) == ("draft", "runbook", "ops")
+    assert front.modified_at == datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    # `date` is only a fallback for created_at and stays in metadata
+    assert front.created_at == datetime(2020, 7, 25, tzinfo=UTC)
+    assert front.metadata == {"id": "abc", "date": "2020-07-25", "config": {"nested": {"when": "2020-01-01"}}}
+
+
+def test_entity_type_key_wins_over_type_and_alias_string_is_one_alias() -> None:
+    data, _ = load_frontmatter("entity_type: person\ntype: other\nalias: Ada Lovelace\n")
+    front, _ = interpret_frontmatter(data)
+    assert front.entity_type == "person"
+    assert front.aliases == ("Ada Lovelace",)
+    assert front.metadata == {"type": "other"}
+
+
+def test_values_that_make_no_sense_are_warned_about() -> None:
+    data, _ = load_frontmatter("created: someday\nstatus: [a, b]\ntitle: 2024\n")
+    front, warnings = interpret_frontmatter(data)
+    assert front.created_at is None
+    assert front.status is None
+    assert front.title == "2024"
+    assert any("'created' is not a date" in warning for warning in warnings)
+    assert any("'status' should be a single value" in warning for warning in warnings)
+    assert front.metadata == {"created": "someday", "status": ["a", "b"]}
