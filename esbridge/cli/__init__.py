@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from esbridge import __version__
-from esbridge.cli import info
+from esbridge.cli import index, info, ingest, mapping
 from esbridge.errors import EsbridgeError
 
 
@@ -28,3 +28,7 @@ def main() -> None:
 
 
 main.add_command(info.info)
+main.add_command(mapping.mapping)
+main.add_command(index.index)
+main.add_command(ingest.ingest_command)
+main.add_command(ingest.embed_command)

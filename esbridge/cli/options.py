@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from esbridge.config.settings import Settings, load_settings
+from esbridge.engines import Engine, connect
+from esbridge.mappings.lifecycle import IndexManager, parameters_from
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,3 +39,39 @@ def index_option(command: F) -> F:
 def settings_from(config_file: Path | None = None, **flags: Any) -> Settings:
     """Settings from every source, with the command-line flags given taking precedence."""
     return load_settings(config_file, **flags)
+
+
+def yes_option(command: F) -> F:
+    return click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")(command)
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Ask before something destructive; ``--yes`` answers for the user, a closed stdin answers no."""
+    if yes:
+        return
+    if not click.confirm(question, default=False):
+        raise click.ClickException("cancelled; nothing was changed (pass --yes to skip this question)")
+
+
+@contextmanager
+def engine_session(settings: Settings) -> Iterator[Engine]:
+    """The engine adapter for ``settings``, closed when the command ends."""
+    engine = connect(settings)
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+def vector_dimension(settings: Settings) -> int:
+    """The vector dimension: from settings when given, else from the embedding model itself."""
+    if settings.embedding.dimension is not None:
+        return settings.embedding.dimension
+    from esbridge.embeddings.factory import open_embedder
+
+    with open_embedder(settings.embedding) as embedder:
+        return embedder.dimension
+
+
+def index_manager(settings: Settings, engine: Engine, *, dimension: int | None = None) -> IndexManager:
+    return IndexManager(engine, settings.index, parameters_from(settings, dimension))

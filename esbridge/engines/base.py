@@ -34,9 +34,9 @@ class SearchResult:
 
 @dataclass(frozen=True)
 class BulkAction:
-    """One write in a bulk request: ``index`` a whole document, or ``delete`` one by id."""
+    """One write in a bulk request: ``index`` a whole document, ``update`` some fields, or ``delete`` by id."""
 
-    op: Literal["index", "delete"]
+    op: Literal["index", "update", "delete"]
     id: str
     document: Mapping[str, Any] | None = None
 

@@ -56,10 +56,11 @@ def bulk_lines(index: str, actions: Sequence[BulkAction]) -> list[dict[str, Any]
     lines: list[dict[str, Any]] = []
     for action in actions:
         lines.append({action.op: {"_index": index, "_id": action.id}})
-        if action.op == "index":
-            if action.document is None:
-                raise ValueError(f"index action for {action.id!r} has no document")
-            lines.append(dict(action.document))
+        if action.op == "delete":
+            continue
+        if action.document is None:
+            raise ValueError(f"{action.op} action for {action.id!r} has no document")
+        lines.append(dict(action.document) if action.op == "index" else {"doc": dict(action.document)})
     return lines
 
 

@@ -115,12 +115,13 @@ def load_note(root: Path, path: str) -> NoteFile | Problem:
         data = file.read_bytes()
         mtime = datetime.fromtimestamp(file.stat().st_mtime, tz=timezone.utc)
     except OSError as exc:
-        return Problem(str(file), f"cannot read the note: {exc.strerror or exc}")
+        return Problem(str(file), f"cannot read the note: {exc.strerror or exc}", doc_id=path[: -len(NOTE_SUFFIX)])
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        return Problem(str(file), f"not UTF-8 text: {exc.reason} at byte {exc.start}", line=line)
+        reason = f"not UTF-8 text: {exc.reason} at byte {exc.start}"
+        return Problem(str(file), reason, line=line, doc_id=path[: -len(NOTE_SUFFIX)])
     raw = read_frontmatter(text)
     frontmatter, warnings = load_frontmatter(raw) if raw is not None else ({}, [])
     return NoteFile(path[: -len(NOTE_SUFFIX)], path, text, mtime, frontmatter, tuple(warnings))

@@ -59,6 +59,8 @@ class Problem:
     source: str
     reason: str
     line: int | None = None
+    doc_id: str | None = field(default=None, compare=False)
+    """The document the input would have become, when known: its indexed chunks are then kept."""
 
     @property
     def id(self) -> str:

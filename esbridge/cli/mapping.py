@@ -1,0 +1,88 @@
+"""``esbridge mapping show|diff|apply``: review and apply the index mapping."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from esbridge.cli.options import (
+    confirm,
+    engine_options,
+    engine_session,
+    index_manager,
+    index_option,
+    settings_from,
+    vector_dimension,
+    yes_option,
+)
+from esbridge.engines.factory import resolve_kind
+from esbridge.mappings.diff import MappingDiff
+from esbridge.mappings.lifecycle import parameters_from
+from esbridge.mappings.schema import render_index
+
+
+@click.group()
+def mapping() -> None:
+    """Review the index mapping and apply changes to a live index."""
+
+
+@mapping.command()
+@engine_options
+@click.option(
+    "--dialect",
+    type=click.Choice(["opensearch", "elasticsearch"]),
+    help="Render for this engine without connecting (default: the configured engine's).",
+)
+def show(url: str | None, engine: str | None, config_file: Path | None, dialect: str | None) -> None:
+    """Print the create-index body (settings and mappings) esbridge would use."""
+    settings = settings_from(config_file, url=url, engine=engine)
+    if dialect is None:
+        kind = resolve_kind(settings)
+        if kind == "embedded":
+            raise click.ClickException("the embedded engine has no mapping to show; pass --dialect")
+        dialect = kind
+    params = parameters_from(settings, settings.embedding.dimension)
+    body = render_index("opensearch" if dialect == "opensearch" else "elasticsearch", params)
+    click.echo(json.dumps(body, indent=2, sort_keys=True))
+
+
+@mapping.command()
+@engine_options
+@index_option
+@click.option("--exit-code", is_flag=True, help="Exit with 1 when there are differences (for scripts).")
+def diff(url: str | None, engine: str | None, config_file: Path | None, index: str | None, exit_code: bool) -> None:
+    """Show what `mapping apply` would change in the live index, and what needs a new version."""
+    settings = settings_from(config_file, url=url, engine=engine, index=index)
+    with engine_session(settings) as adapter:
+        changes = index_manager(settings, adapter, dimension=vector_dimension(settings)).diff()
+    click.echo(render_diff(changes))
+    if exit_code and not changes.is_empty:
+        raise SystemExit(1)
+
+
+@mapping.command()
+@engine_options
+@index_option
+@yes_option
+def apply(url: str | None, engine: str | None, config_file: Path | None, index: str | None, yes: bool) -> None:
+    """Add new fields to the live index; changes that need a new version are refused."""
+    settings = settings_from(config_file, url=url, engine=engine, index=index)
+    with engine_session(settings) as adapter:
+        manager = index_manager(settings, adapter, dimension=vector_dimension(settings))
+        pending = manager.diff()
+        if pending.is_empty:
+            click.echo("nothing to apply: the live mapping matches")
+            return
+        click.echo(render_diff(pending))
+        if not pending.needs_new_version:
+            confirm(f"apply these changes to {settings.index}?", yes)
+        applied = manager.apply()
+    click.echo(f"applied {len(applied.additions)} field change(s) to {settings.index}")
+
+
+def render_diff(changes: MappingDiff) -> str:
+    if not changes.changes:
+        return "no differences"
+    return "\n".join(change.describe() for change in changes.changes)

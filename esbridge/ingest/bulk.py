@@ -1,0 +1,119 @@
+"""Bulk writes that lose nothing: byte-sized batches, backoff on overload, every failure accounted for.
+
+A whole request that meets an overloaded or unreachable engine (429, 502-504, timeouts, refused
+connections) is retried with exponential backoff; so are single items the engine rejected as
+overloaded. What still fails is returned per document with its reason; it never stops the load.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from esbridge import errors
+from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Engine
+
+_RETRYABLE_REQUEST_ERRORS = (errors.Throttled, errors.EngineUnavailable)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 6
+    initial_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+
+    def delays(self) -> Iterator[float]:
+        """Full-jitter exponential backoff (AWS architecture blog, "Exponential Backoff And Jitter")."""
+        for attempt in range(self.attempts - 1):
+            yield random.uniform(0, min(self.max_delay_s, self.initial_delay_s * 2**attempt))  # noqa: S311
+
+
+@dataclass
+class BulkTotals:
+    succeeded: list[str] = field(default_factory=list)
+    failed: list[BulkItemFailure] = field(default_factory=list)
+    requests: int = 0
+    retries: int = 0
+
+
+def batches_by_bytes(actions: Iterable[BulkAction], max_bytes: int, max_actions: int) -> Iterator[list[BulkAction]]:
+    """Group actions so each request body stays under ``max_bytes`` (a larger single action goes alone)."""
+    batch: list[BulkAction] = []
+    size = 0
+    for action in actions:
+        action_size = len(json.dumps(action.document, default=str)) + 100 if action.document is not None else 100
+        if batch and (size + action_size > max_bytes or len(batch) >= max_actions):
+            yield batch
+            batch, size = [], 0
+        batch.append(action)
+        size += action_size
+    if batch:
+        yield batch
+
+
+class BulkWriter:
+    """Writes actions to one index in retried, byte-sized bulk requests and keeps the tally."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        index: str,
+        *,
+        max_bytes: int = 5 * 1024 * 1024,
+        max_actions: int = 1000,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.engine = engine
+        self.index = index
+        self.max_bytes = max_bytes
+        self.max_actions = max_actions
+        self.retry = retry or RetryPolicy()
+        self.sleep = sleep
+        self.totals = BulkTotals()
+
+    def write(self, actions: Iterable[BulkAction], on_batch: Callable[[int], None] | None = None) -> BulkTotals:
+        for batch in batches_by_bytes(actions, self.max_bytes, self.max_actions):
+            result = self._write_batch(batch)
+            self.totals.succeeded.extend(result.succeeded)
+            self.totals.failed.extend(result.failed)
+            if on_batch is not None:
+                on_batch(len(batch))
+        return self.totals
+
+    def _write_batch(self, batch: Sequence[BulkAction]) -> BulkResult:
+        pending = list(batch)
+        succeeded: list[str] = []
+        failed: list[BulkItemFailure] = []
+        delays = self.retry.delays()
+        while True:
+            try:
+                self.totals.requests += 1
+                result = self.engine.bulk(self.index, pending)
+            except _RETRYABLE_REQUEST_ERRORS as exc:
+                status = exc.status or 503
+                result = BulkResult(succeeded=[], failed=[BulkItemFailure(a.id, status, exc.reason) for a in pending])
+            except errors.EngineError as exc:
+                # The request as a whole was refused (too large, malformed): retrying cannot help.
+                reason = f"bulk request refused: {exc.reason}"
+                failed.extend(BulkItemFailure(a.id, exc.status or 0, reason) for a in pending)
+                return BulkResult(succeeded, failed)
+            succeeded.extend(result.succeeded)
+            failed.extend(failure for failure in result.failed if not failure.retryable)
+            again = [failure for failure in result.failed if failure.retryable]
+            if not again:
+                return BulkResult(succeeded, failed)
+            delay = next(delays, None)
+            if delay is None:
+                attempts = self.retry.attempts
+                failed.extend(
+                    BulkItemFailure(f.id, f.status, f"{f.reason} (gave up after {attempts} attempts)") for f in again
+                )
+                return BulkResult(succeeded, failed)
+            self.totals.retries += 1
+            self.sleep(delay)
+            retry_ids = {failure.id for failure in again}
+            pending = [action for action in pending if action.id in retry_ids]

@@ -1,0 +1,303 @@
+"""Ingest: read a source, chunk it, embed what changed, write it, and remove what disappeared.
+
+The index is the state: every chunk carries its ``source`` and a ``content_hash`` of everything
+indexed for it. A run reads what the index holds for the source, writes only new or changed chunks
+(embeddings of unchanged texts come from the cache), and then deletes the chunks that the source no
+longer produces (deleted notes, shrunk notes, renames). Writes come before deletes and are idempotent
+by chunk id, so an interrupted run that is run again converges to the same index.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from esbridge import errors
+from esbridge.embeddings.base import Embedder
+from esbridge.engines.base import BulkAction, Engine
+from esbridge.ingest.bulk import BulkWriter, RetryPolicy
+from esbridge.ingest.chunking import approximate_token_count, chunk_document
+from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source, index_document
+from esbridge.ingest.model import Chunk, Problem
+from esbridge.ingest.sources import SourceFormat, read_source
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import VECTOR_FIELD
+
+DEFAULT_MAX_TOKENS = 256
+
+
+class Progress(Protocol):
+    def update(self, n: int) -> None: ...
+
+
+ProgressFactory = Callable[[str, int], AbstractContextManager[Progress]]
+
+
+class _NoProgress:
+    def update(self, n: int) -> None:
+        pass
+
+
+def no_progress(description: str, total: int) -> AbstractContextManager[Progress]:
+    return nullcontext(_NoProgress())
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    source_format: SourceFormat = "auto"
+    source: str | None = None
+    max_tokens: int | None = None
+    overlap_tokens: int = 32
+    min_tokens: int = 24
+    window: int = 512
+    max_request_bytes: int = 5 * 1024 * 1024
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+@dataclass
+class IngestReport:
+    source: str
+    index: str
+    documents_indexed: int = 0
+    chunks_indexed: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    embedded: int = 0
+    without_vectors: int = 0
+    failed: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=lambda: {"parse_s": 0.0, "embed_s": 0.0, "index_s": 0.0})
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "index": self.index,
+            "documents_indexed": self.documents_indexed,
+            "chunks_indexed": self.chunks_indexed,
+            "unchanged": self.unchanged,
+            "deleted": self.deleted,
+            "embedded": self.embedded,
+            "without_vectors": self.without_vectors,
+            "failed": self.failed,
+            "warnings": self.warnings,
+            "timings": {key: round(value, 3) for key, value in self.timings.items()},
+        }
+
+
+@dataclass(frozen=True)
+class IndexedChunk:
+    content_hash: str
+    embedded: bool
+
+
+class _Timer:
+    def __init__(self, timings: dict[str, float], key: str) -> None:
+        self.timings, self.key = timings, key
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.timings[self.key] += time.perf_counter() - self.start
+
+
+def indexed_chunks(engine: Engine, index: str, source: str) -> dict[str, IndexedChunk]:
+    """What the index holds for ``source``: chunk id -> (content hash, has a vector)."""
+    found: dict[str, IndexedChunk] = {}
+    hits = engine.scan(index, {"term": {"source": source}}, ["content_hash", "embedding"], sort_field="chunk_id")
+    for hit in hits:
+        found[hit.id] = IndexedChunk(str(hit.source.get("content_hash", "")), hit.source.get("embedding") == EMBEDDED)
+    return found
+
+
+def mapped_dimension(engine: Engine, index: str) -> int | None:
+    vector = engine.get_mapping(index).get("properties", {}).get(VECTOR_FIELD, {})
+    value = vector.get("dimension", vector.get("dims"))
+    return int(value) if value is not None else None
+
+
+def ingest(
+    path: Path,
+    *,
+    engine: Engine,
+    manager: IndexManager,
+    embedder: Embedder | None,
+    options: IngestOptions | None = None,
+    progress: ProgressFactory = no_progress,
+) -> IngestReport:
+    """Bring the index in line with the source at ``path``; see the module docstring."""
+    options = options or IngestOptions()
+    source = options.source or path.resolve().name
+    index = manager.ensure()
+    report = IngestReport(source=source, index=index)
+    if embedder is not None:
+        dimension = mapped_dimension(engine, index)
+        if dimension is not None and dimension != embedder.dimension:
+            raise errors.ConfigError(
+                f"the model {embedder.name} makes {embedder.dimension}-dimensional vectors but index {index} maps "
+                f"{dimension}; use the index's model, or build a new version (embedding.dimension and "
+                "`esbridge index reindex`, or a new --index)"
+            )
+    else:
+        report.warnings.append(
+            "no embedding model: chunks are indexed for lexical search only; fill in "
+            "vectors later with `esbridge embed --missing`"
+        )
+
+    timings = report.timings
+    with _Timer(timings, "parse_s"):
+        chunks, problems = _read_and_chunk(path, options, embedder, report)
+    report.failed.extend({"id": problem.id, "reason": problem.reason} for problem in problems)
+
+    with _Timer(timings, "index_s"):
+        before = indexed_chunks(engine, index, source)
+    todo = [chunk for chunk in chunks if _needs_write(chunk, before.get(chunk.chunk_id), embedder)]
+    report.unchanged = len(chunks) - len(todo)
+
+    writer = BulkWriter(engine, index, max_bytes=options.max_request_bytes, retry=options.retry)
+    written_docs: set[str] = set()
+    with progress("indexing", len(todo)) as bar:
+        for window in _windows(todo, options.window):
+            vectors = _embed(window, embedder, report)
+            actions = [
+                BulkAction("index", chunk.chunk_id, index_document(chunk, source=source, vector=vector))
+                for chunk, vector in zip(window, vectors, strict=True)
+            ]
+            with _Timer(timings, "index_s"):
+                writer.write(actions)
+            bar.update(len(window))
+        succeeded = set(writer.totals.succeeded)
+        for chunk in todo:
+            if chunk.chunk_id in succeeded:
+                written_docs.add(chunk.doc_id)
+    report.chunks_indexed = len(writer.totals.succeeded)
+    report.documents_indexed = len(written_docs)
+    report.without_vectors = sum(1 for chunk in todo if chunk.chunk_id in succeeded) if embedder is None else 0
+    report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in writer.totals.failed)
+
+    with _Timer(timings, "index_s"):
+        stale = _stale_chunks(before, chunks, problems, report)
+        if stale:
+            deleter = BulkWriter(engine, index, max_bytes=options.max_request_bytes, retry=options.retry)
+            totals = deleter.write(BulkAction("delete", chunk_id) for chunk_id in stale)
+            report.deleted = len(totals.succeeded)
+            report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in totals.failed)
+        engine.refresh(index)
+    return report
+
+
+def _read_and_chunk(
+    path: Path, options: IngestOptions, embedder: Embedder | None, report: IngestReport
+) -> tuple[list[Chunk], list[Problem]]:
+    count_tokens = embedder.count_tokens if embedder is not None else approximate_token_count
+    max_tokens = options.max_tokens or (embedder.max_tokens if embedder is not None else DEFAULT_MAX_TOKENS)
+    chunks: list[Chunk] = []
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for item in read_source(path, options.source_format):
+        if isinstance(item, Problem):
+            problems.append(item)
+            continue
+        if item.doc_id in seen:
+            problems.append(Problem(item.path or item.doc_id, f"duplicate id {item.doc_id!r}; the first one was kept"))
+            continue
+        seen.add(item.doc_id)
+        report.warnings.extend(f"{item.path or item.doc_id}: {warning}" for warning in item.warnings)
+        chunks.extend(
+            chunk_document(
+                item,
+                max_tokens=max_tokens,
+                overlap_tokens=min(options.overlap_tokens, max_tokens // 4),
+                min_tokens=min(options.min_tokens, max_tokens // 4),
+                count_tokens=count_tokens,
+            )
+        )
+    return chunks, problems
+
+
+def _needs_write(chunk: Chunk, indexed: IndexedChunk | None, embedder: Embedder | None) -> bool:
+    if indexed is None or indexed.content_hash != chunk.content_hash:
+        return True
+    return embedder is not None and not indexed.embedded
+
+
+def _embed(window: Sequence[Chunk], embedder: Embedder | None, report: IngestReport) -> list[list[float] | None]:
+    if embedder is None:
+        return [None] * len(window)
+    with _Timer(report.timings, "embed_s"):
+        vectors = embedder.embed([chunk.embedding_text for chunk in window])
+    report.embedded += len(window)
+    return list(vectors)
+
+
+def _stale_chunks(
+    before: dict[str, IndexedChunk], chunks: Sequence[Chunk], problems: Sequence[Problem], report: IngestReport
+) -> list[str]:
+    """Chunks the index holds for this source that the source no longer produces.
+
+    Chunks of inputs that could not be read this time are kept: an unreadable file is a problem to
+    fix, not a deletion. When a problem cannot be tied to a document, nothing is deleted.
+    """
+    current = {chunk.chunk_id for chunk in chunks}
+    stale = [chunk_id for chunk_id in before if chunk_id not in current]
+    if not stale or not problems:
+        return stale
+    if any(problem.doc_id is None for problem in problems):
+        report.warnings.append(
+            f"{len(stale)} chunk(s) no longer in the source were kept because some records could not be read; "
+            "fix them and run again to remove the rest"
+        )
+        return []
+    protected = {problem.doc_id for problem in problems}
+    return [chunk_id for chunk_id in stale if chunk_id.rsplit("#", 1)[0] not in protected]
+
+
+def _windows(chunks: Sequence[Chunk], size: int) -> Iterator[Sequence[Chunk]]:
+    for start in range(0, len(chunks), size):
+        yield chunks[start : start + size]
+
+
+def embed_missing(
+    engine: Engine,
+    index: str,
+    embedder: Embedder,
+    *,
+    window: int = 512,
+    progress: ProgressFactory = no_progress,
+) -> IngestReport:
+    """Give a vector to every chunk indexed without one (ingested while the model was unavailable)."""
+    report = IngestReport(source="*", index=index)
+    dimension = mapped_dimension(engine, index)
+    if dimension is not None and dimension != embedder.dimension:
+        raise errors.ConfigError(
+            f"the model {embedder.name} makes {embedder.dimension}-dimensional vectors but {index} maps {dimension}"
+        )
+    with _Timer(report.timings, "index_s"):
+        hits = list(
+            engine.scan(
+                index,
+                {"term": {"embedding": AWAITING_VECTOR}},
+                ["chunk_id", "doc_id", "chunk_index", "title", "headings", "body"],
+                sort_field="chunk_id",
+            )
+        )
+    writer = BulkWriter(engine, index)
+    with progress("embedding", len(hits)) as bar:
+        for start in range(0, len(hits), window):
+            chunks = [chunk_from_source(hit.source) for hit in hits[start : start + window]]
+            vectors = _embed(chunks, embedder, report)
+            updates: Iterable[BulkAction] = (
+                BulkAction("update", chunk.chunk_id, {VECTOR_FIELD: vector, "embedding": EMBEDDED})
+                for chunk, vector in zip(chunks, vectors, strict=True)
+            )
+            with _Timer(report.timings, "index_s"):
+                writer.write(updates)
+            bar.update(len(chunks))
+        engine.refresh(index)
+    report.chunks_indexed = len(writer.totals.succeeded)
+    report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in writer.totals.failed)
+    return report

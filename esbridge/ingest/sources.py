@@ -1,0 +1,36 @@
+"""Choosing the reader for an input path: a Markdown vault, a JSONL file or a BEIR corpus folder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+from esbridge.errors import SourceError
+from esbridge.ingest.beir import read_beir_corpus
+from esbridge.ingest.jsonl import read_jsonl
+from esbridge.ingest.markdown import read_vault
+from esbridge.ingest.model import Document, Problem
+
+SourceFormat = Literal["auto", "markdown", "jsonl", "beir"]
+FORMATS: tuple[SourceFormat, ...] = ("auto", "markdown", "jsonl", "beir")
+
+
+def detect_format(path: Path) -> Literal["markdown", "jsonl", "beir"]:
+    """A folder with ``corpus.jsonl`` is BEIR, another folder a Markdown vault, a ``.jsonl`` file JSONL."""
+    if path.is_dir():
+        return "beir" if (path / "corpus.jsonl").is_file() else "markdown"
+    if path.is_file() and path.suffix.lower() in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if not path.exists():
+        raise SourceError(f"{path} does not exist")
+    raise SourceError(f"cannot tell the format of {path}: pass --format markdown, jsonl or beir")
+
+
+def read_source(path: Path, source_format: SourceFormat = "auto") -> Iterator[Document | Problem]:
+    chosen = detect_format(path) if source_format == "auto" else source_format
+    if chosen == "markdown":
+        return read_vault(path)
+    if chosen == "jsonl":
+        return read_jsonl(path)
+    return read_beir_corpus(path)

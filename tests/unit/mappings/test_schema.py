@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from esbridge.mappings.schema import FIELDS, IndexParameters, render_index
+
+MAPPINGS = Path(__file__).resolve().parents[3] / "mappings"
+
+
+@pytest.mark.parametrize("dialect", ["opensearch", "elasticsearch"])
+def test_checked_in_mapping_equals_the_rendering(dialect: str) -> None:
+    checked_in = json.loads((MAPPINGS / f"{dialect}.json").read_text(encoding="utf-8"))
+    rendered = render_index(dialect, IndexParameters())  # type: ignore[arg-type]
+    assert checked_in == rendered, (
+        f"mappings/{dialect}.json is stale: esbridge mapping show --dialect {dialect} > mappings/{dialect}.json"
+    )
+
+
+def test_the_schema_has_every_field_the_index_needs() -> None:
+    names = {spec.name for spec in FIELDS}
+    assert names >= {
+        "doc_id", "chunk_id", "chunk_index", "title", "body", "headings", "code", "path", "tags", "aliases",
+        "entity_type", "status", "category", "links", "created_at", "modified_at", "metadata", "metadata_text",
+        "vector",
+    }  # fmt: skip
+
+
+def test_opensearch_rendering() -> None:
+    body = render_index("opensearch", IndexParameters(dimension=768, hnsw_m=32, bm25_k1=0.9, bm25_b=0.4))
+    index = body["settings"]["index"]
+    assert index["knn"] is True
+    assert index["similarity"]["esbridge_bm25"] == {"type": "BM25", "k1": 0.9, "b": 0.4}
+    properties = body["mappings"]["properties"]
+    assert properties["vector"]["type"] == "knn_vector"
+    assert properties["vector"]["dimension"] == 768
+    assert properties["vector"]["method"]["engine"] == "lucene"
+    assert properties["vector"]["method"]["parameters"]["m"] == 32
+    assert properties["body"]["analyzer"] == "english"
+    assert properties["body"]["fields"]["std"]["analyzer"] == "standard"
+    assert properties["body"]["similarity"] == "esbridge_bm25"
+    assert properties["code"]["analyzer"] == "esbridge_code"
+    assert properties["metadata"] == {"type": "object", "enabled": False}
+    assert properties["modified_at"] == {"type": "date"}
+    assert body["mappings"]["dynamic"] == "strict"
+
+
+def test_elasticsearch_rendering() -> None:
+    body = render_index("elasticsearch", IndexParameters(dimension=384, hnsw_ef_construction=200))
+    assert "knn" not in body["settings"]["index"]
+    vector = body["mappings"]["properties"]["vector"]
+    assert vector == {
+        "type": "dense_vector",
+        "dims": 384,
+        "index": True,
+        "similarity": "cosine",
+        "index_options": {"type": "hnsw", "m": 16, "ef_construction": 200},
+    }
+
+
+def test_code_analyzer_keeps_identifiers_whole_and_split() -> None:
+    analysis = render_index("opensearch")["settings"]["index"]["analysis"]
+    identifier_filter = analysis["filter"]["esbridge_identifier_parts"]
+    assert identifier_filter["type"] == "word_delimiter_graph"
+    assert identifier_filter["preserve_original"] is True
+    assert identifier_filter["split_on_case_change"] is True
+    assert analysis["analyzer"]["esbridge_code"]["filter"] == ["esbridge_identifier_parts", "lowercase"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"dimension": 0}, "dimension"),
+        ({"hnsw_m": 1}, "hnsw m"),
+        ({"hnsw_ef_construction": 5}, "ef_construction"),
+        ({"bm25_b": 1.5}, "BM25"),
+    ],
+)
+def test_invalid_parameters_are_named(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        IndexParameters(**kwargs)  # type: ignore[arg-type]
