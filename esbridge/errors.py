@@ -6,6 +6,9 @@ these at the engine boundary with ``raise ... from exc``, so callers catch esbri
     EsbridgeError
     ├── ConfigError                 bad or contradictory settings
     ├── DependencyMissing           an optional dependency is not installed (message has the pip hint)
+    ├── SourceError                 an input file or folder is missing or unreadable as a whole
+    ├── EmbeddingError              embedding texts or the embedding cache failed
+    │   └── ModelUnavailable        the embedding model could not be found or loaded
     └── EngineError                 an engine call failed; carries engine URL, index and operation
         ├── EngineUnavailable       the engine could not be reached (refused, DNS, reset)
         │   ├── EngineTimeout       no answer within the timeout
@@ -39,6 +42,26 @@ class DependencyMissing(EsbridgeError):
         what = f" for {purpose}" if purpose else ""
         super().__init__(f"{package} is required{what}; install it with: {hint}")
         self.package = package
+
+
+class SourceError(EsbridgeError):
+    """An input file or folder is missing or cannot be read at all.
+
+    One bad record inside a readable input is not an error: sources yield a ``Problem`` for it and go on.
+    """
+
+
+class EmbeddingError(EsbridgeError):
+    """Embedding (or its cache) failed; the message names the model, when one is involved, and the cause."""
+
+    def __init__(self, reason: str, *, model: str | None = None) -> None:
+        self.model = model
+        self.reason = reason
+        super().__init__(f"embedding model {model!r}: {reason}" if model else reason)
+
+
+class ModelUnavailable(EmbeddingError):
+    """The embedding model could not be found or loaded; search can still go lexical-only."""
 
 
 class EngineError(EsbridgeError):

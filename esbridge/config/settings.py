@@ -99,6 +99,21 @@ class EmbeddingSettings(_Section):
     dimension: int | None = Field(default=None, ge=1, le=4096, description="defaults to the model's own")
     batch_size: int = Field(default=32, ge=1, le=4096)
     device: str = "cpu"
+    cache_dir: Path | None = Field(
+        default=None, description="embedding cache; defaults to ~/.cache/esbridge/embeddings"
+    )
+
+
+class MappingSettings(_Section):
+    """Index parameters: HNSW graph and BM25. Changing any but ef_search needs a new index version."""
+
+    hnsw_m: int = Field(default=16, ge=2, le=100)
+    hnsw_ef_construction: int = Field(default=100, ge=10, le=4096)
+    hnsw_ef_search: int = Field(default=100, ge=1, le=10000, description="candidates searched per kNN query")
+    bm25_k1: float = Field(default=1.2, ge=0)
+    bm25_b: float = Field(default=0.75, ge=0, le=1)
+    shards: int = Field(default=1, ge=1, le=1024)
+    replicas: int = Field(default=0, ge=0, le=16)
 
 
 class Settings(BaseSettings):
@@ -120,6 +135,7 @@ class Settings(BaseSettings):
     auth: AuthSettings = AuthSettings()
     tls: TlsSettings = TlsSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
+    mapping: MappingSettings = MappingSettings()
 
     @field_validator("url")
     @classmethod

@@ -21,7 +21,7 @@ from esbridge.errors import (
     IndexNotFound,
     RequestRejected,
 )
-from tests.support.loopback import AuthProxy
+from tests.support.loopback import ForwardingProxy, requiring_basic_auth
 
 DOCS: dict[str, dict[str, Any]] = {
     "fox": {
@@ -218,7 +218,8 @@ def test_wrong_credentials_give_an_authentication_error(engine_settings: Setting
     if engine_settings.auth.username:
         password = engine_settings.auth.password.get_secret_value() if engine_settings.auth.password else ""
         upstream = upstream.replace("://", f"://{engine_settings.auth.username}:{password}@", 1)
-    with AuthProxy(upstream, "esbridge", "right-password", flavour=engine_kind).running() as proxy:
+    guard = requiring_basic_auth("esbridge", "right-password", flavour=engine_kind)
+    with ForwardingProxy(upstream, guard).running() as proxy:
         right = connect(
             load_settings(
                 url=proxy.url, engine=engine_kind, auth={"username": "esbridge", "password": "right-password"}

@@ -12,7 +12,7 @@ import http.client
 import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -103,30 +103,28 @@ class ReplayServer:
                 )
                 recording = replay.find(self.command, parts.path)
                 payload = b"" if recording.body is None else json.dumps(recording.body).encode()
-                self.send_response(recording.status)
-                for name, value in recording.headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(payload)
+                self.reply(recording.status, payload, recording.headers)
 
         with _serving(Handler) as server:
             self._server = server
             yield self
 
 
-class AuthProxy:
-    """A reverse proxy that demands HTTP basic credentials, as a security plugin would, then forwards.
+Answer = tuple[int, bytes, dict[str, str]]
+Intercept = Callable[[str, str, Mapping[str, str]], "Answer | None"]
 
-    The local OpenSearch runs without a security plugin, so wrong credentials can only be refused by
-    something in front of it; the refusal has the shape and headers of the engine's own 401.
+
+class ForwardingProxy:
+    """A reverse proxy to a real engine; ``intercept`` may answer a request itself instead.
+
+    ``intercept(method, path, headers)`` returns ``(status, body, headers)`` to answer, or None to forward.
     """
 
-    def __init__(self, upstream: str, username: str, password: str, *, flavour: str) -> None:
+    def __init__(self, upstream: str, intercept: Intercept) -> None:
         self.upstream = urlsplit(upstream)
-        self.expected = "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
-        self.flavour = flavour
+        self.intercept = intercept
+        self.forwarded = 0
+        self.intercepted = 0
         self._server: ThreadingHTTPServer | None = None
 
     @property
@@ -134,62 +132,85 @@ class AuthProxy:
         assert self._server is not None
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def _refusal(self) -> tuple[bytes, dict[str, str]]:
-        if self.flavour == "elasticsearch":
-            body = {
-                "error": {
-                    "root_cause": [{"type": "security_exception", "reason": "unable to authenticate user [esbridge]"}],
-                    "type": "security_exception",
-                    "reason": "unable to authenticate user [esbridge]",
-                },
-                "status": 401,
-            }
-            headers = {**ELASTIC_HEADERS, "WWW-Authenticate": 'Basic realm="security" charset="UTF-8"'}
-            return json.dumps(body).encode(), headers
-        return b"Unauthorized", {
-            "Content-Type": "text/plain; charset=UTF-8",
-            "WWW-Authenticate": 'Basic realm="OpenSearch Security"',
-        }
-
     @contextmanager
-    def running(self) -> Iterator[AuthProxy]:
+    def running(self) -> Iterator[ForwardingProxy]:
         proxy = self
 
         class Handler(_QuietHandler):
             def handle_any(self) -> None:
                 body = self.read_body()
-                if self.headers.get("Authorization") != proxy.expected:
-                    payload, headers = proxy._refusal()
-                    self.send_response(401)
-                    for name, value in headers.items():
-                        self.send_header(name, value)
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
+                answer = proxy.intercept(self.command, self.path, dict(self.headers.items()))
+                if answer is not None:
+                    proxy.intercepted += 1
+                    self.reply(*answer)
                     return
+                proxy.forwarded += 1
                 upstream = http.client.HTTPConnection(
-                    proxy.upstream.hostname or "127.0.0.1", proxy.upstream.port, timeout=30
+                    proxy.upstream.hostname or "127.0.0.1", proxy.upstream.port, timeout=60
                 )
                 forwarded = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "authorization")}
                 if proxy.upstream.username is not None:
                     login = f"{unquote(proxy.upstream.username)}:{unquote(proxy.upstream.password or '')}"
                     forwarded["Authorization"] = "Basic " + base64.b64encode(login.encode()).decode()
                 upstream.request(self.command, self.path, body=body or None, headers=forwarded)
-                answer = upstream.getresponse()
-                payload = answer.read()
-                self.send_response(answer.status)
-                for name, value in answer.getheaders():
-                    if name.lower() not in ("content-length", "transfer-encoding", "connection"):
-                        self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(payload)
+                response = upstream.getresponse()
+                headers = {
+                    name: value
+                    for name, value in response.getheaders()
+                    if name.lower() not in ("content-length", "transfer-encoding", "connection")
+                }
+                self.reply(response.status, response.read(), headers)
                 upstream.close()
 
         with _serving(Handler) as server:
             self._server = server
             yield self
+
+
+def requiring_basic_auth(username: str, password: str, *, flavour: str) -> Intercept:
+    """Refuse requests without these credentials the way the engine's security layer does."""
+    expected = "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
+    if flavour == "elasticsearch":
+        reason = f"unable to authenticate user [{username}]"
+        error = {"root_cause": [{"type": "security_exception", "reason": reason}], "type": "security_exception"}
+        refusal: Answer = (
+            401,
+            json.dumps({"error": {**error, "reason": reason}, "status": 401}).encode(),
+            {**ELASTIC_HEADERS, "WWW-Authenticate": 'Basic realm="security" charset="UTF-8"'},
+        )
+    else:
+        refusal = (
+            401,
+            b"Unauthorized",
+            {"Content-Type": "text/plain; charset=UTF-8", "WWW-Authenticate": 'Basic realm="OpenSearch Security"'},
+        )
+
+    def intercept(method: str, path: str, headers: Mapping[str, str]) -> Answer | None:
+        given = next((value for name, value in headers.items() if name.lower() == "authorization"), None)
+        return None if given == expected else refusal
+
+    return intercept
+
+
+def busy_for(requests: int, *, path_contains: str = "_bulk") -> Intercept:
+    """Answer the first ``requests`` matching requests with 429, as an engine with a full write queue does."""
+    remaining = [requests]
+    body = {
+        "error": {
+            "root_cause": [{"type": "es_rejected_execution_exception", "reason": "rejected execution (queue full)"}],
+            "type": "es_rejected_execution_exception",
+            "reason": "rejected execution (queue full)",
+        },
+        "status": 429,
+    }
+
+    def intercept(method: str, path: str, headers: Mapping[str, str]) -> Answer | None:
+        if path_contains in path and remaining[0] > 0:
+            remaining[0] -= 1
+            return 429, json.dumps(body).encode(), {**ELASTIC_HEADERS, "Content-Type": "application/json"}
+        return None
+
+    return intercept
 
 
 class _QuietHandler(BaseHTTPRequestHandler):
@@ -207,6 +228,15 @@ class _QuietHandler(BaseHTTPRequestHandler):
 
     def handle_any(self) -> None:
         raise NotImplementedError
+
+    def reply(self, status: int, payload: bytes, headers: Mapping[str, str]) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
 
     def do_GET(self) -> None:
         self.handle_any()

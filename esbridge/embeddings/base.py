@@ -1,0 +1,37 @@
+"""What the rest of esbridge needs from an embedding model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length vectors of a fixed dimension.
+
+    ``identity`` changes whenever the vectors could change (another model, other weights, another
+    dimension), so it can key caches and be stored next to indexed vectors; ``name`` is for people.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def identity(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def max_tokens(self) -> int:
+        """Tokens the model reads per text; the rest of a longer text is cut off before embedding."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens the model sees for ``text``, on the same scale as ``max_tokens``."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One normalized vector per text, in input order."""
+        ...

