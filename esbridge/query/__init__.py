@@ -1,0 +1,1 @@
+"""Hybrid query orchestration: retrieval, fusion, graph expansion, recency and result shaping."""
