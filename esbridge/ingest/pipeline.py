@@ -27,7 +27,10 @@ from esbridge.ingest.sources import SourceFormat, read_source
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import VECTOR_FIELD
 
-DEFAULT_MAX_TOKENS = 256
+# Chunk sizes are counted with a deterministic estimate, not the model's tokenizer, so chunk
+# boundaries (and ids) do not depend on whether or which model loaded. 200 estimated tokens keep
+# nearly every chunk inside all-MiniLM-L6-v2's 256-token window (docs/ingest-markdown.md).
+DEFAULT_MAX_TOKENS = 200
 
 
 class Progress(Protocol):
@@ -150,7 +153,7 @@ def ingest(
 
     timings = report.timings
     with _Timer(timings, "parse_s"):
-        chunks, problems = _read_and_chunk(path, options, embedder, report)
+        chunks, problems = _read_and_chunk(path, options, report)
     report.failed.extend({"id": problem.id, "reason": problem.reason} for problem in problems)
 
     with _Timer(timings, "index_s"):
@@ -190,11 +193,8 @@ def ingest(
     return report
 
 
-def _read_and_chunk(
-    path: Path, options: IngestOptions, embedder: Embedder | None, report: IngestReport
-) -> tuple[list[Chunk], list[Problem]]:
-    count_tokens = embedder.count_tokens if embedder is not None else approximate_token_count
-    max_tokens = options.max_tokens or (embedder.max_tokens if embedder is not None else DEFAULT_MAX_TOKENS)
+def _read_and_chunk(path: Path, options: IngestOptions, report: IngestReport) -> tuple[list[Chunk], list[Problem]]:
+    max_tokens = options.max_tokens or DEFAULT_MAX_TOKENS
     chunks: list[Chunk] = []
     problems: list[Problem] = []
     seen: set[str] = set()
@@ -213,7 +213,7 @@ def _read_and_chunk(
                 max_tokens=max_tokens,
                 overlap_tokens=min(options.overlap_tokens, max_tokens // 4),
                 min_tokens=min(options.min_tokens, max_tokens // 4),
-                count_tokens=count_tokens,
+                count_tokens=approximate_token_count,
             )
         )
     return chunks, problems

@@ -3,10 +3,14 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from esbridge.config import Settings, load_settings
+from esbridge.embeddings.cache import EmbeddingCache
+from esbridge.embeddings.cached import CachedEmbedder
+from esbridge.embeddings.sentence_transformer import SentenceTransformerEmbedder
 from esbridge.engines import Engine, connect
 from tests.integration.engines import engine_url, unavailable_reason
 
@@ -51,3 +55,23 @@ def index_name(engine: Engine, request: pytest.FixtureRequest) -> Iterator[str]:
     name = f"esbridge-test-{request.node.name.split('[')[0][5:30].replace('_', '-')}-{uuid.uuid4().hex[:8]}"
     yield name
     engine.delete_index(name, missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Iterator[CachedEmbedder]:
+    """The real all-MiniLM-L6-v2 behind a cache that outlives the run (``ESBRIDGE_TEST_CACHE_DIR``)."""
+    cache_dir = Path(
+        os.environ.get("ESBRIDGE_TEST_CACHE_DIR") or Path.home() / ".cache" / "esbridge" / "test-embeddings"
+    )
+    model = CachedEmbedder(SentenceTransformerEmbedder(), EmbeddingCache(cache_dir))
+    yield model
+    model.close()
+
+
+@pytest.fixture
+def alias(engine: Engine) -> Iterator[str]:
+    """A unique alias for one test; every version behind it is deleted afterwards."""
+    name = f"esbridge-test-{uuid.uuid4().hex[:10]}"
+    yield name
+    for info in engine.list_indices(f"{name}*"):
+        engine.delete_index(info.name, missing_ok=True)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import uuid
-from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
@@ -17,14 +15,6 @@ from esbridge.mappings.lifecycle import IndexManager, MappingNeedsNewVersion
 from esbridge.mappings.schema import IndexParameters, render_index
 
 DIMENSION = 4
-
-
-@pytest.fixture
-def alias(engine: Engine) -> Iterator[str]:
-    name = f"esbridge-test-alias-{uuid.uuid4().hex[:8]}"
-    yield name
-    for info in engine.list_indices(f"{name}*"):
-        engine.delete_index(info.name, missing_ok=True)
 
 
 def manager(engine: Engine, alias: str, **params: float) -> IndexManager:

@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.markdown import read_vault
 from esbridge.ingest.model import Document, Problem
-
-VAULT = Path("/work/shared/data/vault/dendron-site/vault")
-
-pytestmark = pytest.mark.skipif(not VAULT.is_dir(), reason=f"the shared Dendron vault is not at {VAULT}")
+from tests.support.data import DENDRON_VAULT, require
 
 
 @pytest.fixture(scope="module")
 def items() -> list[Document | Problem]:
-    return list(read_vault(VAULT))
+    return list(read_vault(require(DENDRON_VAULT)))
 
 
 @pytest.fixture(scope="module")

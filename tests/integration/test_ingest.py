@@ -1,0 +1,256 @@
+"""Ingestion against live engines: incremental sync, bad input, overload, no model, interruption."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from esbridge.cli import main
+from esbridge.config import Settings, load_settings
+from esbridge.embeddings.cached import CachedEmbedder
+from esbridge.engines import Engine, connect
+from esbridge.engines.dialect import knn_body, match_body
+from esbridge.errors import ConfigError
+from esbridge.ingest.bulk import RetryPolicy
+from esbridge.ingest.pipeline import IngestOptions, IngestReport, Progress, embed_missing, ingest
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
+from tests.support.loopback import ForwardingProxy, busy_for
+
+LONG_SECTION = " ".join(f"Sentence {n} about tidal energy and turbines in estuaries." for n in range(120))
+
+
+def write_vault(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "alpha.md").write_text(
+        "---\ntitle: Alpha note\ntags: [energy]\nmodified: 2026-11-01\n---\n# Alpha note\n\n"
+        "Alpha links to [[beta]] and [[gamma|the long one]]. #renewables\n\n## Details\n\nWind farms offshore.\n",
+        encoding="utf-8",
+    )
+    (root / "beta.md").write_text("# Beta\n\nBeta is about sourdough bread and starters.\n", encoding="utf-8")
+    (root / "gamma.md").write_text(f"# Gamma\n\n## Tides\n\n{LONG_SECTION}\n", encoding="utf-8")
+    return root
+
+
+def manager_for(engine: Engine, alias: str, dimension: int = 384) -> IndexManager:
+    return IndexManager(engine, alias, IndexParameters(dimension=dimension))
+
+
+def run(path: Path, engine: Engine, alias: str, embedder: CachedEmbedder | None, **options: object) -> IngestReport:
+    return ingest(
+        path,
+        engine=engine,
+        manager=manager_for(engine, alias),
+        embedder=embedder,
+        options=IngestOptions(source="test-source", **options),  # type: ignore[arg-type]
+    )
+
+
+def index_state(engine: Engine, alias: str) -> dict[str, str]:
+    hits = engine.scan(alias, {"match_all": {}}, ["content_hash"], sort_field="chunk_id")
+    return {hit.id: str(hit.source["content_hash"]) for hit in hits}
+
+
+def chunk_ids_of(engine: Engine, alias: str, doc_id: str) -> list[str]:
+    return [hit.id for hit in engine.scan(alias, {"term": {"doc_id": doc_id}}, ["chunk_id"], sort_field="chunk_id")]
+
+
+def test_a_vault_syncs_incrementally(engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault")
+    first = run(vault, engine, alias, embedder)
+    assert first.failed == []
+    assert first.documents_indexed == 3
+    gamma_chunks = chunk_ids_of(engine, alias, "gamma")
+    assert len(gamma_chunks) > 1, "a section longer than the model window is split"
+    assert first.chunks_indexed == len(index_state(engine, alias))
+
+    alpha = engine.search(alias, {"query": {"term": {"doc_id": "alpha"}}}).hits[0].source
+    assert sorted(alpha["links"]) == ["beta", "gamma"]
+    assert sorted(alpha["tags"]) == ["energy", "renewables"]
+    lexical = engine.search(alias, match_body("sourdough", ["title", "body"], size=3))
+    assert lexical.hits[0].source["doc_id"] == "beta"
+    vector = embedder.embed(["baking bread at home"])[0]
+    semantic = engine.search(alias, knn_body(engine.dialect, "vector", vector, k=3, num_candidates=20))
+    assert semantic.hits[0].source["doc_id"] == "beta"
+
+    second = run(vault, engine, alias, embedder)
+    assert (second.chunks_indexed, second.embedded, second.deleted) == (0, 0, 0)
+    assert second.unchanged == first.chunks_indexed
+
+    (vault / "beta.md").write_text("# Beta\n\nBeta is now about rye bread.\n", encoding="utf-8")
+    third = run(vault, engine, alias, embedder)
+    assert third.documents_indexed == 1
+    assert third.embedded == len(chunk_ids_of(engine, alias, "beta"))
+
+    (vault / "gamma.md").write_text("# Gamma\n\n## Tides\n\nShort now.\n", encoding="utf-8")
+    shrunk = run(vault, engine, alias, embedder)
+    assert chunk_ids_of(engine, alias, "gamma") == ["gamma#0"]
+    assert shrunk.deleted == len(gamma_chunks) - 1
+
+    (vault / "beta.md").unlink()
+    (vault / "alpha.md").rename(vault / "alpha-renamed.md")
+    moved = run(vault, engine, alias, embedder)
+    assert chunk_ids_of(engine, alias, "beta") == []
+    assert chunk_ids_of(engine, alias, "alpha") == []
+    assert chunk_ids_of(engine, alias, "alpha-renamed") != []
+    assert moved.failed == []
+
+    fresh_alias = f"{alias}-fresh"
+    try:
+        run(vault, engine, fresh_alias, embedder)
+        assert index_state(engine, alias) == index_state(engine, fresh_alias)
+    finally:
+        for info in engine.list_indices(f"{fresh_alias}*"):
+            engine.delete_index(info.name)
+
+
+def test_bad_records_are_reported_and_every_good_one_indexed(
+    engine_settings: Settings, engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    records = tmp_path / "records.jsonl"
+    lines = [
+        json.dumps({"id": "r1", "title": "Tidal power", "text": "Turbines in estuaries.", "tags": ["energy"]}).encode(),
+        b'{"id": "r2", "title": "broken json",',
+        json.dumps({"id": "r3", "title": "Wrong type", "text": "x", "tags": 5}).encode(),
+        b'{"id": "r4", "title": "bad bytes \xff\xfe", "text": "y"}',
+        json.dumps({"id": "r5", "title": "Solar", "text": "Panels on roofs.", "modified_at": "2026-11-20"}).encode(),
+        json.dumps({"title": "no id", "text": "z"}).encode(),
+        json.dumps({"id": "r7", "name": "weather-server", "description": "Forecasts", "tools": [
+            {"name": "get_forecast", "description": "Forecast for a city"}]}).encode(),
+    ]  # fmt: skip
+    records.write_bytes(b"\n".join(lines) + b"\n")
+    result = CliRunner().invoke(
+        main,
+        ["ingest", str(records), "--json", "--url", engine_settings.url or "", "--index", alias],
+        env={"ESBRIDGE_EMBEDDING__CACHE_DIR": str(embedder_cache(embedder))},
+    )
+    assert result.exit_code == 1, "a failed record makes the exit code non-zero"
+    summary = json.loads(result.stdout)
+    assert summary["documents_indexed"] == 3
+    failed_lines = sorted(failure["id"] for failure in summary["failed"])
+    assert failed_lines == ["records.jsonl:2", "records.jsonl:3", "records.jsonl:4", "records.jsonl:6"]
+    reasons = " | ".join(failure["reason"] for failure in summary["failed"])
+    assert "tags" in reasons
+    assert "UTF-8" in reasons
+    assert set(summary["timings"]) == {"parse_s", "embed_s", "index_s"}
+    assert {"chunks_indexed", "unchanged", "deleted"} <= set(summary)
+    tool = engine.search(alias, match_body("get_forecast", ["body", "title"], size=1)).hits
+    assert tool[0].source["doc_id"] == "r7"
+
+
+def embedder_cache(embedder: CachedEmbedder) -> Path:
+    return embedder.cache.path.parent
+
+
+def test_broken_frontmatter_is_reported_and_the_note_indexed(
+    engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "broken.md").write_text("---\ntitle: [unclosed\n---\n# Broken\n\nStill searchable text.\n", "utf-8")
+    (vault / "fine.md").write_text("# Fine\n\nNothing wrong here.\n", "utf-8")
+    report = run(vault, engine, alias, embedder)
+    assert report.failed == []
+    assert report.documents_indexed == 2
+    assert any("broken.md" in warning for warning in report.warnings)
+    assert engine.search(alias, match_body("searchable", ["body"], size=1)).hits[0].source["doc_id"] == "broken"
+
+
+def test_an_engine_answering_429_for_a_while_loses_nothing(
+    engine_settings: Settings, engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    vault = write_vault(tmp_path / "vault")
+    with ForwardingProxy(engine_settings.url or "", busy_for(4)).running() as proxy:
+        settings = load_settings(url=proxy.url, engine=engine_settings.engine, retries=0)
+        through_proxy = connect(settings)
+        report = ingest(
+            vault,
+            engine=through_proxy,
+            manager=manager_for(through_proxy, alias),
+            embedder=embedder,
+            options=IngestOptions(source="t", retry=RetryPolicy(attempts=8, initial_delay_s=0.05)),
+        )
+        through_proxy.close()
+    assert proxy.intercepted == 4
+    assert report.failed == []
+    assert report.chunks_indexed == len(index_state(engine, alias))
+    assert report.documents_indexed == 3
+
+
+def test_without_a_model_chunks_are_lexical_until_embedded(
+    engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    vault = write_vault(tmp_path / "vault")
+    report = run(vault, engine, alias, None)
+    assert report.failed == []
+    assert report.embedded == 0
+    assert any("embed --missing" in warning for warning in report.warnings)
+    missing = engine.search(alias, {"size": 0, "query": {"term": {"embedding": "missing"}}})
+    assert missing.total == report.chunks_indexed
+    assert engine.search(alias, match_body("sourdough", ["body"], size=1)).hits[0].source["doc_id"] == "beta"
+
+    filled = embed_missing(engine, manager_for(engine, alias).current(), embedder)
+    assert filled.failed == []
+    assert filled.chunks_indexed == report.chunks_indexed
+    assert engine.search(alias, {"size": 0, "query": {"term": {"embedding": "missing"}}}).total == 0
+    vector = embedder.embed(["baking bread"])[0]
+    assert engine.search(alias, knn_body(engine.dialect, "vector", vector, k=1)).hits[0].source["doc_id"] == "beta"
+
+    again = run(vault, engine, alias, embedder)
+    assert again.embedded == 0, "chunks that got their vector are unchanged"
+
+
+def test_a_model_of_another_dimension_is_refused_before_writing(
+    engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    manager_for(engine, alias, dimension=8).create()
+    with pytest.raises(ConfigError, match=r"384-dimensional vectors but index .* maps 8"):
+        ingest(write_vault(tmp_path / "v"), engine=engine, manager=manager_for(engine, alias), embedder=embedder)
+    assert engine.count(alias) == 0
+
+
+def test_an_interrupted_run_converges_when_run_again(
+    engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    vault = write_vault(tmp_path / "vault")
+
+    class Interrupted(Exception):
+        pass
+
+    class StopAfterFirstWindow:
+        def update(self, n: int) -> None:
+            raise Interrupted
+
+    @contextmanager
+    def interrupting(description: str, total: int) -> Iterator[Progress]:
+        yield StopAfterFirstWindow()
+
+    with pytest.raises(Interrupted):
+        ingest(
+            vault,
+            engine=engine,
+            manager=manager_for(engine, alias),
+            embedder=embedder,
+            options=IngestOptions(source="test-source", window=2),
+            progress=interrupting,
+        )
+    engine.refresh(alias)
+    partial = index_state(engine, alias)
+    assert 0 < len(partial) < 5
+
+    resumed = run(vault, engine, alias, embedder)
+    assert resumed.failed == []
+    assert resumed.unchanged == len(partial)
+
+    fresh_alias = f"{alias}-fresh"
+    try:
+        run(vault, engine, fresh_alias, embedder)
+        assert index_state(engine, alias) == index_state(engine, fresh_alias)
+    finally:
+        for info in engine.list_indices(f"{fresh_alias}*"):
+            engine.delete_index(info.name)
