@@ -1,0 +1,145 @@
+"""Retriever request bodies per engine dialect: pure functions, tested without a server.
+
+Both retrievers take the same filter clauses. For kNN they go inside the ``knn`` clause, where both
+engines apply them while searching the HNSW graph (efficient pre-filtering), so a selective filter
+still returns ``k`` results instead of filtering an already-cut top-k down to nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from esbridge.engines.base import JSON, Dialect
+from esbridge.mappings.schema import VECTOR_FIELD
+from esbridge.query.models import Filters
+
+# Fields analysed alike (English): scored together as one field, BM25F-style.
+DEFAULT_TEXT_BOOSTS: Mapping[str, float] = {
+    "title": 3.0,
+    "aliases": 2.5,
+    "headings": 2.0,
+    "body": 1.0,
+    "metadata_text": 1.0,
+}
+# Fields with their own analyzers: scored separately, best field wins.
+DEFAULT_EXACT_BOOSTS: Mapping[str, float] = {"path.text": 2.0, "code": 1.0}
+
+RESULT_FIELDS = (
+    "doc_id",
+    "chunk_id",
+    "title",
+    "path",
+    "links",
+    "modified_at",
+    "entity_type",
+    "status",
+    "tags",
+    "body",
+    "code",
+)
+
+
+def filter_clauses(filters: Filters) -> list[JSON]:
+    """The filter clauses of ``filters`` (terms, date ranges), without the lifecycle exclusion."""
+    clauses: list[JSON] = [{"terms": {field: list(values)}} for field, values in sorted(filters.terms.items())]
+    for field, after, before in (
+        ("modified_at", filters.modified_after, filters.modified_before),
+        ("created_at", filters.created_after, filters.created_before),
+    ):
+        bounds: JSON = {}
+        if after is not None:
+            bounds["gte"] = after.isoformat()
+        if before is not None:
+            bounds["lte"] = before.isoformat()
+        if bounds:
+            clauses.append({"range": {field: bounds}})
+    return clauses
+
+
+def filter_query(filters: Filters) -> JSON:
+    """One ``bool`` query holding every filter, the lifecycle exclusion included."""
+    query: JSON = {"filter": filter_clauses(filters)}
+    excluded = filters.excluded_statuses
+    if excluded:
+        query["must_not"] = [{"terms": {"status": excluded}}]
+    return {"bool": query}
+
+
+def _boosted(boosts: Mapping[str, float]) -> list[str]:
+    return [field if boost == 1.0 else f"{field}^{boost:g}" for field, boost in boosts.items()]
+
+
+def bm25_body(
+    dialect: Dialect,
+    text: str,
+    *,
+    size: int,
+    filters: Filters,
+    text_boosts: Mapping[str, float] = DEFAULT_TEXT_BOOSTS,
+    exact_boosts: Mapping[str, float] = DEFAULT_EXACT_BOOSTS,
+    source_fields: Sequence[str] = RESULT_FIELDS,
+) -> JSON:
+    """BM25 over the text fields with per-field boosts.
+
+    Elasticsearch scores the English fields with ``combined_fields`` (BM25F); OpenSearch, which has no
+    ``combined_fields``, with ``multi_match`` of type ``cross_fields``, which blends term statistics
+    across the fields the same way. Path and code, analysed differently, add a ``best_fields`` match.
+    """
+    if dialect == "elasticsearch":
+        grouped: JSON = {"combined_fields": {"query": text, "fields": _boosted(_at_least_one(text_boosts))}}
+    else:
+        grouped = {"multi_match": {"query": text, "type": "cross_fields", "fields": _boosted(text_boosts)}}
+    exact: JSON = {"multi_match": {"query": text, "type": "best_fields", "fields": _boosted(exact_boosts)}}
+    query = filter_query(filters)
+    query["bool"]["should"] = [grouped, exact]
+    query["bool"]["minimum_should_match"] = 1
+    return {"size": size, "_source": list(source_fields), "query": query}
+
+
+def knn_body(
+    dialect: Dialect,
+    vector: Sequence[float],
+    *,
+    k: int,
+    filters: Filters,
+    num_candidates: int,
+    source_fields: Sequence[str] = RESULT_FIELDS,
+) -> JSON:
+    """The ``k`` nearest chunks to ``vector`` among those that pass ``filters``.
+
+    ``num_candidates`` is Elasticsearch's per-shard candidate list; for OpenSearch's Lucene engine it
+    is sent as ``method_parameters.ef_search``, the same knob.
+    """
+    if k < 1:
+        raise ValueError(f"k must be positive, got {k}")
+    candidates = max(num_candidates, k)
+    filter_clause = filter_query(filters)
+    if dialect == "opensearch":
+        clause: JSON = {
+            "vector": list(vector),
+            "k": k,
+            "filter": filter_clause,
+            "method_parameters": {"ef_search": candidates},
+        }
+        return {"size": k, "_source": list(source_fields), "query": {"knn": {VECTOR_FIELD: clause}}}
+    knn: JSON = {
+        "field": VECTOR_FIELD,
+        "query_vector": list(vector),
+        "k": k,
+        "num_candidates": candidates,
+        "filter": filter_clause,
+    }
+    return {"size": k, "_source": list(source_fields), "knn": knn}
+
+
+def links_body(doc_ids: Sequence[str], *, size: int, filters: Filters) -> JSON:
+    """One request for graph expansion: the seed documents (their out-links) and every chunk linking to them."""
+    query = filter_query(filters)
+    query["bool"]["should"] = [{"terms": {"doc_id": list(doc_ids)}}, {"terms": {"links": list(doc_ids)}}]
+    query["bool"]["minimum_should_match"] = 1
+    return {"size": size, "_source": [*RESULT_FIELDS], "query": query}
+
+
+def _at_least_one(boosts: Mapping[str, float]) -> dict[str, float]:
+    # combined_fields accepts only boosts >= 1 (they weight term frequencies, BM25F).
+    return {field: max(boost, 1.0) for field, boost in boosts.items()}

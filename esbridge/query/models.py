@@ -1,0 +1,116 @@
+"""The search request and response, shared by the CLI, the Python API and the HTTP service."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SearchMode = Literal["hybrid", "lexical-only", "semantic-only", "native-hybrid"]
+
+# Keyword fields a term filter may name; anything else is refused rather than silently ignored.
+FILTERABLE_FIELDS = frozenset(
+    {"tags", "entity_type", "category", "status", "doc_id", "chunk_id", "path", "source", "links"}
+)
+
+
+class Filters(BaseModel):
+    """Filters every retriever applies inside its search (kNN pre-filters, not post-filters)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    terms: dict[str, list[str]] = Field(
+        default_factory=dict, description="keyword field -> accepted values (any of them matches)"
+    )
+    modified_after: datetime | None = None
+    modified_before: datetime | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    include_deprecated: bool = False
+    include_draft: bool = False
+    include_disabled: bool = False
+
+    @field_validator("terms")
+    @classmethod
+    def _known_fields(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        unknown = sorted(set(value) - FILTERABLE_FIELDS)
+        if unknown:
+            raise ValueError(f"cannot filter on {unknown}; filterable fields: {sorted(FILTERABLE_FIELDS)}")
+        empty = sorted(name for name, values in value.items() if not values)
+        if empty:
+            raise ValueError(f"filter on {empty} has no values")
+        return value
+
+    @property
+    def excluded_statuses(self) -> list[str]:
+        """Lifecycle states left out unless asked for; documents without a status count as active."""
+        excluded = []
+        for status, included in (
+            ("deprecated", self.include_deprecated),
+            ("draft", self.include_draft),
+            ("disabled", self.include_disabled),
+        ):
+            if not included:
+                excluded.append(status)
+        return excluded
+
+
+class SearchRequest(BaseModel):
+    """One search. Fields left as None take the configured pipeline's value."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    query: str = Field(min_length=1, max_length=4096)
+    top_n: int = Field(default=10, ge=1)
+    fusion: str | None = Field(default=None, description="fusion method name, e.g. rrf, linear, dbsf, adaptive")
+    weights: dict[str, float] | None = Field(default=None, description="retriever -> weight, e.g. bm25, knn")
+    filters: Filters = Field(default_factory=Filters)
+    explain: bool = False
+    collapse: bool | None = Field(default=None, description="keep only the best chunk of each document")
+    graph: bool | None = Field(default=None, description="add linked documents of the top results")
+    recency: bool | None = Field(default=None, description="multiply scores by recency")
+    mode: Literal["auto", "native", "client"] | None = None
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query must not be blank")
+        return value
+
+
+class RetrieverExplain(BaseModel):
+    rank: int
+    score: float
+
+
+class Explain(BaseModel):
+    """Why a result is where it is."""
+
+    retrievers: dict[str, RetrieverExplain] = Field(default_factory=dict)
+    contributions: dict[str, float] = Field(default_factory=dict, description="fusion contribution per retriever")
+    fused_score: float = 0.0
+    neighbour_of: list[str] = Field(default_factory=list, description="results this one is linked with")
+    hops: int | None = None
+    recency_multiplier: float = 1.0
+    final_score: float = 0.0
+
+
+class SearchHit(BaseModel):
+    id: str
+    doc_id: str
+    score: float
+    title: str | None = None
+    path: str | None = None
+    entity_type: str | None = None
+    explain: Explain | None = None
+
+
+class SearchResponse(BaseModel):
+    query: str
+    search_mode: SearchMode
+    took_ms: float
+    warnings: list[str] = Field(default_factory=list)
+    results: list[SearchHit] = Field(default_factory=list)
+    details: dict[str, Any] = Field(default_factory=dict, description="fusion decisions and stage timings")
