@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-_SKIPPED_BY_ENGINE: Counter[str] = Counter()
+_SKIPPED: Counter[tuple[str, str]] = Counter()
 ENGINE_IDS = ("opensearch", "elasticsearch", "embedded")
 
 
@@ -21,16 +21,14 @@ def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.skipped and "integration" in report.keywords:
-        for engine in ENGINE_IDS:
-            if f"[{engine}" in report.nodeid or f"-{engine}]" in report.nodeid:
-                _SKIPPED_BY_ENGINE[engine] += 1
+    if not (report.skipped and "integration" in report.keywords):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    for engine in ENGINE_IDS:
+        if f"[{engine}" in report.nodeid or f"-{engine}]" in report.nodeid:
+            _SKIPPED[(engine, reason.removeprefix("Skipped: "))] += 1
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    from tests.integration.engines import unavailable_reason
-
-    for engine, count in sorted(_SKIPPED_BY_ENGINE.items()):
-        terminalreporter.write_line(
-            f"{engine}: {count} integration case(s) did not run: {unavailable_reason(engine)}", yellow=True
-        )
+    for (engine, reason), count in sorted(_SKIPPED.items()):
+        terminalreporter.write_line(f"{engine}: {count} integration case(s) did not run: {reason}", yellow=True)

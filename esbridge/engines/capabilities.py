@@ -32,6 +32,10 @@ class Capabilities(BaseModel):
     native_hybrid: dict[str, bool] = Field(
         default_factory=dict, description="server-side hybrid features, one boolean each"
     )
+    features: dict[str, bool] = Field(
+        default_factory=dict,
+        description="other server features esbridge uses: text_analysis (the analyzers of its mapping), reindex",
+    )
     notes: list[str] = Field(default_factory=list, description="why a feature is off, where known")
 
 
@@ -59,6 +63,21 @@ OPENSEARCH_NEURAL_FEATURES: Mapping[str, Version] = {
 
 NEURAL_SEARCH_PLUGIN = "opensearch-neural-search"
 KNN_PLUGIN = "opensearch-knn"
+ANALYSIS_MODULE = "analysis-common"
+REINDEX_MODULE = "reindex"
+RRF_MODULE = "x-pack-rank-rrf"
+
+
+def server_features(modules: Mapping[str, str]) -> dict[str, bool]:
+    """Features that live in modules a stripped-down server build may lack.
+
+    ``text_analysis``: the language analyzers, pattern tokenizer and word-delimiter filter of
+    esbridge's mapping (the ``analysis-common`` module). ``reindex``: server-side ``_reindex``.
+    An empty module list means the server did not say, and everything is assumed present.
+    """
+    if not modules:
+        return {"text_analysis": True, "reindex": True}
+    return {"text_analysis": ANALYSIS_MODULE in modules, "reindex": REINDEX_MODULE in modules}
 
 
 def opensearch_native_hybrid(plugins: Mapping[str, str]) -> dict[str, bool]:
@@ -81,8 +100,10 @@ ELASTICSEARCH_FEATURES: Mapping[str, tuple[Version, frozenset[str] | None]] = {
 }
 
 
-def elasticsearch_native_hybrid(version_text: str, license_type: str | None) -> dict[str, bool]:
-    """Server-side hybrid features of an Elasticsearch server of this version and licence."""
+def elasticsearch_native_hybrid(
+    version_text: str, license_type: str | None, modules: Mapping[str, str] | None = None
+) -> dict[str, bool]:
+    """Server-side hybrid features of an Elasticsearch server of this version, licence and modules."""
     version = parse_version(version_text)
     licence = (license_type or "").lower()
     features = {}
@@ -90,6 +111,8 @@ def elasticsearch_native_hybrid(version_text: str, license_type: str | None) -> 
         if feature == "knn_search":
             continue
         features[feature] = version >= since and (licences is None or licence in licences)
+    if modules and RRF_MODULE not in modules:
+        features["rrf_retriever"] = features["linear_retriever"] = False
     return features
 
 

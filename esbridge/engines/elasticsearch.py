@@ -15,9 +15,13 @@ from esbridge.config.settings import Settings
 from esbridge.engines import paging, responses
 from esbridge.engines.base import BulkAction, BulkResult, Dialect, Hit, IndexInfo, SearchResult
 from esbridge.engines.capabilities import (
+    ANALYSIS_MODULE,
+    REINDEX_MODULE,
+    RRF_MODULE,
     Capabilities,
     elasticsearch_has_knn,
     elasticsearch_native_hybrid,
+    server_features,
 )
 from esbridge.engines.errors import from_response
 
@@ -72,6 +76,12 @@ def translate(exc: Exception, *, url: str, operation: str, index: str | None) ->
     return errors.EngineResponseError(f"{type(exc).__name__}: {exc}", url=url, operation=operation, index=index)
 
 
+_MODULE_NOTES = (
+    (ANALYSIS_MODULE, "language analyzers or custom analysis (esbridge's mapping needs them)"),
+    (REINDEX_MODULE, "server-side _reindex"),
+    (RRF_MODULE, "rrf/linear retrievers"),
+)
+
 _CLIENT_ERRORS = (elasticsearch.ApiError, elastic_transport.TransportError, elasticsearch.SerializationError)
 
 
@@ -103,25 +113,40 @@ class ElasticsearchEngine(_Translating):
 
     def probe(self) -> Capabilities:
         with self._call("probe"):
-            info = self._client.info().body
             health = self._client.cluster.health().body
-        version = str(info["version"]["number"])
+            nodes = self._client.nodes.info(node_id="_local", metric="plugins,settings").body
+        node: dict[str, Any] = next(iter(nodes.get("nodes", {}).values()), {})
+        version = str(node.get("version") or self._root_version())
+        modules = {
+            str(item.get("name")): str(item.get("version") or version)
+            for item in [*node.get("modules", []), *node.get("plugins", [])]
+        }
         notes: list[str] = []
         license_type = self._license_type(notes)
-        native = elasticsearch_native_hybrid(version, license_type)
+        native = elasticsearch_native_hybrid(version, license_type, modules)
+        features = server_features(modules)
         if not native["rrf_retriever"] and license_type not in (None, "enterprise", "trial"):
             notes.append(f"licence {license_type!r}: rrf/linear retrievers need an enterprise or trial licence")
+        notes.extend(
+            f"module {module} absent: no {what}" for module, what in _MODULE_NOTES if modules and module not in modules
+        )
         return Capabilities(
             distribution="elasticsearch",
             version=version,
             url=self._url,
-            cluster_name=info.get("cluster_name"),
+            cluster_name=health.get("cluster_name"),
             health=health.get("status"),
             knn=elasticsearch_has_knn(version),
+            plugins=dict(sorted(modules.items())),
             license=license_type,
             native_hybrid=native,
+            features=features,
             notes=notes,
         )
+
+    def _root_version(self) -> str:
+        with self._call("probe"):
+            return str(self._client.info().body["version"]["number"])
 
     def _license_type(self, notes: list[str]) -> str | None:
         try:

@@ -41,6 +41,9 @@ def detect(settings: Settings) -> Literal["opensearch", "elasticsearch"]:
     try:
         info: dict[str, Any] = client.info()
     except OpenSearchException as exc:
+        # Every OpenSearch answers GET /; Elasticsearch builds without the rest-root module say 405.
+        if getattr(exc, "status_code", None) == 405:
+            return "elasticsearch"
         raise translate(exc, url=settings.display_url, operation="detect engine", index=None) from exc
     finally:
         client.close()

@@ -14,17 +14,22 @@ from esbridge.config.settings import Settings
 from esbridge.engines import paging, responses
 from esbridge.engines.base import BulkAction, BulkResult, Dialect, Hit, IndexInfo, SearchResult
 from esbridge.engines.capabilities import (
+    ANALYSIS_MODULE,
     KNN_PLUGIN,
     NEURAL_SEARCH_PLUGIN,
+    REINDEX_MODULE,
     Capabilities,
     opensearch_native_hybrid,
+    server_features,
 )
 from esbridge.engines.errors import from_response
 
-# Plugins loaded from the classpath (as scripts/engines does) report their class name and no version.
+# Plugins and modules loaded from the classpath (as scripts/engines does) report their class name.
 _PLUGIN_CLASSES = {
     "org.opensearch.knn.plugin.KNNPlugin": KNN_PLUGIN,
     "org.opensearch.neuralsearch.plugin.NeuralSearch": NEURAL_SEARCH_PLUGIN,
+    "org.opensearch.analysis.common.CommonAnalysisModulePlugin": ANALYSIS_MODULE,
+    "org.opensearch.index.reindex.ReindexModulePlugin": REINDEX_MODULE,
 }
 
 
@@ -127,7 +132,7 @@ class OpenSearchEngine(_Translating):
             health = self._client.cluster.health()
             nodes = self._client.nodes.info(metric="plugins")
         version = str(info["version"]["number"])
-        plugins = _plugins(nodes, version)
+        plugins = node_components(nodes, version)
         native = opensearch_native_hybrid(plugins)
         notes = []
         if NEURAL_SEARCH_PLUGIN not in plugins:
@@ -143,6 +148,7 @@ class OpenSearchEngine(_Translating):
             knn=KNN_PLUGIN in plugins,
             plugins=plugins,
             native_hybrid=native,
+            features=server_features(plugins),
             notes=notes,
         )
 
@@ -277,15 +283,15 @@ class AsyncOpenSearchEngine(_Translating):
         await self._client.close()
 
 
-def _plugins(nodes: Mapping[str, Any], node_version: str) -> dict[str, str]:
-    """Plugin name -> version over all nodes (a feature counts only if every node has it)."""
+def node_components(nodes: Mapping[str, Any], node_version: str) -> dict[str, str]:
+    """Plugin and module name -> version, kept only when every node has it."""
     per_node: list[dict[str, str]] = []
     for node in nodes.get("nodes", {}).values():
         found: dict[str, str] = {}
-        for plugin in node.get("plugins", []):
-            name = _PLUGIN_CLASSES.get(plugin.get("classname", ""), plugin.get("name", ""))
+        for component in [*node.get("modules", []), *node.get("plugins", [])]:
+            name = _PLUGIN_CLASSES.get(component.get("classname", ""), component.get("name", ""))
             name = _PLUGIN_CLASSES.get(name, name)
-            version = str(plugin.get("version", ""))
+            version = str(component.get("version", ""))
             # Classpath plugins say "NA"; they are built for the node's own version.
             found[name] = version if version[:1].isdigit() else node_version
         per_node.append(found)

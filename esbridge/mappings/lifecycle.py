@@ -8,7 +8,8 @@ half-built index; if anything fails before the swap, the new version is deleted 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from esbridge import errors
@@ -71,7 +72,15 @@ class IndexManager:
     def __init__(self, engine: Engine, alias: str, params: IndexParameters) -> None:
         self.engine = engine
         self.alias = alias
-        self.params = params
+        self._params = params
+
+    @cached_property
+    def params(self) -> IndexParameters:
+        """The parameters, with ``auto`` analysis resolved by asking the engine what it has."""
+        if self._params.analysis != "auto":
+            return self._params
+        has_analysis = self.engine.probe().features.get("text_analysis", True)
+        return replace(self._params, analysis="full" if has_analysis else "core")
 
     def wanted_body(self) -> dict[str, Any]:
         return render_index(self.engine.dialect, self.params)

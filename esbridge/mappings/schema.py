@@ -14,9 +14,9 @@ from esbridge.engines.base import JSON, Dialect
 from esbridge.engines.dialect import vector_field
 
 FieldKind = Literal["text", "keyword", "integer", "date", "object", "vector"]
+Analysis = Literal["auto", "full", "core"]
 
 VECTOR_FIELD = "vector"
-BM25_SIMILARITY = "esbridge_bm25"
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,9 @@ class IndexParameters:
     bm25_b: float = 0.75
     shards: int = 1
     replicas: int = 0
+    analysis: Analysis = "auto"
+    """``core`` uses only analyzers built into every server build (for builds without the analysis-common
+    module); ``auto`` lets IndexManager choose from the engine's probe, and renders as ``full`` elsewhere."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.dimension <= 4096:
@@ -111,22 +114,31 @@ def analysis() -> JSON:
     }
 
 
+# With core analysis, the custom and language analyzers fall back to analyzers every build has.
+_CORE_ANALYZERS = {"english": "standard", "esbridge_code": "standard", "esbridge_path": "simple"}
+
+
+def _analyzer(name: str, params: IndexParameters) -> str:
+    return _CORE_ANALYZERS.get(name, name) if params.analysis == "core" else name
+
+
 def _render_field(spec: FieldSpec, dialect: Dialect, params: IndexParameters) -> JSON:
     if spec.kind == "vector":
         return vector_field(dialect, params.dimension, m=params.hnsw_m, ef_construction=params.hnsw_ef_construction)
     if spec.kind == "object":
         return {"type": "object", "enabled": False}
     rendered: JSON = {"type": spec.kind}
-    if spec.kind == "text":
-        rendered["similarity"] = BM25_SIMILARITY
-        if spec.analyzer:
-            rendered["analyzer"] = spec.analyzer
+    if spec.kind == "text" and spec.analyzer:
+        rendered["analyzer"] = _analyzer(spec.analyzer, params)
     if spec.subfields:
-        rendered["fields"] = {
-            name: ({**sub, "similarity": BM25_SIMILARITY} if sub.get("type") == "text" else dict(sub))
-            for name, sub in spec.subfields.items()
-        }
+        rendered["fields"] = {name: _render_subfield(sub, params) for name, sub in spec.subfields.items()}
     return rendered
+
+
+def _render_subfield(sub: JSON, params: IndexParameters) -> JSON:
+    if sub.get("type") != "text":
+        return dict(sub)
+    return {**sub, "analyzer": _analyzer(str(sub["analyzer"]), params)}
 
 
 def render_mappings(dialect: Dialect, params: IndexParameters) -> JSON:
@@ -141,9 +153,11 @@ def render_settings(dialect: Dialect, params: IndexParameters) -> JSON:
     index: JSON = {
         "number_of_shards": params.shards,
         "number_of_replicas": params.replicas,
-        "similarity": {BM25_SIMILARITY: {"type": "BM25", "k1": params.bm25_k1, "b": params.bm25_b}},
-        "analysis": analysis(),
+        # The index-wide default, not a per-field similarity: combined_fields (BM25F) refuses per-field ones.
+        "similarity": {"default": {"type": "BM25", "k1": params.bm25_k1, "b": params.bm25_b}},
     }
+    if params.analysis != "core":
+        index["analysis"] = analysis()
     if dialect == "opensearch":
         index["knn"] = True
     return {"index": index}

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
-import urllib.error
-import urllib.request
 from functools import cache
 
+import pytest
+
 from esbridge.config import redact_url
+from esbridge.engines import Capabilities
+from esbridge.errors import EsbridgeError
 
 DEFAULT_OPENSEARCH_URL = "http://127.0.0.1:9200"
 
@@ -27,25 +28,38 @@ def unavailable_reason(engine: str) -> str | None:
     url = engine_url(engine)
     if url is None:
         return (
-            "ESBRIDGE_TEST_ELASTICSEARCH_URL is not set (no live Elasticsearch 8.x/9.x here; "
-            "docker/compose.yaml provides one). Its adapter was tested against recorded responses in tests/recorded."
+            "ESBRIDGE_TEST_ELASTICSEARCH_URL is not set (scripts/engines up elasticsearch, or docker/compose.yaml, "
+            "provides one); the adapter was still tested against recorded responses in tests/recorded"
         )
-    from esbridge.config import load_settings
-
-    settings = load_settings(url=url)
-    request = urllib.request.Request(settings.url or url)
-    if settings.auth.username:
-        import base64
-
-        password = settings.auth.password.get_secret_value() if settings.auth.password else ""
-        token = base64.b64encode(f"{settings.auth.username}:{password}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=5) as answer:
-            info = json.load(answer)
-    except (OSError, ValueError) as exc:
-        return f"{redact_url(url)} does not answer ({exc})"
-    distribution = info.get("version", {}).get("distribution", "elasticsearch")
-    if distribution != engine:
-        return f"{redact_url(url)} is {distribution}, not {engine}"
+    capabilities = probe(engine)
+    if isinstance(capabilities, str):
+        return capabilities
+    if capabilities.distribution != engine:
+        return f"{redact_url(url)} is {capabilities.distribution}, not {engine}"
     return None
+
+
+@cache
+def probe(engine: str) -> Capabilities | str:
+    """The capabilities of the live ``engine``, or why it could not be probed."""
+    from esbridge.config import load_settings
+    from esbridge.engines import connect
+
+    url = engine_url(engine)
+    if url is None:
+        return f"no URL for {engine}"
+    try:
+        adapter = connect(load_settings(url=url, engine=engine, retries=0, timeout_s=10))
+        try:
+            return adapter.probe()
+        finally:
+            adapter.close()
+    except EsbridgeError as exc:
+        return f"{redact_url(url)} does not answer ({exc})"
+
+
+def require_feature(engine_kind: str, feature: str, why: str) -> None:
+    """Skip, naming the missing feature, when the live engine's build lacks it."""
+    capabilities = probe(engine_kind)
+    if isinstance(capabilities, Capabilities) and not capabilities.features.get(feature, True):
+        pytest.skip(f"this {engine_kind} build lacks {feature} ({why})")

@@ -12,7 +12,8 @@ from esbridge.config import Settings
 from esbridge.engines import BulkAction, Engine
 from esbridge.errors import IndexAlreadyExists, IndexNotFound
 from esbridge.mappings.lifecycle import IndexManager, MappingNeedsNewVersion
-from esbridge.mappings.schema import IndexParameters, render_index
+from esbridge.mappings.schema import IndexParameters
+from tests.integration.engines import require_feature
 
 DIMENSION = 4
 
@@ -47,13 +48,12 @@ def test_the_live_mapping_matches_its_own_rendering(engine: Engine, alias: str) 
 def test_another_dimension_is_refused_with_a_reason(engine: Engine, alias: str) -> None:
     manager(engine, alias).create()
     bigger = IndexManager(engine, alias, IndexParameters(dimension=DIMENSION * 2))
-    with pytest.raises(MappingNeedsNewVersion, match=r"vector\.dimension.*needs a new index version"):
+    with pytest.raises(MappingNeedsNewVersion, match=r"vector\.(dimension|dims).*needs a new index version"):
         bigger.apply()
 
 
 def test_apply_adds_a_missing_field_in_place(engine: Engine, alias: str) -> None:
-    body = render_index(engine.dialect, IndexParameters(dimension=DIMENSION))
-    older = copy.deepcopy(body)
+    older = copy.deepcopy(manager(engine, alias).wanted_body())
     del older["mappings"]["properties"]["category"]
     engine.create_index(f"{alias}-v1", older)
     engine.update_aliases([{"add": {"index": f"{alias}-v1", "alias": alias, "is_write_index": True}}])
@@ -65,7 +65,8 @@ def test_apply_adds_a_missing_field_in_place(engine: Engine, alias: str) -> None
     assert engine.get_mapping(alias)["properties"]["category"]["type"] == "keyword"
 
 
-def test_reindex_copies_everything_then_swaps_the_alias(engine: Engine, alias: str) -> None:
+def test_reindex_copies_everything_then_swaps_the_alias(engine: Engine, alias: str, engine_kind: str) -> None:
+    require_feature(engine_kind, "reindex", "the reindex module")
     indices = manager(engine, alias)
     indices.create()
     result = engine.bulk(alias, [chunk(f"doc{n}#0", title=f"note {n}") for n in range(25)])
@@ -76,7 +77,7 @@ def test_reindex_copies_everything_then_swaps_the_alias(engine: Engine, alias: s
     assert (outcome.old, outcome.new, outcome.documents) == (f"{alias}-v1", f"{alias}-v2", 25)
     assert indices.state().current == f"{alias}-v2"
     assert engine.count(alias) == 25
-    assert engine.get_index_settings(alias)["similarity"]["esbridge_bm25"]["k1"] in ("0.9", 0.9)
+    assert engine.get_index_settings(alias)["similarity"]["default"]["k1"] in ("0.9", 0.9)
     assert engine.index_exists(f"{alias}-v1"), "the old version is kept unless --delete-old"
 
     assert indices.drop(version=1) == [f"{alias}-v1"]
@@ -86,7 +87,8 @@ def test_reindex_copies_everything_then_swaps_the_alias(engine: Engine, alias: s
         indices.current()
 
 
-def test_code_identifiers_are_found_by_their_parts_and_whole(engine: Engine, alias: str) -> None:
+def test_code_identifiers_are_found_by_their_parts_and_whole(engine: Engine, alias: str, engine_kind: str) -> None:
+    require_feature(engine_kind, "text_analysis", "analysis-common: the identifier-splitting code analyzer")
     manager(engine, alias).create()
     code = "user = getUserName(request)\npath = os.path.join(base, user_name)"
     engine.bulk(alias, [chunk("code#0", code=code), chunk("other#0", code="print('hello world')")])
@@ -104,7 +106,8 @@ def test_scan_pages_through_every_chunk(engine: Engine, alias: str) -> None:
     assert [hit.id for hit in seen] == [f"d{n:03d}#0" for n in range(23)]
 
 
-def test_index_commands_end_to_end(engine_settings: Settings, engine: Engine, alias: str) -> None:
+def test_index_commands_end_to_end(engine_settings: Settings, engine: Engine, alias: str, engine_kind: str) -> None:
+    require_feature(engine_kind, "reindex", "the reindex module")
     base = ["--url", engine_settings.url or "", "--index", alias]
     env = {"ESBRIDGE_EMBEDDING__DIMENSION": str(DIMENSION)}
     runner = CliRunner()

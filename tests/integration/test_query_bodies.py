@@ -17,7 +17,7 @@ from esbridge.query.bodies import bm25_body, knn_body, links_body
 from esbridge.query.models import Filters
 
 RECORDS = [
-    {"id": "solar", "title": "Solar panels", "text": "Photovoltaic panels on roofs make solar energy.", "tags": ["energy"],
+    {"id": "solar", "title": "Solar panels", "text": "Solar panels make energy.", "tags": ["energy"],
      "entity_type": "note", "modified_at": "2026-11-01T00:00:00Z", "links": ["wind"]},
     {"id": "wind", "title": "Wind turbines", "text": "Offshore wind farms make energy.", "tags": ["energy"],
      "entity_type": "note", "modified_at": "2025-01-01T00:00:00Z", "links": ["grid"]},

@@ -35,6 +35,7 @@ from tests.support.loopback import Recording, ReplayServer, load_recording
 def server() -> Iterator[ReplayServer]:
     replay = ReplayServer()
     replay.route("GET", "/", "info_8")
+    replay.route("GET", "/_nodes/_local/plugins,settings", "nodes_info_8")
     replay.route("GET", "/_cluster/health", "cluster_health")
     replay.route("GET", "/_license", "license_basic")
     with replay.running():
@@ -54,22 +55,26 @@ def test_probe_on_a_basic_licence(server: ReplayServer) -> None:
     assert capabilities.license == "basic"
     assert capabilities.native_hybrid == {"retrievers": True, "rrf_retriever": False, "linear_retriever": False}
     assert any("enterprise" in note for note in capabilities.notes)
+    assert capabilities.features == {"text_analysis": True, "reindex": True}
     # The 8.x client asks for 8.x semantics, which 9.x servers still honour (REST API compatibility).
-    accept = server.requests_to("GET", "/")[0].headers["accept"]
+    accept = server.requests_to("GET", "/_cluster/health")[0].headers["accept"]
     assert "compatible-with=8" in accept
 
 
 @pytest.mark.parametrize(
-    ("info", "licence", "rrf", "linear"),
+    ("nodes", "licence", "rrf", "linear"),
     [
-        ("info_8", "license_enterprise", True, False),
-        ("info_9", "license_enterprise", True, True),
-        ("info_9", "license_trial", True, True),
-        ("info_9", "license_basic", False, False),
+        ("nodes_info_8", "license_enterprise", True, False),
+        ("nodes_info_9", "license_enterprise", True, True),
+        ("nodes_info_9", "license_trial", True, True),
+        ("nodes_info_9", "license_basic", False, False),
+        ("nodes_info_integ_test_9", "license_enterprise", False, False),
     ],
 )
-def test_probe_by_version_and_licence(server: ReplayServer, info: str, licence: str, rrf: bool, linear: bool) -> None:
-    server.route("GET", "/", info)
+def test_probe_by_version_licence_and_modules(
+    server: ReplayServer, nodes: str, licence: str, rrf: bool, linear: bool
+) -> None:
+    server.route("GET", "/_nodes/_local/plugins,settings", nodes)
     server.route("GET", "/_license", licence)
     capabilities = adapter_for(server).probe()
     assert capabilities.native_hybrid["rrf_retriever"] is rrf
@@ -77,8 +82,19 @@ def test_probe_by_version_and_licence(server: ReplayServer, info: str, licence: 
     assert capabilities.license == load_recording(licence).body["license"]["type"]
 
 
+def test_a_stripped_build_says_what_it_lacks(server: ReplayServer) -> None:
+    server.route("GET", "/", "error_405_root_integ_test")
+    server.route("GET", "/_nodes/_local/plugins,settings", "nodes_info_integ_test_9")
+    capabilities = adapter_for(server).probe()
+    assert capabilities.version == "9.5.3"
+    assert capabilities.features == {"text_analysis": False, "reindex": False}
+    assert any("analysis-common absent" in note for note in capabilities.notes)
+    assert resolve_kind(load_settings(url=server.url)) == "elasticsearch"
+
+
 def test_info_json_command_against_recorded_elasticsearch(server: ReplayServer) -> None:
     server.route("GET", "/", "info_9")
+    server.route("GET", "/_nodes/_local/plugins,settings", "nodes_info_9")
     result = CliRunner().invoke(main, ["info", "--json", "--url", server.url])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
@@ -181,7 +197,7 @@ async def test_async_search_uses_the_same_recording(server: ReplayServer) -> Non
 
 
 def test_unauthenticated_request_is_an_authentication_error_naming_the_url(server: ReplayServer) -> None:
-    server.route("GET", "/", "error_401_unable_to_authenticate")
+    server.route("GET", "/_cluster/health", "error_401_unable_to_authenticate")
     adapter = adapter_for(server, username="elastic", password="wrong-password")
     with pytest.raises(AuthenticationError) as caught:
         adapter.probe()
@@ -189,13 +205,13 @@ def test_unauthenticated_request_is_an_authentication_error_naming_the_url(serve
     assert server.url in message
     assert "unable to authenticate user [elastic]" in message
     assert "wrong-password" not in message
-    sent = server.requests_to("GET", "/")[0].headers["authorization"]
+    sent = server.requests_to("GET", "/_cluster/health")[0].headers["authorization"]
     assert sent.startswith("Basic ")
 
 
 def test_api_key_is_sent_as_an_apikey_header(server: ReplayServer) -> None:
     adapter_for(server, api_key="c2VjcmV0OmtleQ==").probe()
-    assert server.requests_to("GET", "/")[0].headers["authorization"] == "ApiKey c2VjcmV0OmtleQ=="
+    assert server.requests_to("GET", "/_cluster/health")[0].headers["authorization"] == "ApiKey c2VjcmV0OmtleQ=="
 
 
 def test_rrf_on_a_basic_licence_is_an_unsupported_feature(server: ReplayServer) -> None:
@@ -211,8 +227,8 @@ def test_bad_request_is_rejected_with_the_servers_reason(server: ReplayServer) -
 
 
 def test_a_server_that_is_not_elasticsearch_is_refused(server: ReplayServer) -> None:
-    body = load_recording("info_8").body
-    server.route("GET", "/", Recording(200, body, {"Content-Type": "application/json"}))
+    body = load_recording("cluster_health").body
+    server.route("GET", "/_cluster/health", Recording(200, body, {"Content-Type": "application/json"}))
     with pytest.raises(EngineResponseError, match="does not identify as Elasticsearch"):
         adapter_for(server).probe()
 

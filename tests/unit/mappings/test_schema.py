@@ -32,7 +32,7 @@ def test_opensearch_rendering() -> None:
     body = render_index("opensearch", IndexParameters(dimension=768, hnsw_m=32, bm25_k1=0.9, bm25_b=0.4))
     index = body["settings"]["index"]
     assert index["knn"] is True
-    assert index["similarity"]["esbridge_bm25"] == {"type": "BM25", "k1": 0.9, "b": 0.4}
+    assert index["similarity"]["default"] == {"type": "BM25", "k1": 0.9, "b": 0.4}
     properties = body["mappings"]["properties"]
     assert properties["vector"]["type"] == "knn_vector"
     assert properties["vector"]["dimension"] == 768
@@ -40,7 +40,7 @@ def test_opensearch_rendering() -> None:
     assert properties["vector"]["method"]["parameters"]["m"] == 32
     assert properties["body"]["analyzer"] == "english"
     assert properties["body"]["fields"]["std"]["analyzer"] == "standard"
-    assert properties["body"]["similarity"] == "esbridge_bm25"
+    assert "similarity" not in properties["body"]
     assert properties["code"]["analyzer"] == "esbridge_code"
     assert properties["metadata"] == {"type": "object", "enabled": False}
     assert properties["modified_at"] == {"type": "date"}
@@ -81,3 +81,14 @@ def test_code_analyzer_keeps_identifiers_whole_and_split() -> None:
 def test_invalid_parameters_are_named(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         IndexParameters(**kwargs)  # type: ignore[arg-type]
+
+
+def test_core_analysis_uses_only_analyzers_every_build_has() -> None:
+    body = render_index("elasticsearch", IndexParameters(analysis="core"))
+    assert "analysis" not in body["settings"]["index"]
+    properties = body["mappings"]["properties"]
+    assert properties["body"]["analyzer"] == "standard"
+    assert properties["code"]["analyzer"] == "standard"
+    assert properties["path"]["fields"]["text"]["analyzer"] == "simple"
+    assert properties["title"]["fields"]["std"]["analyzer"] == "standard"
+    assert render_index("opensearch", IndexParameters(analysis="auto")) == render_index("opensearch")

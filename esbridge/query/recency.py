@@ -1,0 +1,133 @@
+"""Recency: recently modified documents get their fused score multiplied by a factor >= 1.
+
+Two rules, both giving a multiplier that is >= 1, never grows with age, and is 1.0 for old documents:
+
+- ``Tiers``: the multiplier of the first tier whose ``max_age`` the age does not exceed, else 1.0.
+  Default: up to 7 days x1.2, up to 30 days x1.1.
+- ``HalfLife``: ``1 + boost * 0.5 ** (age / half_life)``: ``1 + boost`` when just modified, half the
+  extra after each half-life.
+
+Age is ``now - modified_at``. Naive datetimes (either one) are taken as UTC; a ``modified_at`` in the
+future counts as age 0. Items without ``modified_at`` get x1.0, and so do scores <= 0: multiplying them
+would push a recent item down, not up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from itertools import pairwise
+
+
+@dataclass(frozen=True)
+class Tier:
+    max_age: timedelta
+    multiplier: float
+
+
+DEFAULT_TIERS = (Tier(timedelta(days=7), 1.2), Tier(timedelta(days=30), 1.1))
+
+
+@dataclass(frozen=True)
+class Tiers:
+    """Step multipliers by age; the tiers are kept sorted by ``max_age`` (an age equal to it is inside)."""
+
+    tiers: tuple[Tier, ...] = DEFAULT_TIERS
+
+    def __post_init__(self) -> None:
+        tiers = tuple(sorted(self.tiers, key=lambda tier: tier.max_age))
+        for tier in tiers:
+            if tier.max_age <= timedelta(0):
+                raise ValueError(f"recency tier max_age must be positive, got {tier.max_age}")
+            if not (math.isfinite(tier.multiplier) and tier.multiplier >= 1):
+                raise ValueError(f"recency tier multiplier must be a finite number >= 1, got {tier.multiplier}")
+        for younger, older in pairwise(tiers):
+            if younger.max_age == older.max_age:
+                raise ValueError(f"two recency tiers have max_age {older.max_age}")
+            if older.multiplier > younger.multiplier:
+                raise ValueError(
+                    f"recency multipliers must not grow with age: x{older.multiplier} up to {older.max_age} "
+                    f"after x{younger.multiplier} up to {younger.max_age}"
+                )
+        object.__setattr__(self, "tiers", tiers)
+
+
+@dataclass(frozen=True)
+class HalfLife:
+    """Exponential decay of the extra weight: ``1 + boost * 0.5 ** (age / half_life)``."""
+
+    half_life: timedelta = timedelta(days=14)
+    boost: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.half_life <= timedelta(0):
+            raise ValueError(f"recency half_life must be positive, got {self.half_life}")
+        if not (math.isfinite(self.boost) and self.boost >= 0):
+            raise ValueError(f"recency boost must be a finite number >= 0, got {self.boost}")
+
+
+RecencyRule = Tiers | HalfLife
+
+
+@dataclass(frozen=True)
+class RecencyBoost:
+    """New scores (best first, ties by id) and the multiplier applied to each item (1.0 when none)."""
+
+    scores: dict[str, float]
+    multipliers: dict[str, float]
+
+
+def aware(moment: datetime) -> datetime:
+    """``moment`` with a timezone: a naive one is taken to be UTC, an aware one is kept as it is."""
+    if moment.tzinfo is None or moment.tzinfo.utcoffset(moment) is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment
+
+
+def parse_modified_at(value: object) -> datetime | None:
+    """A ``modified_at`` from an engine's ``_source``: ISO 8601 (``Z`` allowed) or a datetime; None when absent."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+        except ValueError:
+            pass
+    raise ValueError(f"modified_at is not an ISO 8601 date: {value!r}")
+
+
+def age(modified_at: datetime, now: datetime) -> timedelta:
+    """How long before ``now`` the item was modified; never negative."""
+    return max(aware(now) - aware(modified_at), timedelta(0))
+
+
+def multiplier(age: timedelta, rule: RecencyRule) -> float:
+    if isinstance(rule, HalfLife):
+        return 1.0 + rule.boost * math.pow(0.5, age / rule.half_life)
+    return next((tier.multiplier for tier in rule.tiers if age <= tier.max_age), 1.0)
+
+
+def apply_recency(
+    scores: Mapping[str, float],
+    modified_at: Mapping[str, datetime | None],
+    now: datetime,
+    rule: RecencyRule | None = None,
+) -> RecencyBoost:
+    """Multiply each positive score by the multiplier of its item's age at ``now``."""
+    rule = rule or Tiers()
+    boosted: dict[str, float] = {}
+    applied: dict[str, float] = {}
+    for item, score in scores.items():
+        if not math.isfinite(score):
+            raise ValueError(f"score of {item!r} is not a finite number: {score}")
+        moment = modified_at.get(item)
+        factor = multiplier(age(moment, now), rule) if moment is not None and score > 0 else 1.0
+        boosted[item] = score * factor
+        applied[item] = factor
+    order = sorted(boosted, key=lambda item: (-boosted[item], item))
+    return RecencyBoost({item: boosted[item] for item in order}, {item: applied[item] for item in order})

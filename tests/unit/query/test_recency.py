@@ -1,0 +1,195 @@
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from esbridge.query.recency import (
+    HalfLife,
+    RecencyRule,
+    Tier,
+    Tiers,
+    age,
+    apply_recency,
+    multiplier,
+    parse_modified_at,
+)
+
+NOW = datetime(2024, 6, 30, 12, 0, tzinfo=timezone.utc)
+DAY = timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("days", "expected"),
+    [(0, 1.2), (3, 1.2), (7, 1.2), (7.5, 1.1), (30, 1.1), (31, 1.0), (3650, 1.0)],
+)
+def test_default_tiers(days: float, expected: float) -> None:
+    assert multiplier(days * DAY, Tiers()) == expected
+
+
+def test_the_edge_of_a_tier_is_inside_it() -> None:
+    assert multiplier(timedelta(days=7, microseconds=1), Tiers()) == 1.1
+
+
+def test_tiers_are_sorted_by_age() -> None:
+    rule = Tiers((Tier(timedelta(days=90), 1.05), Tier(timedelta(days=1), 1.5)))
+    assert [tier.max_age.days for tier in rule.tiers] == [1, 90]
+    assert [multiplier(days * DAY, rule) for days in (0, 1, 2, 90, 91)] == [1.5, 1.5, 1.05, 1.05, 1.0]
+    assert multiplier(DAY, Tiers(())) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("tiers", "message"),
+    [
+        ((Tier(timedelta(0), 1.2),), "positive"),
+        ((Tier(DAY, 0.9),), ">= 1"),
+        ((Tier(DAY, float("inf")),), ">= 1"),
+        ((Tier(DAY, 1.1), Tier(2 * DAY, 1.2)), "must not grow"),
+        ((Tier(DAY, 1.2), Tier(DAY, 1.1)), "two recency tiers"),
+    ],
+)
+def test_tiers_are_validated(tiers: tuple[Tier, ...], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Tiers(tiers)
+
+
+@pytest.mark.parametrize(("days", "expected"), [(0, 1.2), (14, 1.1), (28, 1.05), (42, 1.025)])
+def test_half_life(days: int, expected: float) -> None:
+    assert multiplier(days * DAY, HalfLife(half_life=14 * DAY, boost=0.2)) == pytest.approx(expected)
+
+
+def test_half_life_decays_to_one() -> None:
+    assert multiplier(timedelta(days=999_999_999), HalfLife()) == 1.0
+    assert multiplier(DAY, HalfLife(boost=0)) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("half_life", "boost", "message"),
+    [(timedelta(0), 0.2, "half_life"), (DAY, -0.1, "boost"), (DAY, float("nan"), "boost")],
+)
+def test_half_life_is_validated(half_life: timedelta, boost: float, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        HalfLife(half_life, boost)
+
+
+def test_age_near_the_ends_of_the_calendar() -> None:
+    last = datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5)))  # after 9999 in UTC
+    assert age(last, NOW) == timedelta(0)
+    assert age(datetime(1, 1, 1), NOW) > timedelta(days=700_000)
+
+
+def test_age_takes_naive_times_as_utc_and_the_future_as_now() -> None:
+    naive_now = datetime(2024, 6, 30, 12, 0)
+    assert age(datetime(2024, 6, 23, 12, 0, tzinfo=timezone.utc), naive_now) == 7 * DAY
+    assert age(datetime(2024, 6, 23, 12, 0), NOW) == 7 * DAY
+    plus_two = timezone(timedelta(hours=2))
+    assert age(datetime(2024, 6, 30, 13, 0, tzinfo=plus_two), NOW) == timedelta(hours=1)
+    assert age(datetime(2025, 1, 1, tzinfo=timezone.utc), NOW) == timedelta(0)
+
+
+def test_apply_recency_by_hand() -> None:
+    scores = {"old": 1.1, "new": 1.0, "month": 0.5, "undated": 0.9, "unknown": 0.8}
+    modified_at = {
+        "old": NOW - 40 * DAY,
+        "new": NOW - DAY,
+        "month": NOW - 20 * DAY,
+        "undated": None,
+    }
+    boosted = apply_recency(scores, modified_at, NOW)
+    assert list(boosted.scores) == ["new", "old", "undated", "unknown", "month"]
+    assert boosted.scores == pytest.approx({"new": 1.2, "old": 1.1, "undated": 0.9, "unknown": 0.8, "month": 0.55})
+    assert boosted.multipliers == {"new": 1.2, "old": 1.0, "undated": 1.0, "unknown": 1.0, "month": 1.1}
+
+
+def test_apply_recency_with_a_half_life_and_a_future_date() -> None:
+    boosted = apply_recency({"a": 1.0, "b": 1.0}, {"a": NOW + DAY, "b": NOW - 14 * DAY}, NOW, HalfLife())
+    assert boosted.scores == pytest.approx({"a": 1.2, "b": 1.1})
+
+
+def test_scores_that_are_not_positive_are_not_boosted() -> None:
+    boosted = apply_recency({"zero": 0.0, "negative": -0.5}, {"zero": NOW, "negative": NOW}, NOW)
+    assert boosted.scores == {"zero": 0.0, "negative": -0.5}
+    assert boosted.multipliers == {"zero": 1.0, "negative": 1.0}
+
+
+def test_equal_scores_are_ordered_by_id() -> None:
+    assert list(apply_recency({"b": 1.0, "a": 1.0}, {}, NOW).scores) == ["a", "b"]
+
+
+def test_non_finite_scores_are_refused() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        apply_recency({"a": float("inf")}, {}, NOW)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2024-06-01T10:00:00Z", datetime(2024, 6, 1, 10, tzinfo=timezone.utc)),
+        ("2024-06-01T10:00:00+02:00", datetime(2024, 6, 1, 8, tzinfo=timezone.utc)),
+        ("2024-06-01", datetime(2024, 6, 1)),
+        (NOW, NOW),
+        (None, None),
+        ("", None),
+    ],
+)
+def test_parse_modified_at(value: object, expected: datetime | None) -> None:
+    assert parse_modified_at(value) == expected
+
+
+@pytest.mark.parametrize("value", ["yesterday", 1717236000000, ["2024-06-01"]])
+def test_parse_modified_at_refuses_what_is_not_a_date(value: object) -> None:
+    with pytest.raises(ValueError, match="ISO 8601"):
+        parse_modified_at(value)
+
+
+# Properties.
+
+ages = st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=100_000))
+
+
+@st.composite
+def tier_rules(draw: st.DrawFn) -> Tiers:
+    max_ages = draw(st.lists(st.integers(1, 10_000), max_size=5, unique=True))
+    multipliers = draw(st.lists(st.floats(1.0, 10.0), min_size=len(max_ages), max_size=len(max_ages)))
+    by_age = sorted(max_ages)
+    return Tiers(
+        tuple(
+            Tier(timedelta(hours=hours), m) for hours, m in zip(by_age, sorted(multipliers, reverse=True), strict=True)
+        )
+    )
+
+
+half_lives = st.builds(
+    HalfLife,
+    half_life=st.timedeltas(min_value=timedelta(seconds=1), max_value=timedelta(days=10_000)),
+    boost=st.floats(0.0, 10.0),
+)
+rules = st.one_of(tier_rules(), half_lives)
+
+
+@given(rules, ages, ages)
+def test_multiplier_is_at_least_one_and_never_grows_with_age(rule: RecencyRule, a: timedelta, b: timedelta) -> None:
+    younger, older = sorted((a, b))
+    assert multiplier(older, rule) >= 1.0
+    assert multiplier(younger, rule) >= multiplier(older, rule)
+
+
+@given(
+    rules,
+    st.dictionaries(st.text(max_size=3), st.floats(-10.0, 10.0), max_size=8),
+    st.lists(st.datetimes(timezones=st.sampled_from([None, timezone.utc, timezone(timedelta(hours=-5))])), max_size=8),
+)
+def test_apply_recency_only_raises_positive_scores(
+    rule: RecencyRule, scores: dict[str, float], moments: list[datetime]
+) -> None:
+    modified_at: dict[str, datetime | None] = dict(zip(scores, moments, strict=False))
+    boosted = apply_recency(scores, modified_at, NOW, rule)
+    assert set(boosted.scores) == set(scores)
+    for item, score in scores.items():
+        assert boosted.multipliers[item] >= 1.0
+        assert boosted.scores[item] == score * boosted.multipliers[item]
+        assert boosted.scores[item] >= score
+    values = list(boosted.scores.values())
+    assert values == sorted(values, reverse=True)
