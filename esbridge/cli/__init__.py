@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from esbridge import __version__
-from esbridge.cli import index, info, ingest, mapping
+from esbridge.cli import index, info, ingest, mapping, search
 from esbridge.errors import EsbridgeError
 
 
@@ -32,3 +32,4 @@ main.add_command(mapping.mapping)
 main.add_command(index.index)
 main.add_command(ingest.ingest_command)
 main.add_command(ingest.embed_command)
+main.add_command(search.search_command)

@@ -24,6 +24,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from esbridge.config.pipeline import PipelineSettings
 from esbridge.errors import ConfigError
 
 EngineKind = Literal["auto", "opensearch", "elasticsearch", "embedded"]
@@ -136,6 +137,7 @@ class Settings(BaseSettings):
     tls: TlsSettings = TlsSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     mapping: MappingSettings = MappingSettings()
+    pipeline: PipelineSettings = PipelineSettings()
 
     @field_validator("url")
     @classmethod

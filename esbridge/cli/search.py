@@ -1,0 +1,129 @@
+"""``esbridge search "query"``: hybrid search from the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from pydantic import ValidationError
+
+from esbridge.cli.options import engine_options, index_option, settings_from
+from esbridge.query.api import open_query_embedder, search
+from esbridge.query.models import Filters, SearchRequest, SearchResponse
+
+_DATE_FILTERS = ("modified_after", "modified_before", "created_after", "created_before")
+_SWITCHES = ("include_deprecated", "include_draft", "include_disabled")
+
+
+@click.command(name="search")
+@click.argument("query")
+@click.option("--top-n", type=int, default=10, show_default=True, help="How many results.")
+@click.option("--fusion", help="Fusion method (rrf, linear, dbsf, adaptive, or a plugin's).")
+@click.option("--weights", help="Retriever weights, e.g. bm25=1,knn=0.5.")
+@click.option(
+    "--filter", "filters", multiple=True, help="key=value (repeat a key for any-of); also modified_after=DATE etc."
+)
+@click.option("--graph/--no-graph", default=None, help="Add documents linked with the top results.")
+@click.option("--recency/--no-recency", default=None, help="Boost recently modified documents.")
+@click.option("--collapse/--no-collapse", default=None, help="Best chunk per document only.")
+@click.option("--explain", is_flag=True, help="Say how each result was found and scored.")
+@click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
+@engine_options
+@index_option
+def search_command(
+    query: str,
+    top_n: int,
+    fusion: str | None,
+    weights: str | None,
+    filters: tuple[str, ...],
+    graph: bool | None,
+    recency: bool | None,
+    collapse: bool | None,
+    explain: bool,
+    as_json: bool,
+    url: str | None,
+    engine: str | None,
+    config_file: Path | None,
+    index: str | None,
+) -> None:
+    """Search the index with BM25 and kNN together, fused."""
+    settings = settings_from(config_file, url=url, engine=engine, index=index)
+    try:
+        request = SearchRequest(
+            query=query,
+            top_n=top_n,
+            fusion=fusion,
+            weights=parse_weights(weights) if weights else None,
+            filters=parse_filters(filters),
+            explain=explain,
+            graph=graph,
+            recency=recency,
+            collapse=collapse,
+        )
+    except ValidationError as exc:
+        raise click.BadParameter(_first_error(exc)) from exc
+    embedder, problem = open_query_embedder(settings)
+    try:
+        response = search(settings, request, embedder)
+    finally:
+        if embedder is not None and hasattr(embedder, "close"):
+            embedder.close()
+    if problem:
+        response.warnings.insert(0, problem)
+    if as_json:
+        click.echo(json.dumps(response.model_dump(mode="json", exclude_none=True), indent=2))
+    else:
+        click.echo(render(response, explain))
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    weights: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise click.BadParameter(f"weights look like bm25=1,knn=0.5; got {part!r}")
+    return weights
+
+
+def parse_filters(items: tuple[str, ...]) -> Filters:
+    terms: dict[str, list[str]] = {}
+    options: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key or not value:
+            raise click.BadParameter(f"filters look like key=value; got {item!r}")
+        if key in _DATE_FILTERS:
+            options[key] = value
+        elif key in _SWITCHES:
+            options[key] = value.lower() in ("1", "true", "yes")
+        else:
+            terms.setdefault(key, []).append(value)
+    try:
+        return Filters(terms=terms, **options)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise click.BadParameter(_first_error(exc)) from exc
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg'].removeprefix('Value error, ')}"
+
+
+def render(response: SearchResponse, explain: bool) -> str:
+    lines = [f"{response.search_mode}, {len(response.results)} results in {response.took_ms:.0f} ms"]
+    lines.extend(f"warning: {warning}" for warning in response.warnings)
+    for rank, hit in enumerate(response.results, start=1):
+        label = hit.title or hit.doc_id
+        lines.append(f"{rank:>3}. {hit.score:.3f}  {label}  [{hit.id}]")
+        if explain and hit.explain is not None:
+            found = ", ".join(f"{name} #{r.rank} ({r.score:.3f})" for name, r in hit.explain.retrievers.items())
+            how = f"found by {found}" if found else f"neighbour of {', '.join(hit.explain.neighbour_of)}"
+            lines.append(f"       {how}; recency x{hit.explain.recency_multiplier:g}")
+    return "\n".join(lines)

@@ -1,0 +1,81 @@
+"""The ``[pipeline]`` settings: how a search is run, fused, expanded and shaped.
+
+Every value here is a default that a single request may override (see ``SearchRequest``). The fusion
+method and weights are placeholders until the evaluation harness chooses them by evidence.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GraphSettings(_Section):
+    enabled: bool = False
+    seeds: int = Field(default=5, ge=1, le=100, description="top results whose links are followed")
+    hops: int = Field(default=1, ge=1, le=2)
+    per_seed: int = Field(default=5, ge=1, le=100, description="neighbours kept per seed")
+    direction: Literal["out", "in", "both"] = "both"
+    weight: float = Field(default=0.5, ge=0)
+    decay: float = Field(default=0.5, gt=0, le=1)
+    prior: Literal["none", "degree", "pagerank"] = "none"
+    prior_weight: float = Field(default=0.1, ge=0)
+
+
+class RecencySettings(_Section):
+    enabled: bool = True
+    mode: Literal["tiers", "half_life"] = "tiers"
+    tiers: list[tuple[float, float]] = Field(
+        default=[(7.0, 1.2), (30.0, 1.1)], description="(max age in days, multiplier), youngest first"
+    )
+    half_life_days: float = Field(default=14.0, gt=0)
+    boost: float = Field(default=0.2, ge=0, description="half-life mode: multiplier of a brand-new document - 1")
+
+
+class ShapingSettings(_Section):
+    collapse: bool = False
+    floor: float = Field(default=0.0, ge=0, le=1, description="drop results below this fraction of the best")
+    cap_types: bool = False
+    type_share: float = Field(default=0.6, gt=0, le=1)
+
+
+class CacheSettings(_Section):
+    embeddings: int = Field(default=1024, ge=0, description="query embeddings kept (0 = off)")
+    embeddings_ttl_s: float = Field(default=3600.0, gt=0)
+    results: int = Field(default=256, ge=0, description="search responses kept (0 = off)")
+    results_ttl_s: float = Field(default=30.0, gt=0)
+
+
+class PipelineSettings(_Section):
+    fusion: str = Field(default="rrf", description="a registered fusion method: rrf, linear, dbsf, adaptive, ...")
+    weights: dict[str, float] = Field(default_factory=lambda: {"bm25": 1.0, "knn": 1.0})
+    fusion_params: dict[str, float | str] = Field(default_factory=dict, description="e.g. k = 60 for rrf")
+    top_k_multiplier: float = Field(default=2.0, ge=1)
+    top_k_min: int = Field(default=10, ge=10)
+    top_n_max: int = Field(default=50, ge=1, le=1000)
+    execution: Literal["concurrent", "msearch"] = Field(
+        default="concurrent", description="retrievers as concurrent requests, or one _msearch round trip"
+    )
+    bm25_timeout_s: float = Field(default=5.0, gt=0)
+    knn_timeout_s: float = Field(default=5.0, gt=0)
+    embed_timeout_s: float = Field(default=5.0, gt=0)
+    graph: GraphSettings = GraphSettings()
+    recency: RecencySettings = RecencySettings()
+    shaping: ShapingSettings = ShapingSettings()
+    cache: CacheSettings = CacheSettings()
+
+    @model_validator(mode="after")
+    def _weights_non_negative(self) -> PipelineSettings:
+        negative = sorted(name for name, weight in self.weights.items() if weight < 0)
+        if negative:
+            raise ValueError(f"pipeline.weights must be >= 0, not for {negative}")
+        return self
+
+    def top_k(self, top_n: int) -> int:
+        """Depth asked of each retriever: max(top_k_min, multiplier x top_n)."""
+        return max(self.top_k_min, round(self.top_k_multiplier * top_n))

@@ -1,0 +1,46 @@
+"""The Python API: build a searcher from settings and run searches, synchronously or not."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from esbridge.config.settings import Settings
+from esbridge.embeddings.base import Embedder
+from esbridge.engines import connect_async, resolve_kind
+from esbridge.errors import ModelUnavailable
+from esbridge.query.models import SearchRequest, SearchResponse
+from esbridge.query.orchestrator import HybridSearcher
+
+
+def open_query_embedder(settings: Settings) -> tuple[Embedder | None, str | None]:
+    """The configured embedder, or None and the reason when the model cannot load (search degrades)."""
+    from esbridge.embeddings.factory import open_embedder
+
+    try:
+        return open_embedder(settings.embedding), None
+    except ModelUnavailable as exc:
+        return None, str(exc)
+
+
+@asynccontextmanager
+async def searcher(settings: Settings, embedder: Embedder | None) -> AsyncIterator[HybridSearcher]:
+    """A searcher over the configured index, its engine connection closed on exit."""
+    engine = connect_async(settings, kind=resolve_kind(settings))
+    try:
+        yield HybridSearcher(
+            engine, settings.index, embedder, settings.pipeline, num_candidates=settings.mapping.hnsw_ef_search
+        )
+    finally:
+        await engine.close()
+
+
+def search(settings: Settings, request: SearchRequest, embedder: Embedder | None = None) -> SearchResponse:
+    """One search, synchronously (for scripts and the CLI)."""
+
+    async def run() -> SearchResponse:
+        async with searcher(settings, embedder) as hybrid:
+            return await hybrid.search(request)
+
+    return asyncio.run(run())

@@ -1,0 +1,356 @@
+"""Running one hybrid search: retrieve in parallel, fuse, boost recent, expand links, shape, explain.
+
+The BM25 request is sent before the query is embedded, so the embedding overlaps the lexical round
+trip; kNN follows as soon as the vector exists. Each retriever has its own timeout. A part that fails
+degrades the answer instead of failing it: no vector or no kNN answer gives ``lexical-only``, no BM25
+answer gives ``semantic-only``; only when both fail is the search an error. Every stage after
+retrieval is a pure function from ``esbridge.query``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from cachetools import TTLCache
+
+from esbridge import errors
+from esbridge.config.pipeline import PipelineSettings
+from esbridge.embeddings.base import Embedder
+from esbridge.engines.base import AsyncEngine, SearchResult
+from esbridge.query import bodies
+from esbridge.query.fusion import AdaptiveResult, QueryKind, classify_query, get_fusion
+from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, link_map, seed_docs, with_neighbors
+from esbridge.query.models import Explain, RetrieverExplain, SearchHit, SearchMode, SearchRequest, SearchResponse
+from esbridge.query.recency import HalfLife, RecencyRule, Tier, Tiers, apply_recency, parse_modified_at
+from esbridge.query.shaping import ShapeOptions, shape
+from esbridge.query.types import FusionResult
+
+Clock = Callable[[], datetime]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class _Retrieved:
+    runs: dict[str, dict[str, float]] = field(default_factory=dict)
+    sources: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class HybridSearcher:
+    """Answers ``SearchRequest``s against one index of one engine."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        index: str,
+        embedder: Embedder | None,
+        pipeline: PipelineSettings | None = None,
+        *,
+        num_candidates: int = 100,
+        clock: Clock = _utc_now,
+    ) -> None:
+        self.engine = engine
+        self.index = index
+        self.embedder = embedder
+        self.pipeline = pipeline or PipelineSettings()
+        self.num_candidates = num_candidates
+        self.clock = clock
+        cache = self.pipeline.cache
+        self._vectors: TTLCache[str, list[float]] | None = (
+            TTLCache(cache.embeddings, cache.embeddings_ttl_s) if cache.embeddings else None
+        )
+        self._responses: TTLCache[str, SearchResponse] | None = (
+            TTLCache(cache.results, cache.results_ttl_s) if cache.results else None
+        )
+
+    async def search(self, request: SearchRequest) -> SearchResponse:
+        started = time.perf_counter()
+        if request.top_n > self.pipeline.top_n_max:
+            raise errors.ConfigError(f"top_n must be between 1 and {self.pipeline.top_n_max}, got {request.top_n}")
+        key = f"{self.index}\n{request.model_dump_json()}"
+        if self._responses is not None and (cached := self._responses.get(key)) is not None:
+            return cached.model_copy(update={"took_ms": _ms(started), "details": {**cached.details, "cached": True}})
+
+        method_name = request.fusion or self.pipeline.fusion
+        fusion = get_fusion(method_name)
+        weights = {**self.pipeline.weights, **(request.weights or {})}
+        top_k = self.pipeline.top_k(request.top_n)
+        classification = classify_query(request.query)
+        lexical_only_query = method_name == "adaptive" and classification.kind == QueryKind.IDENTIFIER
+
+        retrieved = await self._retrieve(request, top_k, want_knn=not lexical_only_query)
+        mode = _mode(retrieved.runs)
+        if mode is None:
+            raise errors.EngineUnavailable(
+                "; ".join(retrieved.warnings) or "no retriever answered",
+                url=self.engine.url,
+                operation="search",
+                index=self.index,
+            )
+        fused = self._fuse(fusion, method_name, retrieved.runs, weights, request.query, retrieved.sources)
+        scores = fused.scores
+        details: dict[str, Any] = {"fusion": method_name, "top_k": top_k, "timings_ms": retrieved.timings}
+        if isinstance(fused, AdaptiveResult):
+            details["fusion_decision"] = {
+                "kind": fused.decision.kind.value,
+                "identifiers": list(fused.decision.identifiers),
+                "effective_weights": dict(fused.decision.effective_weights),
+                "reason": fused.decision.reason,
+            }
+
+        multipliers: dict[str, float] = {}
+        if request.recency if request.recency is not None else self.pipeline.recency.enabled:
+            modified = {
+                item: parse_modified_at(source.get("modified_at")) for item, source in retrieved.sources.items()
+            }
+            boosted = apply_recency(scores, modified, self.clock(), self._recency_rule())
+            scores, multipliers = boosted.scores, boosted.multipliers
+
+        doc_of = {item: str(source.get("doc_id", item.rsplit("#", 1)[0])) for item, source in retrieved.sources.items()}
+        expansion = GraphExpansion({}, {})
+        if request.graph if request.graph is not None else self.pipeline.graph.enabled:
+            expansion = await self._expand(scores, doc_of, request, retrieved)
+            scores = with_neighbors(scores, expansion)
+            doc_of.update(expansion.doc_of)
+
+        shaping = self.pipeline.shaping
+        options = ShapeOptions(
+            top_n=request.top_n,
+            collapse=request.collapse if request.collapse is not None else shaping.collapse,
+            floor=shaping.floor,
+            cap_types=shaping.cap_types,
+            type_share=shaping.type_share,
+        )
+        types = {item: _str_or_none(source.get("entity_type")) for item, source in retrieved.sources.items()}
+        final = shape(scores, options, doc_of=doc_of, entity_type_of=types)
+        await self._fetch_missing(final, retrieved)
+
+        hits = [
+            self._hit(item, score, retrieved, fused, multipliers, expansion, request.explain)
+            for item, score in final.items()
+        ]
+        response = SearchResponse(
+            query=request.query,
+            search_mode=mode,
+            took_ms=_ms(started),
+            warnings=retrieved.warnings,
+            results=hits,
+            details=details,
+        )
+        if self._responses is not None:
+            self._responses[key] = response
+        return response
+
+    async def _retrieve(self, request: SearchRequest, top_k: int, *, want_knn: bool) -> _Retrieved:
+        retrieved = _Retrieved()
+        pipeline = self.pipeline
+        lexical_body = bodies.bm25_body(self.engine.dialect, request.query, size=top_k, filters=request.filters)
+        lexical = asyncio.create_task(self._timed_search("bm25", lexical_body, pipeline.bm25_timeout_s, retrieved))
+        semantic: asyncio.Task[SearchResult | None] | None = None
+        if want_knn:
+            vector = await self._embed(request.query, retrieved)
+            if vector is not None:
+                knn = bodies.knn_body(
+                    self.engine.dialect,
+                    vector,
+                    k=top_k,
+                    filters=request.filters,
+                    num_candidates=max(self.num_candidates, 2 * top_k),
+                )
+                semantic = asyncio.create_task(self._timed_search("knn", knn, pipeline.knn_timeout_s, retrieved))
+        for name, task in (("bm25", lexical), ("knn", semantic)):
+            if task is None:
+                continue
+            result = await task
+            if result is None:
+                continue
+            retrieved.runs[name] = {hit.id: hit.score for hit in result.hits[:top_k]}
+            for hit in result.hits:
+                retrieved.sources.setdefault(hit.id, hit.source)
+        return retrieved
+
+    async def _timed_search(
+        self, name: str, body: Mapping[str, Any], timeout_s: float, retrieved: _Retrieved
+    ) -> SearchResult | None:
+        started = time.perf_counter()
+        try:
+            return await asyncio.wait_for(self.engine.search(self.index, body), timeout=timeout_s)
+        except asyncio.TimeoutError:
+            retrieved.warnings.append(f"{name} did not answer within {timeout_s:g}s")
+        except errors.EngineError as exc:
+            if isinstance(exc, errors.IndexNotFound):
+                raise
+            retrieved.warnings.append(f"{name} failed: {exc}")
+        finally:
+            retrieved.timings[name] = _ms(started)
+        return None
+
+    async def _embed(self, text: str, retrieved: _Retrieved) -> list[float] | None:
+        if self.embedder is None:
+            retrieved.warnings.append("no embedding model: answered with BM25 only")
+            return None
+        if self._vectors is not None and (vector := self._vectors.get(text)) is not None:
+            return vector
+        started = time.perf_counter()
+        try:
+            vectors = await asyncio.wait_for(
+                asyncio.to_thread(self.embedder.embed, [text]), timeout=self.pipeline.embed_timeout_s
+            )
+        except asyncio.TimeoutError:
+            retrieved.warnings.append(f"the query was not embedded within {self.pipeline.embed_timeout_s:g}s")
+            return None
+        except errors.EsbridgeError as exc:
+            retrieved.warnings.append(f"the query could not be embedded: {exc}")
+            return None
+        finally:
+            retrieved.timings["embed"] = _ms(started)
+        if self._vectors is not None:
+            self._vectors[text] = vectors[0]
+        return vectors[0]
+
+    def _fuse(
+        self,
+        fusion: Any,
+        method_name: str,
+        runs: Mapping[str, Mapping[str, float]],
+        weights: Mapping[str, float],
+        query: str,
+        sources: Mapping[str, Mapping[str, Any]],
+    ) -> FusionResult:
+        used = {name: weight for name, weight in weights.items() if name in runs}
+        params: dict[str, Any] = dict(self.pipeline.fusion_params)
+        if method_name == "adaptive":
+            params["query"] = query
+            params["texts"] = {
+                item: " ".join(str(source.get(field) or "") for field in ("title", "body", "code", "path"))
+                for item, source in sources.items()
+            }
+        result: FusionResult = fusion(runs, weights=used, **params)
+        return result
+
+    def _recency_rule(self) -> RecencyRule:
+        settings = self.pipeline.recency
+        if settings.mode == "half_life":
+            return HalfLife(timedelta(days=settings.half_life_days), settings.boost)
+        return Tiers(tuple(Tier(timedelta(days=days), multiplier) for days, multiplier in settings.tiers))
+
+    async def _expand(
+        self,
+        scores: Mapping[str, float],
+        doc_of: dict[str, str],
+        request: SearchRequest,
+        retrieved: _Retrieved,
+    ) -> GraphExpansion:
+        graph = self.pipeline.graph
+        options = GraphOptions(
+            seeds=graph.seeds,
+            hops=graph.hops,
+            per_seed=graph.per_seed,
+            direction=graph.direction,
+            weight=graph.weight,
+            decay=graph.decay,
+            prior=graph.prior,
+            prior_weight=graph.prior_weight,
+        )
+        seeds = seed_docs(scores, doc_of, options)
+        if not seeds:
+            return GraphExpansion({}, {})
+        started = time.perf_counter()
+        links = await self._links(seeds, request, retrieved)
+        if options.hops > 1 and (more := frontier(scores, doc_of, links, options)):
+            links = {**links, **await self._links(more, request, retrieved)}
+        retrieved.timings["graph"] = _ms(started)
+        return expand(scores, doc_of, links, options)
+
+    async def _links(
+        self, doc_ids: Sequence[str], request: SearchRequest, retrieved: _Retrieved
+    ) -> dict[str, list[str]]:
+        body = bodies.links_body(doc_ids, size=500, filters=request.filters)
+        try:
+            result = await self.engine.search(self.index, body)
+        except errors.EngineError as exc:
+            retrieved.warnings.append(f"graph expansion skipped: {exc}")
+            return {}
+        for hit in result.hits:
+            retrieved.sources.setdefault(hit.id, hit.source)
+        return link_map(hit.source for hit in result.hits)
+
+    async def _fetch_missing(self, final: Mapping[str, float], retrieved: _Retrieved) -> None:
+        """Neighbours known only by id (out-links) get their stored fields for display, in one request."""
+        missing = [item for item in final if item not in retrieved.sources]
+        if not missing:
+            return
+        body = {"size": len(missing), "_source": list(bodies.RESULT_FIELDS), "query": {"ids": {"values": missing}}}
+        try:
+            result = await self.engine.search(self.index, body)
+        except errors.EngineError as exc:
+            retrieved.warnings.append(f"could not fetch linked documents: {exc}")
+            return
+        for hit in result.hits:
+            retrieved.sources.setdefault(hit.id, hit.source)
+
+    def _hit(
+        self,
+        item: str,
+        score: float,
+        retrieved: _Retrieved,
+        fused: FusionResult,
+        multipliers: Mapping[str, float],
+        expansion: GraphExpansion,
+        explain: bool,
+    ) -> SearchHit:
+        source = retrieved.sources.get(item, {})
+        neighbour = expansion.neighbors.get(item)
+        doc_id = str(source.get("doc_id") or (neighbour.doc_id if neighbour else item.rsplit("#", 1)[0]))
+        detail: Explain | None = None
+        if explain:
+            detail = Explain(
+                retrievers={
+                    name: RetrieverExplain(rank=rank, score=run[item])
+                    for name, run in retrieved.runs.items()
+                    for rank, candidate in enumerate(run, start=1)
+                    if candidate == item
+                },
+                contributions=dict(fused.contributions.get(item, {})),
+                fused_score=fused.scores.get(item, 0.0),
+                neighbour_of=sorted(neighbour.neighbor_of) if neighbour else [],
+                hops=neighbour.hops if neighbour else None,
+                recency_multiplier=multipliers.get(item, 1.0),
+                final_score=score,
+            )
+        return SearchHit(
+            id=item,
+            doc_id=doc_id,
+            score=score,
+            title=_str_or_none(source.get("title")),
+            path=_str_or_none(source.get("path")),
+            entity_type=_str_or_none(source.get("entity_type")),
+            explain=detail,
+        )
+
+
+def _mode(runs: Mapping[str, Mapping[str, float]]) -> SearchMode | None:
+    if "bm25" in runs and "knn" in runs:
+        return "hybrid"
+    if "bm25" in runs:
+        return "lexical-only"
+    if "knn" in runs:
+        return "semantic-only"
+    return None
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)

@@ -1,0 +1,270 @@
+"""The orchestrator over an in-memory engine: degradation, depth, explain, caches and invariants.
+
+The in-memory engine answers by the kind of body it gets (BM25, kNN, links, ids) from fixed result
+lists, and can fail or stall per retriever; tests assert on the responses, not on calls made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from esbridge import errors
+from esbridge.config.pipeline import GraphSettings, PipelineSettings
+from esbridge.engines.base import Dialect, Hit, SearchResult
+from esbridge.query.models import SearchRequest
+from esbridge.query.orchestrator import HybridSearcher
+
+NOW = datetime(2026, 11, 21, tzinfo=timezone.utc)
+
+
+def doc(doc_id: str, **fields: Any) -> dict[str, Any]:
+    return {"doc_id": doc_id, "title": doc_id.title(), "links": [], **fields}
+
+
+class MemoryEngine:
+    def __init__(
+        self,
+        bm25: Sequence[tuple[str, float]] = (),
+        knn: Sequence[tuple[str, float]] = (),
+        sources: Mapping[str, dict[str, Any]] | None = None,
+        *,
+        fail: Sequence[str] = (),
+        stall: Sequence[str] = (),
+    ) -> None:
+        self.lists = {"bm25": list(bm25), "knn": list(knn)}
+        self.sources = dict(sources or {})
+        self.fail = set(fail)
+        self.stall = set(stall)
+        self.started: dict[str, float] = {}
+
+    @property
+    def dialect(self) -> Dialect:
+        return "opensearch"
+
+    @property
+    def url(self) -> str:
+        return "memory://"
+
+    def _source(self, item: str) -> dict[str, Any]:
+        return self.sources.get(item) or doc(item.split("#")[0])
+
+    async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+        query = body.get("query", {})
+        if "ids" in query:
+            ids = query["ids"]["values"]
+            return SearchResult([Hit(i, 1.0, self._source(i)) for i in ids if i in self.sources], len(ids), 0)
+        if "should" in query.get("bool", {}) and "terms" in query["bool"]["should"][0]:
+            seeds = set(query["bool"]["should"][0]["terms"]["doc_id"])
+            hits = [
+                Hit(item, 1.0, source)
+                for item, source in self.sources.items()
+                if source["doc_id"] in seeds or seeds & set(source.get("links", []))
+            ]
+            return SearchResult(hits, len(hits), 0)
+        kind = "knn" if "knn" in query else "bm25"
+        self.started[kind] = asyncio.get_running_loop().time()
+        if kind in self.stall:
+            await asyncio.sleep(10)
+        if kind in self.fail:
+            raise errors.EngineResponseError("boom", url=self.url, operation="search", index=index, status=500)
+        size = int(body["size"])
+        hits = [Hit(item, score, self._source(item)) for item, score in self.lists[kind][:size]]
+        return SearchResult(hits, len(hits), 1)
+
+    async def close(self) -> None:
+        pass
+
+
+class StubEmbedder:
+    name = identity = "stub"
+    dimension = 3
+    max_tokens = 256
+
+    def __init__(self, *, fail: bool = False, delay: float = 0.0) -> None:
+        self.fail = fail
+        self.delay = delay
+        self.calls = 0
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        if self.delay:
+            import time
+
+            time.sleep(self.delay)
+        if self.fail:
+            raise errors.ModelUnavailable("weights missing", model="stub")
+        return [[1.0, 0.0, 0.0] for _ in texts]
+
+
+def searcher(engine: MemoryEngine, embedder: StubEmbedder | None = None, **pipeline: Any) -> HybridSearcher:
+    settings = PipelineSettings(**pipeline)
+    return HybridSearcher(engine, "idx", embedder or StubEmbedder(), settings, clock=lambda: NOW)
+
+
+def run(hybrid: HybridSearcher, **request: Any) -> Any:
+    return asyncio.run(hybrid.search(SearchRequest(**{"query": "solar energy", **request})))
+
+
+LEX = [("a#0", 9.0), ("b#0", 7.0), ("c#0", 3.0)]
+SEM = [("b#0", 0.9), ("d#0", 0.8), ("a#0", 0.5)]
+
+
+def test_hybrid_fuses_both_lists_and_explains() -> None:
+    response = run(searcher(MemoryEngine(LEX, SEM)), explain=True, top_n=4)
+    assert response.search_mode == "hybrid"
+    assert [hit.id for hit in response.results][:2] == ["b#0", "a#0"]  # b: ranks 2+1, a: ranks 1+3
+    assert response.results[0].score == 1.0
+    first = response.results[0].explain
+    assert first.retrievers["bm25"].rank == 2 and first.retrievers["knn"].rank == 1
+    assert first.contributions == pytest.approx({"bm25": 1 / 62, "knn": 1 / 61})
+    assert response.warnings == []
+
+
+def test_a_stalled_knn_degrades_to_lexical_only() -> None:
+    response = run(searcher(MemoryEngine(LEX, SEM, stall=["knn"]), knn_timeout_s=0.05))
+    assert response.search_mode == "lexical-only"
+    assert [hit.id for hit in response.results] == ["a#0", "b#0", "c#0"]
+    assert any("knn did not answer within 0.05s" in warning for warning in response.warnings)
+
+
+def test_an_unembeddable_query_degrades_to_lexical_only() -> None:
+    response = run(searcher(MemoryEngine(LEX, SEM), StubEmbedder(fail=True)))
+    assert response.search_mode == "lexical-only"
+    assert any("could not be embedded" in warning for warning in response.warnings)
+
+
+def test_a_failed_bm25_degrades_to_semantic_only() -> None:
+    response = run(searcher(MemoryEngine(LEX, SEM, fail=["bm25"])))
+    assert response.search_mode == "semantic-only"
+    assert [hit.id for hit in response.results] == ["b#0", "d#0", "a#0"]
+    assert any("bm25 failed" in warning for warning in response.warnings)
+
+
+def test_no_retriever_answering_is_an_error() -> None:
+    with pytest.raises(errors.EngineUnavailable, match="bm25 failed"):
+        run(searcher(MemoryEngine(LEX, SEM, fail=["bm25", "knn"])))
+
+
+def test_bm25_is_in_flight_while_the_query_is_embedded() -> None:
+    engine = MemoryEngine(LEX, SEM)
+    run(searcher(engine, StubEmbedder(delay=0.2)))
+    assert engine.started["knn"] - engine.started["bm25"] >= 0.15
+
+
+@pytest.mark.parametrize("top_n", [0, 51])
+def test_top_n_outside_its_range_is_refused(top_n: int) -> None:
+    with pytest.raises((errors.ConfigError, ValueError), match="top_n"):
+        run(searcher(MemoryEngine(LEX, SEM)), top_n=top_n)
+
+
+def test_retrievers_are_asked_for_top_k() -> None:
+    many = [(f"x{n}#0", 100.0 - n) for n in range(200)]
+    response = run(searcher(MemoryEngine(many, many)), top_n=30, explain=True)
+    assert response.details["top_k"] == 60
+    ranks = [hit.explain.retrievers["bm25"].rank for hit in response.results]
+    assert max(ranks) <= 60 and len(response.results) == 30
+
+
+def test_an_identifier_query_goes_bm25_only_with_adaptive_fusion() -> None:
+    embedder = StubEmbedder()
+    response = run(searcher(MemoryEngine(LEX, SEM), embedder), query="PII-2024-0042", fusion="adaptive")
+    assert response.search_mode == "lexical-only"
+    assert embedder.calls == 0, "the query is not even embedded"
+    assert response.details["fusion_decision"]["identifiers"] == ["PII-2024-0042"]
+
+
+def test_recency_multiplies_recent_documents() -> None:
+    sources = {
+        "a#0": doc("a", modified_at=(NOW - timedelta(days=100)).isoformat()),
+        "c#0": doc("c", modified_at=(NOW - timedelta(days=2)).isoformat()),
+    }
+    response = run(searcher(MemoryEngine(LEX, [], sources)), explain=True)
+    by_id = {hit.id: hit.explain for hit in response.results}
+    assert by_id["c#0"].recency_multiplier == 1.2
+    assert by_id["a#0"].recency_multiplier == 1.0
+    plain = run(searcher(MemoryEngine(LEX, [], sources)), explain=True, recency=False)
+    assert {hit.explain.recency_multiplier for hit in plain.results} == {1.0}
+
+
+def test_graph_expansion_adds_linked_documents_below_direct_results() -> None:
+    sources = {
+        "a#0": doc("a", links=["z"]),
+        "b#0": doc("b"),
+        "z#0": doc("z", title="Linked"),
+        "w#0": doc("w", links=["a"]),
+    }
+    engine = MemoryEngine([("a#0", 5.0), ("b#0", 4.0)], [], sources)
+    response = run(searcher(engine, graph=GraphSettings(enabled=True)), explain=True, top_n=5)
+    ids = [hit.id for hit in response.results]
+    assert ids[:2] == ["a#0", "b#0"]
+    assert set(ids[2:]) == {"z#0", "w#0"}
+    linked = next(hit for hit in response.results if hit.id == "z#0")
+    assert linked.explain.neighbour_of == ["a#0"]
+    assert linked.title == "Linked"
+    assert linked.score < response.results[1].score
+
+
+def test_results_are_cached_for_identical_requests() -> None:
+    engine = MemoryEngine(LEX, SEM)
+    hybrid = searcher(engine)
+    first = asyncio.run(hybrid.search(SearchRequest(query="q")))
+    engine.fail = {"bm25", "knn"}
+    second = asyncio.run(hybrid.search(SearchRequest(query="q")))
+    assert second.details.get("cached") is True
+    assert [hit.id for hit in second.results] == [hit.id for hit in first.results]
+
+
+def test_unknown_fusion_method_names_the_known_ones() -> None:
+    with pytest.raises(errors.ConfigError, match="rrf"):
+        run(searcher(MemoryEngine(LEX, SEM)), fusion="nope")
+
+
+run_lists = st.lists(
+    st.tuples(st.sampled_from([f"d{n}#{c}" for n in range(30) for c in range(2)]), st.floats(0.01, 50)),
+    max_size=80,
+    unique_by=lambda pair: pair[0],
+).map(lambda pairs: sorted(pairs, key=lambda pair: -pair[1]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    bm25=run_lists,
+    knn=run_lists,
+    top_n=st.integers(1, 50),
+    fusion=st.sampled_from(["rrf", "linear", "dbsf", "adaptive"]),
+    collapse=st.booleans(),
+)
+def test_invariants_hold_for_any_retrieved_lists(
+    bm25: list[tuple[str, float]], knn: list[tuple[str, float]], top_n: int, fusion: str, collapse: bool
+) -> None:
+    if not bm25 and not knn:
+        return
+    hybrid = searcher(MemoryEngine(bm25, knn), cache={"results": 0, "embeddings": 0})
+    response = asyncio.run(hybrid.search(SearchRequest(query="q", top_n=top_n, fusion=fusion, collapse=collapse,
+                                                        explain=True)))  # fmt: skip
+    top_k = max(10, 2 * top_n)
+    assert top_k >= 10
+    results = response.results
+    assert len(results) <= top_n
+    assert len({hit.id for hit in results}) == len(results)
+    scores = [hit.score for hit in results]
+    assert all(0.0 <= score <= 1.0 for score in scores)
+    if results:
+        assert scores[0] == 1.0
+    assert all(a >= b for a, b in itertools.pairwise(scores))
+    for hit in results:
+        assert hit.explain is not None
+        assert all(r.rank <= top_k for r in hit.explain.retrievers.values())
+    assert not any(math.isnan(score) for score in scores)
