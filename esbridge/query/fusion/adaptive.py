@@ -11,7 +11,7 @@ from typing import Any
 from esbridge.errors import ConfigError
 from esbridge.query.fusion.params import check_number, reject_unknown, resolve_weights
 from esbridge.query.fusion.query_kind import QueryClassification, QueryKind, classify_query
-from esbridge.query.fusion.registry import get_fusion, register_fusion
+from esbridge.query.fusion.registry import get_fusion
 from esbridge.query.fusion.result import ranked
 from esbridge.query.types import FusionResult, Runs
 
@@ -163,6 +163,3 @@ def text_contains(texts: Mapping[str, str]) -> Contains:
 def _verbatim(identifier: str) -> re.Pattern[str]:
     body = r"\s+".join(re.escape(part) for part in identifier.split())
     return re.compile(rf"(?<!\w){body}(?!\w)")
-
-
-register_fusion("adaptive", adaptive)

@@ -9,7 +9,6 @@ from typing import Any
 from esbridge.errors import ConfigError
 from esbridge.query.fusion.linear import weighted_sum
 from esbridge.query.fusion.params import reject_unknown, resolve_weights
-from esbridge.query.fusion.registry import register_fusion
 from esbridge.query.normalization import distribution
 from esbridge.query.types import FusionResult, Runs
 
@@ -36,6 +35,3 @@ def dbsf(
     if not isinstance(clip, bool):
         raise ConfigError(f"dbsf clip must be true or false, got {clip!r}")
     return weighted_sum(runs, resolve_weights(runs, weights), functools.partial(distribution, clip=clip))
-
-
-register_fusion("dbsf", dbsf)

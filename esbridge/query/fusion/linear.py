@@ -9,7 +9,6 @@ from typing import Any
 
 from esbridge.errors import ConfigError
 from esbridge.query.fusion.params import check_number, reject_unknown, resolve_weights
-from esbridge.query.fusion.registry import register_fusion
 from esbridge.query.fusion.result import summed
 from esbridge.query.normalization import Normalization, get_normalization, min_max
 from esbridge.query.types import FusionResult, Runs
@@ -71,6 +70,3 @@ def linear(
     # With every weight 0 all contributions are 0 already, which is also what OpenSearch returns.
     divisor = total if combination == "arithmetic_mean" and total > 0.0 else 1.0
     return weighted_sum(runs, resolved, normalize, divisor=divisor)
-
-
-register_fusion("linear", linear)

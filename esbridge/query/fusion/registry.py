@@ -1,7 +1,7 @@
 """The one place fusion methods are looked up by name.
 
-The built-in methods register themselves with ``register_fusion`` when ``esbridge.query.fusion`` is
-imported; a plugin registers the same way (entry points will call it later).
+Methods come from the ``esbridge.fusion`` entry-point group, where esbridge declares its built-ins just
+as a plugin package declares its own (``esbridge.plugins``); ``register_fusion`` adds one at run time.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from esbridge.errors import ConfigError
+from esbridge.plugins import FUSION_GROUP, Registry
 from esbridge.query.types import FusionResult, Runs
 
 
@@ -23,22 +23,14 @@ class FusionMethod(Protocol):
     def __call__(self, runs: Runs, *, weights: Mapping[str, float] | None = None, **params: Any) -> FusionResult: ...
 
 
-FUSION_METHODS: dict[str, FusionMethod] = {}
+FUSION_METHODS: Registry[FusionMethod] = Registry("fusion method", FUSION_GROUP)
 
 
 def register_fusion(name: str, method: FusionMethod, *, replace: bool = False) -> FusionMethod:
     """Make ``method`` available as ``name``; registering a taken name needs ``replace=True``."""
-    if not name or name != name.strip():
-        raise ConfigError(f"a fusion method needs a non-empty name without surrounding spaces, got {name!r}")
-    if name in FUSION_METHODS and not replace and FUSION_METHODS[name] is not method:
-        raise ConfigError(f"fusion method {name!r} is already registered")
-    FUSION_METHODS[name] = method
-    return method
+    return FUSION_METHODS.register(name, method, replace=replace)
 
 
 def get_fusion(name: str) -> FusionMethod:
     """The fusion method registered as ``name``; ``ConfigError`` listing the known names otherwise."""
-    try:
-        return FUSION_METHODS[name]
-    except KeyError:
-        raise ConfigError(f"unknown fusion method {name!r}; known: {', '.join(sorted(FUSION_METHODS))}") from None
+    return FUSION_METHODS.get_named(name)

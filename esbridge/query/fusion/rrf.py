@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from esbridge.query.fusion.params import check_number, reject_unknown, resolve_weights
-from esbridge.query.fusion.registry import register_fusion
 from esbridge.query.fusion.result import summed
 from esbridge.query.types import FusionResult, Runs
 
@@ -40,6 +39,3 @@ def rrf(
         for rank, doc_id in enumerate(run, start=1):
             contributions.setdefault(doc_id, {})[name] = resolved[name] / (constant + rank)
     return summed(contributions)
-
-
-register_fusion("rrf", rrf)

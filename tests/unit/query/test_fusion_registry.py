@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
 import pytest
@@ -14,7 +14,7 @@ BUILT_INS = ("adaptive", "dbsf", "linear", "rrf")
 
 
 @pytest.fixture
-def registry() -> Iterator[dict[str, Any]]:
+def registry() -> Iterator[MutableMapping[str, Any]]:
     saved = dict(FUSION_METHODS)
     yield FUSION_METHODS
     FUSION_METHODS.clear()

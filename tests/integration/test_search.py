@@ -1,0 +1,152 @@
+"""Hybrid search end to end on live engines: modes, degradation, filters, explain, invariants, CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from esbridge.cli import main
+from esbridge.config import Settings
+from esbridge.config.pipeline import GraphSettings, PipelineSettings
+from esbridge.embeddings.cached import CachedEmbedder
+from esbridge.engines import Engine, connect_async
+from esbridge.ingest.pipeline import IngestOptions, ingest
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
+from esbridge.query.models import Filters, SearchRequest, SearchResponse
+from esbridge.query.orchestrator import HybridSearcher
+
+RECORDS = [
+    {"id": "solar", "title": "Solar panels", "text": "Photovoltaic cells turn sunlight into electricity.",
+     "tags": ["energy"], "links": ["grid"], "modified_at": "2026-11-18T00:00:00Z"},
+    {"id": "wind", "title": "Wind turbines", "text": "Offshore wind farms generate electricity.", "tags": ["energy"]},
+    {"id": "grid", "title": "Power grid", "text": "Transmission lines carry electricity between regions.",
+     "tags": ["infra"]},
+    {"id": "bread", "title": "Sourdough bread", "text": "A starter of flour and water leavens the dough.",
+     "tags": ["food"]},
+    {"id": "pii", "title": "Incident PII-2024-0042", "text": "Report of a privacy incident.", "status": "active"},
+    {"id": "old", "title": "Old energy memo", "text": "Coal power plants produce electricity.",
+     "status": "deprecated"},
+]  # fmt: skip
+
+
+@pytest.fixture
+def loaded(engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path) -> str:
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join(json.dumps(record) for record in RECORDS), encoding="utf-8")
+    manager = IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension))
+    assert (
+        ingest(path, engine=engine, manager=manager, embedder=embedder, options=IngestOptions(source="t")).failed == []
+    )
+    return alias
+
+
+def search(
+    settings: Settings, alias: str, embedder: CachedEmbedder | None, request: SearchRequest, **pipeline: object
+) -> SearchResponse:
+    async def run() -> SearchResponse:
+        engine = connect_async(settings, kind=settings.engine)  # type: ignore[arg-type]
+        try:
+            hybrid = HybridSearcher(engine, alias, embedder, PipelineSettings(**pipeline))  # type: ignore[arg-type]
+            return await hybrid.search(request)
+        finally:
+            await engine.close()
+
+    return asyncio.run(run())
+
+
+def assert_invariants(response: SearchResponse, top_n: int) -> None:
+    scores = [hit.score for hit in response.results]
+    assert len(scores) <= top_n
+    assert len({hit.id for hit in response.results}) == len(scores)
+    assert all(0 <= score <= 1 for score in scores)
+    assert not scores or scores[0] == 1.0
+    assert all(a >= b for a, b in itertools.pairwise(scores))
+
+
+def test_hybrid_search_finds_by_meaning_and_by_words(
+    engine_settings: Settings, loaded: str, embedder: CachedEmbedder
+) -> None:
+    response = search(engine_settings, loaded, embedder, SearchRequest(query="renewable electricity", explain=True))
+    assert response.search_mode == "hybrid"
+    assert_invariants(response, 10)
+    top_docs = [hit.doc_id for hit in response.results[:3]]
+    assert "solar" in top_docs and "wind" in top_docs
+    assert "old" not in [hit.doc_id for hit in response.results], "deprecated is excluded by default"
+    first = response.results[0].explain
+    assert first is not None and first.retrievers and first.final_score == 1.0
+
+
+def test_degrades_to_lexical_only_when_knn_times_out(
+    engine_settings: Settings, loaded: str, embedder: CachedEmbedder
+) -> None:
+    response = search(engine_settings, loaded, embedder, SearchRequest(query="sourdough"), knn_timeout_s=0.000001)
+    assert response.search_mode == "lexical-only"
+    assert response.results[0].doc_id == "bread"
+    assert response.warnings
+
+
+def test_without_a_model_search_is_lexical_only(engine_settings: Settings, loaded: str) -> None:
+    response = search(engine_settings, loaded, None, SearchRequest(query="turbines"))
+    assert response.search_mode == "lexical-only"
+    assert response.results[0].doc_id == "wind"
+
+
+def test_filters_apply_to_both_retrievers(engine_settings: Settings, loaded: str, embedder: CachedEmbedder) -> None:
+    request = SearchRequest(query="electricity", filters=Filters(terms={"tags": ["infra"]}))
+    response = search(engine_settings, loaded, embedder, request)
+    assert [hit.doc_id for hit in response.results] == ["grid"]
+    everything = search(
+        engine_settings, loaded, embedder, SearchRequest(query="coal", filters=Filters(include_deprecated=True))
+    )
+    assert everything.results[0].doc_id == "old"
+
+
+def test_identifier_queries_go_lexical_with_adaptive_fusion(
+    engine_settings: Settings, loaded: str, embedder: CachedEmbedder
+) -> None:
+    response = search(engine_settings, loaded, embedder, SearchRequest(query="PII-2024-0042", fusion="adaptive"))
+    assert response.search_mode == "lexical-only"
+    assert response.results[0].doc_id == "pii"
+
+
+def test_graph_expansion_brings_in_linked_documents(
+    engine_settings: Settings, loaded: str, embedder: CachedEmbedder
+) -> None:
+    request = SearchRequest(query="photovoltaic", top_n=10, explain=True, filters=Filters(terms={"tags": ["energy"]}))
+    plain = search(engine_settings, loaded, embedder, request)
+    assert "grid" not in [hit.doc_id for hit in plain.results]
+    expanded = search(
+        engine_settings, loaded, embedder, request.model_copy(update={"filters": Filters()}),
+        graph=GraphSettings(enabled=True),
+    )  # fmt: skip
+    assert_invariants(expanded, 10)
+    by_doc = {hit.doc_id: hit for hit in expanded.results}
+    assert "grid" in by_doc
+
+
+def test_search_command_prints_json_and_a_table(
+    engine_settings: Settings, loaded: str, embedder: CachedEmbedder
+) -> None:
+    env = {"ESBRIDGE_EMBEDDING__CACHE_DIR": str(embedder.cache.path.parent)}
+    base = ["--url", engine_settings.url or "", "--index", loaded]
+    result = CliRunner().invoke(
+        main, ["search", "wind power", "--json", "--explain", "--top-n", "3", "--filter", "tags=energy", *base], env=env
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert {"query", "search_mode", "took_ms", "warnings", "results"} <= set(data)
+    assert data["search_mode"] == "hybrid"
+    assert len(data["results"]) <= 3
+    assert {"id", "doc_id", "score", "title", "explain"} <= set(data["results"][0])
+    table = CliRunner().invoke(main, ["search", "wind power", "--explain", *base], env=env)
+    assert table.exit_code == 0, table.output
+    assert "hybrid," in table.output and "found by" in table.output
+    bad = CliRunner().invoke(main, ["search", "x", "--top-n", "500", *base], env=env)
+    assert bad.exit_code != 0
+    assert "top_n" in bad.output

@@ -1,0 +1,76 @@
+"""A fusion method from a package outside esbridge, installed as a distribution with an entry point."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from esbridge.errors import ConfigError
+from esbridge.plugins import FUSION_GROUP, Registry
+from esbridge.query.fusion import registry as fusion_registry
+from esbridge.query.models import SearchRequest
+from tests.unit.query.test_orchestrator import LEX, SEM, MemoryEngine, searcher
+
+PLUGIN = '''
+from esbridge.query.types import FusionResult
+
+
+def reverse_bm25(runs, *, weights=None, **params):
+    """Ranks BM25's list upside down: easy to tell apart from every built-in."""
+    ids = list(runs.get("bm25", {}))[::-1]
+    scores = {item: float(len(ids) - n) for n, item in enumerate(ids)}
+    return FusionResult(scores=scores, contributions={item: {"bm25": s} for item, s in scores.items()})
+
+
+def broken(runs, *, weights=None, **params):
+    raise RuntimeError("never called")
+'''
+
+
+def install(site: Path, entry_points: str) -> None:
+    """What pip leaves behind: the module and a dist-info with its entry points."""
+    (site / "esbridge_reverse_fusion.py").write_text(textwrap.dedent(PLUGIN), encoding="utf-8")
+    info = site / "esbridge_reverse_fusion-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: esbridge-reverse-fusion\nVersion: 1.0\n", "utf-8")
+    (info / "entry_points.txt").write_text(entry_points, encoding="utf-8")
+
+
+@pytest.fixture
+def fresh_fusion_registry(monkeypatch: pytest.MonkeyPatch) -> Registry[object]:
+    registry: Registry[object] = Registry("fusion method", FUSION_GROUP)
+    monkeypatch.setattr(fusion_registry, "FUSION_METHODS", registry)
+    return registry
+
+
+def test_an_installed_plugin_is_selected_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_fusion_registry: Registry[object]
+) -> None:
+    install(tmp_path, "[esbridge.fusion]\nreverse_bm25 = esbridge_reverse_fusion:reverse_bm25\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    assert {"rrf", "linear", "dbsf", "adaptive", "reverse_bm25"} <= set(fresh_fusion_registry)
+    hybrid = searcher(MemoryEngine(LEX, SEM))
+    response = asyncio.run(hybrid.search(SearchRequest(query="q", fusion="reverse_bm25")))
+    assert [hit.id for hit in response.results] == ["c#0", "b#0", "a#0"]
+    assert response.details["fusion"] == "reverse_bm25"
+
+
+def test_a_plugin_that_fails_to_load_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_fusion_registry: Registry[object]
+) -> None:
+    install(tmp_path, "[esbridge.fusion]\nmissing = esbridge_reverse_fusion:no_such_function\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match=r"'missing' from esbridge_reverse_fusion:no_such_function .* failed to load"):
+        fresh_fusion_registry.get_named("rrf")
+
+
+def test_built_ins_come_from_esbridges_own_entry_points(fresh_fusion_registry: Registry[object]) -> None:
+    from importlib.metadata import entry_points
+
+    declared = {point.name for point in entry_points(group=FUSION_GROUP) if point.value.startswith("esbridge.")}
+    assert declared == {"rrf", "linear", "dbsf", "adaptive"}
+    assert declared <= set(fresh_fusion_registry)
