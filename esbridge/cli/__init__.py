@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from esbridge import __version__
-from esbridge.cli import index, info, ingest, mapping, search
+from esbridge.cli import graph, index, info, ingest, mapping, search
 from esbridge.errors import EsbridgeError
 
 
@@ -33,3 +33,4 @@ main.add_command(index.index)
 main.add_command(ingest.ingest_command)
 main.add_command(ingest.embed_command)
 main.add_command(search.search_command)
+main.add_command(graph.graph)

@@ -150,3 +150,18 @@ def test_search_command_prints_json_and_a_table(
     bad = CliRunner().invoke(main, ["search", "x", "--top-n", "500", *base], env=env)
     assert bad.exit_code != 0
     assert "top_n" in bad.output
+
+
+def test_graph_commands(engine_settings: Settings, loaded: str) -> None:
+    base = ["--url", engine_settings.url or "", "--index", loaded, "--json"]
+    around = CliRunner().invoke(main, ["graph", "neighbors", "grid", *base])
+    assert around.exit_code == 0, around.output
+    assert json.loads(around.stdout)["incoming"] == {"solar": 1}
+    stats = CliRunner().invoke(main, ["graph", "stats", *base])
+    assert stats.exit_code == 0, stats.output
+    data = json.loads(stats.stdout)
+    assert data["edges"] == 1
+    assert data["nodes"] >= 2
+    unknown = CliRunner().invoke(main, ["graph", "neighbors", "no-such-doc", *base])
+    assert unknown.exit_code == 1
+    assert "no-such-doc" in unknown.output

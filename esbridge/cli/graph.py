@@ -1,0 +1,76 @@
+"""``esbridge graph stats|neighbors``: the link graph of the indexed documents."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import click
+import networkx as nx
+
+from esbridge.cli.options import engine_options, engine_session, index_option, settings_from
+from esbridge.engines import Engine
+from esbridge.query.graph import LINK_FIELDS, build_graph, graph_stats, link_map, neighborhood
+
+
+def _graph_of(engine: Engine, index: str) -> nx.DiGraph:
+    hits = engine.scan(index, {"match_all": {}}, list(LINK_FIELDS), sort_field="chunk_id")
+    return build_graph(link_map(hit.source for hit in hits))
+
+
+@click.group()
+def graph() -> None:
+    """Inspect the graph of links between indexed documents."""
+
+
+@graph.command()
+@engine_options
+@index_option
+@click.option("--top", type=int, default=10, show_default=True, help="How many top documents to list.")
+@click.option("--json", "as_json", is_flag=True)
+def stats(
+    url: str | None, engine: str | None, config_file: Path | None, index: str | None, top: int, as_json: bool
+) -> None:
+    """Nodes, edges, components, and the most linked documents (degree and PageRank)."""
+    settings = settings_from(config_file, url=url, engine=engine, index=index)
+    with engine_session(settings) as adapter:
+        result = graph_stats(_graph_of(adapter, settings.index), top=top)
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(result), indent=2))
+        return
+    click.echo(f"documents {result.nodes}, links {result.edges}, density {result.density:.5f}")
+    click.echo(f"components {result.components} (largest {result.largest_component} documents)")
+    click.echo("most linked (degree):   " + ", ".join(f"{doc} {n}" for doc, n in result.top_degree))
+    click.echo("most central (PageRank): " + ", ".join(f"{doc} {p:.4f}" for doc, p in result.top_pagerank))
+
+
+@graph.command()
+@click.argument("doc_id")
+@engine_options
+@index_option
+@click.option("--hops", type=click.IntRange(1, 3), default=1, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def neighbors(
+    doc_id: str,
+    url: str | None,
+    engine: str | None,
+    config_file: Path | None,
+    index: str | None,
+    hops: int,
+    as_json: bool,
+) -> None:
+    """Documents DOC_ID links to, and documents linking to it, with their distance in hops."""
+    settings = settings_from(config_file, url=url, engine=engine, index=index)
+    with engine_session(settings) as adapter:
+        try:
+            result = neighborhood(_graph_of(adapter, settings.index), doc_id, hops=hops)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(result), indent=2))
+        return
+    click.echo(f"{doc_id} links to:")
+    click.echo("\n".join(f"  {hops_away}  {doc}" for doc, hops_away in result.outgoing.items()) or "  (nothing)")
+    click.echo(f"linking to {doc_id}:")
+    click.echo("\n".join(f"  {hops_away}  {doc}" for doc, hops_away in result.incoming.items()) or "  (nothing)")
