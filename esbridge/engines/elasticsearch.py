@@ -284,5 +284,19 @@ class AsyncElasticsearchEngine(_Translating):
             answer = (await self._client.search(index=index, body=dict(body))).body
         return responses.search_result(answer, url=self._url, index=index)
 
+    async def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
+        lines: list[Mapping[str, Any]] = []
+        for body in bodies:
+            lines.extend(({"index": index}, body))
+        with self._call("msearch", index):
+            answer = (await self._client.msearch(searches=lines)).body
+        return responses.msearch_results(
+            answer,
+            len(bodies),
+            url=self._url,
+            index=index,
+            error_for=lambda status, body: from_response(status, body, url=self._url, operation="search", index=index),
+        )
+
     async def close(self) -> None:
         await self._client.close()

@@ -152,31 +152,79 @@ class HybridSearcher:
 
     async def _retrieve(self, request: SearchRequest, top_k: int, *, want_knn: bool) -> _Retrieved:
         retrieved = _Retrieved()
-        pipeline = self.pipeline
         lexical_body = bodies.bm25_body(self.engine.dialect, request.query, size=top_k, filters=request.filters)
-        lexical = asyncio.create_task(self._timed_search("bm25", lexical_body, pipeline.bm25_timeout_s, retrieved))
-        semantic: asyncio.Task[SearchResult | None] | None = None
-        if want_knn:
-            vector = await self._embed(request.query, retrieved)
-            if vector is not None:
-                knn = bodies.knn_body(
-                    self.engine.dialect,
-                    vector,
-                    k=top_k,
-                    filters=request.filters,
-                    num_candidates=max(self.num_candidates, 2 * top_k),
-                )
-                semantic = asyncio.create_task(self._timed_search("knn", knn, pipeline.knn_timeout_s, retrieved))
-        for name, task in (("bm25", lexical), ("knn", semantic)):
-            if task is None:
-                continue
-            result = await task
+        if self.pipeline.execution == "msearch":
+            results = await self._retrieve_in_one_request(request, top_k, lexical_body, want_knn, retrieved)
+        else:
+            results = await self._retrieve_concurrently(request, top_k, lexical_body, want_knn, retrieved)
+        for name, result in results.items():
             if result is None:
                 continue
             retrieved.runs[name] = {hit.id: hit.score for hit in result.hits[:top_k]}
             for hit in result.hits:
                 retrieved.sources.setdefault(hit.id, hit.source)
         return retrieved
+
+    def _knn_body(self, request: SearchRequest, top_k: int, vector: Sequence[float]) -> dict[str, Any]:
+        num_candidates = max(self.num_candidates, 2 * top_k)
+        return bodies.knn_body(
+            self.engine.dialect, vector, k=top_k, filters=request.filters, num_candidates=num_candidates
+        )
+
+    async def _retrieve_concurrently(
+        self,
+        request: SearchRequest,
+        top_k: int,
+        lexical_body: Mapping[str, Any],
+        want_knn: bool,
+        retrieved: _Retrieved,
+    ) -> dict[str, SearchResult | None]:
+        """BM25 goes out first; the query is embedded while it is in flight; kNN follows."""
+        pipeline = self.pipeline
+        lexical = asyncio.create_task(self._timed_search("bm25", lexical_body, pipeline.bm25_timeout_s, retrieved))
+        semantic: asyncio.Task[SearchResult | None] | None = None
+        if want_knn and (vector := await self._embed(request.query, retrieved)) is not None:
+            body = self._knn_body(request, top_k, vector)
+            semantic = asyncio.create_task(self._timed_search("knn", body, pipeline.knn_timeout_s, retrieved))
+        return {"bm25": await lexical, "knn": await semantic if semantic is not None else None}
+
+    async def _retrieve_in_one_request(
+        self,
+        request: SearchRequest,
+        top_k: int,
+        lexical_body: Mapping[str, Any],
+        want_knn: bool,
+        retrieved: _Retrieved,
+    ) -> dict[str, SearchResult | None]:
+        """Embed first, then both searches in one ``_msearch`` round trip (one timeout: the larger)."""
+        vector = await self._embed(request.query, retrieved) if want_knn else None
+        searches: dict[str, Mapping[str, Any]] = {"bm25": lexical_body}
+        if vector is not None:
+            searches["knn"] = self._knn_body(request, top_k, vector)
+        timeout = max(self.pipeline.bm25_timeout_s, self.pipeline.knn_timeout_s)
+        started = time.perf_counter()
+        try:
+            answers = await asyncio.wait_for(self.engine.msearch(self.index, list(searches.values())), timeout)
+        except asyncio.TimeoutError:
+            retrieved.warnings.append(f"msearch did not answer within {timeout:g}s")
+            return {}
+        except errors.EngineError as exc:
+            if isinstance(exc, errors.IndexNotFound):
+                raise
+            retrieved.warnings.append(f"msearch failed: {exc}")
+            return {}
+        finally:
+            retrieved.timings["msearch"] = _ms(started)
+        results: dict[str, SearchResult | None] = {}
+        for name, answer in zip(searches, answers, strict=True):
+            if isinstance(answer, Exception):
+                if isinstance(answer, errors.IndexNotFound):
+                    raise answer
+                retrieved.warnings.append(f"{name} failed: {answer}")
+                results[name] = None
+            else:
+                results[name] = answer
+        return results
 
     async def _timed_search(
         self, name: str, body: Mapping[str, Any], timeout_s: float, retrieved: _Retrieved

@@ -82,6 +82,16 @@ def test_hybrid_search_finds_by_meaning_and_by_words(
     assert first is not None and first.retrievers and first.final_score == 1.0
 
 
+def test_msearch_execution_answers_like_concurrent_requests(
+    engine_settings: Settings, loaded: str, embedder: CachedEmbedder
+) -> None:
+    request = SearchRequest(query="electricity from the sun", explain=True)
+    concurrent = search(engine_settings, loaded, embedder, request)
+    single = search(engine_settings, loaded, embedder, request, execution="msearch")
+    assert single.search_mode == "hybrid"
+    assert [hit.id for hit in single.results] == [hit.id for hit in concurrent.results]
+
+
 def test_degrades_to_lexical_only_when_knn_times_out(
     engine_settings: Settings, loaded: str, embedder: CachedEmbedder
 ) -> None:

@@ -80,6 +80,15 @@ class MemoryEngine:
         hits = [Hit(item, score, self._source(item)) for item, score in self.lists[kind][:size]]
         return SearchResult(hits, len(hits), 1)
 
+    async def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
+        answers: list[SearchResult | Exception] = []
+        for body in bodies:
+            try:
+                answers.append(await self.search(index, body))
+            except errors.EngineError as exc:
+                answers.append(exc)
+        return answers
+
     async def close(self) -> None:
         pass
 
@@ -150,6 +159,16 @@ def test_a_failed_bm25_degrades_to_semantic_only() -> None:
     assert response.search_mode == "semantic-only"
     assert [hit.id for hit in response.results] == ["b#0", "d#0", "a#0"]
     assert any("bm25 failed" in warning for warning in response.warnings)
+
+
+def test_msearch_mode_gives_the_same_answer_in_one_round_trip() -> None:
+    concurrent = run(searcher(MemoryEngine(LEX, SEM)), explain=True)
+    single = run(searcher(MemoryEngine(LEX, SEM), execution="msearch"), explain=True)
+    assert [(hit.id, hit.score) for hit in single.results] == [(hit.id, hit.score) for hit in concurrent.results]
+    assert "msearch" in single.details["timings_ms"]
+    degraded = run(searcher(MemoryEngine(LEX, SEM, fail=["knn"]), execution="msearch"))
+    assert degraded.search_mode == "lexical-only"
+    assert any("knn failed" in warning for warning in degraded.warnings)
 
 
 def test_no_retriever_answering_is_an_error() -> None:
