@@ -44,6 +44,15 @@ class ShapingSettings(_Section):
     type_share: float = Field(default=0.6, gt=0, le=1)
 
 
+class RerankSettings(_Section):
+    enabled: bool = False
+    name: str = Field(default="cross-encoder", description="a registered re-ranker (esbridge.rerankers)")
+    model: str | None = Field(default=None, description="cross-encoder model name or local folder")
+    top: int = Field(default=20, ge=1, le=500, description="how many of the best candidates are re-ranked")
+    batch_size: int = Field(default=16, ge=1)
+    device: str = "cpu"
+
+
 class CacheSettings(_Section):
     embeddings: int = Field(default=1024, ge=0, description="query embeddings kept (0 = off)")
     embeddings_ttl_s: float = Field(default=3600.0, gt=0)
@@ -67,6 +76,7 @@ class PipelineSettings(_Section):
     graph: GraphSettings = GraphSettings()
     recency: RecencySettings = RecencySettings()
     shaping: ShapingSettings = ShapingSettings()
+    rerank: RerankSettings = RerankSettings()
     cache: CacheSettings = CacheSettings()
 
     @model_validator(mode="after")

@@ -12,6 +12,7 @@ from esbridge.engines import connect_async, resolve_kind
 from esbridge.errors import ModelUnavailable
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
+from esbridge.query.rerank import RERANKERS
 
 
 def open_query_embedder(settings: Settings) -> tuple[Embedder | None, str | None]:
@@ -27,10 +28,18 @@ def open_query_embedder(settings: Settings) -> tuple[Embedder | None, str | None
 @asynccontextmanager
 async def searcher(settings: Settings, embedder: Embedder | None) -> AsyncIterator[HybridSearcher]:
     """A searcher over the configured index, its engine connection closed on exit."""
+    reranker = None
+    if settings.pipeline.rerank.enabled:
+        reranker = RERANKERS.get_named(settings.pipeline.rerank.name)(settings.pipeline.rerank)
     engine = connect_async(settings, kind=resolve_kind(settings))
     try:
         yield HybridSearcher(
-            engine, settings.index, embedder, settings.pipeline, num_candidates=settings.mapping.hnsw_ef_search
+            engine,
+            settings.index,
+            embedder,
+            settings.pipeline,
+            num_candidates=settings.mapping.hnsw_ef_search,
+            reranker=reranker,
         )
     finally:
         await engine.close()

@@ -70,6 +70,7 @@ class SearchRequest(BaseModel):
     collapse: bool | None = Field(default=None, description="keep only the best chunk of each document")
     graph: bool | None = Field(default=None, description="add linked documents of the top results")
     recency: bool | None = Field(default=None, description="multiply scores by recency")
+    rerank: bool | None = Field(default=None, description="re-rank the top candidates with the cross-encoder")
     mode: Literal["auto", "native", "client"] | None = None
 
     @field_validator("query")
@@ -94,6 +95,7 @@ class Explain(BaseModel):
     neighbour_of: list[str] = Field(default_factory=list, description="results this one is linked with")
     hops: int | None = None
     recency_multiplier: float = 1.0
+    rerank_score: float | None = None
     final_score: float = 0.0
 
 

@@ -27,6 +27,7 @@ from esbridge.query.fusion import AdaptiveResult, QueryKind, classify_query, get
 from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, link_map, seed_docs, with_neighbors
 from esbridge.query.models import Explain, RetrieverExplain, SearchHit, SearchMode, SearchRequest, SearchResponse
 from esbridge.query.recency import HalfLife, RecencyRule, Tier, Tiers, apply_recency, parse_modified_at
+from esbridge.query.rerank import Reranker, rerank
 from esbridge.query.shaping import ShapeOptions, shape
 from esbridge.query.types import FusionResult
 
@@ -57,8 +58,10 @@ class HybridSearcher:
         *,
         num_candidates: int = 100,
         clock: Clock = _utc_now,
+        reranker: Reranker | None = None,
     ) -> None:
         self.engine = engine
+        self.reranker = reranker
         self.index = index
         self.embedder = embedder
         self.pipeline = pipeline or PipelineSettings()
@@ -122,6 +125,18 @@ class HybridSearcher:
             scores = with_neighbors(scores, expansion)
             doc_of.update(expansion.doc_of)
 
+        rerank_scores: dict[str, float] = {}
+        if self.reranker is not None and (request.rerank if request.rerank is not None else True):
+            head = dict(sorted(scores.items(), key=lambda pair: -pair[1])[: self.pipeline.rerank.top])
+            await self._fetch_missing(head, retrieved)
+            started_rerank = time.perf_counter()
+            texts = {item: _rerank_text(retrieved.sources.get(item, {})) for item in scores}
+            reranked = await asyncio.to_thread(
+                rerank, scores, texts, request.query, self.reranker, self.pipeline.rerank.top
+            )
+            scores, rerank_scores = reranked.scores, reranked.rerank_scores
+            retrieved.timings["rerank"] = _ms(started_rerank)
+
         shaping = self.pipeline.shaping
         options = ShapeOptions(
             top_n=request.top_n,
@@ -135,7 +150,7 @@ class HybridSearcher:
         await self._fetch_missing(final, retrieved)
 
         hits = [
-            self._hit(item, score, retrieved, fused, multipliers, expansion, request.explain)
+            self._hit(item, score, retrieved, fused, multipliers, expansion, request.explain, rerank_scores)
             for item, score in final.items()
         ]
         response = SearchResponse(
@@ -355,6 +370,7 @@ class HybridSearcher:
         multipliers: Mapping[str, float],
         expansion: GraphExpansion,
         explain: bool,
+        rerank_scores: Mapping[str, float],
     ) -> SearchHit:
         source = retrieved.sources.get(item, {})
         neighbour = expansion.neighbors.get(item)
@@ -373,6 +389,7 @@ class HybridSearcher:
                 neighbour_of=sorted(neighbour.neighbor_of) if neighbour else [],
                 hops=neighbour.hops if neighbour else None,
                 recency_multiplier=multipliers.get(item, 1.0),
+                rerank_score=rerank_scores.get(item),
                 final_score=score,
             )
         return SearchHit(
@@ -384,6 +401,10 @@ class HybridSearcher:
             entity_type=_str_or_none(source.get("entity_type")),
             explain=detail,
         )
+
+
+def _rerank_text(source: Mapping[str, Any]) -> str:
+    return "\n".join(str(source.get(field) or "") for field in ("title", "body") if source.get(field))
 
 
 def _mode(runs: Mapping[str, Mapping[str, float]]) -> SearchMode | None:

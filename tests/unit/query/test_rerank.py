@@ -1,0 +1,86 @@
+"""Cross-encoder re-ranking with a tiny model this test builds (no model can be downloaded here)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from esbridge.config.pipeline import RerankSettings
+from esbridge.errors import ModelUnavailable
+from esbridge.query.models import SearchRequest
+from esbridge.query.orchestrator import HybridSearcher
+from esbridge.query.rerank import RERANKERS, CrossEncoderReranker, rerank
+from tests.unit.query.test_orchestrator import LEX, SEM, MemoryEngine, StubEmbedder, searcher
+
+WORDS = ["solar", "wind", "energy", "bread", "panel", "turbine", "grid", "a", "b", "c", "d"]
+
+
+@pytest.fixture(scope="module")
+def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 1-layer BERT sequence classifier with one output, saved as a local model folder."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
+    vocab = folder / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]), encoding="utf-8")
+    transformers.BertTokenizer(str(vocab)).save_pretrained(folder)
+    config = transformers.BertConfig(
+        vocab_size=len(WORDS) + 5,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        num_labels=1,
+    )
+    torch.manual_seed(0)
+    transformers.BertForSequenceClassification(config).save_pretrained(folder)
+    return folder
+
+
+def test_the_cross_encoder_loads_from_a_folder_and_scores_pairs(tiny_cross_encoder: Path) -> None:
+    reranker = CrossEncoderReranker(str(tiny_cross_encoder), max_length=64)
+    scores = reranker.score("solar energy", ["solar panel", "bread", "wind turbine"])
+    assert len(scores) == 3
+    assert len(set(scores)) == 3, "a trained-or-not model still tells different texts apart"
+    assert reranker.score("solar", []) == []
+
+
+def test_a_missing_model_is_model_unavailable(tmp_path: Path) -> None:
+    with pytest.raises(ModelUnavailable, match="cross-encoder"):
+        CrossEncoderReranker(str(tmp_path / "nothing-here"))
+
+
+def test_the_cross_encoder_is_registered_as_a_plugin(tiny_cross_encoder: Path) -> None:
+    factory = RERANKERS.get_named("cross-encoder")
+    reranker = factory(RerankSettings(enabled=True, model=str(tiny_cross_encoder)))
+    assert reranker.name == str(tiny_cross_encoder)
+
+
+def test_rerank_orders_the_head_by_the_model_and_keeps_it_above_the_tail() -> None:
+    class ByLength:
+        name = "length"
+
+        def score(self, query: str, texts: Sequence[str]) -> list[float]:
+            return [float(len(text)) for text in texts]
+
+    scores = {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.1}
+    texts = {"a": "x", "b": "xxx", "c": "xx", "d": "xxxxxxxx"}
+    result = rerank(scores, texts, "q", ByLength(), top=3)
+    assert sorted(result.scores, key=lambda item: -result.scores[item]) == ["b", "c", "a", "d"]
+    assert result.rerank_scores == {"a": 1.0, "b": 3.0, "c": 2.0}
+
+
+def test_search_with_a_reranker_explains_its_scores(tiny_cross_encoder: Path) -> None:
+    reranker = CrossEncoderReranker(str(tiny_cross_encoder), max_length=64)
+    base = searcher(MemoryEngine(LEX, SEM))
+    hybrid = HybridSearcher(base.engine, "idx", StubEmbedder(), base.pipeline, reranker=reranker)
+    response = asyncio.run(hybrid.search(SearchRequest(query="solar energy", explain=True)))
+    explained = [hit.explain.rerank_score for hit in response.results if hit.explain is not None]
+    reranked = [score for score in explained if score is not None]
+    assert len(reranked) == len(explained) == len(response.results)
+    assert reranked == sorted(reranked, reverse=True), "results follow the cross-encoder's order"
+    assert "rerank" in response.details["timings_ms"]
