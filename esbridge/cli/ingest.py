@@ -53,7 +53,11 @@ def ingest_command(
                 engine=adapter,
                 manager=index_manager(settings, adapter, dimension=dimension),
                 embedder=embedder,
-                options=IngestOptions(source_format=source_format, source=source),  # type: ignore[arg-type]
+                options=IngestOptions(
+                    source_format=source_format,  # type: ignore[arg-type]
+                    source=source,
+                    concepts=settings.pipeline.concepts.vocabulary if settings.pipeline.concepts.enabled else 0,
+                ),
                 progress=progress_for(as_json),
             )
     finally:

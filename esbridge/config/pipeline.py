@@ -53,6 +53,12 @@ class RerankSettings(_Section):
     device: str = "cpu"
 
 
+class ConceptSettings(_Section):
+    enabled: bool = Field(default=False, description="build the concept index at ingest and expand queries with it")
+    terms: int = Field(default=3, ge=1, le=20, description="nearest concept terms appended to the semantic query")
+    vocabulary: int = Field(default=2000, ge=10, le=100000, description="frequent terms kept at ingest")
+
+
 class CacheSettings(_Section):
     embeddings: int = Field(default=1024, ge=0, description="query embeddings kept (0 = off)")
     embeddings_ttl_s: float = Field(default=3600.0, gt=0)
@@ -77,6 +83,7 @@ class PipelineSettings(_Section):
     recency: RecencySettings = RecencySettings()
     shaping: ShapingSettings = ShapingSettings()
     rerank: RerankSettings = RerankSettings()
+    concepts: ConceptSettings = ConceptSettings()
     cache: CacheSettings = CacheSettings()
 
     @model_validator(mode="after")

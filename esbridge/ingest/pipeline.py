@@ -26,6 +26,7 @@ from esbridge.ingest.model import Chunk, Problem
 from esbridge.ingest.sources import SourceFormat, read_source
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import VECTOR_FIELD
+from esbridge.query.concepts import build_concept_index, frequent_terms
 
 # Chunk sizes are counted with a deterministic estimate, not the model's tokenizer, so chunk
 # boundaries (and ids) do not depend on whether or which model loaded. 200 estimated tokens keep
@@ -58,6 +59,8 @@ class IngestOptions:
     min_tokens: int = 24
     window: int = 512
     max_request_bytes: int = 5 * 1024 * 1024
+    concepts: int = 0
+    """Build the concept index from the index's bodies with this many terms (0: leave it alone)."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
@@ -190,6 +193,16 @@ def ingest(
             report.deleted = len(totals.succeeded)
             report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in totals.failed)
         engine.refresh(index)
+    if options.concepts and embedder is not None:
+        with _Timer(timings, "embed_s"):
+            terms = frequent_terms(
+                (
+                    str(hit.source.get("body", ""))
+                    for hit in engine.scan(index, {"match_all": {}}, ["body"], sort_field="chunk_id")
+                ),
+                limit=options.concepts,
+            )
+            build_concept_index(engine, manager.alias, terms, embedder)
     return report
 
 

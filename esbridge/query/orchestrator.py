@@ -23,6 +23,7 @@ from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import AsyncEngine, SearchResult
 from esbridge.query import bodies
+from esbridge.query.concepts import expand_query
 from esbridge.query.fusion import AdaptiveResult, QueryKind, classify_query, get_fusion
 from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, link_map, seed_docs, with_neighbors
 from esbridge.query.models import Explain, RetrieverExplain, SearchHit, SearchMode, SearchRequest, SearchResponse
@@ -44,6 +45,7 @@ class _Retrieved:
     sources: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    concept_terms: list[str] = field(default_factory=list)
 
 
 class HybridSearcher:
@@ -102,6 +104,8 @@ class HybridSearcher:
         fused = self._fuse(fusion, method_name, retrieved.runs, weights, request.query, retrieved.sources)
         scores = fused.scores
         details: dict[str, Any] = {"fusion": method_name, "top_k": top_k, "timings_ms": retrieved.timings}
+        if retrieved.concept_terms:
+            details["concept_terms"] = retrieved.concept_terms
         if isinstance(fused, AdaptiveResult):
             details["fusion_decision"] = {
                 "kind": fused.decision.kind.value,
@@ -198,7 +202,7 @@ class HybridSearcher:
         pipeline = self.pipeline
         lexical = asyncio.create_task(self._timed_search("bm25", lexical_body, pipeline.bm25_timeout_s, retrieved))
         semantic: asyncio.Task[SearchResult | None] | None = None
-        if want_knn and (vector := await self._embed(request.query, retrieved)) is not None:
+        if want_knn and (vector := await self._semantic_vector(request.query, retrieved)) is not None:
             body = self._knn_body(request, top_k, vector)
             semantic = asyncio.create_task(self._timed_search("knn", body, pipeline.knn_timeout_s, retrieved))
         return {"bm25": await lexical, "knn": await semantic if semantic is not None else None}
@@ -212,7 +216,7 @@ class HybridSearcher:
         retrieved: _Retrieved,
     ) -> dict[str, SearchResult | None]:
         """Embed first, then both searches in one ``_msearch`` round trip (one timeout: the larger)."""
-        vector = await self._embed(request.query, retrieved) if want_knn else None
+        vector = await self._semantic_vector(request.query, retrieved) if want_knn else None
         searches: dict[str, Mapping[str, Any]] = {"bm25": lexical_body}
         if vector is not None:
             searches["knn"] = self._knn_body(request, top_k, vector)
@@ -256,6 +260,24 @@ class HybridSearcher:
         finally:
             retrieved.timings[name] = _ms(started)
         return None
+
+    async def _semantic_vector(self, query: str, retrieved: _Retrieved) -> list[float] | None:
+        """The query's vector, or with concept expansion on, the vector of the query plus its nearest concepts."""
+        vector = await self._embed(query, retrieved)
+        if vector is None or not self.pipeline.concepts.enabled:
+            return vector
+        started = time.perf_counter()
+        try:
+            expansion = await expand_query(self.engine, self.index, query, vector, terms=self.pipeline.concepts.terms)
+        except errors.EngineError as exc:
+            retrieved.warnings.append(f"concept expansion skipped: {exc}")
+            return vector
+        finally:
+            retrieved.timings["concepts"] = _ms(started)
+        retrieved.concept_terms = list(expansion.terms)
+        if not expansion.terms:
+            return vector
+        return await self._embed(expansion.text, retrieved) or vector
 
     async def _embed(self, text: str, retrieved: _Retrieved) -> list[float] | None:
         if self.embedder is None:

@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -21,7 +22,7 @@ from esbridge.mappings.schema import IndexParameters
 from esbridge.query.models import Filters, SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
 
-RECORDS = [
+RECORDS: list[dict[str, Any]] = [
     {"id": "solar", "title": "Solar panels", "text": "Photovoltaic cells turn sunlight into electricity.",
      "tags": ["energy"], "links": ["grid"], "modified_at": "2026-11-18T00:00:00Z"},
     {"id": "wind", "title": "Wind turbines", "text": "Offshore wind farms generate electricity.", "tags": ["energy"]},
@@ -175,3 +176,27 @@ def test_graph_commands(engine_settings: Settings, loaded: str) -> None:
     unknown = CliRunner().invoke(main, ["graph", "neighbors", "no-such-doc", *base])
     assert unknown.exit_code == 1
     assert "no-such-doc" in unknown.output
+
+
+def test_concept_expansion_appends_nearest_terms(
+    engine_settings: Settings, engine: Engine, loaded: str, embedder: CachedEmbedder
+) -> None:
+    from esbridge.config.pipeline import ConceptSettings
+    from esbridge.query.concepts import build_concept_index, concept_index_name, frequent_terms
+
+    request = SearchRequest(query="photovoltaic")
+    missing = search(engine_settings, loaded, embedder, request, concepts=ConceptSettings(enabled=True))
+    assert missing.search_mode == "hybrid"
+    assert any("concept expansion skipped" in warning for warning in missing.warnings)
+
+    bodies = [str(record.get("text", "")) for record in RECORDS]
+    terms = frequent_terms(bodies, limit=50, min_documents=1)
+    try:
+        assert build_concept_index(engine, loaded, terms, embedder) == len(terms)
+        expanded = search(engine_settings, loaded, embedder, request, concepts=ConceptSettings(enabled=True))
+        assert expanded.search_mode == "hybrid"
+        assert expanded.warnings == []
+        assert len(expanded.details["concept_terms"]) == 3
+        assert set(expanded.details["concept_terms"]) <= set(terms)
+    finally:
+        engine.delete_index(concept_index_name(loaded), missing_ok=True)

@@ -1,0 +1,92 @@
+"""Concept-vocabulary query expansion (off by default, until evaluation shows it helps).
+
+At ingest, the corpus's frequent non-stopword terms are embedded and stored in a small kNN index
+beside the main one (``<alias>-concepts``). At query time the terms nearest to the query's vector are
+appended to the text that is embedded for the semantic retriever; BM25 keeps the user's words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from esbridge.embeddings.base import Embedder
+from esbridge.engines.base import AsyncEngine, BulkAction, Engine
+from esbridge.engines.dialect import index_settings, knn_body, vector_field
+
+TERM_FIELD = "term"
+_WORD = r"(?u)\b[^\W\d_][\w-]{2,}\b"  # words of 3+ characters starting with a letter
+CONCEPT_VECTOR = "vector"
+
+
+def concept_index_name(alias: str) -> str:
+    return f"{alias}-concepts"
+
+
+def frequent_terms(texts: Iterable[str], *, limit: int = 2000, min_documents: int = 2) -> list[str]:
+    """The ``limit`` terms found in the most texts (English stop words left out), most frequent first."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    corpus = [text for text in texts if text.strip()]
+    if not corpus:
+        return []
+    vectorizer = CountVectorizer(
+        stop_words="english",
+        lowercase=True,
+        token_pattern=_WORD,
+        min_df=min(min_documents, len(corpus)),
+        binary=True,
+    )
+    try:
+        counts = vectorizer.fit_transform(corpus).sum(axis=0).A1
+    except ValueError:  # every term pruned
+        return []
+    terms = vectorizer.get_feature_names_out()
+    ranked = sorted(zip(terms, counts, strict=True), key=lambda pair: (-pair[1], pair[0]))
+    return [str(term) for term, _ in ranked[:limit]]
+
+
+def build_concept_index(engine: Engine, alias: str, terms: Sequence[str], embedder: Embedder) -> int:
+    """(Re)create ``<alias>-concepts`` with one document per term and its vector; returns the count."""
+    name = concept_index_name(alias)
+    engine.delete_index(name, missing_ok=True)
+    engine.create_index(
+        name,
+        {
+            "settings": index_settings(engine.dialect),
+            "mappings": {
+                "properties": {
+                    TERM_FIELD: {"type": "keyword"},
+                    CONCEPT_VECTOR: vector_field(engine.dialect, embedder.dimension),
+                }
+            },
+        },
+    )
+    if not terms:
+        return 0
+    vectors = embedder.embed(list(terms))
+    actions = [
+        BulkAction("index", term, {TERM_FIELD: term, CONCEPT_VECTOR: vector})
+        for term, vector in zip(terms, vectors, strict=True)
+    ]
+    result = engine.bulk(name, actions)
+    engine.refresh(name)
+    return len(result.succeeded)
+
+
+@dataclass(frozen=True)
+class Expansion:
+    text: str
+    terms: tuple[str, ...]
+
+
+async def expand_query(
+    engine: AsyncEngine, alias: str, query: str, vector: Sequence[float], *, terms: int = 3
+) -> Expansion:
+    """The query text with the nearest concept terms appended (those already in the query skipped)."""
+    body = knn_body(engine.dialect, CONCEPT_VECTOR, vector, k=terms + 3)
+    body["_source"] = [TERM_FIELD]
+    result = await engine.search(concept_index_name(alias), body)
+    words = set(query.lower().split())
+    found = [str(hit.source[TERM_FIELD]) for hit in result.hits if str(hit.source[TERM_FIELD]) not in words][:terms]
+    return Expansion(f"{query} {' '.join(found)}".strip(), tuple(found))
