@@ -247,18 +247,10 @@ class ElasticsearchEngine(_Translating):
         return responses.search_result(answer, url=self._url, index=index)
 
     def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
-        lines: list[Mapping[str, Any]] = []
-        for body in bodies:
-            lines.extend(({"index": index}, body))
+        lines = responses.msearch_lines(index, bodies)
         with self._call("msearch", index):
             answer = self._client.msearch(searches=lines).body
-        return responses.msearch_results(
-            answer,
-            len(bodies),
-            url=self._url,
-            index=index,
-            error_for=lambda status, body: from_response(status, body, url=self._url, operation="search", index=index),
-        )
+        return responses.msearch_results(answer, len(bodies), url=self._url, index=index)
 
     def close(self) -> None:
         self._client.close()
@@ -285,18 +277,10 @@ class AsyncElasticsearchEngine(_Translating):
         return responses.search_result(answer, url=self._url, index=index)
 
     async def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
-        lines: list[Mapping[str, Any]] = []
-        for body in bodies:
-            lines.extend(({"index": index}, body))
+        lines = responses.msearch_lines(index, bodies)
         with self._call("msearch", index):
             answer = (await self._client.msearch(searches=lines)).body
-        return responses.msearch_results(
-            answer,
-            len(bodies),
-            url=self._url,
-            index=index,
-            error_for=lambda status, body: from_response(status, body, url=self._url, operation="search", index=index),
-        )
+        return responses.msearch_results(answer, len(bodies), url=self._url, index=index)
 
     async def close(self) -> None:
         await self._client.close()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Hit, IndexInfo, SearchResult
-from esbridge.engines.errors import error_type_and_reason
+from esbridge.engines.errors import error_type_and_reason, from_response
 from esbridge.errors import EngineError, EngineResponseError
 
 
@@ -26,14 +27,25 @@ def search_result(body: Mapping[str, Any], *, url: str, index: str) -> SearchRes
     return SearchResult(hits=hits, total=total_count, took_ms=int(body.get("took", 0)), raw=body)
 
 
+def msearch_lines(index: str, bodies: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The header/body line pairs of an ``_msearch`` request, every search on ``index``."""
+    lines: list[Mapping[str, Any]] = []
+    for body in bodies:
+        lines.extend(({"index": index}, body))
+    return lines
+
+
 def msearch_results(
     body: Mapping[str, Any],
     expected: int,
     *,
     url: str,
     index: str,
-    error_for: Callable[[int | None, Any], EngineError],
+    error_for: Callable[[int | None, Any], EngineError] | None = None,
 ) -> list[SearchResult | Exception]:
+    """One result per search, in order; a failed search becomes its esbridge error."""
+    if error_for is None:
+        error_for = partial(from_response, url=url, operation="search", index=index)
     responses = body.get("responses")
     if not isinstance(responses, list) or len(responses) != expected:
         raise EngineResponseError(

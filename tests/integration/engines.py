@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping, Sequence
 from functools import cache
+from pathlib import Path
 
 import pytest
 
 from esbridge.config import redact_url
-from esbridge.engines import Capabilities
+from esbridge.embeddings.base import Embedder
+from esbridge.engines import Capabilities, Engine
 from esbridge.errors import EsbridgeError
+from esbridge.ingest.pipeline import IngestOptions, ingest
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
 
 DEFAULT_OPENSEARCH_URL = "http://127.0.0.1:9200"
 
@@ -63,3 +70,15 @@ def require_feature(engine_kind: str, feature: str, why: str) -> None:
     capabilities = probe(engine_kind)
     if isinstance(capabilities, Capabilities) and not capabilities.features.get(feature, True):
         pytest.skip(f"this {engine_kind} build lacks {feature} ({why})")
+
+
+def load_records(
+    engine: Engine, alias: str, embedder: Embedder, folder: Path, records: Sequence[Mapping[str, object]]
+) -> str:
+    """Ingest ``records`` as a JSONL source into a fresh versioned index behind ``alias``."""
+    path = folder / "records.jsonl"
+    path.write_text("\n".join(json.dumps(record) for record in records), encoding="utf-8")
+    manager = IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension))
+    report = ingest(path, engine=engine, manager=manager, embedder=embedder, options=IngestOptions(source="t"))
+    assert report.failed == []
+    return alias

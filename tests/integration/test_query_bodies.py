@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -10,11 +9,9 @@ import pytest
 
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine
-from esbridge.ingest.pipeline import IngestOptions, ingest
-from esbridge.mappings.lifecycle import IndexManager
-from esbridge.mappings.schema import IndexParameters
 from esbridge.query.bodies import bm25_body, knn_body, links_body
 from esbridge.query.models import Filters
+from tests.integration.engines import load_records
 
 RECORDS = [
     {"id": "solar", "title": "Solar panels", "text": "Solar panels make energy.", "tags": ["energy"],
@@ -35,12 +32,7 @@ RECORDS = [
 
 @pytest.fixture
 def loaded(engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path) -> str:
-    path = tmp_path / "records.jsonl"
-    path.write_text("\n".join(json.dumps(record) for record in RECORDS), encoding="utf-8")
-    manager = IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension))
-    report = ingest(path, engine=engine, manager=manager, embedder=embedder, options=IngestOptions(source="t"))
-    assert report.failed == []
-    return alias
+    return load_records(engine, alias, embedder, tmp_path, RECORDS)
 
 
 def doc_ids(engine: Engine, alias: str, body: dict[str, object]) -> list[str]:

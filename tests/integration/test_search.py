@@ -16,11 +16,9 @@ from esbridge.config import Settings
 from esbridge.config.pipeline import GraphSettings, PipelineSettings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine, connect_async
-from esbridge.ingest.pipeline import IngestOptions, ingest
-from esbridge.mappings.lifecycle import IndexManager
-from esbridge.mappings.schema import IndexParameters
 from esbridge.query.models import Filters, SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
+from tests.integration.engines import load_records
 
 RECORDS: list[dict[str, Any]] = [
     {"id": "solar", "title": "Solar panels", "text": "Photovoltaic cells turn sunlight into electricity.",
@@ -38,13 +36,7 @@ RECORDS: list[dict[str, Any]] = [
 
 @pytest.fixture
 def loaded(engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path) -> str:
-    path = tmp_path / "records.jsonl"
-    path.write_text("\n".join(json.dumps(record) for record in RECORDS), encoding="utf-8")
-    manager = IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension))
-    assert (
-        ingest(path, engine=engine, manager=manager, embedder=embedder, options=IngestOptions(source="t")).failed == []
-    )
-    return alias
+    return load_records(engine, alias, embedder, tmp_path, RECORDS)
 
 
 def search(
