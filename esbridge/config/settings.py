@@ -91,8 +91,11 @@ class TlsSettings(_Section):
 
 
 class EmbeddingSettings(_Section):
-    """The sentence-transformers model that embeds chunks and queries."""
+    """The model that embeds chunks and queries."""
 
+    provider: str = Field(
+        default="sentence-transformers", description="a registered embedder (entry-point group esbridge.embedders)"
+    )
     model: str = Field(
         default="sentence-transformers/all-MiniLM-L6-v2",
         description="model name, or a path to a sentence-transformers model directory",

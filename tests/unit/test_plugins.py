@@ -74,3 +74,13 @@ def test_built_ins_come_from_esbridges_own_entry_points(fresh_fusion_registry: R
     declared = {point.name for point in entry_points(group=FUSION_GROUP) if point.value.startswith("esbridge.")}
     assert declared == {"rrf", "linear", "dbsf", "adaptive"}
     assert declared <= set(fresh_fusion_registry)
+
+
+def test_the_embedder_comes_from_its_registry() -> None:
+    from esbridge.config.settings import EmbeddingSettings
+    from esbridge.embeddings.factory import EMBEDDERS, open_embedder
+    from esbridge.embeddings.sentence_transformer import SentenceTransformerEmbedder
+
+    assert EMBEDDERS.get_named("sentence-transformers") == SentenceTransformerEmbedder.from_settings
+    with pytest.raises(ConfigError, match=r"unknown embedder 'nope'; known: .*sentence-transformers"):
+        open_embedder(EmbeddingSettings(provider="nope"))

@@ -1,0 +1,93 @@
+"""Retriever bodies per dialect, checked without a server (the live behaviour: tests/integration)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from esbridge.query.bodies import bm25_body, filter_query, knn_body, links_body
+from esbridge.query.models import Filters
+
+LIFECYCLE = {"terms": {"status": ["deprecated", "draft", "disabled"]}}
+
+
+def test_filters_become_terms_and_ranges_and_lifecycle_is_excluded() -> None:
+    filters = Filters(
+        terms={"tags": ["energy", "infra"], "entity_type": ["note"]},
+        modified_after=datetime(2026, 1, 1, tzinfo=timezone.utc),
+        created_before=datetime(2026, 6, 1, tzinfo=timezone.utc),
+    )
+    assert filter_query(filters) == {
+        "bool": {
+            "filter": [
+                {"terms": {"entity_type": ["note"]}},
+                {"terms": {"tags": ["energy", "infra"]}},
+                {"range": {"modified_at": {"gte": "2026-01-01T00:00:00+00:00"}}},
+                {"range": {"created_at": {"lte": "2026-06-01T00:00:00+00:00"}}},
+            ],
+            "must_not": [LIFECYCLE],
+        }
+    }
+
+
+def test_lifecycle_switches_let_states_back_in() -> None:
+    assert filter_query(Filters(include_draft=True))["bool"]["must_not"] == [
+        {"terms": {"status": ["deprecated", "disabled"]}}
+    ]
+    everything = Filters(include_deprecated=True, include_draft=True, include_disabled=True)
+    assert "must_not" not in filter_query(everything)["bool"]
+
+
+def test_unknown_filter_fields_are_refused() -> None:
+    with pytest.raises(ValueError, match="cannot filter on"):
+        Filters(terms={"body": ["x"]})
+
+
+def test_elasticsearch_bm25_is_combined_fields_with_boosts_at_least_one() -> None:
+    body = bm25_body("elasticsearch", "solar power", size=20, filters=Filters(), text_boosts={"title": 3, "body": 0.5})
+    should = body["query"]["bool"]["should"]
+    assert should[0] == {"combined_fields": {"query": "solar power", "fields": ["title^3", "body"]}}
+    assert should[1]["multi_match"] == {
+        "query": "solar power",
+        "type": "best_fields",
+        "fields": ["path.text^2", "code"],
+    }
+    assert body["query"]["bool"]["minimum_should_match"] == 1
+    assert body["query"]["bool"]["must_not"] == [LIFECYCLE]
+    assert body["size"] == 20
+    assert "vector" not in body["_source"]
+
+
+def test_opensearch_bm25_is_cross_fields() -> None:
+    body = bm25_body("opensearch", "solar", size=10, filters=Filters())
+    grouped = body["query"]["bool"]["should"][0]["multi_match"]
+    assert grouped["type"] == "cross_fields"
+    assert grouped["fields"][:3] == ["title^3", "aliases^2.5", "headings^2"]
+
+
+def test_user_text_stays_a_json_value() -> None:
+    text = 'title:(x) OR *:* AND {"script": "boom"}'
+    body = bm25_body("opensearch", text, size=10, filters=Filters())
+    assert body["query"]["bool"]["should"][0]["multi_match"]["query"] == text
+    assert body["query"]["bool"]["should"][1]["multi_match"]["query"] == text
+
+
+def test_knn_filters_go_inside_the_knn_clause() -> None:
+    filters = Filters(terms={"tags": ["energy"]})
+    os_body = knn_body("opensearch", [0.1, 0.2], k=20, filters=filters, num_candidates=100)
+    clause = os_body["query"]["knn"]["vector"]
+    assert clause["k"] == 20 and clause["method_parameters"] == {"ef_search": 100}
+    assert clause["filter"] == filter_query(filters)
+    es_body = knn_body("elasticsearch", [0.1, 0.2], k=20, filters=filters, num_candidates=10)
+    assert es_body["knn"]["num_candidates"] == 20, "never fewer candidates than k"
+    assert es_body["knn"]["filter"] == filter_query(filters)
+    assert "query" not in es_body
+    with pytest.raises(ValueError, match="k must be positive"):
+        knn_body("opensearch", [0.1], k=0, filters=filters, num_candidates=10)
+
+
+def test_links_body_asks_for_seeds_and_their_linkers_in_one_request() -> None:
+    body = links_body(["a", "b"], size=100, filters=Filters())
+    assert body["query"]["bool"]["should"] == [{"terms": {"doc_id": ["a", "b"]}}, {"terms": {"links": ["a", "b"]}}]
+    assert body["query"]["bool"]["minimum_should_match"] == 1
