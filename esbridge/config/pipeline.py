@@ -67,6 +67,9 @@ class CacheSettings(_Section):
 
 
 class PipelineSettings(_Section):
+    retrievers: list[str] = Field(
+        default_factory=lambda: ["bm25", "knn"], min_length=1, description="registered retrievers to run"
+    )
     fusion: str = Field(default="rrf", description="a registered fusion method: rrf, linear, dbsf, adaptive, ...")
     weights: dict[str, float] = Field(default_factory=lambda: {"bm25": 1.0, "knn": 1.0})
     fusion_params: dict[str, float | str] = Field(default_factory=dict, description="e.g. k = 60 for rrf")
@@ -78,6 +81,7 @@ class PipelineSettings(_Section):
     )
     bm25_timeout_s: float = Field(default=5.0, gt=0)
     knn_timeout_s: float = Field(default=5.0, gt=0)
+    timeouts_s: dict[str, float] = Field(default_factory=dict, description="timeouts of other retrievers by name")
     embed_timeout_s: float = Field(default=5.0, gt=0)
     graph: GraphSettings = GraphSettings()
     recency: RecencySettings = RecencySettings()
@@ -92,6 +96,10 @@ class PipelineSettings(_Section):
         if negative:
             raise ValueError(f"pipeline.weights must be >= 0, not for {negative}")
         return self
+
+    def timeout_s(self, retriever: str) -> float:
+        defaults = {"bm25": self.bm25_timeout_s, "knn": self.knn_timeout_s}
+        return self.timeouts_s.get(retriever, defaults.get(retriever, max(self.bm25_timeout_s, self.knn_timeout_s)))
 
     def top_k(self, top_n: int) -> int:
         """Depth asked of each retriever: max(top_k_min, multiplier x top_n)."""

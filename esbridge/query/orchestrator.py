@@ -29,6 +29,7 @@ from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier,
 from esbridge.query.models import Explain, RetrieverExplain, SearchHit, SearchMode, SearchRequest, SearchResponse
 from esbridge.query.recency import HalfLife, RecencyRule, Tier, Tiers, apply_recency, parse_modified_at
 from esbridge.query.rerank import Reranker, rerank
+from esbridge.query.retrievers import RETRIEVERS, RetrievalContext, Retriever
 from esbridge.query.shaping import ShapeOptions, shape
 from esbridge.query.types import FusionResult
 
@@ -46,6 +47,8 @@ class _Retrieved:
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     concept_terms: list[str] = field(default_factory=list)
+    semantic: dict[str, bool] = field(default_factory=dict)
+    """retriever name -> whether it is a semantic (vector) retriever"""
 
 
 class HybridSearcher:
@@ -93,7 +96,7 @@ class HybridSearcher:
         lexical_only_query = method_name == "adaptive" and classification.kind == QueryKind.IDENTIFIER
 
         retrieved = await self._retrieve(request, top_k, want_knn=not lexical_only_query)
-        mode = _mode(retrieved.runs)
+        mode = _mode(retrieved.semantic)
         if mode is None:
             raise errors.EngineUnavailable(
                 "; ".join(retrieved.warnings) or "no retriever answered",
@@ -171,56 +174,57 @@ class HybridSearcher:
 
     async def _retrieve(self, request: SearchRequest, top_k: int, *, want_knn: bool) -> _Retrieved:
         retrieved = _Retrieved()
-        lexical_body = bodies.bm25_body(self.engine.dialect, request.query, size=top_k, filters=request.filters)
+        context = RetrievalContext(self.engine.dialect, request.query, top_k, request.filters, self.num_candidates)
+        chosen = {name: RETRIEVERS.get_named(name) for name in self.pipeline.retrievers}
+        if not want_knn:
+            chosen = {name: retriever for name, retriever in chosen.items() if not retriever.needs_vector}
         if self.pipeline.execution == "msearch":
-            results = await self._retrieve_in_one_request(request, top_k, lexical_body, want_knn, retrieved)
+            results = await self._retrieve_in_one_request(request, context, chosen, retrieved)
         else:
-            results = await self._retrieve_concurrently(request, top_k, lexical_body, want_knn, retrieved)
+            results = await self._retrieve_concurrently(request, context, chosen, retrieved)
         for name, result in results.items():
             if result is None:
                 continue
             retrieved.runs[name] = {hit.id: hit.score for hit in result.hits[:top_k]}
+            retrieved.semantic[name] = chosen[name].needs_vector
             for hit in result.hits:
                 retrieved.sources.setdefault(hit.id, hit.source)
         return retrieved
 
-    def _knn_body(self, request: SearchRequest, top_k: int, vector: Sequence[float]) -> dict[str, Any]:
-        num_candidates = max(self.num_candidates, 2 * top_k)
-        return bodies.knn_body(
-            self.engine.dialect, vector, k=top_k, filters=request.filters, num_candidates=num_candidates
-        )
-
     async def _retrieve_concurrently(
         self,
         request: SearchRequest,
-        top_k: int,
-        lexical_body: Mapping[str, Any],
-        want_knn: bool,
+        context: RetrievalContext,
+        chosen: Mapping[str, Retriever],
         retrieved: _Retrieved,
     ) -> dict[str, SearchResult | None]:
-        """BM25 goes out first; the query is embedded while it is in flight; kNN follows."""
-        pipeline = self.pipeline
-        lexical = asyncio.create_task(self._timed_search("bm25", lexical_body, pipeline.bm25_timeout_s, retrieved))
-        semantic: asyncio.Task[SearchResult | None] | None = None
-        if want_knn and (vector := await self._semantic_vector(request.query, retrieved)) is not None:
-            body = self._knn_body(request, top_k, vector)
-            semantic = asyncio.create_task(self._timed_search("knn", body, pipeline.knn_timeout_s, retrieved))
-        return {"bm25": await lexical, "knn": await semantic if semantic is not None else None}
+        """Lexical retrievers go out first; the query is embedded while they are in flight; semantic ones follow."""
+        tasks: dict[str, asyncio.Task[SearchResult | None]] = {}
+        for name, retriever in chosen.items():
+            if not retriever.needs_vector:
+                tasks[name] = asyncio.create_task(self._timed_search(name, retriever.body(context, None), retrieved))
+        semantic = {name: retriever for name, retriever in chosen.items() if retriever.needs_vector}
+        if semantic and (vector := await self._semantic_vector(request.query, retrieved)) is not None:
+            for name, retriever in semantic.items():
+                tasks[name] = asyncio.create_task(self._timed_search(name, retriever.body(context, vector), retrieved))
+        return {name: await task for name, task in tasks.items()}
 
     async def _retrieve_in_one_request(
         self,
         request: SearchRequest,
-        top_k: int,
-        lexical_body: Mapping[str, Any],
-        want_knn: bool,
+        context: RetrievalContext,
+        chosen: Mapping[str, Retriever],
         retrieved: _Retrieved,
     ) -> dict[str, SearchResult | None]:
-        """Embed first, then both searches in one ``_msearch`` round trip (one timeout: the larger)."""
-        vector = await self._semantic_vector(request.query, retrieved) if want_knn else None
-        searches: dict[str, Mapping[str, Any]] = {"bm25": lexical_body}
-        if vector is not None:
-            searches["knn"] = self._knn_body(request, top_k, vector)
-        timeout = max(self.pipeline.bm25_timeout_s, self.pipeline.knn_timeout_s)
+        """Embed first, then every retriever in one ``_msearch`` round trip (one timeout: the largest)."""
+        needs_vector = any(retriever.needs_vector for retriever in chosen.values())
+        vector = await self._semantic_vector(request.query, retrieved) if needs_vector else None
+        searches = {
+            name: retriever.body(context, vector)
+            for name, retriever in chosen.items()
+            if vector is not None or not retriever.needs_vector
+        }
+        timeout = max(self.pipeline.timeout_s(name) for name in searches)
         started = time.perf_counter()
         try:
             answers = await asyncio.wait_for(self.engine.msearch(self.index, list(searches.values())), timeout)
@@ -245,9 +249,8 @@ class HybridSearcher:
                 results[name] = answer
         return results
 
-    async def _timed_search(
-        self, name: str, body: Mapping[str, Any], timeout_s: float, retrieved: _Retrieved
-    ) -> SearchResult | None:
+    async def _timed_search(self, name: str, body: Mapping[str, Any], retrieved: _Retrieved) -> SearchResult | None:
+        timeout_s = self.pipeline.timeout_s(name)
         started = time.perf_counter()
         try:
             return await asyncio.wait_for(self.engine.search(self.index, body), timeout=timeout_s)
@@ -429,14 +432,14 @@ def _rerank_text(source: Mapping[str, Any]) -> str:
     return "\n".join(str(source.get(field) or "") for field in ("title", "body") if source.get(field))
 
 
-def _mode(runs: Mapping[str, Mapping[str, float]]) -> SearchMode | None:
-    if "bm25" in runs and "knn" in runs:
+def _mode(answered: Mapping[str, bool]) -> SearchMode | None:
+    """From which retrievers answered, by kind: both kinds is hybrid."""
+    lexical, semantic = (not all(answered.values())), any(answered.values())
+    if not answered:
+        return None
+    if lexical and semantic:
         return "hybrid"
-    if "bm25" in runs:
-        return "lexical-only"
-    if "knn" in runs:
-        return "semantic-only"
-    return None
+    return "semantic-only" if semantic else "lexical-only"
 
 
 def _str_or_none(value: Any) -> str | None:

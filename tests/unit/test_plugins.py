@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,3 +85,34 @@ def test_the_embedder_comes_from_its_registry() -> None:
     assert EMBEDDERS.get_named("sentence-transformers") == SentenceTransformerEmbedder.from_settings
     with pytest.raises(ConfigError, match=r"unknown embedder 'nope'; known: .*sentence-transformers"):
         open_embedder(EmbeddingSettings(provider="nope"))
+
+
+def test_a_registered_retriever_runs_beside_the_built_ins(monkeypatch: pytest.MonkeyPatch) -> None:
+    from esbridge.query.retrievers import RETRIEVERS, RetrievalContext
+
+    class ExactTitle:
+        needs_vector = False
+
+        def body(self, context: RetrievalContext, vector: object) -> dict[str, object]:
+            return {"size": context.top_k, "query": {"term": {"title.raw": context.query}}}
+
+    saved = dict(RETRIEVERS)
+    RETRIEVERS.register("exact_title", ExactTitle())
+
+    class WithExactTitle(MemoryEngine):
+        async def search(self, index: str, body: dict[str, Any]) -> Any:  # type: ignore[override]
+            if "term" in body.get("query", {}):
+                from esbridge.engines.base import Hit, SearchResult
+
+                return SearchResult([Hit("c#0", 5.0, {"doc_id": "c"})], 1, 0)
+            return await super().search(index, body)
+
+    try:
+        hybrid = searcher(WithExactTitle(LEX, SEM), retrievers=["bm25", "knn", "exact_title"])
+        response = asyncio.run(hybrid.search(SearchRequest(query="C", explain=True)))
+    finally:
+        RETRIEVERS.clear()
+        RETRIEVERS.update(saved)
+    assert response.search_mode == "hybrid"
+    explained = {hit.id: hit.explain for hit in response.results}
+    assert explained["c#0"] is not None and set(explained["c#0"].retrievers) == {"bm25", "exact_title"}
