@@ -35,6 +35,9 @@ from esbridge.query.types import FusionResult
 
 Clock = Callable[[], datetime]
 
+# How much longer than the slowest retriever's own timeout a whole _msearch may take.
+_MSEARCH_MARGIN_S = 1.0
+
 
 def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
@@ -120,10 +123,13 @@ class HybridSearcher:
         multipliers: dict[str, float] = {}
         if request.recency if request.recency is not None else self.pipeline.recency.enabled:
             modified = {
-                item: parse_modified_at(source.get("modified_at")) for item, source in retrieved.sources.items()
+                item: parse_modified_at(stamp)
+                for item, source in retrieved.sources.items()
+                if (stamp := source.get("modified_at"))
             }
-            boosted = apply_recency(scores, modified, self.clock(), self._recency_rule())
-            scores, multipliers = boosted.scores, boosted.multipliers
+            if modified:  # nothing to multiply when no result carries a date
+                boosted = apply_recency(scores, modified, self.clock(), self._recency_rule())
+                scores, multipliers = boosted.scores, boosted.multipliers
 
         doc_of = {item: str(source.get("doc_id", item.rsplit("#", 1)[0])) for item, source in retrieved.sources.items()}
         expansion = GraphExpansion({}, {})
@@ -216,26 +222,29 @@ class HybridSearcher:
         chosen: Mapping[str, Retriever],
         retrieved: _Retrieved,
     ) -> dict[str, SearchResult | None]:
-        """Embed first, then every retriever in one ``_msearch`` round trip (one timeout: the largest)."""
+        """Embed first, then every retriever in one ``_msearch`` round trip.
+
+        Each search carries its retriever's timeout for the engine (which then answers with what it
+        found in time); the whole request has a client-side deadline. If the round trip fails anyway,
+        the retrievers are sent again as separate requests, each with its own client-side timeout.
+        """
         needs_vector = any(retriever.needs_vector for retriever in chosen.values())
         vector = await self._semantic_vector(request.query, retrieved) if needs_vector else None
         searches = {
-            name: retriever.body(context, vector)
+            name: {**retriever.body(context, vector), "timeout": f"{round(self.pipeline.timeout_s(name) * 1000)}ms"}
             for name, retriever in chosen.items()
             if vector is not None or not retriever.needs_vector
         }
-        timeout = max(self.pipeline.timeout_s(name) for name in searches)
+        deadline = max(self.pipeline.timeout_s(name) for name in searches) + _MSEARCH_MARGIN_S
         started = time.perf_counter()
         try:
-            answers = await asyncio.wait_for(self.engine.msearch(self.index, list(searches.values())), timeout)
-        except asyncio.TimeoutError:
-            retrieved.warnings.append(f"msearch did not answer within {timeout:g}s")
-            return {}
-        except errors.EngineError as exc:
+            answers = await asyncio.wait_for(self.engine.msearch(self.index, list(searches.values())), deadline)
+        except (asyncio.TimeoutError, errors.EngineError) as exc:
             if isinstance(exc, errors.IndexNotFound):
                 raise
-            retrieved.warnings.append(f"msearch failed: {exc}")
-            return {}
+            reason = f"no answer within {deadline:g}s" if isinstance(exc, asyncio.TimeoutError) else str(exc)
+            retrieved.warnings.append(f"msearch failed ({reason}); retried as separate requests")
+            return await self._retrieve_concurrently(request, context, chosen, retrieved)
         finally:
             retrieved.timings["msearch"] = _ms(started)
         results: dict[str, SearchResult | None] = {}
@@ -245,8 +254,10 @@ class HybridSearcher:
                     raise answer
                 retrieved.warnings.append(f"{name} failed: {answer}")
                 results[name] = None
-            else:
-                results[name] = answer
+                continue
+            if answer.raw.get("timed_out"):
+                retrieved.warnings.append(f"{name} timed out on the engine; its results may be partial")
+            results[name] = answer
         return results
 
     async def _timed_search(self, name: str, body: Mapping[str, Any], retrieved: _Retrieved) -> SearchResult | None:

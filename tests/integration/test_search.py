@@ -88,7 +88,14 @@ def test_msearch_execution_answers_like_concurrent_requests(
 def test_degrades_to_lexical_only_when_knn_times_out(
     engine_settings: Settings, loaded: str, embedder: CachedEmbedder
 ) -> None:
-    response = search(engine_settings, loaded, embedder, SearchRequest(query="sourdough"), knn_timeout_s=0.000001)
+    response = search(
+        engine_settings,
+        loaded,
+        embedder,
+        SearchRequest(query="sourdough"),
+        knn_timeout_s=0.000001,
+        execution="concurrent",
+    )
     assert response.search_mode == "lexical-only"
     assert response.results[0].doc_id == "bread"
     assert response.warnings

@@ -142,7 +142,7 @@ def test_hybrid_fuses_both_lists_and_explains() -> None:
 
 
 def test_a_stalled_knn_degrades_to_lexical_only() -> None:
-    response = run(searcher(MemoryEngine(LEX, SEM, stall=["knn"]), knn_timeout_s=0.05))
+    response = run(searcher(MemoryEngine(LEX, SEM, stall=["knn"]), knn_timeout_s=0.05, execution="concurrent"))
     assert response.search_mode == "lexical-only"
     assert [hit.id for hit in response.results] == ["a#0", "b#0", "c#0"]
     assert any("knn did not answer within 0.05s" in warning for warning in response.warnings)
@@ -161,8 +161,20 @@ def test_a_failed_bm25_degrades_to_semantic_only() -> None:
     assert any("bm25 failed" in warning for warning in response.warnings)
 
 
+def test_msearch_is_the_default_and_a_stalled_round_trip_degrades_per_retriever(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("esbridge.query.orchestrator._MSEARCH_MARGIN_S", 0.05)
+    assert PipelineSettings().execution == "msearch"
+    stalled = searcher(MemoryEngine(LEX, SEM, stall=["knn"]), knn_timeout_s=0.05, bm25_timeout_s=0.05)
+    response = run(stalled)
+    assert response.search_mode == "lexical-only"
+    assert any("retried as separate requests" in warning for warning in response.warnings)
+    assert any("knn did not answer" in warning for warning in response.warnings)
+
+
 def test_msearch_mode_gives_the_same_answer_in_one_round_trip() -> None:
-    concurrent = run(searcher(MemoryEngine(LEX, SEM)), explain=True)
+    concurrent = run(searcher(MemoryEngine(LEX, SEM), execution="concurrent"), explain=True)
     single = run(searcher(MemoryEngine(LEX, SEM), execution="msearch"), explain=True)
     assert [(hit.id, hit.score) for hit in single.results] == [(hit.id, hit.score) for hit in concurrent.results]
     assert "msearch" in single.details["timings_ms"]
@@ -178,7 +190,7 @@ def test_no_retriever_answering_is_an_error() -> None:
 
 def test_bm25_is_in_flight_while_the_query_is_embedded() -> None:
     engine = MemoryEngine(LEX, SEM)
-    run(searcher(engine, StubEmbedder(delay=0.2)))
+    run(searcher(engine, StubEmbedder(delay=0.2), execution="concurrent"))
     assert engine.started["knn"] - engine.started["bm25"] >= 0.15
 
 
