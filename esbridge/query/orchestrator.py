@@ -89,7 +89,10 @@ class HybridSearcher:
             raise errors.ConfigError(f"top_n must be between 1 and {self.pipeline.top_n_max}, got {request.top_n}")
         key = f"{self.index}\n{request.model_dump_json()}"
         if self._responses is not None and (cached := self._responses.get(key)) is not None:
-            return cached.model_copy(update={"took_ms": _ms(started), "details": {**cached.details, "cached": True}})
+            fresh = cached.model_copy(deep=True)
+            fresh.took_ms = _ms(started)
+            fresh.details["cached"] = True
+            return fresh
 
         method_name = request.fusion or self.pipeline.fusion
         fusion = get_fusion(method_name)
@@ -174,8 +177,9 @@ class HybridSearcher:
             results=hits,
             details=details,
         )
-        if self._responses is not None:
-            self._responses[key] = response
+        # A degraded answer is not kept: the next identical search should get the whole pipeline again.
+        if self._responses is not None and not response.warnings:
+            self._responses[key] = response.model_copy(deep=True)
         return response
 
     async def _retrieve(self, request: SearchRequest, top_k: int, *, want_knn: bool) -> _Retrieved:

@@ -257,6 +257,26 @@ def test_results_are_cached_for_identical_requests() -> None:
     assert [hit.id for hit in second.results] == [hit.id for hit in first.results]
 
 
+def test_degraded_answers_are_not_cached() -> None:
+    engine = MemoryEngine(LEX, SEM, fail=["knn"])
+    hybrid = searcher(engine)
+    first = asyncio.run(hybrid.search(SearchRequest(query="q")))
+    assert first.search_mode == "lexical-only"
+    engine.fail = set()
+    second = asyncio.run(hybrid.search(SearchRequest(query="q")))
+    assert second.search_mode == "hybrid"
+    assert "cached" not in second.details
+
+
+def test_a_cached_answer_is_a_copy() -> None:
+    hybrid = searcher(MemoryEngine(LEX, SEM))
+    first = asyncio.run(hybrid.search(SearchRequest(query="q")))
+    first.warnings.append("changed by a caller")
+    second = asyncio.run(hybrid.search(SearchRequest(query="q")))
+    assert second.details["cached"] is True
+    assert second.warnings == []
+
+
 def test_unknown_fusion_method_names_the_known_ones() -> None:
     with pytest.raises(errors.ConfigError, match="rrf"):
         run(searcher(MemoryEngine(LEX, SEM)), fusion="nope")
