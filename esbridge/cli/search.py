@@ -67,7 +67,7 @@ def search_command(
     try:
         response = search(settings, request, embedder)
     finally:
-        if embedder is not None and hasattr(embedder, "close"):
+        if embedder is not None:
             embedder.close()
     if problem:
         response.warnings.insert(0, problem)

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import connect_async, resolve_kind
 from esbridge.errors import ModelUnavailable
 from esbridge.query.models import SearchRequest, SearchResponse
@@ -15,7 +16,7 @@ from esbridge.query.orchestrator import HybridSearcher
 from esbridge.query.rerank import RERANKERS
 
 
-def open_query_embedder(settings: Settings) -> tuple[Embedder | None, str | None]:
+def open_query_embedder(settings: Settings) -> tuple[CachedEmbedder | None, str | None]:
     """The configured embedder, or None and the reason when the model cannot load (search degrades)."""
     from esbridge.embeddings.factory import open_embedder
 
