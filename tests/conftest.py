@@ -8,24 +8,27 @@ from collections import Counter
 import pytest
 
 _SKIPPED: Counter[tuple[str, str]] = Counter()
-ENGINE_IDS = ("opensearch", "elasticsearch", "embedded")
+# Engine id -> the prefix of contract-suite classes that test it (tests/contract).
+ENGINE_IDS = {"opensearch": "TestOpenSearch", "elasticsearch": "TestElasticsearch", "embedded": "TestEmbedded"}
 
 
 @pytest.fixture(autouse=True)
 def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Unset ESBRIDGE_* settings (test engine URLs excepted) and run from an empty directory."""
+    """Unset ESBRIDGE_* settings (test engine URLs excepted), run from an empty directory, and keep the
+    embedded engine's data in a temporary directory, never in the user's."""
     for name in list(os.environ):
         if name.startswith("ESBRIDGE_") and not name.startswith("ESBRIDGE_TEST_"):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+    monkeypatch.setenv("ESBRIDGE_DATA_DIR", str(tmp_path_factory.mktemp("data")))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if not (report.skipped and "integration" in report.keywords):
         return
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-    for engine in ENGINE_IDS:
-        if f"[{engine}" in report.nodeid or f"-{engine}]" in report.nodeid:
+    for engine, class_name in ENGINE_IDS.items():
+        if f"[{engine}" in report.nodeid or f"-{engine}]" in report.nodeid or f"::{class_name}" in report.nodeid:
             _SKIPPED[(engine, reason.removeprefix("Skipped: "))] += 1
 
 

@@ -134,6 +134,9 @@ class Settings(BaseSettings):
     url: str | None = Field(default=None, description="engine URL; none selects the embedded engine")
     engine: EngineKind = "auto"
     index: str = Field(default="esbridge", description="index alias that esbridge reads and writes")
+    data_dir: Path = Field(
+        default=Path("~/.local/share/esbridge"), description="where the embedded engine keeps its database"
+    )
     timeout_s: float = Field(default=10.0, gt=0, le=600)
     retries: int = Field(default=3, ge=0, le=20)
     auth: AuthSettings = AuthSettings()

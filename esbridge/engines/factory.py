@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from esbridge import errors
 from esbridge.config.settings import Settings
 from esbridge.engines.base import AsyncEngine, Engine
 
@@ -65,7 +64,9 @@ def connect(settings: Settings) -> Engine:
         from esbridge.engines.elasticsearch import ElasticsearchEngine
 
         return ElasticsearchEngine(settings)
-    raise errors.ConfigError(_NO_EMBEDDED)
+    from esbridge.engines.embedded import EmbeddedEngine
+
+    return EmbeddedEngine.from_settings(settings)
 
 
 def connect_async(settings: Settings, kind: Resolved | None = None) -> AsyncEngine:
@@ -79,10 +80,6 @@ def connect_async(settings: Settings, kind: Resolved | None = None) -> AsyncEngi
         from esbridge.engines.elasticsearch import AsyncElasticsearchEngine
 
         return AsyncElasticsearchEngine(settings)
-    raise errors.ConfigError(_NO_EMBEDDED)
+    from esbridge.engines.embedded import AsyncEmbeddedEngine
 
-
-_NO_EMBEDDED = (
-    "no engine URL is configured and the embedded engine is not available in this version: "
-    "set ESBRIDGE_URL or pass --url (scripts/engines up starts a local OpenSearch on http://127.0.0.1:9200)"
-)
+    return AsyncEmbeddedEngine.from_settings(settings)

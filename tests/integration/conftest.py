@@ -12,7 +12,7 @@ from esbridge.embeddings.cache import EmbeddingCache
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.embeddings.sentence_transformer import SentenceTransformerEmbedder
 from esbridge.engines import Engine, connect
-from tests.integration.engines import engine_url, unavailable_reason
+from tests.integration.engines import engine_url, require_live
 
 LIVE_ENGINES = ("opensearch", "elasticsearch")
 
@@ -26,14 +26,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(params=LIVE_ENGINES)
 def engine_kind(request: pytest.FixtureRequest) -> str:
     kind: str = request.param
-    reason = unavailable_reason(kind)
-    if reason is not None:
-        # In CI the local OpenSearch is started by .ci/run: its absence is a failure, never a skip.
-        if kind == "opensearch" and os.environ.get("CI"):
-            pytest.fail(f"CI: the local OpenSearch must be running: {reason}")
-        if kind == "opensearch" or engine_url(kind) is None:
-            pytest.skip(reason)
-        pytest.fail(f"ESBRIDGE_TEST_ELASTICSEARCH_URL is set but unusable: {reason}")
+    require_live(kind)
     return kind
 
 

@@ -82,3 +82,19 @@ def load_records(
     report = ingest(path, engine=engine, manager=manager, embedder=embedder, options=IngestOptions(source="t"))
     assert report.failed == []
     return alias
+
+
+def require_live(kind: str) -> None:
+    """Skip or fail as the rules say when the live ``kind`` cannot be tested.
+
+    In CI the local OpenSearch is started by .ci/run, so its absence fails; an Elasticsearch URL that was
+    given but does not answer fails too; an Elasticsearch that was never configured is skipped.
+    """
+    reason = unavailable_reason(kind)
+    if reason is None:
+        return
+    if kind == "opensearch" and os.environ.get("CI"):
+        pytest.fail(f"CI: the local OpenSearch must be running: {reason}")
+    if kind == "opensearch" or engine_url(kind) is None:
+        pytest.skip(reason)
+    pytest.fail(f"ESBRIDGE_TEST_ELASTICSEARCH_URL is set but unusable: {reason}")

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 from click.testing import CliRunner
 
 from esbridge.cli import main
@@ -30,11 +32,13 @@ def test_render_lists_every_fact_aligned() -> None:
     assert "Note            neural-search plugin absent" in lines
 
 
-def test_info_without_an_engine_url_says_how_to_get_one() -> None:
-    result = CliRunner().invoke(main, ["info"])
-    assert result.exit_code == 1
-    assert "set ESBRIDGE_URL or pass --url" in result.output
-    assert "Traceback" not in result.output
+def test_info_without_an_engine_url_probes_the_embedded_engine() -> None:
+    result = CliRunner().invoke(main, ["info", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["distribution"] == "embedded"
+    assert data["knn"] is True
+    assert not any(data["native_hybrid"].values())
 
 
 def test_invalid_settings_are_reported_at_the_edge() -> None:

@@ -1,0 +1,405 @@
+"""The embedded engine: esbridge on a laptop, no cluster. Speaks the OpenSearch dialect (the subset
+esbridge sends, see ``query``) over one SQLite database in a data directory."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import fnmatch
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import esbridge
+from esbridge import errors
+from esbridge.config.settings import Settings
+from esbridge.engines import paging, responses
+from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Dialect, Hit, IndexInfo, SearchResult
+from esbridge.engines.capabilities import OPENSEARCH_NEURAL_FEATURES, Capabilities
+from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema
+from esbridge.engines.embedded.query import Searcher, Unsupported
+from esbridge.engines.embedded.store import IndexRecord, Store
+from esbridge.engines.embedded.vectors import VectorCache
+
+_INVALID_NAME = re.compile(r'[\\/*?"<>| ,#:A-Z]')
+
+
+def _merge(target: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    for key, value in patch.items():
+        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+    return target
+
+
+def _index_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The create-index ``settings`` in the nested form ``{"index": {...}}`` (flat and dotted keys folded in)."""
+    index: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key == "index" and isinstance(value, Mapping):
+            _merge(index, value)
+            continue
+        target = index
+        parts = key.removeprefix("index.").split(".")
+        for part in parts[:-1]:
+            target = target.setdefault(part, {})
+        target[parts[-1]] = copy.deepcopy(value)
+    return {"index": index}
+
+
+class EmbeddedEngine:
+    """An ``Engine`` over ``<data_dir>/esbridge.sqlite3``; reports the ``opensearch`` dialect."""
+
+    def __init__(self, data_dir: Path | str) -> None:
+        self._dir = Path(data_dir).expanduser()
+        self._url = f"embedded:{self._dir}"
+        try:
+            self._store = Store(self._dir)
+        except (OSError, sqlite3.Error) as exc:
+            raise errors.EngineUnavailable(f"cannot open the database: {exc}", url=self._url, operation="open") from exc
+        self._vectors = VectorCache()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EmbeddedEngine:
+        return cls(settings.data_dir)
+
+    @property
+    def dialect(self) -> Dialect:
+        return "opensearch"
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def data_dir(self) -> Path:
+        return self._dir
+
+    # Errors and name resolution
+
+    @contextmanager
+    def _call(self, operation: str, index: str | None = None) -> Iterator[None]:
+        try:
+            yield
+        except (Unsupported, MappingError) as exc:
+            raise errors.RequestRejected(str(exc), url=self._url, operation=operation, index=index, status=400) from exc
+        except sqlite3.Error as exc:
+            raise errors.EngineResponseError(f"SQLite: {exc}", url=self._url, operation=operation, index=index) from exc
+
+    def _missing(self, operation: str, name: str) -> errors.IndexNotFound:
+        return errors.IndexNotFound(
+            f"no such index [{name}]", url=self._url, operation=operation, index=name, status=404
+        )
+
+    def _rejected(self, reason: str, operation: str, index: str | None) -> errors.RequestRejected:
+        return errors.RequestRejected(reason, url=self._url, operation=operation, index=index, status=400)
+
+    def _concrete(self, name: str, operation: str) -> list[IndexRecord]:
+        """The indices ``name`` (an index or an alias) stands for; IndexNotFound when neither."""
+        record = self._store.index(name)
+        if record is not None:
+            return [record]
+        targets = [self._store.index(target) for target, _ in self._store.alias_targets(name)]
+        found = [target for target in targets if target is not None]
+        if not found:
+            raise self._missing(operation, name)
+        return found
+
+    def _one(self, name: str, operation: str) -> IndexRecord:
+        found = self._concrete(name, operation)
+        if len(found) != 1:
+            raise self._rejected(
+                f"alias [{name}] points to {len(found)} indices; the embedded engine reads one at a time",
+                operation,
+                name,
+            )
+        return found[0]
+
+    def _write_target(self, name: str, operation: str) -> IndexRecord:
+        record = self._store.index(name)
+        if record is not None:
+            return record
+        targets = self._store.alias_targets(name)
+        if not targets:
+            raise self._missing(operation, name)
+        writable = [target for target, flag in targets if flag] or ([targets[0][0]] if len(targets) == 1 else [])
+        if not writable:
+            raise self._rejected(f"no write index is defined for alias [{name}]", operation, name)
+        found = self._store.index(writable[0])
+        assert found is not None
+        return found
+
+    # Engine protocol
+
+    def probe(self) -> Capabilities:
+        return Capabilities(
+            distribution="embedded",
+            version=esbridge.__version__,
+            url=self._url,
+            health="green",
+            knn=True,
+            plugins={"sqlite": sqlite3.sqlite_version},
+            native_hybrid=dict.fromkeys(OPENSEARCH_NEURAL_FEATURES, False),
+            features={"text_analysis": True, "reindex": True},
+            notes=[
+                "embedded: exact cosine kNN (numpy), BM25 from SQLite FTS5, analysers emulated in Python",
+                "no native hybrid query: esbridge fuses results client-side",
+            ],
+        )
+
+    def index_exists(self, index: str) -> bool:
+        with self._call("check index", index), self._store.lock:
+            return self._store.index(index) is not None or bool(self._store.alias_targets(index))
+
+    def create_index(self, index: str, body: Mapping[str, Any]) -> None:
+        operation = "create index"
+        if not index or _INVALID_NAME.search(index) or index[0] in "-_+" or index in (".", ".."):
+            raise self._rejected(f"invalid index name [{index}]", operation, index)
+        unknown = sorted(set(body) - {"settings", "mappings", "aliases"})
+        if unknown or body.get("aliases"):
+            raise self._rejected(f"unsupported create-index keys {unknown or ['aliases']}", operation, index)
+        settings = _index_settings(body.get("settings") or {})
+        mappings = copy.deepcopy(dict(body.get("mappings") or {}))
+        with self._call(operation, index), self._store.write():
+            if self._store.index(index) is not None:
+                raise errors.IndexAlreadyExists(
+                    f"index [{index}] already exists", url=self._url, operation=operation, index=index, status=400
+                )
+            if self._store.alias_targets(index):
+                raise self._rejected(f"an alias named [{index}] exists", operation, index)
+            schema = Schema(mappings, settings["index"].get("analysis", {}))
+            self._store.create_index(index, settings, mappings, schema)
+
+    def delete_index(self, index: str, *, missing_ok: bool = False) -> bool:
+        operation = "delete index"
+        with self._call(operation, index), self._store.write():
+            record = self._store.index(index)
+            if record is None:
+                if self._store.alias_targets(index):
+                    raise self._rejected(
+                        f"[{index}] is an alias; delete its concrete indices instead", operation, index
+                    )
+                if missing_ok:
+                    return False
+                raise self._missing(operation, index)
+            self._store.delete_index(record)
+            self._vectors.forget(record.id)
+        return True
+
+    def refresh(self, index: str) -> None:
+        with self._call("refresh", index), self._store.lock:
+            self._concrete(index, "refresh")  # writes are visible at commit; only the name is checked
+
+    def list_indices(self, pattern: str) -> list[IndexInfo]:
+        operation = "list indices"
+        with self._call(operation, pattern), self._store.read():
+            names: set[str] = set()
+            all_names = self._store.index_names()
+            for part in pattern.split(","):
+                if "*" in part or "?" in part:
+                    names.update(name for name in all_names if fnmatch.fnmatchcase(name, part))
+                else:
+                    names.update(record.name for record in self._concrete(part, operation))
+            infos = []
+            for name in sorted(names):
+                record = self._store.index(name)
+                assert record is not None
+                infos.append(
+                    IndexInfo(name, self._store.count(record.id), self._store.size_bytes(record.id), health="green")
+                )
+            return infos
+
+    def alias_targets(self, alias: str) -> list[str]:
+        with self._call("read alias", alias), self._store.lock:
+            return [name for name, _ in self._store.alias_targets(alias)]
+
+    def update_aliases(self, actions: Sequence[Mapping[str, Any]]) -> None:
+        operation = "update aliases"
+        with self._call(operation), self._store.write() as db:
+            for action in actions:
+                kind, spec = next(iter(action.items())) if len(action) == 1 else ("", {})
+                if kind not in ("add", "remove") or not isinstance(spec, Mapping):
+                    raise self._rejected(f"unsupported alias action {dict(action)!r}", operation, None)
+                index, alias = spec.get("index"), spec.get("alias")
+                if not isinstance(index, str) or not isinstance(alias, str) or "*" in index + alias:
+                    raise self._rejected(
+                        f"alias action needs one 'index' and one 'alias', got {dict(spec)!r}", operation, None
+                    )
+                record = self._store.index(index)
+                if record is None:
+                    raise self._missing(operation, index)
+                if kind == "remove":
+                    cursor = db.execute("DELETE FROM aliases WHERE alias = ? AND index_id = ?", (alias, record.id))
+                    if cursor.rowcount == 0:
+                        raise self._missing(operation, alias)
+                    continue
+                if self._store.index(alias) is not None:
+                    raise self._rejected(
+                        f"an index named [{alias}] exists; an alias cannot take its name", operation, alias
+                    )
+                flag = spec.get("is_write_index")
+                db.execute(
+                    "INSERT OR REPLACE INTO aliases (alias, index_id, is_write_index) VALUES (?, ?, ?)",
+                    (alias, record.id, None if flag is None else int(bool(flag))),
+                )
+                if flag:
+                    db.execute(
+                        "UPDATE aliases SET is_write_index = 0 WHERE alias = ? AND index_id != ? AND is_write_index",
+                        (alias, record.id),
+                    )
+
+    def get_mapping(self, index: str) -> dict[str, Any]:
+        with self._call("read mapping", index), self._store.lock:
+            return copy.deepcopy(self._one(index, "read mapping").mappings)
+
+    def get_index_settings(self, index: str) -> dict[str, Any]:
+        with self._call("read settings", index), self._store.lock:
+            settings = copy.deepcopy(self._one(index, "read settings").settings["index"])
+        return dict(settings)
+
+    def put_mapping(self, index: str, properties: Mapping[str, Any]) -> None:
+        operation = "update mapping"
+        with self._call(operation, index), self._store.write():
+            record = self._write_target(index, operation)
+            live = record.mappings.setdefault("properties", {})
+            for name, wanted in properties.items():
+                current = live.get(name)
+                if current is not None and current.get("type", "object") != wanted.get("type", "object"):
+                    raise self._rejected(
+                        f"mapper [{name}] cannot change type [{current.get('type')}] to [{wanted.get('type')}]",
+                        operation,
+                        index,
+                    )
+                live[name] = _merge(copy.deepcopy(current or {}), wanted)
+            Schema(record.mappings, record.settings["index"].get("analysis", {}))
+            self._store.replace_mappings(record, record.mappings)
+
+    def count(self, index: str) -> int:
+        with self._call("count", index), self._store.read():
+            return sum(self._store.count(record.id) for record in self._concrete(index, "count"))
+
+    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
+        operation = "reindex"
+        with self._call(operation, dest), self._store.write():
+            origin = self._one(source, operation)
+            target = self._write_target(dest, operation)
+            schema = target.schema
+            rows = [row for (row,) in self._store.db.execute("SELECT row FROM docs WHERE index_id = ?", (origin.id,))]
+            for row in rows:
+                doc_id = self._store.db.execute("SELECT id FROM docs WHERE row = ?", (row,)).fetchone()[0]
+                document = self._store.full_source(row)
+                try:
+                    schema.check(document)
+                except DocumentError as exc:
+                    raise errors.EngineResponseError(
+                        f"document {doc_id!r} failed to copy: {exc.kind}: {exc}",
+                        url=self._url,
+                        operation=operation,
+                        index=dest,
+                    ) from exc
+                self._store.put_document(target, schema, doc_id, document)
+            self._store.bump(target.id)
+        return len(rows)
+
+    def scan(
+        self, index: str, query: Mapping[str, Any], fields: Sequence[str], *, sort_field: str, page_size: int = 1000
+    ) -> Iterator[Hit]:
+        return paging.scan(
+            lambda body: self.search(index, body), query, fields, sort_field=sort_field, page_size=page_size
+        )
+
+    def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
+        """Apply ``actions`` in one transaction; a refused document is reported, an unexpected error undoes all."""
+        operation = "bulk write"
+        if not actions:
+            return BulkResult(succeeded=[], failed=[])
+        succeeded: list[str] = []
+        failed: list[BulkItemFailure] = []
+        with self._call(operation, index), self._store.write():
+            record = self._write_target(index, operation)
+            schema = record.schema
+            for action in actions:
+                problem = self._apply(record, schema, action)
+                if problem is None:
+                    succeeded.append(action.id)
+                else:
+                    failed.append(problem)
+            self._store.bump(record.id)
+        return BulkResult(succeeded=succeeded, failed=failed)
+
+    def _apply(self, record: IndexRecord, schema: Schema, action: BulkAction) -> BulkItemFailure | None:
+        if action.op == "delete":
+            self._store.delete_document(record, action.id)  # deleting what is gone is the end state asked for
+            return None
+        if action.document is None:
+            return BulkItemFailure(
+                action.id, 400, f"action_request_validation_exception: {action.op} without a document"
+            )
+        document = dict(action.document)
+        if action.op == "update":
+            row = self._store.document_row(record.id, action.id)
+            if row is None:
+                return BulkItemFailure(action.id, 404, f"document_missing_exception: [{action.id}]: document missing")
+            document = _merge(self._store.full_source(row), document)
+        try:
+            schema.check(document)
+        except DocumentError as exc:
+            return BulkItemFailure(action.id, 400, f"{exc.kind}: {exc}")
+        self._store.put_document(record, schema, action.id, document)
+        return None
+
+    def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+        with self._call("search", index), self._store.read():
+            if not isinstance(index, str) or "," in index or "*" in index:
+                raise Unsupported(f"the embedded engine searches one index or alias, not [{index}]")
+            record = self._one(index, "search")
+            answer = Searcher(self._store, record, self._vectors).run(body)
+        return responses.search_result(answer, url=self._url, index=index)
+
+    def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
+        results: list[SearchResult | Exception] = []
+        for body in bodies:
+            try:
+                results.append(self.search(index, body))
+            except errors.EngineError as exc:
+                results.append(exc)
+        return results
+
+    def close(self) -> None:
+        self._store.close()
+
+
+class AsyncEmbeddedEngine:
+    """The query path of the embedded engine; each search runs in a worker thread."""
+
+    def __init__(self, data_dir: Path | str | None = None, *, engine: EmbeddedEngine | None = None) -> None:
+        if (data_dir is None) == (engine is None):
+            raise ValueError("give either data_dir or engine")
+        self._owned = engine is None
+        self._engine = engine if engine is not None else EmbeddedEngine(data_dir)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AsyncEmbeddedEngine:
+        return cls(settings.data_dir)
+
+    @property
+    def dialect(self) -> Dialect:
+        return "opensearch"
+
+    @property
+    def url(self) -> str:
+        return self._engine.url
+
+    async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+        return await asyncio.to_thread(self._engine.search, index, body)
+
+    async def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
+        return await asyncio.to_thread(self._engine.msearch, index, bodies)
+
+    async def close(self) -> None:
+        if self._owned:
+            self._engine.close()

@@ -1,0 +1,186 @@
+"""An index mapping as the embedded engine reads it: typed fields, their columns, document checks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from esbridge.engines.embedded.analysis import FieldAnalysis, UnsupportedAnalysis, field_analysis
+
+NUMERIC = frozenset({"integer", "long", "short", "byte", "float", "double", "half_float", "scaled_float"})
+SUPPORTED_TYPES = frozenset({"text", "keyword", "boolean", "date", "object", "knn_vector", *NUMERIC})
+SPACE_TYPES = frozenset({"cosinesimil"})
+
+
+class MappingError(ValueError):
+    """A mapping the embedded engine cannot hold."""
+
+
+class DocumentError(ValueError):
+    """A document its index's mapping refuses; ``kind`` is the OpenSearch error type."""
+
+    def __init__(self, kind: str, reason: str) -> None:
+        super().__init__(reason)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class Field:
+    path: str
+    """The name queries use: ``title``, ``title.std`` (a sub-field), ``meta.author`` (an object property)."""
+    type: str
+    source_path: tuple[str, ...]
+    """Where the value sits in ``_source`` (a sub-field reads its parent's value)."""
+    analysis: FieldAnalysis | None = None
+    dimension: int = 0
+
+
+def parse_date(value: Any) -> float:
+    """Epoch milliseconds of an ISO-8601 date or date-time (UTC when no offset), or of epoch millis."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a date: {value!r}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp() * 1000.0
+
+
+class Schema:
+    """The fields of one index's mapping, with the analysis settings its text fields use."""
+
+    def __init__(self, mappings: Mapping[str, Any], analysis: Mapping[str, Any]) -> None:
+        self.mappings = mappings
+        self.dynamic = str(mappings.get("dynamic", "true")).lower()
+        self.fields: dict[str, Field] = {}
+        try:
+            for field in self._walk(mappings.get("properties", {}), (), analysis):
+                self.fields[field.path] = field
+        except UnsupportedAnalysis as exc:
+            raise MappingError(f"unsupported analysis: {exc}") from exc
+        self._by_source: dict[tuple[str, ...], list[Field]] = {}
+        for field in self.fields.values():
+            self._by_source.setdefault(field.source_path, []).append(field)
+
+    def _walk(
+        self, properties: Mapping[str, Any], parent: tuple[str, ...], analysis: Mapping[str, Any]
+    ) -> Iterator[Field]:
+        if not isinstance(properties, Mapping):
+            raise MappingError("properties must be an object")
+        for name, spec in properties.items():
+            path = (*parent, name)
+            kind = str(spec.get("type", "object" if "properties" in spec else ""))
+            if kind not in SUPPORTED_TYPES:
+                raise MappingError(f"field {'.'.join(path)!r} has unsupported type {kind!r}")
+            if kind == "object":
+                yield Field(".".join(path), kind, path)
+                if spec.get("enabled", True):
+                    yield from self._walk(spec.get("properties", {}), path, analysis)
+                continue
+            yield self._leaf(".".join(path), kind, spec, path, analysis)
+            for sub, sub_spec in (spec.get("fields") or {}).items():
+                sub_kind = str(sub_spec.get("type", ""))
+                if sub_kind not in SUPPORTED_TYPES - {"object", "knn_vector"}:
+                    raise MappingError(f"sub-field {'.'.join(path)}.{sub} has unsupported type {sub_kind!r}")
+                yield self._leaf(f"{'.'.join(path)}.{sub}", sub_kind, sub_spec, path, analysis)
+
+    @staticmethod
+    def _leaf(
+        name: str, kind: str, spec: Mapping[str, Any], source: tuple[str, ...], analysis: Mapping[str, Any]
+    ) -> Field:
+        if kind == "text":
+            return Field(name, kind, source, analysis=field_analysis(spec.get("analyzer"), analysis))
+        if kind == "knn_vector":
+            dimension = int(spec.get("dimension", 0))
+            if not 1 <= dimension <= 16000:
+                raise MappingError(f"knn_vector {name!r} needs a dimension in 1..16000")
+            space = (spec.get("method") or {}).get("space_type", spec.get("space_type", "l2"))
+            if space not in SPACE_TYPES:
+                raise MappingError(f"knn_vector {name!r}: space_type {space!r} (the embedded engine has cosinesimil)")
+            return Field(name, kind, source, dimension=dimension)
+        return Field(name, kind, source)
+
+    @property
+    def text_fields(self) -> list[Field]:
+        return sorted((f for f in self.fields.values() if f.type == "text"), key=lambda f: f.path)
+
+    @property
+    def vector_fields(self) -> list[Field]:
+        return [f for f in self.fields.values() if f.type == "knn_vector"]
+
+    def value(self, source: Mapping[str, Any], field: Field) -> Any:
+        current: Any = source
+        for part in field.source_path:
+            if not isinstance(current, Mapping) or part not in current:
+                return None
+            current = current[part]
+        return current
+
+    def check(self, document: Mapping[str, Any]) -> None:
+        """Raise DocumentError when ``document`` does not fit the mapping (as OpenSearch would refuse it)."""
+        self._check_object(document, ())
+
+    def _check_object(self, document: Mapping[str, Any], parent: tuple[str, ...]) -> None:
+        for key, value in document.items():
+            path = ".".join((*parent, key))
+            field = self.fields.get(path)
+            if field is None:
+                if self.dynamic == "strict":
+                    where = ".".join(parent) or "_doc"
+                    raise DocumentError(
+                        "strict_dynamic_mapping_exception",
+                        f"mapping set to strict, dynamic introduction of [{key}] within [{where}] is not allowed",
+                    )
+                continue
+            if value is None:
+                continue
+            if field.type == "object":
+                if path in self.fields and isinstance(value, Mapping):
+                    if any(name.startswith(path + ".") for name in self.fields):
+                        self._check_object(value, (*parent, key))
+                    continue
+                raise DocumentError("mapper_parsing_exception", f"object mapping for [{path}] got a non-object value")
+            for checked in self._by_source[field.source_path]:
+                self._check_value(checked, value)
+
+    @staticmethod
+    def _check_value(field: Field, value: Any) -> None:
+        if field.type == "knn_vector":
+            try:
+                numbers = np.asarray(value, dtype=np.float64)
+            except (TypeError, ValueError):
+                numbers = np.empty(0)
+            if not isinstance(value, list) or numbers.ndim != 1 or not np.isfinite(numbers).all():
+                raise DocumentError("mapper_parsing_exception", f"field [{field.path}] must be an array of numbers")
+            if len(value) != field.dimension:
+                raise DocumentError(
+                    "mapper_parsing_exception",
+                    f"Vector dimension mismatch. Expected: {field.dimension}, Given: {len(value)}",
+                )
+            if not any(value):
+                raise DocumentError("mapper_parsing_exception", f"zero vector in [{field.path}] has no cosine")
+            return
+        for item in value if isinstance(value, list) else [value]:
+            if item is None:
+                continue
+            try:
+                if field.type == "date":
+                    parse_date(item)
+                elif field.type in NUMERIC:
+                    float(item)
+                    if isinstance(item, (bool, Mapping, list)):
+                        raise ValueError(item)
+                elif isinstance(item, (Mapping, list)):
+                    raise ValueError(item)
+            except (TypeError, ValueError) as exc:
+                raise DocumentError(
+                    "mapper_parsing_exception", f"failed to parse field [{field.path}] of type [{field.type}]: {item!r}"
+                ) from exc

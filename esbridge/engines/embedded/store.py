@@ -1,0 +1,382 @@
+"""The SQLite database behind the embedded engine: catalog, documents, full-text tables, vectors.
+
+One file, ``<data_dir>/esbridge.sqlite3``, in WAL mode. Tables:
+
+- ``indices``: name, settings and mappings as created (echoed back verbatim), a write ``generation``;
+- ``aliases``: alias -> index, with ``is_write_index``;
+- ``docs``: one row per document: index, ``_id``, ``_source`` as JSON without its vectors;
+- ``fieldvals``: (field, value, row) of every keyword (as text), number, boolean and date (epoch ms)
+  value, indexed, so filters and sorts are index lookups instead of JSON scans;
+- ``vectors``: float32 blobs per (document row, vector field);
+- ``fts_en_<index id>`` / ``fts_ex_<index id>``: FTS5 tables (rowid = document row) holding the analysed
+  text fields, one column each; ``en`` stems with Porter, ``ex`` does not.
+
+Every write request runs in one transaction (``BEGIN IMMEDIATE`` .. ``COMMIT``), so a crash leaves
+the database at the last committed request.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from esbridge.engines.embedded.analysis import TOKEN_CHARS, fts_text
+from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, parse_date
+
+DB_FILE = "esbridge.sqlite3"
+_TOKENIZERS = {"en": "porter unicode61", "ex": f"unicode61 tokenchars '{TOKEN_CHARS}'"}
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS indices (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    settings TEXT NOT NULL,
+    mappings TEXT NOT NULL,
+    generation INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS aliases (
+    alias TEXT NOT NULL,
+    index_id INTEGER NOT NULL REFERENCES indices(id) ON DELETE CASCADE,
+    is_write_index INTEGER,
+    PRIMARY KEY (alias, index_id)
+);
+CREATE TABLE IF NOT EXISTS docs (
+    row INTEGER PRIMARY KEY,
+    index_id INTEGER NOT NULL REFERENCES indices(id) ON DELETE CASCADE,
+    id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    UNIQUE (index_id, id)
+);
+CREATE TABLE IF NOT EXISTS fieldvals (
+    field TEXT NOT NULL,
+    value NOT NULL,
+    row INTEGER NOT NULL REFERENCES docs(row) ON DELETE CASCADE,
+    PRIMARY KEY (field, value, row)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS fieldvals_row ON fieldvals (row);
+CREATE TABLE IF NOT EXISTS vectors (
+    row INTEGER NOT NULL REFERENCES docs(row) ON DELETE CASCADE,
+    field TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (row, field)
+) WITHOUT ROWID;
+"""
+
+
+def _sql_date(value: Any) -> float | None:
+    try:
+        return parse_date(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class IndexRecord:
+    id: int
+    name: str
+    settings: dict[str, Any]
+    mappings: dict[str, Any]
+    generation: int
+
+    @property
+    def schema(self) -> Schema:
+        return Schema(self.mappings, self.settings.get("index", {}).get("analysis", {}))
+
+
+def fts_layout(schema: Schema) -> dict[str, dict[str, str]]:
+    """Table kind -> {field path -> FTS5 column}; columns are ``c0``, ``c1``, ... in field order."""
+    layout: dict[str, dict[str, str]] = {"en": {}, "ex": {}}
+    for field in schema.text_fields:
+        assert field.analysis is not None
+        columns = layout[field.analysis.table]
+        columns[field.path] = f"c{len(columns)}"
+    return layout
+
+
+def fts_table(index_id: int, kind: str) -> str:
+    return f"fts_{kind}_{index_id}"
+
+
+class Store:
+    """One connection to the database, shared by threads under a lock."""
+
+    def __init__(self, data_dir: Path) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.path = data_dir / DB_FILE
+        self.lock = threading.RLock()
+        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a process crash loses nothing committed; a power cut may lose the last commits.
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.execute("PRAGMA busy_timeout=30000")
+        self.db.create_function("esb_date", 1, _sql_date, deterministic=True)
+        with self.write():
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self.db.execute(statement)
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One transaction: everything inside commits together or not at all."""
+        with self.lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot for several reads."""
+        with self.lock:
+            self.db.execute("BEGIN")
+            try:
+                yield self.db
+            finally:
+                self.db.execute("COMMIT")
+
+    def close(self) -> None:
+        with self.lock:
+            self.db.close()
+
+    # Catalog
+
+    def index(self, name: str) -> IndexRecord | None:
+        row = self.db.execute(
+            "SELECT id, name, settings, mappings, generation FROM indices WHERE name = ?", (name,)
+        ).fetchone()
+        if row is None:
+            return None
+        return IndexRecord(row[0], row[1], json.loads(row[2]), json.loads(row[3]), row[4])
+
+    def index_names(self) -> list[str]:
+        return [row[0] for row in self.db.execute("SELECT name FROM indices ORDER BY name")]
+
+    def alias_targets(self, alias: str) -> list[tuple[str, bool | None]]:
+        rows = self.db.execute(
+            "SELECT i.name, a.is_write_index FROM aliases a JOIN indices i ON i.id = a.index_id "
+            "WHERE a.alias = ? ORDER BY i.name",
+            (alias,),
+        )
+        return [(name, None if flag is None else bool(flag)) for name, flag in rows]
+
+    def alias_names(self) -> list[str]:
+        return [row[0] for row in self.db.execute("SELECT DISTINCT alias FROM aliases ORDER BY alias")]
+
+    def create_index(self, name: str, settings: Mapping[str, Any], mappings: Mapping[str, Any], schema: Schema) -> None:
+        cursor = self.db.execute(
+            "INSERT INTO indices (name, settings, mappings) VALUES (?, ?, ?)",
+            (name, json.dumps(settings), json.dumps(mappings)),
+        )
+        assert cursor.lastrowid is not None
+        self._create_fts(cursor.lastrowid, schema)
+
+    def _create_fts(self, index_id: int, schema: Schema) -> None:
+        for kind, columns in fts_layout(schema).items():
+            if columns:
+                names = ", ".join(columns.values())
+                tokenize = _TOKENIZERS[kind]
+                self.db.execute(
+                    f'CREATE VIRTUAL TABLE {fts_table(index_id, kind)} USING fts5({names}, tokenize="{tokenize}")'
+                )
+
+    def _drop_fts(self, index_id: int) -> None:
+        for kind in _TOKENIZERS:
+            self.db.execute(f"DROP TABLE IF EXISTS {fts_table(index_id, kind)}")
+
+    def delete_index(self, record: IndexRecord) -> None:
+        self._drop_fts(record.id)
+        for table in ("vectors", "fieldvals"):
+            self.db.execute(f"DELETE FROM {table} WHERE row IN (SELECT row FROM docs WHERE index_id = ?)", (record.id,))  # noqa: S608
+        self.db.execute("DELETE FROM docs WHERE index_id = ?", (record.id,))
+        self.db.execute("DELETE FROM indices WHERE id = ?", (record.id,))
+
+    def replace_mappings(self, record: IndexRecord, mappings: Mapping[str, Any]) -> None:
+        """Store new mappings and rebuild the full-text tables for them (their columns may have changed)."""
+        self.db.execute(
+            "UPDATE indices SET mappings = ?, generation = generation + 1 WHERE id = ?",
+            (json.dumps(mappings), record.id),
+        )
+        updated = self.index(record.name)
+        assert updated is not None
+        schema = updated.schema
+        self._drop_fts(record.id)
+        self._create_fts(record.id, schema)
+        self.db.execute("DELETE FROM fieldvals WHERE row IN (SELECT row FROM docs WHERE index_id = ?)", (record.id,))
+        for row, text in self.db.execute("SELECT row, source FROM docs WHERE index_id = ?", (record.id,)).fetchall():
+            source = json.loads(text)
+            self._write_fts(record.id, schema, row, source)
+            self.db.executemany(
+                "INSERT OR IGNORE INTO fieldvals (field, value, row) VALUES (?, ?, ?)",
+                [(path, value, row) for path, value in field_values(schema, source)],
+            )
+
+    # Documents
+
+    def bump(self, index_id: int) -> None:
+        self.db.execute("UPDATE indices SET generation = generation + 1 WHERE id = ?", (index_id,))
+
+    def document_row(self, index_id: int, doc_id: str) -> int | None:
+        row = self.db.execute("SELECT row FROM docs WHERE index_id = ? AND id = ?", (index_id, doc_id)).fetchone()
+        return None if row is None else int(row[0])
+
+    def full_source(self, row: int) -> dict[str, Any]:
+        source: dict[str, Any] = json.loads(
+            self.db.execute("SELECT source FROM docs WHERE row = ?", (row,)).fetchone()[0]
+        )
+        for field, data in self.db.execute("SELECT field, data FROM vectors WHERE row = ?", (row,)):
+            _put(source, field.split("."), np.frombuffer(data, dtype=np.float32).tolist())
+        return source
+
+    def put_document(self, record: IndexRecord, schema: Schema, doc_id: str, source: Mapping[str, Any]) -> None:
+        stored = dict(source)
+        vectors: list[tuple[str, bytes]] = []
+        for field in schema.vector_fields:
+            value = schema.value(stored, field)
+            if value is not None:
+                vectors.append((field.path, np.asarray(value, dtype=np.float32).tobytes()))
+                stored = _without(stored, list(field.source_path))
+        text = json.dumps(stored)
+        row = self.document_row(record.id, doc_id)
+        if row is None:
+            cursor = self.db.execute(
+                "INSERT INTO docs (index_id, id, source) VALUES (?, ?, ?)", (record.id, doc_id, text)
+            )
+            assert cursor.lastrowid is not None
+            row = cursor.lastrowid
+        else:
+            self.db.execute("UPDATE docs SET source = ? WHERE row = ?", (text, row))
+            self._delete_dependents(record.id, row)
+        self.db.executemany(
+            "INSERT INTO vectors (row, field, data) VALUES (?, ?, ?)", [(row, f, d) for f, d in vectors]
+        )
+        self.db.executemany(
+            "INSERT OR IGNORE INTO fieldvals (field, value, row) VALUES (?, ?, ?)",
+            [(path, value, row) for path, value in field_values(schema, stored)],
+        )
+        self._write_fts(record.id, schema, row, stored)
+
+    def delete_document(self, record: IndexRecord, doc_id: str) -> bool:
+        row = self.document_row(record.id, doc_id)
+        if row is None:
+            return False
+        self._delete_dependents(record.id, row)
+        self.db.execute("DELETE FROM docs WHERE row = ?", (row,))
+        return True
+
+    def _delete_dependents(self, index_id: int, row: int) -> None:
+        self._delete_fts(index_id, row)
+        self.db.execute("DELETE FROM vectors WHERE row = ?", (row,))
+        self.db.execute("DELETE FROM fieldvals WHERE row = ?", (row,))
+
+    def _write_fts(self, index_id: int, schema: Schema, row: int, source: Mapping[str, Any]) -> None:
+        for kind, columns in fts_layout(schema).items():
+            if not columns:
+                continue
+            texts = []
+            for path in columns:
+                field = schema.fields[path]
+                assert field.analysis is not None
+                value = schema.value(source, field)
+                values = value if isinstance(value, list) else [value]
+                tokens = [t for v in values if isinstance(v, str) for t in field.analysis.analyze(v)]
+                texts.append(fts_text(tokens))
+            marks = ", ".join("?" * (len(texts) + 1))
+            self.db.execute(
+                f"INSERT INTO {fts_table(index_id, kind)} (rowid, {', '.join(columns.values())}) VALUES ({marks})",  # noqa: S608
+                (row, *texts),
+            )
+
+    def _delete_fts(self, index_id: int, row: int) -> None:
+        for kind in _TOKENIZERS:
+            table = fts_table(index_id, kind)
+            if self._table_exists(table):
+                self.db.execute(f"DELETE FROM {table} WHERE rowid = ?", (row,))  # noqa: S608
+
+    def _table_exists(self, table: str) -> bool:
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is not None
+
+    def has_fts(self, index_id: int, kind: str) -> bool:
+        return self._table_exists(fts_table(index_id, kind))
+
+    def hits(self, rows: Sequence[int]) -> dict[int, tuple[str, dict[str, Any]]]:
+        """Row -> (``_id``, stored source without vectors)."""
+        found: dict[int, tuple[str, dict[str, Any]]] = {}
+        for start in range(0, len(rows), 500):
+            chunk = rows[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            query = f"SELECT row, id, source FROM docs WHERE row IN ({marks})"  # noqa: S608
+            for row, doc_id, source in self.db.execute(query, chunk):
+                found[row] = (doc_id, json.loads(source))
+        return found
+
+    def vectors_of(self, rows: Sequence[int], field: Field) -> dict[int, list[float]]:
+        found: dict[int, list[float]] = {}
+        for start in range(0, len(rows), 500):
+            chunk = rows[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            query = f"SELECT row, data FROM vectors WHERE field = ? AND row IN ({marks})"  # noqa: S608
+            for row, data in self.db.execute(query, (field.path, *chunk)):
+                found[row] = np.frombuffer(data, dtype=np.float32).tolist()
+        return found
+
+    def count(self, index_id: int) -> int:
+        return int(self.db.execute("SELECT count(*) FROM docs WHERE index_id = ?", (index_id,)).fetchone()[0])
+
+    def size_bytes(self, index_id: int) -> int:
+        docs = self.db.execute("SELECT coalesce(sum(length(source)), 0) FROM docs WHERE index_id = ?", (index_id,))
+        vectors = self.db.execute(
+            "SELECT coalesce(sum(length(data)), 0) FROM vectors WHERE row IN (SELECT row FROM docs WHERE index_id = ?)",
+            (index_id,),
+        )
+        return int(docs.fetchone()[0]) + int(vectors.fetchone()[0])
+
+
+def _put(target: dict[str, Any], path: list[str], value: Any) -> None:
+    for part in path[:-1]:
+        target = target.setdefault(part, {})
+    target[path[-1]] = value
+
+
+def _without(source: Mapping[str, Any], path: list[str]) -> dict[str, Any]:
+    """``source`` without the value at ``path``, copying only the objects on the way."""
+    copy = dict(source)
+    if len(path) == 1:
+        copy.pop(path[0], None)
+    elif isinstance(copy.get(path[0]), Mapping):
+        copy[path[0]] = _without(copy[path[0]], path[1:])
+    return copy
+
+
+def indexed_value(field: Field, value: Any) -> Any:
+    """The value a filter compares: keywords as text, dates as epoch milliseconds, numbers and booleans as numbers."""
+    if field.type == "date":
+        return parse_date(value)
+    if field.type == "boolean":
+        return 1 if value in (True, "true") else 0
+    if field.type in NUMERIC:
+        return float(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    for field in schema.fields.values():
+        if field.type in ("text", "object", "knn_vector"):
+            continue
+        value = schema.value(source, field)
+        for item in value if isinstance(value, list) else [value]:
+            if item is not None and not isinstance(item, (Mapping, list)):
+                yield field.path, indexed_value(field, item)

@@ -1,0 +1,381 @@
+"""What every engine adapter must do alike: the same documents in give the same kinds of answers out,
+and the same bad input gives the same error types. Subclass ``EngineContract`` and provide ``engine``."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+from esbridge.engines.base import BulkAction, Engine, SearchResult
+from esbridge.engines.dialect import index_settings
+from esbridge.errors import IndexAlreadyExists, IndexNotFound, RequestRejected
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters, render_index
+from esbridge.query import bodies
+from esbridge.query.models import Filters
+
+DIMENSION = 4
+PARAMS = IndexParameters(dimension=DIMENSION)
+
+
+def _chunk(
+    chunk_id: str, title: str, body: str, tags: list[str], vector: list[float], modified: str, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "chunk_id": chunk_id,
+        "doc_id": chunk_id.split("#")[0],
+        "chunk_index": int(chunk_id.split("#")[1]),
+        "source": "contract",
+        "title": title,
+        "body": body,
+        "tags": tags,
+        "vector": vector,
+        "modified_at": modified,
+        "embedding": "ok",
+        **extra,
+    }
+
+
+CHUNKS: dict[str, dict[str, Any]] = {
+    chunk["chunk_id"]: chunk
+    for chunk in (
+        _chunk(
+            "astro#0",
+            "Telescope guide",
+            "Choosing lenses and mounts for viewing.",
+            ["space"],
+            [0, 0, 1, 0],
+            "2024-05-01T00:00:00+00:00",
+        ),
+        _chunk(
+            "astro#1",
+            "Sky notes",
+            "A small telescope shows the rings of Saturn.",
+            ["space"],
+            [0, 0.1, 0.9, 0],
+            "2023-05-01T00:00:00+00:00",
+        ),
+        _chunk(
+            "bread#0",
+            "Sourdough bread",
+            "Flour, water, salt and a starter.",
+            ["food"],
+            [1, 0, 0, 0],
+            "2024-01-10T00:00:00+00:00",
+        ),
+        _chunk(
+            "soup#0",
+            "Tomato soup",
+            "Simmer tomatoes with basil and garlic.",
+            ["food"],
+            [0.9, 0.1, 0, 0],
+            "2022-02-01T00:00:00+00:00",
+            status="deprecated",
+        ),
+        _chunk(
+            "fox#0",
+            "Foxes",
+            "The quick brown fox jumps over the lazy dog.",
+            ["animals"],
+            [0, 1, 0, 0],
+            "2021-06-01T00:00:00+00:00",
+        ),
+        _chunk(
+            "owl#0",
+            "Owls",
+            "Owls hunt mice at night in the forest.",
+            ["animals"],
+            [0, 0.9, 0.1, 0],
+            "2021-07-01T00:00:00+00:00",
+        ),
+        _chunk(
+            "helpers#0",
+            "Helpers",
+            "Utility functions.",
+            ["code"],
+            [0, 0, 0, 1],
+            "2024-02-01T00:00:00+00:00",
+            code="def getUserName(user_id): return os.path.join(base, user_name)",
+        ),
+        _chunk(
+            "git#0",
+            "Version control",
+            "Commits, branches and merges.",
+            ["code"],
+            [0.1, 0, 0, 0.9],
+            "2024-02-02T00:00:00+00:00",
+        ),
+        _chunk(
+            "archive#0",
+            "Archive one",
+            "Old records kept for reference.",
+            ["rare"],
+            [-1, 0, 0, 0.1],
+            "2020-01-01T00:00:00+00:00",
+        ),
+        _chunk(
+            "archive#1",
+            "Archive two",
+            "Older records kept for audits.",
+            ["rare"],
+            [-1, 0.1, 0, 0],
+            "2020-01-02T00:00:00+00:00",
+        ),
+        _chunk(
+            "archive#2",
+            "Archive three",
+            "Oldest records, rarely read.",
+            ["rare"],
+            [-0.9, 0, -0.1, 0],
+            "2020-01-03T00:00:00+00:00",
+        ),
+    )
+}
+NOT_DEPRECATED = sorted(chunk_id for chunk_id, chunk in CHUNKS.items() if chunk.get("status") != "deprecated")
+UTC = timezone.utc
+
+
+def ids(result: SearchResult) -> list[str]:
+    return [hit.id for hit in result.hits]
+
+
+class EngineContract:
+    """Tests any ``Engine`` must pass. Subclasses provide the ``engine`` fixture."""
+
+    @pytest.fixture
+    def engine(self) -> Iterator[Engine]:
+        raise NotImplementedError("subclasses provide the engine under test")
+
+    @pytest.fixture
+    def prefix(self, engine: Engine) -> Iterator[str]:
+        """A unique name prefix; every index under it is deleted afterwards."""
+        name = f"esbridge-contract-{uuid.uuid4().hex[:10]}"
+        yield name
+        for info in engine.list_indices(f"{name}*"):
+            engine.delete_index(info.name, missing_ok=True)
+
+    @pytest.fixture
+    def params(self, engine: Engine) -> IndexParameters:
+        """PARAMS with the analysis the engine's build offers (a build without analysis-common gets core)."""
+        return IndexManager(engine, "unused", PARAMS).params
+
+    @staticmethod
+    def require_text_analysis(engine: Engine) -> None:
+        if not engine.probe().features.get("text_analysis", True):
+            pytest.skip("this engine build lacks the analysis-common module (english stemming, code analyzer)")
+
+    @pytest.fixture
+    def loaded(self, engine: Engine, prefix: str) -> str:
+        """An esbridge index (created by IndexManager) behind the alias ``prefix``, holding CHUNKS."""
+        IndexManager(engine, prefix, PARAMS).create()
+        result = engine.bulk(prefix, [BulkAction("index", chunk_id, chunk) for chunk_id, chunk in CHUNKS.items()])
+        assert list(result.failed) == []
+        engine.refresh(prefix)
+        return prefix
+
+    # Index lifecycle
+
+    def test_create_exists_delete(self, engine: Engine, prefix: str) -> None:
+        name = f"{prefix}-plain"
+        body = {"settings": index_settings(engine.dialect), "mappings": {"properties": {"tag": {"type": "keyword"}}}}
+        engine.create_index(name, body)
+        assert engine.index_exists(name)
+        with pytest.raises(IndexAlreadyExists):
+            engine.create_index(name, body)
+        assert engine.delete_index(name) is True
+        assert not engine.index_exists(name)
+        assert engine.delete_index(name, missing_ok=True) is False
+        with pytest.raises(IndexNotFound):
+            engine.delete_index(name)
+
+    def test_a_missing_index_is_index_not_found(self, engine: Engine, prefix: str) -> None:
+        missing = f"{prefix}-missing"
+        with pytest.raises(IndexNotFound):
+            engine.search(missing, {"query": {"match_all": {}}})
+        with pytest.raises(IndexNotFound):
+            engine.count(missing)
+        with pytest.raises(IndexNotFound):
+            engine.get_mapping(missing)
+        assert engine.alias_targets(missing) == []
+
+    def test_the_mapping_is_echoed_so_the_diff_is_empty(self, engine: Engine, prefix: str) -> None:
+        manager = IndexManager(engine, prefix, PARAMS)
+        assert manager.create() == f"{prefix}-v1"
+        diff = manager.diff()
+        assert diff.changes == (), [change.describe() for change in diff.changes]
+        vector = engine.get_mapping(prefix)["properties"]["vector"]
+        assert int(vector.get("dimension", vector.get("dims"))) == DIMENSION
+
+    def test_put_mapping_adds_a_field_a_strict_index_then_accepts(self, engine: Engine, prefix: str) -> None:
+        name = f"{prefix}-strict"
+        properties = {"tag": {"type": "keyword"}}
+        engine.create_index(
+            name,
+            {"settings": index_settings(engine.dialect), "mappings": {"dynamic": "strict", "properties": properties}},
+        )
+        refused = engine.bulk(name, [BulkAction("index", "a", {"tag": "x", "colour": "red"})])
+        assert [failure.id for failure in refused.failed] == ["a"]
+        engine.put_mapping(name, {"colour": {"type": "keyword"}})
+        assert engine.get_mapping(name)["properties"]["colour"]["type"] == "keyword"
+        accepted = engine.bulk(name, [BulkAction("index", "a", {"tag": "x", "colour": "red"})])
+        assert list(accepted.succeeded) == ["a"]
+        engine.refresh(name)
+        assert ids(engine.search(name, {"query": {"term": {"colour": "red"}}})) == ["a"]
+
+    # Writing
+
+    def test_bulk_reports_bad_documents_and_keeps_the_rest(self, engine: Engine, prefix: str) -> None:
+        IndexManager(engine, prefix, PARAMS).create()
+        good = CHUNKS["bread#0"]
+        actions = [
+            BulkAction("index", "good", good),
+            BulkAction("index", "short-vector", {**good, "vector": [1.0, 0.0]}),
+            BulkAction("index", "unmapped", {**good, "not_in_mapping": "x"}),
+            BulkAction("update", "never-indexed", {"title": "x"}),
+            BulkAction("delete", "never-indexed-either"),
+        ]
+        result = engine.bulk(prefix, actions)
+        assert sorted(result.succeeded) == ["good", "never-indexed-either"]
+        statuses = {failure.id: failure.status for failure in result.failed}
+        assert statuses == {"short-vector": 400, "unmapped": 400, "never-indexed": 404}
+        engine.refresh(prefix)
+        assert engine.count(prefix) == 1
+
+    def test_update_changes_only_the_given_fields(self, engine: Engine, loaded: str) -> None:
+        result = engine.bulk(loaded, [BulkAction("update", "fox#0", {"title": "Red foxes"})])
+        assert list(result.failed) == []
+        engine.refresh(loaded)
+        (hit,) = engine.search(loaded, {"query": {"ids": {"values": ["fox#0"]}}}).hits
+        assert hit.source["title"] == "Red foxes"
+        assert hit.source["body"] == CHUNKS["fox#0"]["body"]
+
+    def test_count(self, engine: Engine, loaded: str) -> None:
+        assert engine.count(loaded) == len(CHUNKS)
+        engine.bulk(loaded, [BulkAction("delete", "fox#0")])
+        engine.refresh(loaded)
+        assert engine.count(loaded) == len(CHUNKS) - 1
+
+    # Reading
+
+    def test_bm25_finds_by_words_and_weighs_titles_over_bodies(self, engine: Engine, loaded: str) -> None:
+        body = bodies.bm25_body(engine.dialect, "telescope", size=5, filters=Filters())
+        assert ids(engine.search(loaded, body)) == ["astro#0", "astro#1"]
+
+    def test_bm25_stems_english_words(self, engine: Engine, loaded: str) -> None:
+        self.require_text_analysis(engine)
+        body = bodies.bm25_body(engine.dialect, "hunting owl", size=5, filters=Filters())
+        assert ids(engine.search(loaded, body)) == ["owl#0"]
+
+    def test_code_identifiers_are_found_by_parts_and_whole(self, engine: Engine, loaded: str) -> None:
+        self.require_text_analysis(engine)
+        for text in ("getUserName", "user", "os.path.join", "user_name"):
+            body = bodies.bm25_body(engine.dialect, text, size=5, filters=Filters())
+            assert "helpers#0" in ids(engine.search(loaded, body)), text
+
+    def test_knn_finds_the_nearest_first(self, engine: Engine, loaded: str) -> None:
+        body = bodies.knn_body(engine.dialect, [0, 0, 1, 0], k=2, filters=Filters(), num_candidates=20)
+        result = engine.search(loaded, body)
+        assert ids(result) == ["astro#0", "astro#1"]
+        assert result.hits[0].score > result.hits[1].score
+
+    def test_knn_pre_filters_still_fill_k(self, engine: Engine, loaded: str) -> None:
+        filters = Filters(terms={"tags": ["rare"]})
+        body = bodies.knn_body(engine.dialect, [1, 0, 0, 0], k=3, filters=filters, num_candidates=20)
+        assert sorted(ids(engine.search(loaded, body))) == ["archive#0", "archive#1", "archive#2"]
+
+    def test_filters_on_terms_and_dates(self, engine: Engine, loaded: str) -> None:
+        recent = Filters(terms={"tags": ["space", "food"]}, modified_after=datetime(2024, 1, 1, tzinfo=UTC))
+        body = bodies.bm25_body(engine.dialect, "telescope sourdough", size=10, filters=recent)
+        assert sorted(ids(engine.search(loaded, body))) == ["astro#0", "bread#0"]
+        before = Filters(modified_before=datetime(2023, 12, 31, tzinfo=UTC))
+        body = bodies.bm25_body(engine.dialect, "telescope", size=10, filters=before)
+        assert ids(engine.search(loaded, body)) == ["astro#1"]
+
+    def test_deprecated_chunks_are_left_out_unless_asked_for(self, engine: Engine, loaded: str) -> None:
+        body = bodies.bm25_body(engine.dialect, "tomato soup", size=10, filters=Filters())
+        assert ids(engine.search(loaded, body)) == []
+        body = bodies.bm25_body(engine.dialect, "tomato soup", size=10, filters=Filters(include_deprecated=True))
+        assert ids(engine.search(loaded, body)) == ["soup#0"]
+
+    def test_links_body_finds_seeds_and_what_links_to_them(self, engine: Engine, loaded: str) -> None:
+        engine.bulk(loaded, [BulkAction("update", "owl#0", {"links": ["fox"]})])
+        engine.refresh(loaded)
+        body = bodies.links_body(["fox"], size=10, filters=Filters())
+        assert sorted(ids(engine.search(loaded, body))) == ["fox#0", "owl#0"]
+
+    def test_ids_query_returns_what_exists(self, engine: Engine, loaded: str) -> None:
+        body = {"size": 5, "_source": ["title"], "query": {"ids": {"values": ["fox#0", "owl#0", "nothing#9"]}}}
+        result = engine.search(loaded, body)
+        assert sorted(ids(result)) == ["fox#0", "owl#0"]
+        assert {hit.id: dict(hit.source) for hit in result.hits} == {
+            "fox#0": {"title": "Foxes"},
+            "owl#0": {"title": "Owls"},
+        }
+
+    def test_size_zero_counts_matches(self, engine: Engine, loaded: str) -> None:
+        result = engine.search(loaded, {"size": 0, "query": {"term": {"tags": "rare"}}})
+        assert (result.hits, result.total) == ([], 3)
+
+    def test_scan_pages_through_every_match_with_only_the_fields_asked(self, engine: Engine, loaded: str) -> None:
+        hits = list(
+            engine.scan(loaded, {"term": {"source": "contract"}}, ["chunk_id"], sort_field="chunk_id", page_size=4)
+        )
+        assert [hit.id for hit in hits] == sorted(CHUNKS)
+        assert all(dict(hit.source) == {"chunk_id": hit.id} for hit in hits)
+
+    def test_msearch_yields_one_answer_per_search_and_the_error_of_a_failed_one(
+        self, engine: Engine, loaded: str
+    ) -> None:
+        good = {"size": 10, "query": {"term": {"tags": "animals"}}}
+        bad = {"query": {"range": {"modified_at": {"gte": "not a date"}}}}
+        first, second = engine.msearch(loaded, [good, bad])
+        assert isinstance(first, SearchResult)
+        assert sorted(ids(first)) == ["fox#0", "owl#0"]
+        assert isinstance(second, RequestRejected)
+
+    # Aliases
+
+    def test_aliases_swap_atomically(self, engine: Engine, prefix: str, params: IndexParameters) -> None:
+        alias, old, new = f"{prefix}-live", f"{prefix}-v1", f"{prefix}-v2"
+        for name, chunk_id in ((old, "fox#0"), (new, "owl#0")):
+            engine.create_index(name, render_index(engine.dialect, params))
+            engine.bulk(name, [BulkAction("index", chunk_id, CHUNKS[chunk_id])])
+            engine.refresh(name)
+        engine.update_aliases([{"add": {"index": old, "alias": alias, "is_write_index": True}}])
+        assert engine.alias_targets(alias) == [old]
+        engine.update_aliases(
+            [
+                {"remove": {"index": old, "alias": alias}},
+                {"add": {"index": new, "alias": alias, "is_write_index": True}},
+            ]
+        )
+        assert engine.alias_targets(alias) == [new]
+        assert ids(engine.search(alias, {"query": {"match_all": {}}})) == ["owl#0"]
+        engine.bulk(alias, [BulkAction("index", "fox#0", CHUNKS["fox#0"])])
+        engine.refresh(alias)
+        assert (engine.count(old), engine.count(new)) == (1, 2)
+        with pytest.raises(IndexNotFound):
+            engine.update_aliases(
+                [
+                    {"add": {"index": old, "alias": f"{prefix}-other"}},
+                    {"remove": {"index": f"{prefix}-gone", "alias": alias}},
+                ]
+            )
+        assert engine.alias_targets(f"{prefix}-other") == []
+        assert engine.alias_targets(alias) == [new]
+        assert [info.name for info in engine.list_indices(f"{prefix}-v*")] == [old, new]
+
+    def test_reindex_copies_every_document(self, engine: Engine, loaded: str, params: IndexParameters) -> None:
+        if not engine.probe().features.get("reindex", True):
+            pytest.skip("this engine build has no reindex module")
+        dest = f"{loaded}-copy"
+        engine.create_index(dest, render_index(engine.dialect, params))
+        assert engine.reindex(loaded, dest) == len(CHUNKS)
+        engine.refresh(dest)
+        assert engine.count(dest) == len(CHUNKS)
+        body = bodies.knn_body(engine.dialect, [0, 0, 1, 0], k=1, filters=Filters(), num_candidates=20)
+        assert ids(engine.search(dest, body)) == ["astro#0"]

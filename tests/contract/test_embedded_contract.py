@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from esbridge.engines.base import Engine
+from esbridge.engines.embedded import EmbeddedEngine
+from tests.contract.contract import EngineContract
+
+
+class TestEmbeddedEngine(EngineContract):
+    @pytest.fixture
+    def engine(self, tmp_path: Path) -> Iterator[Engine]:
+        engine = EmbeddedEngine(tmp_path / "data")
+        yield engine
+        engine.close()

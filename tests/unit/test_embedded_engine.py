@@ -1,0 +1,256 @@
+"""What only the embedded engine has to show: crash safety, its DSL boundary, persistence, and esbridge's
+own ingest and hybrid search running on it unchanged. The engine contract is in tests/contract."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from esbridge.config import Settings
+from esbridge.engines.base import AsyncEngine, BulkAction, Engine
+from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
+from esbridge.engines.embedded.analysis import field_analysis
+from esbridge.engines.embedded.store import DB_FILE, Store
+from esbridge.errors import EngineResponseError, RequestRejected
+from esbridge.ingest.pipeline import IngestOptions, ingest
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters, analysis
+from esbridge.query.models import Filters, SearchRequest
+from esbridge.query.orchestrator import HybridSearcher
+from tests.integration.engines import load_records
+
+BODY = {"mappings": {"properties": {"n": {"type": "integer"}, "text": {"type": "text"}, "v": {
+    "type": "knn_vector", "dimension": 2, "method": {"name": "hnsw", "space_type": "cosinesimil"}}}}}  # fmt: skip
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[EmbeddedEngine]:
+    engine = EmbeddedEngine(tmp_path / "data")
+    yield engine
+    engine.close()
+
+
+def docs(prefix: str, count: int, **fields: Any) -> list[BulkAction]:
+    return [BulkAction("index", f"{prefix}{i}", {"n": i, "text": f"word{i} shared", **fields}) for i in range(count)]
+
+
+def test_it_is_an_engine_and_an_async_engine(engine: EmbeddedEngine) -> None:
+    assert isinstance(engine, Engine)
+    assert isinstance(AsyncEmbeddedEngine(engine=engine), AsyncEngine)
+    capabilities = engine.probe()
+    assert (capabilities.distribution, capabilities.knn, engine.dialect) == ("embedded", True, "opensearch")
+    assert not any(capabilities.native_hybrid.values())
+
+
+def test_a_bulk_that_fails_midway_leaves_nothing_half_written(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine.create_index("crash", BODY)
+    engine.bulk("crash", docs("before", 3))
+    real = Store.put_document
+    calls = 0
+
+    def failing(self: Store, *args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise sqlite3.OperationalError("disk I/O error")
+        real(self, *args)
+
+    monkeypatch.setattr(Store, "put_document", failing)
+    with pytest.raises(EngineResponseError, match="disk I/O error"):
+        engine.bulk("crash", docs("during", 5))
+    monkeypatch.undo()
+    assert engine.count("crash") == 3
+    found = engine.search("crash", {"query": {"match": {"text": "shared"}}, "size": 20})
+    assert sorted(hit.id for hit in found.hits) == ["before0", "before1", "before2"]
+
+
+_WRITER = """
+import sys
+from esbridge.config import Settings
+from esbridge.engines.base import BulkAction
+from esbridge.engines.embedded import EmbeddedEngine
+engine = EmbeddedEngine(sys.argv[1])
+engine.create_index("crash", {"mappings": {"properties": {"n": {"type": "integer"}, "text": {"type": "text"}}}})
+batch = 0
+while True:
+    engine.bulk("crash", [BulkAction("index", f"{batch}-{i}", {"n": batch, "text": "word " * 40}) for i in range(200)])
+    batch += 1
+    print(batch, flush=True)
+"""
+
+
+def test_a_killed_writer_leaves_a_readable_database_of_whole_bulks(tmp_path: Path) -> None:
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout is not None
+    for _ in range(3):
+        writer.stdout.readline()
+    writer.kill()  # SIGKILL: no cleanup, most likely in the middle of the next bulk
+    writer.wait()
+    writer.stdout.close()
+    with sqlite3.connect(tmp_path / DB_FILE) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        count = engine.count("crash")
+        assert count >= 600
+        assert count % 200 == 0
+        assert engine.search("crash", {"size": 0, "query": {"match": {"text": "word"}}}).total == count
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ({"query": {"hybrid": {"queries": []}}}, "hybrid"),
+        ({"query": {"match_phrase": {"text": "a b"}}}, "match_phrase"),
+        ({"query": {"match_all": {}}, "aggs": {"n": {"terms": {"field": "n"}}}}, "aggs"),
+        ({"knn": {"field": "v", "query_vector": [1, 0], "k": 1}}, "knn"),
+        ({"query": {"range": {"n": {"gte": 1, "format": "x"}}}}, "format"),
+        ({"query": {"multi_match": {"query": "a", "fields": ["te*"]}}}, "te*"),
+        ({"query": {"multi_match": {"query": "a", "fields": ["text"], "type": "phrase"}}}, "phrase"),
+        ({"query": {"knn": {"v": {"vector": [1, 0, 0], "k": 1}}}}, "2 numbers"),
+        ({"query": {"bool": {"should": [{"term": {"n": 1}}], "minimum_should_match": "75%"}}}, "minimum_should_match"),
+    ],
+)
+def test_what_is_outside_the_subset_is_rejected_by_name(
+    engine: EmbeddedEngine, body: dict[str, Any], named: str
+) -> None:
+    engine.create_index("idx", BODY)
+    with pytest.raises(RequestRejected, match=re.escape(named)):
+        engine.search("idx", body)
+
+
+def test_date_math_is_rejected(engine: EmbeddedEngine) -> None:
+    engine.create_index("idx", {"mappings": {"properties": {"at": {"type": "date"}}}})
+    with pytest.raises(RequestRejected, match="date math"):
+        engine.search("idx", {"query": {"range": {"at": {"gte": "now-1d"}}}})
+
+
+def test_unsupported_mappings_are_rejected_at_creation(engine: EmbeddedEngine) -> None:
+    with pytest.raises(RequestRejected, match="geo_point"):
+        engine.create_index("idx", {"mappings": {"properties": {"where": {"type": "geo_point"}}}})
+    with pytest.raises(RequestRejected, match="l2"):
+        engine.create_index("idx", {"mappings": {"properties": {"v": {"type": "knn_vector", "dimension": 2}}}})
+    with pytest.raises(RequestRejected, match="french"):
+        engine.create_index("idx", {"mappings": {"properties": {"t": {"type": "text", "analyzer": "french"}}}})
+    assert not engine.index_exists("idx")
+
+
+def test_kNN_sees_writes_made_through_another_connection(engine: EmbeddedEngine) -> None:
+    engine.create_index("idx", BODY)
+    engine.bulk("idx", [BulkAction("index", "far", {"v": [0.0, 1.0]})])
+    query = {"query": {"knn": {"v": {"vector": [1.0, 0.0], "k": 1}}}}
+    assert [hit.id for hit in engine.search("idx", query).hits] == ["far"]
+    other = EmbeddedEngine(engine.data_dir)
+    try:
+        other.bulk("idx", [BulkAction("index", "near", {"v": [1.0, 0.1]})])
+    finally:
+        other.close()
+    assert [hit.id for hit in engine.search("idx", query).hits] == ["near"]
+
+
+def test_the_data_outlives_the_engine(tmp_path: Path) -> None:
+    first = EmbeddedEngine.from_settings(Settings(data_dir=tmp_path))
+    first.create_index("idx", BODY)
+    first.bulk("idx", docs("d", 4))
+    first.update_aliases([{"add": {"index": "idx", "alias": "live"}}])
+    first.close()
+    second = EmbeddedEngine(tmp_path)
+    try:
+        assert second.count("live") == 4
+        assert second.get_mapping("live") == BODY["mappings"]
+    finally:
+        second.close()
+
+
+def test_the_async_engine_answers_like_the_sync_one(engine: EmbeddedEngine) -> None:
+    engine.create_index("idx", BODY)
+    engine.bulk("idx", docs("d", 5))
+    body = {"query": {"match": {"text": "word3"}}}
+    async_engine = AsyncEmbeddedEngine(engine=engine)
+
+    async def run() -> tuple[list[str], list[str]]:
+        one = await async_engine.search("idx", body)
+        many = await async_engine.msearch("idx", [body, {"query": {"fuzzy": {}}}])
+        assert isinstance(many[1], RequestRejected)
+        assert not isinstance(many[0], Exception)
+        return [hit.id for hit in one.hits], [hit.id for hit in many[0].hits]
+
+    assert asyncio.run(run()) == (["d3"], ["d3"])
+
+
+class HashingEmbedder:
+    """A deterministic bag-of-words embedder: texts sharing words get close vectors."""
+
+    name = identity = "hashing-32"
+    dimension = 32
+    max_tokens = 512
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = []
+        for text in texts:
+            vector = [0.0] * self.dimension
+            for word in re.findall(r"\w+", text.lower()):
+                vector[hashlib.sha1(word.encode()).digest()[0] % self.dimension] += 1.0  # noqa: S324
+            norm = sum(x * x for x in vector) ** 0.5 or 1.0
+            vectors.append([x / norm for x in vector])
+        return vectors
+
+
+RECORDS: list[dict[str, Any]] = [
+    {"id": "solar", "title": "Solar panels", "text": "Photovoltaic cells turn sunlight into electricity.",
+     "tags": ["energy"], "links": ["grid"]},
+    {"id": "wind", "title": "Wind turbines", "text": "Offshore wind farms generate power.", "tags": ["energy"]},
+    {"id": "grid", "title": "Power grid", "text": "Transmission lines carry current between regions."},
+    {"id": "bread", "title": "Sourdough bread", "text": "A starter of flour and water leavens the dough."},
+    {"id": "old", "title": "Old energy memo", "text": "Coal plants burn fuel.", "status": "deprecated"},
+]  # fmt: skip
+
+
+def test_esbridge_ingests_and_searches_hybrid_on_it_unchanged(engine: EmbeddedEngine, tmp_path: Path) -> None:
+    embedder = HashingEmbedder()
+    load_records(engine, "notes", embedder, tmp_path, RECORDS)
+    manager = IndexManager(engine, "notes", IndexParameters(dimension=embedder.dimension))
+    assert manager.diff().is_empty
+    again = ingest(tmp_path / "records.jsonl", engine=engine, manager=manager, embedder=embedder,
+                   options=IngestOptions(source="t"))  # fmt: skip
+    assert (again.chunks_indexed, again.unchanged) == (0, len(RECORDS))
+
+    async def run(request: SearchRequest) -> list[str]:
+        hybrid = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "notes", embedder)
+        response = await hybrid.search(request)
+        assert response.warnings == []
+        return [hit.doc_id for hit in response.results]
+
+    assert asyncio.run(run(SearchRequest(query="sourdough starter")))[0] == "bread"
+    energy = asyncio.run(run(SearchRequest(query="solar electricity", filters=Filters(terms={"tags": ["energy"]}))))
+    assert energy[0] == "solar"
+    assert set(energy) <= {"solar", "wind"}
+    assert "old" not in asyncio.run(run(SearchRequest(query="energy memo coal")))
+    outcome = manager.reindex(delete_old=True)
+    assert (outcome.new, outcome.documents, engine.count("notes")) == ("notes-v2", len(RECORDS), len(RECORDS))
+
+
+def test_the_code_and_path_analyzers_are_emulated_from_their_definitions() -> None:
+    code = field_analysis("esbridge_code", analysis())
+    assert code.analyze("getUserName(user_id) + os.path.join") == [
+        "getusername", "get", "user", "name", "user_id", "user", "id", "os.path.join", "os", "path", "join",
+    ]  # fmt: skip
+    path = field_analysis("esbridge_path", analysis())
+    assert path.analyze("notes/Baking/sour-dough_bread.md") == ["notes", "baking", "sour", "dough", "bread", "md"]
+    assert field_analysis("english", analysis()).analyze("The foxes are jumping") == ["foxes", "jumping"]
