@@ -13,7 +13,7 @@ from elasticsearch import AsyncElasticsearch, Elasticsearch
 from esbridge import errors
 from esbridge.config.settings import Settings
 from esbridge.engines import paging, responses
-from esbridge.engines.base import BulkAction, BulkResult, Dialect, Hit, IndexInfo, SearchResult
+from esbridge.engines.base import BulkAction, BulkResult, Dialect, IndexInfo, SearchResult
 from esbridge.engines.capabilities import (
     ANALYSIS_MODULE,
     REINDEX_MODULE,
@@ -96,7 +96,7 @@ class _Translating:
             raise translate(exc, url=self._url, operation=operation, index=index) from exc
 
 
-class ElasticsearchEngine(_Translating):
+class ElasticsearchEngine(paging.ScanBySearch, _Translating):
     """An Elasticsearch 8.x/9.x cluster reached through elasticsearch-py."""
 
     def __init__(self, settings: Settings, client: Elasticsearch | None = None) -> None:
@@ -226,13 +226,6 @@ class ElasticsearchEngine(_Translating):
                 index=dest,
             )
         return responses.reindexed_count(result, url=self._url, index=dest)
-
-    def scan(
-        self, index: str, query: Mapping[str, Any], fields: Sequence[str], *, sort_field: str, page_size: int = 1000
-    ) -> Iterator[Hit]:
-        return paging.scan(
-            lambda body: self.search(index, body), query, fields, sort_field=sort_field, page_size=page_size
-        )
 
     def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
         if not actions:

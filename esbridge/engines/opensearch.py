@@ -12,7 +12,7 @@ from opensearchpy import exceptions as ox
 from esbridge import errors
 from esbridge.config.settings import Settings
 from esbridge.engines import paging, responses
-from esbridge.engines.base import BulkAction, BulkResult, Dialect, Hit, IndexInfo, SearchResult
+from esbridge.engines.base import BulkAction, BulkResult, Dialect, IndexInfo, SearchResult
 from esbridge.engines.capabilities import (
     ANALYSIS_MODULE,
     KNN_PLUGIN,
@@ -111,7 +111,7 @@ class _Translating:
             raise translate(exc, url=self._url, operation=operation, index=index) from exc
 
 
-class OpenSearchEngine(_Translating):
+class OpenSearchEngine(paging.ScanBySearch, _Translating):
     """An OpenSearch cluster reached through opensearch-py."""
 
     def __init__(self, settings: Settings, client: OpenSearch | None = None) -> None:
@@ -221,13 +221,6 @@ class OpenSearchEngine(_Translating):
                 index=dest,
             )
         return responses.reindexed_count(result, url=self._url, index=dest)
-
-    def scan(
-        self, index: str, query: Mapping[str, Any], fields: Sequence[str], *, sort_field: str, page_size: int = 1000
-    ) -> Iterator[Hit]:
-        return paging.scan(
-            lambda body: self.search(index, body), query, fields, sort_field=sort_field, page_size=page_size
-        )
 
     def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
         if not actions:

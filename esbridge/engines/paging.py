@@ -10,6 +10,18 @@ from esbridge.engines.base import Hit, SearchResult
 from esbridge.errors import EngineTimeout
 
 
+class ScanBySearch:
+    """``Engine.scan`` for any adapter whose ``search`` takes sort and ``search_after``."""
+
+    def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+        raise NotImplementedError
+
+    def scan(
+        self, index: str, query: Mapping[str, Any], fields: Sequence[str], *, sort_field: str, page_size: int = 1000
+    ) -> Iterator[Hit]:
+        return scan(lambda body: self.search(index, body), query, fields, sort_field=sort_field, page_size=page_size)
+
+
 def scan(
     search: Callable[[Mapping[str, Any]], SearchResult],
     query: Mapping[str, Any],

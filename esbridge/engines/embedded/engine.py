@@ -17,7 +17,7 @@ import esbridge
 from esbridge import errors
 from esbridge.config.settings import Settings
 from esbridge.engines import paging, responses
-from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Dialect, Hit, IndexInfo, SearchResult
+from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Dialect, IndexInfo, SearchResult
 from esbridge.engines.capabilities import OPENSEARCH_NEURAL_FEATURES, Capabilities
 from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema
 from esbridge.engines.embedded.query import Searcher, Unsupported
@@ -51,7 +51,7 @@ def _index_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     return {"index": index}
 
 
-class EmbeddedEngine:
+class EmbeddedEngine(paging.ScanBySearch):
     """An ``Engine`` over ``<data_dir>/esbridge.sqlite3``; reports the ``opensearch`` dialect."""
 
     def __init__(self, data_dir: Path | str) -> None:
@@ -304,13 +304,6 @@ class EmbeddedEngine:
                 self._store.put_document(target, schema, doc_id, document)
             self._store.bump(target.id)
         return len(rows)
-
-    def scan(
-        self, index: str, query: Mapping[str, Any], fields: Sequence[str], *, sort_field: str, page_size: int = 1000
-    ) -> Iterator[Hit]:
-        return paging.scan(
-            lambda body: self.search(index, body), query, fields, sort_field=sort_field, page_size=page_size
-        )
 
     def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
         """Apply ``actions`` in one transaction; a refused document is reported, an unexpected error undoes all."""
