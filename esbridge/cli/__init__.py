@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from esbridge import __version__
-from esbridge.cli import graph, index, info, ingest, mapping, search
+from esbridge.cli import graph, index, info, ingest, mapping, search, transfer
 from esbridge.errors import EsbridgeError
 
 
@@ -34,3 +34,5 @@ main.add_command(ingest.ingest_command)
 main.add_command(ingest.embed_command)
 main.add_command(search.search_command)
 main.add_command(graph.graph)
+main.add_command(transfer.export_command)
+main.add_command(transfer.import_command)

@@ -1,0 +1,55 @@
+"""``esbridge export`` and ``esbridge import``: move an index between engines without re-embedding."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from esbridge.cli.options import engine_options, engine_session, index_manager, index_option, settings_from
+from esbridge.ingest.transfer import export_chunks, import_chunks
+
+
+@click.command(name="export")
+@engine_options
+@index_option
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: stdout)."
+)
+def export_command(
+    url: str | None, engine: str | None, config_file: Path | None, index: str | None, output: Path | None
+) -> None:
+    """Write every chunk (text, links, metadata and vector) as JSONL."""
+    settings = settings_from(config_file, url=url, engine=engine, index=index)
+    with engine_session(settings) as adapter:
+        manager = index_manager(settings, adapter)
+        if output is None:
+            count = export_chunks(adapter, manager, sys.stdout)
+        else:
+            with output.open("w", encoding="utf-8") as out:
+                count = export_chunks(adapter, manager, out)
+    click.echo(f"exported {count} chunks from {settings.index}", err=True)
+
+
+@click.command(name="import")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@engine_options
+@index_option
+@click.option("--json", "as_json", is_flag=True, help="Print one summary object.")
+def import_command(
+    path: Path, url: str | None, engine: str | None, config_file: Path | None, index: str | None, as_json: bool
+) -> None:
+    """Load an `esbridge export` file into the index, keeping ids, hashes and vectors."""
+    settings = settings_from(config_file, url=url, engine=engine, index=index)
+    with engine_session(settings) as adapter:
+        imported, failed = import_chunks(adapter, settings.index, path)
+    if as_json:
+        click.echo(json.dumps({"index": settings.index, "chunks_imported": imported, "failed": failed}, indent=2))
+    else:
+        click.echo(f"imported {imported} chunks into {settings.index}, {len(failed)} failed")
+        for failure in failed:
+            click.echo(f"failed: {failure['id']}: {failure['reason']}", err=True)
+    if failed:
+        raise SystemExit(1)

@@ -1,0 +1,101 @@
+"""Moving an index between engines without re-embedding: JSONL with every stored field, vectors included.
+
+The first line is a header (format version, vector dimension, the index parameters it was built
+with, the chunk count); every other line is one chunk's stored fields with its id. Import writes
+chunks with their ids, content hashes and vectors unchanged, so a later ``esbridge ingest`` of the
+same source finds them unchanged, and searches answer as they did on the source engine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO, Any
+
+from esbridge.engines.base import BulkAction, Engine
+from esbridge.errors import SourceError
+from esbridge.ingest.bulk import BulkWriter
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters
+
+FORMAT = "esbridge-export"
+VERSION = 1
+STORED_FIELDS = tuple(spec.name for spec in FIELDS)
+
+
+def export_chunks(engine: Engine, manager: IndexManager, out: IO[str]) -> int:
+    """Write the header and every chunk behind the alias to ``out``; return how many chunks."""
+    index = manager.current()
+    params = manager.params
+    header = {"format": FORMAT, "version": VERSION, "parameters": asdict(params), "chunks": engine.count(index)}
+    out.write(json.dumps(header) + "\n")
+    written = 0
+    for hit in engine.scan(index, {"match_all": {}}, STORED_FIELDS, sort_field="chunk_id"):
+        out.write(json.dumps({"_id": hit.id, **dict(hit.source)}, ensure_ascii=False) + "\n")
+        written += 1
+    return written
+
+
+def read_export(path: Path) -> tuple[dict[str, Any], Iterator[tuple[int, dict[str, Any] | str]]]:
+    """The header, and the chunk lines as (line number, chunk or the reason it cannot be used)."""
+    handle = path.open(encoding="utf-8")
+    try:
+        header = json.loads(handle.readline() or "null")
+    except json.JSONDecodeError as exc:
+        handle.close()
+        raise SourceError(f"{path} is not an esbridge export: the first line is not JSON ({exc})") from exc
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        handle.close()
+        raise SourceError(f"{path} is not an esbridge export (no {FORMAT!r} header on the first line)")
+    if header.get("version") != VERSION:
+        handle.close()
+        raise SourceError(f"{path} has export format version {header.get('version')}; this esbridge reads {VERSION}")
+
+    def lines() -> Iterator[tuple[int, dict[str, Any] | str]]:
+        with handle:
+            for number, line in enumerate(handle, start=2):
+                if not line.strip():
+                    continue
+                try:
+                    chunk = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    yield number, f"not JSON: {exc.msg}"
+                    continue
+                if not isinstance(chunk, dict) or not isinstance(chunk.get("_id"), str):
+                    yield number, "a chunk line needs an object with a string _id"
+                    continue
+                yield number, chunk
+
+    return header, lines()
+
+
+def import_chunks(
+    engine: Engine, alias: str, path: Path, *, parameters: IndexParameters | None = None
+) -> tuple[int, list[dict[str, str]]]:
+    """Load an export into ``alias`` (created with the export's parameters if missing); no re-embedding."""
+    header, lines = read_export(path)
+    params = parameters or IndexParameters(**{**header["parameters"], "analysis": "auto"})
+    manager = IndexManager(engine, alias, params)
+    index = manager.ensure()
+    failed: list[dict[str, str]] = []
+
+    def actions() -> Iterator[BulkAction]:
+        for number, chunk in lines:
+            if isinstance(chunk, str):
+                failed.append({"id": f"{path.name}:{number}", "reason": chunk})
+                continue
+            chunk_id = chunk.pop("_id")
+            vector = chunk.get(VECTOR_FIELD)
+            if vector is not None and len(vector) != params.dimension:
+                failed.append(
+                    {"id": chunk_id, "reason": f"vector of {len(vector)} dimensions, index has {params.dimension}"}
+                )
+                continue
+            yield BulkAction("index", chunk_id, chunk)
+
+    totals = BulkWriter(engine, index).write(actions())
+    failed.extend({"id": failure.id, "reason": failure.reason} for failure in totals.failed)
+    engine.refresh(index)
+    return len(totals.succeeded), failed

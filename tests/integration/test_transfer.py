@@ -1,0 +1,111 @@
+"""Export/import round trip embedded -> cluster -> embedded: every chunk kept, same search results."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from esbridge.cli import main
+from esbridge.embeddings.cached import CachedEmbedder
+from esbridge.engines import Engine
+from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
+from esbridge.ingest.pipeline import IngestOptions, ingest
+from esbridge.ingest.transfer import export_chunks, import_chunks
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
+from esbridge.query.models import SearchRequest
+from esbridge.query.orchestrator import HybridSearcher
+from tests.integration.test_ingest import write_vault
+
+QUERIES = ["baking bread at home", "tidal turbines in estuaries", "wind farms"]
+
+
+def stored(engine: Engine, alias: str) -> dict[str, dict[str, Any]]:
+    hits = engine.scan(alias, {"match_all": {}}, ["content_hash", "links", "vector", "tags"], sort_field="chunk_id")
+    return {hit.id: dict(hit.source) for hit in hits}
+
+
+def top_ids(data_dir: Path, alias: str, embedder: CachedEmbedder) -> list[list[str]]:
+    async def run() -> list[list[str]]:
+        engine = AsyncEmbeddedEngine(data_dir)
+        searcher = HybridSearcher(engine, alias, embedder)
+        answers = [await searcher.search(SearchRequest(query=query, top_n=5)) for query in QUERIES]
+        await engine.close()
+        return [[hit.id for hit in answer.results] for answer in answers]
+
+    return asyncio.run(run())
+
+
+def export_to(engine: Engine, alias: str, dimension: int, path: Path) -> int:
+    with path.open("w", encoding="utf-8") as out:
+        return export_chunks(engine, IndexManager(engine, alias, IndexParameters(dimension=dimension)), out)
+
+
+def test_round_trip_through_a_cluster_keeps_everything(
+    engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    first_dir, last_dir = tmp_path / "embedded-a", tmp_path / "embedded-b"
+    first = EmbeddedEngine(first_dir)
+    manager = IndexManager(first, "notes", IndexParameters(dimension=embedder.dimension))
+    vault = write_vault(tmp_path / "vault")
+    report = ingest(vault, engine=first, manager=manager, embedder=embedder, options=IngestOptions(source="vault"))
+    assert report.failed == []
+    original = stored(first, "notes")
+
+    exported = export_to(first, "notes", embedder.dimension, tmp_path / "a.jsonl")
+    assert exported == len(original)
+    imported, failed = import_chunks(engine, alias, tmp_path / "a.jsonl")
+    assert (imported, failed) == (len(original), [])
+    on_cluster = stored(engine, alias)
+
+    export_to(engine, alias, embedder.dimension, tmp_path / "b.jsonl")
+    last = EmbeddedEngine(last_dir)
+    assert import_chunks(last, "notes", tmp_path / "b.jsonl") == (len(original), [])
+    final = stored(last, "notes")
+
+    for copy in (on_cluster, final):
+        assert set(copy) == set(original)
+        for chunk_id, fields in original.items():
+            assert copy[chunk_id]["content_hash"] == fields["content_hash"]
+            assert copy[chunk_id]["links"] == fields["links"]
+            assert copy[chunk_id]["vector"] == pytest.approx(fields["vector"], abs=1e-6)
+    first.close()
+    last.close()
+    assert top_ids(last_dir, "notes", embedder) == top_ids(first_dir, "notes", embedder)
+
+    reopened = EmbeddedEngine(last_dir)
+    params = IndexParameters(dimension=embedder.dimension)
+    again = ingest(
+        vault, engine=reopened, manager=IndexManager(reopened, "notes", params), embedder=embedder,
+        options=IngestOptions(source="vault"),
+    )  # fmt: skip
+    reopened.close()
+    assert (again.chunks_indexed, again.embedded) == (0, 0), "imported chunks count as unchanged"
+
+
+def test_import_reports_bad_lines_and_loads_the_rest(engine: Engine, alias: str, tmp_path: Path) -> None:
+    header = {"format": "esbridge-export", "version": 1, "parameters": {"dimension": 3}, "chunks": 3}
+    good = {"_id": "a#0", "chunk_id": "a#0", "doc_id": "a", "title": "A", "body": "alpha", "vector": [1.0, 0.0, 0.0]}
+    wrong_size = {**good, "_id": "b#0", "chunk_id": "b#0", "vector": [1.0, 0.0]}
+    lines = [json.dumps(header), json.dumps(good), "{broken", json.dumps(wrong_size)]
+    path = tmp_path / "export.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["import", str(path), "--json", "--url", _url(engine), "--index", alias])
+    assert result.exit_code == 1
+    summary = json.loads(result.stdout)
+    assert summary["chunks_imported"] == 1
+    assert sorted(failure["id"] for failure in summary["failed"]) == ["b#0", "export.jsonl:3"]
+    not_an_export = tmp_path / "other.jsonl"
+    not_an_export.write_text('{"id": 1}\n', encoding="utf-8")
+    refused = CliRunner().invoke(main, ["import", str(not_an_export), "--url", _url(engine), "--index", alias])
+    assert refused.exit_code == 1
+    assert "is not an esbridge export" in refused.output
+
+
+def _url(engine: Engine) -> str:
+    return engine.url
