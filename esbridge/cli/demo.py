@@ -66,7 +66,8 @@ async def _search_all(
 ) -> list[SearchResponse]:
     async with searcher(settings, embedder) as hybrid:
         return [
-            await hybrid.search(SearchRequest(query=query, top_n=top_n, explain=True, graph=True, collapse=True)) for query in queries
+            await hybrid.search(SearchRequest(query=query, top_n=top_n, explain=True, graph=True, collapse=True))
+            for query in queries
         ]
 
 
