@@ -87,7 +87,7 @@ class HybridSearcher:
         started = time.perf_counter()
         if request.top_n > self.pipeline.top_n_max:
             raise errors.ConfigError(f"top_n must be between 1 and {self.pipeline.top_n_max}, got {request.top_n}")
-        key = f"{self.index}\n{request.model_dump_json()}"
+        key = f"{self.index}\n{request.model_dump_json()}" if self._responses is not None else ""
         if self._responses is not None and (cached := self._responses.get(key)) is not None:
             fresh = cached.model_copy(deep=True)
             fresh.took_ms = _ms(started)
@@ -353,17 +353,7 @@ class HybridSearcher:
         request: SearchRequest,
         retrieved: _Retrieved,
     ) -> GraphExpansion:
-        graph = self.pipeline.graph
-        options = GraphOptions(
-            seeds=graph.seeds,
-            hops=graph.hops,
-            per_seed=graph.per_seed,
-            direction=graph.direction,
-            weight=graph.weight,
-            decay=graph.decay,
-            prior=graph.prior,
-            prior_weight=graph.prior_weight,
-        )
+        options = GraphOptions(**self.pipeline.graph.model_dump(exclude={"enabled"}))
         seeds = seed_docs(scores, doc_of, options)
         if not seeds:
             return GraphExpansion({}, {})
