@@ -9,6 +9,7 @@ import click
 from pydantic import ValidationError
 
 from esbridge.cli.options import engine_options, index_option, settings_from
+from esbridge.config.pipeline import FusionMode
 from esbridge.query.api import open_query_embedder, search
 from esbridge.query.models import Filters, SearchRequest, SearchResponse
 
@@ -27,6 +28,11 @@ _SWITCHES = ("include_deprecated", "include_draft", "include_disabled")
 @click.option("--graph/--no-graph", default=None, help="Add documents linked with the top results.")
 @click.option("--recency/--no-recency", default=None, help="Boost recently modified documents.")
 @click.option("--collapse/--no-collapse", default=None, help="Best chunk per document only.")
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "native", "client"]),
+    help="Where fusion runs: on the engine when it can (auto), on the engine (native), or in esbridge (client).",
+)
 @click.option("--explain", is_flag=True, help="Say how each result was found and scored.")
 @click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
 @engine_options
@@ -40,6 +46,7 @@ def search_command(
     graph: bool | None,
     recency: bool | None,
     collapse: bool | None,
+    mode: FusionMode | None,
     explain: bool,
     as_json: bool,
     url: str | None,
@@ -60,6 +67,7 @@ def search_command(
             graph=graph,
             recency=recency,
             collapse=collapse,
+            mode=mode,
         )
     except ValidationError as exc:
         raise click.BadParameter(_first_error(exc)) from exc

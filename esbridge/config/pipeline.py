@@ -66,7 +66,17 @@ class CacheSettings(_Section):
     results_ttl_s: float = Field(default=30.0, gt=0)
 
 
+FusionMode = Literal["auto", "native", "client"]
+
+
 class PipelineSettings(_Section):
+    mode: FusionMode = Field(
+        default="auto",
+        description=(
+            "where fusion runs: auto = on the engine when it supports the configured method (native-hybrid), "
+            "else in esbridge; native = on the engine, with a warning when it cannot; client = always in esbridge"
+        ),
+    )
     retrievers: list[str] = Field(
         default_factory=lambda: ["bm25", "knn"], min_length=1, description="registered retrievers to run"
     )

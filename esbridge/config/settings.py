@@ -3,7 +3,8 @@
 Sources, highest precedence first:
 
 1. values passed in code or by CLI flags (``load_settings(url=...)``, ``--url``),
-2. environment variables ``ESBRIDGE_*`` (nested sections with ``__``: ``ESBRIDGE_AUTH__PASSWORD``),
+2. environment variables ``ESBRIDGE_*`` (nested sections with ``__``: ``ESBRIDGE_AUTH__PASSWORD``), then the
+   short names in ``ENV_SHORTHANDS`` (``ESBRIDGE_FUSION_MODE`` for ``ESBRIDGE_PIPELINE__MODE``),
 3. the TOML file: ``--config PATH``, else ``$ESBRIDGE_CONFIG``, else ``./esbridge.toml`` if present,
 4. the defaults below.
 """
@@ -205,7 +206,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+        return (init_settings, env_settings, _ShorthandEnv(settings_cls), TomlConfigSettingsSource(settings_cls))
 
     @property
     def display_url(self) -> str:
@@ -214,6 +215,25 @@ class Settings(BaseSettings):
     def redacted(self) -> dict[str, Any]:
         """The settings as plain data, every secret replaced by ``'**********'``."""
         return self.model_dump(mode="json")
+
+
+ENV_SHORTHANDS: dict[str, tuple[str, str]] = {"ESBRIDGE_FUSION_MODE": ("pipeline", "mode")}
+"""Short environment names for settings operators change often -> (section, key)."""
+
+
+class _ShorthandEnv(PydanticBaseSettingsSource):
+    """``ENV_SHORTHANDS``, below the full ``ESBRIDGE_SECTION__KEY`` names and above the TOML file."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for variable, (section, key) in ENV_SHORTHANDS.items():
+            value = os.environ.get(variable)
+            if value:
+                values.setdefault(section, {})[key] = value
+        return values
 
 
 def redact_url(url: str) -> str:

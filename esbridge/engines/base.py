@@ -154,3 +154,18 @@ class AsyncEngine(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class SearchPipelineStore(Protocol):
+    """Named search pipelines stored on the engine (OpenSearch); ``esbridge pipeline`` manages them."""
+
+    def get_search_pipeline(self, name: str) -> dict[str, Any] | None:
+        """The stored definition of pipeline ``name``, or None when there is none."""
+        ...
+
+    def put_search_pipeline(self, name: str, body: Mapping[str, Any]) -> None: ...
+
+    def delete_search_pipeline(self, name: str) -> bool:
+        """Delete pipeline ``name``; False when there was none."""
+        ...

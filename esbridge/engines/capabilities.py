@@ -51,7 +51,8 @@ def parse_version(text: str) -> Version:
 # neural-search features by the neural-search (= OpenSearch) version that introduced them.
 # Sources: docs.opensearch.org search-pipelines/normalization-processor ("Introduced 2.10"),
 # score-ranker-processor ("Introduced 2.19"), query-dsl/compound/hybrid, search-pipelines/explanation
-# -processor ("Introduced 2.19"); z_score normalization from the neural-search 3.0.0 release notes.
+# -processor ("Introduced 2.19"); z_score normalization from the neural-search 3.0.0 release notes;
+# weights in the score-ranker-processor's RRF from the 3.1.0 release notes (#1322).
 OPENSEARCH_NEURAL_FEATURES: Mapping[str, Version] = {
     "hybrid_query": (2, 10, 0),
     "normalization_processor": (2, 10, 0),
@@ -59,6 +60,7 @@ OPENSEARCH_NEURAL_FEATURES: Mapping[str, Version] = {
     "hybrid_explain": (2, 19, 0),
     "pagination_depth": (2, 19, 0),
     "z_score": (3, 0, 0),
+    "rrf_weights": (3, 1, 0),
 }
 
 NEURAL_SEARCH_PLUGIN = "opensearch-neural-search"
@@ -97,6 +99,8 @@ ELASTICSEARCH_FEATURES: Mapping[str, tuple[Version, frozenset[str] | None]] = {
     "retrievers": ((8, 14, 0), None),
     "rrf_retriever": ((8, 16, 0), _PAID),
     "linear_retriever": ((8, 18, 0), _PAID),
+    # Per-retriever weights inside rrf: elasticsearch-specification PR #5502 (October 2025, 9.2 docs).
+    "rrf_weights": ((9, 2, 0), _PAID),
 }
 
 
@@ -112,7 +116,7 @@ def elasticsearch_native_hybrid(
             continue
         features[feature] = version >= since and (licences is None or licence in licences)
     if modules and RRF_MODULE not in modules:
-        features["rrf_retriever"] = features["linear_retriever"] = False
+        features["rrf_retriever"] = features["linear_retriever"] = features["rrf_weights"] = False
     return features
 
 

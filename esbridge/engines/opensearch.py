@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 from opensearchpy import AsyncOpenSearch, OpenSearch
 from opensearchpy import exceptions as ox
@@ -240,8 +241,37 @@ class OpenSearchEngine(paging.ScanBySearch, _Translating):
             answer = self._client.msearch(body=lines)
         return responses.msearch_results(answer, len(bodies), url=self._url, index=index)
 
+    def get_search_pipeline(self, name: str) -> dict[str, Any] | None:
+        try:
+            with self._call("get search pipeline"):
+                answer = self._client.transport.perform_request("GET", _pipeline_path(name))
+        except errors.EngineError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        definition = answer.get(name) if isinstance(answer, Mapping) else None
+        return dict(definition) if isinstance(definition, Mapping) else None
+
+    def put_search_pipeline(self, name: str, body: Mapping[str, Any]) -> None:
+        with self._call("put search pipeline"):
+            self._client.transport.perform_request("PUT", _pipeline_path(name), body=dict(body))
+
+    def delete_search_pipeline(self, name: str) -> bool:
+        try:
+            with self._call("delete search pipeline"):
+                self._client.transport.perform_request("DELETE", _pipeline_path(name))
+        except errors.EngineError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
     def close(self) -> None:
         self._client.close()
+
+
+def _pipeline_path(name: str) -> str:
+    return f"/_search/pipeline/{quote(name, safe='')}"
 
 
 class AsyncOpenSearchEngine(_Translating):

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.embeddings.cached import CachedEmbedder
-from esbridge.engines import connect_async, resolve_kind
+from esbridge.engines import Capabilities, connect, connect_async, resolve_kind
 from esbridge.errors import ModelUnavailable
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
@@ -32,7 +32,20 @@ async def searcher(settings: Settings, embedder: Embedder | None) -> AsyncIterat
     reranker = None
     if settings.pipeline.rerank.enabled:
         reranker = RERANKERS.get_named(settings.pipeline.rerank.name)(settings.pipeline.rerank)
-    engine = connect_async(settings, kind=resolve_kind(settings))
+    kind = resolve_kind(settings)
+    engine = connect_async(settings, kind=kind)
+
+    async def probe() -> Capabilities:
+        # Only when a search may go native (mode auto or native), once per searcher.
+        def run() -> Capabilities:
+            adapter = connect(settings.model_copy(update={"engine": kind}))
+            try:
+                return adapter.probe()
+            finally:
+                adapter.close()
+
+        return await asyncio.to_thread(run)
+
     try:
         yield HybridSearcher(
             engine,
@@ -41,6 +54,7 @@ async def searcher(settings: Settings, embedder: Embedder | None) -> AsyncIterat
             settings.pipeline,
             num_candidates=settings.mapping.hnsw_ef_search,
             reranker=reranker,
+            probe=probe,
         )
     finally:
         await engine.close()

@@ -96,6 +96,9 @@ class Explain(BaseModel):
     hops: int | None = None
     recency_multiplier: float = 1.0
     rerank_score: float | None = None
+    engine_explanation: dict[str, Any] | None = Field(
+        default=None, description="native hybrid: the engine's own explanation of its fused score, where it gives one"
+    )
     final_score: float = 0.0
 
 

@@ -5,13 +5,18 @@ trip; kNN follows as soon as the vector exists. Each retriever has its own timeo
 degrades the answer instead of failing it: no vector or no kNN answer gives ``lexical-only``, no BM25
 answer gives ``semantic-only``; only when both fail is the search an error. Every stage after
 retrieval is a pure function from ``esbridge.query``.
+
+With ``pipeline.mode`` ``auto`` or ``native``, the engine fuses when its probed capabilities allow the
+configured method (``esbridge.pipelines``): one request carries both retrievers' queries and comes
+back fused (``native-hybrid``); recency, graph expansion and shaping then run here on that list. If
+the native request fails, the search falls back to the client-side path and says so in ``warnings``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -22,6 +27,9 @@ from esbridge import errors
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import AsyncEngine, SearchResult
+from esbridge.engines.capabilities import Capabilities
+from esbridge.pipelines import native
+from esbridge.pipelines.fusion import native_fusion
 from esbridge.query import bodies
 from esbridge.query.concepts import expand_query
 from esbridge.query.fusion import AdaptiveResult, QueryKind, classify_query, get_fusion
@@ -34,6 +42,7 @@ from esbridge.query.shaping import ShapeOptions, shape
 from esbridge.query.types import FusionResult
 
 Clock = Callable[[], datetime]
+Probe = Callable[[], Awaitable[Capabilities]]
 
 # How much longer than the slowest retriever's own timeout a whole _msearch may take.
 _MSEARCH_MARGIN_S = 1.0
@@ -52,6 +61,10 @@ class _Retrieved:
     concept_terms: list[str] = field(default_factory=list)
     semantic: dict[str, bool] = field(default_factory=dict)
     """retriever name -> whether it is a semantic (vector) retriever"""
+    native: bool = False
+    """the engine fused the retrievers itself; ``runs`` then holds its one fused list as ``native``"""
+    explanations: dict[str, Any] = field(default_factory=dict)
+    """id -> the engine's own score explanation (native hybrid with explain)"""
 
 
 class HybridSearcher:
@@ -67,8 +80,11 @@ class HybridSearcher:
         num_candidates: int = 100,
         clock: Clock = _utc_now,
         reranker: Reranker | None = None,
+        probe: Probe | None = None,
     ) -> None:
         self.engine = engine
+        self._probe = probe
+        self._capabilities: Capabilities | str | None = None
         self.reranker = reranker
         self.index = index
         self.embedder = embedder
@@ -98,11 +114,10 @@ class HybridSearcher:
         fusion = get_fusion(method_name)
         weights = {**self.pipeline.weights, **(request.weights or {})}
         top_k = self.pipeline.top_k(request.top_n)
-        classification = classify_query(request.query)
-        lexical_only_query = method_name == "adaptive" and classification.kind == QueryKind.IDENTIFIER
-
-        retrieved = await self._retrieve(request, top_k, want_knn=not lexical_only_query)
-        mode = _mode(retrieved.semantic)
+        params = dict(self.pipeline.fusion_params) if method_name == self.pipeline.fusion else {}
+        details: dict[str, Any] = {"fusion": method_name, "top_k": top_k}
+        retrieved = await self._retrieve_natively_or_not(request, top_k, method_name, weights, params, details)
+        mode = "native-hybrid" if retrieved.native else _mode(retrieved.semantic)
         if mode is None:
             raise errors.EngineUnavailable(
                 "; ".join(retrieved.warnings) or "no retriever answered",
@@ -110,9 +125,12 @@ class HybridSearcher:
                 operation="search",
                 index=self.index,
             )
-        fused = self._fuse(fusion, method_name, retrieved.runs, weights, request.query, retrieved.sources)
+        if retrieved.native:
+            fused = FusionResult(dict(retrieved.runs["native"]))
+        else:
+            fused = self._fuse(fusion, method_name, retrieved.runs, weights, params, request.query, retrieved.sources)
         scores = fused.scores
-        details: dict[str, Any] = {"fusion": method_name, "top_k": top_k, "timings_ms": retrieved.timings}
+        details["timings_ms"] = retrieved.timings
         if retrieved.concept_terms:
             details["concept_terms"] = retrieved.concept_terms
         if isinstance(fused, AdaptiveResult):
@@ -181,6 +199,113 @@ class HybridSearcher:
         if self._responses is not None and not response.warnings:
             self._responses[key] = response.model_copy(deep=True)
         return response
+
+    async def _retrieve_natively_or_not(
+        self,
+        request: SearchRequest,
+        top_k: int,
+        method_name: str,
+        weights: Mapping[str, float],
+        params: Mapping[str, Any],
+        details: dict[str, Any],
+    ) -> _Retrieved:
+        """Native hybrid when it is planned and answers; the client-side retrievers otherwise."""
+        lexical_only = method_name == "adaptive" and classify_query(request.query).kind == QueryKind.IDENTIFIER
+        notes: list[str] = []
+        plan = None
+        if not lexical_only:
+            plan = await self._native_plan(request, method_name, weights, params, details, notes)
+        if plan is not None:
+            answer = await self._retrieve_natively(request, top_k, plan)
+            used = isinstance(answer, _Retrieved) and answer.native
+            details["native"] = {**plan.describe(), "used": used}
+            if isinstance(answer, str):
+                notes.append(f"native hybrid failed ({answer}); fused by esbridge instead")
+            elif answer.native:
+                return answer
+            else:  # no query vector: lexical-only, as on the client-side path
+                notes.extend(answer.warnings)
+                lexical_only = True
+        retrieved = await self._retrieve(request, top_k, want_knn=not lexical_only)
+        retrieved.warnings[:0] = notes
+        return retrieved
+
+    async def capabilities(self) -> Capabilities | str:
+        """The engine's capabilities, probed once; or why they are unknown."""
+        if self._capabilities is None:
+            if self._probe is None:
+                self._capabilities = "the engine's capabilities were not probed"
+            else:
+                try:
+                    self._capabilities = await self._probe()
+                except errors.EsbridgeError as exc:
+                    return f"the engine could not be probed: {exc}"
+        return self._capabilities
+
+    async def _native_plan(
+        self,
+        request: SearchRequest,
+        method_name: str,
+        weights: Mapping[str, float],
+        params: Mapping[str, Any],
+        details: dict[str, Any],
+        notes: list[str],
+    ) -> native.NativePlan | None:
+        """The native plan of this search, or None (with the reason in ``details``) for the client-side path.
+
+        A fusion configuration the engines cannot express is an error in ``native`` mode and a reason to
+        fuse client-side in ``auto`` mode; so is an engine that lacks the feature, with a warning in ``native``.
+        """
+        mode = request.mode or self.pipeline.mode
+        if mode == "client":
+            return None
+        try:
+            fusion = native_fusion(method_name, weights, params, self.pipeline.retrievers)
+        except errors.ConfigError as exc:
+            if mode == "native":
+                raise
+            details["native"] = {"used": False, "reason": str(exc)}
+            return None
+        capabilities = await self.capabilities()
+        outcome = capabilities if isinstance(capabilities, str) else native.plan(capabilities, fusion)
+        if isinstance(outcome, str):
+            details["native"] = {"used": False, "reason": outcome}
+            if mode == "native":
+                notes.append(f"native hybrid is not available ({outcome}); fused by esbridge instead")
+            return None
+        return outcome
+
+    async def _retrieve_natively(self, request: SearchRequest, top_k: int, plan: native.NativePlan) -> _Retrieved | str:
+        """One request in which the engine runs and fuses both retrievers, or the reason it failed.
+
+        Without a query vector nothing is sent: the result is not ``native`` and carries the warnings
+        saying why, and the search goes on lexical-only.
+        """
+        retrieved = _Retrieved()
+        vector = await self._semantic_vector(request.query, retrieved)
+        if vector is None:
+            return retrieved
+        context = RetrievalContext(self.engine.dialect, request.query, top_k, request.filters, self.num_candidates)
+        lexical = RETRIEVERS.get_named("bm25").body(context, None)
+        semantic = RETRIEVERS.get_named("knn").body(context, vector)
+        body = plan.body(lexical, semantic, size=top_k, source_fields=bodies.RESULT_FIELDS, explain=request.explain)
+        timeout_s = max(self.pipeline.timeout_s("bm25"), self.pipeline.timeout_s("knn"))
+        started = time.perf_counter()
+        try:
+            result = await asyncio.wait_for(self.engine.search(self.index, body), timeout_s)
+        except (asyncio.TimeoutError, errors.EngineError) as exc:
+            if isinstance(exc, errors.IndexNotFound):
+                raise
+            return f"no answer within {timeout_s:g}s" if isinstance(exc, asyncio.TimeoutError) else str(exc)
+        finally:
+            retrieved.timings["native"] = _ms(started)
+        retrieved.native = True
+        retrieved.runs["native"] = {hit.id: hit.score for hit in result.hits[:top_k]}
+        for hit in result.hits:
+            retrieved.sources.setdefault(hit.id, hit.source)
+        if request.explain:
+            retrieved.explanations = native.explanations(result.raw)
+        return retrieved
 
     async def _retrieve(self, request: SearchRequest, top_k: int, *, want_knn: bool) -> _Retrieved:
         retrieved = _Retrieved()
@@ -326,11 +451,12 @@ class HybridSearcher:
         method_name: str,
         runs: Mapping[str, Mapping[str, float]],
         weights: Mapping[str, float],
+        fusion_params: Mapping[str, Any],
         query: str,
         sources: Mapping[str, Mapping[str, Any]],
     ) -> FusionResult:
         used = {name: weight for name, weight in weights.items() if name in runs}
-        params: dict[str, Any] = dict(self.pipeline.fusion_params)
+        params: dict[str, Any] = dict(fusion_params)
         if method_name == "adaptive":
             params["query"] = query
             params["texts"] = {
@@ -420,6 +546,7 @@ class HybridSearcher:
                 hops=neighbour.hops if neighbour else None,
                 recency_multiplier=multipliers.get(item, 1.0),
                 rerank_score=rerank_scores.get(item),
+                engine_explanation=retrieved.explanations.get(item),
                 final_score=score,
             )
         return SearchHit(

@@ -53,7 +53,12 @@ def test_probe_on_a_basic_licence(server: ReplayServer) -> None:
     assert capabilities.knn is True
     assert capabilities.health == load_recording("cluster_health").body["status"]
     assert capabilities.license == "basic"
-    assert capabilities.native_hybrid == {"retrievers": True, "rrf_retriever": False, "linear_retriever": False}
+    assert capabilities.native_hybrid == {
+        "retrievers": True,
+        "rrf_retriever": False,
+        "linear_retriever": False,
+        "rrf_weights": False,
+    }
     assert any("enterprise" in note for note in capabilities.notes)
     assert capabilities.features == {"text_analysis": True, "reindex": True}
     # The 8.x client asks for 8.x semantics, which 9.x servers still honour (REST API compatibility).

@@ -1,0 +1,224 @@
+"""Native hybrid on the live engines: parity with client-side fusion, mode selection, search pipelines.
+
+Where the live engine fuses natively (OpenSearch with neural-search, Elasticsearch with an Enterprise or
+trial licence), the parity cases run against it. The engines started by scripts/engines cannot (see
+docs/engines.md: neural-search is not on Maven Central; the Elasticsearch integ-test build has no
+rank-rrf module and a basic licence), so there those cases report that they did not run, and the same
+checks run against the engine's real sub-query answers fused by tests/support/native_emulation.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from esbridge.cli import main
+from esbridge.config import Settings
+from esbridge.config.pipeline import PipelineSettings
+from esbridge.embeddings.cached import CachedEmbedder
+from esbridge.engines import Capabilities, Engine, connect_async
+from esbridge.engines.base import AsyncEngine
+from esbridge.pipelines import manage
+from esbridge.query.models import SearchRequest, SearchResponse
+from esbridge.query.orchestrator import HybridSearcher
+from tests.integration.engines import load_records, probe
+from tests.support.data import SCIFACT, require
+from tests.support.native_emulation import EmulatedNativeEngine, same_ranking_ties_aside
+
+CORPUS_SLICE = 300
+QUERIES = 8
+CONFIGURATIONS: list[dict[str, Any]] = [
+    {"fusion": "rrf"},
+    {"fusion": "rrf", "fusion_params": {"k": 20}, "weights": {"bm25": 1.0, "knn": 2.0}},
+    {"fusion": "linear", "fusion_params": {"normalization": "min_max"}},
+    {"fusion": "linear", "fusion_params": {"normalization": "min_max"}, "weights": {"bm25": 0.3, "knn": 0.7}},
+]
+
+
+def scifact_slice() -> tuple[list[dict[str, Any]], list[str]]:
+    folder = require(SCIFACT)
+    records = []
+    with (folder / "corpus.jsonl").open(encoding="utf-8") as lines:
+        for line, _ in zip(lines, range(CORPUS_SLICE), strict=False):
+            doc = json.loads(line)
+            records.append({"id": doc["_id"], "title": doc["title"], "text": doc["text"]})
+    queries = []
+    with (folder / "queries.jsonl").open(encoding="utf-8") as lines:
+        for line, _ in zip(lines, range(QUERIES), strict=False):
+            queries.append(json.loads(line)["text"])
+    return records, queries
+
+
+@pytest.fixture
+def scifact(engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path) -> tuple[str, list[str]]:
+    records, queries = scifact_slice()
+    return load_records(engine, alias, embedder, tmp_path, records), queries
+
+
+def capabilities_of(kind: str) -> Capabilities:
+    found = probe(kind)
+    assert isinstance(found, Capabilities), found
+    return found
+
+
+def natively_fusing(kind: str) -> bool:
+    native = capabilities_of(kind).native_hybrid
+    return bool(native.get("hybrid_query") or native.get("rrf_retriever"))
+
+
+def compare(
+    settings: Settings,
+    alias: str,
+    embedder: CachedEmbedder,
+    queries: list[str],
+    configuration: dict[str, Any],
+    *,
+    emulate: bool,
+) -> list[str]:
+    """Native top 10 against client-side top 20 per query; returns the queries whose rankings differ.
+
+    Both ask each retriever for the same depth (``top_k_min`` 40), so both fuse the same lists.
+    """
+
+    async def run() -> list[str]:
+        engine: AsyncEngine = connect_async(settings, kind=settings.engine)  # type: ignore[arg-type]
+        if emulate:
+            engine = EmulatedNativeEngine(engine)
+        capabilities = capabilities_of(settings.engine)
+        if emulate:
+            capabilities = capabilities.model_copy(update={"native_hybrid": dict.fromkeys(_ALL_FEATURES, True)})
+
+        async def known() -> Capabilities:
+            return capabilities
+
+        pipeline = PipelineSettings(
+            **{"recency": {"enabled": False}, "cache": {"results": 0}, "top_k_min": 40, **configuration}
+        )
+        hybrid = HybridSearcher(engine, alias, embedder, pipeline, probe=known)
+        differing = []
+        try:
+            for query in queries:
+                native = await hybrid.search(SearchRequest(query=query, top_n=10, mode="native"))
+                client = await hybrid.search(SearchRequest(query=query, top_n=20, mode="client"))
+                assert native.search_mode == "native-hybrid", native.warnings
+                assert client.search_mode == "hybrid"
+                if not same_ranking_ties_aside(_ranked(client), [hit.id for hit in native.results]):
+                    differing.append(query)
+        finally:
+            await engine.close()
+        return differing
+
+    return asyncio.run(run())
+
+
+_ALL_FEATURES = (
+    "hybrid_query",
+    "normalization_processor",
+    "score_ranker_processor",
+    "hybrid_explain",
+    "pagination_depth",
+    "rrf_weights",
+    "retrievers",
+    "rrf_retriever",
+    "linear_retriever",
+)
+
+
+def _ranked(response: SearchResponse) -> list[tuple[str, float]]:
+    return [(hit.id, hit.score) for hit in response.results]
+
+
+@pytest.mark.parametrize("configuration", CONFIGURATIONS, ids=lambda c: json.dumps(c, sort_keys=True))
+def test_native_fusion_ranks_as_client_side_fusion(
+    engine_kind: str,
+    engine_settings: Settings,
+    scifact: tuple[str, list[str]],
+    embedder: CachedEmbedder,
+    configuration: dict[str, Any],
+) -> None:
+    if not natively_fusing(engine_kind):
+        reasons = "; ".join(capabilities_of(engine_kind).notes) or "no native hybrid feature"
+        pytest.skip(f"this {engine_kind} does not fuse natively ({reasons}); the emulated parity case ran instead")
+    alias, queries = scifact
+    assert compare(engine_settings, alias, embedder, queries, configuration, emulate=False) == []
+
+
+@pytest.mark.parametrize("configuration", CONFIGURATIONS, ids=lambda c: json.dumps(c, sort_keys=True))
+def test_native_bodies_on_the_live_engine_rank_as_client_side_fusion(
+    engine_settings: Settings,
+    scifact: tuple[str, list[str]],
+    embedder: CachedEmbedder,
+    configuration: dict[str, Any],
+) -> None:
+    """The native request's sub-queries run on the live engine; their fusion is emulated."""
+    alias, queries = scifact
+    assert compare(engine_settings, alias, embedder, queries, configuration, emulate=True) == []
+
+
+def test_auto_mode_says_which_path_answered(
+    engine_kind: str, engine_settings: Settings, scifact: tuple[str, list[str]], embedder: CachedEmbedder
+) -> None:
+    alias, queries = scifact
+    runner = CliRunner()
+    args = ["search", queries[0], "--url", str(engine_settings.url), "--engine", engine_kind, "--index", alias]
+    result = runner.invoke(main, [*args, "--json"], env={"ESBRIDGE_FUSION_MODE": "auto"})
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.output)
+    if natively_fusing(engine_kind):
+        assert answer["search_mode"] == "native-hybrid"
+    else:
+        assert answer["search_mode"] == "hybrid"
+        assert answer["details"]["native"]["used"] is False
+        assert answer["details"]["native"]["reason"]
+        forced = runner.invoke(main, [*args, "--json", "--mode", "native"])
+        assert forced.exit_code == 0, forced.output
+        assert any("native hybrid is not available" in w for w in json.loads(forced.output)["warnings"])
+
+
+def test_search_pipeline_store_round_trip_on_opensearch(engine_kind: str, engine: Engine) -> None:
+    """Create, compare, update and delete a pipeline with processors every OpenSearch has."""
+    if engine_kind != "opensearch":
+        pytest.skip("only OpenSearch stores search pipelines")
+    name = f"esbridge-test-{uuid.uuid4().hex[:8]}"
+    first = {"description": "t", "request_processors": [{"filter_query": {"query": {"term": {"status": "a"}}}}]}
+    second = {"description": "t", "request_processors": [{"filter_query": {"query": {"term": {"status": "b"}}}}]}
+    try:
+        assert manage.apply(engine, name, first)[0] == "created"
+        action, state = manage.apply(engine, name, first)
+        assert action == "unchanged" and state.in_sync
+        action, state = manage.apply(engine, name, second)
+        assert action == "updated"
+        assert any(line.startswith("+") and '"b"' in line for line in state.diff)
+        assert manage.state(engine, name, second).in_sync
+    finally:
+        assert manage.delete(engine, name) == "deleted"
+    assert manage.delete(engine, name) == "absent"
+    assert manage.state(engine, name, first).installed is None
+
+
+def test_pipeline_commands(engine_kind: str, engine_settings: Settings, alias: str) -> None:
+    runner = CliRunner()
+    args = ["--url", str(engine_settings.url), "--engine", engine_kind, "--index", alias]
+    if engine_kind == "elasticsearch":
+        result = runner.invoke(main, ["pipeline", "apply", *args])
+        assert result.exit_code == 1
+        assert "retrievers inside each request" in result.output
+        return
+    if not natively_fusing(engine_kind):
+        result = runner.invoke(main, ["pipeline", "show", *args])
+        assert result.exit_code == 1
+        assert "neural-search plugin is not installed" in result.output
+        return
+    created = runner.invoke(main, ["pipeline", "apply", *args])
+    assert created.exit_code == 0 and "created" in created.output, created.output
+    again = runner.invoke(main, ["pipeline", "apply", *args])
+    assert "unchanged" in again.output
+    shown = json.loads(runner.invoke(main, ["pipeline", "show", *args, "--json"]).output)
+    assert shown["in_sync"] is True
+    assert "deleted" in runner.invoke(main, ["pipeline", "delete", *args]).output

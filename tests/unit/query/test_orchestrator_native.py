@@ -1,0 +1,246 @@
+"""Mode selection and the native path of the orchestrator, against in-memory engines.
+
+Native fusion is emulated (tests/support/native_emulation.py) from the engines' own code and docs, so
+the parity checks here compare esbridge's client-side fusion with an independent model of the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from esbridge import errors
+from esbridge.config.pipeline import PipelineSettings
+from esbridge.engines.base import Dialect, SearchResult
+from esbridge.engines.capabilities import Capabilities, elasticsearch_native_hybrid, opensearch_native_hybrid
+from esbridge.query.models import SearchRequest, SearchResponse
+from esbridge.query.orchestrator import HybridSearcher
+from tests.support.native_emulation import EmulatedNativeEngine, same_ranking_ties_aside
+from tests.unit.query.test_orchestrator import NOW, MemoryEngine, StubEmbedder, doc
+
+LEX = [(f"l{i}#0", 20.0 - i) for i in range(15)] + [("both1#0", 4.0), ("both2#0", 3.5)]
+SEM = [("both2#0", 0.95), ("both1#0", 0.9)] + [(f"s{i}#0", 0.85 - i / 50) for i in range(15)]
+
+
+def opensearch(neural: str | None = "3.6.0") -> Capabilities:
+    plugins = {"opensearch-knn": "3.6.0", **({"opensearch-neural-search": neural} if neural else {})}
+    return Capabilities(
+        distribution="opensearch",
+        version="3.6.0",
+        url="memory://",
+        knn=True,
+        native_hybrid=opensearch_native_hybrid(plugins),
+    )
+
+
+def elasticsearch(licence: str = "enterprise", version: str = "9.2.0") -> Capabilities:
+    return Capabilities(
+        distribution="elasticsearch",
+        version=version,
+        url="memory://",
+        knn=True,
+        license=licence,
+        native_hybrid=elasticsearch_native_hybrid(version, licence),
+    )
+
+
+class ElasticsearchMemory(MemoryEngine):
+    """The in-memory engine speaking the Elasticsearch dialect (top-level ``knn``)."""
+
+    @property
+    def dialect(self) -> Dialect:
+        return "elasticsearch"
+
+    async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+        if "knn" in body:
+            body = {**body, "query": {"knn": body["knn"]}}
+        return await super().search(index, body)
+
+
+def native_searcher(
+    capabilities: Capabilities | str,
+    engine: Any = None,
+    embedder: StubEmbedder | None = None,
+    **pipeline: Any,
+) -> tuple[HybridSearcher, EmulatedNativeEngine]:
+    inner = engine or MemoryEngine(LEX, SEM)
+    emulated = engine if isinstance(engine, EmulatedNativeEngine) else EmulatedNativeEngine(inner)
+    settings = PipelineSettings(**{"recency": {"enabled": False}, "cache": {"results": 0}, "top_k_min": 40, **pipeline})
+
+    async def probe() -> Capabilities:
+        if isinstance(capabilities, str):
+            raise errors.EngineUnavailable(capabilities, url="memory://", operation="probe")
+        return capabilities
+
+    searcher = HybridSearcher(emulated, "idx", embedder or StubEmbedder(), settings, clock=lambda: NOW, probe=probe)
+    return searcher, emulated
+
+
+def run(searcher: HybridSearcher, **request: Any) -> SearchResponse:
+    return asyncio.run(searcher.search(SearchRequest(**{"query": "solar energy", **request})))
+
+
+def ranked(response: SearchResponse) -> list[tuple[str, float]]:
+    return [(hit.id, hit.score) for hit in response.results]
+
+
+@pytest.mark.parametrize(
+    ("fusion", "params", "weights"),
+    [
+        ("rrf", {}, {}),
+        ("rrf", {"k": 10}, {"bm25": 1.0, "knn": 3.0}),
+        ("linear", {"normalization": "min_max", "combination": "arithmetic_mean", "min_max_floor": 0.001}, {}),
+        ("linear", {"normalization": "min_max"}, {"bm25": 0.3, "knn": 0.7}),
+        ("linear", {"normalization": "l2"}, {"bm25": 2.0, "knn": 1.0}),
+    ],
+)
+def test_native_opensearch_ranks_as_client_side_fusion(
+    fusion: str, params: dict[str, Any], weights: dict[str, float]
+) -> None:
+    pipeline: dict[str, Any] = {"fusion": fusion, "fusion_params": params}
+    if weights:
+        pipeline["weights"] = weights
+    searcher, engine = native_searcher(opensearch(), **pipeline)
+    native = run(searcher, top_n=10, mode="native")
+    client = run(searcher, top_n=20, mode="client")
+    assert native.search_mode == "native-hybrid"
+    assert client.search_mode == "hybrid"
+    assert native.warnings == []
+    assert len(engine.native_bodies) == 1
+    assert same_ranking_ties_aside(ranked(client), [hit.id for hit in native.results])
+
+
+@pytest.mark.parametrize(
+    ("fusion", "params", "weights"),
+    [
+        ("rrf", {"k": 60}, {}),
+        ("rrf", {"k": 20}, {"bm25": 0.5, "knn": 2.0}),
+        ("linear", {}, {"bm25": 2.0, "knn": 1.5}),
+        ("linear", {"normalization": "l2"}, {}),
+    ],
+)
+def test_native_elasticsearch_ranks_as_client_side_fusion(
+    fusion: str, params: dict[str, Any], weights: dict[str, float]
+) -> None:
+    pipeline: dict[str, Any] = {"fusion": fusion, "fusion_params": params}
+    if weights:
+        pipeline["weights"] = weights
+    searcher, engine = native_searcher(elasticsearch(), ElasticsearchMemory(LEX, SEM), **pipeline)
+    native = run(searcher, top_n=10, mode="native")
+    client = run(searcher, top_n=20, mode="client")
+    assert native.search_mode == "native-hybrid"
+    assert list(engine.native_bodies[0]["retriever"]) == [fusion]
+    assert same_ranking_ties_aside(ranked(client), [hit.id for hit in native.results])
+
+
+def test_auto_uses_the_engine_when_it_can_and_says_so() -> None:
+    searcher, engine = native_searcher(opensearch())
+    response = run(searcher)
+    assert response.search_mode == "native-hybrid"
+    assert response.details["native"]["used"] is True
+    pipeline = response.details["native"]["search_pipeline"]
+    assert pipeline["phase_results_processors"][0]["score-ranker-processor"]["combination"]["rank_constant"] == 60
+    assert engine.plain_bodies == []  # one request, no client-side retrieval
+
+
+def test_auto_fuses_client_side_without_a_warning_when_the_engine_cannot() -> None:
+    searcher, engine = native_searcher(opensearch(neural=None))
+    response = run(searcher)
+    assert response.search_mode == "hybrid"
+    assert response.warnings == []
+    assert "neural-search" in response.details["native"]["reason"]
+    assert engine.native_bodies == []
+
+
+def test_native_mode_on_an_engine_without_it_warns_and_answers_client_side() -> None:
+    searcher, _ = native_searcher(elasticsearch(licence="basic"))
+    response = run(searcher, mode="native")
+    assert response.search_mode == "hybrid"
+    assert response.results
+    assert any("native hybrid is not available" in w and "licence" in w for w in response.warnings)
+
+
+def test_native_mode_refuses_a_method_the_engines_cannot_express() -> None:
+    searcher, _ = native_searcher(opensearch(), fusion="dbsf")
+    with pytest.raises(errors.ConfigError, match="'dbsf' has no server-side equivalent"):
+        run(searcher, mode="native")
+
+
+def test_auto_mode_runs_an_inexpressible_method_client_side() -> None:
+    searcher, engine = native_searcher(opensearch(), fusion="dbsf")
+    response = run(searcher)
+    assert response.search_mode == "hybrid"
+    assert "dbsf" in response.details["native"]["reason"]
+    assert engine.native_bodies == []
+
+
+def test_client_mode_never_asks_the_engine_to_fuse() -> None:
+    searcher, engine = native_searcher(opensearch(), mode="client")
+    response = run(searcher)
+    assert response.search_mode == "hybrid"
+    assert "native" not in response.details
+    assert engine.native_bodies == []
+
+
+def test_a_failed_native_request_falls_back_to_client_side_fusion() -> None:
+    failure = errors.AuthorizationError(
+        "current license is non-compliant for [Reciprocal Rank Fusion (RRF)]", url="memory://", operation="search"
+    )
+    engine = EmulatedNativeEngine(MemoryEngine(LEX, SEM), fail_native=failure)
+    searcher, _ = native_searcher(opensearch(), engine)
+    response = run(searcher)
+    assert response.search_mode == "hybrid"
+    assert response.details["native"]["used"] is False
+    assert any("native hybrid failed" in w and "non-compliant" in w for w in response.warnings)
+    assert [hit.id for hit in response.results] == [hit.id for hit in run(searcher, mode="client").results]
+
+
+def test_an_unreachable_probe_means_client_side() -> None:
+    searcher, _ = native_searcher("connection refused")
+    response = run(searcher)
+    assert response.search_mode == "hybrid"
+    assert "could not be probed" in response.details["native"]["reason"]
+
+
+def test_without_a_query_vector_native_mode_degrades_to_lexical_only() -> None:
+    searcher, engine = native_searcher(opensearch(), embedder=StubEmbedder(fail=True))
+    response = run(searcher, mode="native")
+    assert response.search_mode == "lexical-only"
+    assert engine.native_bodies == []
+    assert [hit.id for hit in response.results][:3] == ["l0#0", "l1#0", "l2#0"]
+    assert sum("could not be embedded" in w for w in response.warnings) == 1
+
+
+def test_recency_and_explain_run_on_the_natively_fused_list() -> None:
+    dated = {item: doc(item.split("#")[0], modified_at="2026-11-20T00:00:00Z") for item, _ in SEM[:2]}
+    inner = MemoryEngine(LEX, SEM, sources=dated)
+    searcher, _ = native_searcher(opensearch(), inner, recency={"enabled": True})
+    response = run(searcher, explain=True, top_n=20)
+    assert response.search_mode == "native-hybrid"
+    boosted = {hit.id: hit.explain for hit in response.results if hit.id in dated}
+    assert {item: e.recency_multiplier for item, e in boosted.items() if e} == {"both2#0": 1.2, "both1#0": 1.2}
+    top = response.results[0].explain
+    assert top is not None and set(top.retrievers) == {"native"}
+    assert top.retrievers["native"].rank >= 1
+
+
+def test_native_explain_keeps_the_engines_own_explanation() -> None:
+    class Explaining(EmulatedNativeEngine):
+        async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+            result = await super().search(index, body)
+            if body.get("explain"):
+                hits = [
+                    {**hit, "_explanation": {"value": hit["_score"], "description": "rrf"}}
+                    for hit in result.raw["hits"]["hits"]
+                ]
+                return SearchResult(result.hits, result.total, 0, raw={"hits": {"hits": hits}})
+            return result
+
+    searcher, _ = native_searcher(opensearch(), Explaining(MemoryEngine(LEX, SEM)))
+    response = run(searcher, explain=True)
+    first = response.results[0].explain
+    assert first is not None and first.engine_explanation is not None
+    assert first.engine_explanation["description"] == "rrf"
