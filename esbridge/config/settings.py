@@ -104,6 +104,15 @@ class EmbeddingSettings(_Section):
     dimension: int | None = Field(default=None, ge=1, le=4096, description="defaults to the model's own")
     batch_size: int = Field(default=32, ge=1, le=4096)
     device: str = "cpu"
+    threads: int | None = Field(
+        default=None, ge=1, le=512, description="CPU threads for embedding batches (ingest); none = torch's default"
+    )
+    query_threads: int | None = Field(
+        default=1,
+        ge=1,
+        le=512,
+        description="CPU threads for embedding one text (a query): one is fastest for short texts on a busy machine",
+    )
     cache_dir: Path | None = Field(
         default=None, description="embedding cache; defaults to ~/.cache/esbridge/embeddings"
     )

@@ -24,6 +24,8 @@ DEFAULT_TEXT_BOOSTS: Mapping[str, float] = {
 # Fields with their own analyzers: scored separately, best field wins.
 DEFAULT_EXACT_BOOSTS: Mapping[str, float] = {"path.text": 2.0, "code": 1.0}
 
+# Stored fields a search asks for. The chunk texts (body, code) are the bulk of a response; only
+# re-ranking and adaptive fusion read them, so other searches ask for DISPLAY_FIELDS.
 RESULT_FIELDS = (
     "doc_id",
     "chunk_id",
@@ -37,6 +39,8 @@ RESULT_FIELDS = (
     "body",
     "code",
 )
+TEXT_FIELDS = ("body", "code")
+DISPLAY_FIELDS = tuple(field for field in RESULT_FIELDS if field not in TEXT_FIELDS)
 
 
 def filter_clauses(filters: Filters) -> list[JSON]:

@@ -285,10 +285,10 @@ class HybridSearcher:
         vector = await self._semantic_vector(request.query, retrieved)
         if vector is None:
             return retrieved
-        context = RetrievalContext(self.engine.dialect, request.query, top_k, request.filters, self.num_candidates)
+        context = self._context(request, top_k)
         lexical = RETRIEVERS.get_named("bm25").body(context, None)
         semantic = RETRIEVERS.get_named("knn").body(context, vector)
-        body = plan.body(lexical, semantic, size=top_k, source_fields=bodies.RESULT_FIELDS, explain=request.explain)
+        body = plan.body(lexical, semantic, size=top_k, source_fields=context.source_fields, explain=request.explain)
         timeout_s = max(self.pipeline.timeout_s("bm25"), self.pipeline.timeout_s("knn"))
         started = time.perf_counter()
         try:
@@ -307,9 +307,18 @@ class HybridSearcher:
             retrieved.explanations = native.explanations(result.raw)
         return retrieved
 
+    def _context(self, request: SearchRequest, top_k: int) -> RetrievalContext:
+        reads_texts = (request.fusion or self.pipeline.fusion) == "adaptive" or (
+            self.reranker is not None and request.rerank is not False
+        )
+        fields = bodies.RESULT_FIELDS if reads_texts else bodies.DISPLAY_FIELDS
+        return RetrievalContext(
+            self.engine.dialect, request.query, top_k, request.filters, self.num_candidates, source_fields=fields
+        )
+
     async def _retrieve(self, request: SearchRequest, top_k: int, *, want_knn: bool) -> _Retrieved:
         retrieved = _Retrieved()
-        context = RetrievalContext(self.engine.dialect, request.query, top_k, request.filters, self.num_candidates)
+        context = self._context(request, top_k)
         chosen = {name: RETRIEVERS.get_named(name) for name in self.pipeline.retrievers}
         if not want_knn:
             chosen = {name: retriever for name, retriever in chosen.items() if not retriever.needs_vector}

@@ -24,6 +24,8 @@ class RetrievalContext:
     top_k: int
     filters: Filters
     num_candidates: int
+    source_fields: Sequence[str] = bodies.RESULT_FIELDS
+    """stored fields each hit brings back"""
 
 
 class Retriever(Protocol):
@@ -37,7 +39,13 @@ class BM25Retriever:
     needs_vector = False
 
     def body(self, context: RetrievalContext, vector: Sequence[float] | None) -> JSON:
-        return bodies.bm25_body(context.dialect, context.query, size=context.top_k, filters=context.filters)
+        return bodies.bm25_body(
+            context.dialect,
+            context.query,
+            size=context.top_k,
+            filters=context.filters,
+            source_fields=context.source_fields,
+        )
 
 
 class KnnRetriever:
@@ -52,6 +60,7 @@ class KnnRetriever:
             k=context.top_k,
             filters=context.filters,
             num_candidates=max(context.num_candidates, 2 * context.top_k),
+            source_fields=context.source_fields,
         )
 
 

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,3 +133,27 @@ def test_without_sentence_transformers_the_error_says_how_to_install(monkeypatch
 def test_a_missing_model_folder_fails_before_any_import(tmp_path: Path) -> None:
     with pytest.raises(ModelUnavailable, match="does not exist"):
         SentenceTransformerEmbedder(str(tmp_path / "nope"))
+
+
+@needs_model
+def test_one_text_embeds_on_query_threads_and_batches_on_threads(
+    minilm: SentenceTransformerEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    seen: list[int] = []
+    encode = minilm._model.encode
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        seen.append(torch.get_num_threads())
+        return encode(*args, **kwargs)
+
+    monkeypatch.setattr(minilm._model, "encode", recording)
+    monkeypatch.setattr(minilm, "_query_threads", 1)
+    monkeypatch.setattr(minilm, "_threads", 3)
+    before = torch.get_num_threads()
+    single = minilm.embed(["a query"])
+    batch = minilm.embed(["a query", "a second text"])
+    assert seen == [1, 3]
+    assert torch.get_num_threads() == before, "the process-wide setting is restored"
+    assert single[0] == pytest.approx(batch[0], abs=1e-5), "the thread count does not change the vector"

@@ -244,3 +244,15 @@ def test_native_explain_keeps_the_engines_own_explanation() -> None:
     first = response.results[0].explain
     assert first is not None and first.engine_explanation is not None
     assert first.engine_explanation["description"] == "rrf"
+
+
+@pytest.mark.parametrize(("fusion", "texts"), [("rrf", False), ("linear", False), ("adaptive", True)])
+def test_chunk_texts_are_fetched_only_when_a_stage_reads_them(fusion: str, texts: bool) -> None:
+    for mode in ("client", "auto"):  # auto answers natively where the method allows
+        searcher, engine = native_searcher(opensearch(), fusion=fusion, mode=mode)
+        run(searcher)
+        sent = engine.native_bodies or engine.plain_bodies
+        assert sent
+        for body in sent:
+            assert ("body" in body["_source"]) is texts
+            assert "title" in body["_source"] and "modified_at" in body["_source"]
