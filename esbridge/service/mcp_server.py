@@ -54,10 +54,12 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
 
     server = MCPServer(name="esbridge", instructions=INSTRUCTIONS, lifespan=lifespan)
 
+    # The SDK evaluates these annotations in module scope, so they cannot refer to ``settings``: the
+    # upper bound of top_n (pipeline.top_n_max) is enforced by the searcher instead.
     @server.tool(description="Hybrid BM25 + kNN search of the index, fused; returns ranked results.")
     async def search(
         query: Annotated[str, Field(min_length=1, max_length=4096, description="what to look for")],
-        top_n: Annotated[int, Field(ge=1, le=settings.pipeline.top_n_max, description="how many results")] = 10,
+        top_n: Annotated[int, Field(ge=1, description="how many results")] = 10,
         fusion: Annotated[str | None, Field(description="rrf, linear, dbsf or adaptive")] = None,
         weights: Annotated[dict[str, float] | None, Field(description="retriever -> weight, e.g. bm25, knn")] = None,
         filters: Annotated[Filters | None, Field(description="term filters, date ranges, lifecycle")] = None,
