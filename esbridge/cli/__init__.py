@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from esbridge import __version__
-from esbridge.cli import demo, graph, index, info, ingest, mapping, pipeline, search, transfer
+from esbridge.cli import demo, graph, index, info, ingest, mapping, mcp, pipeline, search, serve, transfer
 from esbridge.errors import EsbridgeError
 
 
@@ -38,3 +38,5 @@ main.add_command(transfer.export_command)
 main.add_command(transfer.import_command)
 main.add_command(demo.demo_command)
 main.add_command(pipeline.pipeline)
+main.add_command(serve.serve_command)
+main.add_command(mcp.mcp_command)

@@ -4,7 +4,8 @@ Sources, highest precedence first:
 
 1. values passed in code or by CLI flags (``load_settings(url=...)``, ``--url``),
 2. environment variables ``ESBRIDGE_*`` (nested sections with ``__``: ``ESBRIDGE_AUTH__PASSWORD``), then the
-   short names in ``ENV_SHORTHANDS`` (``ESBRIDGE_FUSION_MODE`` for ``ESBRIDGE_PIPELINE__MODE``),
+   short names in ``ENV_SHORTHANDS`` (``ESBRIDGE_FUSION_MODE`` for ``ESBRIDGE_PIPELINE__MODE``,
+   ``ESBRIDGE_API_KEYS`` for ``ESBRIDGE_SERVICE__API_KEYS``),
 3. the TOML file: ``--config PATH``, else ``$ESBRIDGE_CONFIG``, else ``./esbridge.toml`` if present,
 4. the defaults below.
 """
@@ -14,12 +15,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -130,6 +132,60 @@ class MappingSettings(_Section):
     replicas: int = Field(default=0, ge=0, le=16)
 
 
+def _comma_list(value: Any) -> Any:
+    """A comma-separated string (as environment variables give lists) or a JSON list, as a list."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.startswith("["):
+        import json
+
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"not a JSON list: {exc}") from None
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+class ServiceSettings(_Section):
+    """The HTTP sidecar (``esbridge serve``): where it listens, who may call it, and its limits."""
+
+    host: str = Field(default="127.0.0.1", description="listen address; loopback unless told otherwise")
+    port: int = Field(default=8088, ge=0, le=65535)
+    api_keys: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list, description="accepted API keys; env ESBRIDGE_API_KEYS=key1,key2"
+    )
+    api_keys_file: Path | None = Field(default=None, description="a file with one API key per line (# comments)")
+    require_key_for_reads: bool = Field(default=False, description="searches and metrics need a key too")
+    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list, description="none: CORS off")
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, le=256 * 1024 * 1024)
+    max_query_chars: int = Field(default=1024, ge=1, le=4096)
+    max_top_n: int = Field(default=50, ge=1, le=1000)
+    max_documents: int = Field(default=100, ge=1, le=10_000, description="documents per POST /v1/documents")
+    request_timeout_s: float = Field(default=30.0, gt=0, le=600, description="after this a request answers 504")
+    retry_after_s: int = Field(default=5, ge=1, le=3600, description="Retry-After of 503 answers")
+    shutdown_timeout_s: float = Field(default=30.0, gt=0, le=600, description="grace for in-flight requests")
+    source: str = Field(default="api", min_length=1, description="the source label of documents written over HTTP")
+
+    @field_validator("api_keys", "cors_origins", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        return _comma_list(value)
+
+    @field_validator("api_keys")
+    @classmethod
+    def _no_blank_keys(cls, value: list[SecretStr]) -> list[SecretStr]:
+        if any(not key.get_secret_value().strip() for key in value):
+            raise ValueError("API keys must not be blank")
+        return value
+
+    @model_validator(mode="after")
+    def _keys_file_exists(self) -> ServiceSettings:
+        if self.api_keys_file is not None and not self.api_keys_file.is_file():
+            raise ValueError(f"service.api_keys_file not found: {self.api_keys_file}")
+        return self
+
+
 class Settings(BaseSettings):
     """Everything esbridge can be configured with; see the module docstring for precedence."""
 
@@ -154,6 +210,7 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = EmbeddingSettings()
     mapping: MappingSettings = MappingSettings()
     pipeline: PipelineSettings = PipelineSettings()
+    service: ServiceSettings = ServiceSettings()
 
     @field_validator("url")
     @classmethod
@@ -226,7 +283,10 @@ class Settings(BaseSettings):
         return self.model_dump(mode="json")
 
 
-ENV_SHORTHANDS: dict[str, tuple[str, str]] = {"ESBRIDGE_FUSION_MODE": ("pipeline", "mode")}
+ENV_SHORTHANDS: dict[str, tuple[str, str]] = {
+    "ESBRIDGE_FUSION_MODE": ("pipeline", "mode"),
+    "ESBRIDGE_API_KEYS": ("service", "api_keys"),
+}
 """Short environment names for settings operators change often -> (section, key)."""
 
 

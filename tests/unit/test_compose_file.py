@@ -9,6 +9,8 @@ import pytest
 import yaml
 
 COMPOSE = Path(__file__).resolve().parents[2] / "docker" / "compose.yaml"
+DOCKERFILE = COMPOSE.parent / "sidecar.Dockerfile"
+ENGINES = ("opensearch", "elasticsearch")
 
 
 def compose() -> dict[str, Any]:
@@ -23,8 +25,8 @@ def test_engines_bind_to_loopback_on_the_documented_ports() -> None:
 
 
 def test_every_engine_has_a_health_check() -> None:
-    for name, service in compose()["services"].items():
-        check = service["healthcheck"]["test"]
+    for name in ENGINES:
+        check = compose()["services"][name]["healthcheck"]["test"]
         assert "_cluster/health" in " ".join(check), name
 
 
@@ -39,6 +41,29 @@ def test_elasticsearch_keeps_security_on() -> None:
     environment = compose()["services"]["elasticsearch"]["environment"]
     assert environment["xpack.security.enabled"] == "true"
     assert environment["ELASTIC_PASSWORD"]
+
+
+def test_the_sidecar_runs_beside_the_engines_published_on_loopback_only() -> None:
+    sidecar = compose()["services"]["sidecar"]
+    assert sidecar["profiles"] == ["sidecar"]  # `up` alone still starts only the engines
+    assert sidecar["ports"] == ["127.0.0.1:8088:8088"]
+    assert sidecar["build"]["dockerfile"] == "docker/sidecar.Dockerfile"
+    assert (COMPOSE.parent / sidecar["build"]["context"] / sidecar["build"]["dockerfile"]).is_file()
+    assert sidecar["environment"]["ESBRIDGE_URL"] == "http://opensearch:9200"
+    assert sidecar["depends_on"]["opensearch"]["condition"] == "service_healthy"
+    assert "/readyz" in " ".join(sidecar["healthcheck"]["test"])
+    command = sidecar["command"]
+    # 0.0.0.0 inside the container is intended: the published port is on loopback only.
+    assert command[command.index("--host") + 1] == "0.0.0.0"  # noqa: S104
+
+
+def test_the_sidecar_image_runs_as_a_non_root_user_and_installs_the_service_extra() -> None:
+    lines = [line.strip() for line in DOCKERFILE.read_text(encoding="utf-8").splitlines()]
+    users = [line.split()[1] for line in lines if line.startswith("USER ")]
+    assert users and users[-1] not in ("root", "0")
+    assert any(line.startswith("RUN pip install") and "[service" in line for line in lines)
+    assert lines.index(f"USER {users[-1]}") < lines.index('ENTRYPOINT ["esbridge"]')
+    assert any(line.startswith("HEALTHCHECK") for line in lines)
 
 
 def _compose_cli() -> list[str] | None:

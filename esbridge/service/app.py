@@ -1,0 +1,99 @@
+"""The ASGI app of the sidecar, and running it with uvicorn.
+
+One app holds one ``Backend`` for its lifetime (engine clients with their connection pools, the
+searcher, the embedding model loaded once in a worker thread at start-up). Uvicorn stops accepting
+connections on SIGTERM/SIGINT and lets in-flight requests finish (up to ``service.shutdown_timeout_s``)
+before the lifespan closes the engine clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from esbridge import __version__
+from esbridge.config.settings import Settings
+from esbridge.embeddings.base import Embedder
+from esbridge.query.api import open_query_embedder
+from esbridge.service import errors
+from esbridge.service.auth import KeyRing
+from esbridge.service.backend import Backend
+from esbridge.service.limits import BodyLimit
+from esbridge.service.metrics import Metrics, RequestTimer
+from esbridge.service.routes import router
+
+
+def create_app(settings: Settings, *, embedder: Embedder | None = None, load_model: bool = True) -> FastAPI:
+    """The sidecar app. ``embedder`` is used as given (not closed); otherwise the configured model is
+    loaded at start-up when ``load_model`` (and searches go lexical-only if it cannot load)."""
+    keys = KeyRing.from_settings(settings.service)
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        model, problem, owned = embedder, None, None
+        if model is None and load_model:
+            owned, problem = await asyncio.to_thread(open_query_embedder, settings)
+            model = owned
+        elif model is None:
+            problem = "no embedding model is loaded: answered with BM25 only"
+        backend = Backend(settings, model, problem)
+        app.state.backend = backend
+        try:
+            yield
+        finally:
+            await backend.close()
+            if owned is not None:
+                owned.close()
+
+    app = FastAPI(
+        title="esbridge",
+        version=__version__,
+        summary="Hybrid search (BM25 + kNN, fused) over Elasticsearch, OpenSearch or the embedded engine",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.keys = keys
+    app.state.metrics = metrics
+    app.include_router(router)
+    app.add_exception_handler(errors.ServiceError, errors.on_service_error)
+    app.add_exception_handler(RequestValidationError, errors.on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, errors.on_http_error)
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.service.max_body_bytes,
+        on_refusal=lambda: metrics.errors.labels(kind="body_too_large").inc(),
+    )
+    app.add_middleware(RequestTimer, metrics=metrics)
+    if settings.service.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.service.cors_origins,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["Authorization", "X-API-Key", "Content-Type"],
+        )
+    return app
+
+
+def serve(settings: Settings, *, log_level: str = "info") -> None:
+    """Run the sidecar with uvicorn until SIGTERM or SIGINT."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        create_app(settings),
+        host=settings.service.host,
+        port=settings.service.port,
+        log_level=log_level,
+        timeout_graceful_shutdown=int(settings.service.shutdown_timeout_s),
+        proxy_headers=False,
+        server_header=False,
+    )
+    uvicorn.Server(config).run()

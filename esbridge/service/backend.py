@@ -1,0 +1,124 @@
+"""What one service process holds for its lifetime: the engine connections, the searcher and the model.
+
+The engine is connected on first use rather than at start-up, so a sidecar that starts before its
+cluster comes up answers 503 until the cluster is there instead of failing to start. Searches use the
+async adapter (one pooled client); writes use the synchronous adapter in a worker thread. The embedded
+engine is opened once and shared by both paths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from esbridge.config.settings import Settings
+from esbridge.embeddings.base import Embedder
+from esbridge.engines.base import AsyncEngine, Engine
+from esbridge.engines.capabilities import Capabilities
+from esbridge.engines.factory import Resolved, connect, connect_async, resolve_kind
+from esbridge.mappings.lifecycle import IndexManager, parameters_from
+from esbridge.query.orchestrator import HybridSearcher
+from esbridge.query.rerank import RERANKERS
+
+_READY_QUERY = {"size": 0, "query": {"match_all": {}}}
+
+
+@dataclass(frozen=True)
+class Connected:
+    kind: Resolved
+    engine: Engine
+    async_engine: AsyncEngine
+    searcher: HybridSearcher
+
+
+class Backend:
+    def __init__(self, settings: Settings, embedder: Embedder | None, model_problem: str | None = None) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.model_problem = model_problem
+        self._connected: Connected | None = None
+        self._lock = asyncio.Lock()
+        self._index_ensured = False
+        self._ensure_lock = threading.Lock()
+
+    @property
+    def index(self) -> str:
+        return self.settings.index
+
+    async def connected(self) -> Connected:
+        """The engine adapters and searcher, connecting first if needed (raises EngineUnavailable)."""
+        if self._connected is not None:
+            return self._connected
+        async with self._lock:
+            if self._connected is None:
+                self._connected = await asyncio.to_thread(self._connect)
+            return self._connected
+
+    def _connect(self) -> Connected:
+        kind = resolve_kind(self.settings)
+        settings = self.settings.model_copy(update={"engine": kind})
+        engine = connect(settings)
+        async_engine: AsyncEngine
+        if kind == "embedded":
+            from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
+
+            assert isinstance(engine, EmbeddedEngine)
+            async_engine = AsyncEmbeddedEngine(engine=engine)
+        else:
+            async_engine = connect_async(settings, kind)
+        reranker = None
+        if settings.pipeline.rerank.enabled:
+            reranker = RERANKERS.get_named(settings.pipeline.rerank.name)(settings.pipeline.rerank)
+        async def probe() -> Capabilities:
+            return await asyncio.to_thread(engine.probe)  # once, when a search may go native
+
+        searcher = HybridSearcher(
+            async_engine,
+            settings.index,
+            self.embedder,
+            settings.pipeline,
+            num_candidates=settings.mapping.hnsw_ef_search,
+            reranker=reranker,
+            probe=probe,
+        )
+        return Connected(kind, engine, async_engine, searcher)
+
+    async def check_index(self, timeout_s: float = 5.0) -> None:
+        """Raise unless the engine answers a search on the index within ``timeout_s``."""
+        connected = await self.connected()
+        await asyncio.wait_for(connected.async_engine.search(self.index, _READY_QUERY), timeout_s)
+
+    def ensure_index(self, engine: Engine) -> None:
+        """Create the versioned index behind the alias on the first write, as ``esbridge ingest`` does."""
+        with self._ensure_lock:
+            if self._index_ensured:
+                return
+            if not engine.index_exists(self.index):
+                dimension = self.embedder.dimension if self.embedder is not None else None
+                IndexManager(engine, self.index, parameters_from(self.settings, dimension)).ensure()
+            self._index_ensured = True
+
+    def index_status(self, engine: Engine) -> dict[str, Any]:
+        """What the index behind the alias holds (blocking)."""
+        targets = engine.alias_targets(self.index)
+        exists = bool(targets) or engine.index_exists(self.index)
+        status: dict[str, Any] = {
+            "index": self.index,
+            "engine": self.settings.display_url,
+            "exists": exists,
+            "indices": targets or ([self.index] if exists else []),
+            "chunks": engine.count(self.index) if exists else 0,
+            "model": self.embedder.name if self.embedder is not None else None,
+        }
+        if self.model_problem:
+            status["model_problem"] = self.model_problem
+        return status
+
+    async def close(self) -> None:
+        connected, self._connected = self._connected, None
+        if connected is None:
+            return
+        await connected.async_engine.close()  # the embedded one leaves the shared engine open
+        await asyncio.to_thread(connected.engine.close)

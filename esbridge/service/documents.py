@@ -1,0 +1,175 @@
+"""Upserting and deleting documents one batch at a time, with the ingest pipeline's validation and chunking.
+
+Every record goes through ``JsonlRecord`` exactly as a line of a JSONL file would, so the API and
+``esbridge ingest`` accept the same records and index them identically. A record that fails
+validation, or whose chunks the engine refuses, is reported on its own; the rest are written. An
+upsert replaces the document: chunks it no longer produces (it got shorter) are deleted after the
+new ones are written. These functions block (engine and model calls); the service runs them in a
+worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from esbridge import errors
+from esbridge.embeddings.base import Embedder
+from esbridge.engines.base import BulkAction, Engine
+from esbridge.ingest.bulk import BulkWriter, RetryPolicy
+from esbridge.ingest.chunking import approximate_token_count, chunk_document
+from esbridge.ingest.documents import index_document
+from esbridge.ingest.jsonl import (
+    JsonlRecord,
+    describe_validation_error,
+    known_id,
+    record_document,
+    surrogate_location,
+)
+from esbridge.ingest.model import Chunk
+from esbridge.ingest.pipeline import DEFAULT_MAX_TOKENS
+from esbridge.service.models import DocumentResult
+
+# A request waits for its answer, so the engine gets a few quick retries, not ingest's long backoff.
+REQUEST_RETRY = RetryPolicy(attempts=3, initial_delay_s=0.2, max_delay_s=2.0)
+
+
+@dataclass
+class UpsertOutcome:
+    results: list[DocumentResult]
+    warnings: list[str] = field(default_factory=list)
+
+
+def upsert(
+    engine: Engine,
+    index: str,
+    embedder: Embedder | None,
+    records: Sequence[Mapping[str, Any]],
+    *,
+    source: str,
+    retry: RetryPolicy = REQUEST_RETRY,
+) -> UpsertOutcome:
+    """Validate, chunk, embed and write ``records``; one result per record, in order."""
+    results: dict[int, DocumentResult] = {}
+    valid: dict[int, JsonlRecord] = {}
+    first: dict[str, int] = {}
+    for position, data in enumerate(records):
+        record = _validate(data)
+        if isinstance(record, str):
+            results[position] = DocumentResult(position=position, id=known_id(data, "id"), status="error", error=record)
+            continue
+        if record.id in first:
+            reason = f"duplicate id {record.id!r} in this batch (first at position {first[record.id]})"
+            results[position] = DocumentResult(position=position, id=record.id, status="error", error=reason)
+            continue
+        first[record.id] = position
+        valid[position] = record
+
+    outcome = UpsertOutcome([])
+    if valid:
+        known = set(first) | _existing_docs(engine, index, {link for r in valid.values() for link in r.links})
+        chunks = {position: _chunks(record, known) for position, record in valid.items()}
+        written = _write(engine, index, embedder, chunks, set(first), source, retry, outcome)
+        for position, record in valid.items():
+            problem = written.get(record.id)
+            results[position] = DocumentResult(
+                position=position,
+                id=record.id,
+                status="error" if problem else "ok",
+                chunks=0 if problem else len(chunks[position]),
+                error=problem,
+            )
+        engine.refresh(index)
+    outcome.results = [results[position] for position in range(len(records))]
+    return outcome
+
+
+def delete(engine: Engine, index: str, doc_id: str, *, retry: RetryPolicy = REQUEST_RETRY) -> int:
+    """Delete every chunk of ``doc_id``; how many there were (0: no such document)."""
+    chunk_ids = [hit.id for hit in _chunks_of(engine, index, [doc_id])]
+    if not chunk_ids:
+        return 0
+    totals = BulkWriter(engine, index, retry=retry).write(BulkAction("delete", chunk_id) for chunk_id in chunk_ids)
+    engine.refresh(index)
+    if totals.failed:
+        failure = totals.failed[0]
+        raise errors.EngineResponseError(
+            f"{len(totals.failed)} chunk(s) not deleted: {failure.reason}",
+            url=engine.url,
+            operation="delete document",
+            index=index,
+            status=failure.status or None,
+        )
+    return len(totals.succeeded)
+
+
+def _validate(data: Mapping[str, Any]) -> JsonlRecord | str:
+    where = surrogate_location(data)
+    if where is not None:
+        return f"field {where!r}: unpaired UTF-16 surrogate escape in a string"
+    try:
+        return JsonlRecord.model_validate(data)
+    except ValidationError as exc:
+        return describe_validation_error(exc)
+
+
+def _chunks(record: JsonlRecord, known: set[str]) -> list[Chunk]:
+    document = record_document(record, known)
+    return chunk_document(
+        document,
+        max_tokens=DEFAULT_MAX_TOKENS,
+        overlap_tokens=32,
+        min_tokens=24,
+        count_tokens=approximate_token_count,
+    )
+
+
+def _existing_docs(engine: Engine, index: str, doc_ids: set[str]) -> set[str]:
+    """Which of ``doc_ids`` the index holds, so links to documents written earlier resolve."""
+    if not doc_ids:
+        return set()
+    return {str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, sorted(doc_ids))}
+
+
+def _chunks_of(engine: Engine, index: str, doc_ids: Sequence[str]) -> list[Any]:
+    query = {"terms": {"doc_id": list(doc_ids)}}
+    return list(engine.scan(index, query, ["doc_id", "chunk_id"], sort_field="chunk_id"))
+
+
+def _write(
+    engine: Engine,
+    index: str,
+    embedder: Embedder | None,
+    chunks: Mapping[int, Sequence[Chunk]],
+    doc_ids: set[str],
+    source: str,
+    retry: RetryPolicy,
+    outcome: UpsertOutcome,
+) -> dict[str, str]:
+    """Write every chunk, then drop the documents' chunks that no longer exist; doc id -> why it failed."""
+    flat = [chunk for group in chunks.values() for chunk in group]
+    vectors: Sequence[Sequence[float] | None] = [None] * len(flat)
+    if embedder is None:
+        outcome.warnings.append("no embedding model: documents were indexed for lexical search only")
+    elif flat:
+        vectors = embedder.embed([chunk.embedding_text for chunk in flat])
+    before = {hit.id: str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, sorted(doc_ids))}
+    writer = BulkWriter(engine, index, retry=retry)
+    totals = writer.write(
+        BulkAction("index", chunk.chunk_id, index_document(chunk, source=source, vector=vector))
+        for chunk, vector in zip(flat, vectors, strict=True)
+    )
+    problems: dict[str, str] = {}
+    doc_of = {chunk.chunk_id: chunk.doc_id for chunk in flat}
+    for failure in totals.failed:
+        problems.setdefault(doc_of.get(failure.id, failure.id), f"chunk {failure.id}: {failure.reason}")
+    current = set(doc_of)
+    stale = [chunk_id for chunk_id, doc_id in before.items() if chunk_id not in current and doc_id not in problems]
+    if stale:
+        removed = BulkWriter(engine, index, retry=retry).write(BulkAction("delete", chunk_id) for chunk_id in stale)
+        for failure in removed.failed:
+            outcome.warnings.append(f"an old chunk {failure.id} was not deleted: {failure.reason}")
+    return problems

@@ -1,0 +1,146 @@
+"""Every error answer of the service, made in one place: status, a stable ``kind``, a message, no traceback.
+
+=========================================  ======  ========================================
+what happened                              status  kind
+=========================================  ======  ========================================
+a field is missing, malformed or too big   422     validation
+settings-level value refused (fusion)      422     invalid_value
+body larger than ``max_body_bytes``        413     body_too_large
+no or unknown API key                      401     unauthorized
+write with no API keys configured          403     writes_disabled
+document to delete does not exist          404     not_found
+engine unreachable, overloaded             503     engine_unavailable (with Retry-After)
+index (alias) missing on the engine        503     index_missing (with Retry-After)
+engine or request timeout, no answer       504     timeout
+engine refused esbridge's credentials      502     engine_auth
+engine answered with an error              502     engine_error
+the embedding model failed                 503     model_unavailable (with Retry-After)
+anything else                              500     internal (logged with its traceback)
+=========================================  ======  ========================================
+
+A missing index is a deployment state (run ``esbridge index create`` or ingest), not a fault of the
+request, so it is a 503 like an engine that is not there yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from esbridge import errors
+
+log = logging.getLogger("esbridge.service")
+
+
+class ServiceError(Exception):
+    def __init__(
+        self,
+        status: int,
+        kind: str,
+        message: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        fields: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+        self.message = message
+        self.headers = dict(headers or {})
+        self.fields = list(fields)
+
+
+def error_body(kind: str, message: str, fields: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+    return {
+        "error": {
+            "kind": kind,
+            "message": message,
+            "fields": [{"field": where, "message": what} for where, what in fields],
+        }
+    }
+
+
+def from_exception(exc: BaseException, retry_after_s: int) -> ServiceError:
+    """The answer to ``exc``; unexpected exceptions become a bare 500 (their details go to the log only)."""
+    retry = {"Retry-After": str(retry_after_s)}
+    if isinstance(exc, ServiceError):
+        return exc
+    if isinstance(exc, (errors.EngineTimeout, asyncio.TimeoutError, TimeoutError)):
+        message = str(exc) if isinstance(exc, errors.EngineTimeout) else "no answer in time"
+        return ServiceError(504, "timeout", message)
+    if isinstance(exc, errors.IndexNotFound):
+        return ServiceError(503, "index_missing", str(exc), headers=retry)
+    if isinstance(exc, (errors.EngineUnavailable, errors.Throttled)):
+        return ServiceError(503, "engine_unavailable", str(exc), headers=retry)
+    if isinstance(exc, (errors.AuthenticationError, errors.AuthorizationError)):
+        return ServiceError(502, "engine_auth", f"the engine refused esbridge's credentials: {exc}")
+    if isinstance(exc, (errors.ConfigError, errors.UnsupportedFeature, errors.RequestRejected)):
+        return ServiceError(422, "invalid_value", str(exc))
+    if isinstance(exc, errors.EngineError):
+        return ServiceError(502, "engine_error", str(exc))
+    if isinstance(exc, errors.EmbeddingError):
+        return ServiceError(503, "model_unavailable", str(exc), headers=retry)
+    log.error("unexpected error", exc_info=exc)
+    return ServiceError(500, "internal", "internal error; the service log has the details")
+
+
+def respond(request: Request, error: ServiceError) -> JSONResponse:
+    metrics = getattr(request.app.state, "metrics", None)
+    if metrics is not None:
+        metrics.errors.labels(kind=error.kind).inc()
+    return JSONResponse(error_body(error.kind, error.message, error.fields), error.status, headers=error.headers)
+
+
+class GuardedRoute(APIRoute):
+    """A route whose every exception becomes an error answer here, never a traceback."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def guarded(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except (RequestValidationError, StarletteHTTPException):
+                raise
+            except Exception as exc:
+                return respond(request, from_exception(exc, request.app.state.settings.service.retry_after_s))
+
+        return guarded
+
+
+async def on_service_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ServiceError)
+    return respond(request, exc)
+
+
+async def on_validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    fields = [(_where(error.get("loc", ())), _message(error)) for error in exc.errors()]
+    message = "; ".join(f"{where}: {what}" for where, what in fields) or "invalid request"
+    return respond(request, ServiceError(422, "validation", message, fields=fields))
+
+
+async def on_http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    kinds = {404: "not_found", 405: "method_not_allowed"}
+    return respond(
+        request,
+        ServiceError(exc.status_code, kinds.get(exc.status_code, "http"), str(exc.detail), headers=exc.headers),
+    )
+
+
+def _where(loc: Sequence[Any]) -> str:
+    return ".".join(str(part) for part in loc) or "body"
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    return str(error.get("msg", "invalid")).removeprefix("Value error, ")

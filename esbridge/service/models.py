@@ -1,0 +1,72 @@
+"""The service's own request and response bodies; searches use ``esbridge.query.models`` unchanged."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+DOCUMENT_EXAMPLE: dict[str, JsonValue] = {
+    "id": "github-mcp",
+    "title": "GitHub MCP server",
+    "text": "Lets agents open issues and pull requests.",
+    "tags": ["github"],
+    "links": ["git-mcp"],
+    "modified_at": "2024-05-01T10:00:00Z",
+}
+
+
+class DocumentsRequest(BaseModel):
+    """A batch of records to upsert, each shaped like one line of a JSONL source (docs/ingest-markdown.md)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"documents": [DOCUMENT_EXAMPLE]}]})
+
+    documents: list[dict[str, Any]] = Field(
+        min_length=1,
+        description=(
+            "records with a required id and optional title, name, text, description, links, tags, aliases, "
+            "created_at, modified_at, entity_type, status, category, metadata, tools; each is validated "
+            "on its own, so one bad record does not fail the batch"
+        ),
+    )
+
+
+class DocumentResult(BaseModel):
+    position: int = Field(description="the record's position in the request, from 0")
+    id: str | None = Field(description="the record's id, when it could be read")
+    status: Literal["ok", "error"]
+    chunks: int = Field(default=0, description="chunks written for the document")
+    error: str | None = None
+
+
+class DocumentsResponse(BaseModel):
+    index: str
+    written: int = Field(description="documents written")
+    failed: int = Field(description="documents refused or not written")
+    results: list[DocumentResult]
+    warnings: list[str] = Field(default_factory=list)
+
+
+class DeleteResponse(BaseModel):
+    id: str
+    deleted_chunks: int
+
+
+class ErrorDetail(BaseModel):
+    field: str
+    message: str
+
+
+class ErrorInfo(BaseModel):
+    kind: str = Field(description="a stable name: validation, unauthorized, forbidden, engine_unavailable, ...")
+    message: str
+    fields: list[ErrorDetail] = Field(default_factory=list, description="for validation errors: what is wrong where")
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorInfo
+
+
+class Health(BaseModel):
+    status: Literal["ok", "ready", "not ready"]
+    checks: dict[str, str] = Field(default_factory=dict)

@@ -1,0 +1,219 @@
+"""The HTTP routes: search, document upsert and delete, health, readiness and metrics."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Request, Security
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from esbridge.config.settings import Settings
+from esbridge.errors import EsbridgeError, IndexNotFound
+from esbridge.query.models import SearchRequest, SearchResponse
+from esbridge.service import documents
+from esbridge.service.auth import KeyRing
+from esbridge.service.backend import Backend
+from esbridge.service.errors import GuardedRoute, ServiceError
+from esbridge.service.metrics import Metrics
+from esbridge.service.models import DeleteResponse, DocumentsRequest, DocumentsResponse, ErrorResponse, Health
+
+_bearer = HTTPBearer(auto_error=False, description="an API key: Authorization: Bearer <key>")
+_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="an API key")
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"model": ErrorResponse, "description": description}
+
+
+_COMMON: dict[int | str, dict[str, Any]] = {
+    401: _error("no API key, or one that is not accepted"),
+    413: _error("the body is larger than service.max_body_bytes"),
+    422: _error("the request is invalid; error.fields says where"),
+    500: _error("an unexpected error (details in the service log only)"),
+    502: _error("the engine refused esbridge's credentials or answered with an error"),
+    503: _error("the engine or the index is not available; retry after Retry-After seconds"),
+    504: _error("no answer within service.request_timeout_s"),
+}
+_WRITES: dict[int | str, dict[str, Any]] = {**_COMMON, 403: _error("writes are disabled: no API keys are configured")}
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def _backend(request: Request) -> Backend:
+    backend: Backend = request.app.state.backend
+    return backend
+
+
+def _metrics(request: Request) -> Metrics:
+    metrics: Metrics = request.app.state.metrics
+    return metrics
+
+
+def _check(request: Request, bearer: HTTPAuthorizationCredentials | None, header: str | None) -> None:
+    keys: KeyRing = request.app.state.keys
+    given = bearer.credentials if bearer is not None else header
+    if not keys.accepts(given):
+        message = "an API key is required" if given is None else "the API key is not accepted"
+        raise ServiceError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
+
+
+async def require_read(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+    header: Annotated[str | None, Security(_header)],
+) -> None:
+    if _settings(request).service.require_key_for_reads:
+        _check(request, bearer, header)
+
+
+async def require_write(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+    header: Annotated[str | None, Security(_header)],
+) -> None:
+    keys: KeyRing = request.app.state.keys
+    if not keys.configured:
+        raise ServiceError(
+            403,
+            "writes_disabled",
+            "writes are disabled until API keys are configured (ESBRIDGE_API_KEYS or service.api_keys_file)",
+        )
+    _check(request, bearer, header)
+
+
+router = APIRouter(route_class=GuardedRoute)
+
+
+@router.post(
+    "/v1/search",
+    response_model=SearchResponse,
+    responses=_COMMON,
+    dependencies=[Depends(require_read)],
+    summary="Hybrid search",
+)
+async def search(request: Request, body: SearchRequest) -> SearchResponse:
+    """BM25 and kNN in parallel, fused; the same request and response as the CLI and the Python API."""
+    settings = _settings(request)
+    service = settings.service
+    if len(body.query) > service.max_query_chars:
+        raise _invalid("body.query", f"must have at most {service.max_query_chars} characters")
+    top_n_max = min(service.max_top_n, settings.pipeline.top_n_max)
+    if body.top_n > top_n_max:
+        raise _invalid("body.top_n", f"must be at most {top_n_max}")
+    backend = _backend(request)
+
+    async def run() -> SearchResponse:
+        connected = await backend.connected()
+        return await connected.searcher.search(body)
+
+    response = await asyncio.wait_for(run(), service.request_timeout_s)
+    if backend.model_problem:
+        response.warnings.insert(0, backend.model_problem)
+    _metrics(request).observe_search(response)
+    return response
+
+
+@router.post(
+    "/v1/documents",
+    response_model=DocumentsResponse,
+    responses=_WRITES,
+    dependencies=[Depends(require_write)],
+    summary="Upsert documents",
+)
+async def upsert_documents(request: Request, body: DocumentsRequest) -> DocumentsResponse:
+    """Validate, chunk, embed and write a batch; each record is answered on its own (``results``)."""
+    service = _settings(request).service
+    if len(body.documents) > service.max_documents:
+        raise _invalid("body.documents", f"at most {service.max_documents} documents per request")
+    backend = _backend(request)
+    connected = await backend.connected()
+
+    def work() -> documents.UpsertOutcome:
+        backend.ensure_index(connected.engine)
+        return documents.upsert(
+            connected.engine, backend.index, backend.embedder, body.documents, source=service.source
+        )
+
+    outcome = await asyncio.wait_for(asyncio.to_thread(work), service.request_timeout_s)
+    failed = sum(1 for result in outcome.results if result.status == "error")
+    return DocumentsResponse(
+        index=backend.index,
+        written=len(outcome.results) - failed,
+        failed=failed,
+        results=outcome.results,
+        warnings=outcome.warnings,
+    )
+
+
+@router.delete(
+    "/v1/documents/{doc_id}",
+    response_model=DeleteResponse,
+    responses={**_WRITES, 404: _error("no document with this id")},
+    dependencies=[Depends(require_write)],
+    summary="Delete a document",
+)
+async def delete_document(
+    request: Request, doc_id: Annotated[str, Path(min_length=1, max_length=512)]
+) -> DeleteResponse:
+    """Delete every chunk of the document."""
+    backend = _backend(request)
+    connected = await backend.connected()
+    deleted = await asyncio.wait_for(
+        asyncio.to_thread(documents.delete, connected.engine, backend.index, doc_id),
+        _settings(request).service.request_timeout_s,
+    )
+    if deleted == 0:
+        raise ServiceError(404, "not_found", f"no document {doc_id!r} in {backend.index}")
+    return DeleteResponse(id=doc_id, deleted_chunks=deleted)
+
+
+@router.get("/healthz", response_model=Health, summary="Alive")
+async def healthz() -> Health:
+    return Health(status="ok")
+
+
+@router.get(
+    "/readyz",
+    response_model=Health,
+    responses={503: {"model": Health, "description": "not ready; checks says why"}},
+    summary="Ready",
+)
+async def readyz(request: Request) -> Response:
+    """Ready when the engine answers, the index exists and the embedding model is loaded."""
+    backend = _backend(request)
+    checks = {"engine": "ok", "index": "ok", "model": "ok"}
+    try:
+        await backend.check_index()
+    except EsbridgeError as exc:
+        kind = "index" if isinstance(exc, IndexNotFound) else "engine"
+        checks[kind] = str(exc)
+        if kind == "engine":
+            checks["index"] = "unknown"
+    except (asyncio.TimeoutError, TimeoutError):
+        checks["engine"] = "no answer within 5s"
+        checks["index"] = "unknown"
+    if backend.embedder is None:
+        checks["model"] = backend.model_problem or "not loaded"
+    ready = all(value == "ok" for value in checks.values())
+    health = Health(status="ready" if ready else "not ready", checks=checks)
+    return JSONResponse(health.model_dump(), status_code=200 if ready else 503)
+
+
+@router.get(
+    "/metrics",
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format"}, 401: _COMMON[401]},
+    dependencies=[Depends(require_read)],
+    summary="Prometheus metrics",
+)
+async def metrics(request: Request) -> Response:
+    return Response(_metrics(request).render(), media_type=CONTENT_TYPE_LATEST)
+
+
+def _invalid(field: str, message: str) -> ServiceError:
+    return ServiceError(422, "validation", f"{field}: {message}", fields=[(field, message)])

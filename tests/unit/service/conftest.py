@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from esbridge.config import Settings, load_settings
+from esbridge.embeddings.base import Embedder
+from esbridge.service.app import create_app
+from tests.unit.test_embedded_engine import HashingEmbedder
+
+KEY = "test-key-0123456789"
+OTHER_KEY = "second-key-9876543210"
+
+RECORDS: list[dict[str, Any]] = [
+    {"id": "solar", "title": "Solar panels", "text": "Photovoltaic cells turn sunlight into electricity.",
+     "tags": ["energy"]},
+    {"id": "wind", "title": "Wind turbines", "text": "Offshore wind farms generate power.", "tags": ["energy"]},
+    {"id": "bread", "title": "Sourdough bread", "text": "A starter of flour and water leavens the dough."},
+]  # fmt: skip
+
+ClientFactory = Callable[..., TestClient]
+
+
+def service_settings(**service: Any) -> Settings:
+    """Embedded engine (in the test's temporary data dir), index ``notes``, the given service settings."""
+    return load_settings(index="notes", service=service)
+
+
+@pytest.fixture
+def make_client() -> Iterator[ClientFactory]:
+    """Start an app in-process (lifespan included) with the given service settings; closed after the test."""
+    clients: list[TestClient] = []
+
+    def make(
+        settings: Settings | None = None, embedder: Embedder | None = None, *, model: bool = True, **service: Any
+    ) -> TestClient:
+        if model and embedder is None:
+            embedder = HashingEmbedder()
+        app = create_app(settings or service_settings(**service), embedder=embedder, load_model=False)
+        client = TestClient(app, raise_server_exceptions=False)
+        client.__enter__()
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.__exit__(None, None, None)
+
+
+@pytest.fixture
+def client(make_client: ClientFactory) -> TestClient:
+    """Keys configured, the three records written."""
+    client = make_client(api_keys=[KEY, OTHER_KEY])
+    answer = client.post("/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY})
+    assert answer.status_code == 200, answer.text
+    return client

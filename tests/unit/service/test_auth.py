@@ -1,0 +1,126 @@
+"""API keys: which requests need one, how it is presented, and that it never leaks."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from esbridge.config.settings import ServiceSettings
+from esbridge.errors import ConfigError
+from esbridge.service.auth import KeyRing, presented_key
+from tests.unit.service.conftest import KEY, OTHER_KEY, RECORDS, ClientFactory
+
+DOCS = {"documents": [{"id": "n", "text": "note"}]}
+
+
+def test_writes_are_refused_with_403_when_no_keys_are_configured(make_client: ClientFactory) -> None:
+    client = make_client()
+    for answer in (
+        client.post("/v1/documents", json=DOCS),
+        client.post("/v1/documents", json=DOCS, headers={"X-API-Key": "anything"}),
+        client.delete("/v1/documents/n", headers={"Authorization": "Bearer anything"}),
+    ):
+        assert answer.status_code == 403
+        assert answer.json()["error"]["kind"] == "writes_disabled"
+        assert "ESBRIDGE_API_KEYS" in answer.json()["error"]["message"]
+
+
+def test_writes_without_or_with_a_wrong_key_are_401(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY])
+    cases = [
+        {},
+        {"X-API-Key": "wrong"},
+        {"Authorization": f"Bearer {KEY}x"},
+        {"Authorization": f"Basic {KEY}"},
+        {"X-API-Key": KEY[:-1]},
+    ]
+    for headers in cases:
+        for answer in (
+            client.post("/v1/documents", json=DOCS, headers=headers),
+            client.delete("/v1/documents/n", headers=headers),
+        ):
+            assert answer.status_code == 401, headers
+            assert answer.headers["WWW-Authenticate"] == "Bearer"
+            assert answer.json()["error"]["kind"] == "unauthorized"
+
+
+def test_an_unauthenticated_write_is_refused_before_its_body_is_judged(make_client: ClientFactory) -> None:
+    answer = make_client(api_keys=[KEY]).post("/v1/documents", json={"not": "valid"})
+    assert answer.status_code == 401
+
+
+def test_either_header_and_any_configured_key_is_accepted(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY, OTHER_KEY])
+    for headers in ({"X-API-Key": KEY}, {"Authorization": f"Bearer {OTHER_KEY}"}, {"authorization": f"bearer {KEY}"}):
+        assert client.post("/v1/documents", json=DOCS, headers=headers).status_code == 200, headers
+
+
+def test_keys_from_a_file_are_accepted(make_client: ClientFactory, tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text(f"# rotated 2024-05\n\n  {OTHER_KEY}  \n", encoding="utf-8")
+    client = make_client(api_keys_file=keys)
+    assert client.post("/v1/documents", json=DOCS, headers={"X-API-Key": OTHER_KEY}).status_code == 200
+    assert client.post("/v1/documents", json=DOCS, headers={"X-API-Key": "# rotated 2024-05"}).status_code == 401
+
+
+def test_reads_are_open_by_default_even_with_keys(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY])
+    assert client.post("/v1/search", json={"query": "x"}).status_code == 503  # no index yet, but not 401
+    assert client.get("/metrics").status_code == 200
+
+
+def test_reads_need_a_key_when_configured(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY], require_key_for_reads=True)
+    client.post("/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY})
+    assert client.post("/v1/search", json={"query": "bread"}).status_code == 401
+    assert client.post("/v1/search", json={"query": "bread"}, headers={"X-API-Key": "no"}).status_code == 401
+    assert client.get("/metrics").status_code == 401
+    assert client.post("/v1/search", json={"query": "bread"}, headers={"X-API-Key": KEY}).status_code == 200
+    assert client.get("/metrics", headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
+    for open_route in ("/healthz", "/readyz", "/openapi.json"):
+        assert client.get(open_route).status_code in (200, 503), open_route
+        assert client.get(open_route).status_code != 401
+
+
+def test_requiring_keys_for_reads_without_any_key_refuses_to_start() -> None:
+    with pytest.raises(ConfigError, match="no API keys"):
+        KeyRing.from_settings(ServiceSettings(require_key_for_reads=True))
+
+
+def test_keys_never_appear_in_logs_answers_or_settings(
+    make_client: ClientFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    client = make_client(api_keys=[KEY])
+    answers = [
+        client.post("/v1/documents", json=DOCS, headers={"X-API-Key": KEY}),
+        client.post("/v1/documents", json=DOCS, headers={"X-API-Key": KEY + "-wrong"}),
+        client.get("/metrics"),
+        client.get("/openapi.json"),
+    ]
+    settings = client.app.state.settings  # type: ignore[attr-defined]
+    for text in (caplog.text, repr(settings), str(settings.redacted()), *(answer.text for answer in answers)):
+        assert KEY not in text
+    assert repr(client.app.state.keys) == "KeyRing(1 keys)"  # type: ignore[attr-defined]
+
+
+def test_keyring_accepts_exactly_the_configured_keys() -> None:
+    ring = KeyRing(["alpha", "beta"])
+    assert ring.accepts("alpha") and ring.accepts("beta")
+    assert not ring.accepts("alph") and not ring.accepts("alpha ") and not ring.accepts("")
+    assert not ring.accepts(None)
+    assert not KeyRing([]).accepts("alpha")
+
+
+def test_presented_key_prefers_the_bearer_token() -> None:
+    assert presented_key("Bearer  tok ", "hdr") == "tok"
+    assert presented_key("Basic abc", "hdr") == "hdr"
+    assert presented_key(None, " hdr ") == "hdr"
+    assert presented_key("Bearer ", None) is None
+
+
+def test_the_testclient_is_not_treated_specially(client: TestClient) -> None:
+    assert client.post("/v1/documents", json=DOCS).status_code == 401

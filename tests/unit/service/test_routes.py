@@ -1,0 +1,323 @@
+"""Every route of the sidecar in-process, on the embedded engine: answers, status codes, limits."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from esbridge.config import load_settings
+from esbridge.engines.embedded import EmbeddedEngine
+from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, service_settings
+from tests.unit.test_embedded_engine import HashingEmbedder
+
+WRITE = {"X-API-Key": KEY}
+
+
+def search(client: TestClient, **body: Any) -> Any:
+    return client.post("/v1/search", json=body)
+
+
+def test_healthz_answers_while_nothing_else_is_ready(make_client: ClientFactory) -> None:
+    client = make_client(model=False)
+    answer = client.get("/healthz")
+    assert (answer.status_code, answer.json()["status"]) == (200, "ok")
+
+
+def test_search_answers_with_the_shared_response_model(client: TestClient) -> None:
+    answer = search(client, query="sourdough starter", top_n=2, explain=True)
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["search_mode"] == "hybrid"
+    assert body["results"][0]["doc_id"] == "bread"
+    assert body["results"][0]["score"] == 1.0
+    assert set(body["results"][0]["explain"]["retrievers"]) == {"bm25", "knn"}
+    assert len(body["results"]) <= 2
+
+
+def test_search_filters_apply(client: TestClient) -> None:
+    answer = search(client, query="power", filters={"terms": {"tags": ["energy"]}})
+    assert {hit["doc_id"] for hit in answer.json()["results"]} <= {"solar", "wind"}
+
+
+def test_search_without_a_model_degrades_to_lexical_and_says_why(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY])
+    client.post("/v1/documents", json={"documents": RECORDS}, headers=WRITE)
+    lexical = make_client(model=False)
+    body = search(lexical, query="sourdough").json()
+    assert body["search_mode"] == "lexical-only"
+    assert body["results"][0]["doc_id"] == "bread"
+    assert any("model" in warning for warning in body["warnings"])
+
+
+def fields(answer: Any) -> list[str]:
+    return [item["field"] for item in answer.json()["error"]["fields"]]
+
+
+def test_bad_search_requests_are_422_with_the_fields_named(client: TestClient) -> None:
+    cases: Sequence[tuple[dict[str, Any], str]] = [
+        ({}, "body.query"),
+        ({"query": "   "}, "body.query"),
+        ({"query": "x", "top_n": 0}, "body.top_n"),
+        ({"query": "x", "top_n": "many"}, "body.top_n"),
+        ({"query": "x", "colour": "red"}, "body.colour"),
+        ({"query": "x", "filters": {"terms": {"secret_field": ["a"]}}}, "body.filters.terms"),
+        ({"query": "x", "filters": {"modified_after": "yesterday-ish"}}, "body.filters.modified_after"),
+    ]
+    for body, field in cases:
+        answer = client.post("/v1/search", json=body)
+        assert answer.status_code == 422, body
+        assert answer.json()["error"]["kind"] == "validation"
+        assert field in fields(answer), (body, answer.json())
+
+
+def test_a_body_that_is_not_json_is_422(client: TestClient) -> None:
+    answer = client.post("/v1/search", content=b"{not json", headers={"Content-Type": "application/json"})
+    assert answer.status_code == 422
+    assert answer.json()["error"]["kind"] == "validation"
+
+
+def test_query_length_and_top_n_are_limited_by_settings(make_client: ClientFactory) -> None:
+    client = make_client(max_query_chars=20, max_top_n=5)
+    long = search(client, query="x" * 21)
+    assert (long.status_code, fields(long)) == (422, ["body.query"])
+    many = search(client, query="x", top_n=6)
+    assert (many.status_code, fields(many)) == (422, ["body.top_n"])
+    assert "at most 5" in many.json()["error"]["message"]
+
+
+def test_an_unknown_fusion_method_is_422(client: TestClient) -> None:
+    answer = search(client, query="x", fusion="no-such-method")
+    assert answer.status_code == 422
+    assert "unknown fusion method" in answer.json()["error"]["message"]
+
+
+def test_bodies_over_the_limit_are_413_declared_or_streamed(make_client: ClientFactory) -> None:
+    client = make_client(max_body_bytes=2048)
+    declared = client.post("/v1/search", json={"query": "x" * 4000})
+    assert (declared.status_code, declared.json()["error"]["kind"]) == (413, "body_too_large")
+
+    def chunks() -> Any:
+        for _ in range(10):
+            yield b"x" * 500
+
+    streamed = client.post("/v1/search", content=chunks(), headers={"Content-Type": "application/json"})
+    assert streamed.status_code == 413
+    small = search(client, query="x")
+    assert small.status_code != 413
+
+
+def test_a_missing_index_is_503_with_retry_after(make_client: ClientFactory) -> None:
+    client = make_client(retry_after_s=7)
+    answer = search(client, query="anything")
+    assert answer.status_code == 503
+    assert answer.headers["Retry-After"] == "7"
+    assert answer.json()["error"]["kind"] == "index_missing"
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def test_an_unreachable_engine_is_503_with_retry_after(make_client: ClientFactory) -> None:
+    settings = load_settings(
+        url=f"http://127.0.0.1:{_closed_port()}", engine="opensearch", retries=0, timeout_s=2, index="notes"
+    )
+    client = make_client(settings)
+    answer = search(client, query="anything")
+    assert answer.status_code == 503
+    assert answer.headers["Retry-After"] == "5"
+    assert answer.json()["error"]["kind"] == "engine_unavailable"
+    ready = client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json()["checks"]["engine"] != "ok"
+
+
+class SlowEmbedder(HashingEmbedder):
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        time.sleep(self.delay_s)
+        return super().embed(texts)
+
+
+def test_no_answer_within_the_request_timeout_is_504(make_client: ClientFactory) -> None:
+    writer = make_client(api_keys=[KEY])
+    assert writer.post("/v1/documents", json={"documents": RECORDS}, headers=WRITE).status_code == 200
+    client = make_client(service_settings(request_timeout_s=0.2), SlowEmbedder(1.0))
+    answer = search(client, query="sourdough")
+    assert answer.status_code == 504
+    assert answer.json()["error"]["kind"] == "timeout"
+
+
+def test_readyz_needs_engine_index_and_model(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY])
+    before = client.get("/readyz")
+    assert before.status_code == 503
+    assert before.json()["checks"]["engine"] == "ok"
+    assert "no such index" in before.json()["checks"]["index"]
+    client.post("/v1/documents", json={"documents": RECORDS}, headers=WRITE)
+    after = client.get("/readyz")
+    assert (after.status_code, after.json()) == (
+        200,
+        {"status": "ready", "checks": {"engine": "ok", "index": "ok", "model": "ok"}},
+    )
+    without_model = make_client(model=False).get("/readyz")
+    assert without_model.status_code == 503
+    assert without_model.json()["checks"]["model"] != "ok"
+
+
+def test_upsert_answers_per_document_and_one_bad_record_does_not_fail_the_batch(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY])
+    documents = [
+        {"id": "a", "title": "Alpha", "text": "first document about tides"},
+        {"id": 3.5, "title": "bad id"},
+        {"title": "no id"},
+        {"id": "a", "title": "again"},
+        {"id": "b", "title": "Beta", "text": "second", "links": ["a", "elsewhere"], "tags": "one-tag"},
+        {"id": "c", "modified_at": "not a date"},
+    ]
+    answer = client.post("/v1/documents", json={"documents": documents}, headers=WRITE)
+    assert answer.status_code == 200
+    body = answer.json()
+    assert (body["index"], body["written"], body["failed"]) == ("notes", 2, 4)
+    results = body["results"]
+    assert [result["status"] for result in results] == ["ok", "error", "error", "error", "ok", "error"]
+    assert [result["position"] for result in results] == list(range(6))
+    assert "field 'id'" in results[1]["error"]
+    assert "field 'id' is missing" in results[2]["error"]
+    assert "duplicate id 'a'" in results[3]["error"]
+    assert results[5]["id"] == "c"
+    assert "modified_at" in results[5]["error"]
+    assert results[0]["chunks"] == 1
+    hit = search(client, query="tides", explain=True).json()["results"][0]
+    assert hit["doc_id"] == "a"
+
+
+def test_an_upsert_replaces_the_document_and_drops_chunks_it_no_longer_has(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY])
+    long_text = " ".join(f"paragraph {n} about glaciers and ice sheets moving slowly." for n in range(120))
+    first = client.post("/v1/documents", json={"documents": [{"id": "g", "text": long_text}]}, headers=WRITE)
+    chunks = first.json()["results"][0]["chunks"]
+    assert chunks > 1
+    second = client.post("/v1/documents", json={"documents": [{"id": "g", "text": "now about deserts"}]}, headers=WRITE)
+    assert second.json()["results"][0]["chunks"] == 1
+    glaciers = search(client, query="glaciers", explain=True, collapse=False).json()["results"]
+    assert [hit["id"] for hit in glaciers] == ["g#0"]  # the other chunks are gone
+    assert "bm25" not in glaciers[0]["explain"]["retrievers"]  # and the new text has no glaciers
+    assert search(client, query="deserts").json()["results"][0]["id"] == "g#0"
+    deleted = client.delete("/v1/documents/g", headers=WRITE)
+    assert deleted.json() == {"id": "g", "deleted_chunks": 1}
+
+
+def test_links_to_documents_written_earlier_resolve(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY])
+    client.post("/v1/documents", json={"documents": [{"id": "target", "text": "the target"}]}, headers=WRITE)
+    client.post(
+        "/v1/documents",
+        json={"documents": [{"id": "source", "text": "points on", "links": ["target", "missing"]}]},
+        headers=WRITE,
+    )
+    engine = EmbeddedEngine.from_settings(load_settings())
+    try:
+        stored = engine.search("notes", {"query": {"ids": {"values": ["source#0"]}}}).hits[0].source
+    finally:
+        engine.close()
+    assert stored["links"] == ["target"]
+    assert stored["metadata"]["unresolved_links"] == ["missing"]
+    assert stored["source"] == "api"
+
+
+def test_batch_size_and_emptiness_are_validated(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY], max_documents=2)
+    too_many = client.post("/v1/documents", json={"documents": [{"id": str(n)} for n in range(3)]}, headers=WRITE)
+    assert (too_many.status_code, fields(too_many)) == (422, ["body.documents"])
+    empty = client.post("/v1/documents", json={"documents": []}, headers=WRITE)
+    assert (empty.status_code, fields(empty)) == (422, ["body.documents"])
+    not_objects = client.post("/v1/documents", json={"documents": ["a"]}, headers=WRITE)
+    assert not_objects.status_code == 422
+
+
+def test_delete_removes_every_chunk_and_a_missing_document_is_404(client: TestClient) -> None:
+    deleted = client.delete("/v1/documents/bread", headers=WRITE)
+    assert deleted.status_code == 200
+    assert deleted.json() == {"id": "bread", "deleted_chunks": 1}
+    assert all(hit["doc_id"] != "bread" for hit in search(client, query="sourdough").json()["results"])
+    again = client.delete("/v1/documents/bread", headers=WRITE)
+    assert (again.status_code, again.json()["error"]["kind"]) == (404, "not_found")
+
+
+def test_unknown_routes_and_methods_answer_json_errors(client: TestClient) -> None:
+    missing = client.get("/v2/nothing")
+    assert (missing.status_code, missing.json()["error"]["kind"]) == (404, "not_found")
+    wrong = client.get("/v1/search")
+    assert (wrong.status_code, wrong.json()["error"]["kind"]) == (405, "method_not_allowed")
+
+
+class BrokenEmbedder(HashingEmbedder):
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise RuntimeError("secret internal detail /srv/model.bin")
+
+
+def test_an_unexpected_error_is_500_without_a_traceback(make_client: ClientFactory) -> None:
+    client = make_client(service_settings(api_keys=[KEY]), BrokenEmbedder())
+    answer = client.post("/v1/documents", json={"documents": [{"id": "x", "text": "y"}]}, headers=WRITE)
+    assert answer.status_code == 500
+    assert answer.json()["error"]["kind"] == "internal"
+    assert "secret internal detail" not in answer.text
+    assert "Traceback" not in answer.text
+
+
+def test_metrics_count_routes_stages_errors_and_modes(client: TestClient) -> None:
+    search(client, query="sourdough")
+    search(client, query="")
+    client.delete("/v1/documents/nothing-here", headers=WRITE)
+    text = client.get("/metrics").text
+    assert 'esbridge_http_request_duration_seconds_count{method="POST",route="/v1/search",status="200"} 1.0' in text
+    assert 'route="/v1/documents/{doc_id}",status="404"' in text
+    assert 'esbridge_searches_total{search_mode="hybrid"} 1.0' in text
+    assert 'esbridge_errors_total{kind="validation"} 1.0' in text
+    assert 'esbridge_errors_total{kind="not_found"} 1.0' in text
+    assert 'esbridge_search_stage_duration_seconds_count{stage="embed"} 1.0' in text
+    assert 'esbridge_search_stage_duration_seconds_count{stage="total"} 1.0' in text
+
+
+def test_each_app_has_its_own_metrics(make_client: ClientFactory, client: TestClient) -> None:
+    search(client, query="sourdough")
+    other = make_client()
+    assert "esbridge_searches_total{" not in other.get("/metrics").text
+
+
+def test_the_openapi_document_describes_every_route(client: TestClient) -> None:
+    document = client.get("/openapi.json").json()
+    assert set(document["paths"]) == {
+        "/v1/search",
+        "/v1/documents",
+        "/v1/documents/{doc_id}",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+    }
+    search_op = document["paths"]["/v1/search"]["post"]
+    assert search_op["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/SearchRequest")
+    schemes = document["components"]["securitySchemes"]
+    assert {scheme["type"] for scheme in schemes.values()} == {"http", "apiKey"}
+
+
+def test_cors_is_off_unless_origins_are_configured(make_client: ClientFactory) -> None:
+    preflight = {"Origin": "https://app.example", "Access-Control-Request-Method": "POST"}
+    off = make_client().options("/v1/search", headers=preflight)
+    assert "access-control-allow-origin" not in off.headers
+    on = make_client(cors_origins="https://app.example").options("/v1/search", headers=preflight)
+    assert on.headers["access-control-allow-origin"] == "https://app.example"
+    other = make_client(cors_origins="https://app.example").options(
+        "/v1/search", headers={**preflight, "Origin": "https://evil.example"}
+    )
+    assert "access-control-allow-origin" not in other.headers
