@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from esbridge import __version__
-from esbridge.cli import demo, graph, index, info, ingest, mapping, search, transfer
+from esbridge.cli import bench, demo, evaluate, graph, index, info, ingest, mapping, search, transfer
 from esbridge.errors import EsbridgeError
 
 
@@ -37,3 +37,6 @@ main.add_command(graph.graph)
 main.add_command(transfer.export_command)
 main.add_command(transfer.import_command)
 main.add_command(demo.demo_command)
+main.add_command(evaluate.eval_command)
+main.add_command(evaluate.tune_command)
+main.add_command(bench.bench_command)

@@ -1,0 +1,5 @@
+"""``python -m esbridge``: the command line."""
+
+from esbridge.cli import main
+
+main()
