@@ -6,6 +6,7 @@ figures are comparable with published BEIR results. A query a run has no answer 
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -86,7 +87,10 @@ def compare(
     if baseline is None or baseline not in rankings or len(rankings) < 2:
         return {name: Scored(name, mean_scores(judged, ranking, metrics)) for name, ranking in rankings.items()}
     names = [baseline, *(name for name in rankings if name != baseline)]
-    with _quiet_numba():
+    with _quiet_numba(), warnings.catch_warnings():
+        # Identical per-query differences (e.g. a switch that changed nothing) make the t statistic 0/0
+        # or x/0; scipy warns and returns NaN, which _p_value turns into the right limit below.
+        warnings.filterwarnings("ignore", message="Precision loss occurred", category=RuntimeWarning)
         report = _ranx().compare(
             judged,
             [run(name, rankings[name]) for name in names],
@@ -99,6 +103,18 @@ def compare(
     scored = {}
     for name in names:
         entry = table[name]
-        p_values = {} if name == baseline else {m: float(entry["comparisons"][baseline][m]) for m in metrics}
-        scored[name] = Scored(name, {m: float(entry["scores"][m]) for m in metrics}, p_values)
+        means = {m: float(entry["scores"][m]) for m in metrics}
+        p_values = {}
+        if name != baseline:
+            base_means = table[baseline]["scores"]
+            for m in metrics:
+                p_values[m] = _p_value(float(entry["comparisons"][baseline][m]), means[m] - float(base_means[m]))
+        scored[name] = Scored(name, means, p_values)
     return scored
+
+
+def _p_value(p: float, mean_difference: float) -> float:
+    """A NaN p-value comes from per-query differences that are all equal: all 0 (p = 1) or all the same x != 0."""
+    if not math.isnan(p):
+        return p
+    return 1.0 if abs(mean_difference) < 1e-12 else 0.0
