@@ -63,13 +63,20 @@ def prepare_index(
         adapter.close()
 
 
+# Capabilities.native_hybrid entries that fuse lexical and vector results on the server; `retrievers`
+# alone (the Elasticsearch retriever syntax) or `hybrid_explain` do not.
+FUSING_FEATURES = frozenset(
+    {"rrf_retriever", "linear_retriever", "hybrid_query", "normalization_processor", "score_ranker_processor"}
+)
+
+
 def native_unavailable(adapter: Engine) -> str | None:
-    """Why the engine cannot fuse on the server, or None when it has some native hybrid feature."""
+    """Why the engine cannot fuse on the server, or None when it has a server-side fusion feature."""
     capabilities = adapter.probe()
-    if any(capabilities.native_hybrid.values()):
+    if any(on for name, on in capabilities.native_hybrid.items() if name in FUSING_FEATURES):
         return None
-    reason = "; ".join(capabilities.notes)
-    return reason or f"{capabilities.distribution} {capabilities.version} has no server-side hybrid search"
+    reason = "; ".join(note for note in capabilities.notes if "hybrid" in note or "retriever" in note)
+    return reason or f"{capabilities.distribution} {capabilities.version} has no server-side hybrid fusion"
 
 
 def run(
