@@ -39,8 +39,13 @@ def _model(settings: Settings) -> Iterator[CachedEmbedder]:
 
 
 def _prepare(
-    dataset: Path, split: str, limit: int | None, index: str | None, flags: dict[str, Any]
+    dataset: Path, split: str, limit: int | None, index: str | None, chart: Path | None, flags: dict[str, Any]
 ) -> tuple[Settings, JudgedQueries]:
+    from esbridge.evaluation import metrics, plot
+
+    metrics.require()
+    if chart is not None:
+        plot.require()
     judged = judged_queries(dataset, split, limit)
     settings = settings_from(index=index or f"eval-{dataset.resolve().name.lower()}", **flags)
     return settings, judged
@@ -82,7 +87,7 @@ def eval_command(
     collapsed to one per document. Significance: paired two-sided t-test against --baseline (ranx).
     """
     settings, judged = _prepare(
-        dataset, split, limit, index, {"url": url, "engine": engine, "config_file": config_file}
+        dataset, split, limit, index, plot, {"url": url, "engine": engine, "config_file": config_file}
     )
     chosen = configurations(methods, settings.pipeline)
     with _model(settings) as embedder:
@@ -153,7 +158,7 @@ def tune_command(
     mean nDCG@10, so a lone spike is not chosen over a broad plateau.
     """
     settings, judged = _prepare(
-        dataset, split, limit, index, {"url": url, "engine": engine, "config_file": config_file}
+        dataset, split, limit, index, plot, {"url": url, "engine": engine, "config_file": config_file}
     )
     grid = tuning.grid(settings.pipeline)
     with _model(settings) as embedder:

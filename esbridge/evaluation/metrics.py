@@ -35,6 +35,11 @@ class Scored:
     p_values: dict[str, float] = field(default_factory=dict)
 
 
+def require() -> None:
+    """Raise ``DependencyMissing`` now rather than after a long run."""
+    _ranx()
+
+
 def _ranx() -> Any:
     try:
         import ranx

@@ -22,6 +22,11 @@ def _pyplot() -> Any:
     return plt
 
 
+def require() -> None:
+    """Raise ``DependencyMissing`` now rather than after a long run."""
+    _pyplot()
+
+
 def metrics_chart(rows: Sequence[ResultRow], path: Path, title: str) -> Path:
     """Grouped horizontal bars: one group per configuration, one bar per metric."""
     plt = _pyplot()

@@ -78,5 +78,7 @@ def table(rows: Sequence[ResultRow], baseline: str | None = "bm25") -> str:
             cells.append(f"{'-':>10} " if value is None else f"{value:>10.4f}{mark}")
         lines.append(f"{row.name:<{width}}  " + "  ".join(cells))
     if baseline and any(row.p_values for row in rows):
-        lines.append(f"* differs from {baseline} with p < {SIGNIFICANCE} (paired two-sided t-test over queries)")
+        marked = any(p < SIGNIFICANCE for row in rows for p in row.p_values.values())
+        note = "" if marked else "; no difference here is"
+        lines.append(f"* differs from {baseline} with p < {SIGNIFICANCE} (paired two-sided t-test over queries{note})")
     return "\n".join(lines)
