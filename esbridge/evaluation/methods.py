@@ -83,6 +83,9 @@ METHODS: dict[str, MethodFactory] = {
     "linear": _fused("linear", normalization="min_max"),
     "linear-z": _fused("linear", normalization="z_score"),
     "linear-l2": _fused("linear", normalization="l2"),
+    # OpenSearch's normalization-processor on the client (docs/fusion.md): min-max with its 0.001 floor,
+    # arithmetic mean; what its native hybrid ranks like, given the same hits.
+    "linear-opensearch": _fused("linear", normalization="min_max", min_max_floor=0.001, combination="arithmetic_mean"),
     "dbsf": _fused("dbsf"),
     "adaptive": _fused("adaptive"),
     "default": _default,

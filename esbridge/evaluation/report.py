@@ -78,7 +78,9 @@ def table(rows: Sequence[ResultRow], baseline: str | None = "bm25") -> str:
             cells.append(f"{'-':>10} " if value is None else f"{value:>10.4f}{mark}")
         lines.append(f"{row.name:<{width}}  " + "  ".join(cells))
     if baseline and any(row.p_values for row in rows):
-        marked = any(p < SIGNIFICANCE for row in rows for p in row.p_values.values())
-        note = "" if marked else "; no difference here is"
-        lines.append(f"* differs from {baseline} with p < {SIGNIFICANCE} (paired two-sided t-test over queries{note})")
+        test = "paired two-sided t-test over queries"
+        if any(p < SIGNIFICANCE for row in rows for p in row.p_values.values()):
+            lines.append(f"* differs from {baseline} with p < {SIGNIFICANCE} ({test})")
+        else:
+            lines.append(f"no configuration differs from {baseline} with p < {SIGNIFICANCE} ({test})")
     return "\n".join(lines)

@@ -29,6 +29,9 @@ def test_rows_keep_order_mark_unavailable_and_test_against_the_baseline() -> Non
     text = table(rows)
     assert "1.0000*" in text
     assert "not available on this engine: no plugin" in text
+    assert "* differs from bm25 with p < 0.05" in text
+    alike = table(score(JUDGED, [ConfigurationRuns(configuration(n), top=first, deep=first) for n in ("bm25", "rrf")]))
+    assert "no configuration differs from bm25 with p < 0.05" in alike
 
 
 def test_percentiles_and_ratios() -> None:
