@@ -12,7 +12,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from esbridge.cli import main
-from esbridge.config import Settings
+from esbridge.config import Settings, load_settings
 from esbridge.embeddings.cached import CachedEmbedder
 from tests.support.data import SCIFACT, require
 
@@ -78,3 +78,26 @@ def test_default_configuration_on_the_embedded_engine(tmp_path: Path, embedder: 
     folder = scifact_slice(tmp_path / "scifact")
     rows = evaluate([str(folder), "--engine", "embedded"], embedder, ESBRIDGE_DATA_DIR=str(tmp_path / "data"))
     check(rows, "embedded")
+
+
+def test_tune_writes_the_best_grid_point_into_the_settings_file(tmp_path: Path, embedder: CachedEmbedder) -> None:
+    folder = scifact_slice(tmp_path / "scifact")
+    settings_file = tmp_path / "esbridge.toml"
+    settings_file.write_text('index = "mine"\n\n[pipeline]\ntop_n_max = 80\n', encoding="utf-8")
+    env = {"ESBRIDGE_EMBEDDING__CACHE_DIR": str(embedder.cache.path.parent), "ESBRIDGE_DATA_DIR": str(tmp_path / "d")}
+    args = ["tune", str(folder), "--split", "test", "--engine", "embedded", "--output", str(settings_file), "--json"]
+    result = CliRunner().invoke(main, args, env=env)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert len(summary["grid"]) == 81
+    assert summary["grid"][0] == summary["best"]
+    best_neighbourhood = max(point["neighbourhood_ndcg@10"] for point in summary["grid"])
+    assert summary["best"]["neighbourhood_ndcg@10"] == best_neighbourhood
+    pipeline = load_settings(settings_file).pipeline
+    assert (pipeline.fusion, pipeline.weights, pipeline.fusion_params) == (
+        summary["best"]["fusion"],
+        summary["best"]["weights"],
+        summary["best"]["fusion_params"],
+    )
+    assert pipeline.top_n_max == 80
+    assert load_settings(settings_file).index == "mine"
