@@ -7,7 +7,21 @@ from typing import Any
 import click
 
 from esbridge import __version__
-from esbridge.cli import demo, graph, index, info, ingest, mapping, mcp, pipeline, search, serve, transfer
+from esbridge.cli import (
+    bench,
+    demo,
+    evaluate,
+    graph,
+    index,
+    info,
+    ingest,
+    mapping,
+    mcp,
+    pipeline,
+    search,
+    serve,
+    transfer,
+)
 from esbridge.errors import EsbridgeError
 
 
@@ -40,3 +54,6 @@ main.add_command(demo.demo_command)
 main.add_command(pipeline.pipeline)
 main.add_command(serve.serve_command)
 main.add_command(mcp.mcp_command)
+main.add_command(evaluate.eval_command)
+main.add_command(evaluate.tune_command)
+main.add_command(bench.bench_command)

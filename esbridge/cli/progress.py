@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -37,3 +37,19 @@ class _TqdmProgress:
 
     def update(self, n: int) -> None:
         self._bar.update(n)
+
+
+@contextmanager
+def query_progress(as_json: bool, description: str, total: int) -> Iterator[Callable[[int], None]]:
+    """A bar counting queries, and its ``advance(n)``; a no-op when output is JSON or not a terminal."""
+    if as_json or not sys.stderr.isatty():
+        yield lambda n: None
+        return
+    from tqdm import tqdm
+
+    with tqdm(total=total, desc=description, unit="query", file=sys.stderr, dynamic_ncols=True) as bar:
+
+        def advance(n: int) -> None:
+            bar.update(n)
+
+        yield advance

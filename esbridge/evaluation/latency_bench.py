@@ -1,36 +1,43 @@
-"""End-to-end search latency per mode, measured in one run on the same index and queries.
+"""End-to-end search latency per mode, measured in one run on the same index and queries (``esbridge bench``).
 
-    python -m esbridge.evaluation.latency_bench --url URL --index INDEX --queries DATASET [--limit 200]
+Modes (``MODES``), interleaved query by query so that load and caches affect them alike:
 
-Modes, interleaved query by query so that load and caches affect them alike: ``bm25`` (the BM25
-request alone), ``knn`` (the kNN request alone, vector computed beforehand), ``msearch`` (both in one
-round trip), ``embed`` (embedding the query), and the whole client-side hybrid pipeline with
-concurrent requests and with one ``_msearch``.
-Result and embedding caches are off. Prints p50/p95/p99 in ms and the ratios the goals are stated in.
+- ``bm25``: the BM25 request alone; ``knn``: the kNN request alone, its vector computed beforehand;
+  ``msearch``: both in one ``_msearch`` round trip; ``embed``: embedding the query;
+- ``hybrid``: the whole client-side pipeline as configured; ``hybrid_concurrent`` / ``hybrid_msearch``:
+  the same with ``pipeline.execution`` forced to concurrent requests / one ``_msearch``;
+- ``native``: the whole pipeline with the engine fusing (``SearchRequest.mode = "native"``), measured
+  only where the engine answers natively; otherwise skipped with the reason.
+
+Result and embedding caches are off. With ``concurrency`` N, N workers take queries from one queue.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import statistics
 import time
-from collections.abc import Awaitable, Callable
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from esbridge.config import load_settings
 from esbridge.config.pipeline import CacheSettings
-from esbridge.embeddings.sentence_transformer import SentenceTransformerEmbedder
-from esbridge.engines import connect_async, resolve_kind
-from esbridge.ingest.beir import read_beir_queries, read_qrels
+from esbridge.config.settings import Settings
+from esbridge.embeddings.base import Embedder
+from esbridge.engines import connect, connect_async, resolve_kind
+from esbridge.engines.capabilities import Capabilities
+from esbridge.errors import ConfigError, EsbridgeError
+from esbridge.evaluation.session import native_unavailable
 from esbridge.query import bodies
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 
+MODES = ("bm25", "knn", "msearch", "embed", "hybrid", "hybrid_concurrent", "hybrid_msearch", "native")
+DEFAULT_MODES = ("bm25", "knn", "embed", "hybrid", "native")
 
-def percentiles(samples: list[float]) -> dict[str, float]:
+
+def percentiles(samples: Sequence[float]) -> dict[str, float]:
     ordered = sorted(samples)
 
     def at(fraction: float) -> float:
@@ -39,89 +46,186 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     return {"p50": round(statistics.median(ordered), 2), "p95": at(0.95), "p99": at(0.99), "n": len(ordered)}
 
 
-async def timed(samples: list[float], call: Callable[[], Awaitable[Any]]) -> Any:
-    started = time.perf_counter()
-    result = await call()
-    samples.append((time.perf_counter() - started) * 1000)
-    return result
+def ratios(p50: Mapping[str, float]) -> dict[str, float]:
+    """The ratios between modes that the goals are stated in, for the modes measured."""
+    found: dict[str, float] = {}
+    single = max(p50.get("bm25", 0.0), p50.get("knn", 0.0))
+    for mode in ("knn", "msearch", "hybrid", "hybrid_concurrent", "hybrid_msearch", "native"):
+        if mode in p50 and p50.get("bm25"):
+            found[f"{mode} / bm25"] = round(p50[mode] / p50["bm25"], 3)
+    if single and "embed" in p50:
+        budget = 1.1 * single + p50["embed"]
+        for mode in ("hybrid", "hybrid_concurrent", "hybrid_msearch", "native"):
+            if mode in p50:
+                found[f"{mode} / (1.1 x max(bm25, knn) + embed)"] = round(p50[mode] / budget, 3)
+    if "native" in p50 and "hybrid" in p50:
+        found["native / hybrid"] = round(p50["native"] / p50["hybrid"], 3)
+    if "msearch" in p50 and single:
+        found["msearch / max(bm25, knn)"] = round(p50["msearch"] / single, 3)
+    return found
 
 
-async def bench(args: argparse.Namespace) -> dict[str, Any]:
-    settings = load_settings(args.config, url=args.url, index=args.index)
+@dataclass
+class LatencyReport:
+    engine: str
+    queries: int
+    concurrency: int
+    wall_s: float
+    modes: dict[str, dict[str, float]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ratios(self) -> dict[str, float]:
+        return ratios({mode: values["p50"] for mode, values in self.modes.items()})
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "queries": self.queries,
+            "concurrency": self.concurrency,
+            "wall_s": self.wall_s,
+            "modes": self.modes,
+            "ratios": self.ratios,
+            "skipped": self.skipped,
+        }
+
+
+def measure(
+    settings: Settings,
+    texts: Sequence[str],
+    embedder: Embedder,
+    *,
+    modes: Sequence[str] = DEFAULT_MODES,
+    concurrency: int = 1,
+    warmup: int = 10,
+    top_n: int = 10,
+    progress: Callable[[int], None] = lambda n: None,
+) -> LatencyReport:
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown:
+        raise ConfigError(f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}")
+    if concurrency < 1:
+        raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
+    skipped: dict[str, str] = {}
+    capabilities: Capabilities | None = None
+    if "native" in modes:
+        adapter = connect(settings)
+        try:
+            capabilities = adapter.probe()
+            reason = native_unavailable(adapter, capabilities)
+        finally:
+            adapter.close()
+        if reason:
+            skipped["native"] = f"not available on this engine: {reason}"
+    chosen = [mode for mode in modes if mode not in skipped]
+    return asyncio.run(
+        _measure(settings, texts, embedder, chosen, skipped, concurrency, warmup, top_n, progress, capabilities)
+    )
+
+
+async def _measure(
+    settings: Settings,
+    texts: Sequence[str],
+    embedder: Embedder,
+    modes: list[str],
+    skipped: dict[str, str],
+    concurrency: int,
+    warmup: int,
+    top_n: int,
+    progress: Callable[[int], None],
+    capabilities: Capabilities | None = None,
+) -> LatencyReport:
     kind = resolve_kind(settings)
     engine = connect_async(settings, kind=kind)
-    embedder = SentenceTransformerEmbedder.from_settings(settings.embedding)
-    queries = read_beir_queries(args.queries)
-    judged = read_qrels(args.queries, args.split)
-    texts = [queries[qid] for qid in judged if qid in queries][: args.limit]
     no_cache = settings.pipeline.model_copy(update={"cache": CacheSettings(embeddings=0, results=0)})
-    searchers = {
-        mode: HybridSearcher(
+
+    async def probe() -> Capabilities:
+        if capabilities is None:
+            raise ConfigError("the engine's capabilities were not probed")
+        return capabilities
+
+    def searcher(**update: Any) -> HybridSearcher:
+        return HybridSearcher(
             engine,
             settings.index,
             embedder,
-            no_cache.model_copy(update={"execution": mode}),
+            no_cache.model_copy(update=update),
             num_candidates=settings.mapping.hnsw_ef_search,
+            probe=probe,
         )
-        for mode in ("concurrent", "msearch")
+
+    searchers = {
+        "hybrid": searcher(),
+        "hybrid_concurrent": searcher(execution="concurrent"),
+        "hybrid_msearch": searcher(execution="msearch"),
+        "native": searcher(),
     }
-    names = ("bm25", "knn", "msearch", "embed", "hybrid", "hybrid_msearch")
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    top_k = settings.pipeline.top_k(args.top_n)
+    samples: dict[str, list[float]] = {mode: [] for mode in modes}
+    top_k = settings.pipeline.top_k(top_n)
     filters = Filters()
 
-    async def one(text: str, record: bool) -> None:
-        sink = samples if record else {name: [] for name in samples}
-        lexical = bodies.bm25_body(engine.dialect, text, size=top_k, filters=filters)
-        await timed(sink["bm25"], lambda: engine.search(settings.index, lexical))
-        vector = await timed(sink["embed"], lambda: asyncio.to_thread(embedder.embed, [text]))
+    async def timed(mode: str, sink: dict[str, list[float]], call: Callable[[], Awaitable[Any]]) -> Any:
+        started = time.perf_counter()
+        result = await call()
+        if mode in sink:
+            sink[mode].append((time.perf_counter() - started) * 1000)
+        return result
+
+    async def one(text: str, sink: dict[str, list[float]]) -> None:
+        # The fields the pipeline itself asks for (no chunk texts with the default fusion), so modes compare alike.
+        fields = bodies.DISPLAY_FIELDS
+        lexical = bodies.bm25_body(engine.dialect, text, size=top_k, filters=filters, source_fields=fields)
+        if "bm25" in modes:
+            await timed("bm25", sink, lambda: engine.search(settings.index, lexical))
+        vector = await timed("embed", sink, lambda: asyncio.to_thread(embedder.embed, [text]))
         knn = bodies.knn_body(
             engine.dialect,
             vector[0],
             k=top_k,
             filters=filters,
             num_candidates=max(settings.mapping.hnsw_ef_search, 2 * top_k),
+            source_fields=fields,
         )
-        await timed(sink["knn"], lambda: engine.search(settings.index, knn))
-        await timed(sink["msearch"], lambda: engine.msearch(settings.index, [lexical, knn]))
-        request = SearchRequest(query=text, top_n=args.top_n)
-        await timed(sink["hybrid"], lambda: searchers["concurrent"].search(request))
-        await timed(sink["hybrid_msearch"], lambda: searchers["msearch"].search(request))
+        if "knn" in modes:
+            await timed("knn", sink, lambda: engine.search(settings.index, knn))
+        if "msearch" in modes:
+            await timed("msearch", sink, lambda: engine.msearch(settings.index, [lexical, knn]))
+        client = SearchRequest(query=text, top_n=top_n, mode="client")
+        for mode in ("hybrid", "hybrid_concurrent", "hybrid_msearch"):
+            if mode in modes:
+                await timed(mode, sink, partial(searchers[mode].search, client))
+        if "native" in modes and "native" not in skipped:
+            request = SearchRequest(query=text, top_n=top_n, mode="native")
+            try:
+                response = await timed("native", sink, lambda: searchers["native"].search(request))
+            except EsbridgeError as exc:
+                skipped["native"] = f"not available on this engine: {exc}"
+                return
+            if response.search_mode != "native-hybrid":
+                skipped["native"] = (
+                    "not available on this engine: it answered with client-side fusion "
+                    f"(search_mode {response.search_mode})"
+                )
 
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for text in texts:
+        queue.put_nowait(text)
+
+    async def worker() -> None:
+        while not queue.empty():
+            text = queue.get_nowait()
+            await one(text, samples)
+            progress(1)
+
+    started = time.perf_counter()
     try:
-        for text in texts[: args.warmup]:
-            await one(text, record=False)
-        for text in texts:
-            await one(text, record=True)
+        for text in texts[:warmup]:
+            await one(text, {})
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
     finally:
         await engine.close()
-    report: dict[str, Any] = {name: percentiles(values) for name, values in samples.items()}
-    p50 = {name: report[name]["p50"] for name in samples}
-    budget = 1.1 * max(p50["bm25"], p50["knn"]) + p50["embed"]
-    report["engine"] = kind
-    report["queries"] = len(texts)
-    report["ratios"] = {
-        "hybrid_concurrent_p50 / (1.1 x max(bm25_p50, knn_p50) + embed_p50)": round(p50["hybrid"] / budget, 3),
-        "hybrid_msearch_p50 / (1.1 x max(bm25_p50, knn_p50) + embed_p50)": round(p50["hybrid_msearch"] / budget, 3),
-        "hybrid_msearch_p50 / hybrid_concurrent_p50": round(p50["hybrid_msearch"] / p50["hybrid"], 3),
-        "msearch_p50 / max(bm25_p50, knn_p50)": round(p50["msearch"] / max(p50["bm25"], p50["knn"]), 3),
-    }
-    report["client_overhead_ms_p50"] = round(p50["hybrid_msearch"] - p50["embed"] - p50["msearch"], 2)
+    wall_s = round(time.perf_counter() - started, 2)
+    report = LatencyReport(kind, len(texts), concurrency, wall_s, skipped=dict(skipped))
+    report.modes = {mode: percentiles(values) for mode, values in samples.items() if values and mode not in skipped}
     return report
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description="End-to-end search latency per mode.")
-    parser.add_argument("--url")
-    parser.add_argument("--index")
-    parser.add_argument("--config", type=Path)
-    parser.add_argument("--queries", type=Path, required=True, help="a BEIR folder (queries.jsonl, qrels/)")
-    parser.add_argument("--split", default="test")
-    parser.add_argument("--limit", type=int, default=200)
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--top-n", type=int, default=10)
-    print(json.dumps(asyncio.run(bench(parser.parse_args())), indent=2))
-
-
-if __name__ == "__main__":
-    main()

@@ -71,6 +71,7 @@ class Backend:
         reranker = None
         if settings.pipeline.rerank.enabled:
             reranker = RERANKERS.get_named(settings.pipeline.rerank.name)(settings.pipeline.rerank)
+
         async def probe() -> Capabilities:
             return await asyncio.to_thread(engine.probe)  # once, when a search may go native
 

@@ -52,7 +52,7 @@ def run(settings: Settings, **request: Any) -> SearchResponse:
 
 def test_rrf_retriever_request_and_answer(server: ReplayServer) -> None:
     server.route("POST", f"/{INDEX}/_search", "search_rrf_retriever")
-    response = run(settings_for(server), top_n=3)
+    response = run(settings_for(server, fusion="rrf"), top_n=3)
     assert response.search_mode == "native-hybrid"
     assert response.warnings == []
     assert [hit.id for hit in response.results] == ["1", "2", "3"]  # 1 and 2 tie at 0.8333334
@@ -78,14 +78,14 @@ def test_linear_retriever_request_and_answer(server: ReplayServer) -> None:
 
 
 def test_a_licence_refusal_falls_back_to_client_side_fusion(server: ReplayServer) -> None:
-    server.route("POST", f"/{INDEX}/_search", "error_403_rrf_license")
+    server.route("POST", f"/{INDEX}/_search", "error_403_linear_license")
     bm25, knn = load_recording("search_bm25").body, load_recording("search_knn").body
     # CONSTRUCTED: an _msearch answer wrapping the two recorded search answers, as the msearch API documents.
     both = {"took": 4, "responses": [{**bm25, "status": 200}, {**knn, "status": 200}]}
     server.route("POST", "/_msearch", Recording(200, both, dict(load_recording("search_bm25").headers)))
     response = run(settings_for(server))
     assert response.search_mode == "hybrid"
-    assert any("native hybrid failed" in w and "Reciprocal Rank Fusion" in w for w in response.warnings)
+    assert any("native hybrid failed" in w and "linear retriever" in w for w in response.warnings)
     assert response.details["native"]["used"] is False
     expected = {hit["_id"] for hit in bm25["hits"]["hits"]} | {hit["_id"] for hit in knn["hits"]["hits"]}
     assert {hit.id for hit in response.results} == expected

@@ -63,7 +63,7 @@ def test_opensearch_bm25_is_cross_fields() -> None:
     body = bm25_body("opensearch", "solar", size=10, filters=Filters())
     grouped = body["query"]["bool"]["should"][0]["multi_match"]
     assert grouped["type"] == "cross_fields"
-    assert grouped["fields"][:3] == ["title^3", "aliases^2.5", "headings^2"]
+    assert grouped["fields"][:3] == ["title^1.5", "aliases^2.5", "headings^2"]
 
 
 def test_user_text_stays_a_json_value() -> None:

@@ -131,7 +131,7 @@ SEM = [("b#0", 0.9), ("d#0", 0.8), ("a#0", 0.5)]
 
 
 def test_hybrid_fuses_both_lists_and_explains() -> None:
-    response = run(searcher(MemoryEngine(LEX, SEM)), explain=True, top_n=4)
+    response = run(searcher(MemoryEngine(LEX, SEM), fusion="rrf"), explain=True, top_n=4)
     assert response.search_mode == "hybrid"
     assert [hit.id for hit in response.results][:2] == ["b#0", "a#0"]  # b: ranks 2+1, a: ranks 1+3
     assert response.results[0].score == 1.0
@@ -221,11 +221,12 @@ def test_recency_multiplies_recent_documents() -> None:
         "a#0": doc("a", modified_at=(NOW - timedelta(days=100)).isoformat()),
         "c#0": doc("c", modified_at=(NOW - timedelta(days=2)).isoformat()),
     }
-    response = run(searcher(MemoryEngine(LEX, [], sources)), explain=True)
+    # RRF: under min-max (the default) the last BM25 hit, c, scores 0, and 0 x 1.2 is still 0.
+    response = run(searcher(MemoryEngine(LEX, [], sources), fusion="rrf"), explain=True)
     by_id = {hit.id: hit.explain for hit in response.results}
     assert by_id["c#0"].recency_multiplier == 1.2
     assert by_id["a#0"].recency_multiplier == 1.0
-    plain = run(searcher(MemoryEngine(LEX, [], sources)), explain=True, recency=False)
+    plain = run(searcher(MemoryEngine(LEX, [], sources), fusion="rrf"), explain=True, recency=False)
     assert {hit.explain.recency_multiplier for hit in plain.results} == {1.0}
 
 
@@ -237,7 +238,8 @@ def test_graph_expansion_adds_linked_documents_below_direct_results() -> None:
         "w#0": doc("w", links=["a"]),
     }
     engine = MemoryEngine([("a#0", 5.0), ("b#0", 4.0)], [], sources)
-    response = run(searcher(engine, graph=GraphSettings(enabled=True)), explain=True, top_n=5)
+    # RRF: under min-max (the default) b, the last hit, scores 0 and its neighbours can only tie with it.
+    response = run(searcher(engine, fusion="rrf", graph=GraphSettings(enabled=True)), explain=True, top_n=5)
     ids = [hit.id for hit in response.results]
     assert ids[:2] == ["a#0", "b#0"]
     assert set(ids[2:]) == {"z#0", "w#0"}

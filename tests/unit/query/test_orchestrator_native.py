@@ -141,8 +141,11 @@ def test_auto_uses_the_engine_when_it_can_and_says_so() -> None:
     response = run(searcher)
     assert response.search_mode == "native-hybrid"
     assert response.details["native"]["used"] is True
-    pipeline = response.details["native"]["search_pipeline"]
-    assert pipeline["phase_results_processors"][0]["score-ranker-processor"]["combination"]["rank_constant"] == 60
+    processor = response.details["native"]["search_pipeline"]["phase_results_processors"][0]
+    assert processor["normalization-processor"] == {  # the default fusion: min-max linear, equal weights
+        "normalization": {"technique": "min_max"},
+        "combination": {"technique": "arithmetic_mean", "parameters": {"weights": [0.5, 0.5]}},
+    }
     assert engine.plain_bodies == []  # one request, no client-side retrieval
 
 

@@ -1,0 +1,82 @@
+"""``esbridge bench DATASET``: search latency per mode on one index, in one run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from esbridge.cli.options import engine_options, index_option, settings_from
+from esbridge.cli.progress import query_progress
+from esbridge.evaluation.dataset import judged_queries
+from esbridge.evaluation.latency_bench import DEFAULT_MODES, MODES, measure
+
+
+@click.command(name="bench")
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--split", default="test", show_default=True, help="The judged queries of qrels/<split>.tsv are used.")
+@click.option("--limit", type=int, default=200, show_default=True, help="How many queries.")
+@click.option(
+    "--modes",
+    default=",".join(DEFAULT_MODES),
+    show_default=True,
+    help=f"Comma-separated, from: {', '.join(MODES)}.",
+)
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True, help="Queries in flight.")
+@click.option("--warmup", type=click.IntRange(min=0), default=10, show_default=True, help="Unrecorded queries first.")
+@click.option("--top-n", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@engine_options
+@index_option
+def bench_command(
+    dataset: Path,
+    split: str,
+    limit: int,
+    modes: str,
+    concurrency: int,
+    warmup: int,
+    top_n: int,
+    as_json: bool,
+    url: str | None,
+    engine: str | None,
+    config_file: Path | None,
+    index: str | None,
+) -> None:
+    """Latency p50/p95/p99 of BM25 only, kNN only, client hybrid and native hybrid, and their ratios.
+
+    The queries are a BEIR folder's; the index must already hold its corpus (e.g. after `esbridge eval`).
+    """
+    settings = settings_from(config_file, url=url, engine=engine, index=index)
+    texts = list(judged_queries(dataset, split, limit).queries.values())
+    chosen = [mode.strip() for mode in modes.split(",") if mode.strip()]
+    from esbridge.embeddings.factory import EMBEDDERS
+
+    # The model itself, not behind the on-disk cache: embedding time is part of what is measured.
+    embedder = EMBEDDERS.get_named(settings.embedding.provider)(settings.embedding)
+    with query_progress(as_json, "queries", len(texts)) as advance:
+        report = measure(
+            settings,
+            texts,
+            embedder,
+            modes=chosen,
+            concurrency=concurrency,
+            warmup=warmup,
+            top_n=top_n,
+            progress=advance,
+        )
+    if as_json:
+        click.echo(json.dumps(report.as_json(), indent=2))
+        return
+    click.echo(
+        f"{report.queries} queries on {report.engine} index {settings.index}, concurrency {report.concurrency}, "
+        f"{report.wall_s:g}s ({report.queries / report.wall_s:.1f} queries/s)"
+    )
+    click.echo(f"{'mode':<18} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+    for mode, values in report.modes.items():
+        click.echo(f"{mode:<18} {values['p50']:>8.2f} {values['p95']:>8.2f} {values['p99']:>8.2f}")
+    for mode, reason in report.skipped.items():
+        click.echo(f"{mode:<18} skipped: {reason}")
+    click.echo("ratios of p50:")
+    for name, value in report.ratios.items():
+        click.echo(f"  {name:<40} {value:.3f}")

@@ -1,0 +1,206 @@
+"""``esbridge eval DATASET`` and ``esbridge tune DATASET``: retrieval quality on judged queries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from esbridge.cli.options import engine_options, settings_from
+from esbridge.cli.progress import progress_for, query_progress
+from esbridge.config.settings import Settings
+from esbridge.embeddings.cached import CachedEmbedder
+from esbridge.evaluation import report, session, tuning
+from esbridge.evaluation.dataset import JudgedQueries, judged_queries
+from esbridge.evaluation.methods import METHODS, configurations
+from esbridge.evaluation.runner import Depth
+
+DEFAULT_METHODS = "bm25,knn,rrf,linear,dbsf,adaptive,default,native"
+
+
+def dataset_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    command = click.option("--limit", type=int, help="Only the first N judged queries (quick runs, CI).")(command)
+    command = click.option(
+        "--reuse", is_flag=True, help="Search the index as it is; do not ingest the corpus into it first."
+    )(command)
+    return click.option("--index", help="Index alias to evaluate (default: eval-<dataset folder name>).")(command)
+
+
+@contextmanager
+def _model(settings: Settings) -> Iterator[CachedEmbedder]:
+    from esbridge.embeddings.factory import open_embedder
+
+    with open_embedder(settings.embedding) as embedder:
+        yield embedder
+
+
+def _prepare(
+    dataset: Path, split: str, limit: int | None, index: str | None, chart: Path | None, flags: dict[str, Any]
+) -> tuple[Settings, JudgedQueries]:
+    from esbridge.evaluation import metrics, plot
+
+    metrics.require()
+    if chart is not None:
+        plot.require()
+    judged = judged_queries(dataset, split, limit)
+    settings = settings_from(index=index or f"eval-{dataset.resolve().name.lower()}", **flags)
+    return settings, judged
+
+
+@click.command(name="eval")
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--split", default="test", show_default=True, help="qrels/<split>.tsv to evaluate on.")
+@click.option(
+    "--methods",
+    default=DEFAULT_METHODS,
+    show_default=True,
+    help=f"Comma-separated configurations: {', '.join(METHODS)}; add +graph or +recency, e.g. rrf+graph.",
+)
+@click.option(
+    "--baseline", default="bm25", show_default=True, help="Configuration the significance tests compare with."
+)
+@dataset_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with a `results` list.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG chart of the results.")
+@engine_options
+def eval_command(
+    dataset: Path,
+    split: str,
+    methods: str,
+    baseline: str,
+    limit: int | None,
+    reuse: bool,
+    index: str | None,
+    as_json: bool,
+    plot: Path | None,
+    url: str | None,
+    engine: str | None,
+    config_file: Path | None,
+) -> None:
+    """nDCG@10, Recall@100 and MRR@10 of each configuration on a BEIR folder's judged queries.
+
+    Every query of the split goes through each configuration of the real search pipeline; results are
+    collapsed to one per document. Significance: paired two-sided t-test against --baseline (ranx).
+    """
+    settings, judged = _prepare(
+        dataset, split, limit, index, plot, {"url": url, "engine": engine, "config_file": config_file}
+    )
+    chosen = configurations(methods, settings.pipeline)
+    with _model(settings) as embedder:
+        ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
+        with query_progress(as_json, "queries", len(judged.queries)) as advance:
+            outcome = session.run(settings, judged, chosen, embedder, progress=advance)
+    rows = report.score(judged.qrels, outcome.outcomes, baseline)
+    summary = {
+        "dataset": str(dataset),
+        "split": split,
+        "engine": outcome.engine,
+        "index": outcome.index,
+        "queries": outcome.queries,
+        "run_s": outcome.run_s,
+        "ingest": ingested.as_json() if ingested is not None else None,
+        "baseline": baseline,
+        "results": [row.as_json() for row in rows],
+    }
+    if plot is not None:
+        from esbridge.evaluation.plot import metrics_chart
+
+        metrics_chart(rows, plot, f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}")
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    click.echo(
+        f"{dataset.resolve().name} {split}: {outcome.queries} queries on {outcome.engine} index {outcome.index} "
+        f"({outcome.run_s:g}s)"
+    )
+    click.echo(report.table(rows, baseline))
+    for row in rows:
+        for warning, count in row.warnings.items():
+            click.echo(f"warning: {row.name}: {count} queries: {warning}", err=True)
+
+
+@click.command(name="tune")
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--split", default="train", show_default=True, help="qrels/<split>.tsv to tune on (never the test split)."
+)
+@dataset_options
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Settings file to write the best [pipeline] fusion settings into (default: --config, else ./esbridge.toml).",
+)
+@click.option("--dry-run", is_flag=True, help="Report the best settings without writing them.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the whole grid.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG chart of the grid.")
+@engine_options
+def tune_command(
+    dataset: Path,
+    split: str,
+    limit: int | None,
+    reuse: bool,
+    index: str | None,
+    output: Path | None,
+    dry_run: bool,
+    as_json: bool,
+    plot: Path | None,
+    url: str | None,
+    engine: str | None,
+    config_file: Path | None,
+) -> None:
+    """Search fusion method, weights and RRF k for the best nDCG@10 on a BEIR split; write them to esbridge.toml.
+
+    The choice is the grid point whose neighbourhood (itself and the adjacent weights and k) has the best
+    mean nDCG@10, so a lone spike is not chosen over a broad plateau.
+    """
+    settings, judged = _prepare(
+        dataset, split, limit, index, plot, {"url": url, "engine": engine, "config_file": config_file}
+    )
+    grid = tuning.grid(settings.pipeline)
+    with _model(settings) as embedder:
+        ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
+        with query_progress(as_json, "queries", len(judged.queries)) as advance:
+            outcome = session.run(
+                settings,
+                judged,
+                [point.configuration for point in grid],
+                embedder,
+                depth=Depth(deep=False),
+                progress=advance,
+            )
+    result = tuning.choose(grid, judged.qrels, outcome.outcomes)
+    target = output or config_file or Path("esbridge.toml")
+    if not dry_run:
+        tuning.write_pipeline(target, result.best.point)
+    if plot is not None:
+        from esbridge.evaluation.plot import tuning_chart
+
+        tuning_chart(
+            result.curves(),
+            plot,
+            f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}: nDCG@10",
+        )
+    if as_json:
+        summary = {
+            "dataset": str(dataset),
+            "split": split,
+            "engine": outcome.engine,
+            "index": outcome.index,
+            "queries": outcome.queries,
+            "run_s": outcome.run_s,
+            "ingest": ingested.as_json() if ingested is not None else None,
+            **result.as_json(),
+            "written_to": None if dry_run else str(target),
+        }
+        click.echo(json.dumps(summary, indent=2))
+        return
+    click.echo(
+        f"{dataset.resolve().name} {split}: {outcome.queries} queries, {len(grid)} settings on {outcome.engine} "
+        f"({outcome.run_s:g}s)"
+    )
+    click.echo(result.table())
+    click.echo(("would write" if dry_run else "wrote") + f" [pipeline] {result.best.point.describe()} to {target}")

@@ -1,0 +1,30 @@
+"""The judged queries of one split of a BEIR folder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from esbridge.errors import SourceError
+from esbridge.ingest.beir import read_beir_queries, read_qrels
+
+
+@dataclass(frozen=True)
+class JudgedQueries:
+    queries: dict[str, str]
+    """query id -> text, for every query of the split that has a positive judgement, in qrels order"""
+    qrels: dict[str, dict[str, int]]
+    """query id -> {doc id: relevance}, restricted to ``queries``"""
+
+
+def judged_queries(folder: Path, split: str = "test", limit: int | None = None) -> JudgedQueries:
+    """The split's queries that have text and at least one relevant document; the first ``limit`` of them."""
+    texts = read_beir_queries(folder)
+    judgements = read_qrels(folder, split)
+    missing = sorted(query for query in judgements if query not in texts)
+    if missing:
+        raise SourceError(f"qrels/{split}.tsv names {len(missing)} queries not in queries.jsonl, e.g. {missing[0]!r}")
+    chosen = [query for query, docs in judgements.items() if any(relevance > 0 for relevance in docs.values())]
+    if limit is not None:
+        chosen = chosen[:limit]
+    return JudgedQueries({query: texts[query] for query in chosen}, {query: judgements[query] for query in chosen})

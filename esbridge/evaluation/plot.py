@@ -1,0 +1,68 @@
+"""PNG charts of evaluation and tuning results (matplotlib, ``pip install 'esbridge[eval]'``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from esbridge.errors import DependencyMissing
+from esbridge.evaluation.metrics import METRICS
+from esbridge.evaluation.report import ResultRow
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise DependencyMissing("matplotlib", "eval", "charts") from exc
+    matplotlib.use("Agg")  # files only; no display needed
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def require() -> None:
+    """Raise ``DependencyMissing`` now rather than after a long run."""
+    _pyplot()
+
+
+def metrics_chart(rows: Sequence[ResultRow], path: Path, title: str) -> Path:
+    """Grouped horizontal bars: one group per configuration, one bar per metric."""
+    plt = _pyplot()
+    shown = [row for row in rows if not row.unavailable]
+    columns = [metric for metric in METRICS if any(metric in row.scores for row in shown)]
+    height = 0.8 / max(1, len(columns))
+    figure, axes = plt.subplots(figsize=(8, 1.0 + 0.55 * len(shown) * max(1, len(columns)) / 2))
+    for offset, metric in enumerate(columns):
+        positions = [index + offset * height for index in range(len(shown))]
+        values = [row.scores.get(metric, 0.0) for row in shown]
+        bars = axes.barh(positions, values, height=height, label=metric)
+        axes.bar_label(bars, fmt="%.3f", fontsize=7, padding=2)
+    axes.set_yticks([index + height * (len(columns) - 1) / 2 for index in range(len(shown))])
+    axes.set_yticklabels([row.name for row in shown])
+    axes.invert_yaxis()
+    axes.set_xlim(0, 1.05)
+    axes.set_title(title)
+    axes.legend(loc="lower right", fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
+def tuning_chart(curves: Mapping[str, Sequence[tuple[float, float]]], path: Path, title: str) -> Path:
+    """nDCG@10 against the BM25 weight share, one line per fusion setting."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(8, 5))
+    for label, points in curves.items():
+        axes.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=3, label=label)
+    axes.set_xlabel("BM25 weight share  w_bm25 / (w_bm25 + w_knn)")
+    axes.set_ylabel("nDCG@10")
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path

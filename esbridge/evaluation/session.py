@@ -1,0 +1,125 @@
+"""One evaluation against one engine: bring the dataset's corpus into the index (or reuse it), run the
+judged queries through the configurations, and score them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from esbridge.config.settings import Settings
+from esbridge.embeddings.base import Embedder
+from esbridge.engines import Engine, connect, connect_async, resolve_kind
+from esbridge.engines.capabilities import Capabilities
+from esbridge.errors import IndexNotFound
+from esbridge.evaluation.dataset import JudgedQueries
+from esbridge.evaluation.methods import Configuration
+from esbridge.evaluation.runner import ConfigurationRuns, Depth, run_configurations
+from esbridge.ingest.pipeline import IngestOptions, IngestReport, ProgressFactory, ingest, no_progress
+from esbridge.mappings.lifecycle import IndexManager, parameters_from
+
+
+@dataclass
+class Session:
+    engine: str
+    index: str
+    queries: int
+    ingest: dict[str, Any] | None = None
+    run_s: float = 0.0
+    engine_requests: int = 0
+    outcomes: list[ConfigurationRuns] = field(default_factory=list)
+
+
+def prepare_index(
+    settings: Settings, folder: Path, embedder: Embedder | None, *, reuse: bool, progress: ProgressFactory = no_progress
+) -> IngestReport | None:
+    """Ingest the corpus into ``settings.index`` (creating it if needed; unchanged chunks are skipped),
+    or with ``reuse`` only check that the index exists."""
+    adapter = connect(settings)
+    try:
+        if reuse:
+            if not adapter.index_exists(settings.index):
+                raise IndexNotFound(
+                    f"index {settings.index!r} does not exist; run without --reuse to ingest the dataset into it",
+                    url=adapter.url,
+                    operation="eval",
+                    index=settings.index,
+                )
+            return None
+        manager = IndexManager(
+            adapter, settings.index, parameters_from(settings, embedder.dimension if embedder else None)
+        )
+        return ingest(
+            folder,
+            engine=adapter,
+            manager=manager,
+            embedder=embedder,
+            options=IngestOptions(source_format="beir"),
+            progress=progress,
+        )
+    finally:
+        adapter.close()
+
+
+# Capabilities.native_hybrid entries that fuse lexical and vector results on the server; `retrievers`
+# alone (the Elasticsearch retriever syntax) or `hybrid_explain` do not.
+FUSING_FEATURES = frozenset(
+    {"rrf_retriever", "linear_retriever", "hybrid_query", "normalization_processor", "score_ranker_processor"}
+)
+
+
+def native_unavailable(adapter: Engine, capabilities: Capabilities | None = None) -> str | None:
+    """Why the engine cannot fuse on the server, or None when it has a server-side fusion feature."""
+    capabilities = capabilities or adapter.probe()
+    if any(on for name, on in capabilities.native_hybrid.items() if name in FUSING_FEATURES):
+        return None
+    reason = "; ".join(note for note in capabilities.notes if "hybrid" in note or "retriever" in note)
+    return reason or f"{capabilities.distribution} {capabilities.version} has no server-side hybrid fusion"
+
+
+def run(
+    settings: Settings,
+    judged: JudgedQueries,
+    configurations: Sequence[Configuration],
+    embedder: Embedder | None,
+    *,
+    depth: Depth | None = None,
+    progress: Callable[[int], None] = lambda n: None,
+) -> Session:
+    kind = resolve_kind(settings)
+    native_reason = None
+    capabilities: Capabilities | None = None
+    if any(configuration.native for configuration in configurations):
+        adapter = connect(settings)
+        try:
+            capabilities = adapter.probe()
+            native_reason = native_unavailable(adapter, capabilities)
+        finally:
+            adapter.close()
+
+    async def go() -> Session:
+        engine = connect_async(settings, kind=kind)
+        started = time.perf_counter()
+        try:
+            outcomes = await run_configurations(
+                engine,
+                settings.index,
+                embedder,
+                configurations,
+                judged.queries,
+                depth=depth,
+                num_candidates=settings.mapping.hnsw_ef_search,
+                native_unavailable=native_reason,
+                capabilities=capabilities,
+                progress=progress,
+            )
+        finally:
+            await engine.close()
+        return Session(
+            kind, settings.index, len(judged.queries), run_s=round(time.perf_counter() - started, 1), outcomes=outcomes
+        )
+
+    return asyncio.run(go())

@@ -1,0 +1,178 @@
+"""Choosing fusion settings by evidence: a grid over method, normalisation, weights and RRF ``k``.
+
+The grid: ``rrf`` with ``k`` in ``RRF_K``, ``linear`` with each of ``NORMALIZATIONS`` and ``dbsf``, each
+at every BM25 weight share in ``SHARES`` (weights ``bm25 = share``, ``knn = 1 - share``; every method
+here is invariant to scaling all weights, so the share is the only weight parameter). A point's
+*neighbourhood* is itself and the points of the same family one step away in share or in ``k``; the
+chosen point is the one with the best neighbourhood mean nDCG@10, which prefers a plateau to a spike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from esbridge.config.pipeline import PipelineSettings
+from esbridge.errors import ConfigError, DependencyMissing
+from esbridge.evaluation import metrics
+from esbridge.evaluation.methods import Configuration
+from esbridge.evaluation.runner import ConfigurationRuns
+
+SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+RRF_K = (10, 20, 40, 60, 100)
+NORMALIZATIONS = ("min_max", "z_score", "l2")
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    fusion: str
+    share: float
+    """BM25's share of the weights"""
+    k: int | None = None
+    normalization: str | None = None
+
+    @property
+    def family(self) -> str:
+        if self.fusion == "rrf":
+            return f"rrf k={self.k}"
+        return f"linear {self.normalization}" if self.fusion == "linear" else self.fusion
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return {"bm25": round(self.share, 2), "knn": round(1 - self.share, 2)}
+
+    @property
+    def fusion_params(self) -> dict[str, float | str]:
+        if self.fusion == "rrf" and self.k is not None:
+            return {"k": self.k}
+        if self.fusion == "linear" and self.normalization is not None:
+            return {"normalization": self.normalization}
+        return {}
+
+    def describe(self) -> str:
+        params = " ".join(f"{key}={value}" for key, value in self.fusion_params.items())
+        weights = ",".join(f"{name}={weight:g}" for name, weight in self.weights.items())
+        return " ".join(part for part in (f"fusion={self.fusion}", params, f"weights {weights}") if part)
+
+    def pipeline(self, base: PipelineSettings) -> PipelineSettings:
+        return base.model_copy(
+            update={"fusion": self.fusion, "weights": self.weights, "fusion_params": self.fusion_params}
+        )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    point: GridPoint
+    configuration: Configuration
+
+
+@dataclass(frozen=True)
+class Scored:
+    point: GridPoint
+    ndcg: float
+    neighbourhood: float
+    neighbours: int
+
+
+@dataclass(frozen=True)
+class TuningResult:
+    scored: list[Scored]
+    """best neighbourhood first"""
+
+    @property
+    def best(self) -> Scored:
+        return self.scored[0]
+
+    def curves(self) -> dict[str, list[tuple[float, float]]]:
+        lines: dict[str, list[tuple[float, float]]] = {}
+        for item in sorted(self.scored, key=lambda s: (s.point.family, s.point.share)):
+            lines.setdefault(item.point.family, []).append((item.point.share, item.ndcg))
+        return lines
+
+    def table(self, top: int = 10) -> str:
+        lines = [f"{'setting':<52} {'nDCG@10':>8} {'neighbourhood':>13}"]
+        for item in self.scored[:top]:
+            lines.append(f"{item.point.describe():<52} {item.ndcg:>8.4f} {item.neighbourhood:>13.4f}")
+        lines.append("best of each family by its own nDCG@10:")
+        for family, item in self.best_per_family().items():
+            lines.append(f"  {family:<14} {item.point.describe():<50} {item.ndcg:.4f}")
+        return "\n".join(lines)
+
+    def best_per_family(self) -> dict[str, Scored]:
+        best: dict[str, Scored] = {}
+        for item in self.scored:
+            known = best.get(item.point.family)
+            if known is None or item.ndcg > known.ndcg:
+                best[item.point.family] = item
+        return dict(sorted(best.items(), key=lambda pair: -pair[1].ndcg))
+
+    def as_json(self) -> dict[str, Any]:
+        def entry(item: Scored) -> dict[str, Any]:
+            return {
+                "fusion": item.point.fusion,
+                "weights": item.point.weights,
+                "fusion_params": item.point.fusion_params,
+                "ndcg@10": round(item.ndcg, 4),
+                "neighbourhood_ndcg@10": round(item.neighbourhood, 4),
+            }
+
+        return {"best": entry(self.best), "grid": [entry(item) for item in self.scored]}
+
+
+def grid(base: PipelineSettings | None = None) -> list[Candidate]:
+    base = base or PipelineSettings()
+    points = [GridPoint("rrf", share, k=k) for k in RRF_K for share in SHARES]
+    points += [GridPoint("linear", share, normalization=norm) for norm in NORMALIZATIONS for share in SHARES]
+    points += [GridPoint("dbsf", share) for share in SHARES]
+    return [Candidate(point, Configuration(point.describe(), point.pipeline(base))) for point in points]
+
+
+def _adjacent(a: GridPoint, b: GridPoint) -> bool:
+    if a.fusion != b.fusion or a.normalization != b.normalization:
+        return False
+    share_step = abs(SHARES.index(a.share) - SHARES.index(b.share))
+    k_step = abs(RRF_K.index(a.k) - RRF_K.index(b.k)) if a.k is not None and b.k is not None else 0
+    return share_step + k_step == 1
+
+
+def rank_points(ndcg: Mapping[GridPoint, float]) -> list[Scored]:
+    """Every point with its neighbourhood mean, best neighbourhood first (then own score, then name)."""
+    scored = []
+    for point, value in ndcg.items():
+        around = [other_value for other, other_value in ndcg.items() if _adjacent(point, other)]
+        scored.append(Scored(point, value, (value + sum(around)) / (1 + len(around)), len(around)))
+    return sorted(scored, key=lambda s: (-round(s.neighbourhood, 9), -s.ndcg, s.point.describe()))
+
+
+def choose(
+    candidates: Sequence[Candidate], judgements: Mapping[str, Mapping[str, int]], outcomes: Sequence[ConfigurationRuns]
+) -> TuningResult:
+    judged = metrics.qrels(judgements)
+    by_name = {outcome.configuration.name: outcome for outcome in outcomes}
+    ndcg = {
+        candidate.point: metrics.mean_scores(judged, by_name[candidate.configuration.name].top, ["ndcg@10"])["ndcg@10"]
+        for candidate in candidates
+    }
+    return TuningResult(rank_points(ndcg))
+
+
+def write_pipeline(path: Path, point: GridPoint) -> None:
+    """Set ``[pipeline]`` fusion, weights and fusion_params in the TOML file at ``path``, keeping all else."""
+    try:
+        import tomlkit
+    except ImportError as exc:
+        raise DependencyMissing("tomlkit", "eval", "writing tuned settings") from exc
+    try:
+        document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+    except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    pipeline = document.get("pipeline")
+    if pipeline is None:
+        pipeline = tomlkit.table()
+        document["pipeline"] = pipeline
+    pipeline["fusion"] = point.fusion
+    pipeline["weights"] = point.weights
+    pipeline["fusion_params"] = point.fusion_params
+    path.write_text(tomlkit.dumps(document), encoding="utf-8")

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import pytest
+
+from esbridge.config.pipeline import GraphSettings, PipelineSettings
+from esbridge.errors import ConfigError
+from esbridge.evaluation.methods import METHODS, Configuration, configuration, configurations
+
+
+def test_fused_methods_set_method_params_and_equal_weights() -> None:
+    rrf = configuration("rrf")
+    assert (rrf.pipeline.fusion, rrf.pipeline.fusion_params, rrf.pipeline.weights) == (
+        "rrf",
+        {"k": 60},
+        {"bm25": 1.0, "knn": 1.0},
+    )
+    assert configuration("linear-z").pipeline.fusion_params == {"normalization": "z_score"}
+    assert (rrf.graph, rrf.recency, rrf.native) == (False, False, False)
+
+
+def test_single_retriever_methods_run_only_that_retriever() -> None:
+    assert configuration("bm25").pipeline.retrievers == ["bm25"]
+    assert configuration("knn").pipeline.retrievers == ["knn"]
+
+
+def test_switches_turn_graph_and_recency_on() -> None:
+    made = configuration("rrf+graph+recency")
+    assert (made.name, made.graph, made.recency) == ("rrf+graph+recency", True, True)
+
+
+def test_default_is_the_product_ranking_over_the_configured_rest() -> None:
+    base = PipelineSettings(fusion="dbsf", weights={"bm25": 3.0, "knn": 1.0}, graph=GraphSettings(hops=2))
+    default = configuration("default", base)
+    product = PipelineSettings()
+    assert (default.pipeline.fusion, default.pipeline.weights, default.pipeline.fusion_params) == (
+        product.fusion,
+        product.weights,
+        product.fusion_params,
+    )
+    assert default.pipeline.graph.hops == 2
+    assert (default.graph, default.recency) == (None, None)
+    assert configuration("configured", base).pipeline == base
+
+
+def test_native_is_flagged() -> None:
+    assert configuration("native").native
+
+
+def test_unknown_names_are_refused_with_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match=r"unknown method 'bm42'.*rrf"):
+        configuration("bm42")
+    with pytest.raises(ConfigError, match="unknown switch 'rerank'"):
+        configuration("rrf+rerank")
+    with pytest.raises(ConfigError, match="no method"):
+        configurations(" , ")
+
+
+def test_list_keeps_order_and_drops_repeats() -> None:
+    assert [c.name for c in configurations("knn, bm25,knn,rrf")] == ["knn", "bm25", "rrf"]
+
+
+def test_table_is_extensible() -> None:
+    METHODS["rrf-k10"] = lambda name, base: Configuration(name, base.model_copy(update={"fusion_params": {"k": 10}}))
+    try:
+        assert configuration("rrf-k10").pipeline.fusion_params == {"k": 10}
+    finally:
+        del METHODS["rrf-k10"]

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from esbridge.evaluation import metrics
+
+JUDGED = {"q1": {"d1": 1, "d2": 1}, "q2": {"d3": 1}}
+
+
+def test_ndcg_recall_mrr_by_hand() -> None:
+    ranking = {"q1": {"d1": 3.0, "d4": 2.0, "d2": 1.0}, "q2": {"d5": 2.0, "d3": 1.0}}
+    scores = metrics.mean_scores(metrics.qrels(JUDGED), ranking, ["ndcg@10", "recall@100", "mrr@10"])
+    # q1: DCG = 1 + 1/log2(4) = 1.5, IDCG = 1 + 1/log2(3); q2: DCG = 1/log2(3), IDCG = 1.
+    q1 = 1.5 / (1 + 1 / math.log2(3))
+    q2 = 1 / math.log2(3)
+    assert scores["ndcg@10"] == pytest.approx((q1 + q2) / 2)
+    assert scores["recall@100"] == pytest.approx(1.0)
+    assert scores["mrr@10"] == pytest.approx((1 + 0.5) / 2)
+
+
+def test_a_query_without_answers_counts_as_zero() -> None:
+    scores = metrics.mean_scores(metrics.qrels(JUDGED), {"q1": {"d1": 1.0, "d2": 0.5}}, ["ndcg@10"])
+    assert scores["ndcg@10"] == pytest.approx(0.5)
+
+
+def test_compare_gives_p_values_against_the_baseline_only() -> None:
+    judged = {f"q{n}": {f"d{n}": 1} for n in range(8)}
+    perfect = {f"q{n}": {f"d{n}": 2.0, "x": 1.0} for n in range(8)}
+    second = {f"q{n}": {"x": 2.0, f"d{n}": 1.0} for n in range(8)}
+    mixed = {q: (perfect if int(q[1:]) % 2 else second)[q] for q in perfect}
+    result = metrics.compare(
+        metrics.qrels(judged), {"base": second, "best": perfect, "mixed": mixed}, ["mrr@10"], "base"
+    )
+    assert result["base"].p_values == {}
+    assert result["best"].scores["mrr@10"] == pytest.approx(1.0)
+    assert result["mixed"].scores["mrr@10"] == pytest.approx(0.75)
+    assert 0 <= result["mixed"].p_values["mrr@10"] <= 1
+    assert result["best"].p_values["mrr@10"] < 0.05

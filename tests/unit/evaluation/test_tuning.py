@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from esbridge.config import load_settings
+from esbridge.evaluation.tuning import SHARES, GridPoint, grid, rank_points, write_pipeline
+
+
+def test_grid_covers_every_method_share_and_k_once() -> None:
+    points = [candidate.point for candidate in grid()]
+    assert len(points) == len(set(points)) == (5 + 3 + 1) * len(SHARES)
+    assert {point.family for point in points} >= {"rrf k=10", "rrf k=100", "linear z_score", "dbsf"}
+    rrf = next(c for c in grid() if c.point == GridPoint("rrf", 0.3, k=20))
+    assert rrf.configuration.pipeline.fusion_params == {"k": 20}
+    assert rrf.configuration.pipeline.weights == {"bm25": 0.3, "knn": 0.7}
+
+
+def test_a_plateau_beats_a_lone_spike() -> None:
+    spike, plateau = GridPoint("dbsf", 0.5), GridPoint("linear", 0.5, normalization="min_max")
+    ndcg = {GridPoint("dbsf", share): 0.60 for share in SHARES}
+    ndcg |= {GridPoint("linear", share, normalization="min_max"): 0.70 for share in SHARES}
+    ndcg[spike] = 0.72
+    ranked = rank_points(ndcg)
+    assert ranked[0].point.family == "linear min_max"
+    assert ranked[0].neighbourhood == pytest.approx(0.70)
+    spiked = next(item for item in ranked if item.point == spike)
+    assert spiked.neighbourhood == pytest.approx((0.72 + 0.60 + 0.60) / 3)
+    assert spiked.neighbours == 2
+    assert plateau in {item.point for item in ranked[:9]}
+
+
+def test_neighbours_in_k_count_too() -> None:
+    ndcg = {GridPoint("rrf", 0.5, k=k): value for k, value in ((10, 0.5), (20, 0.7), (40, 0.6))}
+    middle = next(item for item in rank_points(ndcg) if item.point.k == 20)
+    assert middle.neighbourhood == pytest.approx((0.5 + 0.7 + 0.6) / 3)
+
+
+def test_writing_keeps_the_rest_of_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "esbridge.toml"
+    path.write_text(
+        '# my settings\nindex = "notes"\n\n[pipeline]\nfusion = "rrf"\ntop_n_max = 80\n\n'
+        "[pipeline.fusion_params]\nk = 60\n\n[pipeline.graph]\nenabled = true\n",
+        encoding="utf-8",
+    )
+    write_pipeline(path, GridPoint("linear", 0.3, normalization="z_score"))
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("# my settings\n")
+    settings = load_settings(path)
+    assert settings.index == "notes"
+    assert settings.pipeline.fusion == "linear"
+    assert settings.pipeline.weights == {"bm25": 0.3, "knn": 0.7}
+    assert settings.pipeline.fusion_params == {"normalization": "z_score"}
+    assert settings.pipeline.top_n_max == 80
+    assert settings.pipeline.graph.enabled
+
+
+def test_writing_creates_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "new.toml"
+    write_pipeline(path, GridPoint("rrf", 0.6, k=20))
+    pipeline = load_settings(path).pipeline
+    assert (pipeline.fusion, pipeline.fusion_params, pipeline.weights) == ("rrf", {"k": 20}, {"bm25": 0.6, "knn": 0.4})
