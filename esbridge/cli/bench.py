@@ -11,6 +11,7 @@ from esbridge.cli.options import engine_options, index_option, settings_from
 from esbridge.cli.progress import query_progress
 from esbridge.evaluation.dataset import judged_queries
 from esbridge.evaluation.latency_bench import DEFAULT_MODES, MODES, measure
+from esbridge.query.api import query_embedding
 
 
 @click.command(name="bench")
@@ -53,7 +54,7 @@ def bench_command(
     from esbridge.embeddings.factory import EMBEDDERS
 
     # The model itself, not behind the on-disk cache: embedding time is part of what is measured.
-    embedder = EMBEDDERS.get_named(settings.embedding.provider)(settings.embedding)
+    embedder = EMBEDDERS.get_named(settings.embedding.provider)(query_embedding(settings))
     with query_progress(as_json, "queries", len(texts)) as advance:
         report = measure(
             settings,

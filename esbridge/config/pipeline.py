@@ -88,9 +88,11 @@ class PipelineSettings(_Section):
     top_k_multiplier: float = Field(default=2.0, ge=1)
     top_k_min: int = Field(default=10, ge=10)
     top_n_max: int = Field(default=50, ge=1, le=1000)
-    # msearch measured faster than concurrent requests (docs/benchmarks.md), so it is the default.
+    # Concurrent requests measured faster than one _msearch once the query is embedded on one thread:
+    # BM25 then runs on the engine while the other core embeds (docs/benchmarks.md, issue 4).
     execution: Literal["concurrent", "msearch"] = Field(
-        default="msearch", description="one _msearch round trip after embedding, or concurrent requests"
+        default="concurrent",
+        description="concurrent requests (BM25 in flight while the query is embedded), or one _msearch after embedding",
     )
     bm25_timeout_s: float = Field(default=5.0, gt=0)
     knn_timeout_s: float = Field(default=5.0, gt=0)

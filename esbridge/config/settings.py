@@ -107,13 +107,13 @@ class EmbeddingSettings(_Section):
     batch_size: int = Field(default=32, ge=1, le=4096)
     device: str = "cpu"
     threads: int | None = Field(
-        default=None, ge=1, le=512, description="CPU threads for embedding batches (ingest); none = torch's default"
+        default=None, ge=1, le=512, description="torch CPU threads when embedding documents; none = one per core"
     )
     query_threads: int | None = Field(
         default=1,
         ge=1,
         le=512,
-        description="CPU threads for embedding one text (a query): one is fastest for short texts on a busy machine",
+        description="torch CPU threads of query-serving processes (search, serve, mcp, bench); none = one per core",
     )
     cache_dir: Path | None = Field(
         default=None, description="embedding cache; defaults to ~/.cache/esbridge/embeddings"

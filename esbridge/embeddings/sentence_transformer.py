@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,9 +16,6 @@ from typing import Any
 from esbridge.config.settings import EmbeddingSettings
 from esbridge.embeddings.resolve import DEFAULT_MODEL, ModelSource, folder_fingerprint, hub_snapshot_dir, resolve_model
 from esbridge.errors import ConfigError, DependencyMissing, EmbeddingError, ModelUnavailable
-
-# torch's thread count is process-wide: encodes that set it take turns, so one cannot reset another's.
-_ENCODE_LOCK = threading.Lock()
 
 
 class SentenceTransformerEmbedder:
@@ -38,15 +34,14 @@ class SentenceTransformerEmbedder:
         batch_size: int = 32,
         device: str = "cpu",
         threads: int | None = None,
-        query_threads: int | None = 1,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        self._threads = threads
-        self._query_threads = query_threads
         self._source = resolve_model(model)
         self._batch_size = batch_size
         self._model = _load(self._source, device)
+        if threads is not None and self._model.device.type == "cpu":
+            _set_torch_threads(threads)
         self._dimension = _model_dimension(self._model, self._source.name)
         if dimension is not None and dimension != self._dimension:
             raise ConfigError(
@@ -65,7 +60,6 @@ class SentenceTransformerEmbedder:
             batch_size=settings.batch_size,
             device=settings.device,
             threads=settings.threads,
-            query_threads=settings.query_threads,
         )
 
     @property
@@ -97,49 +91,32 @@ class SentenceTransformerEmbedder:
         return self._count(text)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Unit-length vectors of ``texts``; a single text (a query) runs on ``query_threads`` CPU threads."""
         if not texts:
             return []
-        threads = self._query_threads if len(texts) == 1 else self._threads
         try:
-            with _encode_lock(), _torch_threads(threads if self._model.device.type == "cpu" else None):
-                vectors = self._model.encode(
-                    list(texts),
-                    batch_size=self._batch_size,
-                    normalize_embeddings=True,
-                    show_progress_bar=False,
-                    convert_to_numpy=True,
-                )
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self._batch_size,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            )
         except (RuntimeError, ValueError, TypeError, MemoryError) as exc:  # torch reports most failures as RuntimeError
             raise EmbeddingError(f"embedding {len(texts)} text(s) failed: {exc}", model=self.name) from exc
         result: list[list[float]] = vectors.tolist()
         return result
 
 
-@contextmanager
-def _encode_lock() -> Iterator[None]:
-    with _ENCODE_LOCK:
-        yield
+def _set_torch_threads(count: int) -> None:
+    """torch's intra-op CPU threads, for the whole process (torch has no per-model setting).
 
-
-@contextmanager
-def _torch_threads(count: int | None) -> Iterator[None]:
-    """torch's intra-op CPU threads set to ``count`` for the duration (unchanged when None).
-
-    One thread embeds a short query fastest, and far faster when the cores are busy (the engine on the
-    same machine, concurrent requests): measured in docs/benchmarks.md.
+    Query-serving processes use one (``embedding.query_threads``): a short query embeds fastest on one
+    thread, concurrent queries then run side by side, and a core stays free for an engine on the same
+    machine (docs/benchmarks.md, issue 4). Ingest keeps torch's default, one thread per core.
     """
-    if count is None:
-        yield
-        return
     import torch
 
-    before = torch.get_num_threads()
     torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _load(source: ModelSource, device: str) -> Any:

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from esbridge.config.settings import Settings
+from esbridge.config.settings import EmbeddingSettings, Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Capabilities, connect, connect_async, resolve_kind
@@ -17,13 +17,19 @@ from esbridge.query.rerank import RERANKERS
 
 
 def open_query_embedder(settings: Settings) -> tuple[CachedEmbedder | None, str | None]:
-    """The configured embedder, or None and the reason when the model cannot load (search degrades)."""
+    """The configured embedder set up for queries (``embedding.query_threads``), or None and the reason
+    when the model cannot load (search degrades)."""
     from esbridge.embeddings.factory import open_embedder
 
     try:
-        return open_embedder(settings.embedding), None
+        return open_embedder(query_embedding(settings)), None
     except ModelUnavailable as exc:
         return None, str(exc)
+
+
+def query_embedding(settings: Settings) -> EmbeddingSettings:
+    """The embedding settings of a process that embeds queries: torch on ``query_threads`` threads."""
+    return settings.embedding.model_copy(update={"threads": settings.embedding.query_threads})
 
 
 @asynccontextmanager

@@ -83,7 +83,7 @@ def test_a_licence_refusal_falls_back_to_client_side_fusion(server: ReplayServer
     # CONSTRUCTED: an _msearch answer wrapping the two recorded search answers, as the msearch API documents.
     both = {"took": 4, "responses": [{**bm25, "status": 200}, {**knn, "status": 200}]}
     server.route("POST", "/_msearch", Recording(200, both, dict(load_recording("search_bm25").headers)))
-    response = run(settings_for(server))
+    response = run(settings_for(server, execution="msearch"))
     assert response.search_mode == "hybrid"
     assert any("native hybrid failed" in w and "linear retriever" in w for w in response.warnings)
     assert response.details["native"]["used"] is False
@@ -96,7 +96,7 @@ def test_a_basic_licence_is_known_before_asking(server: ReplayServer) -> None:
     bm25, knn = load_recording("search_bm25").body, load_recording("search_knn").body
     both = {"took": 4, "responses": [{**bm25, "status": 200}, {**knn, "status": 200}]}
     server.route("POST", "/_msearch", Recording(200, both, dict(load_recording("search_bm25").headers)))
-    response = run(settings_for(server))
+    response = run(settings_for(server, execution="msearch"))
     assert response.search_mode == "hybrid"
     assert response.warnings == []
     assert "licence" in response.details["native"]["reason"]

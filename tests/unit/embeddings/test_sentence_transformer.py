@@ -8,7 +8,6 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -136,24 +135,19 @@ def test_a_missing_model_folder_fails_before_any_import(tmp_path: Path) -> None:
 
 
 @needs_model
-def test_one_text_embeds_on_query_threads_and_batches_on_threads(
-    minilm: SentenceTransformerEmbedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_threads_set_torch_for_the_process_and_queries_use_query_threads() -> None:
     import torch
 
-    seen: list[int] = []
-    encode = minilm._model.encode
+    from esbridge.config import load_settings
+    from esbridge.query.api import query_embedding
 
-    def recording(*args: Any, **kwargs: Any) -> Any:
-        seen.append(torch.get_num_threads())
-        return encode(*args, **kwargs)
-
-    monkeypatch.setattr(minilm._model, "encode", recording)
-    monkeypatch.setattr(minilm, "_query_threads", 1)
-    monkeypatch.setattr(minilm, "_threads", 3)
     before = torch.get_num_threads()
-    single = minilm.embed(["a query"])
-    batch = minilm.embed(["a query", "a second text"])
-    assert seen == [1, 3]
-    assert torch.get_num_threads() == before, "the process-wide setting is restored"
-    assert single[0] == pytest.approx(batch[0], abs=1e-5), "the thread count does not change the vector"
+    try:
+        with hf_offline_unset():
+            SentenceTransformerEmbedder(threads=1)
+        assert torch.get_num_threads() == 1
+        settings = load_settings(embedding={"threads": None, "query_threads": 1})
+        assert query_embedding(settings).threads == 1
+        assert settings.embedding.threads is None, "ingest keeps torch's default"
+    finally:
+        torch.set_num_threads(before)

@@ -25,9 +25,18 @@ class CountingEngine(MemoryEngine):
         super().__init__(*args, **kwargs)
         self.bodies = 0
 
+    async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+        self.bodies += 1
+        return await super().search(index, body)
+
     async def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
-        self.bodies += len(bodies)
-        return await super().msearch(index, bodies)
+        answers: list[SearchResult | Exception] = []
+        for body in bodies:  # each counted once, by search
+            try:
+                answers.append(await self.search(index, body))
+            except errors.EngineError as exc:
+                answers.append(exc)
+        return answers
 
 
 def run(engine: MemoryEngine, names: str, queries: Mapping[str, str], **kwargs: Any) -> list[Any]:

@@ -161,12 +161,14 @@ def test_a_failed_bm25_degrades_to_semantic_only() -> None:
     assert any("bm25 failed" in warning for warning in response.warnings)
 
 
-def test_msearch_is_the_default_and_a_stalled_round_trip_degrades_per_retriever(
+def test_concurrent_is_the_default_and_a_stalled_msearch_round_trip_degrades_per_retriever(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr("esbridge.query.orchestrator._MSEARCH_MARGIN_S", 0.05)
-    assert PipelineSettings().execution == "msearch"
-    stalled = searcher(MemoryEngine(LEX, SEM, stall=["knn"]), knn_timeout_s=0.05, bm25_timeout_s=0.05)
+    assert PipelineSettings().execution == "concurrent"
+    stalled = searcher(
+        MemoryEngine(LEX, SEM, stall=["knn"]), knn_timeout_s=0.05, bm25_timeout_s=0.05, execution="msearch"
+    )
     response = run(stalled)
     assert response.search_mode == "lexical-only"
     assert any("retried as separate requests" in warning for warning in response.warnings)
