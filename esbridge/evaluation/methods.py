@@ -70,10 +70,14 @@ def _configured(name: str, base: PipelineSettings) -> Configuration:
     return Configuration(name, base, graph=None, recency=None)
 
 
-def _native(name: str, base: PipelineSettings) -> Configuration:
-    # The engine's own hybrid pipeline; which one (OpenSearch search pipeline, Elasticsearch retriever)
-    # and with which method is the engine adapter's choice from the pipeline settings.
-    return Configuration(name, _ranking(base), native=True)
+def _native(of: MethodFactory) -> MethodFactory:
+    """The engine fusing what ``of`` fuses (an OpenSearch search pipeline or an Elasticsearch retriever)."""
+
+    def factory(name: str, base: PipelineSettings) -> Configuration:
+        made = of(name, base)
+        return Configuration(name, made.pipeline, native=True)
+
+    return factory
 
 
 METHODS: dict[str, MethodFactory] = {
@@ -90,7 +94,9 @@ METHODS: dict[str, MethodFactory] = {
     "adaptive": _fused("adaptive"),
     "default": _default,
     "configured": _configured,
-    "native": _native,
+    "native": _native(_default),
+    "native-rrf": _native(_fused("rrf", k=60)),
+    "native-configured": _native(_configured),
 }
 
 

@@ -65,3 +65,18 @@ def test_table_is_extensible() -> None:
         assert configuration("rrf-k10").pipeline.fusion_params == {"k": 10}
     finally:
         del METHODS["rrf-k10"]
+
+
+def test_native_methods_fuse_on_the_engine_what_their_client_twin_fuses() -> None:
+    base = PipelineSettings(fusion="dbsf", weights={"bm25": 2.0, "knn": 1.0})
+    native = configuration("native", base)
+    native_rrf = configuration("native-rrf", base)
+    configured = configuration("native-configured", base)
+    assert (native.native, native.pipeline.fusion) == (True, PipelineSettings().fusion)
+    assert (native_rrf.native, native_rrf.pipeline.fusion, native_rrf.pipeline.fusion_params) == (
+        True,
+        "rrf",
+        {"k": 60},
+    )
+    assert (configured.native, configured.pipeline.fusion, configured.pipeline.weights["bm25"]) == (True, "dbsf", 2.0)
+    assert configuration("rrf", base).native is False
