@@ -18,6 +18,7 @@ from esbridge.evaluation import report, session, tuning
 from esbridge.evaluation.dataset import JudgedQueries, judged_queries
 from esbridge.evaluation.methods import METHODS, configurations
 from esbridge.evaluation.runner import Depth
+from esbridge.ingest.pipeline import IngestReport
 
 DEFAULT_METHODS = "bm25,knn,rrf,linear,dbsf,adaptive,default,native"
 
@@ -96,13 +97,7 @@ def eval_command(
             outcome = session.run(settings, judged, chosen, embedder, progress=advance)
     rows = report.score(judged.qrels, outcome.outcomes, baseline)
     summary = {
-        "dataset": str(dataset),
-        "split": split,
-        "engine": outcome.engine,
-        "index": outcome.index,
-        "queries": outcome.queries,
-        "run_s": outcome.run_s,
-        "ingest": ingested.as_json() if ingested is not None else None,
+        **_run_summary(dataset, split, outcome, ingested),
         "baseline": baseline,
         "results": [row.as_json() for row in rows],
     }
@@ -186,13 +181,7 @@ def tune_command(
         )
     if as_json:
         summary = {
-            "dataset": str(dataset),
-            "split": split,
-            "engine": outcome.engine,
-            "index": outcome.index,
-            "queries": outcome.queries,
-            "run_s": outcome.run_s,
-            "ingest": ingested.as_json() if ingested is not None else None,
+            **_run_summary(dataset, split, outcome, ingested),
             **result.as_json(),
             "written_to": None if dry_run else str(target),
         }
@@ -204,3 +193,16 @@ def tune_command(
     )
     click.echo(result.table())
     click.echo(("would write" if dry_run else "wrote") + f" [pipeline] {result.best.point.describe()} to {target}")
+
+
+def _run_summary(dataset: Path, split: str, outcome: session.Session, ingested: IngestReport | None) -> dict[str, Any]:
+    """What every eval and tune report starts with: the dataset, the engine and index, the timings."""
+    return {
+        "dataset": str(dataset),
+        "split": split,
+        "engine": outcome.engine,
+        "index": outcome.index,
+        "queries": outcome.queries,
+        "run_s": outcome.run_s,
+        "ingest": ingested.as_json() if ingested is not None else None,
+    }

@@ -25,10 +25,10 @@ from typing import Any
 from esbridge.config.pipeline import CacheSettings
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
-from esbridge.engines import connect, connect_async, resolve_kind
+from esbridge.engines import connect_async, resolve_kind
 from esbridge.engines.capabilities import Capabilities
 from esbridge.errors import ConfigError, EsbridgeError
-from esbridge.evaluation.session import native_unavailable
+from esbridge.evaluation.session import probe_native
 from esbridge.query import bodies
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
@@ -109,12 +109,7 @@ def measure(
     skipped: dict[str, str] = {}
     capabilities: Capabilities | None = None
     if "native" in modes:
-        adapter = connect(settings)
-        try:
-            capabilities = adapter.probe()
-            reason = native_unavailable(adapter, capabilities)
-        finally:
-            adapter.close()
+        capabilities, reason = probe_native(settings)
         if reason:
             skipped["native"] = f"not available on this engine: {reason}"
     chosen = [mode for mode in modes if mode not in skipped]

@@ -71,6 +71,16 @@ FUSING_FEATURES = frozenset(
 )
 
 
+def probe_native(settings: Settings) -> tuple[Capabilities, str | None]:
+    """The engine's capabilities, and why it cannot fuse on the server (None when it can)."""
+    adapter = connect(settings)
+    try:
+        capabilities = adapter.probe()
+        return capabilities, native_unavailable(adapter, capabilities)
+    finally:
+        adapter.close()
+
+
 def native_unavailable(adapter: Engine, capabilities: Capabilities | None = None) -> str | None:
     """Why the engine cannot fuse on the server, or None when it has a server-side fusion feature."""
     capabilities = capabilities or adapter.probe()
@@ -93,12 +103,7 @@ def run(
     native_reason = None
     capabilities: Capabilities | None = None
     if any(configuration.native for configuration in configurations):
-        adapter = connect(settings)
-        try:
-            capabilities = adapter.probe()
-            native_reason = native_unavailable(adapter, capabilities)
-        finally:
-            adapter.close()
+        capabilities, native_reason = probe_native(settings)
 
     async def go() -> Session:
         engine = connect_async(settings, kind=kind)
