@@ -84,6 +84,10 @@ class PipelineSettings(_Section):
     # nDCG@10 and the best neighbourhood of the grid over method, normalisation, weights and RRF k.
     fusion: str = Field(default="linear", description="a registered fusion method: rrf, linear, dbsf, adaptive, ...")
     weights: dict[str, float] = Field(default_factory=lambda: {"bm25": 1.0, "knn": 1.0})
+    fusion_level: Literal["chunk", "document"] = Field(
+        default="chunk",
+        description="fuse chunks as retrieved, or each document's best chunk per retriever (esbridge.query.documents)",
+    )
     fusion_params: dict[str, float | str] = Field(default_factory=dict, description="e.g. k = 60 for rrf")
     top_k_multiplier: float = Field(default=2.0, ge=1)
     top_k_min: int = Field(default=10, ge=10)

@@ -19,7 +19,7 @@ from esbridge.errors import ConfigError
 
 SWITCHES = ("graph", "recency")
 
-_RANKING_FIELDS = ("retrievers", "fusion", "weights", "fusion_params")
+_RANKING_FIELDS = ("retrievers", "fusion", "weights", "fusion_params", "fusion_level")
 
 
 @dataclass(frozen=True)

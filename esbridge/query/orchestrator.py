@@ -32,6 +32,7 @@ from esbridge.pipelines import native
 from esbridge.pipelines.fusion import native_fusion
 from esbridge.query import bodies
 from esbridge.query.concepts import expand_query
+from esbridge.query.documents import per_document
 from esbridge.query.fusion import AdaptiveResult, QueryKind, classify_query, get_fusion
 from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, link_map, seed_docs, with_neighbors
 from esbridge.query.models import Explain, RetrieverExplain, SearchHit, SearchMode, SearchRequest, SearchResponse
@@ -125,9 +126,12 @@ class HybridSearcher:
                 operation="search",
                 index=self.index,
             )
+        doc_of = {item: str(source.get("doc_id", item.rsplit("#", 1)[0])) for item, source in retrieved.sources.items()}
         if retrieved.native:
             fused = FusionResult(dict(retrieved.runs["native"]))
         else:
+            if self.pipeline.fusion_level == "document":
+                retrieved.runs = per_document(retrieved.runs, doc_of)
             fused = self._fuse(fusion, method_name, retrieved.runs, weights, params, request.query, retrieved.sources)
         scores = fused.scores
         details["timings_ms"] = retrieved.timings
@@ -152,7 +156,6 @@ class HybridSearcher:
                 boosted = apply_recency(scores, modified, self.clock(), self._recency_rule())
                 scores, multipliers = boosted.scores, boosted.multipliers
 
-        doc_of = {item: str(source.get("doc_id", item.rsplit("#", 1)[0])) for item, source in retrieved.sources.items()}
         expansion = GraphExpansion({}, {})
         if request.graph if request.graph is not None else self.pipeline.graph.enabled:
             expansion = await self._expand(scores, doc_of, request, retrieved)
@@ -258,6 +261,12 @@ class HybridSearcher:
         """
         mode = request.mode or self.pipeline.mode
         if mode == "client":
+            return None
+        if self.pipeline.fusion_level == "document":
+            reason = "document-level fusion (pipeline.fusion_level) runs in esbridge"
+            details["native"] = {"used": False, "reason": reason}
+            if mode == "native":
+                notes.append(f"native hybrid is not available ({reason}); fused by esbridge instead")
             return None
         try:
             fusion = native_fusion(method_name, weights, params, self.pipeline.retrievers)
