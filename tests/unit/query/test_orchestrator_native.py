@@ -259,3 +259,24 @@ def test_chunk_texts_are_fetched_only_when_a_stage_reads_them(fusion: str, texts
         for body in sent:
             assert ("body" in body["_source"]) is texts
             assert "title" in body["_source"] and "modified_at" in body["_source"]
+
+
+def test_document_level_fusion_gives_each_document_one_result_with_both_retrievers_evidence() -> None:
+    lexical = [("a#0", 10.0), ("b#0", 5.0), ("c#0", 1.0)]
+    semantic = [("b#1", 0.9), ("a#1", 0.8), ("c#0", 0.1)]
+    chunks, _ = native_searcher(opensearch(), MemoryEngine(lexical, semantic), mode="client")
+    by_chunk = run(chunks, explain=True)
+    # Min-max per run, summed: a#0 1.0 and b#1 1.0 tie (id order), a#1 0.875, b#0 0.444, c#0 0.
+    assert [hit.id for hit in by_chunk.results] == ["a#0", "b#1", "a#1", "b#0", "c#0"]
+
+    documents, engine = native_searcher(opensearch(), MemoryEngine(lexical, semantic), fusion_level="document")
+    by_document = run(documents, explain=True)
+    # a stands as a#0 (rank 1 in bm25): 1.0 + 0.875; b as b#1 (rank 1 in knn, b#0 is rank 2): 0.444 + 1.0.
+    assert [hit.id for hit in by_document.results] == ["a#0", "b#1", "c#0"]
+    assert [hit.doc_id for hit in by_document.results] == ["a", "b", "c"]
+    top = by_document.results[0].explain
+    assert top is not None and set(top.retrievers) == {"bm25", "knn"}
+    assert top.fused_score == pytest.approx(1.875)
+    assert by_document.search_mode == "hybrid"  # always fused in esbridge: the engines fuse hits, not documents
+    assert engine.native_bodies == []
+    assert by_document.details["native"]["reason"].startswith("document-level fusion")
