@@ -13,7 +13,7 @@ from esbridge.engines import Capabilities, connect, connect_async, resolve_kind
 from esbridge.errors import ModelUnavailable
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
-from esbridge.query.rerank import RERANKERS
+from esbridge.query.rerank import RERANKERS, Reranker
 
 
 def open_query_embedder(settings: Settings) -> tuple[CachedEmbedder | None, str | None]:
@@ -32,12 +32,16 @@ def query_embedding(settings: Settings) -> EmbeddingSettings:
     return settings.embedding.model_copy(update={"threads": settings.embedding.query_threads})
 
 
+def reranker_for(settings: Settings) -> Reranker | None:
+    """The configured re-ranker, or None when re-ranking is off."""
+    rerank = settings.pipeline.rerank
+    return RERANKERS.get_named(rerank.name)(rerank) if rerank.enabled else None
+
+
 @asynccontextmanager
 async def searcher(settings: Settings, embedder: Embedder | None) -> AsyncIterator[HybridSearcher]:
     """A searcher over the configured index, its engine connection closed on exit."""
-    reranker = None
-    if settings.pipeline.rerank.enabled:
-        reranker = RERANKERS.get_named(settings.pipeline.rerank.name)(settings.pipeline.rerank)
+    reranker = reranker_for(settings)
     kind = resolve_kind(settings)
     engine = connect_async(settings, kind=kind)
 

@@ -8,7 +8,6 @@ before the lifespan closes the engine clients.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -20,10 +19,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from esbridge import __version__
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
-from esbridge.query.api import open_query_embedder
 from esbridge.service import errors
 from esbridge.service.auth import KeyRing
-from esbridge.service.backend import Backend
+from esbridge.service.backend import opened
 from esbridge.service.limits import BodyLimit
 from esbridge.service.metrics import Metrics, RequestTimer
 from esbridge.service.routes import router
@@ -37,20 +35,14 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None, load_mod
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        model, problem, owned = embedder, None, None
-        if model is None and load_model:
-            owned, problem = await asyncio.to_thread(open_query_embedder, settings)
-            model = owned
-        elif model is None:
-            problem = "no embedding model is loaded: answered with BM25 only"
-        backend = Backend(settings, model, problem)
-        app.state.backend = backend
-        try:
+        async with opened(
+            settings,
+            embedder,
+            load_model=load_model,
+            unloaded_problem="no embedding model is loaded: answered with BM25 only",
+        ) as backend:
+            app.state.backend = backend
             yield
-        finally:
-            await backend.close()
-            if owned is not None:
-                owned.close()
 
     app = FastAPI(
         title="esbridge",

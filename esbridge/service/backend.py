@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,8 +21,8 @@ from esbridge.engines.base import AsyncEngine, Engine
 from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.factory import Resolved, connect, connect_async, resolve_kind
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
+from esbridge.query.api import open_query_embedder, reranker_for
 from esbridge.query.orchestrator import HybridSearcher
-from esbridge.query.rerank import RERANKERS
 
 _READY_QUERY = {"size": 0, "query": {"match_all": {}}}
 
@@ -68,9 +70,7 @@ class Backend:
             async_engine = AsyncEmbeddedEngine(engine=engine)
         else:
             async_engine = connect_async(settings, kind)
-        reranker = None
-        if settings.pipeline.rerank.enabled:
-            reranker = RERANKERS.get_named(settings.pipeline.rerank.name)(settings.pipeline.rerank)
+        reranker = reranker_for(settings)
 
         async def probe() -> Capabilities:
             return await asyncio.to_thread(engine.probe)  # once, when a search may go native
@@ -123,3 +123,24 @@ class Backend:
             return
         await connected.async_engine.close()  # the embedded one leaves the shared engine open
         await asyncio.to_thread(connected.engine.close)
+
+
+@asynccontextmanager
+async def opened(
+    settings: Settings, embedder: Embedder | None, *, load_model: bool, unloaded_problem: str | None = None
+) -> AsyncIterator[Backend]:
+    """A process's backend: ``embedder`` as given (not closed), else the query model loaded here and closed
+    on exit when ``load_model``; ``unloaded_problem`` is the warning when neither gives a model."""
+    model, problem, owned = embedder, None, None
+    if model is None and load_model:
+        owned, problem = await asyncio.to_thread(open_query_embedder, settings)
+        model = owned
+    elif model is None:
+        problem = unloaded_problem
+    backend = Backend(settings, model, problem)
+    try:
+        yield backend
+    finally:
+        await backend.close()
+        if owned is not None:
+            owned.close()

@@ -24,9 +24,8 @@ from pydantic import Field, ValidationError
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.errors import EsbridgeError
-from esbridge.query.api import open_query_embedder
 from esbridge.query.models import Filters, SearchRequest
-from esbridge.service.backend import Backend
+from esbridge.service.backend import Backend, opened
 
 INSTRUCTIONS = (
     "Hybrid (keyword + semantic) search over an esbridge index. Call `search` with a natural-language "
@@ -40,17 +39,12 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
 
     @asynccontextmanager
     async def lifespan(server: MCPServer) -> AsyncIterator[None]:
-        model, problem, owned = embedder, None, None
-        if model is None and load_model:
-            owned, problem = await asyncio.to_thread(open_query_embedder, settings)
-            model = owned
-        holder["backend"] = Backend(settings, model, problem)
-        try:
-            yield
-        finally:
-            await holder.pop("backend").close()
-            if owned is not None:
-                owned.close()
+        async with opened(settings, embedder, load_model=load_model) as backend:
+            holder["backend"] = backend
+            try:
+                yield
+            finally:
+                holder.pop("backend")
 
     server = MCPServer(name="esbridge", instructions=INSTRUCTIONS, lifespan=lifespan)
 
