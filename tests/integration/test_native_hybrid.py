@@ -24,6 +24,7 @@ from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Capabilities, Engine, connect, connect_async
 from esbridge.engines.base import AsyncEngine
+from esbridge.engines.capabilities import ELASTICSEARCH_FEATURES, OPENSEARCH_NEURAL_FEATURES
 from esbridge.pipelines import manage
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
@@ -117,17 +118,7 @@ def compare(
     return asyncio.run(run())
 
 
-_ALL_FEATURES = (
-    "hybrid_query",
-    "normalization_processor",
-    "score_ranker_processor",
-    "hybrid_explain",
-    "pagination_depth",
-    "rrf_weights",
-    "retrievers",
-    "rrf_retriever",
-    "linear_retriever",
-)
+_ALL_FEATURES = (*OPENSEARCH_NEURAL_FEATURES, *ELASTICSEARCH_FEATURES)
 
 
 def _ranked(response: SearchResponse) -> list[tuple[str, float]]:

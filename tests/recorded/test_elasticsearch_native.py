@@ -15,7 +15,7 @@ import pytest
 from esbridge.config import Settings, load_settings
 from esbridge.query.api import searcher
 from esbridge.query.models import SearchRequest, SearchResponse
-from tests.support.loopback import Recording, ReplayServer, load_recording
+from tests.support.loopback import Recording, ReplayServer, load_recording, route_elasticsearch_probe
 from tests.unit.query.test_orchestrator import StubEmbedder
 
 INDEX = "retrievers_example"
@@ -24,10 +24,7 @@ INDEX = "retrievers_example"
 @pytest.fixture
 def server() -> Iterator[ReplayServer]:
     replay = ReplayServer()
-    replay.route("GET", "/", "info_9")
-    replay.route("GET", "/_nodes/_local/plugins,settings", "nodes_info_9")
-    replay.route("GET", "/_cluster/health", "cluster_health")
-    replay.route("GET", "/_license", "license_trial")
+    route_elasticsearch_probe(replay, major=9, licence="trial")
     with replay.running():
         yield replay
 

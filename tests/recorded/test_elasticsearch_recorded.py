@@ -28,16 +28,13 @@ from esbridge.errors import (
     RequestRejected,
     UnsupportedFeature,
 )
-from tests.support.loopback import Recording, ReplayServer, load_recording
+from tests.support.loopback import Recording, ReplayServer, load_recording, route_elasticsearch_probe
 
 
 @pytest.fixture
 def server() -> Iterator[ReplayServer]:
     replay = ReplayServer()
-    replay.route("GET", "/", "info_8")
-    replay.route("GET", "/_nodes/_local/plugins,settings", "nodes_info_8")
-    replay.route("GET", "/_cluster/health", "cluster_health")
-    replay.route("GET", "/_license", "license_basic")
+    route_elasticsearch_probe(replay, major=8, licence="basic")
     with replay.running():
         yield replay
 

@@ -60,6 +60,14 @@ class Request:
         return [json.loads(line) for line in self.body.decode().splitlines() if line.strip()]
 
 
+def route_elasticsearch_probe(replay: ReplayServer, *, major: int, licence: str) -> None:
+    """The recorded answers the adapter's probe asks for: root, local node, health and licence."""
+    replay.route("GET", "/", f"info_{major}")
+    replay.route("GET", "/_nodes/_local/plugins,settings", f"nodes_info_{major}")
+    replay.route("GET", "/_cluster/health", "cluster_health")
+    replay.route("GET", "/_license", f"license_{licence}")
+
+
 class ReplayServer:
     """Answers requests from a route table of recordings and remembers every request it saw."""
 
