@@ -51,11 +51,12 @@ def bench_command(
     settings = settings_from(config_file, url=url, engine=engine, index=index)
     texts = list(judged_queries(dataset, split, limit).queries.values())
     chosen = [mode.strip() for mode in modes.split(",") if mode.strip()]
-    from esbridge.embeddings.factory import EMBEDDERS
+    # The model itself, not behind the on-disk cache: embedding time is part of what is measured. Like
+    # `esbridge serve`, in child processes unless embedding.query_processes is 0.
+    from esbridge.embeddings.factory import uncached_model
 
-    # The model itself, not behind the on-disk cache: embedding time is part of what is measured.
-    embedder = EMBEDDERS.get_named(settings.embedding.provider)(query_embedding(settings))
-    with query_progress(as_json, "queries", len(texts)) as advance:
+    model = uncached_model(query_embedding(settings), processes=settings.embedding.query_processes)
+    with model as embedder, query_progress(as_json, "queries", len(texts)) as advance:
         report = measure(
             settings,
             texts,

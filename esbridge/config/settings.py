@@ -115,9 +115,22 @@ class EmbeddingSettings(_Section):
         le=512,
         description="torch CPU threads of query-serving processes (search, serve, mcp, bench); none = one per core",
     )
+    query_processes: int = Field(
+        default=1,
+        ge=0,
+        le=64,
+        description="child processes that embed queries in long-running query servers (serve, mcp, bench); "
+        "0 = in the server's own process",
+    )
     cache_dir: Path | None = Field(
         default=None, description="embedding cache; defaults to ~/.cache/esbridge/embeddings"
     )
+
+
+# Anserini's BM25 defaults rather than Lucene's (k1 1.2, b 0.75): on SciFact's train queries they raised
+# BM25 and the default hybrid on OpenSearch and Elasticsearch alike (docs/evaluation.md, step 2).
+DEFAULT_BM25_K1 = 0.9
+DEFAULT_BM25_B = 0.4
 
 
 class MappingSettings(_Section):
@@ -126,8 +139,8 @@ class MappingSettings(_Section):
     hnsw_m: int = Field(default=16, ge=2, le=100)
     hnsw_ef_construction: int = Field(default=100, ge=10, le=4096)
     hnsw_ef_search: int = Field(default=100, ge=1, le=10000, description="candidates searched per kNN query")
-    bm25_k1: float = Field(default=1.2, ge=0)
-    bm25_b: float = Field(default=0.75, ge=0, le=1)
+    bm25_k1: float = Field(default=DEFAULT_BM25_K1, ge=0)
+    bm25_b: float = Field(default=DEFAULT_BM25_B, ge=0, le=1)
     shards: int = Field(default=1, ge=1, le=1024)
     replicas: int = Field(default=0, ge=0, le=16)
 

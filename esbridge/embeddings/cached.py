@@ -91,7 +91,11 @@ class CachedEmbedder:
                 )
 
     def close(self) -> None:
+        """Closes the cache, and the model too when it holds resources (a ``ProcessEmbedder``'s child)."""
         self.cache.close()
+        close_model = getattr(self.embedder, "close", None)
+        if callable(close_model):
+            close_model()
 
     def __enter__(self) -> CachedEmbedder:
         return self

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
 from typing import Protocol
 
 from esbridge.config.settings import EmbeddingSettings
@@ -18,10 +21,36 @@ class EmbedderFactory(Protocol):
 EMBEDDERS: Registry[EmbedderFactory] = Registry("embedder", EMBEDDER_GROUP)
 
 
-def open_embedder(settings: EmbeddingSettings) -> CachedEmbedder:
+def load_model(settings: EmbeddingSettings) -> Embedder:
+    """The configured model itself, with no cache in front (module-level, so a child process can call it)."""
+    return EMBEDDERS.get_named(settings.provider)(settings)
+
+
+def open_embedder(settings: EmbeddingSettings, *, processes: int = 0) -> CachedEmbedder:
     """Load the model and open its cache; raises ``ModelUnavailable`` when there is no model to use.
 
-    The model loads first, so a missing model never creates a cache directory.
+    ``processes`` > 0 runs the model in that many child processes (``ProcessEmbedder``), for processes
+    that serve queries. The model loads first, so a missing model never creates a cache directory.
     """
-    model = EMBEDDERS.get_named(settings.provider)(settings)
-    return CachedEmbedder(model, EmbeddingCache(settings.cache_dir))
+    return CachedEmbedder(_model(settings, processes), EmbeddingCache(settings.cache_dir))
+
+
+@contextmanager
+def uncached_model(settings: EmbeddingSettings, *, processes: int = 0) -> Iterator[Embedder]:
+    """The model with no cache in front (to time embedding itself), in ``processes`` child processes
+    when that is above 0; their children are stopped on exit."""
+    model = _model(settings, processes)
+    try:
+        yield model
+    finally:
+        close = getattr(model, "close", None)
+        if callable(close):
+            close()
+
+
+def _model(settings: EmbeddingSettings, processes: int) -> Embedder:
+    if processes < 1:
+        return load_model(settings)
+    from esbridge.embeddings.worker import ProcessEmbedder
+
+    return ProcessEmbedder(partial(load_model, settings), model=settings.model, workers=processes)

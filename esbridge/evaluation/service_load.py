@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -46,6 +47,17 @@ def _free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
     return port
+
+
+def resident_bytes(process: psutil.Process) -> int:
+    """RSS of ``process`` and its children (the server's embedding process, ``embedding.query_processes``)."""
+    import psutil
+
+    total = process.memory_info().rss
+    for child in process.children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            total += child.memory_info().rss
+    return total
 
 
 def percentile(ordered: list[float], fraction: float) -> float:
@@ -88,7 +100,8 @@ async def run_load(
     top_n: int,
     memory: psutil.Process | None = None,
 ) -> dict[str, Any]:
-    """Run the load; with ``memory``, that process's RSS (MB) is sampled after every tenth of the requests."""
+    """Run the load; with ``memory``, that process's RSS (MB, with its children) is sampled after every tenth
+    of the requests."""
     rss_samples: list[float] = []
     latencies: list[float] = []
     statuses: Counter[str] = Counter()
@@ -104,7 +117,7 @@ async def run_load(
             query = queries[sent % len(queries)]
             sent += 1
             if memory is not None and sent % max(1, requests // 10) == 0:
-                rss_samples.append(round(memory.memory_info().rss / 2**20, 1))
+                rss_samples.append(round(resident_bytes(memory) / 2**20, 1))
             began = time.perf_counter()
             try:
                 answer = await http.post("/v1/search", json={"query": query, "top_n": top_n})
@@ -163,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
             process = psutil.Process(server.pid)
             if warmup:
                 asyncio.run(run_load(base, warmup, requests=len(warmup), seconds=60, concurrency=2, top_n=args.top_n))
-            rss_before = process.memory_info().rss
+            rss_before = resident_bytes(process)
             report = asyncio.run(
                 run_load(
                     base,
@@ -175,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
                     memory=process,
                 )
             )
-            rss_after = process.memory_info().rss
+            rss_after = resident_bytes(process)
         finally:
             server.send_signal(signal.SIGTERM)
             try:

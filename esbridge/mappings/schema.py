@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from esbridge.config.settings import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from esbridge.engines.base import JSON, Dialect
 from esbridge.engines.dialect import vector_field
 
@@ -26,8 +27,8 @@ class IndexParameters:
     dimension: int = 384
     hnsw_m: int = 16
     hnsw_ef_construction: int = 100
-    bm25_k1: float = 1.2
-    bm25_b: float = 0.75
+    bm25_k1: float = DEFAULT_BM25_K1
+    bm25_b: float = DEFAULT_BM25_B
     shards: int = 1
     replicas: int = 0
     analysis: Analysis = "auto"

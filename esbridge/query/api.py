@@ -16,13 +16,19 @@ from esbridge.query.orchestrator import HybridSearcher
 from esbridge.query.rerank import RERANKERS, Reranker
 
 
-def open_query_embedder(settings: Settings) -> tuple[CachedEmbedder | None, str | None]:
+def open_query_embedder(settings: Settings, *, serving: bool = False) -> tuple[CachedEmbedder | None, str | None]:
     """The configured embedder set up for queries (``embedding.query_threads``), or None and the reason
-    when the model cannot load (search degrades)."""
+    when the model cannot load (search degrades).
+
+    ``serving``: for a process that answers many queries; the model then runs in
+    ``embedding.query_processes`` child processes (``ProcessEmbedder``) unless that is 0. A one-shot
+    search gains nothing from a child process.
+    """
     from esbridge.embeddings.factory import open_embedder
 
+    workers = settings.embedding.query_processes if serving else 0
     try:
-        return open_embedder(query_embedding(settings)), None
+        return open_embedder(query_embedding(settings), processes=workers), None
     except ModelUnavailable as exc:
         return None, str(exc)
 

@@ -53,6 +53,15 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+@dataclass(frozen=True)
+class _Embedding:
+    """A query embedding under way in a worker thread."""
+
+    text: str
+    vectors: asyncio.Future[list[list[float]]]
+    started: float
+
+
 @dataclass
 class _Retrieved:
     runs: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -351,13 +360,18 @@ class HybridSearcher:
         chosen: Mapping[str, Retriever],
         retrieved: _Retrieved,
     ) -> dict[str, SearchResult | None]:
-        """Lexical retrievers go out first; the query is embedded while they are in flight; semantic ones follow."""
+        """The query's embedding starts, lexical retrievers go out while it runs, semantic ones follow it.
+
+        The embedding is handed to its thread before the lexical requests are even serialised: it is the
+        longest step, and every microsecond it starts later is added to the search.
+        """
+        semantic = {name: retriever for name, retriever in chosen.items() if retriever.needs_vector}
+        embedding = self._start_embedding(request.query) if semantic else None
         tasks: dict[str, asyncio.Task[SearchResult | None]] = {}
         for name, retriever in chosen.items():
             if not retriever.needs_vector:
                 tasks[name] = asyncio.create_task(self._timed_search(name, retriever.body(context, None), retrieved))
-        semantic = {name: retriever for name, retriever in chosen.items() if retriever.needs_vector}
-        if semantic and (vector := await self._semantic_vector(request.query, retrieved)) is not None:
+        if semantic and (vector := await self._semantic_vector(request.query, retrieved, embedding)) is not None:
             for name, retriever in semantic.items():
                 tasks[name] = asyncio.create_task(self._timed_search(name, retriever.body(context, vector), retrieved))
         return {name: await task for name, task in tasks.items()}
@@ -422,9 +436,14 @@ class HybridSearcher:
             retrieved.timings[name] = _ms(started)
         return None
 
-    async def _semantic_vector(self, query: str, retrieved: _Retrieved) -> list[float] | None:
-        """The query's vector, or with concept expansion on, the vector of the query plus its nearest concepts."""
-        vector = await self._embed(query, retrieved)
+    async def _semantic_vector(
+        self, query: str, retrieved: _Retrieved, embedding: _Embedding | None = None
+    ) -> list[float] | None:
+        """The query's vector, or with concept expansion on, the vector of the query plus its nearest concepts.
+
+        ``embedding``: the query's embedding if already started (``_start_embedding``).
+        """
+        vector = await self._embed(query, retrieved, embedding)
         if vector is None or not self.pipeline.concepts.enabled:
             return vector
         started = time.perf_counter()
@@ -440,17 +459,23 @@ class HybridSearcher:
             return vector
         return await self._embed(expansion.text, retrieved) or vector
 
-    async def _embed(self, text: str, retrieved: _Retrieved) -> list[float] | None:
+    def _start_embedding(self, text: str) -> _Embedding | None:
+        """``text``'s embedding, running in a worker thread from now on; None with no model or a cached vector."""
+        if self.embedder is None or (self._vectors is not None and text in self._vectors):
+            return None
+        return _embedding(self.embedder, text)
+
+    async def _embed(self, text: str, retrieved: _Retrieved, embedding: _Embedding | None = None) -> list[float] | None:
         if self.embedder is None:
             retrieved.warnings.append("no embedding model: answered with BM25 only")
             return None
         if self._vectors is not None and (vector := self._vectors.get(text)) is not None:
             return vector
-        started = time.perf_counter()
+        if embedding is None or embedding.text != text:
+            embedding = _embedding(self.embedder, text)
+        started = embedding.started
         try:
-            vectors = await asyncio.wait_for(
-                asyncio.to_thread(self.embedder.embed, [text]), timeout=self.pipeline.embed_timeout_s
-            )
+            vectors = await asyncio.wait_for(embedding.vectors, timeout=self.pipeline.embed_timeout_s)
         except asyncio.TimeoutError:
             retrieved.warnings.append(f"the query was not embedded within {self.pipeline.embed_timeout_s:g}s")
             return None
@@ -576,6 +601,12 @@ class HybridSearcher:
             entity_type=_str_or_none(source.get("entity_type")),
             explain=detail,
         )
+
+
+def _embedding(embedder: Embedder, text: str) -> _Embedding:
+    # run_in_executor hands the call to a thread at once; asyncio.to_thread would wait for a loop turn.
+    future = asyncio.get_running_loop().run_in_executor(None, embedder.embed, [text])
+    return _Embedding(text, future, time.perf_counter())
 
 
 def _rerank_text(source: Mapping[str, Any]) -> str:

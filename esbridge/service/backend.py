@@ -13,6 +13,7 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from esbridge.config.settings import Settings
@@ -133,7 +134,7 @@ async def opened(
     on exit when ``load_model``; ``unloaded_problem`` is the warning when neither gives a model."""
     model, problem, owned = embedder, None, None
     if model is None and load_model:
-        owned, problem = await asyncio.to_thread(open_query_embedder, settings)
+        owned, problem = await asyncio.to_thread(partial(open_query_embedder, settings, serving=True))
         model = owned
     elif model is None:
         problem = unloaded_problem

@@ -73,11 +73,11 @@ def test_reindex_copies_everything_then_swaps_the_alias(engine: Engine, alias: s
     assert not result.failed
     engine.refresh(alias)
 
-    outcome = manager(engine, alias, bm25_k1=0.9).reindex()
+    outcome = manager(engine, alias, bm25_k1=1.2).reindex()
     assert (outcome.old, outcome.new, outcome.documents) == (f"{alias}-v1", f"{alias}-v2", 25)
     assert indices.state().current == f"{alias}-v2"
     assert engine.count(alias) == 25
-    assert engine.get_index_settings(alias)["similarity"]["default"]["k1"] in ("0.9", 0.9)
+    assert engine.get_index_settings(alias)["similarity"]["default"]["k1"] in ("1.2", 1.2)
     assert engine.index_exists(f"{alias}-v1"), "the old version is kept unless --delete-old"
 
     assert indices.drop(version=1) == [f"{alias}-v1"]

@@ -151,3 +151,37 @@ def test_threads_set_torch_for_the_process_and_queries_use_query_threads() -> No
         assert settings.embedding.threads is None, "ingest keeps torch's default"
     finally:
         torch.set_num_threads(before)
+
+
+@needs_model
+def test_query_servers_run_the_model_in_a_child_process_with_the_same_vectors(
+    minilm: SentenceTransformerEmbedder, tmp_path: Path
+) -> None:
+    from esbridge.config import load_settings
+    from esbridge.embeddings.worker import ProcessEmbedder
+    from esbridge.query.api import open_query_embedder
+
+    settings = load_settings(embedding={"cache_dir": str(tmp_path / "cache")})
+    served, problem = open_query_embedder(settings, serving=True)
+    assert served is not None and problem is None
+    with served:
+        child = served.embedder
+        assert isinstance(child, ProcessEmbedder) and child.pid != os.getpid()
+        assert (served.identity, served.dimension, served.max_tokens) == (
+            minilm.identity,
+            minilm.dimension,
+            minilm.max_tokens,
+        )
+        texts = ["hybrid search over chunks", "Recall at one hundred"]
+        # The child computes on one torch thread (query_threads), which may change the last float bits.
+        for got, wanted in zip(served.embed(texts), minilm.embed(texts), strict=True):
+            assert got == pytest.approx(wanted, abs=1e-6)
+        assert served.count_tokens(texts[0]) == minilm.count_tokens(texts[0])
+    assert child.pid is None, "closing the cached embedder stops the child"
+
+    one_shot, _ = open_query_embedder(settings)
+    off, _ = open_query_embedder(load_settings(embedding={"query_processes": 0}), serving=True)
+    for embedder in (one_shot, off):
+        assert embedder is not None
+        assert isinstance(embedder.embedder, SentenceTransformerEmbedder)
+        embedder.close()

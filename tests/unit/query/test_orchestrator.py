@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
+import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -194,6 +195,22 @@ def test_bm25_is_in_flight_while_the_query_is_embedded() -> None:
     engine = MemoryEngine(LEX, SEM)
     run(searcher(engine, StubEmbedder(delay=0.2), execution="concurrent"))
     assert engine.started["knn"] - engine.started["bm25"] >= 0.15
+
+
+def test_the_embedding_starts_before_the_bm25_request_is_sent() -> None:
+    # The embedding is the longest step: it must not wait for the lexical request to be serialised.
+    class Timed(StubEmbedder):
+        started: float | None = None
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            self.started = time.monotonic()  # asyncio's loop.time() is time.monotonic()
+            return super().embed(texts)
+
+    engine, embedder = MemoryEngine(LEX, SEM), Timed(delay=0.05)
+    response = run(searcher(engine, embedder, execution="concurrent"))
+    assert response.search_mode == "hybrid"
+    assert embedder.started is not None and embedder.started <= engine.started["bm25"]
+    assert response.details["timings_ms"]["embed"] >= 50
 
 
 @pytest.mark.parametrize("top_n", [0, 51])

@@ -1,0 +1,266 @@
+"""An embedding model in child processes, for processes that serve queries.
+
+In-process, a query's embedding runs in a worker thread but still needs the interpreter lock between
+torch operations, so whatever Python the event loop runs meanwhile (sending the BM25 request, parsing
+its answer, other requests) delays the embedding, which is the longest step of a hybrid search. In a
+child process the model computes while the loop runs; a query pays one pipe round trip instead
+(docs/benchmarks.md, issue 4: the embedding's delay inside a search fell from about 1.4 to 0.7 ms, and
+the sidecar served 30% more requests per second on 2 cores).
+
+Children are started with ``spawn`` (no inherited locks or torch thread pools); each answers one call
+at a time. If one dies, hangs past ``reply_timeout_s`` (plus 0.5 s per text) or cannot load the
+model, the call raises an ``EsbridgeError`` (a search then degrades to lexical-only) and the next call
+on that child starts a new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import queue
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from types import TracebackType
+from typing import Any
+
+from esbridge.embeddings.base import Embedder
+from esbridge.errors import EmbeddingError, EsbridgeError, ModelUnavailable
+
+EmbedderLoader = Callable[[], Embedder]
+"""Builds the model in the child: must be picklable (a module-level function or a ``functools.partial``)."""
+
+_STOP = None
+# Added to the reply timeout per text, so a large batch (documents written through the sidecar) is not
+# taken for a hung child: about 15 times what a 200-token chunk takes on one core.
+_PER_TEXT_S = 0.5
+
+
+def _serve(loader: EmbedderLoader, connection: Connection) -> None:
+    """The child's loop: load the model, describe it, then answer requests until told to stop."""
+    try:
+        model = loader()
+    except Exception as exc:  # reported to the parent, which raises it as ModelUnavailable
+        connection.send(("error", _describe(exc)))
+        return
+    connection.send(
+        (
+            "ready",
+            {
+                "name": model.name,
+                "identity": model.identity,
+                "dimension": model.dimension,
+                "max_tokens": model.max_tokens,
+            },
+        )
+    )
+    while True:
+        try:
+            request = connection.recv()
+        except EOFError:  # the parent is gone
+            return
+        if request is _STOP:
+            return
+        operation, argument = request
+        try:
+            answer: Any = model.embed(argument) if operation == "embed" else model.count_tokens(argument)
+        except Exception as exc:  # the parent raises it as EmbeddingError; the child keeps serving
+            connection.send(("error", _describe(exc)))
+            continue
+        connection.send(("ok", answer))
+
+
+def _count(argument: Any) -> int:
+    return len(argument) if isinstance(argument, list) else 1
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, EmbeddingError):
+        return exc.reason
+    return str(exc) if isinstance(exc, EsbridgeError) else f"{type(exc).__name__}: {exc}"
+
+
+class _Child:
+    """One child process and the parent's end of its pipe; not thread-safe (ProcessEmbedder lends it out)."""
+
+    def __init__(self, loader: EmbedderLoader, model: str) -> None:
+        self.model = model
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe()
+        process = context.Process(target=_serve, args=(loader, child), name="esbridge-embedder", daemon=True)
+        try:
+            process.start()
+        except (OSError, RuntimeError) as exc:
+            raise ModelUnavailable(f"cannot start the embedding process: {exc}", model=model) from exc
+        finally:
+            child.close()
+        self.process: Any = process
+        self.connection: Connection | None = parent
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.connection is None else int(self.process.pid)
+
+    def ready(self, timeout_s: float) -> dict[str, Any]:
+        """The model's description once the child has loaded it; ``ModelUnavailable`` otherwise."""
+        connection = self.connection
+        if connection is None:
+            raise ModelUnavailable("the embedding process is stopped", model=self.model)
+        try:
+            if not connection.poll(timeout_s):
+                raise ModelUnavailable(
+                    f"the embedding process did not load the model within {timeout_s:g}s", model=self.model
+                )
+            status, payload = connection.recv()
+        except (EOFError, OSError) as exc:
+            self.stop(graceful=False)
+            reason = f"the embedding process died while loading the model ({exc!r})"
+            raise ModelUnavailable(reason, model=self.model) from exc
+        except EsbridgeError:
+            self.stop(graceful=False)
+            raise
+        if status != "ready":
+            self.stop(graceful=False)
+            raise ModelUnavailable(str(payload), model=self.model)
+        description: dict[str, Any] = payload
+        return description
+
+    def call(self, operation: str, argument: Any, timeout_s: float) -> Any:
+        connection = self.connection
+        if connection is None:
+            raise EmbeddingError("the embedding process is stopped", model=self.model)
+        try:
+            connection.send((operation, argument))
+            if not connection.poll(timeout_s):
+                self.stop(graceful=False)
+                raise EmbeddingError(
+                    f"the embedding process gave no answer within {timeout_s:g}s; it was restarted", model=self.model
+                )
+            status, payload = connection.recv()
+        except (EOFError, OSError) as exc:
+            self.stop(graceful=False)
+            raise EmbeddingError(
+                f"the embedding process died ({type(exc).__name__}); the next call starts a new one", model=self.model
+            ) from exc
+        if status == "error":
+            raise EmbeddingError(str(payload), model=self.model)
+        return payload
+
+    def stop(self, *, graceful: bool) -> None:
+        connection, self.connection = self.connection, None
+        if connection is None:
+            return
+        if graceful:
+            with contextlib.suppress(OSError):  # the child may be gone already
+                connection.send(_STOP)
+        connection.close()
+        self.process.join(timeout=5 if graceful else 0.1)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=5)
+        self.process.close()
+
+
+class ProcessEmbedder:
+    """An ``Embedder`` whose model runs in ``workers`` child processes; thread-safe.
+
+    Each child answers one call at a time; a call waits for a free child. The constructor starts the
+    children and waits for their models (``ModelUnavailable`` if one cannot load). ``close`` stops them;
+    so does leaving a ``with`` block.
+    """
+
+    def __init__(
+        self,
+        loader: EmbedderLoader,
+        *,
+        model: str,
+        workers: int = 1,
+        reply_timeout_s: float = 60.0,
+        start_timeout_s: float = 300.0,
+    ) -> None:
+        if reply_timeout_s <= 0 or start_timeout_s <= 0:
+            raise ValueError("timeouts must be positive")
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        self._model = model
+        self._loader = loader
+        self._reply_timeout_s = reply_timeout_s
+        self._start_timeout_s = start_timeout_s
+        self._closed = False
+        self._free: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._children: list[_Child] = []
+        try:
+            for _ in range(workers):  # all start before any is waited for: they load their models in parallel
+                self._children.append(_Child(loader, model))
+            descriptions = [child.ready(start_timeout_s) for child in self._children]
+        except BaseException:
+            self._stop_all()
+            raise
+        self._description = descriptions[0]
+        for slot in range(workers):
+            self._free.put(slot)
+
+    @property
+    def name(self) -> str:
+        return str(self._description["name"])
+
+    @property
+    def identity(self) -> str:
+        return str(self._description["identity"])
+
+    @property
+    def dimension(self) -> int:
+        return int(self._description["dimension"])
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self._description["max_tokens"])
+
+    @property
+    def pids(self) -> list[int]:
+        """The running children's process ids."""
+        return [pid for child in self._children if (pid := child.pid) is not None]
+
+    @property
+    def pid(self) -> int | None:
+        """The first running child's process id, None while none runs."""
+        return next(iter(self.pids), None)
+
+    def count_tokens(self, text: str) -> int:
+        return int(self._call("count", text))
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        vectors: list[list[float]] = self._call("embed", list(texts))
+        return vectors
+
+    def close(self) -> None:
+        self._closed = True
+        self._stop_all()
+
+    def __enter__(self) -> ProcessEmbedder:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _call(self, operation: str, argument: Any) -> Any:
+        if self._closed:
+            raise EmbeddingError("the embedder is closed", model=self._model)
+        slot = self._free.get()
+        try:
+            if self._closed:
+                raise EmbeddingError("the embedder is closed", model=self._model)
+            child = self._children[slot]
+            if child.connection is None:
+                child = self._children[slot] = _Child(self._loader, self._model)
+                self._description = child.ready(self._start_timeout_s)
+            return child.call(operation, argument, self._reply_timeout_s + _PER_TEXT_S * _count(argument))
+        finally:
+            self._free.put(slot)
+
+    def _stop_all(self) -> None:
+        for child in self._children:
+            child.stop(graceful=True)

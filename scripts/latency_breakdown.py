@@ -1,0 +1,130 @@
+"""Where a hybrid search's time goes: each step alone against the same step inside the pipeline.
+
+    .venv/bin/python scripts/latency_breakdown.py ../shared/data/beir/scifact --url http://127.0.0.1:9200 \
+        --index bench-scifact --limit 300 [--processes 0|1] [--busy-core]
+
+Per query: embed alone, BM25 alone, kNN alone, then the whole pipeline (client-side fusion, caches
+off), whose ``details.timings_ms`` give the same steps as they ran inside it. Prints the medians
+(ms). ``--processes`` is ``embedding.query_processes`` (0: the model in this process). ``--busy-core``
+first times embedding alone with and without a shell busy loop running, to tell competition for a core
+from competition for the interpreter lock. Used for docs/benchmarks.md (issue 4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+from esbridge.config import load_settings
+from esbridge.config.pipeline import CacheSettings
+from esbridge.config.settings import Settings
+from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.factory import uncached_model
+from esbridge.engines import connect_async, resolve_kind
+from esbridge.evaluation.dataset import judged_queries
+from esbridge.query import bodies
+from esbridge.query.api import query_embedding
+from esbridge.query.models import Filters, SearchRequest
+from esbridge.query.orchestrator import HybridSearcher
+
+WARMUP = 10
+
+
+def embed_medians(embedder: Embedder, texts: list[str]) -> tuple[float, float]:
+    def median() -> float:
+        samples = []
+        for text in texts:
+            started = time.perf_counter()
+            embedder.embed([text])
+            samples.append((time.perf_counter() - started) * 1000)
+        return statistics.median(samples[WARMUP:])
+
+    idle = median()
+    busy = subprocess.Popen(["sh", "-c", "while :; do :; done"])  # noqa: S607 - a fixed command
+    try:
+        time.sleep(0.5)
+        loaded = median()
+    finally:
+        busy.kill()
+        busy.wait()
+    return idle, loaded
+
+
+async def breakdown(settings: Settings, embedder: Embedder, texts: list[str]) -> dict[str, list[float]]:
+    engine = connect_async(settings, kind=resolve_kind(settings))
+    pipeline = settings.pipeline.model_copy(update={"cache": CacheSettings(embeddings=0, results=0), "mode": "client"})
+    candidates = settings.mapping.hnsw_ef_search
+    searcher = HybridSearcher(engine, settings.index, embedder, pipeline, num_candidates=candidates)
+    top_k = pipeline.top_k(10)
+    rows: dict[str, list[float]] = {}
+    try:
+        for n, text in enumerate(texts):
+            started = time.perf_counter()
+            vector = (await asyncio.to_thread(embedder.embed, [text]))[0]
+            alone = {"embed": (time.perf_counter() - started) * 1000}
+            for name, body in (
+                (
+                    "bm25",
+                    bodies.bm25_body(
+                        engine.dialect, text, size=top_k, filters=Filters(), source_fields=bodies.DISPLAY_FIELDS
+                    ),
+                ),
+                (
+                    "knn",
+                    bodies.knn_body(
+                        engine.dialect,
+                        vector,
+                        k=top_k,
+                        filters=Filters(),
+                        num_candidates=max(candidates, 2 * top_k),
+                        source_fields=bodies.DISPLAY_FIELDS,
+                    ),
+                ),
+            ):
+                started = time.perf_counter()
+                await engine.search(settings.index, body)
+                alone[name] = (time.perf_counter() - started) * 1000
+            started = time.perf_counter()
+            response = await searcher.search(SearchRequest(query=text, top_n=10, mode="client"))
+            total = (time.perf_counter() - started) * 1000
+            if n < WARMUP:
+                continue
+            inside = response.details["timings_ms"]
+            for name, value in alone.items():
+                rows.setdefault(f"{name} alone", []).append(value)
+                rows.setdefault(f"{name} in the pipeline", []).append(inside[name])
+            rows.setdefault("pipeline total", []).append(total)
+            rows.setdefault("after retrieval", []).append(total - inside["embed"] - inside["knn"])
+    finally:
+        await engine.close()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("dataset", type=Path)
+    parser.add_argument("--url")
+    parser.add_argument("--engine")
+    parser.add_argument("--index", required=True)
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--limit", type=int, default=300)
+    parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--busy-core", action="store_true")
+    args = parser.parse_args()
+    settings = load_settings(url=args.url, engine=args.engine, index=args.index)
+    texts = list(judged_queries(args.dataset, args.split, args.limit).queries.values())
+    with uncached_model(query_embedding(settings), processes=args.processes) as embedder:
+        if args.busy_core:
+            idle, loaded = embed_medians(embedder, texts[:150])
+            print(f"embed alone: {idle:.2f} ms; with a busy loop on a core: {loaded:.2f} ms")
+        rows = asyncio.run(breakdown(settings, embedder, texts))
+    for name, samples in rows.items():
+        print(f"{name:<24} p50 {statistics.median(samples):7.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
