@@ -9,8 +9,8 @@ the sidecar served 30% more requests per second on 2 cores).
 
 Children are started with ``spawn`` (no inherited locks or torch thread pools); each answers one call
 at a time. If one dies, hangs past ``reply_timeout_s`` (plus 0.5 s per text) or cannot load the
-model, the call raises an ``EsbridgeError`` (a search then degrades to lexical-only) and the next call
-on that child starts a new one.
+model, the call raises an ``EsbridgeError`` (a search then degrades to lexical-only) and a replacement
+starts at once, so its model loads before the next call needs it.
 """
 
 from __future__ import annotations
@@ -36,30 +36,28 @@ _PER_TEXT_S = 0.5
 
 
 def _serve(loader: EmbedderLoader, connection: Connection) -> None:
-    """The child's loop: load the model, describe it, then answer requests until told to stop."""
+    """The child's loop: load the model, describe it, then answer requests until told to stop.
+
+    A parent that is gone (closed pipe) ends the loop quietly, whatever the child was doing.
+    """
+    with contextlib.suppress(EOFError, BrokenPipeError, ConnectionResetError):
+        _answer(loader, connection)
+
+
+def _answer(loader: EmbedderLoader, connection: Connection) -> None:
     try:
         model = loader()
     except Exception as exc:  # reported to the parent, which raises it as ModelUnavailable
         connection.send(("error", _describe(exc)))
         return
-    connection.send(
-        (
-            "ready",
-            {
-                "name": model.name,
-                "identity": model.identity,
-                "dimension": model.dimension,
-                "max_tokens": model.max_tokens,
-            },
-        )
-    )
-    while True:
-        try:
-            request = connection.recv()
-        except EOFError:  # the parent is gone
-            return
-        if request is _STOP:
-            return
+    description = {
+        "name": model.name,
+        "identity": model.identity,
+        "dimension": model.dimension,
+        "max_tokens": model.max_tokens,
+    }
+    connection.send(("ready", description))
+    while (request := connection.recv()) is not _STOP:
         operation, argument = request
         try:
             answer: Any = model.embed(argument) if operation == "embed" else model.count_tokens(argument)
@@ -95,6 +93,8 @@ class _Child:
             child.close()
         self.process: Any = process
         self.connection: Connection | None = parent
+        self.description: dict[str, Any] | None = None
+        """Set once the child has loaded its model (``ready``)."""
 
     @property
     def pid(self) -> int | None:
@@ -102,6 +102,8 @@ class _Child:
 
     def ready(self, timeout_s: float) -> dict[str, Any]:
         """The model's description once the child has loaded it; ``ModelUnavailable`` otherwise."""
+        if self.description is not None:
+            return self.description
         connection = self.connection
         if connection is None:
             raise ModelUnavailable("the embedding process is stopped", model=self.model)
@@ -122,6 +124,7 @@ class _Child:
             self.stop(graceful=False)
             raise ModelUnavailable(str(payload), model=self.model)
         description: dict[str, Any] = payload
+        self.description = description
         return description
 
     def call(self, operation: str, argument: Any, timeout_s: float) -> Any:
@@ -139,7 +142,7 @@ class _Child:
         except (EOFError, OSError) as exc:
             self.stop(graceful=False)
             raise EmbeddingError(
-                f"the embedding process died ({type(exc).__name__}); the next call starts a new one", model=self.model
+                f"the embedding process died ({type(exc).__name__}); a new one is starting", model=self.model
             ) from exc
         if status == "error":
             raise EmbeddingError(str(payload), model=self.model)
@@ -256,8 +259,14 @@ class ProcessEmbedder:
             child = self._children[slot]
             if child.connection is None:
                 child = self._children[slot] = _Child(self._loader, self._model)
-                self._description = child.ready(self._start_timeout_s)
-            return child.call(operation, argument, self._reply_timeout_s + _PER_TEXT_S * _count(argument))
+            self._description = child.ready(self._start_timeout_s)  # waits only while a new child loads
+            try:
+                return child.call(operation, argument, self._reply_timeout_s + _PER_TEXT_S * _count(argument))
+            finally:
+                if child.connection is None and not self._closed:
+                    # It died or hung: its replacement loads the model now, not when the next call comes.
+                    with contextlib.suppress(EsbridgeError):
+                        self._children[slot] = _Child(self._loader, self._model)
         finally:
             self._free.put(slot)
 
