@@ -91,11 +91,14 @@ class CachedEmbedder:
                 )
 
     def close(self) -> None:
-        """Closes the cache, and the model too when it holds resources (a ``ProcessEmbedder``'s child)."""
-        self.cache.close()
-        close_model = getattr(self.embedder, "close", None)
-        if callable(close_model):
-            close_model()
+        """Closes the cache, and the model too when it holds resources (a ``ProcessEmbedder``'s children):
+        a CachedEmbedder owns the model it is given."""
+        try:
+            self.cache.close()
+        finally:
+            close_model = getattr(self.embedder, "close", None)
+            if callable(close_model):
+                close_model()
 
     def __enter__(self) -> CachedEmbedder:
         return self

@@ -26,20 +26,21 @@ def load_model(settings: EmbeddingSettings) -> Embedder:
     return EMBEDDERS.get_named(settings.provider)(settings)
 
 
-def open_embedder(settings: EmbeddingSettings, *, processes: int = 0) -> CachedEmbedder:
+def open_embedder(settings: EmbeddingSettings, *, processes: int = 0, reply_timeout_s: float = 60.0) -> CachedEmbedder:
     """Load the model and open its cache; raises ``ModelUnavailable`` when there is no model to use.
 
-    ``processes`` > 0 runs the model in that many child processes (``ProcessEmbedder``), for processes
-    that serve queries. The model loads first, so a missing model never creates a cache directory.
+    ``processes`` > 0 runs the model in that many child processes (``ProcessEmbedder``, a child that
+    gives no answer within ``reply_timeout_s`` is replaced), for processes that serve queries. The model
+    loads first, so a missing model never creates a cache directory.
     """
-    return CachedEmbedder(_model(settings, processes), EmbeddingCache(settings.cache_dir))
+    return CachedEmbedder(_model(settings, processes, reply_timeout_s), EmbeddingCache(settings.cache_dir))
 
 
 @contextmanager
 def uncached_model(settings: EmbeddingSettings, *, processes: int = 0) -> Iterator[Embedder]:
     """The model with no cache in front (to time embedding itself), in ``processes`` child processes
     when that is above 0; their children are stopped on exit."""
-    model = _model(settings, processes)
+    model = _model(settings, processes, 60.0)
     try:
         yield model
     finally:
@@ -48,9 +49,10 @@ def uncached_model(settings: EmbeddingSettings, *, processes: int = 0) -> Iterat
             close()
 
 
-def _model(settings: EmbeddingSettings, processes: int) -> Embedder:
+def _model(settings: EmbeddingSettings, processes: int, reply_timeout_s: float) -> Embedder:
     if processes < 1:
         return load_model(settings)
     from esbridge.embeddings.worker import ProcessEmbedder
 
-    return ProcessEmbedder(partial(load_model, settings), model=settings.model, workers=processes)
+    loader = partial(load_model, settings)
+    return ProcessEmbedder(loader, model=settings.model, workers=processes, reply_timeout_s=reply_timeout_s)

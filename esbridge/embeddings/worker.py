@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import queue
+import signal
+import threading
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from types import TracebackType
@@ -33,6 +35,7 @@ _STOP = None
 # Added to the reply timeout per text, so a large batch (documents written through the sidecar) is not
 # taken for a hung child: about 15 times what a 200-token chunk takes on one core.
 _PER_TEXT_S = 0.5
+_TEXTS_PER_CALL = 16
 
 
 def _serve(loader: EmbedderLoader, connection: Connection) -> None:
@@ -40,6 +43,10 @@ def _serve(loader: EmbedderLoader, connection: Connection) -> None:
 
     A parent that is gone (closed pipe) ends the loop quietly, whatever the child was doing.
     """
+    # Ctrl-C and a service manager's SIGTERM reach the whole process group; the parent decides when
+    # the child ends (a stop message, or its end of the pipe closing).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     with contextlib.suppress(EOFError, BrokenPipeError, ConnectionResetError):
         _answer(loader, connection)
 
@@ -87,8 +94,9 @@ class _Child:
         process = context.Process(target=_serve, args=(loader, child), name="esbridge-embedder", daemon=True)
         try:
             process.start()
-        except (OSError, RuntimeError) as exc:
-            raise ModelUnavailable(f"cannot start the embedding process: {exc}", model=model) from exc
+        except Exception as exc:  # e.g. OSError, or a loader that cannot be pickled: no model, search degrades
+            parent.close()
+            raise ModelUnavailable(f"cannot start the embedding process: {exc!r}", model=model) from exc
         finally:
             child.close()
         self.process: Any = process
@@ -136,7 +144,7 @@ class _Child:
             if not connection.poll(timeout_s):
                 self.stop(graceful=False)
                 raise EmbeddingError(
-                    f"the embedding process gave no answer within {timeout_s:g}s; it was restarted", model=self.model
+                    f"the embedding process gave no answer within {timeout_s:g}s; it was replaced", model=self.model
                 )
             status, payload = connection.recv()
         except (EOFError, OSError) as exc:
@@ -144,17 +152,27 @@ class _Child:
             raise EmbeddingError(
                 f"the embedding process died ({type(exc).__name__}); a new one is starting", model=self.model
             ) from exc
+        except BaseException:
+            # Interrupted between request and answer: the answer may still come, and must not be taken
+            # for the next call's.
+            self.stop(graceful=False)
+            raise
         if status == "error":
             raise EmbeddingError(str(payload), model=self.model)
         return payload
 
+    def request_stop(self) -> None:
+        """Ask the child to end, without waiting for it (``stop`` waits)."""
+        if self.connection is not None:
+            with contextlib.suppress(OSError):  # the child may be gone already
+                self.connection.send(_STOP)
+
     def stop(self, *, graceful: bool) -> None:
+        if graceful:
+            self.request_stop()
         connection, self.connection = self.connection, None
         if connection is None:
             return
-        if graceful:
-            with contextlib.suppress(OSError):  # the child may be gone already
-                connection.send(_STOP)
         connection.close()
         self.process.join(timeout=5 if graceful else 0.1)
         if self.process.is_alive():
@@ -189,6 +207,8 @@ class ProcessEmbedder:
         self._reply_timeout_s = reply_timeout_s
         self._start_timeout_s = start_timeout_s
         self._closed = False
+        self._state = threading.Lock()
+        """Guards ``_closed`` and ``_children`` against a close racing a replacement."""
         self._free: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._children: list[_Child] = []
         try:
@@ -232,13 +252,16 @@ class ProcessEmbedder:
         return int(self._call("count", text))
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        vectors: list[list[float]] = self._call("embed", list(texts))
+        # Long inputs (documents written through the sidecar) go in parts, releasing the child between
+        # them, so queries waiting for it are answered in between rather than after the whole batch.
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), _TEXTS_PER_CALL):
+            vectors.extend(self._call("embed", list(texts[start : start + _TEXTS_PER_CALL])))
         return vectors
 
     def close(self) -> None:
-        self._closed = True
+        with self._state:
+            self._closed = True
         self._stop_all()
 
     def __enter__(self) -> ProcessEmbedder:
@@ -252,24 +275,43 @@ class ProcessEmbedder:
     def _call(self, operation: str, argument: Any) -> Any:
         if self._closed:
             raise EmbeddingError("the embedder is closed", model=self._model)
-        slot = self._free.get()
         try:
+            slot = self._free.get(timeout=self._reply_timeout_s)
+        except queue.Empty:
+            raise EmbeddingError(
+                f"every embedding process was busy for {self._reply_timeout_s:g}s", model=self._model
+            ) from None
+        try:
+            child = self._child_in(slot)
+            self._description = child.ready(self._start_timeout_s)  # waits only while a new child loads
+            try:
+                return child.call(operation, argument, self._reply_timeout_s + _PER_TEXT_S * _count(argument))
+            except EmbeddingError as exc:
+                if self._closed:
+                    raise EmbeddingError("the embedder was closed during the call", model=self._model) from exc
+                raise
+            finally:
+                if child.connection is None:
+                    # It died or hung: its replacement loads the model now, not when the next call comes.
+                    with contextlib.suppress(EsbridgeError):
+                        self._child_in(slot)
+        finally:
+            self._free.put(slot)
+
+    def _child_in(self, slot: int) -> _Child:
+        """The slot's child, a new one if it has stopped; never started once the embedder is closed."""
+        with self._state:
             if self._closed:
                 raise EmbeddingError("the embedder is closed", model=self._model)
             child = self._children[slot]
             if child.connection is None:
                 child = self._children[slot] = _Child(self._loader, self._model)
-            self._description = child.ready(self._start_timeout_s)  # waits only while a new child loads
-            try:
-                return child.call(operation, argument, self._reply_timeout_s + _PER_TEXT_S * _count(argument))
-            finally:
-                if child.connection is None and not self._closed:
-                    # It died or hung: its replacement loads the model now, not when the next call comes.
-                    with contextlib.suppress(EsbridgeError):
-                        self._children[slot] = _Child(self._loader, self._model)
-        finally:
-            self._free.put(slot)
+            return child
 
     def _stop_all(self) -> None:
-        for child in self._children:
+        with self._state:
+            children = list(self._children)
+        for child in children:  # all are asked first, so they end side by side
+            child.request_stop()
+        for child in children:
             child.stop(graceful=True)

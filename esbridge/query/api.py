@@ -27,8 +27,10 @@ def open_query_embedder(settings: Settings, *, serving: bool = False) -> tuple[C
     from esbridge.embeddings.factory import open_embedder
 
     workers = settings.embedding.query_processes if serving else 0
+    # A hung child is replaced soon after searches have stopped waiting for it (embed_timeout_s).
+    reply_timeout_s = max(10.0, 2 * settings.pipeline.embed_timeout_s)
     try:
-        return open_embedder(query_embedding(settings), processes=workers), None
+        return open_embedder(query_embedding(settings), processes=workers, reply_timeout_s=reply_timeout_s), None
     except ModelUnavailable as exc:
         return None, str(exc)
 

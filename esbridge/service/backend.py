@@ -144,4 +144,4 @@ async def opened(
     finally:
         await backend.close()
         if owned is not None:
-            owned.close()
+            await asyncio.to_thread(owned.close)  # stopping embedding processes takes a moment

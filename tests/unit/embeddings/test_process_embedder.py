@@ -78,7 +78,7 @@ def test_a_hung_child_is_abandoned_after_the_reply_timeout() -> None:
         hung = embedder.pid
         started = time.monotonic()
         # 0.5 s plus 0.5 s for the one text
-        with pytest.raises(EmbeddingError, match=r"no answer within 1s; it was restarted"):
+        with pytest.raises(EmbeddingError, match=r"no answer within 1s; it was replaced"):
             embedder.embed([HANG])
         assert time.monotonic() - started < 10
         assert embedder.embed(["after"]) == [vector_of("after")]
@@ -117,3 +117,41 @@ def test_with_two_workers_two_calls_are_answered_side_by_side() -> None:
 def test_invalid_options_are_refused_before_any_process_starts(options: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         ProcessEmbedder(hash_embedder, model="hash-embedder", **options)  # type: ignore[arg-type]
+
+
+def test_a_long_input_goes_in_parts_and_keeps_its_order(worker: ProcessEmbedder) -> None:
+    texts = [f"document chunk {n}" for n in range(50)]  # more than one call's worth
+    assert worker.embed(texts) == [vector_of(text) for text in texts]
+
+
+def test_a_call_waits_for_a_free_child_no_longer_than_the_reply_timeout() -> None:
+    with ProcessEmbedder(hash_embedder, model="hash-embedder", reply_timeout_s=0.5) as embedder:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            hung = pool.submit(embedder.embed, [HANG])  # holds the only child for 0.5 s + 0.5 s
+            time.sleep(0.1)
+            with pytest.raises(EmbeddingError, match=r"every embedding process was busy for 0\.5s"):
+                embedder.embed(["queued"])
+            with pytest.raises(EmbeddingError, match="no answer"):
+                hung.result(timeout=30)
+        assert embedder.embed(["served"]) == [vector_of("served")]
+
+
+def test_close_during_a_call_fails_that_call_as_closed_and_starts_no_replacement() -> None:
+    embedder = ProcessEmbedder(hash_embedder, model="hash-embedder", reply_timeout_s=30)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        hung = pool.submit(embedder.embed, [HANG])
+        time.sleep(0.3)
+        embedder.close()
+        with pytest.raises(EmbeddingError, match="closed during the call"):
+            hung.result(timeout=30)
+    assert embedder.pids == []
+
+
+def test_the_child_ignores_ctrl_c_sent_to_its_process_group(worker: ProcessEmbedder) -> None:
+    child = worker.pid
+    assert child is not None
+    os.kill(child, signal.SIGINT)
+    os.kill(child, signal.SIGTERM)
+    time.sleep(0.2)
+    assert worker.embed(["still here"]) == [vector_of("still here")]
+    assert worker.pid == child

@@ -11,6 +11,7 @@ import itertools
 import math
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -197,19 +198,25 @@ def test_bm25_is_in_flight_while_the_query_is_embedded() -> None:
     assert engine.started["knn"] - engine.started["bm25"] >= 0.15
 
 
-def test_the_embedding_starts_before_the_bm25_request_is_sent() -> None:
+def test_the_embedding_is_handed_to_its_thread_before_the_bm25_request_is_sent() -> None:
     # The embedding is the longest step: it must not wait for the lexical request to be serialised.
-    class Timed(StubEmbedder):
-        started: float | None = None
+    submitted: list[float] = []
 
-        def embed(self, texts: Sequence[str]) -> list[list[float]]:
-            self.started = time.monotonic()  # asyncio's loop.time() is time.monotonic()
-            return super().embed(texts)
+    class Recording(ThreadPoolExecutor):
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            submitted.append(time.monotonic())  # asyncio's loop.time() is time.monotonic()
+            return super().submit(fn, *args, **kwargs)
 
-    engine, embedder = MemoryEngine(LEX, SEM), Timed(delay=0.05)
-    response = run(searcher(engine, embedder, execution="concurrent"))
+    engine = MemoryEngine(LEX, SEM)
+    hybrid = searcher(engine, StubEmbedder(delay=0.05), execution="concurrent")
+
+    async def search() -> Any:
+        asyncio.get_running_loop().set_default_executor(Recording(max_workers=2))
+        return await hybrid.search(SearchRequest(query="solar energy"))
+
+    response = asyncio.run(search())
     assert response.search_mode == "hybrid"
-    assert embedder.started is not None and embedder.started <= engine.started["bm25"]
+    assert submitted and submitted[0] <= engine.started["bm25"]
     assert response.details["timings_ms"]["embed"] >= 50
 
 
