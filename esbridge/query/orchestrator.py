@@ -368,9 +368,17 @@ class HybridSearcher:
         semantic = {name: retriever for name, retriever in chosen.items() if retriever.needs_vector}
         embedding = self._start_embedding(request.query) if semantic else None
         tasks: dict[str, asyncio.Task[SearchResult | None]] = {}
-        for name, retriever in chosen.items():
-            if not retriever.needs_vector:
-                tasks[name] = asyncio.create_task(self._timed_search(name, retriever.body(context, None), retrieved))
+        try:
+            for name, retriever in chosen.items():
+                if not retriever.needs_vector:
+                    body = retriever.body(context, None)
+                    tasks[name] = asyncio.create_task(self._timed_search(name, body, retrieved))
+        except BaseException:  # a retriever (a plugin's, say) could not build its body: leave nothing running
+            if embedding is not None:
+                embedding.vectors.cancel()
+            for task in tasks.values():
+                task.cancel()
+            raise
         if semantic and (vector := await self._semantic_vector(request.query, retrieved, embedding)) is not None:
             for name, retriever in semantic.items():
                 tasks[name] = asyncio.create_task(self._timed_search(name, retriever.body(context, vector), retrieved))

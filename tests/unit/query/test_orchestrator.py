@@ -220,6 +220,30 @@ def test_the_embedding_is_handed_to_its_thread_before_the_bm25_request_is_sent()
     assert response.details["timings_ms"]["embed"] >= 50
 
 
+def test_a_retriever_that_cannot_build_its_body_fails_the_search_and_leaves_nothing_running() -> None:
+    from esbridge.query.retrievers import RETRIEVERS
+
+    class Broken:
+        needs_vector = False
+
+        def body(self, context: Any, vector: Any) -> Any:
+            raise ValueError("this retriever has no body")
+
+    RETRIEVERS.register("broken", Broken())
+    try:
+        hybrid = searcher(MemoryEngine(LEX, SEM), retrievers=["bm25", "broken", "knn"], execution="concurrent")
+
+        async def search() -> set[asyncio.Task[Any]]:
+            with pytest.raises(ValueError, match="no body"):
+                await hybrid.search(SearchRequest(query="solar energy"))
+            await asyncio.sleep(0)  # cancelled tasks finish on the next turn
+            return {task for task in asyncio.all_tasks() if task is not asyncio.current_task() and not task.done()}
+
+        assert asyncio.run(search()) == set(), "the BM25 request already created was cancelled"
+    finally:
+        del RETRIEVERS["broken"]
+
+
 @pytest.mark.parametrize("top_n", [0, 51])
 def test_top_n_outside_its_range_is_refused(top_n: int) -> None:
     with pytest.raises((errors.ConfigError, ValueError), match="top_n"):
