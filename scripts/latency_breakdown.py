@@ -26,10 +26,11 @@ from esbridge.embeddings.base import Embedder
 from esbridge.embeddings.factory import uncached_model
 from esbridge.engines import connect_async, resolve_kind
 from esbridge.evaluation.dataset import judged_queries
-from esbridge.query import bodies
+from esbridge.query import bodies, retrievers
 from esbridge.query.api import query_embedding
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
+from esbridge.query.retrievers import RetrievalContext
 
 WARMUP = 10
 
@@ -66,24 +67,10 @@ async def breakdown(settings: Settings, embedder: Embedder, texts: list[str]) ->
             started = time.perf_counter()
             vector = (await asyncio.to_thread(embedder.embed, [text]))[0]
             alone = {"embed": (time.perf_counter() - started) * 1000}
+            context = RetrievalContext(engine.dialect, text, top_k, Filters(), candidates, bodies.DISPLAY_FIELDS)
             for name, body in (
-                (
-                    "bm25",
-                    bodies.bm25_body(
-                        engine.dialect, text, size=top_k, filters=Filters(), source_fields=bodies.DISPLAY_FIELDS
-                    ),
-                ),
-                (
-                    "knn",
-                    bodies.knn_body(
-                        engine.dialect,
-                        vector,
-                        k=top_k,
-                        filters=Filters(),
-                        num_candidates=max(candidates, 2 * top_k),
-                        source_fields=bodies.DISPLAY_FIELDS,
-                    ),
-                ),
+                ("bm25", retrievers.bm25.body(context, None)),
+                ("knn", retrievers.knn.body(context, vector)),
             ):
                 started = time.perf_counter()
                 await engine.search(settings.index, body)

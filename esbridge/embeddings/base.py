@@ -35,3 +35,10 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One normalized vector per text, in input order."""
         ...
+
+
+def close_model(model: Embedder) -> None:
+    """Release what ``model`` holds, if it holds anything (a ``ProcessEmbedder``'s children)."""
+    close = getattr(model, "close", None)
+    if callable(close):
+        close()

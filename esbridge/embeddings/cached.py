@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, close_model
 from esbridge.embeddings.cache import EmbeddingCache, text_key
 from esbridge.errors import EmbeddingError
 
@@ -96,9 +96,7 @@ class CachedEmbedder:
         try:
             self.cache.close()
         finally:
-            close_model = getattr(self.embedder, "close", None)
-            if callable(close_model):
-                close_model()
+            close_model(self.embedder)
 
     def __enter__(self) -> CachedEmbedder:
         return self

@@ -8,7 +8,7 @@ from functools import partial
 from typing import Protocol
 
 from esbridge.config.settings import EmbeddingSettings
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, close_model
 from esbridge.embeddings.cache import EmbeddingCache
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.plugins import EMBEDDER_GROUP, Registry
@@ -44,9 +44,7 @@ def uncached_model(settings: EmbeddingSettings, *, processes: int = 0) -> Iterat
     try:
         yield model
     finally:
-        close = getattr(model, "close", None)
-        if callable(close):
-            close()
+        close_model(model)
 
 
 def _model(settings: EmbeddingSettings, processes: int, reply_timeout_s: float) -> Embedder:

@@ -29,9 +29,10 @@ from esbridge.engines import connect_async, resolve_kind
 from esbridge.engines.capabilities import Capabilities
 from esbridge.errors import ConfigError, EsbridgeError
 from esbridge.evaluation.session import probe_native
-from esbridge.query import bodies
+from esbridge.query import bodies, retrievers
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
+from esbridge.query.retrievers import RetrievalContext
 
 MODES = ("bm25", "knn", "msearch", "embed", "hybrid", "hybrid_concurrent", "hybrid_msearch", "native")
 DEFAULT_MODES = ("bm25", "knn", "embed", "hybrid", "native")
@@ -168,19 +169,14 @@ async def _measure(
 
     async def one(text: str, sink: dict[str, list[float]]) -> None:
         # The fields the pipeline itself asks for (no chunk texts with the default fusion), so modes compare alike.
-        fields = bodies.DISPLAY_FIELDS
-        lexical = bodies.bm25_body(engine.dialect, text, size=top_k, filters=filters, source_fields=fields)
+        context = RetrievalContext(
+            engine.dialect, text, top_k, filters, settings.mapping.hnsw_ef_search, bodies.DISPLAY_FIELDS
+        )
+        lexical = retrievers.bm25.body(context, None)
         if "bm25" in modes:
             await timed("bm25", sink, lambda: engine.search(settings.index, lexical))
         vector = await timed("embed", sink, lambda: asyncio.to_thread(embedder.embed, [text]))
-        knn = bodies.knn_body(
-            engine.dialect,
-            vector[0],
-            k=top_k,
-            filters=filters,
-            num_candidates=max(settings.mapping.hnsw_ef_search, 2 * top_k),
-            source_fields=fields,
-        )
+        knn = retrievers.knn.body(context, vector[0])
         if "knn" in modes:
             await timed("knn", sink, lambda: engine.search(settings.index, knn))
         if "msearch" in modes:
