@@ -70,16 +70,18 @@ REINDEX_MODULE = "reindex"
 RRF_MODULE = "x-pack-rank-rrf"
 
 
-def server_features(modules: Mapping[str, str]) -> dict[str, bool]:
+def server_features(modules: Mapping[str, str], *, text_analysis: bool | None = None) -> dict[str, bool]:
     """Features that live in modules a stripped-down server build may lack.
 
     ``text_analysis``: the language analyzers, pattern tokenizer and word-delimiter filter of
-    esbridge's mapping (the ``analysis-common`` module). ``reindex``: server-side ``_reindex``.
+    esbridge's mapping (the ``analysis-common`` module, unless ``text_analysis`` gives the answer the
+    server itself gave when asked to use them). ``reindex``: server-side ``_reindex``.
     An empty module list means the server did not say, and everything is assumed present.
     """
     if not modules:
-        return {"text_analysis": True, "reindex": True}
-    return {"text_analysis": ANALYSIS_MODULE in modules, "reindex": REINDEX_MODULE in modules}
+        return {"text_analysis": True if text_analysis is None else text_analysis, "reindex": True}
+    analysis = ANALYSIS_MODULE in modules if text_analysis is None else text_analysis
+    return {"text_analysis": analysis, "reindex": REINDEX_MODULE in modules}
 
 
 def opensearch_native_hybrid(plugins: Mapping[str, str]) -> dict[str, bool]:

@@ -24,6 +24,7 @@ from esbridge.engines.capabilities import (
     server_features,
 )
 from esbridge.engines.errors import from_response
+from esbridge.mappings.schema import analysis_probes
 
 
 def client_options(settings: Settings) -> dict[str, Any]:
@@ -124,12 +125,17 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
         notes: list[str] = []
         license_type = self._license_type(notes)
         native = elasticsearch_native_hybrid(version, license_type, modules)
-        features = server_features(modules)
+        analysis_elsewhere = bool(modules) and ANALYSIS_MODULE not in modules and self._has_mapping_analysis()
+        features = server_features(modules, text_analysis=True if analysis_elsewhere else None)
         if not native["rrf_retriever"] and license_type not in (None, "enterprise", "trial"):
             notes.append(f"licence {license_type!r}: rrf/linear retrievers need an enterprise or trial licence")
         notes.extend(
-            f"module {module} absent: no {what}" for module, what in _MODULE_NOTES if modules and module not in modules
+            f"module {module} absent: no {what}"
+            for module, what in _MODULE_NOTES
+            if modules and module not in modules and not (module == ANALYSIS_MODULE and analysis_elsewhere)
         )
+        if analysis_elsewhere:
+            notes.append(f"module {ANALYSIS_MODULE} absent, but a plugin provides the analysis esbridge's mapping uses")
         return Capabilities(
             distribution="elasticsearch",
             version=version,
@@ -143,6 +149,16 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
             features=features,
             notes=notes,
         )
+
+    def _has_mapping_analysis(self) -> bool:
+        """Whether the server can analyse text with every component of esbridge's full mapping."""
+        try:
+            for body in analysis_probes():
+                with self._call("probe analysis"):
+                    self._client.indices.analyze(**body)
+        except (errors.RequestRejected, errors.AuthorizationError, errors.UnsupportedFeature):
+            return False
+        return True
 
     def _root_version(self) -> str:
         with self._call("probe"):

@@ -15,6 +15,7 @@ from typing import Any
 from esbridge import errors
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine, IndexInfo
+from esbridge.mappings.copy import copy_documents
 from esbridge.mappings.diff import MappingDiff, diff_index
 from esbridge.mappings.schema import IndexParameters, render_index
 
@@ -64,6 +65,8 @@ class ReindexOutcome:
     new: str
     documents: int
     deleted_old: bool
+    server_side: bool = True
+    """False when the server has no ``_reindex`` and the documents were copied through the client."""
 
 
 class IndexManager:
@@ -75,11 +78,16 @@ class IndexManager:
         self._params = params
 
     @cached_property
+    def server_features(self) -> dict[str, bool]:
+        """What the engine's build offers (``text_analysis``, ``reindex``), asked once per manager."""
+        return dict(self.engine.probe().features)
+
+    @cached_property
     def params(self) -> IndexParameters:
         """The parameters, with ``auto`` analysis resolved by asking the engine what it has."""
         if self._params.analysis != "auto":
             return self._params
-        has_analysis = self.engine.probe().features.get("text_analysis", True)
+        has_analysis = self.server_features.get("text_analysis", True)
         return replace(self._params, analysis="full" if has_analysis else "core")
 
     def wanted_body(self) -> dict[str, Any]:
@@ -173,9 +181,10 @@ class IndexManager:
             )
         old = state.current
         new = version_name(self.alias, state.latest_version + 1)
+        server_side = self.server_features.get("reindex", True)
         self.engine.create_index(new, self.wanted_body())
         try:
-            copied = self.engine.reindex(old, new)
+            copied = self.engine.reindex(old, new) if server_side else copy_documents(self.engine, old, new)
             self.engine.refresh(new)
             expected, found = self.engine.count(old), self.engine.count(new)
             if found != expected:
@@ -196,7 +205,7 @@ class IndexManager:
             raise
         if delete_old:
             self.engine.delete_index(old)
-        return ReindexOutcome(old=old, new=new, documents=copied, deleted_old=delete_old)
+        return ReindexOutcome(old=old, new=new, documents=copied, deleted_old=delete_old, server_side=server_side)
 
     def drop(self, version: int | None = None) -> list[str]:
         """Delete one version (not the current one), or the alias and every version; return what was deleted."""

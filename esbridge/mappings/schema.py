@@ -115,6 +115,35 @@ def analysis() -> JSON:
     }
 
 
+def analysis_probes() -> list[JSON]:
+    """``_analyze`` bodies that, between them, use every analysis component the full mapping names.
+
+    A server that answers all of them can create the full mapping, whichever module or plugin provides
+    the components; one that rejects any needs ``core`` analysis. Built-in analyzers are left out.
+    """
+    shared = analysis()
+    custom = shared["analyzer"]
+    named = {spec.analyzer for spec in FIELDS if spec.analyzer} | {
+        str(sub["analyzer"]) for spec in FIELDS for sub in spec.subfields.values() if "analyzer" in sub
+    }
+    bodies: list[JSON] = [
+        {"analyzer": name, "text": "probe"} for name in sorted(named - set(custom) - _BUILT_IN_ANALYZERS)
+    ]
+    for name in sorted(custom):
+        definition = custom[name]
+        bodies.append(
+            {
+                "tokenizer": shared["tokenizer"].get(definition["tokenizer"], definition["tokenizer"]),
+                "filter": [shared["filter"].get(step, step) for step in definition["filter"]],
+                "text": "probe",
+            }
+        )
+    return bodies
+
+
+_BUILT_IN_ANALYZERS = frozenset({"standard", "simple", "whitespace", "keyword", "stop"})
+
+
 # With core analysis, the custom and language analyzers fall back to analyzers every build has.
 _CORE_ANALYZERS = {"english": "standard", "esbridge_code": "standard", "esbridge_path": "simple"}
 

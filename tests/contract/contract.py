@@ -13,6 +13,7 @@ import pytest
 from esbridge.engines.base import BulkAction, Engine, SearchResult
 from esbridge.engines.dialect import index_settings
 from esbridge.errors import IndexAlreadyExists, IndexNotFound, RequestRejected
+from esbridge.mappings.copy import COPIED_FIELDS, copy_documents
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters, render_index
 from esbridge.query import bodies
@@ -368,6 +369,26 @@ class EngineContract:
         assert engine.alias_targets(f"{prefix}-other") == []
         assert engine.alias_targets(alias) == [new]
         assert [info.name for info in engine.list_indices(f"{prefix}-v*")] == [old, new]
+
+    def test_copy_through_the_client_keeps_ids_fields_and_vectors(
+        self, engine: Engine, loaded: str, params: IndexParameters
+    ) -> None:
+        dest = f"{loaded}-client-copy"
+        engine.create_index(dest, render_index(engine.dialect, params))
+        assert copy_documents(engine, loaded, dest, page_size=2) == len(CHUNKS)
+        engine.refresh(dest)
+        copied = {
+            hit.id: dict(hit.source)
+            for hit in engine.scan(dest, {"match_all": {}}, COPIED_FIELDS, sort_field="chunk_id")
+        }
+        assert sorted(copied) == sorted(CHUNKS)
+        for chunk_id, chunk in CHUNKS.items():
+            assert copied[chunk_id]["vector"] == pytest.approx(chunk["vector"])
+            assert {key: copied[chunk_id][key] for key in ("title", "body", "tags")} == {
+                key: chunk[key] for key in ("title", "body", "tags")
+            }
+        body = bodies.knn_body(engine.dialect, [0, 0, 1, 0], k=1, filters=Filters(), num_candidates=20)
+        assert ids(engine.search(dest, body)) == ["astro#0"]
 
     def test_reindex_copies_every_document(self, engine: Engine, loaded: str, params: IndexParameters) -> None:
         if not engine.probe().features.get("reindex", True):

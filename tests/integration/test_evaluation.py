@@ -18,9 +18,10 @@ from tests.support.data import SCIFACT, require
 
 QUERIES = 30
 DISTRACTORS = 400
-# Measured nDCG@10 of `default` on this slice (2026-11-21): OpenSearch 3.6 0.9165, Elasticsearch 9.5.3 0.9141,
-# embedded 0.9144 (BM25 alone: 0.875, 0.818, 0.855). 0.87 leaves about four queries' worth of room for engine
-# upgrades and ties, not for a regression in fusion or BM25.
+# Measured nDCG@10 of `default` on this slice (2026-11-21): OpenSearch 3.6 0.9165, Elasticsearch 9.5.3 0.9171
+# with scripts/engines' English analysis (0.9141 bare), embedded 0.9144 (BM25 alone: 0.875, 0.852, 0.855).
+# 0.87 leaves about four queries' worth of room for engine upgrades and ties, not for a regression in fusion
+# or BM25.
 THRESHOLD = {"opensearch": 0.87, "elasticsearch": 0.87, "embedded": 0.87}
 
 

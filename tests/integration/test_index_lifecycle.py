@@ -13,6 +13,8 @@ from esbridge.engines import BulkAction, Engine
 from esbridge.errors import IndexAlreadyExists, IndexNotFound
 from esbridge.mappings.lifecycle import IndexManager, MappingNeedsNewVersion
 from esbridge.mappings.schema import IndexParameters
+from esbridge.query import bodies
+from esbridge.query.models import Filters
 from tests.integration.engines import require_feature
 
 DIMENSION = 4
@@ -65,8 +67,7 @@ def test_apply_adds_a_missing_field_in_place(engine: Engine, alias: str) -> None
     assert engine.get_mapping(alias)["properties"]["category"]["type"] == "keyword"
 
 
-def test_reindex_copies_everything_then_swaps_the_alias(engine: Engine, alias: str, engine_kind: str) -> None:
-    require_feature(engine_kind, "reindex", "the reindex module")
+def test_reindex_copies_everything_then_swaps_the_alias(engine: Engine, alias: str) -> None:
     indices = manager(engine, alias)
     indices.create()
     result = engine.bulk(alias, [chunk(f"doc{n}#0", title=f"note {n}") for n in range(25)])
@@ -75,6 +76,11 @@ def test_reindex_copies_everything_then_swaps_the_alias(engine: Engine, alias: s
 
     outcome = manager(engine, alias, bm25_k1=1.2).reindex()
     assert (outcome.old, outcome.new, outcome.documents) == (f"{alias}-v1", f"{alias}-v2", 25)
+    # a build without server-side _reindex (Elasticsearch's integ-test build) is copied through the client
+    assert outcome.server_side is engine.probe().features.get("reindex", True)
+    assert engine.get_mapping(alias)["properties"]["vector"]
+    knn = bodies.knn_body(engine.dialect, [0.1, 0.2, 0.3, 0.4], k=25, filters=Filters(), num_candidates=50)
+    assert len(engine.search(alias, knn).hits) == 25, "the copied chunks keep their vectors"
     assert indices.state().current == f"{alias}-v2"
     assert engine.count(alias) == 25
     assert engine.get_index_settings(alias)["similarity"]["default"]["k1"] in ("1.2", 1.2)
@@ -106,8 +112,7 @@ def test_scan_pages_through_every_chunk(engine: Engine, alias: str) -> None:
     assert [hit.id for hit in seen] == [f"d{n:03d}#0" for n in range(23)]
 
 
-def test_index_commands_end_to_end(engine_settings: Settings, engine: Engine, alias: str, engine_kind: str) -> None:
-    require_feature(engine_kind, "reindex", "the reindex module")
+def test_index_commands_end_to_end(engine_settings: Settings, engine: Engine, alias: str) -> None:
     base = ["--url", engine_settings.url or "", "--index", alias]
     env = {"ESBRIDGE_EMBEDDING__DIMENSION": str(DIMENSION)}
     runner = CliRunner()

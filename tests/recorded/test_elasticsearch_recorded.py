@@ -28,6 +28,7 @@ from esbridge.errors import (
     RequestRejected,
     UnsupportedFeature,
 )
+from esbridge.mappings.schema import analysis_probes
 from tests.support.loopback import Recording, ReplayServer, load_recording, route_elasticsearch_probe
 
 
@@ -87,11 +88,30 @@ def test_probe_by_version_licence_and_modules(
 def test_a_stripped_build_says_what_it_lacks(server: ReplayServer) -> None:
     server.route("GET", "/", "error_405_root_integ_test")
     server.route("GET", "/_nodes/_local/plugins,settings", "nodes_info_integ_test_9")
+    server.route("POST|GET", "/_analyze", "error_400_analyze_unknown_analyzer")
     capabilities = adapter_for(server).probe()
     assert capabilities.version == "9.5.3"
     assert capabilities.features == {"text_analysis": False, "reindex": False}
-    assert any("analysis-common absent" in note for note in capabilities.notes)
+    assert any("module analysis-common absent: no" in note for note in capabilities.notes)
     assert resolve_kind(load_settings(url=server.url)) == "elasticsearch"
+
+
+def test_a_stripped_build_with_the_analysis_from_a_plugin_can_take_the_full_mapping(server: ReplayServer) -> None:
+    server.route("GET", "/", "error_405_root_integ_test")
+    server.route("GET", "/_nodes/_local/plugins,settings", "nodes_info_integ_test_9")
+    server.route("POST|GET", "/_analyze", "analyze_tokens")
+    capabilities = adapter_for(server).probe()
+    assert capabilities.features == {"text_analysis": True, "reindex": False}
+    assert any("a plugin provides the analysis" in note for note in capabilities.notes)
+    assert not any("module analysis-common absent: no" in note for note in capabilities.notes)
+    sent = [request.json() for request in server.requests_to("POST|GET", "/_analyze")]
+    assert sent == analysis_probes()
+
+
+def test_a_full_distribution_is_not_asked_to_analyse(server: ReplayServer) -> None:
+    capabilities = adapter_for(server).probe()
+    assert capabilities.features["text_analysis"] is True
+    assert server.requests_to("POST|GET", "/_analyze") == []
 
 
 def test_info_json_command_against_recorded_elasticsearch(server: ReplayServer) -> None:

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from esbridge.mappings.schema import FIELDS, IndexParameters, render_index
+from esbridge.mappings.schema import FIELDS, IndexParameters, analysis_probes, render_index
 
 MAPPINGS = Path(__file__).resolve().parents[3] / "mappings"
 
@@ -102,3 +103,34 @@ def test_default_bm25_parameters_are_the_evaluated_ones_in_settings_and_schema()
     rendered = render_index("opensearch", parameters_from(Settings()))
     assert rendered["settings"]["index"]["similarity"]["default"] == {"type": "BM25", "k1": 0.9, "b": 0.4}
     assert render_index("opensearch", IndexParameters()) == rendered
+
+
+def _analyzers_named(mappings: dict[str, Any]) -> set[str]:
+    named: set[str] = set()
+    for field in mappings["properties"].values():
+        if "analyzer" in field:
+            named.add(field["analyzer"])
+        named |= {sub["analyzer"] for sub in field.get("fields", {}).values() if "analyzer" in sub}
+    return named
+
+
+def test_analysis_probes_use_every_component_the_full_mapping_needs() -> None:
+    body = render_index("elasticsearch", IndexParameters(analysis="full"))
+    defined = body["settings"]["index"]["analysis"]
+    probes = analysis_probes()
+    probed_analyzers = {probe["analyzer"] for probe in probes if "analyzer" in probe}
+    # every analyzer the mapping names is either defined in its settings, built into every build, or probed
+    undefined = _analyzers_named(body["mappings"]) - set(defined["analyzer"])
+    assert undefined - {"standard", "simple"} == {"english"}
+    assert probed_analyzers == {"english"}
+    chains = [(probe["tokenizer"], probe["filter"]) for probe in probes if "tokenizer" in probe]
+    expected = [
+        (defined["tokenizer"][custom["tokenizer"]], [defined["filter"].get(step, step) for step in custom["filter"]])
+        for _, custom in sorted(defined["analyzer"].items())
+    ]
+    assert chains == expected
+    assert {"type": "pattern", "pattern": "[^\\w.$]+"} in [tokenizer for tokenizer, _ in chains]
+    assert any(
+        step.get("type") == "word_delimiter_graph" for _, steps in chains for step in steps if isinstance(step, dict)
+    )
+    assert all(probe["text"] for probe in probes)

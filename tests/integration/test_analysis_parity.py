@@ -1,0 +1,66 @@
+"""The analysis of esbridge's mapping gives the same tokens on both live clusters.
+
+OpenSearch runs its own analysis-common module; the Elasticsearch that scripts/engines starts gets the
+same components from scripts/engines.d/elasticsearch-analysis, and a regular Elasticsearch from its
+analysis-common. BM25 on the two engines is comparable only if these agree token for token.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+from opensearchpy import OpenSearch
+
+from esbridge.config import load_settings
+from esbridge.engines import elasticsearch as es_adapter
+from esbridge.engines import opensearch as os_adapter
+from esbridge.mappings.schema import analysis_probes
+from tests.integration.engines import engine_url, probe, require_live
+
+TEXTS = (
+    "The running cats' tails were studied in mice (IL-6, p53).",
+    "getUserName os.path.join user_name D40 PII-2024-0042 30 CFR 75.1725 HTTPServer2Go",
+    "notes/Foo_bar.md C:\\Users\\x-y z",
+    "Ann's analyses of beta-cells' responses in the 1990s",
+)
+
+Token = tuple[str, int, int, int]
+
+
+def tokens(answer: Any) -> list[Token]:
+    body = answer.body if hasattr(answer, "body") else answer
+    return [(t["token"], t["start_offset"], t["end_offset"], t["position"]) for t in body["tokens"]]
+
+
+def test_both_clusters_analyse_the_mapping_text_alike() -> None:
+    require_live("opensearch")
+    require_live("elasticsearch")
+    capabilities = probe("elasticsearch")
+    assert not isinstance(capabilities, str)
+    if not capabilities.features.get("text_analysis", True):
+        pytest.skip(
+            "this elasticsearch build has no analysis for esbridge's mapping (ESBRIDGE_ELASTICSEARCH_ANALYSIS=none?)"
+        )
+    opensearch = OpenSearch(
+        **os_adapter.client_options(load_settings(url=engine_url("opensearch"), engine="opensearch"))
+    )
+    elastic = Elasticsearch(
+        **es_adapter.client_options(load_settings(url=engine_url("elasticsearch"), engine="elasticsearch"))
+    )
+    try:
+        compared = 0
+        for body in analysis_probes():
+            for text in TEXTS:
+                request = {**body, "text": text}
+                expected = tokens(opensearch.indices.analyze(body=request))
+                assert expected, request
+                assert tokens(elastic.indices.analyze(**request)) == expected, request
+                compared += 1
+        assert compared == len(analysis_probes()) * len(TEXTS)
+        english = tokens(elastic.indices.analyze(analyzer="english", text="studies running"))
+        assert [token for token, *_ in english] == ["studi", "run"], "the english analyzer stems"
+    finally:
+        opensearch.close()
+        elastic.close()
