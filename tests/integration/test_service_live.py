@@ -28,7 +28,16 @@ RECORDS: list[dict[str, Any]] = [
 
 
 @pytest.fixture
-def sidecar(engine_kind: str, engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path) -> Iterator[str]:
+def sidecar(
+    request: pytest.FixtureRequest,
+    engine_kind: str,
+    engine: Engine,
+    alias: str,
+    embedder: CachedEmbedder,
+    tmp_path: Path,
+) -> Iterator[str]:
+    """The base URL of `esbridge serve` on loopback; an indirect parameter is the --host to give it."""
+    host: str | None = getattr(request, "param", None)
     load_records(engine, alias, embedder, tmp_path, RECORDS)
     port = free_port()
     env = {
@@ -41,9 +50,11 @@ def sidecar(engine_kind: str, engine: Engine, alias: str, embedder: CachedEmbedd
     assert url is not None
     command = [sys.executable, "-m", "esbridge", "serve", "--port", str(port), "--url", url]
     command += ["--engine", engine_kind, "--index", alias, "--log-level", "warning"]
+    if host is not None:
+        command += ["--host", host]
     log = (tmp_path / "serve.log").open("w+b")
     process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    base = f"http://{host or '127.0.0.1'}:{port}"
     try:
         _wait_ready(base, process, log)
         yield base
@@ -77,6 +88,8 @@ def _wait_ready(base: str, process: subprocess.Popen[bytes], log: Any) -> None:
 
 @pytest.mark.parametrize("engine_kind", ["opensearch"], indirect=True)
 def test_the_sidecar_searches_writes_and_deletes_over_real_http(sidecar: str) -> None:
+    with pytest.raises(httpx.ConnectError):  # the default listen address is 127.0.0.1, not every interface
+        httpx.get(sidecar.replace("127.0.0.1", "127.0.0.2") + "/healthz", timeout=5)
     with httpx.Client(base_url=sidecar, timeout=30) as http:
         assert http.get("/healthz").json() == {"status": "ok", "checks": {}}
         found = http.post("/v1/search", json={"query": "how is bread leavened", "top_n": 3})
@@ -101,3 +114,12 @@ def test_the_sidecar_searches_writes_and_deletes_over_real_http(sidecar: str) ->
         metrics = http.get("/metrics").text
         assert 'esbridge_searches_total{search_mode="hybrid"} 3.0' in metrics
         assert 'esbridge_search_stage_duration_seconds_count{stage="embed"}' in metrics
+
+
+@pytest.mark.parametrize("engine_kind", ["opensearch"], indirect=True)
+@pytest.mark.parametrize("sidecar", ["127.0.0.2"], indirect=True)
+def test_the_sidecar_listens_only_on_the_host_it_is_given(sidecar: str) -> None:
+    assert sidecar.startswith("http://127.0.0.2:")
+    assert httpx.get(f"{sidecar}/healthz", timeout=5).status_code == 200
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(sidecar.replace("127.0.0.2", "127.0.0.1") + "/healthz", timeout=5)
