@@ -10,7 +10,7 @@ import pytest
 
 from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Engine
 from esbridge.engines.embedded import EmbeddedEngine
-from esbridge.errors import EngineResponseError
+from esbridge.errors import EngineError, EngineResponseError, RequestRejected, Throttled
 from esbridge.mappings.copy import copy_documents
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters, render_index
@@ -21,10 +21,17 @@ PARAMS = IndexParameters(dimension=2)
 class FlakyBulk:
     """The embedded engine, except that chosen ids fail with a chosen status a number of times."""
 
-    def __init__(self, engine: EmbeddedEngine, failures: dict[str, tuple[int, int]], reindex: bool = True) -> None:
+    def __init__(
+        self,
+        engine: EmbeddedEngine,
+        failures: dict[str, tuple[int, int]],
+        reindex: bool = True,
+        request_errors: Sequence[EngineError] = (),
+    ) -> None:
         self._engine = engine
         self._failures = dict(failures)  # id -> (status, how many times)
         self._reindex = reindex
+        self._request_errors = list(request_errors)  # raised by the next bulk calls, one each
         self.bulk_sizes: list[int] = []
 
     def __getattr__(self, name: str) -> Any:
@@ -36,6 +43,8 @@ class FlakyBulk:
 
     def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
         self.bulk_sizes.append(len(actions))
+        if self._request_errors:
+            raise self._request_errors.pop(0)
         failing = {a.id for a in actions if self._failures.get(a.id, (0, 0))[1] > 0}
         result = self._engine.bulk(index, [a for a in actions if a.id not in failing])
         failed = []
@@ -125,3 +134,41 @@ def test_reindex_without_server_reindex_copies_and_keeps_the_alias_on_failure(tm
         assert stored(engine, "notes") == stored(engine, "notes-v1")
     finally:
         engine.close()
+
+
+def test_a_throttled_or_unavailable_bulk_request_is_sent_again(engine: EmbeddedEngine) -> None:
+    waits: list[float] = []
+    busy = [
+        Throttled("circuit_breaking_exception", url="u", operation="bulk write", status=429),
+        EngineResponseError("unavailable_shards_exception", url="u", operation="bulk write", status=503),
+    ]
+    flaky = FlakyBulk(engine, {}, request_errors=busy)
+    assert copy_documents(flaky, "src", "dst", page_size=10, sleep=waits.append) == 7
+    assert (flaky.bulk_sizes, waits) == ([7, 7, 7], [0.5, 1.0])
+    assert len(stored(engine, "dst")) == 7
+
+
+def test_a_rejected_bulk_request_is_not_sent_again(engine: EmbeddedEngine) -> None:
+    refused = RequestRejected("mapper_parsing_exception", url="u", operation="bulk write", status=400)
+    flaky = FlakyBulk(engine, {}, request_errors=[refused])
+    with pytest.raises(RequestRejected):
+        copy_documents(flaky, "src", "dst", sleep=lambda _: None)
+    assert flaky.bulk_sizes == [7]
+
+
+class SkippingScan(FlakyBulk):
+    """A scan that never reaches some documents, as search_after does for those without a chunk_id."""
+
+    def __init__(self, engine: EmbeddedEngine, unreachable: set[str]) -> None:
+        super().__init__(engine, {})
+        self._unreachable = unreachable
+
+    def scan(self, index: str, query: Any, fields: Any, **options: Any) -> Iterator[Any]:
+        return (hit for hit in self._engine.scan(index, query, fields, **options) if hit.id not in self._unreachable)
+
+
+def test_documents_the_scan_cannot_reach_make_the_copy_fail_with_the_reason(engine: EmbeddedEngine) -> None:
+    with pytest.raises(
+        EngineResponseError, match=r"copied 6 of the 7 documents in src: paging needs a unique chunk_id"
+    ):
+        copy_documents(SkippingScan(engine, {"d03#0"}), "src", "dst")
