@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 from esbridge import errors
 from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Engine
 
-_RETRYABLE_REQUEST_ERRORS = (errors.Throttled, errors.EngineUnavailable)
+
+def _retryable_request(exc: errors.EngineError) -> bool:
+    """Overload or unreachability: 429, 502-504 answers (which arrive as EngineResponseError), timeouts."""
+    return isinstance(exc, (errors.Throttled, errors.EngineUnavailable)) or exc.status in (502, 503, 504)
 
 
 @dataclass(frozen=True)
@@ -93,14 +96,14 @@ class BulkWriter:
             try:
                 self.totals.requests += 1
                 result = self.engine.bulk(self.index, pending)
-            except _RETRYABLE_REQUEST_ERRORS as exc:
+            except errors.EngineError as exc:
+                if not _retryable_request(exc):
+                    # The request as a whole was refused (too large, malformed): retrying cannot help.
+                    reason = f"bulk request refused: {exc.reason}"
+                    failed.extend(BulkItemFailure(a.id, exc.status or 0, reason) for a in pending)
+                    return BulkResult(succeeded, failed)
                 status = exc.status or 503
                 result = BulkResult(succeeded=[], failed=[BulkItemFailure(a.id, status, exc.reason) for a in pending])
-            except errors.EngineError as exc:
-                # The request as a whole was refused (too large, malformed): retrying cannot help.
-                reason = f"bulk request refused: {exc.reason}"
-                failed.extend(BulkItemFailure(a.id, exc.status or 0, reason) for a in pending)
-                return BulkResult(succeeded, failed)
             succeeded.extend(result.succeeded)
             failed.extend(failure for failure in result.failed if not failure.retryable)
             again = [failure for failure in result.failed if failure.retryable]

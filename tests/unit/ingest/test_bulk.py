@@ -104,3 +104,20 @@ def test_backoff_delays_grow_and_stay_bounded() -> None:
     delays = list(RetryPolicy(attempts=8, initial_delay_s=1, max_delay_s=5).delays())
     assert len(delays) == 7
     assert all(0 <= delay <= 5 for delay in delays)
+
+
+def test_a_gateway_or_unavailable_answer_to_the_whole_request_is_retried() -> None:
+    class Unavailable(FlakyStore):
+        def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
+            if self.requests < 2:
+                self.requests += 1
+                status = 503 if self.requests == 1 else 502
+                raise errors.EngineResponseError(
+                    "no shard", url="u", operation="bulk write", index=index, status=status
+                )
+            return super().bulk(index, actions)
+
+    store = Unavailable()
+    totals = writer(store).write(actions(3))
+    assert sorted(store.documents) == ["d0", "d1", "d2"]
+    assert (totals.failed, totals.retries) == ([], 2)

@@ -92,7 +92,7 @@ def test_throttled_writes_are_retried_until_they_land(engine: EmbeddedEngine) ->
     flaky = FlakyBulk(engine, {"d01#0": (429, 2), "d05#0": (503, 1)})
     assert copy_documents(flaky, "src", "dst", page_size=4, sleep=waits.append) == 7
     assert flaky.bulk_sizes == [4, 1, 1, 3, 1]  # each retry resends only what failed
-    assert waits == [0.5, 1.0, 0.5]
+    assert len(waits) == 3 and all(0 <= wait <= 1.0 for wait in waits)  # BulkWriter's jittered backoff
     assert len(stored(engine, "dst")) == 7
 
 
@@ -144,14 +144,15 @@ def test_a_throttled_or_unavailable_bulk_request_is_sent_again(engine: EmbeddedE
     ]
     flaky = FlakyBulk(engine, {}, request_errors=busy)
     assert copy_documents(flaky, "src", "dst", page_size=10, sleep=waits.append) == 7
-    assert (flaky.bulk_sizes, waits) == ([7, 7, 7], [0.5, 1.0])
+    assert flaky.bulk_sizes == [7, 7, 7]
+    assert len(waits) == 2
     assert len(stored(engine, "dst")) == 7
 
 
 def test_a_rejected_bulk_request_is_not_sent_again(engine: EmbeddedEngine) -> None:
     refused = RequestRejected("mapper_parsing_exception", url="u", operation="bulk write", status=400)
     flaky = FlakyBulk(engine, {}, request_errors=[refused])
-    with pytest.raises(RequestRejected):
+    with pytest.raises(EngineResponseError, match="bulk request refused: mapper_parsing_exception"):
         copy_documents(flaky, "src", "dst", sleep=lambda _: None)
     assert flaky.bulk_sizes == [7]
 
