@@ -40,8 +40,8 @@ async def run(args: argparse.Namespace) -> None:
         await engine.close()
     judgements = metrics.qrels(judged.qrels)
     print(f"{'title boost':>11} {'nDCG@10':>8} {'Recall@100':>10}")
-    for boost, ranking in rankings.items():
-        scores = metrics.mean_scores(judgements, ranking, ["ndcg@10", "recall@100"])
+    for boost, per_query in rankings.items():
+        scores = metrics.mean_scores(judgements, per_query, ["ndcg@10", "recall@100"])
         print(f"{boost:>11g} {scores['ndcg@10']:>8.4f} {scores['recall@100']:>10.4f}")
 
 

@@ -13,6 +13,7 @@ from elasticsearch import AsyncElasticsearch, Elasticsearch
 from esbridge import errors
 from esbridge.config.settings import Settings
 from esbridge.engines import paging, responses
+from esbridge.engines.analysis import analysis_probes
 from esbridge.engines.base import BulkAction, BulkResult, Dialect, IndexInfo, SearchResult
 from esbridge.engines.capabilities import (
     ANALYSIS_MODULE,
@@ -24,7 +25,6 @@ from esbridge.engines.capabilities import (
     server_features,
 )
 from esbridge.engines.errors import from_response
-from esbridge.mappings.schema import analysis_probes
 
 
 def client_options(settings: Settings) -> dict[str, Any]:

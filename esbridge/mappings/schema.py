@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from esbridge.config.settings import DEFAULT_BM25_B, DEFAULT_BM25_K1
+from esbridge.engines.analysis import ENGLISH, analysis
 from esbridge.engines.base import JSON, Dialect
 from esbridge.engines.dialect import vector_field
 
@@ -64,13 +65,13 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("chunk_id", "keyword", doc="unique id of this chunk, also the engine _id"),
     FieldSpec("chunk_index", "integer", doc="position of the chunk in its document, from 0"),
     FieldSpec("source", "keyword", doc="the ingest source (vault, file) the chunk came from"),
-    FieldSpec("title", "text", "english", {**_STD, "raw": {"type": "keyword", "ignore_above": 512}}),
-    FieldSpec("body", "text", "english", _STD),
-    FieldSpec("headings", "text", "english", _STD, doc="heading path of the chunk"),
+    FieldSpec("title", "text", ENGLISH, {**_STD, "raw": {"type": "keyword", "ignore_above": 512}}),
+    FieldSpec("body", "text", ENGLISH, _STD),
+    FieldSpec("headings", "text", ENGLISH, _STD, doc="heading path of the chunk"),
     FieldSpec("code", "text", "esbridge_code", doc="code blocks; identifiers found by their parts and whole"),
     FieldSpec("path", "keyword", subfields={"text": {"type": "text", "analyzer": "esbridge_path"}}),
     FieldSpec("tags", "keyword"),
-    FieldSpec("aliases", "text", "english", {**_STD, "raw": {"type": "keyword", "ignore_above": 512}}),
+    FieldSpec("aliases", "text", ENGLISH, {**_STD, "raw": {"type": "keyword", "ignore_above": 512}}),
     FieldSpec("entity_type", "keyword"),
     FieldSpec("status", "keyword"),
     FieldSpec("category", "keyword"),
@@ -78,7 +79,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("created_at", "date"),
     FieldSpec("modified_at", "date"),
     FieldSpec("metadata", "object", doc="source metadata, stored but not indexed"),
-    FieldSpec("metadata_text", "text", "english", doc="metadata keys and values, flattened, searchable"),
+    FieldSpec("metadata_text", "text", ENGLISH, doc="metadata keys and values, flattened, searchable"),
     FieldSpec("content_hash", "keyword", doc="hash of everything indexed, for incremental sync"),
     FieldSpec("embedding", "keyword", doc="'ok', or 'missing' when the chunk awaits its vector"),
     FieldSpec(VECTOR_FIELD, "vector"),
@@ -87,65 +88,8 @@ FIELDS: tuple[FieldSpec, ...] = (
 TEXT_FIELDS = tuple(spec.name for spec in FIELDS if spec.kind == "text")
 
 
-def analysis() -> JSON:
-    """Analyzers shared by both engines (their analysis modules accept the same definitions)."""
-    return {
-        "analyzer": {
-            # `getUserName`, `user_name` and `os.path.join` are kept whole and split into their parts.
-            "esbridge_code": {
-                "type": "custom",
-                "tokenizer": "esbridge_code_tokens",
-                "filter": ["esbridge_identifier_parts", "lowercase"],
-            },
-            "esbridge_path": {"type": "custom", "tokenizer": "esbridge_path_tokens", "filter": ["lowercase"]},
-        },
-        "tokenizer": {
-            "esbridge_code_tokens": {"type": "pattern", "pattern": "[^\\w.$]+"},
-            "esbridge_path_tokens": {"type": "pattern", "pattern": "[/\\\\._\\-\\s]+"},
-        },
-        "filter": {
-            "esbridge_identifier_parts": {
-                "type": "word_delimiter_graph",
-                "preserve_original": True,
-                "split_on_case_change": True,
-                "split_on_numerics": False,
-                "stem_english_possessive": False,
-            }
-        },
-    }
-
-
-def analysis_probes() -> list[JSON]:
-    """``_analyze`` bodies that, between them, use every analysis component the full mapping names.
-
-    A server that answers all of them can create the full mapping, whichever module or plugin provides
-    the components; one that rejects any needs ``core`` analysis. Built-in analyzers are left out.
-    """
-    shared = analysis()
-    custom = shared["analyzer"]
-    named = {spec.analyzer for spec in FIELDS if spec.analyzer} | {
-        str(sub["analyzer"]) for spec in FIELDS for sub in spec.subfields.values() if "analyzer" in sub
-    }
-    bodies: list[JSON] = [
-        {"analyzer": name, "text": "probe"} for name in sorted(named - set(custom) - _BUILT_IN_ANALYZERS)
-    ]
-    for name in sorted(custom):
-        definition = custom[name]
-        bodies.append(
-            {
-                "tokenizer": shared["tokenizer"].get(definition["tokenizer"], definition["tokenizer"]),
-                "filter": [shared["filter"].get(step, step) for step in definition["filter"]],
-                "text": "probe",
-            }
-        )
-    return bodies
-
-
-_BUILT_IN_ANALYZERS = frozenset({"standard", "simple", "whitespace", "keyword", "stop"})
-
-
 # With core analysis, the custom and language analyzers fall back to analyzers every build has.
-_CORE_ANALYZERS = {"english": "standard", "esbridge_code": "standard", "esbridge_path": "simple"}
+_CORE_ANALYZERS = {ENGLISH: "standard", "esbridge_code": "standard", "esbridge_path": "simple"}
 
 
 def _analyzer(name: str, params: IndexParameters) -> str:

@@ -17,7 +17,7 @@ from opensearchpy import OpenSearch
 from esbridge.config import load_settings
 from esbridge.engines import elasticsearch as es_adapter
 from esbridge.engines import opensearch as os_adapter
-from esbridge.mappings.schema import analysis_probes
+from esbridge.engines.analysis import analysis_probes
 from tests.integration.engines import engine_url, probe, require_live
 
 TEXTS = (

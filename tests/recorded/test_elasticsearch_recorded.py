@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from esbridge.cli import main
 from esbridge.config import load_settings
 from esbridge.engines import BulkAction, connect_async
+from esbridge.engines.analysis import analysis_probes
 from esbridge.engines.dialect import index_settings, knn_body, match_body, vector_field
 from esbridge.engines.elasticsearch import ElasticsearchEngine
 from esbridge.engines.factory import resolve_kind
@@ -28,7 +29,6 @@ from esbridge.errors import (
     RequestRejected,
     UnsupportedFeature,
 )
-from esbridge.mappings.schema import analysis_probes
 from tests.support.loopback import Recording, ReplayServer, load_recording, route_elasticsearch_probe
 
 

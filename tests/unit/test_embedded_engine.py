@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from esbridge.config import Settings
+from esbridge.engines.analysis import analysis
 from esbridge.engines.base import AsyncEngine, BulkAction, Engine
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.engines.embedded.analysis import field_analysis
@@ -23,7 +24,7 @@ from esbridge.engines.embedded.store import DB_FILE, Store
 from esbridge.errors import EngineResponseError, RequestRejected
 from esbridge.ingest.pipeline import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
-from esbridge.mappings.schema import IndexParameters, analysis
+from esbridge.mappings.schema import IndexParameters
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from tests.integration.engines import load_records

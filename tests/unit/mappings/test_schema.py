@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from esbridge.mappings.schema import FIELDS, IndexParameters, analysis_probes, render_index
+from esbridge.engines.analysis import analysis_probes
+from esbridge.mappings.schema import FIELDS, IndexParameters, render_index
 
 MAPPINGS = Path(__file__).resolve().parents[3] / "mappings"
 
