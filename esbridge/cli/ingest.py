@@ -12,7 +12,7 @@ from esbridge.cli.progress import progress_for
 from esbridge.config.settings import Settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.errors import ModelUnavailable
-from esbridge.ingest.pipeline import IngestOptions, IngestReport, embed_missing, ingest
+from esbridge.ingest.pipeline import MAX_DELETE_SHARE, IngestOptions, IngestReport, embed_missing, ingest
 from esbridge.ingest.sources import FORMATS
 
 
@@ -29,6 +29,12 @@ def _open_embedder(settings: Settings) -> tuple[CachedEmbedder | None, str | Non
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("--format", "source_format", type=click.Choice(FORMATS), default="auto", show_default=True)
 @click.option("--source", help="Label of this source in the index (default: the folder or file name).")
+@click.option(
+    "--allow-mass-delete",
+    is_flag=True,
+    help="Let this run delete more than half of the chunks the index holds for the source "
+    "(refused otherwise, before anything is written).",
+)
 @engine_options
 @index_option
 @click.option("--json", "as_json", is_flag=True, help="Print one summary object.")
@@ -36,6 +42,7 @@ def ingest_command(
     path: Path,
     source_format: str,
     source: str | None,
+    allow_mass_delete: bool,
     url: str | None,
     engine: str | None,
     config_file: Path | None,
@@ -56,6 +63,7 @@ def ingest_command(
                 options=IngestOptions(
                     source_format=source_format,  # type: ignore[arg-type]
                     source=source,
+                    max_delete_share=1.0 if allow_mass_delete else MAX_DELETE_SHARE,
                     concepts=settings.pipeline.concepts.vocabulary if settings.pipeline.concepts.enabled else 0,
                 ),
                 progress=progress_for(as_json),

@@ -33,6 +33,12 @@ from esbridge.query.concepts import build_concept_index, frequent_terms
 # nearly every chunk inside all-MiniLM-L6-v2's 256-token window (docs/ingest-markdown.md).
 DEFAULT_MAX_TOKENS = 200
 
+# A source label is a folder or file name by default, so a different folder of the same name (every
+# Obsidian vault called "vault") would replace the first one's chunks; so would an empty mount. A run
+# that would delete most of what a source holds is refused until the operator says it is meant.
+MAX_DELETE_SHARE = 0.5
+MASS_DELETE_MINIMUM = 20
+
 
 class Progress(Protocol):
     def update(self, n: int) -> None: ...
@@ -62,6 +68,9 @@ class IngestOptions:
     concepts: int = 0
     """Build the concept index from the index's bodies with this many terms (0: leave it alone)."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_delete_share: float = MAX_DELETE_SHARE
+    """Refuse, before writing anything, a run that would delete more than this share of the chunks the index
+    holds for the source (and at least ``MASS_DELETE_MINIMUM`` of them); 1.0 allows any deletion."""
 
 
 @dataclass
@@ -161,6 +170,8 @@ def ingest(
 
     with _Timer(timings, "index_s"):
         before = indexed_chunks(engine, index, source)
+    stale = _stale_chunks(before, chunks, problems, report)
+    _refuse_mass_delete(path, source, index, len(before), len(stale), options.max_delete_share)
     todo = [chunk for chunk in chunks if _needs_write(chunk, before.get(chunk.chunk_id), embedder)]
     report.unchanged = len(chunks) - len(todo)
 
@@ -186,7 +197,6 @@ def ingest(
     report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in writer.totals.failed)
 
     with _Timer(timings, "index_s"):
-        stale = _stale_chunks(before, chunks, problems, report)
         if stale:
             deleter = BulkWriter(engine, index, max_bytes=options.max_request_bytes, retry=options.retry)
             totals = deleter.write(BulkAction("delete", chunk_id) for chunk_id in stale)
@@ -267,6 +277,17 @@ def _stale_chunks(
         return []
     protected = {problem.doc_id for problem in problems}
     return [chunk_id for chunk_id in stale if chunk_id.rsplit("#", 1)[0] not in protected]
+
+
+def _refuse_mass_delete(path: Path, source: str, index: str, held: int, stale: int, max_share: float) -> None:
+    if stale < MASS_DELETE_MINIMUM or stale <= max_share * held:
+        return
+    raise errors.ConfigError(
+        f"index {index} holds {held} chunks for source {source!r}, and {path} would delete {stale} of them "
+        f"({stale / held:.0%}); nothing was written. If {path} is another collection that shares the name "
+        f"{source!r}, give it its own label with --source; if the documents really were removed, run again "
+        "with --allow-mass-delete"
+    )
 
 
 def _windows(chunks: Sequence[Chunk], size: int) -> Iterator[Sequence[Chunk]]:

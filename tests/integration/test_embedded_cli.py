@@ -38,3 +38,24 @@ def test_the_whole_job_runs_without_a_cluster(tmp_path: Path, embedder: CachedEm
     assert "* esbridge-v1" in listed.output
     around = json.loads(runner.invoke(main, ["graph", "neighbors", "alpha", "--json"], env=env).stdout)
     assert set(around["outgoing"]) == {"beta", "gamma"}
+
+
+def test_ingest_refuses_a_mass_delete_until_it_is_allowed(tmp_path: Path, embedder: CachedEmbedder) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for n in range(25):
+        (vault / f"n{n}.md").write_text(f"# N{n}\n\nTurbine {n}.\n", encoding="utf-8")
+    env = {"ESBRIDGE_EMBEDDING__CACHE_DIR": str(embedder.cache.path.parent)}
+    runner = CliRunner()
+    assert runner.invoke(main, ["ingest", str(vault)], env=env).exit_code == 0
+    for n in range(1, 25):
+        (vault / f"n{n}.md").unlink()
+
+    refused = runner.invoke(main, ["ingest", str(vault)], env=env)
+    assert refused.exit_code == 1
+    assert "would delete 24 of them (96%); nothing was written" in refused.output
+    assert "Traceback" not in refused.output
+
+    allowed = runner.invoke(main, ["ingest", str(vault), "--allow-mass-delete", "--json"], env=env)
+    assert allowed.exit_code == 0, allowed.output
+    assert json.loads(allowed.stdout)["deleted"] == 24

@@ -109,6 +109,44 @@ def test_a_vault_syncs_incrementally(engine: Engine, alias: str, embedder: Cache
             engine.delete_index(info.name)
 
 
+def test_a_run_that_would_delete_most_of_a_source_is_refused_before_writing(
+    engine: Engine, alias: str, tmp_path: Path
+) -> None:
+    first, second = tmp_path / "one" / "vault", tmp_path / "two" / "vault"
+    first.mkdir(parents=True)
+    second.mkdir(parents=True)
+    for n in range(30):
+        (first / f"note-{n}.md").write_text(f"# Note {n}\n\nAbout turbine number {n}.\n", encoding="utf-8")
+    (second / "note-0.md").write_text("# Note 0\n\nA different note of the same name.\n", encoding="utf-8")
+    (second / "elsewhere.md").write_text("# Elsewhere\n\nSomething else.\n", encoding="utf-8")
+
+    def load(path: Path, **options: object) -> IngestReport:
+        return ingest(
+            path,
+            engine=engine,
+            manager=manager_for(engine, alias),
+            embedder=None,
+            options=IngestOptions(**options),  # type: ignore[arg-type]
+        )
+
+    assert load(first).chunks_indexed == 30
+    held = index_state(engine, alias)
+    # the default label of both folders is "vault": the second would replace the first
+    with pytest.raises(ConfigError, match=r"holds 30 chunks for source 'vault'.* would delete 29 of them.*--source"):
+        load(second)
+    assert index_state(engine, alias) == held, "nothing is written when the run is refused"
+
+    (first / "note-29.md").unlink()
+    assert load(first).deleted == 1, "removing a few documents needs no permission"
+
+    for n in range(1, 29):
+        (first / f"note-{n}.md").unlink()
+    with pytest.raises(ConfigError, match="--allow-mass-delete"):
+        load(first)
+    assert load(first, max_delete_share=1.0).deleted == 28
+    assert sorted(index_state(engine, alias)) == ["note-0#0"]
+
+
 def test_bad_records_are_reported_and_every_good_one_indexed(
     engine_settings: Settings, engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
 ) -> None:
