@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -97,8 +98,21 @@ def translate(exc: Exception, *, url: str, operation: str, index: str | None) ->
         )
     if isinstance(exc, ox.TransportError):
         status = exc.status_code if isinstance(exc.status_code, int) else None
-        return from_response(status, exc.info, url=url, operation=operation, index=index)
+        return from_response(status, _error_body(exc), url=url, operation=operation, index=index)
     return errors.EngineResponseError(f"{type(exc).__name__}: {exc}", url=url, operation=operation, index=index)
+
+
+def _error_body(exc: ox.TransportError) -> Any:
+    """The answer's body: parsed in ``info`` by the sync client; the async client leaves the raw text in ``error``."""
+    if exc.info is not None:
+        return exc.info
+    raw = exc.error
+    if isinstance(raw, str) and raw.lstrip().startswith("{"):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
 
 
 class _Translating:

@@ -173,6 +173,22 @@ async def test_async_search_matches_sync(engine_settings: Settings, engine: Engi
     assert [hit.id for hit in result.hits] == ["fox"]
 
 
+async def test_async_errors_carry_the_engines_reason(
+    engine_settings: Settings, engine: Engine, index_name: str
+) -> None:
+    create_test_index(engine, index_name)
+    adapter = connect_async(engine_settings)
+    try:
+        with pytest.raises(IndexNotFound, match="esbridge-test-missing"):
+            await adapter.search("esbridge-test-missing", {"query": {"match_all": {}}})
+        with pytest.raises(RequestRejected) as rejected:
+            await adapter.search(index_name, {"query": {"no_such_query": {}}})
+    finally:
+        await adapter.close()
+    assert "no_such_query" in str(rejected.value)
+    assert "no details in the response" not in str(rejected.value)
+
+
 def test_bulk_reports_the_bad_document_and_keeps_the_rest(engine: Engine, index_name: str) -> None:
     create_test_index(engine, index_name)
     actions = [

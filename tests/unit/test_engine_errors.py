@@ -68,6 +68,21 @@ def test_opensearch_connection_errors_are_translated() -> None:
     assert type(os_adapter.translate(auth, url=URL, operation="probe", index=None)) is errors.AuthenticationError
 
 
+def test_opensearch_async_errors_keep_the_reason_the_client_left_unparsed() -> None:
+    # AsyncHttpConnection raises with the raw body in ``error`` and no parsed ``info``
+    raw = (
+        '{"error":{"root_cause":[{"type":"query_shard_exception","reason":"Query vector has invalid dimension: 384. '
+        'Dimension should be: 768"}],"type":"search_phase_execution_exception","reason":"all shards failed"},"status":400}'
+    )
+    error = os_adapter.translate(ox.RequestError(400, raw, None), url=URL, operation="search", index="notes")
+    assert type(error) is errors.RequestRejected
+    assert "query_shard_exception: Query vector has invalid dimension: 384. Dimension should be: 768" in str(error)
+    missing = ox.NotFoundError(404, '{"error":{"type":"index_not_found_exception","reason":"no such index [x]"}}', None)
+    assert "no such index [x]" in str(os_adapter.translate(missing, url=URL, operation="search", index="x"))
+    plain = os_adapter.translate(ox.TransportError(502, "Bad Gateway", None), url=URL, operation="search", index=None)
+    assert "Bad Gateway" in str(plain)
+
+
 def _api_error(cls: type[elasticsearch.ApiError], status: int, body: object) -> elasticsearch.ApiError:
     meta = elastic_transport.ApiResponseMeta(
         status=status,
