@@ -25,6 +25,11 @@ class GraphSettings(_Section):
     decay: float = Field(default=0.5, gt=0, le=1)
     prior: Literal["none", "degree", "pagerank"] = "none"
     prior_weight: float = Field(default=0.1, ge=0)
+    placement: Literal["below_seeds", "below_all"] = Field(
+        default="below_seeds",
+        description="below_seeds: a neighbour scores weight x its seed's score and may outrank weaker direct "
+        "results, never its seeds; below_all: only below every direct result",
+    )
 
 
 class RecencySettings(_Section):

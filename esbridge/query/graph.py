@@ -13,8 +13,11 @@ orchestrator does the engine requests; everything here is pure:
 
 Scoring (see docs/query-stages.md): seed ``s`` gives each neighbor it keeps ``score(s) * weight *
 decay ** (hops - 1)``; a neighbor's raw score is the sum over its seeds, times the optional prior
-multiplier. The raw score is then placed strictly below the lowest direct score ``m``: ``m * raw / (m +
-raw)`` when ``m > 0``. So neighbors keep their order among themselves and never outrank a direct result.
+multiplier. With ``placement="below_seeds"`` (the default) that is its score, capped just below the
+weakest seed that brought it in: a neighbor never outranks a document it neighbors, but can outrank
+weaker direct results. With ``placement="below_all"`` the raw score is placed strictly below the lowest
+direct score ``m`` (``m * raw / (m + raw)`` when ``m > 0``): neighbors then only fill the places direct
+results leave, which with each retriever asked for ``2 x top_n`` is rarely any.
 
 ``build_graph``, ``graph_stats`` and ``neighborhood`` serve ``esbridge graph stats`` and ``esbridge
 graph neighbors`` on the whole index's ``{doc_id: links}``.
@@ -33,12 +36,14 @@ from esbridge.ingest.model import chunk_id
 
 Direction = Literal["out", "in", "both"]
 Prior = Literal["none", "degree", "pagerank"]
+Placement = Literal["below_seeds", "below_all"]
 
 LinkMap = Mapping[str, Sequence[str]]
 """``{doc_id: doc ids it links to}``: each document's ``links`` field (every chunk of a document has the same)."""
 
 DIRECTIONS: tuple[Direction, ...] = ("out", "in", "both")
 PRIORS: tuple[Prior, ...] = ("none", "degree", "pagerank")
+PLACEMENTS: tuple[Placement, ...] = ("below_seeds", "below_all")
 LINK_FIELDS = ("doc_id", "links")
 """The ``_source`` fields the link requests need."""
 
@@ -62,6 +67,9 @@ class GraphOptions:
     prior: Prior = "none"
     """Static prior: a multiplier ``1 + prior_weight * p`` with ``p`` in [0, 1] from degree or PageRank."""
     prior_weight: float = 0.1
+    placement: Placement = "below_seeds"
+    """``below_seeds``: a neighbor scores its raw score, below the seeds that brought it in; ``below_all``:
+    below every direct result."""
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
@@ -80,6 +88,8 @@ class GraphOptions:
             raise ValueError(f"graph decay must be in (0, 1], got {self.decay}")
         if not (math.isfinite(self.prior_weight) and self.prior_weight >= 0):
             raise ValueError(f"graph prior_weight must be a finite number >= 0, got {self.prior_weight}")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"graph placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
 
 
 @dataclass(frozen=True)
@@ -92,7 +102,7 @@ class Neighbor:
     neighbor_of: dict[str, int]
     """The direct results (each seed's best item) it neighbors, best seed first, with the hops from each."""
     raw: float
-    """Sum of the seeds' contributions times ``prior``, before placement below the direct results."""
+    """Sum of the seeds' contributions times ``prior``, before placement (``GraphOptions.placement``)."""
     prior: float
     """The prior multiplier (1.0 when the prior is off)."""
 
@@ -214,7 +224,7 @@ def expand(
     prior: Mapping[str, float] | None = None,
     item_of: Callable[[str], str] = first_chunk,
 ) -> GraphExpansion:
-    """The neighbors of the seed documents as an extra ranked list placed below every direct result.
+    """The neighbors of the seed documents as an extra ranked list, placed as ``options.placement`` says.
 
     ``scores`` are the fused scores of the directly retrieved items, ``doc_of`` their documents, ``links``
     the link data fetched for the seeds (and the frontier, for 2 hops). Documents with a direct result
@@ -250,7 +260,11 @@ def expand(
         if item in scores or item in neighbors:
             raise ValueError(f"neighbor {doc_id!r} maps to item {item!r}, which is already in the list")
         neighbors[item] = Neighbor(doc_id, min(via[doc_id].values()), via[doc_id], raw, boost(doc_id))
-        placed[item] = place_below(raw, lowest, unit)
+        if options.placement == "below_all":
+            placed[item] = place_below(raw, lowest, unit)
+        else:
+            weakest_seed = min(scores[seed_item] for seed_item in via[doc_id])
+            placed[item] = min(raw, math.nextafter(weakest_seed, -math.inf))
     order = sorted(placed.items(), key=_best_first)
     return GraphExpansion(dict(order), {item: neighbors[item] for item, _ in order})
 
@@ -267,7 +281,7 @@ def place_below(raw: float, lowest: float, unit: float) -> float:
 
 
 def with_neighbors(scores: Mapping[str, float], expansion: GraphExpansion) -> dict[str, float]:
-    """Direct results and neighbors in one list, best first (ties by id); neighbors come last."""
+    """Direct results and neighbors in one list, best first (ties by id)."""
     return dict(sorted({**scores, **expansion.scores}.items(), key=_best_first))
 
 

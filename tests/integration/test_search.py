@@ -140,6 +140,41 @@ def test_graph_expansion_brings_in_linked_documents(
     assert "grid" in by_doc
 
 
+def test_neighbours_reach_a_full_result_list_below_their_seeds(
+    engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    # Fifteen notes on photovoltaics, all linking to "grid": every retriever's top 12 holds only them, so
+    # "grid" can only come in as a neighbour, and the direct results alone would fill the 6 places.
+    records = [
+        {
+            "id": f"pv-{n}",
+            "title": f"Photovoltaic cells {n}",
+            "text": f"Photovoltaic cells, part {n}, turn sunlight into electricity.",
+            "links": ["grid"],
+        }
+        for n in range(15)
+    ]
+    records.append({"id": "grid", "title": "Power grid", "text": "Transmission lines carry power between regions."})
+    loaded = load_records(engine, alias, embedder, tmp_path, records)
+    request = SearchRequest(query="photovoltaic cells sunlight", top_n=6, explain=True)
+    plain = search(engine_settings, loaded, embedder, request)
+    assert len(plain.results) == 6 and "grid" not in [hit.doc_id for hit in plain.results]
+
+    expanded = search(engine_settings, loaded, embedder, request, graph=GraphSettings(enabled=True))
+    assert_invariants(expanded, 6)
+    found = {hit.doc_id: hit for hit in expanded.results}
+    assert "grid" in found
+    grid = found["grid"]
+    assert grid.explain is not None and grid.explain.neighbour_of
+    seeds = [hit for hit in expanded.results if hit.id in grid.explain.neighbour_of]
+    assert seeds and all(seed.score > grid.score for seed in seeds)
+
+    strict = GraphSettings(enabled=True, placement="below_all")
+    assert "grid" not in [
+        hit.doc_id for hit in search(engine_settings, loaded, embedder, request, graph=strict).results
+    ]
+
+
 def test_search_command_prints_json_and_a_table(
     engine_settings: Settings, loaded: str, embedder: CachedEmbedder
 ) -> None:

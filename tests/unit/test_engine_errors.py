@@ -72,7 +72,8 @@ def test_opensearch_async_errors_keep_the_reason_the_client_left_unparsed() -> N
     # AsyncHttpConnection raises with the raw body in ``error`` and no parsed ``info``
     raw = (
         '{"error":{"root_cause":[{"type":"query_shard_exception","reason":"Query vector has invalid dimension: 384. '
-        'Dimension should be: 768"}],"type":"search_phase_execution_exception","reason":"all shards failed"},"status":400}'
+        'Dimension should be: 768"}],"type":"search_phase_execution_exception","reason":"all shards failed"},'
+        '"status":400}'
     )
     error = os_adapter.translate(ox.RequestError(400, raw, None), url=URL, operation="search", index="notes")
     assert type(error) is errors.RequestRejected

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,7 +42,7 @@ def run(
     scores: Mapping[str, float] = SCORES,
     **options: Any,
 ) -> GraphExpansion:
-    return expand(scores, docs_of(scores), links, GraphOptions(**{"seeds": 2, **options}))
+    return expand(scores, docs_of(scores), links, GraphOptions(**{"seeds": 2, "placement": "below_all", **options}))
 
 
 def hops_of(expansion: GraphExpansion) -> dict[str, dict[str, int]]:
@@ -64,6 +66,25 @@ def test_both_directions_one_hop_by_hand() -> None:
     assert (w.doc_id, w.hops, w.prior) == ("W", 1, 1.0)
     assert w.raw == pytest.approx(0.70)
     assert expansion.doc_of == {"W#0": "W", "X#0": "X", "Z#0": "Z", "Y#0": "Y"}
+
+
+def test_below_seeds_neighbors_keep_their_raw_score_under_their_weakest_seed() -> None:
+    # Same seeds as above: A (0.9, via A#1) and B (0.5). Raw W = 0.70, X = Z = 0.45, Y = 0.25.
+    # W neighbors both seeds, so it is capped just below B's 0.5; X and Z (A only) keep 0.45, under A's 0.9;
+    # Y (B only) keeps 0.25. X and Z now outrank the direct C#0 (0.3); Y does not.
+    expansion = run(placement="below_seeds")
+    assert list(expansion.scores) == ["W#0", "X#0", "Z#0", "Y#0"]
+    assert expansion.scores["W#0"] == math.nextafter(0.5, 0)
+    assert expansion.scores["X#0"] == expansion.scores["Z#0"] == pytest.approx(0.45)
+    assert expansion.scores["Y#0"] == pytest.approx(0.25)
+    merged = with_neighbors(SCORES, expansion)
+    assert list(merged) == ["A#1", "A#0", "B#0", "W#0", "X#0", "Z#0", "C#0", "Y#0"]
+
+
+def test_the_default_placement_is_below_seeds() -> None:
+    assert GraphOptions().placement == "below_seeds"
+    with pytest.raises(ValueError, match="placement"):
+        GraphOptions(placement="anywhere")  # type: ignore[arg-type]
 
 
 def test_out_follows_links_only() -> None:
@@ -299,9 +320,9 @@ def searches(draw: st.DrawFn) -> tuple[dict[str, float], dict[str, str], dict[st
 
 @given(searches())
 @settings(max_examples=300, deadline=None)
-def test_neighbors_never_outrank_direct_results(search: Any) -> None:
+def test_neighbors_never_outrank_direct_results_when_placed_below_all(search: Any) -> None:
     scores, doc_of, index, options = search
-    expansion = expand(scores, doc_of, index, options)
+    expansion = expand(scores, doc_of, index, dataclasses.replace(options, placement="below_all"))
     direct_docs = set(doc_of.values())
     assert all(score < min(scores.values()) for score in expansion.scores.values())
     assert not direct_docs & {neighbor.doc_id for neighbor in expansion.neighbors.values()}
@@ -314,6 +335,21 @@ def test_neighbors_never_outrank_direct_results(search: Any) -> None:
     shaped = shape(merged, ShapeOptions(top_n=20), doc_of={**doc_of, **expansion.doc_of})
     order = [item in expansion.scores for item in shaped]
     assert order == sorted(order)  # direct results (False) all before neighbors (True)
+
+
+@given(searches())
+@settings(max_examples=300, deadline=None)
+def test_neighbors_never_outrank_the_seeds_that_brought_them_in(search: Any) -> None:
+    scores, doc_of, index, options = search
+    expansion = expand(scores, doc_of, index, dataclasses.replace(options, placement="below_seeds"))
+    assert not set(doc_of.values()) & {neighbor.doc_id for neighbor in expansion.neighbors.values()}
+    for item, score in expansion.scores.items():
+        neighbor = expansion.neighbors[item]
+        assert 0 < score <= neighbor.raw
+        assert all(score < scores[seed] for seed in neighbor.neighbor_of)
+    assert list(expansion.scores.values()) == sorted(expansion.scores.values(), reverse=True)
+    shaped = shape(with_neighbors(scores, expansion), ShapeOptions(top_n=20), doc_of={**doc_of, **expansion.doc_of})
+    assert len(shaped) == len(set(shaped)) <= 20
 
 
 @given(searches())
