@@ -109,7 +109,7 @@ def parse_filters(items: tuple[str, ...]) -> Filters:
         if key in _DATE_FILTERS:
             options[key] = value
         elif key in _SWITCHES:
-            options[key] = value.lower() in ("1", "true", "yes")
+            options[key] = value  # pydantic reads true/false, yes/no, on/off, 1/0 and refuses anything else
         else:
             terms.setdefault(key, []).append(value)
     try:

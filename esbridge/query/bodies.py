@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from esbridge.engines.base import JSON, Dialect
 from esbridge.mappings.schema import VECTOR_FIELD
-from esbridge.query.models import Filters
+from esbridge.query.models import Filters, status_spellings
 
 # Fields analysed alike (English): scored together as one field, BM25F-style.
 # Title 1.5, not the 3.0 it was: every chunk repeats its document's title, and on SciFact's train
@@ -47,7 +47,10 @@ DISPLAY_FIELDS = tuple(field for field in RESULT_FIELDS if field not in TEXT_FIE
 
 def filter_clauses(filters: Filters) -> list[JSON]:
     """The filter clauses of ``filters`` (terms, date ranges), without the lifecycle exclusion."""
-    clauses: list[JSON] = [{"terms": {field: list(values)}} for field, values in sorted(filters.terms.items())]
+    clauses: list[JSON] = [
+        {"terms": {field: _spellings(values) if field == "status" else list(values)}}
+        for field, values in sorted(filters.terms.items())
+    ]
     for field, after, before in (
         ("modified_at", filters.modified_after, filters.modified_before),
         ("created_at", filters.created_after, filters.created_before),
@@ -67,8 +70,12 @@ def filter_query(filters: Filters) -> JSON:
     query: JSON = {"filter": filter_clauses(filters)}
     excluded = filters.excluded_statuses
     if excluded:
-        query["must_not"] = [{"terms": {"status": excluded}}]
+        query["must_not"] = [{"terms": {"status": _spellings(excluded)}}]
     return {"bool": query}
+
+
+def _spellings(statuses: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(spelling for status in statuses for spelling in status_spellings(status)))
 
 
 def _boosted(boosts: Mapping[str, float]) -> list[str]:

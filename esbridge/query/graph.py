@@ -259,12 +259,15 @@ def expand(
         item = item_of(doc_id)
         if item in scores or item in neighbors:
             raise ValueError(f"neighbor {doc_id!r} maps to item {item!r}, which is already in the list")
-        neighbors[item] = Neighbor(doc_id, min(via[doc_id].values()), via[doc_id], raw, boost(doc_id))
         if options.placement == "below_all":
-            placed[item] = place_below(raw, lowest, unit)
+            placed_score = place_below(raw, lowest, unit)
         else:
             weakest_seed = min(scores[seed_item] for seed_item in via[doc_id])
-            placed[item] = min(raw, math.nextafter(weakest_seed, -math.inf))
+            placed_score = min(raw, math.nextafter(weakest_seed, -math.inf))
+            if not placed_score > 0:  # a seed at the smallest positive float leaves no room below it
+                continue
+        neighbors[item] = Neighbor(doc_id, min(via[doc_id].values()), via[doc_id], raw, boost(doc_id))
+        placed[item] = placed_score
     order = sorted(placed.items(), key=_best_first)
     return GraphExpansion(dict(order), {item: neighbors[item] for item, _ in order})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SearchMode = Literal["hybrid", "lexical-only", "semantic-only", "native-hybrid"]
 
@@ -13,6 +13,13 @@ SearchMode = Literal["hybrid", "lexical-only", "semantic-only", "native-hybrid"]
 FILTERABLE_FIELDS = frozenset(
     {"tags", "entity_type", "category", "status", "doc_id", "chunk_id", "path", "source", "links"}
 )
+LIFECYCLE_STATUSES = ("deprecated", "draft", "disabled")
+
+
+def status_spellings(status: str) -> list[str]:
+    """The casings a status is matched in (``Deprecated``, ``DEPRECATED``, ...): notes and records write
+    statuses as they like, and the keyword field stores them as written."""
+    return list(dict.fromkeys((status, status.lower(), status.upper(), status.capitalize(), status.title())))
 
 
 class Filters(BaseModel):
@@ -42,18 +49,29 @@ class Filters(BaseModel):
             raise ValueError(f"filter on {empty} has no values")
         return value
 
+    @model_validator(mode="after")
+    def _ranges_not_inverted(self) -> Filters:
+        for name, after, before in (
+            ("modified", self.modified_after, self.modified_before),
+            ("created", self.created_after, self.created_before),
+        ):
+            if after is not None and before is not None and after > before:
+                raise ValueError(
+                    f"{name}_after ({after.isoformat()}) is later than {name}_before ({before.isoformat()})"
+                )
+        return self
+
     @property
     def excluded_statuses(self) -> list[str]:
-        """Lifecycle states left out unless asked for; documents without a status count as active."""
-        excluded = []
-        for status, included in (
-            ("deprecated", self.include_deprecated),
-            ("draft", self.include_draft),
-            ("disabled", self.include_disabled),
-        ):
-            if not included:
-                excluded.append(status)
-        return excluded
+        """Lifecycle states left out, in lower case: those not switched on (``include_deprecated``, ...) and
+        not asked for by a ``status`` term filter. Documents without a status count as active."""
+        asked = {value.lower() for value in self.terms.get("status", [])}
+        switched_on = {
+            "deprecated": self.include_deprecated,
+            "draft": self.include_draft,
+            "disabled": self.include_disabled,
+        }
+        return [status for status in LIFECYCLE_STATUSES if not switched_on[status] and status not in asked]
 
 
 class SearchRequest(BaseModel):

@@ -122,7 +122,7 @@ class HybridSearcher:
 
         method_name = request.fusion or self.pipeline.fusion
         fusion = get_fusion(method_name)
-        weights = {**self.pipeline.weights, **(request.weights or {})}
+        weights = self._weights(request)
         top_k = self.pipeline.top_k(request.top_n)
         params = dict(self.pipeline.fusion_params) if method_name == self.pipeline.fusion else {}
         details: dict[str, Any] = {"fusion": method_name, "top_k": top_k}
@@ -211,6 +211,21 @@ class HybridSearcher:
         if self._responses is not None and not response.warnings:
             self._responses[key] = response.model_copy(deep=True)
         return response
+
+    def _weights(self, request: SearchRequest) -> dict[str, float]:
+        """The configured weights with the request's over them; a name that is no retriever of this pipeline
+        (a typo would otherwise rank as if no weight had been given) or weights that are all 0 are errors."""
+        asked = request.weights or {}
+        unknown = sorted(set(asked) - set(self.pipeline.retrievers))
+        if unknown:
+            raise errors.ConfigError(
+                f"weights name no retriever of this pipeline: {', '.join(unknown)}; "
+                f"its retrievers: {', '.join(self.pipeline.retrievers)}"
+            )
+        weights = {**self.pipeline.weights, **asked}
+        if not any(weights.get(name, 1.0) > 0 for name in self.pipeline.retrievers):
+            raise errors.ConfigError("at least one retriever's weight must be above 0")
+        return weights
 
     async def _retrieve_natively_or_not(
         self,

@@ -175,6 +175,25 @@ def test_neighbours_reach_a_full_result_list_below_their_seeds(
     ]
 
 
+def test_lifecycle_statuses_match_in_any_casing_and_a_status_filter_lets_its_status_in(
+    engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    records = [
+        {"id": "current", "title": "Tidal turbines", "text": "Tidal turbines in estuaries.", "status": "Active"},
+        {"id": "retired", "title": "Tidal turbines, old", "text": "Tidal turbines, retired.", "status": "Deprecated"},
+        {"id": "sketch", "title": "Tidal turbines, sketch", "text": "Tidal turbines, a plan.", "status": "DRAFT"},
+    ]
+    loaded = load_records(engine, alias, embedder, tmp_path, records)
+
+    def found(filters: Filters) -> set[str]:
+        request = SearchRequest(query="tidal turbines", filters=filters)
+        return {hit.doc_id for hit in search(engine_settings, loaded, embedder, request).results}
+
+    assert found(Filters()) == {"current"}
+    assert found(Filters(terms={"status": ["deprecated"]})) == {"retired"}
+    assert found(Filters(include_draft=True)) == {"current", "sketch"}
+
+
 def test_search_command_prints_json_and_a_table(
     engine_settings: Settings, loaded: str, embedder: CachedEmbedder
 ) -> None:

@@ -9,7 +9,16 @@ import pytest
 from esbridge.query.bodies import bm25_body, filter_query, knn_body, links_body
 from esbridge.query.models import Filters
 
-LIFECYCLE = {"terms": {"status": ["deprecated", "draft", "disabled"]}}
+# every lifecycle status in the casings notes write it in
+LIFECYCLE = {
+    "terms": {
+        "status": [
+            *("deprecated", "DEPRECATED", "Deprecated"),
+            *("draft", "DRAFT", "Draft"),
+            *("disabled", "DISABLED", "Disabled"),
+        ]
+    }
+}
 
 
 def test_filters_become_terms_and_ranges_and_lifecycle_is_excluded() -> None:
@@ -33,10 +42,33 @@ def test_filters_become_terms_and_ranges_and_lifecycle_is_excluded() -> None:
 
 def test_lifecycle_switches_let_states_back_in() -> None:
     assert filter_query(Filters(include_draft=True))["bool"]["must_not"] == [
-        {"terms": {"status": ["deprecated", "disabled"]}}
+        {"terms": {"status": ["deprecated", "DEPRECATED", "Deprecated", "disabled", "DISABLED", "Disabled"]}}
     ]
     everything = Filters(include_deprecated=True, include_draft=True, include_disabled=True)
     assert "must_not" not in filter_query(everything)["bool"]
+
+
+def test_asking_for_a_lifecycle_status_lets_it_in_and_status_matches_any_casing() -> None:
+    query = filter_query(Filters(terms={"status": ["Deprecated", "in progress"]}))["bool"]
+    assert query["filter"] == [
+        {
+            "terms": {
+                "status": [
+                    *("Deprecated", "deprecated", "DEPRECATED"),
+                    *("in progress", "IN PROGRESS", "In progress", "In Progress"),
+                ]
+            }
+        }
+    ]
+    assert query["must_not"] == [{"terms": {"status": ["draft", "DRAFT", "Draft", "disabled", "DISABLED", "Disabled"]}}]
+
+
+def test_inverted_date_ranges_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"modified_after .* is later than modified_before"):
+        Filters(
+            modified_after=datetime(2022, 6, 30, tzinfo=timezone.utc),
+            modified_before=datetime(2022, 1, 1, tzinfo=timezone.utc),
+        )
 
 
 def test_unknown_filter_fields_are_refused() -> None:

@@ -329,6 +329,18 @@ def test_a_cached_answer_is_a_copy() -> None:
     assert second.warnings == []
 
 
+def test_weights_naming_no_retriever_or_all_zero_are_refused() -> None:
+    with pytest.raises(
+        errors.ConfigError, match=r"weights name no retriever of this pipeline: bm52; its retrievers: bm25, knn"
+    ):
+        run(searcher(MemoryEngine(LEX, SEM)), weights={"bm52": 5.0})
+    with pytest.raises(errors.ConfigError, match="above 0"):
+        run(searcher(MemoryEngine(LEX, SEM)), weights={"bm25": 0.0, "knn": 0.0})
+    lexical = run(searcher(MemoryEngine(LEX, SEM)), weights={"knn": 0.0}, explain=True)
+    assert lexical.results[0].explain is not None
+    assert lexical.results[0].explain.contributions.get("knn", 0.0) == 0.0
+
+
 def test_unknown_fusion_method_names_the_known_ones() -> None:
     with pytest.raises(errors.ConfigError, match="rrf"):
         run(searcher(MemoryEngine(LEX, SEM)), fusion="nope")

@@ -1,0 +1,26 @@
+"""Parsing of ``esbridge search`` options: what a typo turns into."""
+
+from __future__ import annotations
+
+import click
+import pytest
+
+from esbridge.cli.search import parse_filters, parse_weights
+
+
+def test_lifecycle_switches_read_the_usual_spellings_and_refuse_others() -> None:
+    assert parse_filters(("include_deprecated=yes", "include_draft=false")).include_deprecated is True
+    assert parse_filters(("include_draft=0",)).include_draft is False
+    with pytest.raises(click.BadParameter, match="include_deprecated"):
+        parse_filters(("include_deprecated=maybe",))
+
+
+def test_an_inverted_date_range_is_refused() -> None:
+    with pytest.raises(click.BadParameter, match="later than modified_before"):
+        parse_filters(("modified_after=2022-06-30", "modified_before=2022-01-01"))
+
+
+def test_weights_parse() -> None:
+    assert parse_weights("bm25=1,knn=0.5") == {"bm25": 1.0, "knn": 0.5}
+    with pytest.raises(click.BadParameter):
+        parse_weights("bm25")
