@@ -553,8 +553,35 @@ class HybridSearcher:
         links = await self._links(seeds, request, retrieved)
         if options.hops > 1 and (more := frontier(scores, doc_of, links, options)):
             links = {**links, **await self._links(more, request, retrieved)}
+        expansion = await self._admitted(expand(scores, doc_of, links, options), request, retrieved)
         retrieved.timings["graph"] = _ms(started)
-        return expand(scores, doc_of, links, options)
+        return expansion
+
+    async def _admitted(
+        self, expansion: GraphExpansion, request: SearchRequest, retrieved: _Retrieved
+    ) -> GraphExpansion:
+        """The neighbours that exist and pass the request's filters, with their stored fields.
+
+        A link names a document, not a search hit: its target may be missing from the index (a dangling
+        wikilink) or filtered out (deprecated, another tag), and must then not become a result.
+        """
+        if not expansion.scores:
+            return expansion
+        query = bodies.filter_query(request.filters)
+        query["bool"]["filter"].append({"ids": {"values": list(expansion.scores)}})
+        body = {"size": len(expansion.scores), "_source": list(bodies.RESULT_FIELDS), "query": query}
+        try:
+            result = await self.engine.search(self.index, body)
+        except errors.EngineError as exc:
+            retrieved.warnings.append(f"graph expansion skipped: {exc}")
+            return GraphExpansion({}, {})
+        for hit in result.hits:
+            retrieved.sources[hit.id] = hit.source
+        found = {hit.id for hit in result.hits}
+        return GraphExpansion(
+            {item: score for item, score in expansion.scores.items() if item in found},
+            {item: neighbor for item, neighbor in expansion.neighbors.items() if item in found},
+        )
 
     async def _links(
         self, doc_ids: Sequence[str], request: SearchRequest, retrieved: _Retrieved

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from esbridge import errors
 from esbridge.config.pipeline import GraphSettings, PipelineSettings
 from esbridge.engines.base import Dialect, Hit, SearchResult
-from esbridge.query.models import SearchRequest
+from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 
 NOW = datetime(2026, 11, 21, tzinfo=timezone.utc)
@@ -64,6 +64,12 @@ class MemoryEngine:
         if "ids" in query:
             ids = query["ids"]["values"]
             return SearchResult([Hit(i, 1.0, self._source(i)) for i in ids if i in self.sources], len(ids), 0)
+        filters = query.get("bool", {}).get("filter", [])
+        if wanted := next((clause["ids"]["values"] for clause in filters if "ids" in clause), None):
+            excluded = {v for clause in query["bool"].get("must_not", []) for v in clause["terms"]["status"]}
+            known = [item for item in wanted if item in self.sources]
+            hits = [Hit(i, 1.0, self.sources[i]) for i in known if self.sources[i].get("status") not in excluded]
+            return SearchResult(hits, len(hits), 0)
         if "should" in query.get("bool", {}) and "terms" in query["bool"]["should"][0]:
             seeds = set(query["bool"]["should"][0]["terms"]["doc_id"])
             hits = [
@@ -297,6 +303,23 @@ def test_graph_expansion_adds_linked_documents_below_direct_results() -> None:
     assert linked.explain.neighbour_of == ["a#0"]
     assert linked.title == "Linked"
     assert linked.score < response.results[1].score
+
+
+def test_neighbours_that_are_missing_or_filtered_out_are_left_out() -> None:
+    sources = {
+        "a#0": doc("a", links=["old", "dangling", "kept"]),
+        "old#0": {**doc("old"), "status": "deprecated"},
+        "kept#0": doc("kept"),
+    }
+    engine = MemoryEngine([("a#0", 5.0)], [], sources)
+    response = run(searcher(engine, fusion="rrf", graph=GraphSettings(enabled=True)), explain=True, top_n=5)
+    assert [hit.id for hit in response.results] == ["a#0", "kept#0"]
+    with_old = run(
+        searcher(engine, fusion="rrf", graph=GraphSettings(enabled=True)),
+        top_n=5,
+        filters=Filters(include_deprecated=True),
+    )
+    assert {hit.id for hit in with_old.results} == {"a#0", "kept#0", "old#0"}
 
 
 def test_results_are_cached_for_identical_requests() -> None:
