@@ -152,7 +152,7 @@ async def upsert_documents(request: Request, body: DocumentsRequest) -> Document
 
 
 @router.delete(
-    "/v1/documents/{doc_id}",
+    "/v1/documents/{doc_id:path}",
     response_model=DeleteResponse,
     responses={**_WRITES, 404: _error("no document with this id")},
     dependencies=[Depends(require_write)],

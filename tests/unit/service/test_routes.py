@@ -254,6 +254,18 @@ def test_delete_removes_every_chunk_and_a_missing_document_is_404(client: TestCl
     assert (again.status_code, again.json()["error"]["kind"]) == (404, "not_found")
 
 
+def test_a_document_whose_id_has_a_slash_can_be_deleted(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY])
+    records = [{"id": "Projects/Alpha", "text": "alpha plan"}, {"id": "Projects/Beta", "text": "beta plan"}]
+    assert client.post("/v1/documents", json={"documents": records}, headers=WRITE).status_code == 200
+    encoded = client.delete("/v1/documents/Projects%2FAlpha", headers=WRITE)
+    assert (encoded.status_code, encoded.json()) == (200, {"id": "Projects/Alpha", "deleted_chunks": 1})
+    plain = client.delete("/v1/documents/Projects/Beta", headers=WRITE)
+    assert (plain.status_code, plain.json()) == (200, {"id": "Projects/Beta", "deleted_chunks": 1})
+    gone = client.delete("/v1/documents/Projects/Beta", headers=WRITE)
+    assert (gone.status_code, gone.json()["error"]["message"]) == (404, "no document 'Projects/Beta' in notes")
+
+
 def test_unknown_routes_and_methods_answer_json_errors(client: TestClient) -> None:
     missing = client.get("/v2/nothing")
     assert (missing.status_code, missing.json()["error"]["kind"]) == (404, "not_found")
