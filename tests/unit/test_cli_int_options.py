@@ -48,3 +48,19 @@ def test_graph_stats_top_zero_lists_no_documents(notes: list[str]) -> None:
     stats = json.loads(result.stdout)
     assert stats["nodes"] > 0
     assert (stats["top_degree"], stats["top_pagerank"]) == ([], [])
+
+
+def test_index_drop_version_must_be_at_least_one_and_asks_about_that_version(notes: list[str]) -> None:
+    runner = CliRunner()
+    zero = runner.invoke(main, ["index", "drop", "--version", "0", *notes], input="y\n")
+    assert zero.exit_code == 2, zero.output
+    assert "Invalid value for '--version': 0 is not in the range x>=1" in zero.output
+    assert "every version" not in zero.output
+    current = runner.invoke(main, ["index", "drop", "--version", "1", *notes], input="y\n")
+    assert "permanently delete version 1 of notes?" in current.output
+    assert "notes-v1 is the current index of 'notes'" in current.output
+    engine = EmbeddedEngine.from_settings(load_settings(index="notes"))
+    try:
+        assert engine.index_exists("notes-v1")
+    finally:
+        engine.close()
