@@ -64,6 +64,10 @@ class ModelUnavailable(EmbeddingError):
     """The embedding model could not be found or loaded; search can still go lexical-only."""
 
 
+EMBEDDED_URL_PREFIX = "embedded:"
+"""The embedded engine's ``url`` is this and its data directory."""
+
+
 class EngineError(EsbridgeError):
     """An engine call failed.
 
@@ -86,7 +90,10 @@ class EngineError(EsbridgeError):
         self.index = index
         self.status = status
         where = f"{url}, index {index!r}" if index else url
-        code = f" (HTTP {status})" if status is not None else ""
+        # The embedded engine gives its errors the status OpenSearch would, so callers treat both alike,
+        # but it answers no HTTP request.
+        over_http = not url.startswith(EMBEDDED_URL_PREFIX)
+        code = f" (HTTP {status})" if status is not None and over_http else ""
         super().__init__(f"{operation} failed on {where}{code}: {reason}")
 
 

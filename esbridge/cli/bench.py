@@ -17,7 +17,7 @@ from esbridge.query.api import query_embedding
 @click.command(name="bench")
 @click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--split", default="test", show_default=True, help="The judged queries of qrels/<split>.tsv are used.")
-@click.option("--limit", type=int, default=200, show_default=True, help="How many queries.")
+@click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True, help="How many queries.")
 @click.option(
     "--modes",
     default=",".join(DEFAULT_MODES),

@@ -28,7 +28,7 @@ def demo_files() -> tuple[Path, list[str]]:
 @click.command(name="demo")
 @engine_options
 @click.option("--index", default=DEMO_INDEX, show_default=True, help="Index alias the demo uses.")
-@click.option("--top-n", type=int, default=5, show_default=True)
+@click.option("--top-n", type=click.IntRange(min=1), default=5, show_default=True)
 def demo_command(url: str | None, engine: str | None, config_file: Path | None, index: str, top_n: int) -> None:
     """Load a small bundled vault (home solar) and run hybrid searches on it, with explanations.
 

@@ -24,7 +24,9 @@ DEFAULT_METHODS = "bm25,knn,rrf,linear,dbsf,adaptive,default,native"
 
 
 def dataset_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    command = click.option("--limit", type=int, help="Only the first N judged queries (quick runs, CI).")(command)
+    command = click.option(
+        "--limit", type=click.IntRange(min=1), help="Only the first N judged queries (quick runs, CI)."
+    )(command)
     command = click.option(
         "--reuse", is_flag=True, help="Search the index as it is; do not ingest the corpus into it first."
     )(command)
@@ -91,15 +93,28 @@ def eval_command(
         dataset, split, limit, index, plot, {"url": url, "engine": engine, "config_file": config_file}
     )
     chosen = configurations(methods, settings.pipeline)
+    names = [configuration.name for configuration in chosen]
+    if baseline not in names:
+        raise click.BadParameter(
+            f"{baseline!r} is not among --methods; choose one of: {', '.join(names)}", param_hint="'--baseline'"
+        )
     with _model(settings) as embedder:
         ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
         with query_progress(as_json, "queries", len(judged.queries)) as advance:
             outcome = session.run(settings, judged, chosen, embedder, progress=advance)
     rows = report.score(judged.qrels, outcome.outcomes, baseline)
+    warnings = []
+    if not report.any_judged(judged.qrels, outcome.outcomes):
+        warnings.append(
+            f"no configuration returned any judged document of {dataset.resolve().name} {split}; "
+            f"index {outcome.index} may not hold this dataset"
+            + (" (run without --reuse to ingest it)" if reuse else "")
+        )
     summary = {
         **_run_summary(dataset, split, outcome, ingested),
         "baseline": baseline,
         "results": [row.as_json() for row in rows],
+        "warnings": warnings,
     }
     if plot is not None:
         from esbridge.evaluation.plot import metrics_chart
@@ -107,15 +122,17 @@ def eval_command(
         metrics_chart(rows, plot, f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}")
     if as_json:
         click.echo(json.dumps(summary, indent=2))
-        return
-    click.echo(
-        f"{dataset.resolve().name} {split}: {outcome.queries} queries on {outcome.engine} index {outcome.index} "
-        f"({outcome.run_s:g}s)"
-    )
-    click.echo(report.table(rows, baseline))
-    for row in rows:
-        for warning, count in row.warnings.items():
-            click.echo(f"warning: {row.name}: {count} queries: {warning}", err=True)
+    else:
+        click.echo(
+            f"{dataset.resolve().name} {split}: {outcome.queries} queries on {outcome.engine} index "
+            f"{outcome.index} ({outcome.run_s:g}s)"
+        )
+        click.echo(report.table(rows, baseline))
+        for row in rows:
+            for warning, count in row.warnings.items():
+                click.echo(f"warning: {row.name}: {count} queries: {warning}", err=True)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
 
 
 @click.command(name="tune")

@@ -27,7 +27,9 @@ def graph() -> None:
 @graph.command()
 @engine_options
 @index_option
-@click.option("--top", type=int, default=10, show_default=True, help="How many top documents to list.")
+@click.option(
+    "--top", type=click.IntRange(min=0), default=10, show_default=True, help="How many top documents to list."
+)
 @click.option("--json", "as_json", is_flag=True)
 def stats(
     url: str | None, engine: str | None, config_file: Path | None, index: str | None, top: int, as_json: bool

@@ -64,14 +64,18 @@ def list_(url: str | None, engine: str | None, config_file: Path | None, index: 
 @index.command()
 @engine_options
 @index_option
-@click.option("--version", "version", type=int, help="Drop only this old version (not the current one).")
+@click.option(
+    "--version", "version", type=click.IntRange(min=1), help="Drop only this old version (not the current one)."
+)
 @yes_option
 def drop(
     url: str | None, engine: str | None, config_file: Path | None, index: str | None, version: int | None, yes: bool
 ) -> None:
     """Delete the alias and all its versions, or one old version."""
     settings = settings_from(config_file, url=url, engine=engine, index=index)
-    what = f"version {version} of {settings.index}" if version else f"{settings.index} and every version of it"
+    what = (
+        f"version {version} of {settings.index}" if version is not None else f"{settings.index} and every version of it"
+    )
     confirm(f"permanently delete {what}?", yes)
     with engine_session(settings) as adapter:
         deleted = index_manager(settings, adapter).drop(version)

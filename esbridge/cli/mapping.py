@@ -33,16 +33,15 @@ def mapping() -> None:
 @click.option(
     "--dialect",
     type=click.Choice(["opensearch", "elasticsearch"]),
-    help="Render for this engine without connecting (default: the configured engine's).",
+    help="Render for this engine without connecting (default: the configured engine's; embedded: opensearch).",
 )
 def show(url: str | None, engine: str | None, config_file: Path | None, dialect: str | None) -> None:
     """Print the create-index body (settings and mappings) esbridge would use."""
     settings = settings_from(config_file, url=url, engine=engine)
     if dialect is None:
         kind = resolve_kind(settings)
-        if kind == "embedded":
-            raise click.ClickException("the embedded engine has no mapping to show; pass --dialect")
-        dialect = kind
+        # The embedded engine speaks the OpenSearch dialect: its indices are created from that body.
+        dialect = "opensearch" if kind == "embedded" else kind
     params = parameters_from(settings, settings.embedding.dimension)
     body = render_index("opensearch" if dialect == "opensearch" else "elasticsearch", params)
     click.echo(json.dumps(body, indent=2, sort_keys=True))

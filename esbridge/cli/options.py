@@ -49,7 +49,12 @@ def confirm(question: str, yes: bool) -> None:
     """Ask before something destructive; ``--yes`` answers for the user, a closed stdin answers no."""
     if yes:
         return
-    if not click.confirm(question, default=False):
+    try:
+        agreed = click.confirm(question, default=False)
+    except click.Abort:  # end of input or Ctrl-C at the prompt: nothing was agreed to
+        click.echo(err=True)
+        agreed = False
+    if not agreed:
         raise click.ClickException("cancelled; nothing was changed (pass --yes to skip this question)")
 
 

@@ -80,6 +80,7 @@ def delete(url: str | None, engine: str | None, config_file: Path | None, index:
     settings = settings_from(config_file, url=url, engine=engine, index=index)
     target = name or pipeline_name(settings.index)
     with engine_session(settings) as adapter:
+        manage.require_pipelines(adapter.probe())
         action = manage.delete(adapter, target)
     click.echo(f"{action}: search pipeline {target}")
 

@@ -19,7 +19,7 @@ _SWITCHES = ("include_deprecated", "include_draft", "include_disabled")
 
 @click.command(name="search")
 @click.argument("query")
-@click.option("--top-n", type=int, default=10, show_default=True, help="How many results.")
+@click.option("--top-n", type=click.IntRange(min=1), default=10, show_default=True, help="How many results.")
 @click.option("--fusion", help="Fusion method (rrf, linear, dbsf, adaptive, or a plugin's).")
 @click.option("--weights", help="Retriever weights, e.g. bm25=1,knn=0.5.")
 @click.option(

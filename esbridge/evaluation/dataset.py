@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from esbridge.errors import SourceError
+from esbridge.errors import ConfigError, SourceError
 from esbridge.ingest.beir import read_beir_queries, read_qrels
 
 
@@ -19,6 +19,8 @@ class JudgedQueries:
 
 def judged_queries(folder: Path, split: str = "test", limit: int | None = None) -> JudgedQueries:
     """The split's queries that have text and at least one relevant document; the first ``limit`` of them."""
+    if limit is not None and limit < 1:
+        raise ConfigError(f"limit must be at least 1, got {limit}")
     texts = read_beir_queries(folder)
     judgements = read_qrels(folder, split)
     missing = sorted(query for query in judgements if query not in texts)

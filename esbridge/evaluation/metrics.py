@@ -61,6 +61,18 @@ def qrels(judgements: Mapping[str, Mapping[str, int]]) -> Qrels:
     return _ranx().Qrels({query: dict(docs) for query, docs in judgements.items() if docs})
 
 
+# ranx cannot evaluate a run without any answer (max() of an empty sequence); such a run gets this
+# unjudged document for every judged query instead, which scores 0 and keeps the paired test defined.
+_NO_ANSWER = "\x00esbridge: no answer"
+
+
+def _answered(judged: Qrels, ranking: Ranking) -> Ranking:
+    if any(ranking.values()):
+        return ranking
+    queries: list[str] = list(judged.keys())
+    return {query: {_NO_ANSWER: 0.0} for query in queries}
+
+
 def run(name: str, ranking: Ranking) -> Run:
     return _ranx().Run({query: dict(docs) for query, docs in ranking.items() if docs}, name=name)
 
@@ -88,8 +100,9 @@ def per_query(judged: Qrels, ranking: Ranking, metric: str) -> dict[str, float]:
 def compare(
     judged: Qrels, rankings: Mapping[str, Ranking], metrics: Sequence[str], baseline: str | None
 ) -> dict[str, Scored]:
-    """Mean metrics of every ranking and, with a baseline, a paired two-sided t-test of each against it."""
-    if baseline is None or baseline not in rankings or len(rankings) < 2:
+    """Mean metrics of every ranking and, with a baseline, a paired two-sided t-test of each against it
+    (none on fewer than two queries, where the test is undefined)."""
+    if baseline is None or baseline not in rankings or len(rankings) < 2 or len(judged) < 2:
         return {name: Scored(name, mean_scores(judged, ranking, metrics)) for name, ranking in rankings.items()}
     names = [baseline, *(name for name in rankings if name != baseline)]
     with _quiet_numba(), warnings.catch_warnings():
@@ -98,7 +111,7 @@ def compare(
         warnings.filterwarnings("ignore", message="Precision loss occurred", category=RuntimeWarning)
         report = _ranx().compare(
             judged,
-            [run(name, rankings[name]) for name in names],
+            [run(name, _answered(judged, rankings[name])) for name in names],
             list(metrics),
             stat_test="student",
             make_comparable=True,

@@ -62,6 +62,18 @@ def score(
     return rows
 
 
+def any_judged(judgements: Mapping[str, Mapping[str, int]], outcomes: Sequence[ConfigurationRuns]) -> bool:
+    """Whether any configuration returned a document judged for its query (none: the index likely holds
+    another dataset, and every score is 0)."""
+    return any(
+        doc in judgements.get(query, {})
+        for outcome in outcomes
+        for ranking in (outcome.top, outcome.deep)
+        for query, docs in ranking.items()
+        for doc in docs
+    )
+
+
 def table(rows: Sequence[ResultRow], baseline: str | None = "bm25") -> str:
     """A plain-text table; ``*`` marks a difference from the baseline with p < 0.05 (paired t-test)."""
     columns = [m for m in metrics.METRICS if any(m in row.scores for row in rows)]

@@ -45,8 +45,32 @@ def check_name(name: str) -> str:
     return name
 
 
+def require_pipelines(capabilities: Capabilities) -> None:
+    """Raise ``UnsupportedFeature`` saying why, when this engine cannot run esbridge's search pipelines
+    (whatever the fusion settings): it is not OpenSearch, or it has no neural-search plugin."""
+    _require_opensearch(capabilities)
+    if not capabilities.native_hybrid.get("hybrid_query"):
+        raise errors.UnsupportedFeature(
+            "the node has no hybrid query (the neural-search plugin is not installed), so it cannot run "
+            "esbridge's search pipelines",
+            url=capabilities.url,
+            operation="search pipeline",
+        )
+
+
 def desired_pipeline(pipeline: PipelineSettings, capabilities: Capabilities) -> dict[str, Any]:
     """The search pipeline of the configured fusion, or an error saying why this engine cannot have one."""
+    _require_opensearch(capabilities)
+    fusion = native_fusion(pipeline.fusion, pipeline.weights, pipeline.fusion_params, pipeline.retrievers)
+    outcome = native.plan(capabilities, fusion)
+    if isinstance(outcome, str):
+        raise errors.UnsupportedFeature(
+            f"{outcome}; searches are fused by esbridge instead", url=capabilities.url, operation="search pipeline"
+        )
+    return opensearch.search_pipeline(fusion, outcome.features, explain=True)
+
+
+def _require_opensearch(capabilities: Capabilities) -> None:
     if capabilities.distribution != "opensearch":
         raise errors.UnsupportedFeature(
             f"{capabilities.distribution} has no search pipelines: "
@@ -58,13 +82,6 @@ def desired_pipeline(pipeline: PipelineSettings, capabilities: Capabilities) -> 
             url=capabilities.url,
             operation="search pipeline",
         )
-    fusion = native_fusion(pipeline.fusion, pipeline.weights, pipeline.fusion_params, pipeline.retrievers)
-    outcome = native.plan(capabilities, fusion)
-    if isinstance(outcome, str):
-        raise errors.UnsupportedFeature(
-            f"{outcome}; searches are fused by esbridge instead", url=capabilities.url, operation="search pipeline"
-        )
-    return opensearch.search_pipeline(fusion, outcome.features, explain=True)
 
 
 def state(engine: Engine, name: str, desired: dict[str, Any]) -> PipelineState:

@@ -3,6 +3,7 @@
 =========================================  ======  ========================================
 what happened                              status  kind
 =========================================  ======  ========================================
+the body is not valid JSON                 400     invalid_json
 a field is missing, malformed or too big   422     validation
 settings-level value refused (fusion)      422     invalid_value
 body larger than ``max_body_bytes``        413     body_too_large
@@ -124,6 +125,9 @@ async def on_service_error(request: Request, exc: Exception) -> Response:
 
 async def on_validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
+    found = exc.errors()
+    if len(found) == 1 and found[0].get("type") == "json_invalid":
+        return respond(request, invalid_json(_decode_error(found[0], exc.body)))
     fields = [(_where(error.get("loc", ())), _message(error)) for error in exc.errors()]
     message = "; ".join(f"{where}: {what}" for where, what in fields) or "invalid request"
     return respond(request, ServiceError(422, "validation", message, fields=fields))
@@ -131,11 +135,38 @@ async def on_validation_error(request: Request, exc: Exception) -> Response:
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
+    # FastAPI answers 400 for a body that json.loads fails on other than with JSONDecodeError; the cause says why.
+    if exc.status_code == 400 and isinstance(exc.__cause__, (ValueError, RecursionError)):
+        return respond(request, invalid_json(_parse_failure(exc.__cause__)))
     kinds = {404: "not_found", 405: "method_not_allowed"}
     return respond(
         request,
         ServiceError(exc.status_code, kinds.get(exc.status_code, "http"), str(exc.detail), headers=exc.headers),
     )
+
+
+def invalid_json(reason: str) -> ServiceError:
+    return ServiceError(400, "invalid_json", f"the body is not valid JSON: {reason}")
+
+
+def _decode_error(error: Mapping[str, Any], document: Any) -> str:
+    """Where and why decoding failed, as ``json.JSONDecodeError`` words it (FastAPI keeps only its parts)."""
+    reason = str(error.get("ctx", {}).get("error", "decoding failed"))
+    loc = error.get("loc", ())
+    position = loc[1] if len(loc) > 1 else None
+    if not isinstance(position, int) or not isinstance(document, str):
+        return reason
+    line = document.count("\n", 0, position) + 1
+    column = position - document.rfind("\n", 0, position)
+    return f"{reason} at line {line}, column {column} (char {position})"
+
+
+def _parse_failure(cause: BaseException) -> str:
+    if isinstance(cause, RecursionError):
+        return "it is nested too deeply"
+    if isinstance(cause, UnicodeDecodeError):
+        return f"it is not UTF-8 (byte {cause.start})"
+    return "it cannot be parsed"
 
 
 def _where(loc: Sequence[Any]) -> str:

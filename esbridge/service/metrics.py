@@ -76,7 +76,8 @@ class RequestTimer:
         try:
             await self.app(scope, receive, sending)
         finally:
-            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            # path_format drops converters ("{doc_id:path}" is labelled "{doc_id}", as in the OpenAPI document).
+            route = getattr(scope.get("route"), "path_format", None) or "unmatched"
             self.metrics.requests.labels(route=route, method=scope["method"], status=str(status)).observe(
                 time.perf_counter() - started
             )

@@ -38,6 +38,7 @@ _COMMON: dict[int | str, dict[str, Any]] = {
     504: _error("no answer within service.request_timeout_s"),
 }
 _WRITES: dict[int | str, dict[str, Any]] = {**_COMMON, 403: _error("writes are disabled: no API keys are configured")}
+_NOT_JSON: dict[int | str, dict[str, Any]] = {400: _error("the body is not valid JSON (invalid_json)")}
 
 
 def _settings(request: Request) -> Settings:
@@ -93,7 +94,7 @@ router = APIRouter(route_class=GuardedRoute)
 @router.post(
     "/v1/search",
     response_model=SearchResponse,
-    responses=_COMMON,
+    responses={**_NOT_JSON, **_COMMON},
     dependencies=[Depends(require_read)],
     summary="Hybrid search",
 )
@@ -122,7 +123,7 @@ async def search(request: Request, body: SearchRequest) -> SearchResponse:
 @router.post(
     "/v1/documents",
     response_model=DocumentsResponse,
-    responses=_WRITES,
+    responses={**_NOT_JSON, **_WRITES},
     dependencies=[Depends(require_write)],
     summary="Upsert documents",
 )
@@ -152,7 +153,7 @@ async def upsert_documents(request: Request, body: DocumentsRequest) -> Document
 
 
 @router.delete(
-    "/v1/documents/{doc_id}",
+    "/v1/documents/{doc_id:path}",
     response_model=DeleteResponse,
     responses={**_WRITES, 404: _error("no document with this id")},
     dependencies=[Depends(require_write)],

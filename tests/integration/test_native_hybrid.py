@@ -208,11 +208,15 @@ def test_pipeline_commands(engine_kind: str, engine_settings: Settings, alias: s
         result = runner.invoke(main, ["pipeline", "apply", *args])
         assert result.exit_code == 1
         assert "retrievers inside each request" in result.output
+        deleted = runner.invoke(main, ["pipeline", "delete", *args])
+        assert deleted.exit_code == 1
+        assert "elasticsearch has no search pipelines" in deleted.output
         return
     if not natively_fusing(engine_kind):
-        result = runner.invoke(main, ["pipeline", "show", *args])
-        assert result.exit_code == 1
-        assert "neural-search plugin is not installed" in result.output
+        for command in (["show"], ["apply", "--dry-run"], ["delete"]):
+            result = runner.invoke(main, ["pipeline", *command, *args])
+            assert result.exit_code == 1, (command, result.output)
+            assert "neural-search plugin is not installed" in result.output, (command, result.output)
         return
     created = runner.invoke(main, ["pipeline", "apply", *args])
     assert created.exit_code == 0 and "created" in created.output, created.output

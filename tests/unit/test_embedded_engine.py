@@ -21,7 +21,7 @@ from esbridge.engines.base import AsyncEngine, BulkAction, Engine
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.engines.embedded.analysis import field_analysis
 from esbridge.engines.embedded.store import DB_FILE, Store
-from esbridge.errors import EngineResponseError, RequestRejected
+from esbridge.errors import EngineResponseError, IndexAlreadyExists, IndexNotFound, RequestRejected
 from esbridge.ingest.pipeline import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
@@ -255,3 +255,15 @@ def test_the_code_and_path_analyzers_are_emulated_from_their_definitions() -> No
     path = field_analysis("esbridge_path", analysis())
     assert path.analyze("notes/Baking/sour-dough_bread.md") == ["notes", "baking", "sour", "dough", "bread", "md"]
     assert field_analysis("english", analysis()).analyze("The foxes are jumping") == ["foxes", "jumping"]
+
+
+def test_its_errors_keep_the_engine_status_but_do_not_claim_an_http_answer(engine: EmbeddedEngine) -> None:
+    with pytest.raises(IndexNotFound) as missing:
+        engine.refresh("nothing")
+    assert missing.value.status == 404
+    assert str(missing.value) == f"refresh failed on {engine.url}, index 'nothing': no such index [nothing]"
+    engine.create_index("twice", BODY)
+    with pytest.raises(IndexAlreadyExists) as twice:
+        engine.create_index("twice", BODY)
+    assert twice.value.status == 400
+    assert "HTTP" not in str(twice.value)

@@ -56,7 +56,7 @@ class EmbeddedEngine(paging.ScanBySearch):
 
     def __init__(self, data_dir: Path | str) -> None:
         self._dir = Path(data_dir).expanduser()
-        self._url = f"embedded:{self._dir}"
+        self._url = f"{errors.EMBEDDED_URL_PREFIX}{self._dir}"
         try:
             self._store = Store(self._dir)
         except (OSError, sqlite3.Error) as exc:

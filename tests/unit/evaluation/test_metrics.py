@@ -38,3 +38,24 @@ def test_compare_gives_p_values_against_the_baseline_only() -> None:
     assert result["mixed"].scores["mrr@10"] == pytest.approx(0.75)
     assert 0 <= result["mixed"].p_values["mrr@10"] <= 1
     assert result["best"].p_values["mrr@10"] < 0.05
+
+
+def test_rankings_without_any_answer_score_zero_instead_of_failing() -> None:
+    judged = metrics.qrels(JUDGED)
+    nothing: dict[str, dict[str, float]] = {"q1": {}}
+    some = {"q1": {"d1": 1.0, "d2": 0.5}, "q2": {"d3": 1.0}}
+    both_empty = metrics.compare(judged, {"base": {}, "other": nothing}, ["ndcg@10"], "base")
+    assert both_empty["base"].scores == both_empty["other"].scores == {"ndcg@10": 0.0}
+    assert both_empty["other"].p_values == {"ndcg@10": 1.0}
+    empty_baseline = metrics.compare(judged, {"base": {}, "other": some}, ["ndcg@10", "recall@100"], "base")
+    assert empty_baseline["other"].scores == {"ndcg@10": pytest.approx(1.0), "recall@100": pytest.approx(1.0)}
+    assert empty_baseline["other"].p_values["ndcg@10"] == 0.0
+    empty_other = metrics.compare(judged, {"base": some, "other": {}}, ["mrr@10"], "base")
+    assert empty_other["other"].scores == {"mrr@10": 0.0}
+
+
+def test_one_query_gets_means_but_no_significance_test() -> None:
+    judged = metrics.qrels({"q1": {"d1": 1}})
+    result = metrics.compare(judged, {"base": {}, "other": {"q1": {"d1": 1.0}}}, ["mrr@10"], "base")
+    assert (result["base"].scores, result["other"].scores) == ({"mrr@10": 0.0}, {"mrr@10": 1.0})
+    assert result["other"].p_values == {}

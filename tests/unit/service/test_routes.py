@@ -74,10 +74,25 @@ def test_bad_search_requests_are_422_with_the_fields_named(client: TestClient) -
         assert field in fields(answer), (body, answer.json())
 
 
-def test_a_body_that_is_not_json_is_422(client: TestClient) -> None:
-    answer = client.post("/v1/search", content=b"{not json", headers={"Content-Type": "application/json"})
-    assert answer.status_code == 422
-    assert answer.json()["error"]["kind"] == "validation"
+def test_a_body_that_is_not_json_is_400_invalid_json_saying_where(client: TestClient) -> None:
+    as_json = {"Content-Type": "application/json"}
+    malformed = client.post("/v1/search", content=b'{"query": "x",\n "top_n": }', headers=as_json)
+    assert malformed.status_code == 400
+    assert malformed.json()["error"] == {
+        "kind": "invalid_json",
+        "message": "the body is not valid JSON: Expecting value at line 2, column 11 (char 25)",
+        "fields": [],
+    }
+    deep = client.post("/v1/documents", content=b"[" * 100_000 + b"]" * 100_000, headers={**as_json, **WRITE})
+    assert deep.status_code == 400
+    assert deep.json()["error"] == {
+        "kind": "invalid_json",
+        "message": "the body is not valid JSON: it is nested too deeply",
+        "fields": [],
+    }
+    not_utf8 = client.post("/v1/search", content=b'{"query": "\xff"}', headers=as_json)
+    assert (not_utf8.status_code, not_utf8.json()["error"]["kind"]) == (400, "invalid_json")
+    assert 'esbridge_errors_total{kind="invalid_json"} 3.0' in client.get("/metrics").text
 
 
 def test_query_length_and_top_n_are_limited_by_settings(make_client: ClientFactory) -> None:
@@ -252,6 +267,18 @@ def test_delete_removes_every_chunk_and_a_missing_document_is_404(client: TestCl
     assert all(hit["doc_id"] != "bread" for hit in search(client, query="sourdough").json()["results"])
     again = client.delete("/v1/documents/bread", headers=WRITE)
     assert (again.status_code, again.json()["error"]["kind"]) == (404, "not_found")
+
+
+def test_a_document_whose_id_has_a_slash_can_be_deleted(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY])
+    records = [{"id": "Projects/Alpha", "text": "alpha plan"}, {"id": "Projects/Beta", "text": "beta plan"}]
+    assert client.post("/v1/documents", json={"documents": records}, headers=WRITE).status_code == 200
+    encoded = client.delete("/v1/documents/Projects%2FAlpha", headers=WRITE)
+    assert (encoded.status_code, encoded.json()) == (200, {"id": "Projects/Alpha", "deleted_chunks": 1})
+    plain = client.delete("/v1/documents/Projects/Beta", headers=WRITE)
+    assert (plain.status_code, plain.json()) == (200, {"id": "Projects/Beta", "deleted_chunks": 1})
+    gone = client.delete("/v1/documents/Projects/Beta", headers=WRITE)
+    assert (gone.status_code, gone.json()["error"]["message"]) == (404, "no document 'Projects/Beta' in notes")
 
 
 def test_unknown_routes_and_methods_answer_json_errors(client: TestClient) -> None:

@@ -1,0 +1,93 @@
+"""``esbridge eval`` on the embedded engine with a hashing embedder: argument checks and indexes that do not
+hold the dataset."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from esbridge.cli import main
+from esbridge.config.settings import EmbeddingSettings
+from esbridge.embeddings.factory import EMBEDDERS
+from esbridge.errors import ConfigError
+from esbridge.evaluation.dataset import judged_queries
+from tests.unit.test_embedded_engine import HashingEmbedder
+
+
+def beir_folder(folder: Path, docs: dict[str, str], queries: dict[str, tuple[str, str]]) -> Path:
+    """A BEIR folder; ``queries`` maps a query id to its text and the one relevant document."""
+    (folder / "qrels").mkdir(parents=True)
+    corpus = [json.dumps({"_id": doc, "title": "", "text": text}) for doc, text in docs.items()]
+    (folder / "corpus.jsonl").write_text("\n".join(corpus) + "\n", encoding="utf-8")
+    lines = [json.dumps({"_id": query, "text": text}) for query, (text, _) in queries.items()]
+    (folder / "queries.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rows = [f"{query}\t{doc}\t1" for query, (_, doc) in queries.items()]
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n", "utf-8")
+    return folder
+
+
+@pytest.fixture
+def energy(tmp_path: Path) -> Path:
+    docs = {"solar": "Photovoltaic cells turn sunlight into electricity.", "wind": "Offshore wind farms make power."}
+    queries = {"q1": ("sunlight electricity", "solar"), "q2": ("wind power", "wind")}
+    return beir_folder(tmp_path / "energy", docs, queries)
+
+
+@pytest.fixture
+def baking(tmp_path: Path) -> Path:
+    docs = {"bread": "A starter of flour and water leavens the dough.", "cake": "Sponge cake needs eggs and sugar."}
+    queries = {"b1": ("sourdough starter", "bread"), "b2": ("sponge cake", "cake")}
+    return beir_folder(tmp_path / "baking", docs, queries)
+
+
+@pytest.fixture
+def runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> CliRunner:
+    def hashing(settings: EmbeddingSettings) -> HashingEmbedder:
+        return HashingEmbedder()
+
+    monkeypatch.setitem(EMBEDDERS, "hashing", hashing)
+    return CliRunner(env={"ESBRIDGE_EMBEDDING__PROVIDER": "hashing", "ESBRIDGE_EMBEDDING__CACHE_DIR": str(tmp_path)})
+
+
+def test_limit_must_be_at_least_one(runner: CliRunner, energy: Path) -> None:
+    for limit in ("0", "-5"):
+        result = runner.invoke(main, ["eval", str(energy), "--engine", "embedded", "--limit", limit])
+        assert result.exit_code == 2, result.output
+        assert "Invalid value for '--limit'" in result.output
+        assert "x>=1" in result.output
+    with pytest.raises(ConfigError, match="limit must be at least 1"):
+        judged_queries(energy, "test", 0)
+
+
+def test_a_baseline_that_is_not_among_the_methods_is_an_error_naming_them(runner: CliRunner, energy: Path) -> None:
+    args = ["eval", str(energy), "--engine", "embedded", "--methods", "bm25,default", "--baseline", "knn"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--baseline'" in result.output
+    assert "'knn' is not among --methods; choose one of: bm25, default" in result.output
+
+
+def test_an_index_without_the_dataset_scores_zero_and_says_so(runner: CliRunner, energy: Path, baking: Path) -> None:
+    common = ["--engine", "embedded", "--index", "shared", "--methods", "bm25,default", "--json"]
+    ingested = runner.invoke(main, ["eval", str(energy), *common])
+    assert ingested.exit_code == 0, ingested.output
+    assert all(row["ndcg@10"] > 0 for row in json.loads(ingested.stdout)["results"])
+    assert "may not hold" not in ingested.stderr
+
+    result = runner.invoke(main, ["eval", str(baking), "--reuse", "--limit", "1", *common])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["queries"] == 1
+    assert [(row["name"], row["ndcg@10"], row["mrr@10"]) for row in summary["results"]] == [
+        ("bm25", 0.0, 0.0),
+        ("default", 0.0, 0.0),
+    ]
+    warning = (
+        "no configuration returned any judged document of baking test; "
+        "index shared may not hold this dataset (run without --reuse to ingest it)"
+    )
+    assert summary["warnings"] == [warning]
+    assert f"warning: {warning}" in result.stderr

@@ -1,0 +1,66 @@
+"""Counts given on the command line are checked by click, before any work: a bad one is a usage error
+naming the option, never a traceback or a silently different run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from esbridge.cli import main
+from esbridge.config import load_settings
+from esbridge.engines.embedded import EmbeddedEngine
+from tests.integration.engines import load_records
+from tests.unit.test_embedded_engine import RECORDS, HashingEmbedder
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> list[str]:
+    """The embedded engine's index ``notes`` with linked records; the options that reach it."""
+    engine = EmbeddedEngine.from_settings(load_settings(index="notes"))
+    load_records(engine, "notes", HashingEmbedder(), tmp_path, RECORDS)
+    engine.close()
+    return ["--engine", "embedded", "--index", "notes"]
+
+
+@pytest.mark.parametrize(
+    ("args", "option", "bound"),
+    [
+        (["graph", "stats", "--top", "-1"], "--top", "x>=0"),
+        (["search", "solar", "--top-n", "0"], "--top-n", "x>=1"),
+        (["demo", "--top-n", "-2"], "--top-n", "x>=1"),
+        (["bench", ".", "--limit", "0"], "--limit", "x>=1"),
+        (["bench", ".", "--limit", "-5"], "--limit", "x>=1"),
+    ],
+)
+def test_counts_out_of_range_are_usage_errors(notes: list[str], args: list[str], option: str, bound: str) -> None:
+    result = CliRunner().invoke(main, [*args, *notes])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}'" in result.output
+    assert f"is not in the range {bound}" in result.output
+
+
+def test_graph_stats_top_zero_lists_no_documents(notes: list[str]) -> None:
+    result = CliRunner().invoke(main, ["graph", "stats", "--top", "0", "--json", *notes])
+    assert result.exit_code == 0, result.output
+    stats = json.loads(result.stdout)
+    assert stats["nodes"] > 0
+    assert (stats["top_degree"], stats["top_pagerank"]) == ([], [])
+
+
+def test_index_drop_version_must_be_at_least_one_and_asks_about_that_version(notes: list[str]) -> None:
+    runner = CliRunner()
+    zero = runner.invoke(main, ["index", "drop", "--version", "0", *notes], input="y\n")
+    assert zero.exit_code == 2, zero.output
+    assert "Invalid value for '--version': 0 is not in the range x>=1" in zero.output
+    assert "every version" not in zero.output
+    current = runner.invoke(main, ["index", "drop", "--version", "1", *notes], input="y\n")
+    assert "permanently delete version 1 of notes?" in current.output
+    assert "notes-v1 is the current index of 'notes'" in current.output
+    engine = EmbeddedEngine.from_settings(load_settings(index="notes"))
+    try:
+        assert engine.index_exists("notes-v1")
+    finally:
+        engine.close()
