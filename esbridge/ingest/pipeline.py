@@ -174,8 +174,19 @@ def ingest(
     """Bring the index in line with the source at ``path``; see the module docstring."""
     options = options or IngestOptions()
     source = options.source or path.resolve().name
-    index = manager.ensure()
-    report = IngestReport(source=source, index=index)
+    report = IngestReport(source=source, index=manager.alias)
+    if embedder is None:
+        report.warnings.append(
+            "no embedding model: chunks are indexed for lexical search only; fill in "
+            "vectors later with `esbridge embed --missing`"
+        )
+    timings = report.timings
+    # The source is read before the index is created, so one that cannot be read leaves no empty index.
+    with _Timer(timings, "parse_s"):
+        chunks, problems = _read_and_chunk(path, options, report)
+    report.failed.extend({"id": problem.id, "reason": problem.reason} for problem in problems)
+
+    index = report.index = manager.ensure()
     if embedder is not None:
         dimension = mapped_dimension(engine, index)
         if dimension is not None and dimension != embedder.dimension:
@@ -184,16 +195,6 @@ def ingest(
                 f"{dimension}; use the index's model, or build a new version (embedding.dimension and "
                 "`esbridge index reindex`, or a new --index)"
             )
-    else:
-        report.warnings.append(
-            "no embedding model: chunks are indexed for lexical search only; fill in "
-            "vectors later with `esbridge embed --missing`"
-        )
-
-    timings = report.timings
-    with _Timer(timings, "parse_s"):
-        chunks, problems = _read_and_chunk(path, options, report)
-    report.failed.extend({"id": problem.id, "reason": problem.reason} for problem in problems)
 
     with _Timer(timings, "index_s"):
         _refuse_foreign_documents(engine, path, index, source, chunks)
