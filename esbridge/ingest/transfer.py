@@ -9,6 +9,9 @@ same source finds them unchanged, and searches answer as they did on the source 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import uuid
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -36,6 +39,24 @@ def export_chunks(engine: Engine, manager: IndexManager, out: IO[str]) -> int:
         out.write(json.dumps({"_id": hit.id, **dict(hit.source)}, ensure_ascii=False) + "\n")
         written += 1
     return written
+
+
+def export_to_file(engine: Engine, manager: IndexManager, target: Path) -> int:
+    """Export into ``target`` through a temporary file beside it, renamed over ``target`` only once the
+    export is complete, so a failed export leaves an earlier file as it was."""
+    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        # os.open applies the umask as open() would; NamedTemporaryFile would make the file owner-only.
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            count = export_chunks(engine, manager, out)
+        if target.exists():
+            shutil.copymode(target, temporary)
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return count
 
 
 def read_export(path: Path) -> tuple[dict[str, Any], Iterator[tuple[int, dict[str, Any] | str]]]:
