@@ -14,8 +14,8 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
-from dataclasses import asdict
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, fields
 from io import BufferedIOBase
 from pathlib import Path
 from typing import IO, Any
@@ -23,6 +23,7 @@ from typing import IO, Any
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.errors import SourceError
 from esbridge.ingest.bulk import BulkWriter
+from esbridge.ingest.jsonl import json_type
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters
 
@@ -105,9 +106,32 @@ def parse_header(raw: bytes, path: Path) -> dict[str, Any]:
         raise SourceError(f"{path} is not an esbridge export: the first line is not JSON ({exc})") from exc
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise SourceError(f"{path} is not an esbridge export (no {FORMAT!r} header on the first line)")
-    if header.get("version") != VERSION:
-        raise SourceError(f"{path} has export format version {header.get('version')}; this esbridge reads {VERSION}")
+    if "version" not in header:
+        raise SourceError(f"{path}: the export header has no 'version' field (this esbridge reads version {VERSION})")
+    if header["version"] != VERSION:
+        raise SourceError(f"{path} has export format version {header['version']}; this esbridge reads {VERSION}")
+    header_parameters(header, path)
     return header
+
+
+def header_parameters(header: Mapping[str, Any], path: Path) -> IndexParameters:
+    """The index parameters an export was built with, from its header's ``parameters`` object."""
+    if "parameters" not in header:
+        raise SourceError(
+            f"{path}: the export header has no 'parameters' field (the index parameters the export was built with)"
+        )
+    given = header["parameters"]
+    if not isinstance(given, dict):
+        raise SourceError(f"{path}: the export header's 'parameters' must be an object, not {json_type(given)}")
+    if "dimension" not in given:
+        raise SourceError(f"{path}: the export header's 'parameters' has no 'dimension' (the vectors' size)")
+    unknown = sorted(set(given) - {spec.name for spec in fields(IndexParameters)})
+    if unknown:
+        raise SourceError(f"{path}: the export header's 'parameters' has unknown field(s): {', '.join(unknown)}")
+    try:
+        return IndexParameters(**{**given, "analysis": "auto"})
+    except (TypeError, ValueError) as exc:
+        raise SourceError(f"{path}: the export header's 'parameters' cannot be used: {exc}") from exc
 
 
 def _chunk_lines(handle: BufferedIOBase, path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
@@ -141,7 +165,7 @@ def import_chunks(
 ) -> tuple[int, list[dict[str, str]]]:
     """Load an export into ``alias`` (created with the export's parameters if missing); no re-embedding."""
     header, lines = read_export(path)
-    params = parameters or IndexParameters(**{**header["parameters"], "analysis": "auto"})
+    params = parameters or header_parameters(header, path)
     manager = IndexManager(engine, alias, params)
     index = manager.ensure()
     failed: list[dict[str, str]] = []

@@ -43,6 +43,28 @@ def test_a_gzipped_export_is_read_as_it_is(tmp_path: Path) -> None:
     assert list(lines) == lines_of(tmp_path / "export.jsonl")
 
 
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ({key: value for key, value in HEADER.items() if key != "parameters"}, "no 'parameters' field"),
+        ({**HEADER, "parameters": [3]}, "'parameters' must be an object, not array"),
+        ({**HEADER, "parameters": {}}, r"'parameters' has no 'dimension'"),
+        ({**HEADER, "parameters": {"dimension": 3, "colour": "red"}}, r"'parameters'.*colour"),
+        ({**HEADER, "parameters": {"dimension": 0}}, r"'parameters'.*dimension must be in 1\.\.4096"),
+        ({key: value for key, value in HEADER.items() if key != "version"}, "no 'version' field"),
+        ({**HEADER, "version": 2}, "version 2; this esbridge reads 1"),
+        ({"version": 1, "parameters": {"dimension": 3}}, "is not an esbridge export"),
+    ],
+)
+def test_a_header_without_what_import_needs_is_refused_by_name(
+    tmp_path: Path, header: dict[str, Any], message: str
+) -> None:
+    path = tmp_path / "export.jsonl"
+    path.write_bytes(export_bytes(header, [json.dumps(GOOD[0]).encode()]))
+    with pytest.raises(SourceError, match=message):
+        read_export(path)
+
+
 def test_a_header_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "export.jsonl"
     path.write_bytes(b'{"format": "esbridge-export\xff"}\n')
