@@ -23,7 +23,7 @@ from typing import IO, Any
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.errors import SourceError
 from esbridge.ingest.bulk import BulkWriter
-from esbridge.ingest.jsonl import json_type
+from esbridge.ingest.jsonl import json_error_location, json_type
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters
 
@@ -150,9 +150,9 @@ def parse_chunk_line(raw: bytes) -> dict[str, Any] | str:
     except UnicodeDecodeError as exc:
         return f"not UTF-8: byte 0x{raw[exc.start]:02x} at byte offset {exc.start} of the line ({exc.reason})"
     try:
-        chunk = json.loads(line)
+        chunk = json.loads(line.rstrip("\r\n"))
     except json.JSONDecodeError as exc:
-        return f"not JSON: {exc.msg}"
+        return f"not JSON: {json_error_location(exc)}"
     except RecursionError:
         return "not JSON: nested too deeply"
     if not isinstance(chunk, dict) or not isinstance(chunk.get("_id"), str):

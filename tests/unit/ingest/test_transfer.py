@@ -70,3 +70,9 @@ def test_a_header_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b'{"format": "esbridge-export\xff"}\n')
     with pytest.raises(SourceError, match="first line is not UTF-8"):
         read_export(path)
+
+
+def test_a_chunk_line_that_is_not_json_is_located(tmp_path: Path) -> None:
+    path = tmp_path / "export.jsonl"
+    path.write_bytes(export_bytes(HEADER, [b'{"_id": "a#0", "body": "unterminated"']))
+    assert lines_of(path) == [(2, "not JSON: Expecting ',' delimiter at the end of the line (column 38)")]
