@@ -80,6 +80,14 @@ def test_a_file_that_is_not_a_note_is_a_source_error(tmp_path: Path) -> None:
         read_vault(tmp_path / "notes.txt")
 
 
+def test_a_note_whose_frontmatter_explodes_is_indexed_without_it(tmp_path: Path) -> None:
+    levels = ['l0: &l0 "lol"'] + [f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]" for n in range(1, 8)]
+    doc = one_note(tmp_path, "---\ntitle: Laughs\n" + "\n".join(levels) + "\n---\n# Body\n\nStill here.\n")
+    assert doc.title == "Body"
+    assert doc.metadata == {"unresolved_links": []}
+    assert len(doc.warnings) == 1 and "alias" in doc.warnings[0]
+
+
 def test_a_missing_vault_folder_is_a_source_error(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="does not exist"):
         read_vault(tmp_path / "nowhere")
