@@ -9,14 +9,17 @@ from pathlib import Path
 import click
 
 from esbridge.cli.options import engine_options, engine_session, index_manager, index_option, settings_from
-from esbridge.ingest.transfer import export_chunks, import_chunks
+from esbridge.ingest.transfer import export_chunks, export_to_file, import_chunks
 
 
 @click.command(name="export")
 @engine_options
 @index_option
 @click.option(
-    "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: stdout)."
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File to write, replaced only when the export succeeds (default: stdout).",
 )
 def export_command(
     url: str | None, engine: str | None, config_file: Path | None, index: str | None, output: Path | None
@@ -28,8 +31,10 @@ def export_command(
         if output is None:
             count = export_chunks(adapter, manager, sys.stdout)
         else:
-            with output.open("w", encoding="utf-8") as out:
-                count = export_chunks(adapter, manager, out)
+            try:
+                count = export_to_file(adapter, manager, output)
+            except OSError as exc:
+                raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from exc
     click.echo(f"exported {count} chunks from {settings.index}", err=True)
 
 

@@ -4,10 +4,15 @@ Dates may be ISO strings, YAML dates/timestamps, or epoch numbers (Dendron write
 ``updated`` as epoch milliseconds); numbers of 10^11 and more are taken as milliseconds, smaller ones
 as seconds. Naive datetimes are taken as UTC. Keys that are not understood, and understood keys whose
 value cannot be used (a list as ``status``, ``created: someday``), go JSON-safe into ``metadata``.
+
+Size. A frontmatter that stands for more than ``MAX_FRONTMATTER_VALUES`` values once its YAML aliases are
+expanded (a "billion laughs") is ignored with a warning, checked on the composed node graph before any
+value is built; metadata over ``MAX_METADATA_BYTES`` as JSON is dropped with a warning.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,6 +33,12 @@ _CATEGORY_KEYS = ("category",)
 _FALLBACK_CREATED_KEY = "date"
 _EPOCH_MILLISECONDS_FROM = 10**11
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# YAML aliases let a 1 KB block stand for millions of values ("billion laughs"); the loader shares
+# them, but turning them into JSON copies each one. A frontmatter is refused past this many values
+# once aliases are expanded, which no real note comes near.
+MAX_FRONTMATTER_VALUES = 100_000
+# What a note may store as metadata (its frontmatter's other keys), serialized as JSON.
+MAX_METADATA_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -46,7 +57,7 @@ class FrontMatter:
 def load_frontmatter(raw: str) -> tuple[Mapping[str, Any], list[str]]:
     """The YAML mapping of a frontmatter block, or an empty one and the reason it could not be read."""
     try:
-        data = yaml.load(raw, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader, in C when available
+        data, refused = _load_bounded(raw)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" at line {mark.line + 2}" if mark is not None else ""
@@ -54,11 +65,70 @@ def load_frontmatter(raw: str) -> tuple[Mapping[str, Any], list[str]]:
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
         # PyYAML raises ValueError for impossible timestamps such as 2021-13-40.
         return {}, [f"frontmatter is not valid YAML: {exc}"]
+    if refused is not None:
+        return {}, [refused]
     if data is None:
         return {}, []
     if not isinstance(data, Mapping):
         return {}, [f"frontmatter is not a mapping of keys to values but a {type(data).__name__}"]
     return {str(key): value for key, value in data.items()}, []
+
+
+def _load_bounded(raw: str) -> tuple[Any, str | None]:
+    """The YAML document, or why it was not built: it is composed first (aliases shared, cheap) and
+    only constructed when its expanded size is within ``MAX_FRONTMATTER_VALUES``."""
+    loader = _SAFE_LOADER(raw)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, None
+        size = expanded_size(node, MAX_FRONTMATTER_VALUES)
+        if size is None:
+            return None, "frontmatter refers to itself (a YAML alias inside its own anchor); ignored"
+        if size > MAX_FRONTMATTER_VALUES:
+            return None, (
+                f"frontmatter holds more than {MAX_FRONTMATTER_VALUES} values once its YAML aliases (*name) "
+                "are expanded; ignored"
+            )
+        return loader.construct_document(node), None
+    finally:
+        loader.dispose()
+
+
+def expanded_size(root: yaml.Node, limit: int) -> int | None:
+    """How many nodes ``root`` stands for with every alias expanded, counted up to just past ``limit``;
+    ``None`` when a node contains itself (it would expand without end)."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int | None:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            return None
+        open_nodes.add(key)
+        total = 1
+        for child in _children(node):
+            counted = size(child)
+            if counted is None:
+                return None
+            total += counted
+            if total > limit:
+                break
+        open_nodes.discard(key)
+        sizes[key] = total
+        return total
+
+    return size(root)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [item for pair in node.value for item in pair]
+    return []
 
 
 def interpret_frontmatter(data: Mapping[str, Any]) -> tuple[FrontMatter, list[str]]:
@@ -105,6 +175,13 @@ def interpret_frontmatter(data: Mapping[str, Any]) -> tuple[FrontMatter, list[st
         category=scalar(_CATEGORY_KEYS),
     )
     metadata = {key: json_safe(value) for key, value in data.items() if key not in used}
+    size = len(json.dumps(metadata, ensure_ascii=False).encode("utf-8"))
+    if size > MAX_METADATA_BYTES:
+        warnings.append(
+            f"frontmatter metadata (the keys that are not note fields) is {size / 1024:.1f} KiB as JSON, over the "
+            f"{MAX_METADATA_BYTES / 1024:.1f} KiB a note may store; dropped, the note is indexed without it"
+        )
+        metadata = {}
     return replace(front, metadata=metadata), warnings
 
 

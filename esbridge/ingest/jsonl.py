@@ -96,10 +96,12 @@ def parse_json_line(raw: bytes) -> JsonObject | str | None:
         return f"invalid UTF-8: byte 0x{raw[exc.start]:02x} at byte offset {exc.start} of the line ({exc.reason})"
     if not line.strip():
         return None
+    # Without its line ending, an error at the end of the line is located there, not on a "line 2".
+    line = line.rstrip("\r\n")
     try:
         value = json.loads(line, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        return f"invalid JSON: {exc.msg} at column {exc.colno}"
+        return f"invalid JSON: {json_error_location(exc)}"
     except ValueError as exc:
         return f"invalid JSON: {exc}"
     except RecursionError:
@@ -111,6 +113,15 @@ def parse_json_line(raw: bytes) -> JsonObject | str | None:
         if where is not None:
             return f"field {where!r}: unpaired UTF-16 surrogate escape in a string"
     return value
+
+
+def json_error_location(exc: json.JSONDecodeError) -> str:
+    """The decoder's reason and where on the line it arose (a line holds no newline, so only a column)."""
+    # Some of json's reasons end in "at" ("Invalid control character at"), meant to precede a position.
+    reason = exc.msg.removesuffix(" at")
+    if exc.pos >= len(exc.doc):
+        return f"{reason} at the end of the line (column {exc.colno})"
+    return f"{reason} at column {exc.colno}"
 
 
 def salvage_id(raw: bytes, id_field: str) -> str | None:

@@ -48,6 +48,8 @@ from esbridge.ingest.markdown_syntax import ParsedNote, parse_note, read_frontma
 from esbridge.ingest.model import Document, Problem, Section
 
 NOTE_SUFFIX = ".md"
+# A note given on its own may also be a .markdown file; inside a vault only .md files are notes.
+NOTE_FILE_SUFFIXES = frozenset({NOTE_SUFFIX, ".markdown"})
 SKIPPED_FOLDERS = frozenset({"node_modules"})
 ATTACHMENT_SUFFIXES = frozenset(
     {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif", ".pdf", ".mp3", ".mp4", ".webm", ".mov"}
@@ -72,16 +74,24 @@ def read_vault(root: Path, *, convention: LinkConvention | None = None) -> Itera
 
     The whole vault is read before the first Document is yielded: links are resolved against all of
     its notes. ``convention`` overrides the detected reading of ``[[a|b]]``. A missing ``root`` raises
-    ``SourceError`` at once, not on the first ``next()``.
+    ``SourceError`` at once, not on the first ``next()``. A ``root`` that is one note file
+    (``.md``/``.markdown``) is a vault of that note alone in its folder: its doc id is its stem.
     """
+    if root.is_file() and root.suffix.casefold() in NOTE_FILE_SUFFIXES:
+        return _read_vault(root.parent, convention, [root.name])
     if not root.is_dir():
-        raise SourceError(f"vault folder {root} does not exist or is not a folder")
-    return _read_vault(root, convention)
+        raise SourceError(
+            f"vault folder {root} does not exist or is not a folder, nor a note file "
+            f"({', '.join(sorted(NOTE_FILE_SUFFIXES))})"
+        )
+    return _read_vault(root, convention, None)
 
 
-def _read_vault(root: Path, convention: LinkConvention | None) -> Iterator[Document | Problem]:
+def _read_vault(
+    root: Path, convention: LinkConvention | None, paths: Sequence[str] | None
+) -> Iterator[Document | Problem]:
     notes: list[NoteFile] = []
-    for path in note_paths(root):
+    for path in note_paths(root) if paths is None else paths:
         loaded = load_note(root, path)
         if isinstance(loaded, Problem):
             yield loaded
@@ -115,16 +125,21 @@ def load_note(root: Path, path: str) -> NoteFile | Problem:
         data = file.read_bytes()
         mtime = datetime.fromtimestamp(file.stat().st_mtime, tz=timezone.utc)
     except OSError as exc:
-        return Problem(str(file), f"cannot read the note: {exc.strerror or exc}", doc_id=path[: -len(NOTE_SUFFIX)])
+        return Problem(str(file), f"cannot read the note: {exc.strerror or exc}", doc_id=note_id(path))
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         reason = f"not UTF-8 text: {exc.reason} at byte {exc.start}"
-        return Problem(str(file), reason, line=line, doc_id=path[: -len(NOTE_SUFFIX)])
+        return Problem(str(file), reason, line=line, doc_id=note_id(path))
     raw = read_frontmatter(text)
     frontmatter, warnings = load_frontmatter(raw) if raw is not None else ({}, [])
-    return NoteFile(path[: -len(NOTE_SUFFIX)], path, text, mtime, frontmatter, tuple(warnings))
+    return NoteFile(note_id(path), path, text, mtime, frontmatter, tuple(warnings))
+
+
+def note_id(path: str) -> str:
+    """A note's doc id: its vault-relative path without the extension (``a/b.c.md`` -> ``a/b.c``)."""
+    return posixpath.splitext(path)[0]
 
 
 def build_document(note: NoteFile, index: NoteIndex, convention: LinkConvention) -> Document:

@@ -9,6 +9,7 @@ by chunk id, so an interrupted run that is run again converges to the same index
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -18,7 +19,7 @@ from typing import Any, Protocol
 
 from esbridge import errors
 from esbridge.embeddings.base import Embedder
-from esbridge.engines.base import BulkAction, Engine
+from esbridge.engines.base import BulkAction, Engine, Hit
 from esbridge.ingest.bulk import BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source, index_document
@@ -38,6 +39,10 @@ DEFAULT_MAX_TOKENS = 200
 # that would delete most of what a source holds is refused until the operator says it is meant.
 MAX_DELETE_SHARE = 0.5
 MASS_DELETE_MINIMUM = 20
+
+# Doc ids per `terms` query when looking for another source's chunks: below OpenSearch's and
+# Elasticsearch's index.max_terms_count (65,536) and SQLite's 32,766 parameters per statement.
+DOC_ID_BATCH = 10_000
 
 
 class Progress(Protocol):
@@ -129,6 +134,28 @@ def indexed_chunks(engine: Engine, index: str, source: str) -> dict[str, Indexed
     return found
 
 
+def chunks_of_other_sources(engine: Engine, index: str, source: str, doc_ids: Sequence[str]) -> tuple[int, Hit | None]:
+    """How many chunks of ``doc_ids`` the index holds under a source label other than ``source``, and one of them."""
+    total, example = 0, None
+    for start in range(0, len(doc_ids), DOC_ID_BATCH):
+        body = {
+            "size": 1 if example is None else 0,
+            "track_total_hits": True,
+            "_source": ["doc_id", "source"],
+            "query": {
+                "bool": {
+                    "filter": [{"terms": {"doc_id": list(doc_ids[start : start + DOC_ID_BATCH])}}],
+                    "must_not": [{"term": {"source": source}}],
+                }
+            },
+        }
+        found = engine.search(index, body)
+        total += found.total
+        if example is None and found.hits:
+            example = found.hits[0]
+    return total, example
+
+
 def mapped_dimension(engine: Engine, index: str) -> int | None:
     vector = engine.get_mapping(index).get("properties", {}).get(VECTOR_FIELD, {})
     value = vector.get("dimension", vector.get("dims"))
@@ -147,8 +174,19 @@ def ingest(
     """Bring the index in line with the source at ``path``; see the module docstring."""
     options = options or IngestOptions()
     source = options.source or path.resolve().name
-    index = manager.ensure()
-    report = IngestReport(source=source, index=index)
+    report = IngestReport(source=source, index=manager.alias)
+    if embedder is None:
+        report.warnings.append(
+            "no embedding model: chunks are indexed for lexical search only; fill in "
+            "vectors later with `esbridge embed --missing`"
+        )
+    timings = report.timings
+    # The source is read before the index is created, so one that cannot be read leaves no empty index.
+    with _Timer(timings, "parse_s"):
+        chunks, problems = _read_and_chunk(path, options, report)
+    report.failed.extend({"id": problem.id, "reason": problem.reason} for problem in problems)
+
+    index = report.index = manager.ensure()
     if embedder is not None:
         dimension = mapped_dimension(engine, index)
         if dimension is not None and dimension != embedder.dimension:
@@ -157,18 +195,9 @@ def ingest(
                 f"{dimension}; use the index's model, or build a new version (embedding.dimension and "
                 "`esbridge index reindex`, or a new --index)"
             )
-    else:
-        report.warnings.append(
-            "no embedding model: chunks are indexed for lexical search only; fill in "
-            "vectors later with `esbridge embed --missing`"
-        )
-
-    timings = report.timings
-    with _Timer(timings, "parse_s"):
-        chunks, problems = _read_and_chunk(path, options, report)
-    report.failed.extend({"id": problem.id, "reason": problem.reason} for problem in problems)
 
     with _Timer(timings, "index_s"):
+        _refuse_foreign_documents(engine, path, index, source, chunks)
         before = indexed_chunks(engine, index, source)
     stale = _stale_chunks(before, chunks, problems, report)
     _refuse_mass_delete(path, source, index, len(before), len(stale), options.max_delete_share)
@@ -277,6 +306,24 @@ def _stale_chunks(
         return []
     protected = {problem.doc_id for problem in problems}
     return [chunk_id for chunk_id in stale if chunk_id.rsplit("#", 1)[0] not in protected]
+
+
+def _refuse_foreign_documents(engine: Engine, path: Path, index: str, source: str, chunks: Sequence[Chunk]) -> None:
+    """Chunk ids hold the doc id, not the source, so two sources with the same relative paths would
+    overwrite each other's chunks, and flip them back on every run."""
+    doc_ids = sorted({chunk.doc_id for chunk in chunks})
+    count, example = chunks_of_other_sources(engine, index, source, doc_ids)
+    if not count:
+        return
+    doc_id = str(example.source.get("doc_id", example.id)) if example is not None else "?"
+    other = str(example.source.get("source", "")) if example is not None else ""
+    raise errors.ConfigError(
+        f"index {index} already holds {count} chunk(s) of documents that {path} would write, under another "
+        f"source label (for example {doc_id!r} of source {other!r}; this run's label is {source!r}); nothing "
+        "was written. Chunk ids are the documents' ids, not their source's, so the two sources would overwrite "
+        f"each other. Ingest {path} into another --index, or, if it really is the same collection under a new "
+        f"label, run with --source {shlex.quote(other)} (or remove source {other!r} from the index first)"
+    )
 
 
 def _refuse_mass_delete(path: Path, source: str, index: str, held: int, stale: int, max_share: float) -> None:

@@ -1,4 +1,4 @@
-"""Choosing the reader for an input path: a Markdown vault, a JSONL file or a BEIR corpus folder."""
+"""Choosing the reader for an input path: a Markdown vault or note, a JSONL file or a BEIR corpus folder."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Literal
 from esbridge.errors import SourceError
 from esbridge.ingest.beir import read_beir_corpus
 from esbridge.ingest.jsonl import read_jsonl
-from esbridge.ingest.markdown import read_vault
+from esbridge.ingest.markdown import NOTE_FILE_SUFFIXES, read_vault
 from esbridge.ingest.model import Document, Problem
 
 SourceFormat = Literal["auto", "markdown", "jsonl", "beir"]
@@ -17,11 +17,14 @@ FORMATS: tuple[SourceFormat, ...] = ("auto", "markdown", "jsonl", "beir")
 
 
 def detect_format(path: Path) -> Literal["markdown", "jsonl", "beir"]:
-    """A folder with ``corpus.jsonl`` is BEIR, another folder a Markdown vault, a ``.jsonl`` file JSONL."""
+    """A folder with ``corpus.jsonl`` is BEIR, another folder a Markdown vault, a ``.jsonl`` file JSONL,
+    a ``.md`` or ``.markdown`` file a vault of one note."""
     if path.is_dir():
         return "beir" if (path / "corpus.jsonl").is_file() else "markdown"
     if path.is_file() and path.suffix.lower() in (".jsonl", ".ndjson"):
         return "jsonl"
+    if path.is_file() and path.suffix.casefold() in NOTE_FILE_SUFFIXES:
+        return "markdown"
     if not path.exists():
         raise SourceError(f"{path} does not exist")
     raise SourceError(f"cannot tell the format of {path}: pass --format markdown, jsonl or beir")

@@ -3,26 +3,34 @@
 The first line is a header (format version, vector dimension, the index parameters it was built
 with, the chunk count); every other line is one chunk's stored fields with its id. Import writes
 chunks with their ids, content hashes and vectors unchanged, so a later ``esbridge ingest`` of the
-same source finds them unchanged, and searches answer as they did on the source engine.
+same source finds them unchanged, and searches answer as they did on the source engine. A chunk line
+that is not UTF-8 or not JSON fails alone, reported with its line number; a gzipped export is read as it is.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
-from collections.abc import Iterator
-from dataclasses import asdict
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, fields
+from io import BufferedIOBase
 from pathlib import Path
 from typing import IO, Any
 
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.errors import SourceError
 from esbridge.ingest.bulk import BulkWriter
+from esbridge.ingest.jsonl import json_error_location, json_type
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters
 
 FORMAT = "esbridge-export"
 VERSION = 1
 STORED_FIELDS = tuple(spec.name for spec in FIELDS)
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def export_chunks(engine: Engine, manager: IndexManager, out: IO[str]) -> int:
@@ -38,37 +46,118 @@ def export_chunks(engine: Engine, manager: IndexManager, out: IO[str]) -> int:
     return written
 
 
-def read_export(path: Path) -> tuple[dict[str, Any], Iterator[tuple[int, dict[str, Any] | str]]]:
-    """The header, and the chunk lines as (line number, chunk or the reason it cannot be used)."""
-    handle = path.open(encoding="utf-8")
+def export_to_file(engine: Engine, manager: IndexManager, target: Path) -> int:
+    """Export into ``target`` through a temporary file beside it, renamed over ``target`` only once the
+    export is complete, so a failed export leaves an earlier file as it was."""
+    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
-        header = json.loads(handle.readline() or "null")
-    except json.JSONDecodeError as exc:
+        # os.open applies the umask as open() would; NamedTemporaryFile would make the file owner-only.
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            count = export_chunks(engine, manager, out)
+        if target.exists():
+            shutil.copymode(target, temporary)
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return count
+
+
+def read_export(path: Path) -> tuple[dict[str, Any], Iterator[tuple[int, dict[str, Any] | str]]]:
+    """The header, and the chunk lines as (line number, chunk or the reason it cannot be used).
+
+    Lines are read as bytes and decoded one by one, so a line that is not UTF-8 fails alone; a gzipped
+    export is read as it is.
+    """
+    handle = _open_export(path)
+    try:
+        header = parse_header(_read_line(handle, path), path)
+    except BaseException:
         handle.close()
+        raise
+    return header, _chunk_lines(handle, path)
+
+
+def _open_export(path: Path) -> BufferedIOBase:
+    try:
+        with path.open("rb") as probe:
+            compressed = probe.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
+        return gzip.open(path, "rb") if compressed else path.open("rb")
+    except OSError as exc:
+        raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _read_line(handle: BufferedIOBase, path: Path) -> bytes:
+    try:
+        return handle.readline()
+    except (OSError, EOFError) as exc:
+        # gzip raises BadGzipFile (an OSError) or EOFError for a damaged or truncated file.
+        raise SourceError(f"cannot read {path}: {exc}") from exc
+
+
+def parse_header(raw: bytes, path: Path) -> dict[str, Any]:
+    """The export header on the first line, checked for what import needs."""
+    try:
+        header = json.loads(raw.decode("utf-8-sig") or "null")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"{path} is not an esbridge export: the first line is not UTF-8 ({exc.reason})") from exc
+    except json.JSONDecodeError as exc:
         raise SourceError(f"{path} is not an esbridge export: the first line is not JSON ({exc})") from exc
     if not isinstance(header, dict) or header.get("format") != FORMAT:
-        handle.close()
         raise SourceError(f"{path} is not an esbridge export (no {FORMAT!r} header on the first line)")
-    if header.get("version") != VERSION:
-        handle.close()
-        raise SourceError(f"{path} has export format version {header.get('version')}; this esbridge reads {VERSION}")
+    if "version" not in header:
+        raise SourceError(f"{path}: the export header has no 'version' field (this esbridge reads version {VERSION})")
+    if header["version"] != VERSION:
+        raise SourceError(f"{path} has export format version {header['version']}; this esbridge reads {VERSION}")
+    header_parameters(header, path)
+    return header
 
-    def lines() -> Iterator[tuple[int, dict[str, Any] | str]]:
-        with handle:
-            for number, line in enumerate(handle, start=2):
-                if not line.strip():
-                    continue
-                try:
-                    chunk = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    yield number, f"not JSON: {exc.msg}"
-                    continue
-                if not isinstance(chunk, dict) or not isinstance(chunk.get("_id"), str):
-                    yield number, "a chunk line needs an object with a string _id"
-                    continue
-                yield number, chunk
 
-    return header, lines()
+def header_parameters(header: Mapping[str, Any], path: Path) -> IndexParameters:
+    """The index parameters an export was built with, from its header's ``parameters`` object."""
+    if "parameters" not in header:
+        raise SourceError(
+            f"{path}: the export header has no 'parameters' field (the index parameters the export was built with)"
+        )
+    given = header["parameters"]
+    if not isinstance(given, dict):
+        raise SourceError(f"{path}: the export header's 'parameters' must be an object, not {json_type(given)}")
+    if "dimension" not in given:
+        raise SourceError(f"{path}: the export header's 'parameters' has no 'dimension' (the vectors' size)")
+    unknown = sorted(set(given) - {spec.name for spec in fields(IndexParameters)})
+    if unknown:
+        raise SourceError(f"{path}: the export header's 'parameters' has unknown field(s): {', '.join(unknown)}")
+    try:
+        return IndexParameters(**{**given, "analysis": "auto"})
+    except (TypeError, ValueError) as exc:
+        raise SourceError(f"{path}: the export header's 'parameters' cannot be used: {exc}") from exc
+
+
+def _chunk_lines(handle: BufferedIOBase, path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    with handle:
+        number = 1
+        while raw := _read_line(handle, path):
+            number += 1
+            if raw.strip():
+                yield number, parse_chunk_line(raw)
+
+
+def parse_chunk_line(raw: bytes) -> dict[str, Any] | str:
+    """One chunk of an export, or the reason the line cannot be used."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8: byte 0x{raw[exc.start]:02x} at byte offset {exc.start} of the line ({exc.reason})"
+    try:
+        chunk = json.loads(line.rstrip("\r\n"))
+    except json.JSONDecodeError as exc:
+        return f"not JSON: {json_error_location(exc)}"
+    except RecursionError:
+        return "not JSON: nested too deeply"
+    if not isinstance(chunk, dict) or not isinstance(chunk.get("_id"), str):
+        return "a chunk line needs an object with a string _id"
+    return chunk
 
 
 def import_chunks(
@@ -76,7 +165,7 @@ def import_chunks(
 ) -> tuple[int, list[dict[str, str]]]:
     """Load an export into ``alias`` (created with the export's parameters if missing); no re-embedding."""
     header, lines = read_export(path)
-    params = parameters or IndexParameters(**{**header["parameters"], "analysis": "auto"})
+    params = parameters or header_parameters(header, path)
     manager = IndexManager(engine, alias, params)
     index = manager.ensure()
     failed: list[dict[str, str]] = []

@@ -59,3 +59,18 @@ def test_ingest_refuses_a_mass_delete_until_it_is_allowed(tmp_path: Path, embedd
     allowed = runner.invoke(main, ["ingest", str(vault), "--allow-mass-delete", "--json"], env=env)
     assert allowed.exit_code == 0, allowed.output
     assert json.loads(allowed.stdout)["deleted"] == 24
+
+
+def test_a_source_that_cannot_be_read_creates_no_index(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
+    env = {"ESBRIDGE_EMBEDDING__MODEL": str(tmp_path / "no-model")}
+    runner = CliRunner()
+
+    failed = runner.invoke(main, ["ingest", str(folder), "--format", "jsonl", "--index", "fmt1b"], env=env)
+    assert failed.exit_code == 1
+    assert "JSON-lines file is not a file" in failed.output
+    listed = runner.invoke(main, ["index", "list", "--index", "fmt1b", "--json"], env=env)
+    assert listed.exit_code == 0, listed.output
+    assert "fmt1b-v1" not in listed.output

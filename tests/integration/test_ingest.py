@@ -15,6 +15,7 @@ from esbridge.config import Settings, load_settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine, connect
 from esbridge.engines.dialect import knn_body, match_body
+from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import ConfigError
 from esbridge.ingest.bulk import RetryPolicy
 from esbridge.ingest.pipeline import IngestOptions, IngestReport, Progress, embed_missing, ingest
@@ -145,6 +146,43 @@ def test_a_run_that_would_delete_most_of_a_source_is_refused_before_writing(
         load(first)
     assert load(first, max_delete_share=1.0).deleted == 28
     assert sorted(index_state(engine, alias)) == ["note-0#0"]
+
+
+def assert_a_second_source_cannot_overwrite_the_first(engine: Engine, alias: str, tmp_path: Path) -> None:
+    notes, docs = tmp_path / "a" / "notes", tmp_path / "c" / "docs"
+    for folder, text in ((notes, "Alpha from the notes."), (docs, "Alpha from the docs.")):
+        folder.mkdir(parents=True)
+        (folder / "alpha.md").write_text(f"# Alpha\n\n{text}\n", encoding="utf-8")
+    (docs / "only-in-docs.md").write_text("# Only here\n\nNothing shared.\n", encoding="utf-8")
+
+    def load(path: Path, **options: object) -> IngestReport:
+        manager = manager_for(engine, alias)
+        return ingest(path, engine=engine, manager=manager, embedder=None, options=IngestOptions(**options))  # type: ignore[arg-type]
+
+    assert load(notes).chunks_indexed == 1
+    held = index_state(engine, alias)
+    with pytest.raises(ConfigError, match=r"1 chunk.*'alpha'.*'notes'.*'docs'.*--index.*--source notes") as refused:
+        load(docs)
+    assert "nothing was written" in str(refused.value)
+    assert index_state(engine, alias) == held, "the first source's alpha is intact and nothing else was written"
+
+    relabelled = load(docs, source="notes")
+    assert relabelled.failed == []
+    assert sorted(index_state(engine, alias)) == ["alpha#0", "only-in-docs#0"]
+
+
+def test_a_source_sharing_document_ids_with_another_is_refused_before_writing(
+    engine: Engine, alias: str, tmp_path: Path
+) -> None:
+    assert_a_second_source_cannot_overwrite_the_first(engine, alias, tmp_path)
+
+
+def test_the_embedded_engine_refuses_a_source_sharing_document_ids_too(tmp_path: Path) -> None:
+    embedded = EmbeddedEngine(tmp_path / "data")
+    try:
+        assert_a_second_source_cannot_overwrite_the_first(embedded, "notes", tmp_path)
+    finally:
+        embedded.close()
 
 
 def test_bad_records_are_reported_and_every_good_one_indexed(

@@ -109,3 +109,45 @@ def test_import_reports_bad_lines_and_loads_the_rest(engine: Engine, alias: str,
 
 def _url(engine: Engine) -> str:
     return engine.url
+
+
+def test_export_replaces_its_output_only_when_it_succeeds(tmp_path: Path) -> None:
+    out = tmp_path / "out" / "x.jsonl"
+    out.parent.mkdir()
+    out.write_text("an earlier export\n", encoding="utf-8")
+    env = {"ESBRIDGE_DATA_DIR": str(tmp_path / "data")}
+    runner = CliRunner()
+
+    failed = runner.invoke(main, ["export", "--index", "typo", "-o", str(out)], env=env)
+    assert failed.exit_code == 1
+    assert "Traceback" not in failed.output
+    assert out.read_text(encoding="utf-8") == "an earlier export\n", "a failed export leaves the old file alone"
+    assert sorted(path.name for path in out.parent.iterdir()) == ["x.jsonl"], "no temporary file is left"
+
+    engine = EmbeddedEngine(tmp_path / "data")
+    IndexManager(engine, "notes", IndexParameters(dimension=3)).create()
+    engine.close()
+    exported = runner.invoke(main, ["export", "--index", "notes", "-o", str(out)], env=env)
+    assert exported.exit_code == 0, exported.output
+    header = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
+    assert (header["format"], header["chunks"]) == ("esbridge-export", 0)
+    assert sorted(path.name for path in out.parent.iterdir()) == ["x.jsonl"]
+
+
+def test_import_of_a_line_that_is_not_utf8_loads_every_other_line(tmp_path: Path) -> None:
+    header = {"format": "esbridge-export", "version": 1, "parameters": {"dimension": 3}, "chunks": 3}
+    chunks = [{"_id": f"{n}#0", "chunk_id": f"{n}#0", "doc_id": n, "title": n, "body": n} for n in ("a", "c")]
+    lines = [json.dumps(header).encode(), json.dumps(chunks[0]).encode(), b'{"_id": "b#0", "body": "\xff"}']
+    path = tmp_path / "export.jsonl"
+    path.write_bytes(b"\n".join([*lines, json.dumps(chunks[1]).encode()]) + b"\n")
+    env = {"ESBRIDGE_DATA_DIR": str(tmp_path / "data")}
+
+    result = CliRunner().invoke(main, ["import", str(path), "--json", "--index", "notes"], env=env)
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    summary = json.loads(result.stdout)
+    assert summary["chunks_imported"] == 2
+    assert [failure["id"] for failure in summary["failed"]] == ["export.jsonl:3"]
+    engine = EmbeddedEngine(tmp_path / "data")
+    assert sorted(stored(engine, "notes")) == ["a#0", "c#0"]
+    engine.close()

@@ -4,7 +4,13 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from esbridge.ingest.frontmatter import interpret_frontmatter, load_frontmatter, parse_datetime
+from esbridge.ingest.frontmatter import (
+    MAX_FRONTMATTER_VALUES,
+    MAX_METADATA_BYTES,
+    interpret_frontmatter,
+    load_frontmatter,
+    parse_datetime,
+)
 
 UTC = timezone.utc
 
@@ -120,3 +126,39 @@ def test_values_that_make_no_sense_are_warned_about() -> None:
     assert any("'created' is not a date" in warning for warning in warnings)
     assert any("'status' should be a single value" in warning for warning in warnings)
     assert front.metadata == {"created": "someday", "status": ["a", "b"]}
+
+
+def billion_laughs(levels: int) -> str:
+    lines = ['l0: &l0 "lol"']
+    lines += [f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]" for n in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def test_aliases_that_expand_without_bound_are_refused_before_they_are_built() -> None:
+    raw = billion_laughs(7)
+    assert len(raw) < 1024
+    data, warnings = load_frontmatter(raw)
+    assert data == {}
+    [warning] = warnings
+    assert f"more than {MAX_FRONTMATTER_VALUES} values" in warning and "alias" in warning
+
+
+def test_an_anchor_inside_itself_is_refused() -> None:
+    data, warnings = load_frontmatter("title: T\nloop: &a [x, *a]\n")
+    assert data == {}
+    assert warnings and "refers to itself" in warnings[0]
+
+
+def test_a_few_aliases_are_read_as_yaml_means_them() -> None:
+    data, warnings = load_frontmatter(billion_laughs(2) + "title: Small\n")
+    assert warnings == []
+    assert data["l2"] == [["lol"] * 9] * 9
+
+
+def test_metadata_over_the_cap_is_dropped_and_the_fields_kept() -> None:
+    data, warnings = load_frontmatter(f"title: Big\ntags: [a]\nblob: {'x' * MAX_METADATA_BYTES}\nsmall: 1\n")
+    assert warnings == []
+    front, meaning_warnings = interpret_frontmatter(data)
+    assert (front.title, front.tags, front.metadata) == ("Big", ("a",), {})
+    [warning] = meaning_warnings
+    assert "64.0 KiB" in warning and "metadata" in warning and "dropped" in warning

@@ -73,7 +73,7 @@ def test_every_valid_record_comes_out_in_order(tmp_path: Path) -> None:
 def test_each_bad_line_is_a_problem_naming_line_and_reason(mixed: tuple[dict[str, Document], dict[int, str]]) -> None:
     _, problems = mixed
     assert sorted(problems) == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 18, 19]
-    assert problems[4] == "invalid JSON: Expecting value at column 1"
+    assert problems[4] == "invalid JSON: Expecting value at the end of the line (column 22)"
     assert problems[5] == "invalid UTF-8: byte 0xe9 at byte offset 24 of the line (invalid continuation byte)"
     assert problems[6] == "field 'tags': Input should be a valid list, got number 5"
     assert problems[7] == "field 'id' is missing"
@@ -225,6 +225,26 @@ def test_more_lines_that_are_not_records(tmp_path: Path, line: bytes, reason: st
     assert isinstance(problem, Problem)
     assert problem.line == 1
     assert problem.reason.startswith(reason)
+
+
+@pytest.mark.parametrize(
+    ("lines", "reason"),
+    [
+        (
+            [b'{"id": "b", "text": "missing brace"', b'{"id": "c"}'],
+            "invalid JSON: Expecting ',' delimiter at the end of the line (column 36)",
+        ),
+        ([b'{"id": "b", "text": "missing brace"\r', b""], "invalid JSON: Expecting ',' delimiter at the end"),
+        ([b'{"id": "b", "text": "tab\there"}'], "invalid JSON: Invalid control character at column 25"),
+        ([b'{"id": "b", "text": "x"} 42'], "invalid JSON: Extra data at column 26"),
+    ],
+)
+def test_invalid_json_is_located_on_the_line(tmp_path: Path, lines: list[bytes], reason: str) -> None:
+    problem = next(iter(read_jsonl(write_lines(tmp_path / "r.jsonl", lines))))
+    assert isinstance(problem, Problem)
+    assert problem.line == 1
+    assert problem.reason.startswith(reason)
+    assert " at at " not in problem.reason
 
 
 def test_a_lone_surrogate_in_a_key_or_nested_value_is_located(tmp_path: Path) -> None:

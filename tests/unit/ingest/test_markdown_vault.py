@@ -64,6 +64,30 @@ def test_a_byte_order_mark_is_not_content(tmp_path: Path) -> None:
     assert doc.warnings == ()
 
 
+@pytest.mark.parametrize("name", ["Meeting notes.md", "Meeting notes.markdown", "Meeting notes.MD"])
+def test_a_single_note_file_is_a_vault_of_one_note(tmp_path: Path, name: str) -> None:
+    write_vault(tmp_path, {name: "# Meeting\n\nSee [[other]] and [[Meeting notes]].\n", "other.md": "not read"})
+    [document] = list(read_vault(tmp_path / name))
+    assert isinstance(document, Document)
+    assert (document.doc_id, document.path, document.title) == ("Meeting notes", name, "Meeting")
+    assert document.links == ()
+    assert document.metadata["unresolved_links"] == ["other"], "other notes in the folder are not part of it"
+
+
+def test_a_file_that_is_not_a_note_is_a_source_error(tmp_path: Path) -> None:
+    write_vault(tmp_path, {"notes.txt": "text"})
+    with pytest.raises(SourceError, match=r"notes\.txt .*not a folder.*\.md"):
+        read_vault(tmp_path / "notes.txt")
+
+
+def test_a_note_whose_frontmatter_explodes_is_indexed_without_it(tmp_path: Path) -> None:
+    levels = ['l0: &l0 "lol"'] + [f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]" for n in range(1, 8)]
+    doc = one_note(tmp_path, "---\ntitle: Laughs\n" + "\n".join(levels) + "\n---\n# Body\n\nStill here.\n")
+    assert doc.title == "Body"
+    assert doc.metadata == {"unresolved_links": []}
+    assert len(doc.warnings) == 1 and "alias" in doc.warnings[0]
+
+
 def test_a_missing_vault_folder_is_a_source_error(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="does not exist"):
         read_vault(tmp_path / "nowhere")

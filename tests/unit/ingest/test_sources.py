@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from esbridge.errors import SourceError
+from esbridge.ingest.model import Document
+from esbridge.ingest.sources import detect_format, read_source
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("note.md", "markdown"), ("note.Markdown", "markdown"), ("records.jsonl", "jsonl"), ("records.ndjson", "jsonl")],
+)
+def test_a_file_s_format_follows_its_extension(tmp_path: Path, name: str, expected: str) -> None:
+    (tmp_path / name).write_text("", encoding="utf-8")
+    assert detect_format(tmp_path / name) == expected
+
+
+def test_a_file_of_another_kind_needs_a_format(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("", encoding="utf-8")
+    with pytest.raises(SourceError, match="cannot tell the format"):
+        detect_format(tmp_path / "notes.txt")
+
+
+def test_a_single_note_is_read_by_detection_and_by_name(tmp_path: Path) -> None:
+    (tmp_path / "note.md").write_text("# Note\n\nBody.\n", encoding="utf-8")
+    for source_format in ("auto", "markdown"):
+        [document] = list(read_source(tmp_path / "note.md", source_format))
+        assert isinstance(document, Document)
+        assert document.doc_id == "note"

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from esbridge.errors import SourceError
+from esbridge.ingest.transfer import read_export
+
+HEADER = {"format": "esbridge-export", "version": 1, "parameters": {"dimension": 3}, "chunks": 3}
+GOOD = [{"_id": f"{name}#0", "doc_id": name, "body": name} for name in ("a", "b", "c")]
+
+
+def export_bytes(header: dict[str, Any], chunks: list[bytes]) -> bytes:
+    return b"\n".join([json.dumps(header).encode(), *chunks]) + b"\n"
+
+
+def lines_of(path: Path) -> list[tuple[int, dict[str, Any] | str]]:
+    _, lines = read_export(path)
+    return list(lines)
+
+
+def test_a_line_that_is_not_utf8_fails_alone(tmp_path: Path) -> None:
+    path = tmp_path / "export.jsonl"
+    chunks = [json.dumps(GOOD[0]).encode(), b'{"_id": "x#0", "body": "caf\xff"}', json.dumps(GOOD[1]).encode()]
+    path.write_bytes(export_bytes(HEADER, chunks))
+    read = lines_of(path)
+    assert [(number, item) for number, item in read if isinstance(item, dict)] == [(2, GOOD[0]), (4, GOOD[1])]
+    [(number, reason)] = [(number, item) for number, item in read if isinstance(item, str)]
+    assert number == 3
+    assert "not UTF-8" in reason and "0xff" in reason
+
+
+def test_a_gzipped_export_is_read_as_it_is(tmp_path: Path) -> None:
+    plain = export_bytes(HEADER, [json.dumps(chunk, ensure_ascii=False).encode() for chunk in GOOD])
+    (tmp_path / "export.jsonl").write_bytes(plain)
+    (tmp_path / "export.jsonl.gz").write_bytes(gzip.compress(plain))
+    header, lines = read_export(tmp_path / "export.jsonl.gz")
+    assert header == HEADER
+    assert list(lines) == lines_of(tmp_path / "export.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ({key: value for key, value in HEADER.items() if key != "parameters"}, "no 'parameters' field"),
+        ({**HEADER, "parameters": [3]}, "'parameters' must be an object, not array"),
+        ({**HEADER, "parameters": {}}, r"'parameters' has no 'dimension'"),
+        ({**HEADER, "parameters": {"dimension": 3, "colour": "red"}}, r"'parameters'.*colour"),
+        ({**HEADER, "parameters": {"dimension": 0}}, r"'parameters'.*dimension must be in 1\.\.4096"),
+        ({key: value for key, value in HEADER.items() if key != "version"}, "no 'version' field"),
+        ({**HEADER, "version": 2}, "version 2; this esbridge reads 1"),
+        ({"version": 1, "parameters": {"dimension": 3}}, "is not an esbridge export"),
+    ],
+)
+def test_a_header_without_what_import_needs_is_refused_by_name(
+    tmp_path: Path, header: dict[str, Any], message: str
+) -> None:
+    path = tmp_path / "export.jsonl"
+    path.write_bytes(export_bytes(header, [json.dumps(GOOD[0]).encode()]))
+    with pytest.raises(SourceError, match=message):
+        read_export(path)
+
+
+def test_a_header_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "export.jsonl"
+    path.write_bytes(b'{"format": "esbridge-export\xff"}\n')
+    with pytest.raises(SourceError, match="first line is not UTF-8"):
+        read_export(path)
+
+
+def test_a_chunk_line_that_is_not_json_is_located(tmp_path: Path) -> None:
+    path = tmp_path / "export.jsonl"
+    path.write_bytes(export_bytes(HEADER, [b'{"_id": "a#0", "body": "unterminated"']))
+    assert lines_of(path) == [(2, "not JSON: Expecting ',' delimiter at the end of the line (column 38)")]
