@@ -394,10 +394,20 @@ class HybridSearcher:
             for task in tasks.values():
                 task.cancel()
             raise
-        if semantic and (vector := await self._semantic_vector(request.query, retrieved, embedding)) is not None:
-            for name, retriever in semantic.items():
-                tasks[name] = asyncio.create_task(self._timed_search(name, retriever.body(context, vector), retrieved))
-        return {name: await task for name, task in tasks.items()}
+        try:
+            if semantic and (vector := await self._semantic_vector(request.query, retrieved, embedding)) is not None:
+                for name, retriever in semantic.items():
+                    body = retriever.body(context, vector)
+                    tasks[name] = asyncio.create_task(self._timed_search(name, body, retrieved))
+            results = await asyncio.gather(*tasks.values())
+        except BaseException:
+            # One retriever raised (a missing index) or the search was cancelled: the others are stopped and
+            # awaited, so none is left running or dies with an exception nobody retrieves.
+            for task in tasks.values():
+                task.cancel()
+            await asyncio.gather(*tasks.values(), return_exceptions=True)
+            raise
+        return dict(zip(tasks, results, strict=True))
 
     async def _retrieve_in_one_request(
         self,

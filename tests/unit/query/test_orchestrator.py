@@ -7,6 +7,7 @@ lists, and can fail or stall per retriever; tests assert on the responses, not o
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import math
 import time
@@ -191,6 +192,26 @@ def test_msearch_mode_gives_the_same_answer_in_one_round_trip() -> None:
     degraded = run(searcher(MemoryEngine(LEX, SEM, fail=["knn"]), execution="msearch"))
     assert degraded.search_mode == "lexical-only"
     assert any("knn failed" in warning for warning in degraded.warnings)
+
+
+def test_a_missing_index_fails_the_search_and_leaves_no_task_behind() -> None:
+    class Missing(MemoryEngine):
+        async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+            await asyncio.sleep(0)
+            raise errors.IndexNotFound("no such index", url=self.url, operation="search", index=index, status=404)
+
+    unretrieved: list[dict[str, Any]] = []
+
+    async def search() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: unretrieved.append(context))
+        with pytest.raises(errors.IndexNotFound):
+            await searcher(Missing()).search(SearchRequest(query="solar energy"))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        gc.collect()
+
+    asyncio.run(search())
+    assert unretrieved == []
 
 
 def test_no_retriever_answering_is_an_error() -> None:
