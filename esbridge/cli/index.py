@@ -54,7 +54,8 @@ def list_(url: str | None, engine: str | None, config_file: Path | None, index: 
     if not state.versions:
         click.echo(f"no index versions for alias {state.alias}; run `esbridge index create`")
         return
-    click.echo(f"{'':2}{'index':<32} {'docs':>10} {'size':>10}")
+    # The engine counts chunks (one engine document per chunk), not the source documents ingest reports.
+    click.echo(f"{'':2}{'index':<32} {'chunks':>10} {'size':>10}")
     for info in state.versions:
         marker = "*" if info.name == state.current else " "
         click.echo(f"{marker:2}{info.name:<32} {info.docs:>10} {_size(info.size_bytes):>10}")
@@ -97,7 +98,7 @@ def reindex(
     with engine_session(settings) as adapter:
         outcome = index_manager(settings, adapter, dimension=vector_dimension(settings)).reindex(delete_old=delete_old)
     how = "" if outcome.server_side else " through the client (the server has no _reindex)"
-    click.echo(f"copied {outcome.documents} documents from {outcome.old} to {outcome.new}{how}; alias moved")
+    click.echo(f"copied {outcome.documents} chunks from {outcome.old} to {outcome.new}{how}; alias moved")
     if outcome.deleted_old:
         click.echo(f"deleted {outcome.old}")
 

@@ -122,6 +122,7 @@ def test_index_commands_end_to_end(engine_settings: Settings, engine: Engine, al
 
     listed = runner.invoke(main, ["index", "list", *base], env=env)
     assert f"* {alias}-v1" in listed.output
+    assert "chunks" in listed.output.splitlines()[0], "the engine counts chunks, not source documents"
 
     diff = runner.invoke(main, ["mapping", "diff", "--exit-code", *base], env=env)
     assert diff.exit_code == 0, diff.output
@@ -139,6 +140,7 @@ def test_index_commands_end_to_end(engine_settings: Settings, engine: Engine, al
 
     moved = runner.invoke(main, ["index", "reindex", *base], env={"ESBRIDGE_EMBEDDING__DIMENSION": "8"})
     assert moved.exit_code == 0, moved.output
+    assert f"copied 0 chunks from {alias}-v1 to {alias}-v2" in moved.output
     assert engine.get_mapping(alias)["properties"]["vector"].get("dimension", 8) == 8 or engine.dialect != "opensearch"
 
     dropped = runner.invoke(main, ["index", "drop", "--yes", *base], env=env)
