@@ -9,6 +9,7 @@ import click
 from esbridge import __version__
 from esbridge.cli import (
     bench,
+    cache,
     demo,
     evaluate,
     graph,
@@ -57,3 +58,4 @@ main.add_command(mcp.mcp_command)
 main.add_command(evaluate.eval_command)
 main.add_command(evaluate.tune_command)
 main.add_command(bench.bench_command)
+main.add_command(cache.cache)

@@ -144,6 +144,39 @@ class EmbeddingCache:
                 row = self._db.execute("SELECT count(*) FROM embedding WHERE model = ?", (model,)).fetchone()
         return int(row[0])
 
+    def models(self) -> dict[str, int]:
+        """How many vectors each model identity has stored, most first."""
+        with self._lock:
+            try:
+                rows = self._db.execute(
+                    "SELECT model, count(*) FROM embedding GROUP BY model ORDER BY count(*) DESC, model"
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise EmbeddingError(f"cannot read the embedding cache {self.path}: {exc}") from exc
+        return {str(model): int(count) for model, count in rows}
+
+    def drop(self, models: Iterable[str]) -> int:
+        """Delete every vector of ``models`` and give the space back to the file system; how many went."""
+        names = sorted(set(models))
+        if not names:
+            return 0
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    deleted = sum(
+                        self._db.execute("DELETE FROM embedding WHERE model = ?", (name,)).rowcount for name in names
+                    )
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+                # Deleted pages stay in the file until it is rewritten; a prune is meant to free disk.
+                self._db.execute("VACUUM")
+            except sqlite3.Error as exc:
+                raise EmbeddingError(f"cannot prune the embedding cache {self.path}: {exc}") from exc
+        return deleted
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

@@ -74,3 +74,17 @@ def test_a_source_that_cannot_be_read_creates_no_index(tmp_path: Path) -> None:
     listed = runner.invoke(main, ["index", "list", "--index", "fmt1b", "--json"], env=env)
     assert listed.exit_code == 0, listed.output
     assert "fmt1b-v1" not in listed.output
+
+
+def test_cache_prune_other_models_keeps_the_configured_models_vectors(tmp_path: Path, embedder: CachedEmbedder) -> None:
+    from esbridge.embeddings.cache import EmbeddingCache, text_key
+
+    with EmbeddingCache(tmp_path) as store:
+        store.put_many(embedder.identity, [(text_key("kept"), [0.5] * embedder.dimension)])
+        store.put_many("replaced-model@0/384", [(text_key(f"old {n}"), [0.1] * 384) for n in range(3)])
+    env = {"ESBRIDGE_EMBEDDING__CACHE_DIR": str(tmp_path)}
+    pruned = CliRunner().invoke(main, ["cache", "prune", "--other-models", "--yes"], env=env)
+    assert pruned.exit_code == 0, pruned.output
+    assert "deleted 3 vectors of 1 model(s)" in pruned.output
+    with EmbeddingCache(tmp_path) as store:
+        assert store.models() == {embedder.identity: 1}
