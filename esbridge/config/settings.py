@@ -232,8 +232,12 @@ class Settings(BaseSettings):
             return None
         value = value.strip().rstrip("/")
         parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
             raise ValueError(f"url must look like http(s)://host:port, got {redact_url(value)!r}")
+        try:
+            parts.port  # noqa: B018 - urllib checks the port only when it is read
+        except ValueError:
+            raise ValueError(f"url has no valid port (a number in 1..65535): {redact_url(value)!r}") from None
         return value
 
     @field_validator("index")
@@ -261,9 +265,9 @@ class Settings(BaseSettings):
         auth["username"] = unquote(parts.username)
         if parts.password is not None:
             auth["password"] = unquote(parts.password)
-        netloc = parts.hostname or ""
-        if parts.port:
-            netloc = f"{netloc}:{parts.port}"
+        # The host and port as written: reading parts.port here would raise on a bad port before the
+        # url validator can name the field.
+        netloc = parts.netloc.rpartition("@")[2]
         return {**data, "url": urlunsplit(parts._replace(netloc=netloc)), "auth": auth}
 
     @model_validator(mode="after")

@@ -159,20 +159,41 @@ def choose(
 
 
 def write_pipeline(path: Path, point: GridPoint) -> None:
-    """Set ``[pipeline]`` fusion, weights and fusion_params in the TOML file at ``path``, keeping all else."""
+    """Set ``[pipeline]`` fusion, weights and fusion_params in the TOML file at ``path``, keeping all else.
+
+    Weights and parameters are written as inline tables: a new ``[pipeline.weights]`` header would
+    capture the top-level keys that follow ``pipeline.*`` dotted keys. The result is read back and
+    compared with the original before anything is written, so no other setting can change.
+    """
     try:
         import tomlkit
     except ImportError as exc:
         raise DependencyMissing("tomlkit", "eval", "writing tuned settings") from exc
     try:
-        document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+        original = path.read_text(encoding="utf-8") if path.exists() else ""
+        document = tomlkit.parse(original)
     except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
     pipeline = document.get("pipeline")
     if pipeline is None:
         pipeline = tomlkit.table()
         document["pipeline"] = pipeline
-    pipeline["fusion"] = point.fusion
-    pipeline["weights"] = point.weights
-    pipeline["fusion_params"] = point.fusion_params
-    path.write_text(tomlkit.dumps(document), encoding="utf-8")
+    tuned: dict[str, Any] = {"fusion": point.fusion, "weights": point.weights, "fusion_params": point.fusion_params}
+    for key, value in tuned.items():
+        if isinstance(value, Mapping):
+            inline = tomlkit.inline_table()
+            inline.update(value)
+            value = inline
+        pipeline[key] = value
+    written = tomlkit.dumps(document)
+    expected = tomlkit.parse(original).unwrap()
+    expected.setdefault("pipeline", {}).update(
+        {key: dict(v) if isinstance(v, Mapping) else v for key, v in tuned.items()}
+    )
+    if tomlkit.parse(written).unwrap() != expected:
+        lines = "\n".join(f"{key} = {tomlkit.item(value).as_string()}" for key, value in tuned.items())
+        raise ConfigError(
+            f"cannot update {path} without changing its other settings; nothing was written. "
+            f"Put these lines in its [pipeline] table by hand:\n{lines}"
+        )
+    path.write_text(written, encoding="utf-8")

@@ -111,6 +111,19 @@ def test_credentials_in_url_move_into_auth() -> None:
     assert "p@ss" not in settings.display_url
 
 
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:99999", "http://127.0.0.1:abc", "http://u:topsecret@127.0.0.1:99999"]
+)
+def test_a_bad_port_is_a_url_error_that_keeps_secrets(url: str) -> None:
+    with pytest.raises(ConfigError, match=r"url has no valid port") as refused:
+        load_settings(url=url)
+    assert "topsecret" not in str(refused.value)
+
+
+def test_the_url_scheme_is_case_insensitive() -> None:
+    assert load_settings(url="HTTPS://es.example:9243").url == "HTTPS://es.example:9243"
+
+
 def test_secrets_are_never_printed() -> None:
     settings = load_settings(url="http://u:topsecret@h:9200", embedding={"batch_size": 4})
     keyed = load_settings(auth={"api_key": "apikeysecret"})

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from esbridge.config import load_settings
+from esbridge.errors import ConfigError
 from esbridge.evaluation.tuning import SHARES, GridPoint, grid, rank_points, write_pipeline
 
 
@@ -61,3 +62,29 @@ def test_writing_creates_the_file(tmp_path: Path) -> None:
     write_pipeline(path, GridPoint("rrf", 0.6, k=20))
     pipeline = load_settings(path).pipeline
     assert (pipeline.fusion, pipeline.fusion_params, pipeline.weights) == ("rrf", {"k": 20}, {"bm25": 0.6, "knn": 0.4})
+
+
+def test_writing_keeps_top_level_keys_after_dotted_pipeline_keys(tmp_path: Path) -> None:
+    # A [pipeline.weights] header appended here would capture `index` (and every key after it).
+    path = tmp_path / "dotted.toml"
+    path.write_text('url = "http://127.0.0.1:9200"\npipeline.mode = "client"\nindex = "notes"\n', encoding="utf-8")
+    write_pipeline(path, GridPoint("rrf", 0.6, k=20))
+    settings = load_settings(path)
+    assert (settings.index, settings.url, settings.pipeline.mode) == ("notes", "http://127.0.0.1:9200", "client")
+    assert (settings.pipeline.fusion, settings.pipeline.fusion_params) == ("rrf", {"k": 20})
+    assert settings.pipeline.weights == {"bm25": 0.6, "knn": 0.4}
+
+
+def test_an_edit_that_would_change_other_settings_is_not_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tomlkit
+
+    path = tmp_path / "esbridge.toml"
+    before = 'index = "notes"\n'
+    path.write_text(before, encoding="utf-8")
+    real_dumps = tomlkit.dumps
+    monkeypatch.setattr(tomlkit, "dumps", lambda document: real_dumps(document).replace('"notes"', '"other"'))
+    with pytest.raises(ConfigError, match=r"nothing was written.*\n.*fusion = \"rrf\""):
+        write_pipeline(path, GridPoint("rrf", 0.6, k=20))
+    assert path.read_text(encoding="utf-8") == before
