@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,8 +13,9 @@ import click
 
 from esbridge.cli.options import engine_options, settings_from
 from esbridge.cli.progress import progress_for, query_progress
-from esbridge.config.settings import Settings
+from esbridge.config.settings import CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE, Settings
 from esbridge.embeddings.cached import CachedEmbedder
+from esbridge.errors import DependencyMissing
 from esbridge.evaluation import report, session, tuning
 from esbridge.evaluation.dataset import JudgedQueries, judged_queries
 from esbridge.evaluation.methods import METHODS, configurations
@@ -144,7 +146,8 @@ def eval_command(
 @click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Settings file to write the best [pipeline] fusion settings into (default: --config, else ./esbridge.toml).",
+    help="Settings file to write the best [pipeline] fusion settings into "
+    "(default: --config, else $ESBRIDGE_CONFIG, else ./esbridge.toml).",
 )
 @click.option("--dry-run", is_flag=True, help="Report the best settings without writing them.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the whole grid.")
@@ -164,7 +167,7 @@ def tune_command(
     engine: str | None,
     config_file: Path | None,
 ) -> None:
-    """Search fusion method, weights and RRF k for the best nDCG@10 on a BEIR split; write them to esbridge.toml.
+    """Search fusion method, weights and RRF k for the best nDCG@10 on a BEIR split; write them to the settings file.
 
     The choice is the grid point whose neighbourhood (itself and the adjacent weights and k) has the best
     mean nDCG@10, so a lone spike is not chosen over a broad plateau.
@@ -172,6 +175,9 @@ def tune_command(
     settings, judged = _prepare(
         dataset, split, limit, index, plot, {"url": url, "engine": engine, "config_file": config_file}
     )
+    target, chosen_by = _tune_target(output, config_file)
+    if not dry_run:
+        _check_writable_settings(target, chosen_by)
     grid = tuning.grid(settings.pipeline)
     with _model(settings) as embedder:
         ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
@@ -185,7 +191,6 @@ def tune_command(
                 progress=advance,
             )
     result = tuning.choose(grid, judged.qrels, outcome.outcomes)
-    target = output or config_file or Path("esbridge.toml")
     if not dry_run:
         tuning.write_pipeline(target, result.best.point)
     if plot is not None:
@@ -201,6 +206,7 @@ def tune_command(
             **_run_summary(dataset, split, outcome, ingested),
             **result.as_json(),
             "written_to": None if dry_run else str(target),
+            "target_chosen_by": chosen_by,
         }
         click.echo(json.dumps(summary, indent=2))
         return
@@ -209,7 +215,41 @@ def tune_command(
         f"({outcome.run_s:g}s)"
     )
     click.echo(result.table())
-    click.echo(("would write" if dry_run else "wrote") + f" [pipeline] {result.best.point.describe()} to {target}")
+    click.echo(
+        ("would write" if dry_run else "wrote")
+        + f" [pipeline] {result.best.point.describe()} to {target} ({chosen_by})"
+    )
+
+
+def _tune_target(output: Path | None, config_file: Path | None) -> tuple[Path, str]:
+    """The settings file tune writes, and what chose it: the file the settings were read from, unless --output."""
+    if output is not None:
+        return output, "--output"
+    if config_file is not None:
+        return config_file, "--config"
+    from_env = os.environ.get(CONFIG_FILE_ENV)
+    if from_env:
+        return Path(from_env), f"${CONFIG_FILE_ENV}"
+    return DEFAULT_CONFIG_FILE, "the default settings file"
+
+
+def _check_writable_settings(target: Path, chosen_by: str) -> None:
+    """Refuse, before the grid runs, a settings file tune could not write at the end of it."""
+    try:
+        import tomlkit
+    except ImportError as exc:
+        raise DependencyMissing("tomlkit", "eval", "writing tuned settings") from exc
+    folder = target.parent
+    if not folder.is_dir():
+        raise click.ClickException(f"cannot write settings file {target} ({chosen_by}): folder {folder} does not exist")
+    if target.is_dir():
+        raise click.ClickException(f"cannot write settings file {target} ({chosen_by}): it is a folder")
+    if not target.exists():
+        return
+    try:
+        tomlkit.parse(target.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
+        raise click.ClickException(f"cannot read settings file {target} ({chosen_by}): {exc}") from exc
 
 
 def _run_summary(dataset: Path, split: str, outcome: session.Session, ingested: IngestReport | None) -> dict[str, Any]:

@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from esbridge.cli import main
-from esbridge.config.settings import EmbeddingSettings
+from esbridge.config.settings import EmbeddingSettings, load_settings
 from esbridge.embeddings.factory import EMBEDDERS
 from esbridge.errors import ConfigError
+from esbridge.evaluation import session
 from esbridge.evaluation.dataset import judged_queries
 from tests.unit.test_embedded_engine import HashingEmbedder
 
@@ -91,3 +92,53 @@ def test_an_index_without_the_dataset_scores_zero_and_says_so(runner: CliRunner,
     )
     assert summary["warnings"] == [warning]
     assert f"warning: {warning}" in result.stderr
+
+
+def test_tune_writes_the_settings_file_named_by_esbridge_config(
+    runner: CliRunner, energy: Path, tmp_path: Path
+) -> None:
+    settings_file = tmp_path / "conf" / "mine.toml"
+    settings_file.parent.mkdir()
+    settings_file.write_text('index = "mine"\n', encoding="utf-8")
+    result = runner.invoke(
+        main,
+        ["tune", str(energy), "--split", "test", "--engine", "embedded"],
+        env={"ESBRIDGE_CONFIG": str(settings_file)},
+    )
+    assert result.exit_code == 0, result.output
+    assert f"to {settings_file} ($ESBRIDGE_CONFIG)" in result.stdout
+    assert not Path("esbridge.toml").exists()
+    pipeline = load_settings(settings_file).pipeline
+    assert pipeline.fusion in ("rrf", "linear", "dbsf")
+    assert load_settings(settings_file).index == "mine"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("missing/esbridge.toml", None, "does not exist"),
+        ("broken.toml", "[pipeline\n", "cannot read settings file"),
+    ],
+)
+def test_tune_refuses_an_unwritable_settings_file_before_the_grid_runs(
+    runner: CliRunner,
+    energy: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    content: str | None,
+    message: str,
+) -> None:
+    def no_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the grid ran")
+
+    monkeypatch.setattr(session, "run", no_run)
+    target = tmp_path / name
+    if content is not None:
+        target.write_text(content, encoding="utf-8")
+    result = runner.invoke(
+        main, ["tune", str(energy), "--split", "test", "--engine", "embedded", "--output", str(target)]
+    )
+    assert result.exit_code == 1, result.output
+    assert message in result.output
+    assert f"{target} (--output)" in result.output
