@@ -50,7 +50,9 @@ def _prepare(
 
     metrics.require()
     if chart is not None:
-        plot.require()
+        problem = plot.target_problem(chart)
+        if problem is not None:
+            raise click.BadParameter(problem, param_hint="'--plot'")
     judged = judged_queries(dataset, split, limit)
     settings = settings_from(index=index or f"eval-{dataset.resolve().name.lower()}", **flags)
     return settings, judged
@@ -70,7 +72,11 @@ def _prepare(
 )
 @dataset_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with a `results` list.")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG chart of the results.")
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a chart of the results (.png, .svg, .pdf, ...).",
+)
 @engine_options
 def eval_command(
     dataset: Path,
@@ -118,10 +124,6 @@ def eval_command(
         "results": [row.as_json() for row in rows],
         "warnings": warnings,
     }
-    if plot is not None:
-        from esbridge.evaluation.plot import metrics_chart
-
-        metrics_chart(rows, plot, f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}")
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -135,6 +137,10 @@ def eval_command(
                 click.echo(f"warning: {row.name}: {count} queries: {warning}", err=True)
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
+    if plot is not None:
+        from esbridge.evaluation.plot import metrics_chart
+
+        metrics_chart(rows, plot, f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}")
 
 
 @click.command(name="tune")
@@ -151,7 +157,11 @@ def eval_command(
 )
 @click.option("--dry-run", is_flag=True, help="Report the best settings without writing them.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the whole grid.")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG chart of the grid.")
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a chart of the grid (.png, .svg, .pdf, ...).",
+)
 @engine_options
 def tune_command(
     dataset: Path,
@@ -193,14 +203,6 @@ def tune_command(
     result = tuning.choose(grid, judged.qrels, outcome.outcomes)
     if not dry_run:
         tuning.write_pipeline(target, result.best.point)
-    if plot is not None:
-        from esbridge.evaluation.plot import tuning_chart
-
-        tuning_chart(
-            result.curves(),
-            plot,
-            f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}: nDCG@10",
-        )
     if as_json:
         summary = {
             **_run_summary(dataset, split, outcome, ingested),
@@ -209,16 +211,24 @@ def tune_command(
             "target_chosen_by": chosen_by,
         }
         click.echo(json.dumps(summary, indent=2))
-        return
-    click.echo(
-        f"{dataset.resolve().name} {split}: {outcome.queries} queries, {len(grid)} settings on {outcome.engine} "
-        f"({outcome.run_s:g}s)"
-    )
-    click.echo(result.table())
-    click.echo(
-        ("would write" if dry_run else "wrote")
-        + f" [pipeline] {result.best.point.describe()} to {target} ({chosen_by})"
-    )
+    else:
+        click.echo(
+            f"{dataset.resolve().name} {split}: {outcome.queries} queries, {len(grid)} settings on {outcome.engine} "
+            f"({outcome.run_s:g}s)"
+        )
+        click.echo(result.table())
+        click.echo(
+            ("would write" if dry_run else "wrote")
+            + f" [pipeline] {result.best.point.describe()} to {target} ({chosen_by})"
+        )
+    if plot is not None:
+        from esbridge.evaluation.plot import tuning_chart
+
+        tuning_chart(
+            result.curves(),
+            plot,
+            f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}: nDCG@10",
+        )
 
 
 def _tune_target(output: Path | None, config_file: Path | None) -> tuple[Path, str]:
