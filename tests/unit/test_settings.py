@@ -179,3 +179,16 @@ def test_errors_only_in_the_file_name_the_file_once(monkeypatch: pytest.MonkeyPa
         "invalid settings (config file esbridge.toml):\n"
         "  timeout_s: Input should be a valid number, unable to parse string as a number"
     )
+
+
+def test_numeric_fusion_params_from_env_variables_are_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from esbridge.query.fusion import get_fusion
+
+    monkeypatch.setenv("ESBRIDGE_PIPELINE__FUSION", "rrf")
+    monkeypatch.setenv("ESBRIDGE_PIPELINE__FUSION_PARAMS__K", "30")
+    monkeypatch.setenv("ESBRIDGE_PIPELINE__FUSION_PARAMS__NORMALIZATION", "min_max")
+    monkeypatch.setenv("ESBRIDGE_PIPELINE__FUSION_PARAMS__SCALE", "0.5")
+    pipeline = load_settings().pipeline
+    assert pipeline.fusion_params == {"k": 30, "normalization": "min_max", "scale": 0.5}
+    result = get_fusion("rrf")({"bm25": {"a": 2.0, "b": 1.0}}, k=pipeline.fusion_params["k"])
+    assert result.scores == pytest.approx({"a": 1 / 31, "b": 1 / 32})
