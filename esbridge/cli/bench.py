@@ -48,9 +48,16 @@ def bench_command(
 
     The queries are a BEIR folder's; the index must already hold its corpus (e.g. after `esbridge eval`).
     """
+    chosen = [mode.strip() for mode in modes.split(",") if mode.strip()]
+    if not chosen:
+        raise click.BadParameter(f"no mode named; e.g. --modes {','.join(DEFAULT_MODES)}", param_hint="'--modes'")
+    unknown = sorted(set(chosen) - set(MODES))
+    if unknown:
+        raise click.BadParameter(
+            f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}", param_hint="'--modes'"
+        )
     settings = settings_from(config_file, url=url, engine=engine, index=index)
     texts = list(judged_queries(dataset, split, limit).queries.values())
-    chosen = [mode.strip() for mode in modes.split(",") if mode.strip()]
     # The model itself, not behind the on-disk cache: embedding time is part of what is measured. Like
     # `esbridge serve`, in child processes unless embedding.query_processes is 0.
     from esbridge.embeddings.factory import uncached_model
@@ -69,6 +76,10 @@ def bench_command(
         )
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2))
+    if not report.modes:
+        reasons = "; ".join(f"{mode}: {reason}" for mode, reason in report.skipped.items())
+        raise click.ClickException(f"nothing was measured: every chosen mode was skipped ({reasons})")
+    if as_json:
         return
     click.echo(
         f"{report.queries} queries on {report.engine} index {settings.index}, concurrency {report.concurrency}, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,8 +13,9 @@ import click
 
 from esbridge.cli.options import engine_options, settings_from
 from esbridge.cli.progress import progress_for, query_progress
-from esbridge.config.settings import Settings
+from esbridge.config.settings import CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE, Settings
 from esbridge.embeddings.cached import CachedEmbedder
+from esbridge.errors import DependencyMissing
 from esbridge.evaluation import report, session, tuning
 from esbridge.evaluation.dataset import JudgedQueries, judged_queries
 from esbridge.evaluation.methods import METHODS, configurations
@@ -48,7 +50,9 @@ def _prepare(
 
     metrics.require()
     if chart is not None:
-        plot.require()
+        problem = plot.target_problem(chart)
+        if problem is not None:
+            raise click.BadParameter(problem, param_hint="'--plot'")
     judged = judged_queries(dataset, split, limit)
     settings = settings_from(index=index or f"eval-{dataset.resolve().name.lower()}", **flags)
     return settings, judged
@@ -68,7 +72,11 @@ def _prepare(
 )
 @dataset_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with a `results` list.")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG chart of the results.")
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a chart of the results (.png, .svg, .pdf, ...).",
+)
 @engine_options
 def eval_command(
     dataset: Path,
@@ -116,10 +124,6 @@ def eval_command(
         "results": [row.as_json() for row in rows],
         "warnings": warnings,
     }
-    if plot is not None:
-        from esbridge.evaluation.plot import metrics_chart
-
-        metrics_chart(rows, plot, f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}")
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -133,6 +137,10 @@ def eval_command(
                 click.echo(f"warning: {row.name}: {count} queries: {warning}", err=True)
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
+    if plot is not None:
+        from esbridge.evaluation.plot import metrics_chart
+
+        metrics_chart(rows, plot, f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}")
 
 
 @click.command(name="tune")
@@ -144,11 +152,16 @@ def eval_command(
 @click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Settings file to write the best [pipeline] fusion settings into (default: --config, else ./esbridge.toml).",
+    help="Settings file to write the best [pipeline] fusion settings into "
+    "(default: --config, else $ESBRIDGE_CONFIG, else ./esbridge.toml).",
 )
 @click.option("--dry-run", is_flag=True, help="Report the best settings without writing them.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the whole grid.")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG chart of the grid.")
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a chart of the grid (.png, .svg, .pdf, ...).",
+)
 @engine_options
 def tune_command(
     dataset: Path,
@@ -164,7 +177,7 @@ def tune_command(
     engine: str | None,
     config_file: Path | None,
 ) -> None:
-    """Search fusion method, weights and RRF k for the best nDCG@10 on a BEIR split; write them to esbridge.toml.
+    """Search fusion method, weights and RRF k for the best nDCG@10 on a BEIR split; write them to the settings file.
 
     The choice is the grid point whose neighbourhood (itself and the adjacent weights and k) has the best
     mean nDCG@10, so a lone spike is not chosen over a broad plateau.
@@ -172,6 +185,9 @@ def tune_command(
     settings, judged = _prepare(
         dataset, split, limit, index, plot, {"url": url, "engine": engine, "config_file": config_file}
     )
+    target, chosen_by = _tune_target(output, config_file)
+    if not dry_run:
+        _check_writable_settings(target, chosen_by)
     grid = tuning.grid(settings.pipeline)
     with _model(settings) as embedder:
         ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
@@ -185,9 +201,26 @@ def tune_command(
                 progress=advance,
             )
     result = tuning.choose(grid, judged.qrels, outcome.outcomes)
-    target = output or config_file or Path("esbridge.toml")
     if not dry_run:
         tuning.write_pipeline(target, result.best.point)
+    if as_json:
+        summary = {
+            **_run_summary(dataset, split, outcome, ingested),
+            **result.as_json(),
+            "written_to": None if dry_run else str(target),
+            "target_chosen_by": chosen_by,
+        }
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(
+            f"{dataset.resolve().name} {split}: {outcome.queries} queries, {len(grid)} settings on {outcome.engine} "
+            f"({outcome.run_s:g}s)"
+        )
+        click.echo(result.table())
+        click.echo(
+            ("would write" if dry_run else "wrote")
+            + f" [pipeline] {result.best.point.describe()} to {target} ({chosen_by})"
+        )
     if plot is not None:
         from esbridge.evaluation.plot import tuning_chart
 
@@ -196,20 +229,37 @@ def tune_command(
             plot,
             f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}: nDCG@10",
         )
-    if as_json:
-        summary = {
-            **_run_summary(dataset, split, outcome, ingested),
-            **result.as_json(),
-            "written_to": None if dry_run else str(target),
-        }
-        click.echo(json.dumps(summary, indent=2))
+
+
+def _tune_target(output: Path | None, config_file: Path | None) -> tuple[Path, str]:
+    """The settings file tune writes, and what chose it: the file the settings were read from, unless --output."""
+    if output is not None:
+        return output, "--output"
+    if config_file is not None:
+        return config_file, "--config"
+    from_env = os.environ.get(CONFIG_FILE_ENV)
+    if from_env:
+        return Path(from_env), f"${CONFIG_FILE_ENV}"
+    return DEFAULT_CONFIG_FILE, "the default settings file"
+
+
+def _check_writable_settings(target: Path, chosen_by: str) -> None:
+    """Refuse, before the grid runs, a settings file tune could not write at the end of it."""
+    try:
+        import tomlkit
+    except ImportError as exc:
+        raise DependencyMissing("tomlkit", "eval", "writing tuned settings") from exc
+    folder = target.parent
+    if not folder.is_dir():
+        raise click.ClickException(f"cannot write settings file {target} ({chosen_by}): folder {folder} does not exist")
+    if target.is_dir():
+        raise click.ClickException(f"cannot write settings file {target} ({chosen_by}): it is a folder")
+    if not target.exists():
         return
-    click.echo(
-        f"{dataset.resolve().name} {split}: {outcome.queries} queries, {len(grid)} settings on {outcome.engine} "
-        f"({outcome.run_s:g}s)"
-    )
-    click.echo(result.table())
-    click.echo(("would write" if dry_run else "wrote") + f" [pipeline] {result.best.point.describe()} to {target}")
+    try:
+        tomlkit.parse(target.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
+        raise click.ClickException(f"cannot read settings file {target} ({chosen_by}): {exc}") from exc
 
 
 def _run_summary(dataset: Path, split: str, outcome: session.Session, ingested: IngestReport | None) -> dict[str, Any]:

@@ -6,9 +6,9 @@ method and weights are placeholders until the evaluation harness chooses them by
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Section(BaseModel):
@@ -74,6 +74,17 @@ class CacheSettings(_Section):
 FusionMode = Literal["auto", "native", "client"]
 
 
+def _number_or_text(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    for kind in (int, float):
+        try:
+            return kind(value.strip())
+        except ValueError:
+            pass
+    return value
+
+
 class PipelineSettings(_Section):
     mode: FusionMode = Field(
         default="auto",
@@ -113,6 +124,15 @@ class PipelineSettings(_Section):
     rerank: RerankSettings = RerankSettings()
     concepts: ConceptSettings = ConceptSettings()
     cache: CacheSettings = CacheSettings()
+
+    @field_validator("fusion_params", mode="before")
+    @classmethod
+    def _numbers_from_text(cls, value: Any) -> Any:
+        # Environment variables give every value as text (ESBRIDGE_PIPELINE__FUSION_PARAMS__K=30), and the
+        # union would keep "30" a string; a parameter that reads as a number is one.
+        if not isinstance(value, dict):
+            return value
+        return {key: _number_or_text(item) for key, item in value.items()}
 
     @model_validator(mode="after")
     def _weights_non_negative(self) -> PipelineSettings:

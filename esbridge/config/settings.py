@@ -19,8 +19,10 @@ from typing import Annotated, Any, Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
@@ -289,7 +291,12 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, _ShorthandEnv(settings_cls), TomlConfigSettingsSource(settings_cls))
+        return (
+            init_settings,
+            _NamedEnv(settings_cls),
+            _ShorthandEnv(settings_cls),
+            TomlConfigSettingsSource(settings_cls),
+        )
 
     @property
     def display_url(self) -> str:
@@ -299,6 +306,8 @@ class Settings(BaseSettings):
         """The settings as plain data, every secret replaced by ``'**********'``."""
         return self.model_dump(mode="json")
 
+
+_SECTIONS = ("auth", "tls", "embedding", "mapping", "pipeline", "service")
 
 ENV_SHORTHANDS: dict[str, tuple[str, str]] = {
     "ESBRIDGE_FUSION_MODE": ("pipeline", "mode"),
@@ -320,6 +329,39 @@ class _ShorthandEnv(PydanticBaseSettingsSource):
             if value:
                 values.setdefault(section, {})[key] = value
         return values
+
+
+class _EnvVariableError(Exception):
+    """An ``ESBRIDGE_*`` variable that could not be decoded; not a ValueError, so pydantic-settings does not
+    rewrap it as a SettingsError that names only the top-level field."""
+
+    def __init__(self, variable: str, reason: str) -> None:
+        super().__init__(f"environment variable {variable}: {reason}")
+
+
+class _NamedEnv(EnvSettingsSource):
+    """The ``ESBRIDGE_*`` variables; a value that is not the JSON a table or list needs is blamed on its variable."""
+
+    def prepare_field_value(self, field_name: str, field: FieldInfo, value: Any, value_is_complex: bool) -> Any:
+        try:
+            return super().prepare_field_value(field_name, field, value, value_is_complex)
+        except ValueError as exc:
+            variable = self._culprit(field_name, field, value) or f"{self.env_prefix}{field_name}".upper()
+            # The value itself is not echoed: it may hold a secret.
+            raise _EnvVariableError(variable, f"not valid JSON ({exc}); give tables and lists as JSON") from exc
+
+    def _culprit(self, field_name: str, field: FieldInfo, value: Any) -> str | None:
+        if value is not None:
+            try:
+                self.decode_complex_value(field_name, field, value)
+            except ValueError:
+                return f"{self.env_prefix}{field_name}".upper()
+        for name, text in self.env_vars.items():
+            try:
+                self.explode_env_vars(field_name, field, {name: text})
+            except ValueError:
+                return name.upper()
+        return None
 
 
 def redact_url(url: str) -> str:
@@ -351,18 +393,63 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
     try:
         return _FromFile(**given)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, path)) from exc
+        in_file = TomlConfigSettingsSource(_FromFile).toml_data if path.is_file() else {}
+        raise ConfigError(_describe(exc, path, given, in_file)) from exc
+    except _EnvVariableError as exc:
+        raise ConfigError(f"invalid settings: {exc}") from exc
     except (OSError, ValueError) as exc:  # unreadable file, malformed TOML
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
 
 
-def _describe(exc: ValidationError, path: Path) -> str:
-    lines = []
+def _describe(exc: ValidationError, path: Path, given: dict[str, Any], in_file: dict[str, Any]) -> str:
+    """Each error with where its value came from: the config file is named only for values it holds."""
+    errors = []
     for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"]) or "settings"
+        keys = [str(part) for part in error["loc"]]
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown setting"
-        lines.append(f"{where}: {message}")
-    source = f" (config file {path})" if path.is_file() else ""
-    return "invalid settings" + source + ":\n  " + "\n  ".join(lines)
+        errors.append((f"{'.'.join(keys) or 'settings'}: {message}", _sources(keys, given, in_file, path)))
+    file_only = f"config file {path}"
+    if all(sources == [file_only] for _, sources in errors):
+        return f"invalid settings ({file_only}):\n  " + "\n  ".join(line for line, _ in errors)
+    lines = [line + (f" ({', '.join(sources)})" if sources else "") for line, sources in errors]
+    return "invalid settings:\n  " + "\n  ".join(lines)
+
+
+def _sources(keys: list[str], given: dict[str, Any], in_file: dict[str, Any], path: Path) -> list[str]:
+    """Where the value at ``keys`` (or, for a whole section, the values under it) came from, by precedence."""
+    if not keys:
+        return []  # a check across the whole settings: its message names the settings involved
+    if keys[0] in given:
+        return []  # passed in code or as a command-line option, which the message names well enough
+    environment = {name.upper(): name for name in os.environ if name.upper().startswith("ESBRIDGE_")}
+    variables = []
+    for depth in range(len(keys), 0, -1):
+        name = "ESBRIDGE_" + "__".join(keys[:depth]).upper()
+        if name in environment:
+            variables.append(environment[name])
+            break
+    nested = "ESBRIDGE_" + "__".join(keys).upper() + "__"
+    variables += [original for upper, original in environment.items() if upper.startswith(nested)]
+    whole_section = len(keys) == 1 and keys[0] in _SECTIONS
+    if not variables or whole_section:
+        variables += [
+            name
+            for name, (section, key) in ENV_SHORTHANDS.items()
+            if name in environment and [section, key][: len(keys)] == keys[:2]
+        ]
+    sources = [f"environment variable {name}" for name in variables]
+    if (not sources or whole_section) and _holds(in_file, keys):
+        sources.insert(0, f"config file {path}")
+    return sources
+
+
+def _holds(data: Any, keys: list[str]) -> bool:
+    for key in keys:
+        if not isinstance(data, dict):
+            return True  # the rest of the location names a union member, not a key
+        if key not in data:
+            return False
+        data = data[key]
+    return True

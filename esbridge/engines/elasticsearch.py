@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 import elastic_transport
 import elasticsearch
@@ -43,7 +44,7 @@ def client_options(settings: Settings) -> dict[str, Any]:
         options["hosts"] = [settings.url]
     else:
         raise errors.ConfigError("the Elasticsearch adapter needs an engine URL or auth.cloud_id")
-    if auth.cloud_id or (settings.url or "").startswith("https://"):
+    if auth.cloud_id or urlsplit(settings.url or "").scheme == "https":  # urlsplit lowercases: HTTPS:// too
         options["verify_certs"] = settings.tls.verify
         for name in ("ca_certs", "client_cert", "client_key"):
             path = getattr(settings.tls, name)

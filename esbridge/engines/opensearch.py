@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from opensearchpy import AsyncOpenSearch, OpenSearch
 from opensearchpy import exceptions as ox
@@ -50,7 +50,7 @@ def client_options(settings: Settings, *, async_: bool = False) -> dict[str, Any
         "max_retries": settings.retries,
         "retry_on_timeout": True,
     }
-    if settings.url.startswith("https://"):
+    if urlsplit(settings.url).scheme == "https":  # urlsplit lowercases the scheme: HTTPS:// is https too
         options.update(use_ssl=True, verify_certs=settings.tls.verify, ssl_show_warn=True)
         for name in ("ca_certs", "client_cert", "client_key"):
             path = getattr(settings.tls, name)

@@ -102,6 +102,8 @@ def measure(
     top_n: int = 10,
     progress: Callable[[int], None] = lambda n: None,
 ) -> LatencyReport:
+    if not modes:
+        raise ConfigError(f"no mode named; known: {', '.join(MODES)}")
     unknown = sorted(set(modes) - set(MODES))
     if unknown:
         raise ConfigError(f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}")

@@ -1,4 +1,4 @@
-"""PNG charts of evaluation and tuning results (matplotlib, ``pip install 'esbridge[eval]'``)."""
+"""Charts (PNG, SVG, PDF, ...) of evaluation and tuning results (matplotlib, ``pip install 'esbridge[eval]'``)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,20 @@ def _pyplot() -> Any:
     return plt
 
 
-def require() -> None:
-    """Raise ``DependencyMissing`` now rather than after a long run."""
+def target_problem(path: Path) -> str | None:
+    """Why a chart could not be written to ``path`` (its folder, its extension), or None; checked before a run.
+
+    Raises ``DependencyMissing`` without matplotlib.
+    """
     _pyplot()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    if not path.parent.is_dir():
+        return f"cannot write chart {path}: folder {path.parent} does not exist"
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    if path.suffix.lower().removeprefix(".") not in formats:
+        return f"cannot write chart {path}: use an image extension, one of {', '.join('.' + f for f in formats)}"
+    return None
 
 
 def metrics_chart(rows: Sequence[ResultRow], path: Path, title: str) -> Path:

@@ -7,18 +7,22 @@ Tools:
 - ``index_status``: the engine, the index behind the alias, its chunk count and the model in use.
 
 The server holds one ``Backend`` (engine clients, searcher, embedding model loaded once) for the
-session. Errors reach the agent as tool errors with esbridge's one-line message, never a traceback.
+session. Errors, unknown arguments and arguments that fail validation reach the agent as tool errors with
+a one-line message, never a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import inspect
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import Field, ValidationError
 
 from esbridge.config.settings import Settings
@@ -34,6 +38,48 @@ INSTRUCTIONS = (
 )
 
 
+class _StrictArguments(MCPServer):
+    """Refuses arguments a tool does not take (the SDK ignores them; the HTTP API refuses them), and reports
+    arguments that fail the SDK's validation in one line instead of pydantic's multi-line dump."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._parameters: dict[str, set[str]] = {}
+
+    def strict_tool(self, description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self._parameters[fn.__name__] = set(inspect.signature(fn).parameters)
+            return self.tool(description=description)(fn)
+
+        return register
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        known = self._parameters.get(name)
+        unknown = sorted(set(arguments) - known) if known is not None else []
+        if unknown:
+            accepted = ", ".join(sorted(known or ())) or "none"
+            raise ToolError(
+                f"Error executing tool {name}: unknown argument(s): {', '.join(unknown)} (accepted: {accepted})"
+            )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            raise ToolError(f"Error executing tool {name}: {_one_line(exc.__cause__)}") from exc.__cause__
+
+
+def _one_line(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        problems.append(f"{where}: {message}" if where else message)
+    return "invalid arguments: " + "; ".join(problems)
+
+
 def build_server(settings: Settings, *, embedder: Embedder | None = None, load_model: bool = True) -> MCPServer:
     holder: dict[str, Backend] = {}
 
@@ -46,11 +92,11 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
             finally:
                 holder.pop("backend")
 
-    server = MCPServer(name="esbridge", instructions=INSTRUCTIONS, lifespan=lifespan)
+    server = _StrictArguments(name="esbridge", instructions=INSTRUCTIONS, lifespan=lifespan)
 
     # The SDK evaluates these annotations in module scope, so they cannot refer to ``settings``: the
     # upper bound of top_n (pipeline.top_n_max) is enforced by the searcher instead.
-    @server.tool(description="Hybrid BM25 + kNN search of the index, fused; returns ranked results.")
+    @server.strict_tool(description="Hybrid BM25 + kNN search of the index, fused; returns ranked results.")
     async def search(
         query: Annotated[str, Field(min_length=1, max_length=4096, description="what to look for")],
         top_n: Annotated[int, Field(ge=1, description="how many results")] = 10,
@@ -91,7 +137,7 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
         answer: dict[str, Any] = response.model_dump(mode="json", exclude_none=True)
         return answer
 
-    @server.tool(description="The engine, the index behind the alias, how many chunks it holds, the model.")
+    @server.strict_tool(description="The engine, the index behind the alias, how many chunks it holds, the model.")
     async def index_status() -> dict[str, Any]:
         backend = holder["backend"]
         try:

@@ -137,3 +137,71 @@ def test_secrets_are_never_printed() -> None:
 def test_redact_url() -> None:
     assert redact_url("https://a:b@host:1/x") == "https://host:1/x"
     assert redact_url("http://host:9200") == "http://host:9200"
+
+
+def test_an_undecodable_nested_env_variable_is_named_not_the_config_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ESBRIDGE_PIPELINE__WEIGHTS", "bm25=2,knn=1")
+    with pytest.raises(ConfigError) as raised:
+        load_settings(url="http://127.0.0.1:9200")
+    message = str(raised.value)
+    assert message.startswith("invalid settings: environment variable ESBRIDGE_PIPELINE__WEIGHTS: not valid JSON")
+    assert "esbridge.toml" not in message
+    assert "EnvSettingsSource" not in message
+
+
+def test_an_undecodable_section_env_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    write_toml(Path("esbridge.toml"), 'index = "from-file"\n')
+    monkeypatch.setenv("ESBRIDGE_AUTH", '{"password": "s3cret"')
+    with pytest.raises(ConfigError, match="environment variable ESBRIDGE_AUTH: not valid JSON") as raised:
+        load_settings()
+    assert "s3cret" not in str(raised.value)
+    assert "esbridge.toml" not in str(raised.value)
+
+
+def test_each_invalid_value_is_blamed_on_its_own_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    write_toml(Path("esbridge.toml"), 'index = "from-file"\nretries = "many"\n')
+    monkeypatch.setenv("ESBRIDGE_TIMEOUT_S", "abc")
+    monkeypatch.setenv("ESBRIDGE_FUSION_MODE", "sideways")
+    with pytest.raises(ConfigError) as raised:
+        load_settings(index="Bad Name")
+    lines = str(raised.value).splitlines()
+    assert lines[0] == "invalid settings:"
+    by_setting = {line.strip().split(":")[0]: line for line in lines[1:]}
+    assert by_setting["timeout_s"].endswith("(environment variable ESBRIDGE_TIMEOUT_S)")
+    assert by_setting["pipeline.mode"].endswith("(environment variable ESBRIDGE_FUSION_MODE)")
+    assert by_setting["retries"].endswith("(config file esbridge.toml)")
+    assert "esbridge.toml" not in by_setting["index"] and "environment" not in by_setting["index"]
+
+
+def test_an_env_variable_overriding_a_valid_file_value_is_blamed_not_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    write_toml(Path("esbridge.toml"), "timeout_s = 5\n")
+    monkeypatch.setenv("ESBRIDGE_TIMEOUT_S", "abc")
+    with pytest.raises(ConfigError) as raised:
+        load_settings()
+    assert "esbridge.toml" not in str(raised.value)
+    assert "timeout_s: Input should be a valid number" in str(raised.value)
+    assert "(environment variable ESBRIDGE_TIMEOUT_S)" in str(raised.value)
+
+
+def test_errors_only_in_the_file_name_the_file_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    write_toml(Path("esbridge.toml"), 'timeout_s = "slow"\n')
+    monkeypatch.setenv("ESBRIDGE_RETRIES", "2")
+    with pytest.raises(ConfigError) as raised:
+        load_settings()
+    assert str(raised.value) == (
+        "invalid settings (config file esbridge.toml):\n"
+        "  timeout_s: Input should be a valid number, unable to parse string as a number"
+    )
+
+
+def test_numeric_fusion_params_from_env_variables_are_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from esbridge.query.fusion import get_fusion
+
+    monkeypatch.setenv("ESBRIDGE_PIPELINE__FUSION", "rrf")
+    monkeypatch.setenv("ESBRIDGE_PIPELINE__FUSION_PARAMS__K", "30")
+    monkeypatch.setenv("ESBRIDGE_PIPELINE__FUSION_PARAMS__NORMALIZATION", "min_max")
+    monkeypatch.setenv("ESBRIDGE_PIPELINE__FUSION_PARAMS__SCALE", "0.5")
+    pipeline = load_settings().pipeline
+    assert pipeline.fusion_params == {"k": 30, "normalization": "min_max", "scale": 0.5}
+    result = get_fusion("rrf")({"bm25": {"a": 2.0, "b": 1.0}}, k=pipeline.fusion_params["k"])
+    assert result.scores == pytest.approx({"a": 1 / 31, "b": 1 / 32})

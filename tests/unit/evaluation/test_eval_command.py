@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from esbridge.cli import main
-from esbridge.config.settings import EmbeddingSettings
+from esbridge.config.settings import EmbeddingSettings, load_settings
 from esbridge.embeddings.factory import EMBEDDERS
 from esbridge.errors import ConfigError
+from esbridge.evaluation import plot, session
 from esbridge.evaluation.dataset import judged_queries
 from tests.unit.test_embedded_engine import HashingEmbedder
 
@@ -91,3 +92,105 @@ def test_an_index_without_the_dataset_scores_zero_and_says_so(runner: CliRunner,
     )
     assert summary["warnings"] == [warning]
     assert f"warning: {warning}" in result.stderr
+
+
+def test_tune_writes_the_settings_file_named_by_esbridge_config(
+    runner: CliRunner, energy: Path, tmp_path: Path
+) -> None:
+    settings_file = tmp_path / "conf" / "mine.toml"
+    settings_file.parent.mkdir()
+    settings_file.write_text('index = "mine"\n', encoding="utf-8")
+    result = runner.invoke(
+        main,
+        ["tune", str(energy), "--split", "test", "--engine", "embedded"],
+        env={"ESBRIDGE_CONFIG": str(settings_file)},
+    )
+    assert result.exit_code == 0, result.output
+    assert f"to {settings_file} ($ESBRIDGE_CONFIG)" in result.stdout
+    assert not Path("esbridge.toml").exists()
+    pipeline = load_settings(settings_file).pipeline
+    assert pipeline.fusion in ("rrf", "linear", "dbsf")
+    assert load_settings(settings_file).index == "mine"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("missing/esbridge.toml", None, "does not exist"),
+        ("broken.toml", "[pipeline\n", "cannot read settings file"),
+    ],
+)
+def test_tune_refuses_an_unwritable_settings_file_before_the_grid_runs(
+    runner: CliRunner,
+    energy: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    content: str | None,
+    message: str,
+) -> None:
+    def no_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the grid ran")
+
+    monkeypatch.setattr(session, "run", no_run)
+    target = tmp_path / name
+    if content is not None:
+        target.write_text(content, encoding="utf-8")
+    result = runner.invoke(
+        main, ["tune", str(energy), "--split", "test", "--engine", "embedded", "--output", str(target)]
+    )
+    assert result.exit_code == 1, result.output
+    assert message in result.output
+    assert f"{target} (--output)" in result.output
+
+
+@pytest.mark.parametrize("command", ["eval", "tune"])
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("missing/chart.png", "folder {folder} does not exist"),
+        ("chart.txt", "use an image extension, one of"),
+        ("chart", "use an image extension, one of"),
+    ],
+)
+def test_plot_is_checked_before_the_run(
+    runner: CliRunner,
+    energy: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    name: str,
+    message: str,
+) -> None:
+    def no_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(session, "run", no_run)
+    chart = tmp_path / name
+    args = [command, str(energy), "--split", "test", "--engine", "embedded", "--dry-run", "--plot", str(chart)]
+    result = runner.invoke(main, [arg for arg in args if command == "tune" or arg != "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--plot'" in result.output
+    assert f"cannot write chart {chart}" in result.output
+    assert message.format(folder=chart.parent) in result.output
+
+
+def test_eval_prints_its_results_before_drawing_the_chart(
+    runner: CliRunner, energy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_chart(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(plot, "metrics_chart", failing_chart)
+    args = ["eval", str(energy), "--engine", "embedded", "--methods", "bm25,default", "--json"]
+    result = runner.invoke(main, [*args, "--plot", str(tmp_path / "chart.svg")])
+    assert isinstance(result.exception, OSError)
+    assert [row["name"] for row in json.loads(result.stdout)["results"]] == ["bm25", "default"]
+
+
+def test_eval_draws_an_svg_chart(runner: CliRunner, energy: Path, tmp_path: Path) -> None:
+    chart = tmp_path / "chart.SVG"
+    args = ["eval", str(energy), "--engine", "embedded", "--methods", "bm25,default", "--plot", str(chart)]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert chart.read_text(encoding="utf-8").lstrip().startswith("<?xml")

@@ -1,0 +1,53 @@
+"""``esbridge bench`` on the embedded engine with a hashing embedder: which modes it is asked for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from esbridge.cli import main
+from esbridge.config.settings import EmbeddingSettings
+from esbridge.embeddings.factory import EMBEDDERS
+from tests.unit.evaluation.test_eval_command import beir_folder
+from tests.unit.test_embedded_engine import HashingEmbedder
+
+
+@pytest.fixture
+def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    def hashing(settings: EmbeddingSettings) -> HashingEmbedder:
+        return HashingEmbedder()
+
+    monkeypatch.setitem(EMBEDDERS, "hashing", hashing)
+    return CliRunner(env={"ESBRIDGE_EMBEDDING__PROVIDER": "hashing", "ESBRIDGE_EMBEDDING__QUERY_PROCESSES": "0"})
+
+
+@pytest.fixture
+def energy(tmp_path: Path) -> Path:
+    docs = {"solar": "Photovoltaic cells turn sunlight into electricity."}
+    return beir_folder(tmp_path / "energy", docs, {"q1": ("sunlight electricity", "solar")})
+
+
+@pytest.mark.parametrize("modes", ["", " , ,"])
+def test_no_mode_is_a_usage_error(runner: CliRunner, energy: Path, modes: str) -> None:
+    result = runner.invoke(main, ["bench", str(energy), "--engine", "embedded", "--modes", modes])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--modes': no mode named; e.g. --modes bm25,knn,embed,hybrid,native" in result.output
+
+
+def test_an_unknown_mode_is_a_usage_error(runner: CliRunner, energy: Path) -> None:
+    result = runner.invoke(main, ["bench", str(energy), "--engine", "embedded", "--modes", "bm25,fast"])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--modes': unknown mode(s) fast; known: bm25" in result.output
+
+
+@pytest.mark.parametrize("as_json", [[], ["--json"]])
+def test_every_mode_skipped_says_nothing_was_measured(runner: CliRunner, energy: Path, as_json: list[str]) -> None:
+    args = ["bench", str(energy), "--engine", "embedded", "--modes", "native", "--warmup", "0", *as_json]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert "nothing was measured: every chosen mode was skipped (native: not available on this engine" in (
+        result.stderr
+    )
+    assert "queries/s" not in result.stdout

@@ -1,0 +1,63 @@
+"""The MCP ``search`` tool's arguments, through the SDK's in-process client on the embedded engine: unknown
+arguments are refused like the HTTP API refuses them, and bad ones are reported in one line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from fastapi.testclient import TestClient
+from mcp import Client
+from mcp.types import CallToolResult
+
+from esbridge.service.mcp_server import build_server
+from tests.unit.service.conftest import service_settings
+from tests.unit.test_embedded_engine import HashingEmbedder
+
+
+def call(name: str, arguments: dict[str, Any]) -> CallToolResult:
+    server = build_server(service_settings(), embedder=HashingEmbedder(), load_model=False)
+
+    async def session() -> CallToolResult:
+        async with Client(server) as client:
+            return await client.call_tool(name, arguments)
+
+    return anyio.run(session)
+
+
+def text(result: CallToolResult) -> str:
+    block = result.content[0]
+    assert block.type == "text"
+    return block.text
+
+
+def test_an_unknown_search_argument_is_a_tool_error_naming_it(client: TestClient) -> None:
+    result = call("search", {"query": "x", "bogus_field": 1, "another": 2})
+    assert result.is_error
+    assert "unknown argument(s): another, bogus_field" in text(result)
+    assert "accepted: collapse, explain" in text(result)
+
+
+def test_an_unknown_index_status_argument_is_refused() -> None:
+    result = call("index_status", {"verbose": True})
+    assert result.is_error
+    assert "unknown argument(s): verbose (accepted: none)" in text(result)
+
+
+def test_a_search_with_known_arguments_answers(client: TestClient) -> None:
+    result = call("search", {"query": "sunlight electricity", "top_n": 2})
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    assert result.structured_content["results"][0]["doc_id"] == "solar"
+
+
+def test_bad_arguments_are_reported_in_one_line() -> None:
+    result = call("search", {"query": "", "top_n": 0})
+    assert result.is_error
+    message = text(result)
+    assert "\n" not in message
+    assert "errors.pydantic.dev" not in message
+    assert message == (
+        "Error executing tool search: invalid arguments: query: String should have at least 1 character; "
+        "top_n: Input should be greater than or equal to 1"
+    )
