@@ -24,7 +24,7 @@ from esbridge.engines.base import BulkAction, Engine
 from esbridge.errors import SourceError
 from esbridge.ingest.bulk import BulkWriter
 from esbridge.ingest.jsonl import json_error_location, json_type
-from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.lifecycle import IndexManager, live_parameters
 from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters
 
 FORMAT = "esbridge-export"
@@ -36,7 +36,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 def export_chunks(engine: Engine, manager: IndexManager, out: IO[str]) -> int:
     """Write the header and every chunk behind the alias to ``out``; return how many chunks."""
     index = manager.current()
-    params = manager.params
+    params = live_parameters(engine, index, manager.params)
     header = {"format": FORMAT, "version": VERSION, "parameters": asdict(params), "chunks": engine.count(index)}
     out.write(json.dumps(header) + "\n")
     written = 0
@@ -169,9 +169,12 @@ def import_chunks(
     manager = IndexManager(engine, alias, params)
     index = manager.ensure()
     failed: list[dict[str, str]] = []
+    seen = 0
 
     def actions() -> Iterator[BulkAction]:
+        nonlocal seen
         for number, chunk in lines:
+            seen += 1
             if isinstance(chunk, str):
                 failed.append({"id": f"{path.name}:{number}", "reason": chunk})
                 continue
@@ -187,4 +190,10 @@ def import_chunks(
     totals = BulkWriter(engine, index).write(actions())
     failed.extend({"id": failure.id, "reason": failure.reason} for failure in totals.failed)
     engine.refresh(index)
+    expected = header.get("chunks")
+    if isinstance(expected, int) and not isinstance(expected, bool) and seen != expected:
+        # An export cut short (an interrupted `esbridge export > FILE`) ends on a whole line and parses fine.
+        failed.append(
+            {"id": path.name, "reason": f"the header announces {expected} chunks but the file holds {seen} lines"}
+        )
     return len(totals.succeeded), failed

@@ -17,7 +17,7 @@ from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine, IndexInfo
 from esbridge.mappings.copy import copy_documents
 from esbridge.mappings.diff import MappingDiff, diff_index
-from esbridge.mappings.schema import IndexParameters, render_index
+from esbridge.mappings.schema import VECTOR_FIELD, IndexParameters, render_index
 
 
 class MappingNeedsNewVersion(errors.EsbridgeError):
@@ -44,6 +44,35 @@ def parameters_from(settings: Settings, dimension: int | None = None) -> IndexPa
         bm25_b=mapping.bm25_b,
         shards=mapping.shards,
         replicas=mapping.replicas,
+    )
+
+
+def live_parameters(engine: Engine, index: str, fallback: IndexParameters) -> IndexParameters:
+    """The parameters ``index`` was built with, read from its mapping and settings; ``fallback``'s for
+    anything the engine does not report. An export must carry these, not the configured ones, or an
+    import rebuilds the index with another dimension, HNSW graph or BM25."""
+    vector = engine.get_mapping(index).get("properties", {}).get(VECTOR_FIELD, {})
+    hnsw = {**vector.get("method", {}).get("parameters", {}), **vector.get("index_options", {})}
+    settings = engine.get_index_settings(index)
+    bm25 = settings.get("similarity", {}).get("default", {})
+    title = engine.get_mapping(index).get("properties", {}).get("title", {})
+
+    def number(value: Any, default: float) -> float:
+        try:
+            return float(value) if value is not None else default
+        except (TypeError, ValueError):
+            return default
+
+    return replace(
+        fallback,
+        dimension=int(number(vector.get("dimension", vector.get("dims")), fallback.dimension)),
+        hnsw_m=int(number(hnsw.get("m"), fallback.hnsw_m)),
+        hnsw_ef_construction=int(number(hnsw.get("ef_construction"), fallback.hnsw_ef_construction)),
+        bm25_k1=number(bm25.get("k1"), fallback.bm25_k1),
+        bm25_b=number(bm25.get("b"), fallback.bm25_b),
+        shards=int(number(settings.get("number_of_shards"), fallback.shards)),
+        replicas=int(number(settings.get("number_of_replicas"), fallback.replicas)),
+        analysis="core" if title.get("analyzer") == "standard" else "full" if title else fallback.analysis,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -151,3 +152,41 @@ def test_import_of_a_line_that_is_not_utf8_loads_every_other_line(tmp_path: Path
     engine = EmbeddedEngine(tmp_path / "data")
     assert sorted(stored(engine, "notes")) == ["a#0", "c#0"]
     engine.close()
+
+
+def test_an_export_carries_the_parameters_the_index_was_built_with(engine: Engine, alias: str, tmp_path: Path) -> None:
+    built = IndexParameters(dimension=4, hnsw_m=32, bm25_k1=1.2, bm25_b=0.75)
+    header = {"format": "esbridge-export", "version": 1, "parameters": dataclasses.asdict(built), "chunks": 2}
+    chunks = [
+        {"_id": f"n{n}#0", "doc_id": f"n{n}", "chunk_id": f"n{n}#0", "title": f"Note {n}", "vector": [0.1 * n] * 4}
+        for n in (1, 2)
+    ]
+    source = tmp_path / "built.jsonl"
+    source.write_text("\n".join(json.dumps(line) for line in [header, *chunks]) + "\n", encoding="utf-8")
+    assert import_chunks(engine, alias, source) == (2, [])
+
+    # The manager is configured with the defaults (384 dimensions, m 16, k1 0.9): the header must not be.
+    exported = tmp_path / "out.jsonl"
+    export_to(engine, alias, 384, exported)
+    written = json.loads(exported.read_text(encoding="utf-8").splitlines()[0])
+    assert {key: written["parameters"][key] for key in ("dimension", "hnsw_m", "bm25_k1", "bm25_b")} == {
+        "dimension": 4,
+        "hnsw_m": 32,
+        "bm25_k1": 1.2,
+        "bm25_b": 0.75,
+    }
+    elsewhere = EmbeddedEngine(tmp_path / "embedded")
+    try:
+        assert import_chunks(elsewhere, "copy", exported) == (2, [])
+    finally:
+        elsewhere.close()
+
+
+def test_an_export_cut_short_is_reported(engine: Engine, alias: str, tmp_path: Path) -> None:
+    header = {"format": "esbridge-export", "version": 1, "parameters": {"dimension": 4}, "chunks": 3}
+    chunk = {"_id": "n1#0", "doc_id": "n1", "chunk_id": "n1#0", "title": "Note", "vector": [0.1] * 4}
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(json.dumps(header) + "\n" + json.dumps(chunk) + "\n", encoding="utf-8")
+    imported, failed = import_chunks(engine, alias, cut)
+    assert imported == 1
+    assert failed == [{"id": "cut.jsonl", "reason": "the header announces 3 chunks but the file holds 1 lines"}]
