@@ -26,7 +26,7 @@ from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_sour
 from esbridge.ingest.model import Chunk, Problem
 from esbridge.ingest.sources import SourceFormat, read_source
 from esbridge.mappings.lifecycle import IndexManager
-from esbridge.mappings.schema import VECTOR_FIELD
+from esbridge.mappings.schema import FIELDS, VECTOR_FIELD
 from esbridge.query.concepts import build_concept_index, frequent_terms
 
 # Chunk sizes are counted with a deterministic estimate, not the model's tokenizer, so chunk
@@ -187,6 +187,7 @@ def ingest(
     report.failed.extend({"id": problem.id, "reason": problem.reason} for problem in problems)
 
     index = report.index = manager.ensure()
+    _refuse_missing_fields(engine, index)
     if embedder is not None:
         dimension = mapped_dimension(engine, index)
         if dimension is not None and dimension != embedder.dimension:
@@ -306,6 +307,18 @@ def _stale_chunks(
         return []
     protected = {problem.doc_id for problem in problems}
     return [chunk_id for chunk_id in stale if chunk_id.rsplit("#", 1)[0] not in protected]
+
+
+def _refuse_missing_fields(engine: Engine, index: str) -> None:
+    """An index created by an older esbridge may lack fields this one writes; its strict mapping would then
+    refuse every chunk, one error each."""
+    mapped = engine.get_mapping(index).get("properties", {})
+    missing = [spec.name for spec in FIELDS if spec.name not in mapped]
+    if missing:
+        raise errors.ConfigError(
+            f"index {index} has no mapping for {', '.join(missing)}, which ingest writes; nothing was written. "
+            "Add the fields with `esbridge mapping apply` (`esbridge mapping diff` shows the change)"
+        )
 
 
 def _refuse_foreign_documents(engine: Engine, path: Path, index: str, source: str, chunks: Sequence[Chunk]) -> None:

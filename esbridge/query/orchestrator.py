@@ -172,6 +172,8 @@ class HybridSearcher:
             doc_of.update(expansion.doc_of)
 
         rerank_scores: dict[str, float] = {}
+        if request.rerank and self.reranker is None:
+            retrieved.warnings.append("re-ranking was asked for, but no re-ranker is configured (pipeline.rerank)")
         if self.reranker is not None and (request.rerank if request.rerank is not None else True):
             head = dict(sorted(scores.items(), key=lambda pair: -pair[1])[: self.pipeline.rerank.top])
             await self._fetch_missing(head, retrieved)

@@ -20,7 +20,7 @@ from esbridge.errors import ConfigError
 from esbridge.ingest.bulk import RetryPolicy
 from esbridge.ingest.pipeline import IngestOptions, IngestReport, Progress, embed_missing, ingest
 from esbridge.mappings.lifecycle import IndexManager
-from esbridge.mappings.schema import IndexParameters
+from esbridge.mappings.schema import IndexParameters, render_index
 from tests.support.loopback import ForwardingProxy, busy_for
 
 LONG_SECTION = " ".join(f"Sentence {n} about tidal energy and turbines in estuaries." for n in range(120))
@@ -183,6 +183,21 @@ def test_the_embedded_engine_refuses_a_source_sharing_document_ids_too(tmp_path:
         assert_a_second_source_cannot_overwrite_the_first(embedded, "notes", tmp_path)
     finally:
         embedded.close()
+
+
+def test_an_index_without_a_field_ingest_writes_is_refused_with_the_fix(
+    engine: Engine, alias: str, tmp_path: Path
+) -> None:
+    body = render_index(engine.dialect, IndexParameters(dimension=384))
+    del body["mappings"]["properties"]["metadata_text"]
+    engine.create_index(f"{alias}-v1", body)
+    engine.update_aliases([{"add": {"index": f"{alias}-v1", "alias": alias}}])
+    vault = write_vault(tmp_path / "vault")
+    with pytest.raises(ConfigError, match=r"no mapping for metadata_text.*esbridge mapping apply"):
+        run(vault, engine, alias, None)
+    assert engine.count(alias) == 0
+    manager_for(engine, alias).apply()
+    assert run(vault, engine, alias, None).failed == []
 
 
 def test_bad_records_are_reported_and_every_good_one_indexed(

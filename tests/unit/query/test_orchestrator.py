@@ -385,6 +385,12 @@ def test_weights_naming_no_retriever_or_all_zero_are_refused() -> None:
     assert lexical.results[0].explain.contributions.get("knn", 0.0) == 0.0
 
 
+def test_asking_for_re_ranking_without_a_re_ranker_says_so() -> None:
+    response = run(searcher(MemoryEngine(LEX, SEM)), rerank=True)
+    assert response.warnings == ["re-ranking was asked for, but no re-ranker is configured (pipeline.rerank)"]
+    assert run(searcher(MemoryEngine(LEX, SEM))).warnings == []
+
+
 def test_unknown_fusion_method_names_the_known_ones() -> None:
     with pytest.raises(errors.ConfigError, match="rrf"):
         run(searcher(MemoryEngine(LEX, SEM)), fusion="nope")
