@@ -12,16 +12,9 @@ from pathlib import Path
 
 import click
 
-from esbridge.cli.options import confirm, settings_from, yes_option
+from esbridge.cli.options import config_option, confirm, settings_from, yes_option
 from esbridge.config.settings import Settings
 from esbridge.embeddings.cache import EmbeddingCache
-
-_config_option = click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Settings file (default: $ESBRIDGE_CONFIG, else ./esbridge.toml if present).",
-)
 
 
 @click.group()
@@ -30,7 +23,7 @@ def cache() -> None:
 
 
 @cache.command()
-@_config_option
+@config_option
 @click.option("--json", "as_json", is_flag=True)
 def stats(config_file: Path | None, as_json: bool) -> None:
     """The cache file, its size, and how many vectors each model identity has stored."""
@@ -48,7 +41,7 @@ def stats(config_file: Path | None, as_json: bool) -> None:
 
 
 @cache.command()
-@_config_option
+@config_option
 @click.option("--model", "models", multiple=True, help="A model identity as `esbridge cache stats` lists it.")
 @click.option(
     "--other-models",

@@ -16,14 +16,19 @@ from esbridge.mappings.lifecycle import IndexManager, parameters_from
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def engine_options(command: F) -> F:
-    """``--url``, ``--engine`` and ``--config``: which engine to talk to, overriding other settings."""
-    command = click.option(
+def config_option(command: F) -> F:
+    """``--config``: the settings file."""
+    return click.option(
         "--config",
         "config_file",
         type=click.Path(dir_okay=False, path_type=Path),
         help="Settings file (default: $ESBRIDGE_CONFIG, else ./esbridge.toml if present).",
     )(command)
+
+
+def engine_options(command: F) -> F:
+    """``--url``, ``--engine`` and ``--config``: which engine to talk to, overriding other settings."""
+    command = config_option(command)
     command = click.option(
         "--engine",
         type=click.Choice(["auto", "opensearch", "elasticsearch", "embedded"]),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,7 +157,11 @@ def chunks_of_other_sources(engine: Engine, index: str, source: str, doc_ids: Se
 
 
 def mapped_dimension(engine: Engine, index: str) -> int | None:
-    vector = engine.get_mapping(index).get("properties", {}).get(VECTOR_FIELD, {})
+    return _dimension_of(engine.get_mapping(index).get("properties", {}))
+
+
+def _dimension_of(properties: Mapping[str, Any]) -> int | None:
+    vector = properties.get(VECTOR_FIELD, {})
     value = vector.get("dimension", vector.get("dims"))
     return int(value) if value is not None else None
 
@@ -187,9 +191,10 @@ def ingest(
     report.failed.extend({"id": problem.id, "reason": problem.reason} for problem in problems)
 
     index = report.index = manager.ensure()
-    _refuse_missing_fields(engine, index)
+    properties = engine.get_mapping(index).get("properties", {})
+    _refuse_missing_fields(properties, index)
     if embedder is not None:
-        dimension = mapped_dimension(engine, index)
+        dimension = _dimension_of(properties)
         if dimension is not None and dimension != embedder.dimension:
             raise errors.ConfigError(
                 f"the model {embedder.name} makes {embedder.dimension}-dimensional vectors but index {index} maps "
@@ -309,11 +314,10 @@ def _stale_chunks(
     return [chunk_id for chunk_id in stale if chunk_id.rsplit("#", 1)[0] not in protected]
 
 
-def _refuse_missing_fields(engine: Engine, index: str) -> None:
+def _refuse_missing_fields(properties: Mapping[str, Any], index: str) -> None:
     """An index created by an older esbridge may lack fields this one writes; its strict mapping would then
     refuse every chunk, one error each."""
-    mapped = engine.get_mapping(index).get("properties", {})
-    missing = [spec.name for spec in FIELDS if spec.name not in mapped]
+    missing = [spec.name for spec in FIELDS if spec.name not in properties]
     if missing:
         raise errors.ConfigError(
             f"index {index} has no mapping for {', '.join(missing)}, which ingest writes; nothing was written. "

@@ -51,11 +51,12 @@ def live_parameters(engine: Engine, index: str, fallback: IndexParameters) -> In
     """The parameters ``index`` was built with, read from its mapping and settings; ``fallback``'s for
     anything the engine does not report. An export must carry these, not the configured ones, or an
     import rebuilds the index with another dimension, HNSW graph or BM25."""
-    vector = engine.get_mapping(index).get("properties", {}).get(VECTOR_FIELD, {})
+    properties = engine.get_mapping(index).get("properties", {})
+    vector = properties.get(VECTOR_FIELD, {})
     hnsw = {**vector.get("method", {}).get("parameters", {}), **vector.get("index_options", {})}
     settings = engine.get_index_settings(index)
     bm25 = settings.get("similarity", {}).get("default", {})
-    title = engine.get_mapping(index).get("properties", {}).get("title", {})
+    title = properties.get("title", {})
 
     def number(value: Any, default: float) -> float:
         try:

@@ -175,8 +175,6 @@ class HybridSearcher:
         if request.rerank and self.reranker is None:
             retrieved.warnings.append("re-ranking was asked for, but no re-ranker is configured (pipeline.rerank)")
         if self.reranker is not None and (request.rerank if request.rerank is not None else True):
-            head = dict(sorted(scores.items(), key=lambda pair: -pair[1])[: self.pipeline.rerank.top])
-            await self._fetch_missing(head, retrieved)
             started_rerank = time.perf_counter()
             texts = {item: _rerank_text(retrieved.sources.get(item, {})) for item in scores}
             reranked = await asyncio.to_thread(
@@ -195,7 +193,6 @@ class HybridSearcher:
         )
         types = {item: _str_or_none(source.get("entity_type")) for item, source in retrieved.sources.items()}
         final = shape(scores, options, doc_of=doc_of, entity_type_of=types)
-        await self._fetch_missing(final, retrieved)
 
         hits = [
             self._hit(item, score, retrieved, fused, multipliers, expansion, request.explain, rerank_scores)
@@ -607,20 +604,6 @@ class HybridSearcher:
         for hit in result.hits:
             retrieved.sources.setdefault(hit.id, hit.source)
         return link_map(hit.source for hit in result.hits)
-
-    async def _fetch_missing(self, final: Mapping[str, float], retrieved: _Retrieved) -> None:
-        """Neighbours known only by id (out-links) get their stored fields for display, in one request."""
-        missing = [item for item in final if item not in retrieved.sources]
-        if not missing:
-            return
-        body = {"size": len(missing), "_source": list(bodies.RESULT_FIELDS), "query": {"ids": {"values": missing}}}
-        try:
-            result = await self.engine.search(self.index, body)
-        except errors.EngineError as exc:
-            retrieved.warnings.append(f"could not fetch linked documents: {exc}")
-            return
-        for hit in result.hits:
-            retrieved.sources.setdefault(hit.id, hit.source)
 
     def _hit(
         self,
