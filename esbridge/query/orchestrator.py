@@ -25,13 +25,14 @@ from cachetools import TTLCache
 
 from esbridge import errors
 from esbridge.config.pipeline import PipelineSettings
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, embed_soon
 from esbridge.engines.base import AsyncEngine, SearchResult
 from esbridge.engines.capabilities import Capabilities
 from esbridge.pipelines import native
 from esbridge.pipelines.fusion import native_fusion
 from esbridge.query import bodies
 from esbridge.query.concepts import expand_query
+from esbridge.query.deadline import within
 from esbridge.query.documents import per_document
 from esbridge.query.fusion import AdaptiveResult, QueryKind, classify_query, get_fusion
 from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, link_map, seed_docs, with_neighbors
@@ -55,7 +56,7 @@ def _utc_now() -> datetime:
 
 @dataclass(frozen=True)
 class _Embedding:
-    """A query embedding under way in a worker thread."""
+    """A query embedding under way: in the model's child process (``ProcessEmbedder``) or a worker thread."""
 
     text: str
     vectors: asyncio.Future[list[list[float]]]
@@ -324,7 +325,8 @@ class HybridSearcher:
         timeout_s = max(self.pipeline.timeout_s("bm25"), self.pipeline.timeout_s("knn"))
         started = time.perf_counter()
         try:
-            result = await asyncio.wait_for(self.engine.search(self.index, body), timeout_s)
+            async with within(timeout_s):
+                result = await self.engine.search(self.index, body)
         except (asyncio.TimeoutError, errors.EngineError) as exc:
             if isinstance(exc, errors.IndexNotFound):
                 raise
@@ -376,8 +378,9 @@ class HybridSearcher:
     ) -> dict[str, SearchResult | None]:
         """The query's embedding starts, lexical retrievers go out while it runs, semantic ones follow it.
 
-        The embedding is handed to its thread before the lexical requests are even serialised: it is the
-        longest step, and every microsecond it starts later is added to the search.
+        The embedding starts (its request down the model process's pipe, or handed to a thread) before the
+        lexical requests are even serialised: it is the longest step, and every microsecond it starts later
+        is added to the search.
         """
         semantic = {name: retriever for name, retriever in chosen.items() if retriever.needs_vector}
         embedding = self._start_embedding(request.query) if semantic else None
@@ -431,7 +434,8 @@ class HybridSearcher:
         deadline = max(self.pipeline.timeout_s(name) for name in searches) + _MSEARCH_MARGIN_S
         started = time.perf_counter()
         try:
-            answers = await asyncio.wait_for(self.engine.msearch(self.index, list(searches.values())), deadline)
+            async with within(deadline):
+                answers = await self.engine.msearch(self.index, list(searches.values()))
         except (asyncio.TimeoutError, errors.EngineError) as exc:
             if isinstance(exc, errors.IndexNotFound):
                 raise
@@ -457,7 +461,8 @@ class HybridSearcher:
         timeout_s = self.pipeline.timeout_s(name)
         started = time.perf_counter()
         try:
-            return await asyncio.wait_for(self.engine.search(self.index, body), timeout=timeout_s)
+            async with within(timeout_s):
+                return await self.engine.search(self.index, body)
         except asyncio.TimeoutError:
             retrieved.warnings.append(f"{name} did not answer within {timeout_s:g}s")
         except errors.EngineError as exc:
@@ -507,7 +512,8 @@ class HybridSearcher:
             embedding = _embedding(self.embedder, text)
         started = embedding.started
         try:
-            vectors = await asyncio.wait_for(embedding.vectors, timeout=self.pipeline.embed_timeout_s)
+            async with within(self.pipeline.embed_timeout_s):
+                vectors = await embedding.vectors
         except asyncio.TimeoutError:
             retrieved.warnings.append(f"the query was not embedded within {self.pipeline.embed_timeout_s:g}s")
             return None
@@ -649,9 +655,8 @@ class HybridSearcher:
 
 
 def _embedding(embedder: Embedder, text: str) -> _Embedding:
-    # run_in_executor hands the call to a thread at once; asyncio.to_thread would wait for a loop turn.
-    future = asyncio.get_running_loop().run_in_executor(None, embedder.embed, [text])
-    return _Embedding(text, future, time.perf_counter())
+    started = time.perf_counter()
+    return _Embedding(text, embed_soon(embedder, [text]), started)
 
 
 def _rerank_text(source: Mapping[str, Any]) -> str:

@@ -12,6 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from esbridge.config.settings import Settings
 from esbridge.errors import EsbridgeError, IndexNotFound
+from esbridge.query.deadline import within
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.service import documents
 from esbridge.service.auth import KeyRing
@@ -109,11 +110,9 @@ async def search(request: Request, body: SearchRequest) -> SearchResponse:
         raise _invalid("body.top_n", f"must be at most {top_n_max}")
     backend = _backend(request)
 
-    async def run() -> SearchResponse:
+    async with within(service.request_timeout_s):
         connected = await backend.connected()
-        return await connected.searcher.search(body)
-
-    response = await asyncio.wait_for(run(), service.request_timeout_s)
+        response = await connected.searcher.search(body)
     if backend.model_problem:
         response.warnings.insert(0, backend.model_problem)
     _metrics(request).observe_search(response)
