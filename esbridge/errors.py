@@ -17,6 +17,7 @@ these at the engine boundary with ``raise ... from exc``, so callers catch esbri
         ├── AuthorizationError      403: authenticated, but not allowed
         ├── IndexNotFound           404 on an index or alias
         ├── IndexAlreadyExists      the index to create exists
+        ├── IndexWriteBlocked       the index refuses writes for now (``esbridge index reindex`` is copying it)
         ├── Throttled               429: the engine asks to slow down
         ├── RequestRejected         4xx: the engine refused the request as malformed
         ├── UnsupportedFeature      the engine (version, plugin, licence) lacks what was asked
@@ -123,6 +124,10 @@ class IndexNotFound(EngineError):
 
 class IndexAlreadyExists(EngineError):
     """The index to be created already exists."""
+
+
+class IndexWriteBlocked(EngineError):
+    """The index refused writes because of its write block, which ``esbridge index reindex`` sets while it copies."""
 
 
 class Throttled(EngineError):

@@ -91,8 +91,10 @@ def embed_command(
     from esbridge.embeddings.factory import open_embedder
 
     with open_embedder(settings.embedding) as embedder, engine_session(settings) as adapter:
-        current = index_manager(settings, adapter).current()
-        report = embed_missing(adapter, current, embedder, progress=progress_for(as_json))
+        manager = index_manager(settings, adapter)
+        manager.current()  # no index behind the alias: IndexNotFound, naming `esbridge index create`
+        # Through the alias, so a reindex that moves it meanwhile gets the vectors written after the move.
+        report = embed_missing(adapter, manager.alias, embedder, progress=progress_for(as_json))
     _print(report, as_json)
     if report.failed:
         raise SystemExit(1)

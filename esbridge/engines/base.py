@@ -51,6 +51,14 @@ class BulkItemFailure:
     def retryable(self) -> bool:
         return self.status in (429, 502, 503, 504)
 
+    @property
+    def write_blocked(self) -> bool:
+        """Refused by the index's write block (``index.blocks.write``), which ``esbridge index reindex`` sets.
+
+        Not retryable: a reindex may take hours, and an interrupted one leaves the block until it is run again.
+        """
+        return self.status == 403 and "cluster_block_exception" in self.reason and "write" in self.reason
+
 
 @dataclass(frozen=True)
 class BulkResult:
@@ -111,6 +119,15 @@ class Engine(Protocol):
         ...
 
     def put_mapping(self, index: str, properties: Mapping[str, Any]) -> None: ...
+
+    def set_write_block(self, index: str, blocked: bool) -> None:
+        """Refuse (``blocked``) or accept writes to ``index`` again; ``get_index_settings`` reports the block.
+
+        A blocked index refuses every bulk item with status 403 and a ``cluster_block_exception``; reads,
+        mapping changes, alias changes and deleting the index still work. Blocking returns once the writes
+        in flight have finished, so nothing lands after it.
+        """
+        ...
 
     def count(self, index: str) -> int: ...
 

@@ -16,6 +16,7 @@ from esbridge.config.settings import Settings
 from esbridge.engines import paging, responses
 from esbridge.engines.analysis import analysis_probes
 from esbridge.engines.base import BulkAction, BulkResult, Dialect, IndexInfo, SearchResult
+from esbridge.engines.blocks import confirm_write_block
 from esbridge.engines.capabilities import (
     ANALYSIS_MODULE,
     REINDEX_MODULE,
@@ -225,6 +226,16 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
     def put_mapping(self, index: str, properties: Mapping[str, Any]) -> None:
         with self._call("update mapping", index):
             self._client.indices.put_mapping(index=index, properties=dict(properties))
+
+    def set_write_block(self, index: str, blocked: bool) -> None:
+        if not blocked:
+            with self._call("allow writes", index):
+                self._client.indices.put_settings(index=index, settings={"index.blocks.write": False})
+            return
+        # The add-block API, unlike the setting, waits for the writes in flight to finish.
+        with self._call("block writes", index):
+            answer = self._client.indices.add_block(index=index, block="write").body
+        confirm_write_block(answer, url=self._url, index=index)
 
     def count(self, index: str) -> int:
         with self._call("count", index):

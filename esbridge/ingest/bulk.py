@@ -2,7 +2,9 @@
 
 A whole request that meets an overloaded or unreachable engine (429, 502-504, timeouts, refused
 connections) is retried with exponential backoff; so are single items the engine rejected as
-overloaded. What still fails is returned per document with its reason; it never stops the load.
+overloaded. What still fails is returned per document with its reason; it never stops the load. An
+item refused by the index's write block (``esbridge index reindex`` is copying it) is not retried:
+its reason is rewritten to say so and what to do.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 
 from esbridge import errors
 from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Engine
+from esbridge.engines.blocks import explain_write_block
 
 
 def _retryable_request(exc: errors.EngineError) -> bool:
@@ -82,7 +85,7 @@ class BulkWriter:
         for batch in batches_by_bytes(actions, self.max_bytes, self.max_actions):
             result = self._write_batch(batch)
             self.totals.succeeded.extend(result.succeeded)
-            self.totals.failed.extend(result.failed)
+            self.totals.failed.extend(explain_write_block(failure, self.index) for failure in result.failed)
             if on_batch is not None:
                 on_batch(len(batch))
         return self.totals

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from esbridge import errors
 from esbridge.embeddings.base import Embedder
-from esbridge.engines.base import BulkAction, Engine, Hit
+from esbridge.engines.base import BulkAction, BulkItemFailure, Engine, Hit
 from esbridge.ingest.bulk import BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source, index_document
@@ -210,7 +210,10 @@ def ingest(
     todo = [chunk for chunk in chunks if _needs_write(chunk, before.get(chunk.chunk_id), embedder)]
     report.unchanged = len(chunks) - len(todo)
 
-    writer = BulkWriter(engine, index, max_bytes=options.max_request_bytes, retry=options.retry)
+    # Writes go through the alias, not to the version it pointed to when the run began: a reindex that
+    # finishes during the run moves the alias, and writes after it must land in the new version.
+    alias = manager.alias
+    writer = BulkWriter(engine, alias, max_bytes=options.max_request_bytes, retry=options.retry)
     written_docs: set[str] = set()
     with progress("indexing", len(todo)) as bar:
         for window in _windows(todo, options.window):
@@ -229,26 +232,40 @@ def ingest(
     report.chunks_indexed = len(writer.totals.succeeded)
     report.documents_indexed = len(written_docs)
     report.without_vectors = sum(1 for chunk in todo if chunk.chunk_id in succeeded) if embedder is None else 0
-    report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in writer.totals.failed)
+    write_failures = list(writer.totals.failed)
 
     with _Timer(timings, "index_s"):
         if stale:
-            deleter = BulkWriter(engine, index, max_bytes=options.max_request_bytes, retry=options.retry)
+            deleter = BulkWriter(engine, alias, max_bytes=options.max_request_bytes, retry=options.retry)
             totals = deleter.write(BulkAction("delete", chunk_id) for chunk_id in stale)
             report.deleted = len(totals.succeeded)
-            report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in totals.failed)
-        engine.refresh(index)
+            write_failures.extend(totals.failed)
+        engine.refresh(alias)
+    report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in write_failures)
+    report.warnings.extend(write_block_warnings(write_failures, alias))
     if options.concepts and embedder is not None:
         with _Timer(timings, "embed_s"):
             terms = frequent_terms(
                 (
                     str(hit.source.get("body", ""))
-                    for hit in engine.scan(index, {"match_all": {}}, ["body"], sort_field="chunk_id")
+                    for hit in engine.scan(alias, {"match_all": {}}, ["body"], sort_field="chunk_id")
                 ),
                 limit=options.concepts,
             )
             build_concept_index(engine, manager.alias, terms, embedder)
     return report
+
+
+def write_block_warnings(failures: Iterable[BulkItemFailure], alias: str) -> list[str]:
+    """A warning that counts the writes the index's write block refused and says what to do; none if none."""
+    blocked = sum(1 for failure in failures if failure.write_blocked)
+    if not blocked:
+        return []
+    return [
+        f"{blocked} chunk write(s) were refused because the index behind {alias} is write-blocked: "
+        "`esbridge index reindex` is copying it (or a reindex was interrupted: run it again). Nothing was "
+        "written for them; run this command again once the reindex has finished, it writes only what is missing"
+    ]
 
 
 def _read_and_chunk(path: Path, options: IngestOptions, report: IngestReport) -> tuple[list[Chunk], list[Problem]]:
@@ -398,4 +415,5 @@ def embed_missing(
         engine.refresh(index)
     report.chunks_indexed = len(writer.totals.succeeded)
     report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in writer.totals.failed)
+    report.warnings.extend(write_block_warnings(writer.totals.failed, index))
     return report

@@ -166,8 +166,7 @@ def import_chunks(
     """Load an export into ``alias`` (created with the export's parameters if missing); no re-embedding."""
     header, lines = read_export(path)
     params = parameters or header_parameters(header, path)
-    manager = IndexManager(engine, alias, params)
-    index = manager.ensure()
+    IndexManager(engine, alias, params).ensure()
     failed: list[dict[str, str]] = []
     seen = 0
 
@@ -187,9 +186,10 @@ def import_chunks(
                 continue
             yield BulkAction("index", chunk_id, chunk)
 
-    totals = BulkWriter(engine, index).write(actions())
+    # Through the alias, not to its current version, so a reindex that moves it meanwhile loses nothing.
+    totals = BulkWriter(engine, alias).write(actions())
     failed.extend({"id": failure.id, "reason": failure.reason} for failure in totals.failed)
-    engine.refresh(index)
+    engine.refresh(alias)
     expected = header.get("chunks")
     if isinstance(expected, int) and not isinstance(expected, bool) and seen != expected:
         # An export cut short (an interrupted `esbridge export > FILE`) ends on a whole line and parses fine.

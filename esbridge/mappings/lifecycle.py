@@ -3,6 +3,9 @@
 Searches and writes always go through the alias. ``reindex`` builds the next version completely,
 checks it, and only then moves the alias in one atomic ``_aliases`` request, so readers never see a
 half-built index; if anything fails before the swap, the new version is deleted and the alias stays.
+While it copies, the current version is write-blocked: a write that arrives then is refused, with a
+reason that names the reindex, instead of landing where the copy has already passed and being lost
+when the alias moves.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 from esbridge import errors
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine, IndexInfo
+from esbridge.engines.blocks import write_blocked
 from esbridge.mappings.copy import copy_documents
 from esbridge.mappings.diff import MappingDiff, diff_index
 from esbridge.mappings.schema import VECTOR_FIELD, IndexParameters, render_index
@@ -75,6 +79,11 @@ def live_parameters(engine: Engine, index: str, fallback: IndexParameters) -> In
         replicas=int(number(settings.get("number_of_replicas"), fallback.replicas)),
         analysis="core" if title.get("analyzer") == "standard" else "full" if title else fallback.analysis,
     )
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for an exception, also for those without a message (KeyboardInterrupt)."""
+    return str(exc) or type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -200,7 +209,11 @@ class IndexManager:
         return diff
 
     def reindex(self, *, delete_old: bool = False) -> ReindexOutcome:
-        """Build the next version with the wanted mapping, copy every document, then swap the alias."""
+        """Build the next version with the wanted mapping, copy every document, then swap the alias.
+
+        The current version refuses writes from before the copy until the alias has moved (or the reindex
+        failed); an index that was write-blocked already is left blocked.
+        """
         state = self.state()
         if state.current is None:
             raise errors.IndexNotFound(
@@ -212,8 +225,12 @@ class IndexManager:
         old = state.current
         new = version_name(self.alias, state.latest_version + 1)
         server_side = self.server_features.get("reindex", True)
+        # A reindex killed before it could lift its block leaves it; the next one then finds it blocked.
+        lift_block = not write_blocked(self.engine.get_index_settings(old))
         self.engine.create_index(new, self.wanted_body())
         try:
+            self.engine.set_write_block(old, True)
+            self.engine.refresh(old)  # writes that finished before the block must be visible to the copy
             copied = self.engine.reindex(old, new) if server_side else copy_documents(self.engine, old, new)
             self.engine.refresh(new)
             expected, found = self.engine.count(old), self.engine.count(new)
@@ -230,12 +247,42 @@ class IndexManager:
                     {"add": {"index": new, "alias": self.alias, "is_write_index": True}},
                 ]
             )
-        except BaseException:
-            self.engine.delete_index(new, missing_ok=True)
+        except BaseException as exc:
+            self._abandon(old, new, lift_block=lift_block, cause=exc)
             raise
         if delete_old:
             self.engine.delete_index(old)
+        elif lift_block:
+            self._allow_writes(
+                old,
+                situation=f"{self.alias} now points to {new}, where writes go",
+                remedy=f"{old} refuses writes until its setting index.blocks.write is set to false",
+            )
         return ReindexOutcome(old=old, new=new, documents=copied, deleted_old=delete_old, server_side=server_side)
+
+    def _abandon(self, old: str, new: str, *, lift_block: bool, cause: BaseException) -> None:
+        """Undo a reindex that failed before the alias moved: drop ``new`` and let ``old`` take writes again."""
+        try:
+            self.engine.delete_index(new, missing_ok=True)
+        finally:
+            if lift_block:
+                self._allow_writes(
+                    old,
+                    situation=f"the reindex failed ({describe_failure(cause)})",
+                    remedy=f"writes to {self.alias} are refused until `esbridge index reindex` is run again",
+                )
+
+    def _allow_writes(self, index: str, *, situation: str, remedy: str) -> None:
+        """Lift the write block ``reindex`` put on ``index``; when that fails, say what it means."""
+        try:
+            self.engine.set_write_block(index, False)
+        except errors.EsbridgeError as exc:
+            raise errors.IndexWriteBlocked(
+                f"{situation}, but the write block on {index} could not be lifted ({exc}); {remedy}",
+                url=self.engine.url,
+                operation="allow writes",
+                index=index,
+            ) from exc
 
     def drop(self, version: int | None = None) -> list[str]:
         """Delete one version (not the current one), or the alias and every version; return what was deleted."""

@@ -96,7 +96,9 @@ def delete(engine: Engine, index: str, doc_id: str, *, retry: RetryPolicy = REQU
     engine.refresh(index)
     if totals.failed:
         failure = totals.failed[0]
-        raise errors.EngineResponseError(
+        # A write block is a passing state of the index (a reindex), not an engine fault: the client may retry.
+        error = errors.IndexWriteBlocked if failure.write_blocked else errors.EngineResponseError
+        raise error(
             f"{len(totals.failed)} chunk(s) not deleted: {failure.reason}",
             url=engine.url,
             operation="delete document",

@@ -12,6 +12,7 @@ write with no API keys configured          403     writes_disabled
 document to delete does not exist          404     not_found
 engine unreachable, overloaded             503     engine_unavailable (with Retry-After)
 index (alias) missing on the engine        503     index_missing (with Retry-After)
+index write-blocked (a reindex is running) 503     write_blocked (with Retry-After)
 engine or request timeout, no answer       504     timeout
 engine refused esbridge's credentials      502     engine_auth
 engine answered with an error              502     engine_error
@@ -80,6 +81,8 @@ def from_exception(exc: BaseException, retry_after_s: int) -> ServiceError:
         return ServiceError(504, "timeout", message)
     if isinstance(exc, errors.IndexNotFound):
         return ServiceError(503, "index_missing", str(exc), headers=retry)
+    if isinstance(exc, errors.IndexWriteBlocked):
+        return ServiceError(503, "write_blocked", str(exc), headers=retry)
     if isinstance(exc, (errors.EngineUnavailable, errors.Throttled)):
         return ServiceError(503, "engine_unavailable", str(exc), headers=retry)
     if isinstance(exc, (errors.AuthenticationError, errors.AuthorizationError)):

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from esbridge.engines.base import BulkAction, Engine, SearchResult
+from esbridge.engines.blocks import write_blocked
 from esbridge.engines.dialect import index_settings
 from esbridge.errors import IndexAlreadyExists, IndexNotFound, RequestRejected
 from esbridge.mappings.copy import COPIED_FIELDS, copy_documents
@@ -259,6 +260,66 @@ class EngineContract:
         engine.bulk(loaded, [BulkAction("delete", "fox#0")])
         engine.refresh(loaded)
         assert engine.count(loaded) == len(CHUNKS) - 1
+
+    # Write blocks
+
+    def test_a_write_block_refuses_every_write_until_it_is_lifted(self, engine: Engine, loaded: str) -> None:
+        (index,) = engine.alias_targets(loaded)
+        assert not write_blocked(engine.get_index_settings(index))
+        actions = [
+            BulkAction("index", "new#0", {**CHUNKS["fox#0"], "chunk_id": "new#0", "doc_id": "new"}),
+            BulkAction("update", "owl#0", {"title": "Barn owls"}),
+            BulkAction("delete", "bread#0"),
+        ]
+
+        engine.set_write_block(index, True)
+        assert write_blocked(engine.get_index_settings(index))
+        refused = engine.bulk(loaded, actions)
+        assert list(refused.succeeded) == []
+        assert [(failure.id, failure.status) for failure in refused.failed] == [
+            ("new#0", 403),
+            ("owl#0", 403),
+            ("bread#0", 403),
+        ]
+        assert all("cluster_block_exception" in failure.reason for failure in refused.failed)
+        assert all(failure.write_blocked and not failure.retryable for failure in refused.failed)
+        engine.refresh(loaded)
+        assert engine.count(loaded) == len(CHUNKS)
+        (owl,) = engine.search(loaded, {"query": {"ids": {"values": ["owl#0"]}}}).hits
+        assert owl.source["title"] == "Owls", "reads still work, and the refused update changed nothing"
+
+        engine.set_write_block(index, False)
+        assert not write_blocked(engine.get_index_settings(index))
+        accepted = engine.bulk(loaded, actions)
+        assert (sorted(accepted.succeeded), list(accepted.failed)) == (["bread#0", "new#0", "owl#0"], [])
+        engine.refresh(loaded)
+        assert engine.count(loaded) == len(CHUNKS)  # one added, one deleted
+
+    def test_a_write_blocked_index_can_still_take_mapping_changes_and_be_deleted(
+        self, engine: Engine, prefix: str
+    ) -> None:
+        name = f"{prefix}-blocked"
+        engine.create_index(name, {"settings": index_settings(engine.dialect), "mappings": {"properties": {}}})
+        engine.set_write_block(name, True)
+        engine.put_mapping(name, {"colour": {"type": "keyword"}})
+        assert engine.get_mapping(name)["properties"]["colour"]["type"] == "keyword"
+        assert engine.delete_index(name) is True
+
+    def test_reindex_blocks_the_old_version_only_while_it_copies_and_leaves_a_found_block(
+        self, engine: Engine, loaded: str
+    ) -> None:
+        manager = IndexManager(engine, loaded, PARAMS)
+        assert manager.reindex().new == f"{loaded}-v2"
+        assert not write_blocked(engine.get_index_settings(f"{loaded}-v1")), "the block it set is lifted"
+        assert not write_blocked(engine.get_index_settings(f"{loaded}-v2"))
+
+        engine.set_write_block(f"{loaded}-v2", True)  # as a reindex killed mid-copy leaves it
+        assert manager.reindex().new == f"{loaded}-v3"
+        assert write_blocked(engine.get_index_settings(f"{loaded}-v2")), "a block it found is left in place"
+        written = engine.bulk(loaded, [BulkAction("update", "fox#0", {"title": "Red foxes"})])
+        assert list(written.failed) == [], "the new version takes writes"
+        engine.refresh(loaded)
+        assert engine.count(loaded) == len(CHUNKS)
 
     # Reading
 

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import copy
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from esbridge.cli import main
 from esbridge.config import Settings
-from esbridge.engines import BulkAction, Engine
-from esbridge.errors import IndexAlreadyExists, IndexNotFound
+from esbridge.engines import BulkAction, Engine, Hit
+from esbridge.engines.blocks import write_blocked
+from esbridge.errors import EngineResponseError, IndexAlreadyExists, IndexNotFound
+from esbridge.ingest.bulk import BulkWriter
 from esbridge.mappings.lifecycle import IndexManager, MappingNeedsNewVersion
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query import bodies
@@ -27,6 +33,39 @@ def manager(engine: Engine, alias: str, **params: float) -> IndexManager:
 def chunk(chunk_id: str, **fields: object) -> BulkAction:
     document = {"chunk_id": chunk_id, "doc_id": chunk_id.split("#")[0], "vector": [0.1, 0.2, 0.3, 0.4], **fields}
     return BulkAction("index", chunk_id, document)
+
+
+class DuringTheCopy:
+    """The live engine, except that ``meanwhile`` runs as a reindex starts copying: just before the
+    server-side ``_reindex``, or the first page of a copy through the client."""
+
+    def __init__(self, engine: Engine, meanwhile: Callable[[], None]) -> None:
+        self._engine = engine
+        self._meanwhile: Callable[[], None] | None = meanwhile
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def _copy_starts(self) -> None:
+        meanwhile, self._meanwhile = self._meanwhile, None
+        if meanwhile is not None:
+            meanwhile()
+
+    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
+        self._copy_starts()
+        return self._engine.reindex(source, dest, timeout_s=timeout_s)
+
+    def scan(
+        self, index: str, query: Mapping[str, Any], fields: Sequence[str], *, sort_field: str, page_size: int = 1000
+    ) -> Iterator[Hit]:
+        self._copy_starts()
+        return self._engine.scan(index, query, fields, sort_field=sort_field, page_size=page_size)
+
+
+def reindex_with(engine: Engine, alias: str, meanwhile: Callable[[], None], dimension: int = DIMENSION) -> str:
+    """Reindex ``alias`` with ``meanwhile`` run by another writer as the copy starts; the new version."""
+    during = cast(Engine, DuringTheCopy(engine, meanwhile))
+    return IndexManager(during, alias, IndexParameters(dimension=dimension)).reindex().new
 
 
 def test_create_points_the_alias_at_version_one(engine: Engine, alias: str) -> None:
@@ -146,3 +185,74 @@ def test_index_commands_end_to_end(engine_settings: Settings, engine: Engine, al
     dropped = runner.invoke(main, ["index", "drop", "--yes", *base], env=env)
     assert dropped.exit_code == 0, dropped.output
     assert not engine.list_indices(f"{alias}-v*")
+
+
+def test_an_ingest_during_a_reindex_is_refused_by_name_and_lands_when_run_again(
+    engine_settings: Settings, engine: Engine, alias: str, tmp_path: Path
+) -> None:
+    manager(engine, alias).create()
+    assert not engine.bulk(alias, [chunk(f"old{n}#0", title=f"old {n}") for n in range(3)]).failed
+    engine.refresh(alias)
+    notes = tmp_path / "notes.jsonl"
+    records = [{"id": f"new{n}", "title": f"New note {n}", "text": f"Written during a reindex, {n}."} for n in (1, 2)]
+    notes.write_text("\n".join(json.dumps(record) for record in records), encoding="utf-8")
+    command = ["ingest", str(notes), "--json", "--url", engine_settings.url or "", "--index", alias]
+    # No model: chunks are written for lexical search only, which is all this needs.
+    env = {"ESBRIDGE_EMBEDDING__MODEL": str(tmp_path / "no-model"), "ESBRIDGE_EMBEDDING__DIMENSION": str(DIMENSION)}
+    runs: list[Result] = []
+
+    new = reindex_with(engine, alias, lambda: runs.append(CliRunner().invoke(main, command, env=env)))
+
+    (during,) = runs
+    assert during.exit_code == 1, during.output
+    report = json.loads(during.stdout)
+    assert report["chunks_indexed"] == 0
+    assert sorted(failure["id"] for failure in report["failed"]) == ["new1#0", "new2#0"]
+    for failure in report["failed"]:
+        assert "is write-blocked" in failure["reason"]
+        assert "`esbridge index reindex`" in failure["reason"]
+        assert "nothing was written" in failure["reason"]
+    assert any("run this command again once the reindex has finished" in w for w in report["warnings"])
+    assert new == f"{alias}-v2"
+    assert engine.alias_targets(alias) == [new]
+    assert engine.count(f"{alias}-v1") == 3, "the refused chunks did not land in the old version either"
+    assert not write_blocked(engine.get_index_settings(f"{alias}-v1")), "the reindex lifted its block"
+
+    again = CliRunner().invoke(main, command, env=env)
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["chunks_indexed"] == 2
+    engine.refresh(alias)
+    assert engine.count(alias) == 5
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, as the copy starts."""
+
+
+@pytest.mark.parametrize("failure", ["copy fails", "interrupted"])
+def test_after_a_failed_reindex_the_old_version_takes_writes_again(engine: Engine, alias: str, failure: str) -> None:
+    manager(engine, alias).create()
+    assert not engine.bulk(alias, [chunk(f"old{n}#0") for n in range(3)]).failed
+    engine.refresh(alias)
+    writer = BulkWriter(engine, alias, sleep=lambda seconds: pytest.fail(f"a refused write was retried ({seconds})"))
+
+    def write_then_fail() -> None:
+        writer.write([chunk("during#0")])
+        if failure == "interrupted":
+            raise Interrupted
+
+    # A new version with 8-dimensional vectors cannot take the old 4-dimensional ones: the copy itself fails.
+    expected = EngineResponseError if failure == "copy fails" else Interrupted
+    with pytest.raises(expected):
+        reindex_with(engine, alias, write_then_fail, dimension=DIMENSION * 2 if failure == "copy fails" else DIMENSION)
+
+    (refused,) = writer.totals.failed
+    assert (refused.id, refused.status) == ("during#0", 403)
+    assert "is write-blocked" in refused.reason and "nothing was written" in refused.reason
+    assert engine.alias_targets(alias) == [f"{alias}-v1"]
+    assert not engine.index_exists(f"{alias}-v2"), "the half-built version is deleted"
+    assert not write_blocked(engine.get_index_settings(f"{alias}-v1"))
+    written = engine.bulk(alias, [chunk("after#0")])
+    assert (list(written.succeeded), list(written.failed)) == (["after#0"], [])
+    engine.refresh(alias)
+    assert engine.count(alias) == 4

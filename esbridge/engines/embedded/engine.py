@@ -18,6 +18,7 @@ from esbridge import errors
 from esbridge.config.settings import Settings
 from esbridge.engines import paging, responses
 from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Dialect, IndexInfo, SearchResult
+from esbridge.engines.blocks import BLOCKED_STATUS, cluster_block_reason
 from esbridge.engines.capabilities import OPENSEARCH_NEURAL_FEATURES, Capabilities
 from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema
 from esbridge.engines.embedded.query import Searcher, Unsupported
@@ -278,6 +279,13 @@ class EmbeddedEngine(paging.ScanBySearch):
             Schema(record.mappings, record.settings["index"].get("analysis", {}))
             self._store.replace_mappings(record, record.mappings)
 
+    def set_write_block(self, index: str, blocked: bool) -> None:
+        operation = "block writes" if blocked else "allow writes"
+        with self._call(operation, index), self._store.write():
+            for record in self._concrete(index, operation):
+                patch = {"index": {"blocks": {"write": "true" if blocked else "false"}}}
+                self._store.replace_settings(record, _merge(copy.deepcopy(record.settings), patch))
+
     def count(self, index: str) -> int:
         with self._call("count", index), self._store.read():
             return sum(self._store.count(record.id) for record in self._concrete(index, "count"))
@@ -289,6 +297,13 @@ class EmbeddedEngine(paging.ScanBySearch):
             target = self._write_target(dest, operation)
             schema = target.schema
             rows = [row for (row,) in self._store.db.execute("SELECT row FROM docs WHERE index_id = ?", (origin.id,))]
+            if rows and target.write_blocked:
+                raise errors.EngineResponseError(
+                    f"{len(rows)} document(s) failed to copy, first: {cluster_block_reason(target.name)}",
+                    url=self._url,
+                    operation=operation,
+                    index=dest,
+                )
             for row in rows:
                 doc_id = self._store.db.execute("SELECT id FROM docs WHERE row = ?", (row,)).fetchone()[0]
                 document = self._store.full_source(row)
@@ -314,6 +329,9 @@ class EmbeddedEngine(paging.ScanBySearch):
         failed: list[BulkItemFailure] = []
         with self._call(operation, index), self._store.write():
             record = self._write_target(index, operation)
+            if record.write_blocked:
+                reason = cluster_block_reason(record.name)
+                return BulkResult(succeeded=[], failed=[BulkItemFailure(a.id, BLOCKED_STATUS, reason) for a in actions])
             schema = record.schema
             for action in actions:
                 problem = self._apply(record, schema, action)

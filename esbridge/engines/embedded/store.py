@@ -2,7 +2,8 @@
 
 One file, ``<data_dir>/esbridge.sqlite3``, in WAL mode. Tables:
 
-- ``indices``: name, settings and mappings as created (echoed back verbatim), a write ``generation``;
+- ``indices``: name, settings and mappings as created (echoed back verbatim; settings also hold the write
+  block, ``index.blocks.write``), a write ``generation``;
 - ``aliases``: alias -> index, with ``is_write_index``;
 - ``docs``: one row per document: index, ``_id``, ``_source`` as JSON without its vectors;
 - ``fieldvals``: (field, value, row) of every keyword (as text), number, boolean and date (epoch ms)
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from esbridge.engines.blocks import write_blocked
 from esbridge.engines.embedded.analysis import TOKEN_CHARS, fts_text
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, parse_date
 
@@ -89,6 +91,10 @@ class IndexRecord:
     @property
     def schema(self) -> Schema:
         return Schema(self.mappings, self.settings.get("index", {}).get("analysis", {}))
+
+    @property
+    def write_blocked(self) -> bool:
+        return write_blocked(self.settings.get("index", {}))
 
 
 def fts_layout(schema: Schema) -> dict[str, dict[str, str]]:
@@ -201,6 +207,10 @@ class Store:
             self.db.execute(f"DELETE FROM {table} WHERE row IN (SELECT row FROM docs WHERE index_id = ?)", (record.id,))  # noqa: S608
         self.db.execute("DELETE FROM docs WHERE index_id = ?", (record.id,))
         self.db.execute("DELETE FROM indices WHERE id = ?", (record.id,))
+
+    def replace_settings(self, record: IndexRecord, settings: Mapping[str, Any]) -> None:
+        """Store new settings; only dynamic ones change (the write block), so nothing else is rebuilt."""
+        self.db.execute("UPDATE indices SET settings = ? WHERE id = ?", (json.dumps(settings), record.id))
 
     def replace_mappings(self, record: IndexRecord, mappings: Mapping[str, Any]) -> None:
         """Store new mappings and rebuild the full-text tables for them (their columns may have changed)."""

@@ -269,6 +269,32 @@ def test_delete_removes_every_chunk_and_a_missing_document_is_404(client: TestCl
     assert (again.status_code, again.json()["error"]["kind"]) == (404, "not_found")
 
 
+def test_writes_to_a_write_blocked_index_are_refused_by_name_and_land_when_sent_again(client: TestClient) -> None:
+    engine = EmbeddedEngine.from_settings(load_settings())
+    try:
+        (current,) = engine.alias_targets("notes")
+        engine.set_write_block(current, True)  # as `esbridge index reindex` does while it copies
+        upsert = client.post("/v1/documents", json={"documents": [{"id": "tea", "text": "Green tea"}]}, headers=WRITE)
+        assert upsert.status_code == 200
+        assert (upsert.json()["written"], upsert.json()["failed"]) == (0, 1)
+        (result,) = upsert.json()["results"]
+        assert result["status"] == "error"
+        assert "notes is write-blocked, probably because `esbridge index reindex`" in result["error"]
+        assert "nothing was written" in result["error"]
+        deleted = client.delete("/v1/documents/bread", headers=WRITE)
+        assert (deleted.status_code, deleted.json()["error"]["kind"]) == (503, "write_blocked")
+        assert "Retry-After" in deleted.headers
+        assert "notes is write-blocked" in deleted.json()["error"]["message"]
+        assert engine.count("notes") == len(RECORDS)
+
+        engine.set_write_block(current, False)
+    finally:
+        engine.close()
+    again = client.post("/v1/documents", json={"documents": [{"id": "tea", "text": "Green tea"}]}, headers=WRITE)
+    assert again.json()["written"] == 1
+    assert client.delete("/v1/documents/bread", headers=WRITE).status_code == 200
+
+
 def test_a_document_whose_id_has_a_slash_can_be_deleted(make_client: ClientFactory) -> None:
     client = make_client(api_keys=[KEY])
     records = [{"id": "Projects/Alpha", "text": "alpha plan"}, {"id": "Projects/Beta", "text": "beta plan"}]
