@@ -25,15 +25,31 @@ from esbridge.cli import (
 )
 from esbridge.errors import EsbridgeError
 
+INTERRUPTED_EXIT_CODE = 130
+"""128 + SIGINT: what shells report for a command stopped by Ctrl-C."""
+
 
 class _Group(click.Group):
-    """Turns every esbridge error into a one-line ClickException (exit code 1, no traceback)."""
+    """Turns every esbridge error into a one-line ClickException (exit code 1, no traceback), and Ctrl-C
+    into exit code 130 instead of click's ``Aborted!`` and 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except EsbridgeError as exc:
             raise click.ClickException(str(exc)) from exc
+        except KeyboardInterrupt:
+            raise _interrupted() from None
+        except click.Abort as exc:
+            # click's prompts turn Ctrl-C into Abort; end of input at a prompt stays an Abort (exit 1).
+            if isinstance(exc.__context__, KeyboardInterrupt):
+                raise _interrupted() from None
+            raise
+
+
+def _interrupted() -> click.exceptions.Exit:
+    click.echo("\ninterrupted", err=True)  # the newline ends the line the terminal echoed ^C on
+    return click.exceptions.Exit(INTERRUPTED_EXIT_CODE)
 
 
 @click.group(cls=_Group)

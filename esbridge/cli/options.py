@@ -51,13 +51,16 @@ def yes_option(command: F) -> F:
 
 
 def confirm(question: str, yes: bool) -> None:
-    """Ask before something destructive; ``--yes`` answers for the user, a closed stdin answers no."""
+    """Ask before something destructive; ``--yes`` answers for the user, a closed stdin answers no, Ctrl-C
+    interrupts (exit code 130)."""
     if yes:
         return
     try:
         agreed = click.confirm(question, default=False)
-    except click.Abort:  # end of input or Ctrl-C at the prompt: nothing was agreed to
-        click.echo(err=True)
+    except click.Abort as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            raise  # Ctrl-C is an interrupt (exit 130), not an answer
+        click.echo(err=True)  # end of input: nothing was agreed to
         agreed = False
     if not agreed:
         raise click.ClickException("cancelled; nothing was changed (pass --yes to skip this question)")
