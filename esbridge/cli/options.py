@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
+from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.settings import Settings, load_settings
 from esbridge.engines import Engine, connect
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
@@ -39,6 +40,29 @@ def engine_options(command: F) -> F:
 
 def index_option(command: F) -> F:
     return click.option("--index", help="Index alias to use (overrides ESBRIDGE_INDEX).")(command)
+
+
+def top_n_option(default: int, what: str = "results") -> Callable[[F], F]:
+    """``--top-n``: at least 1; at most ``pipeline.top_n_max``, which is known only once the settings are loaded,
+    so the command checks that bound with ``check_top_n``."""
+    top_n_max = PipelineSettings.model_fields["top_n_max"].default
+    return click.option(
+        "--top-n",
+        type=click.IntRange(min=1),
+        default=default,
+        show_default=True,
+        help=f"How many {what}; at most the setting pipeline.top_n_max (default {top_n_max}).",
+    )
+
+
+def check_top_n(top_n: int, settings: Settings) -> None:
+    """Refuse, before any work, a ``--top-n`` the search would refuse."""
+    top_n_max = settings.pipeline.top_n_max
+    if top_n > top_n_max:
+        raise click.BadParameter(
+            f"{top_n} is more than the setting pipeline.top_n_max ({top_n_max}); raise that setting to ask for more",
+            param_hint="'--top-n'",
+        )
 
 
 def settings_from(config_file: Path | None = None, **flags: Any) -> Settings:
