@@ -22,6 +22,11 @@ these at the engine boundary with ``raise ... from exc``, so callers catch esbri
         ├── RequestRejected         4xx: the engine refused the request as malformed
         ├── UnsupportedFeature      the engine (version, plugin, licence) lacks what was asked
         └── EngineResponseError     5xx or an answer esbridge cannot make sense of
+
+Warnings (``warnings.warn``) say that something is probably not what was meant while esbridge goes on::
+
+    EsbridgeWarning
+    └── SettingsWarning             a settings source holds something no setting reads
 """
 
 from __future__ import annotations
@@ -144,3 +149,11 @@ class UnsupportedFeature(EngineError):
 
 class EngineResponseError(EngineError):
     """The engine failed (HTTP 5xx) or answered something esbridge cannot interpret."""
+
+
+class EsbridgeWarning(UserWarning):
+    """Base class of every warning esbridge gives on purpose; the command line prints them as ``warning:`` lines."""
+
+
+class SettingsWarning(EsbridgeWarning):
+    """A settings source holds something no setting reads, e.g. an unknown ``ESBRIDGE_*`` variable."""

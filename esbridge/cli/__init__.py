@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
 
 import click
 
@@ -23,17 +26,61 @@ from esbridge.cli import (
     serve,
     transfer,
 )
-from esbridge.errors import EsbridgeError
+from esbridge.errors import EsbridgeError, EsbridgeWarning
+
+INTERRUPTED_EXIT_CODE = 130
+"""128 + SIGINT: what shells report for a command stopped by Ctrl-C."""
 
 
 class _Group(click.Group):
-    """Turns every esbridge error into a one-line ClickException (exit code 1, no traceback)."""
+    """Turns every esbridge error into a one-line ClickException (exit code 1, no traceback), Ctrl-C into
+    exit code 130 instead of click's ``Aborted!`` and 1, and esbridge's warnings into ``warning:`` lines."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        with _warning_lines():
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except EsbridgeError as exc:
             raise click.ClickException(str(exc)) from exc
+        except KeyboardInterrupt:
+            raise _interrupted() from None
+        except click.Abort as exc:
+            # click's prompts turn Ctrl-C into Abort; end of input at a prompt stays an Abort (exit 1).
+            if isinstance(exc.__context__, KeyboardInterrupt):
+                raise _interrupted() from None
+            raise
+
+
+@contextmanager
+def _warning_lines() -> Iterator[None]:
+    """Each esbridge warning as one ``warning: ...`` line on stderr, like the commands' own warnings, rather
+    than Python's file:line report; other warnings are shown as Python shows them."""
+    with warnings.catch_warnings():
+        python_shows = warnings.showwarning
+
+        def show(
+            message: Warning | str,
+            category: type[Warning],
+            filename: str,
+            lineno: int,
+            file: TextIO | None = None,
+            line: str | None = None,
+        ) -> None:
+            if issubclass(category, EsbridgeWarning):
+                click.echo(f"warning: {message}", err=True)
+            else:
+                python_shows(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
+def _interrupted() -> click.exceptions.Exit:
+    click.echo("\ninterrupted", err=True)  # the newline ends the line the terminal echoed ^C on
+    return click.exceptions.Exit(INTERRUPTED_EXIT_CODE)
 
 
 @click.group(cls=_Group)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from esbridge.cli.options import engine_options, index_option, settings_from
+from esbridge.cli.options import check_top_n, engine_options, index_option, settings_from, top_n_option
 from esbridge.cli.progress import query_progress
 from esbridge.evaluation.dataset import judged_queries
 from esbridge.evaluation.latency_bench import DEFAULT_MODES, MODES, measure
@@ -26,7 +26,7 @@ from esbridge.query.api import query_embedding
 )
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True, help="Queries in flight.")
 @click.option("--warmup", type=click.IntRange(min=0), default=10, show_default=True, help="Unrecorded queries first.")
-@click.option("--top-n", type=click.IntRange(min=1), default=10, show_default=True)
+@top_n_option(default=10, what="results per query")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @engine_options
 @index_option
@@ -57,6 +57,7 @@ def bench_command(
             f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}", param_hint="'--modes'"
         )
     settings = settings_from(config_file, url=url, engine=engine, index=index)
+    check_top_n(top_n, settings)
     texts = list(judged_queries(dataset, split, limit).queries.values())
     # The model itself, not behind the on-disk cache: embedding time is part of what is measured. Like
     # `esbridge serve`, in child processes unless embedding.query_processes is 0.

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import click
 
-from esbridge.cli.options import engine_options, engine_session, index_manager, settings_from
+from esbridge.cli.options import (
+    check_top_n,
+    engine_options,
+    engine_session,
+    index_manager,
+    settings_from,
+    top_n_option,
+)
 from esbridge.cli.progress import progress_for
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
@@ -28,13 +35,14 @@ def demo_files() -> tuple[Path, list[str]]:
 @click.command(name="demo")
 @engine_options
 @click.option("--index", default=DEMO_INDEX, show_default=True, help="Index alias the demo uses.")
-@click.option("--top-n", type=click.IntRange(min=1), default=5, show_default=True)
+@top_n_option(default=5, what="results per query")
 def demo_command(url: str | None, engine: str | None, config_file: Path | None, index: str, top_n: int) -> None:
     """Load a small bundled vault (home solar) and run hybrid searches on it, with explanations.
 
     With no engine configured this runs on the embedded engine; with --url, on that cluster.
     """
     settings = settings_from(config_file, url=url, engine=engine, index=index)
+    check_top_n(top_n, settings)
     vault, queries = demo_files()
     embedder, problem = open_query_embedder(settings)
     if problem:

@@ -112,6 +112,8 @@ def eval_command(
             outcome = session.run(settings, judged, chosen, embedder, progress=advance)
     rows = report.score(judged.qrels, outcome.outcomes, baseline)
     warnings = []
+    if (missing := report.baseline_missing(rows, baseline)) is not None:
+        warnings.append(missing)
     if not report.any_judged(judged.qrels, outcome.outcomes):
         warnings.append(
             f"no configuration returned any judged document of {dataset.resolve().name} {split}; "

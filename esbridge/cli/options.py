@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
+from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.settings import Settings, load_settings
 from esbridge.engines import Engine, connect
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
@@ -41,6 +42,29 @@ def index_option(command: F) -> F:
     return click.option("--index", help="Index alias to use (overrides ESBRIDGE_INDEX).")(command)
 
 
+def top_n_option(default: int, what: str = "results") -> Callable[[F], F]:
+    """``--top-n``: at least 1; at most ``pipeline.top_n_max``, which is known only once the settings are loaded,
+    so the command checks that bound with ``check_top_n``."""
+    top_n_max = PipelineSettings.model_fields["top_n_max"].default
+    return click.option(
+        "--top-n",
+        type=click.IntRange(min=1),
+        default=default,
+        show_default=True,
+        help=f"How many {what}; at most the setting pipeline.top_n_max (default {top_n_max}).",
+    )
+
+
+def check_top_n(top_n: int, settings: Settings) -> None:
+    """Refuse, before any work, a ``--top-n`` the search would refuse."""
+    top_n_max = settings.pipeline.top_n_max
+    if top_n > top_n_max:
+        raise click.BadParameter(
+            f"{top_n} is more than the setting pipeline.top_n_max ({top_n_max}); raise that setting to ask for more",
+            param_hint="'--top-n'",
+        )
+
+
 def settings_from(config_file: Path | None = None, **flags: Any) -> Settings:
     """Settings from every source, with the command-line flags given taking precedence."""
     return load_settings(config_file, **flags)
@@ -51,13 +75,16 @@ def yes_option(command: F) -> F:
 
 
 def confirm(question: str, yes: bool) -> None:
-    """Ask before something destructive; ``--yes`` answers for the user, a closed stdin answers no."""
+    """Ask before something destructive; ``--yes`` answers for the user, a closed stdin answers no, Ctrl-C
+    interrupts (exit code 130)."""
     if yes:
         return
     try:
         agreed = click.confirm(question, default=False)
-    except click.Abort:  # end of input or Ctrl-C at the prompt: nothing was agreed to
-        click.echo(err=True)
+    except click.Abort as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            raise  # Ctrl-C is an interrupt (exit 130), not an answer
+        click.echo(err=True)  # end of input: nothing was agreed to
         agreed = False
     if not agreed:
         raise click.ClickException("cancelled; nothing was changed (pass --yes to skip this question)")

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from pydantic import ValidationError
 
-from esbridge.cli.options import engine_options, index_option, settings_from
+from esbridge.cli.options import check_top_n, engine_options, index_option, settings_from, top_n_option
 from esbridge.config.pipeline import FusionMode
 from esbridge.query.api import open_query_embedder, search
 from esbridge.query.models import Filters, SearchRequest, SearchResponse
@@ -19,7 +19,7 @@ _SWITCHES = ("include_deprecated", "include_draft", "include_disabled")
 
 @click.command(name="search")
 @click.argument("query")
-@click.option("--top-n", type=click.IntRange(min=1), default=10, show_default=True, help="How many results.")
+@top_n_option(default=10)
 @click.option("--fusion", help="Fusion method (rrf, linear, dbsf, adaptive, or a plugin's).")
 @click.option("--weights", help="Retriever weights, e.g. bm25=1,knn=0.5.")
 @click.option(
@@ -56,6 +56,7 @@ def search_command(
 ) -> None:
     """Search the index with BM25 and kNN together, fused."""
     settings = settings_from(config_file, url=url, engine=engine, index=index)
+    check_top_n(top_n, settings)
     try:
         request = SearchRequest(
             query=query,

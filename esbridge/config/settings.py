@@ -29,6 +29,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from esbridge.config.environment import nearest_setting, warn_unknown_variables
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.errors import ConfigError
 
@@ -379,8 +380,10 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
     """Build settings from every source; ``overrides`` (e.g. CLI flags) win, ``None`` values are ignored.
 
     An explicitly named config file (argument or ``$ESBRIDGE_CONFIG``) must exist; the default
-    ``./esbridge.toml`` is optional.
+    ``./esbridge.toml`` is optional. Each ``ESBRIDGE_*`` variable no setting reads is named in a
+    ``SettingsWarning``.
     """
+    warn_unknown_variables(os.environ, Settings, also_read={CONFIG_FILE_ENV, *ENV_SHORTHANDS})
     explicit = config_file if config_file is not None else os.environ.get(CONFIG_FILE_ENV) or None
     path = Path(explicit) if explicit is not None else DEFAULT_CONFIG_FILE
     if explicit is not None and not path.is_file():
@@ -408,7 +411,8 @@ def _describe(exc: ValidationError, path: Path, given: dict[str, Any], in_file: 
         keys = [str(part) for part in error["loc"]]
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
-            message = "unknown setting"
+            nearest = nearest_setting(Settings, keys)
+            message = "unknown setting" + (f"; did you mean {nearest}?" if nearest else "")
         errors.append((f"{'.'.join(keys) or 'settings'}: {message}", _sources(keys, given, in_file, path)))
     file_only = f"config file {path}"
     if all(sources == [file_only] for _, sources in errors):

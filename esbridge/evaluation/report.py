@@ -62,6 +62,15 @@ def score(
     return rows
 
 
+def baseline_missing(rows: Sequence[ResultRow], baseline: str | None) -> str | None:
+    """Why nothing was tested against ``baseline`` when it did not run (e.g. native fusion on an engine
+    without it); None when it ran."""
+    for row in rows:
+        if row.name == baseline and row.unavailable:
+            return f"no significance against {baseline}: {baseline} did not run ({row.unavailable})"
+    return None
+
+
 def any_judged(judgements: Mapping[str, Mapping[str, int]], outcomes: Sequence[ConfigurationRuns]) -> bool:
     """Whether any configuration returned a document judged for its query (none: the index likely holds
     another dataset, and every score is 0)."""

@@ -113,7 +113,9 @@ class HybridSearcher:
     async def search(self, request: SearchRequest) -> SearchResponse:
         started = time.perf_counter()
         if request.top_n > self.pipeline.top_n_max:
-            raise errors.ConfigError(f"top_n must be between 1 and {self.pipeline.top_n_max}, got {request.top_n}")
+            raise errors.ConfigError(
+                f"top_n must be between 1 and pipeline.top_n_max ({self.pipeline.top_n_max}), got {request.top_n}"
+            )
         key = f"{self.index}\n{request.model_dump_json()}" if self._responses is not None else ""
         if self._responses is not None and (cached := self._responses.get(key)) is not None:
             fresh = cached.model_copy(deep=True)

@@ -13,7 +13,6 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
-from fastapi.middleware.cors import CORSMiddleware
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from esbridge import __version__
@@ -22,6 +21,7 @@ from esbridge.embeddings.base import Embedder
 from esbridge.service import errors
 from esbridge.service.auth import KeyRing
 from esbridge.service.backend import opened
+from esbridge.service.cors import ServiceCORS
 from esbridge.service.limits import BodyLimit
 from esbridge.service.metrics import Metrics, RequestTimer
 from esbridge.service.routes import router
@@ -67,10 +67,11 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None, load_mod
     app.add_middleware(RequestTimer, metrics=metrics)
     if settings.service.cors_origins:
         app.add_middleware(
-            CORSMiddleware,
-            allow_origins=settings.service.cors_origins,
-            allow_methods=["GET", "POST", "DELETE"],
-            allow_headers=["Authorization", "X-API-Key", "Content-Type"],
+            ServiceCORS,
+            origins=settings.service.cors_origins,
+            methods=["GET", "POST", "DELETE"],
+            headers=["Authorization", "X-API-Key", "Content-Type"],
+            on_refusal=lambda: metrics.errors.labels(kind="cors_refused").inc(),
         )
     return app
 

@@ -12,10 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
+import os
+import stat
 from pathlib import Path
 
 from esbridge.config.settings import ServiceSettings
 from esbridge.errors import ConfigError
+
+log = logging.getLogger("esbridge.service")
+
+# Group or others who can read the file can use its keys; who can write it can add their own.
+_SHARED_ACCESS = stat.S_IRGRP | stat.S_IWGRP | stat.S_IROTH | stat.S_IWOTH
 
 
 class KeyRing:
@@ -54,7 +62,22 @@ def read_keys_file(path: Path) -> list[str]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the API keys file {path}: {exc}") from exc
+    _warn_if_shared(path)
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _warn_if_shared(path: Path) -> None:
+    """A warning (never a refusal to start) when the keys file's mode lets group or others at it (POSIX)."""
+    if os.name != "posix":
+        return
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return
+    if mode & _SHARED_ACCESS:
+        log.warning(
+            "API keys file %s is open to group or others (mode %04o); restrict it with: chmod 600 %s", path, mode, path
+        )
 
 
 def presented_key(authorization: str | None, x_api_key: str | None) -> str | None:

@@ -9,6 +9,7 @@ settings-level value refused (fusion)      422     invalid_value
 body larger than ``max_body_bytes``        413     body_too_large
 no or unknown API key                      401     unauthorized
 write with no API keys configured          403     writes_disabled
+CORS preflight refused (origin, method)    403     cors_refused
 document to delete does not exist          404     not_found
 engine unreachable, overloaded             503     engine_unavailable (with Retry-After)
 index (alias) missing on the engine        503     index_missing (with Retry-After)

@@ -23,6 +23,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult
+from mcp.types import Tool as MCPTool
 from pydantic import Field, ValidationError
 
 from esbridge.config.settings import Settings
@@ -52,6 +53,15 @@ class _StrictArguments(MCPServer):
             return self.tool(description=description)(fn)
 
         return register
+
+    async def list_tools(self) -> list[MCPTool]:
+        """The tools, their input schemas closed (``additionalProperties: false``) as ``call_tool`` enforces."""
+        return [
+            tool.model_copy(update={"input_schema": {**tool.input_schema, "additionalProperties": False}})
+            if tool.name in self._parameters
+            else tool
+            for tool in await super().list_tools()
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from esbridge.cli import main
 from esbridge.config import load_settings
+from esbridge.embeddings.factory import EMBEDDERS
 from esbridge.engines.embedded import EmbeddedEngine
 from tests.integration.engines import load_records
 from tests.unit.test_embedded_engine import RECORDS, HashingEmbedder
@@ -64,3 +65,35 @@ def test_index_drop_version_must_be_at_least_one_and_asks_about_that_version(not
         assert engine.index_exists("notes-v1")
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("command", ["search", "demo", "bench"])
+def test_top_n_help_names_the_setting_that_bounds_it(command: str) -> None:
+    result = CliRunner().invoke(main, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "at most the setting pipeline.top_n_max (default 50)" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("args", [["search", "solar"], ["demo"], ["bench", "."]], ids=lambda args: str(args[0]))
+def test_top_n_above_the_setting_is_a_usage_error_naming_it(notes: list[str], args: list[str]) -> None:
+    result = CliRunner().invoke(main, [*args, "--top-n", "51", *notes])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error")]
+    assert errors == [
+        "Error: Invalid value for '--top-n': 51 is more than the setting pipeline.top_n_max (50); "
+        "raise that setting to ask for more"
+    ]
+
+
+def test_top_n_up_to_a_raised_setting_searches(
+    notes: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(EMBEDDERS, "hashing", lambda settings: HashingEmbedder())
+    env = {
+        "ESBRIDGE_PIPELINE__TOP_N_MAX": "60",
+        "ESBRIDGE_EMBEDDING__PROVIDER": "hashing",
+        "ESBRIDGE_EMBEDDING__CACHE_DIR": str(tmp_path / "cache"),
+    }
+    result = CliRunner(env=env).invoke(main, ["search", "solar", "--top-n", "51", "--json", *notes])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["results"]

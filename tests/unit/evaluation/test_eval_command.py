@@ -194,3 +194,25 @@ def test_eval_draws_an_svg_chart(runner: CliRunner, energy: Path, tmp_path: Path
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output
     assert chart.read_text(encoding="utf-8").lstrip().startswith("<?xml")
+
+
+def test_a_native_baseline_that_did_not_run_says_why_there_is_no_significance(runner: CliRunner, energy: Path) -> None:
+    args = ["eval", str(energy), "--engine", "embedded", "--methods", "bm25,default,native", "--baseline", "native"]
+    text = runner.invoke(main, args)
+    assert text.exit_code == 0, text.output
+    assert "native         not available on this engine: " in text.stdout
+    as_json = runner.invoke(main, [*args, "--reuse", "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    summary = json.loads(as_json.stdout)
+    reason = next(row["unavailable"] for row in summary["results"] if row["name"] == "native")
+    assert reason.startswith("not available on this engine: ")
+    missing = f"no significance against native: native did not run ({reason})"
+    assert summary["warnings"] == [missing]
+    assert text.stderr.splitlines() == [f"warning: {missing}"]
+
+
+def test_a_baseline_that_ran_gives_no_such_warning(runner: CliRunner, energy: Path) -> None:
+    args = ["eval", str(energy), "--engine", "embedded", "--methods", "bm25,native", "--baseline", "bm25", "--json"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["warnings"] == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,35 @@ def test_presented_key_prefers_the_bearer_token() -> None:
 
 def test_the_testclient_is_not_treated_specially(client: TestClient) -> None:
     assert client.post("/v1/documents", json=DOCS).status_code == 401
+
+
+def keys_file(folder: Path, mode: int) -> Path:
+    path = folder / "keys.txt"
+    path.write_text(f"# the app\n{KEY}\n", encoding="utf-8")
+    path.chmod(mode)
+    return path
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o620], ids=oct)
+def test_a_keys_file_open_to_group_or_others_is_warned_about_and_used(
+    make_client: ClientFactory, caplog: pytest.LogCaptureFixture, tmp_path: Path, mode: int
+) -> None:
+    path = keys_file(tmp_path, mode)
+    caplog.set_level(logging.WARNING, logger="esbridge.service")
+    client = make_client(api_keys_file=path)
+    assert client.post("/v1/documents", json=DOCS, headers={"X-API-Key": KEY}).status_code == 200
+    assert [record.getMessage() for record in caplog.records] == [
+        f"API keys file {path} is open to group or others (mode {mode:04o}); restrict it with: chmod 600 {path}"
+    ]
+    assert KEY not in caplog.text
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+@pytest.mark.parametrize("mode", [0o600, 0o400], ids=oct)
+def test_a_keys_file_only_its_owner_can_use_is_not_warned_about(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path, mode: int
+) -> None:
+    caplog.set_level(logging.WARNING, logger="esbridge.service")
+    assert KeyRing.from_settings(ServiceSettings(api_keys_file=keys_file(tmp_path, mode))).accepts(KEY)
+    assert caplog.records == []

@@ -1,5 +1,6 @@
 """The MCP ``search`` tool's arguments, through the SDK's in-process client on the embedded engine: unknown
-arguments are refused like the HTTP API refuses them, and bad ones are reported in one line."""
+arguments are refused like the HTTP API refuses them (and the listed schemas say so), and bad ones are reported
+in one line."""
 
 from __future__ import annotations
 
@@ -25,6 +26,16 @@ def call(name: str, arguments: dict[str, Any]) -> CallToolResult:
     return anyio.run(session)
 
 
+def listed_input_schemas() -> dict[str, dict[str, Any]]:
+    server = build_server(service_settings(), embedder=HashingEmbedder(), load_model=False)
+
+    async def session() -> dict[str, dict[str, Any]]:
+        async with Client(server) as client:
+            return {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+
+    return anyio.run(session)
+
+
 def text(result: CallToolResult) -> str:
     block = result.content[0]
     assert block.type == "text"
@@ -36,6 +47,16 @@ def test_an_unknown_search_argument_is_a_tool_error_naming_it(client: TestClient
     assert result.is_error
     assert "unknown argument(s): another, bogus_field" in text(result)
     assert "accepted: collapse, explain" in text(result)
+
+
+def test_the_listed_input_schemas_refuse_unknown_arguments_too() -> None:
+    schemas = listed_input_schemas()
+    assert set(schemas) == {"search", "index_status"}
+    for schema in schemas.values():
+        assert schema["type"] == "object"
+        assert schema["additionalProperties"] is False
+    assert "query" in schemas["search"]["properties"]
+    assert schemas["search"]["$defs"]["Filters"]["additionalProperties"] is False
 
 
 def test_an_unknown_index_status_argument_is_refused() -> None:

@@ -374,3 +374,35 @@ def test_cors_is_off_unless_origins_are_configured(make_client: ClientFactory) -
         "/v1/search", headers={**preflight, "Origin": "https://evil.example"}
     )
     assert "access-control-allow-origin" not in other.headers
+
+
+def test_a_refused_cors_preflight_answers_403_in_the_error_shape(make_client: ClientFactory) -> None:
+    client = make_client(cors_origins="https://app.example")
+    preflight = {"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}
+    answer = client.options("/v1/search", headers=preflight)
+    assert answer.status_code == 403
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json() == {
+        "error": {
+            "kind": "cors_refused",
+            "message": "CORS preflight refused: origin https://evil.example is not in service.cors_origins",
+            "fields": [],
+        }
+    }
+    assert "access-control-allow-origin" not in answer.headers
+    metrics = client.get("/metrics").text
+    assert 'esbridge_errors_total{kind="cors_refused"} 1.0' in metrics
+
+
+def test_a_cors_preflight_for_a_method_or_header_not_allowed_says_which(make_client: ClientFactory) -> None:
+    client = make_client(cors_origins="https://app.example")
+    preflight = {
+        "Origin": "https://app.example",
+        "Access-Control-Request-Method": "PUT",
+        "Access-Control-Request-Headers": "Content-Type, X-Secret",
+    }
+    answer = client.options("/v1/search", headers=preflight)
+    assert answer.status_code == 403
+    assert answer.json()["error"]["message"] == (
+        "CORS preflight refused: method PUT is not allowed; header(s) X-Secret not allowed"
+    )
