@@ -45,15 +45,8 @@ def close_model(model: Embedder) -> None:
         close()
 
 
-def embed_soon(model: Embedder, texts: Sequence[str]) -> asyncio.Future[list[list[float]]]:
-    """``texts``' vectors as a future of the running loop, the work already started.
-
-    A model with its own ``embed_soon`` (``ProcessEmbedder``: the request goes down a pipe from the
-    loop's thread) is asked directly; any other runs ``embed`` in the loop's default executor, handed
-    over at once (``asyncio.to_thread`` would wait for a loop turn).
-    """
-    soon = getattr(model, "embed_soon", None)
-    if callable(soon):
-        future: asyncio.Future[list[list[float]]] = soon(texts)
-        return future
+def start_embedding(model: Embedder, texts: Sequence[str]) -> asyncio.Future[list[list[float]]]:
+    """``texts``' vectors as a future of the running loop, ``embed`` handed to the loop's default executor
+    at once (``asyncio.to_thread`` would wait for a loop turn). A search and ``esbridge bench`` both embed
+    through this, so the bench times the embedding the way a search pays for it."""
     return asyncio.get_running_loop().run_in_executor(None, model.embed, list(texts))

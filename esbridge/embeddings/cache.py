@@ -100,20 +100,11 @@ class EmbeddingCache:
         if version < _SCHEMA_VERSION:
             self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
-    def get_many(
-        self, model: str, keys: Iterable[bytes], dimension: int, *, wait: bool = True
-    ) -> dict[bytes, list[float]]:
-        """The cached vectors of ``keys`` for ``model``; absent keys (and rows of another length) are left out.
-
-        ``wait=False`` finds nothing rather than wait while another thread uses the cache (a write can wait
-        up to the timeout for another process's lock): for an event loop, where waiting would stall
-        every request, and a miss only costs an embedding.
-        """
+    def get_many(self, model: str, keys: Iterable[bytes], dimension: int) -> dict[bytes, list[float]]:
+        """The cached vectors of ``keys`` for ``model``; absent keys (and rows of another length) are left out."""
         found: dict[bytes, list[float]] = {}
         size = dimension * 4
-        if not self._lock.acquire(blocking=wait):
-            return found
-        try:
+        with self._lock:
             try:
                 for key in dict.fromkeys(keys):
                     row = self._db.execute(
@@ -123,8 +114,6 @@ class EmbeddingCache:
                         found[key] = decode_vector(row[0])
             except sqlite3.Error as exc:
                 raise EmbeddingError(f"cannot read the embedding cache {self.path}: {exc}", model=model) from exc
-        finally:
-            self._lock.release()
         return found
 
     def put_many(self, model: str, items: Iterable[tuple[bytes, Sequence[float]]]) -> None:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -12,8 +9,6 @@ from types import TracebackType
 from esbridge.embeddings.base import Embedder, close_model
 from esbridge.embeddings.cache import EmbeddingCache, text_key
 from esbridge.errors import EmbeddingError
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -85,57 +80,6 @@ class CachedEmbedder:
             vectors.update(batch_vectors)
             self._misses += len(batch)
         return [list(vectors[key]) for key in keys]
-
-    def embed_soon(self, texts: Sequence[str]) -> asyncio.Future[list[list[float]]]:
-        """``embed`` as a future of the running loop, for a model with its own ``embed_soon`` (a query's
-        embedding in a child process): the cache is read on the loop without waiting for it, the misses
-        go to the model at once, and new vectors are stored from a worker thread, off the caller's path.
-        Any other model runs ``embed`` in a worker thread."""
-        loop = asyncio.get_running_loop()
-        soon = getattr(self.embedder, "embed_soon", None)
-        if not callable(soon):
-            return loop.run_in_executor(None, self.embed, list(texts))
-        keys = [text_key(text) for text in texts]
-        vectors = self.cache.get_many(self.identity, keys, self.dimension, wait=False)
-        missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in vectors}
-        self._hits += len(texts) - len(missing)
-        self._misses += len(missing)
-        answer: asyncio.Future[list[list[float]]] = loop.create_future()
-        if not missing:
-            answer.set_result([list(vectors[key]) for key in keys])
-            return answer
-        embedding: asyncio.Future[list[list[float]]] = soon(list(missing.values()))
-
-        def embedded(done: asyncio.Future[list[list[float]]]) -> None:
-            if answer.done():
-                return
-            if done.cancelled():
-                answer.cancel()
-                return
-            try:
-                new = done.result()
-                self._check(new, len(missing))
-            except Exception as exc:  # the model's error is the caller's
-                answer.set_exception(exc)
-                return
-            batch = dict(zip(missing, new, strict=True))
-            vectors.update(batch)
-            answer.set_result([list(vectors[key]) for key in keys])
-            self._store_later(loop, batch)
-
-        embedding.add_done_callback(embedded)
-        answer.add_done_callback(lambda settled: embedding.cancel() if settled.cancelled() else None)
-        return answer
-
-    def _store_later(self, loop: asyncio.AbstractEventLoop, batch: dict[bytes, list[float]]) -> None:
-        def store() -> None:
-            try:
-                self.cache.put_many(self.identity, batch.items())
-            except EmbeddingError as exc:  # a vector not kept costs one embedding later, not this answer
-                logger.warning("%s", exc)
-
-        with contextlib.suppress(RuntimeError):  # the loop's executor is shutting down: nothing is kept
-            loop.run_in_executor(None, store)
 
     def _check(self, embedded: list[list[float]], expected: int) -> None:
         if len(embedded) != expected:

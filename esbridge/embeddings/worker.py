@@ -5,25 +5,21 @@ torch operations, so whatever Python the event loop runs meanwhile (sending the 
 its answer, other requests) delays the embedding, which is the longest step of a hybrid search. In a
 child process the model computes while the loop runs; a query pays one pipe round trip instead
 (docs/benchmarks.md, issue 4: the embedding's delay inside a search fell from about 1.4 to 0.7 ms, and
-the sidecar served 30% more requests per second on 2 cores). ``embed_soon`` sends that request from the
-loop's own thread and lets the loop read the answer, so no worker thread has to be woken on either side.
+the sidecar served 30% more requests per second on 2 cores).
 
 Children are started with ``spawn`` (no inherited locks or torch thread pools); each answers one call
 at a time. If one dies, hangs past ``reply_timeout_s`` (plus 0.5 s per text) or cannot load the
 model, the call raises an ``EsbridgeError`` (a search then degrades to lexical-only) and a replacement
-starts at once, so its model loads before the next call needs it; ``embed_soon`` fails at once while it
-loads, rather than keep a search waiting.
+starts at once, so its model loads before the next call needs it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import multiprocessing
 import queue
 import signal
 import threading
-import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from types import TracebackType
@@ -139,32 +135,6 @@ class _Child:
         self.description = description
         return description
 
-    def send(self, operation: str, argument: Any) -> bool:
-        """Hand the child a request; False (and the child stopped) when its pipe is broken."""
-        if self.connection is None:
-            return False
-        try:
-            self.connection.send((operation, argument))
-        except OSError:
-            self.stop(graceful=False)
-            return False
-        return True
-
-    def loaded(self) -> bool:
-        """Whether the model is loaded, without waiting; ``ModelUnavailable`` if the child failed to load it."""
-        if self.description is not None:
-            return True
-        connection = self.connection
-        if connection is None:
-            raise ModelUnavailable("the embedding process is stopped", model=self.model)
-        try:
-            answered = connection.poll(0)
-        except OSError:
-            answered = True  # ready() reads the failure and says why
-        if answered:
-            self.ready(0)
-        return answered
-
     def call(self, operation: str, argument: Any, timeout_s: float) -> Any:
         connection = self.connection
         if connection is None:
@@ -241,8 +211,6 @@ class ProcessEmbedder:
         """Guards ``_closed`` and ``_children`` against a close racing a replacement."""
         self._free: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._children: list[_Child] = []
-        self._in_flight: dict[int, _PendingAnswer] = {}
-        """slot -> its call made from an event loop (``embed_soon``), until the loop has read the answer"""
         try:
             for _ in range(workers):  # all start before any is waited for: they load their models in parallel
                 self._children.append(_Child(loader, model))
@@ -291,80 +259,9 @@ class ProcessEmbedder:
             vectors.extend(self._call("embed", list(texts[start : start + _TEXTS_PER_CALL])))
         return vectors
 
-    def embed_soon(self, texts: Sequence[str]) -> asyncio.Future[list[list[float]]]:
-        """``texts``' vectors as a future of the running event loop, the request already sent.
-
-        A free child gets the texts at once, from the loop's own thread, and the loop reads the answer
-        when the pipe becomes readable: no worker thread is woken on the way in or out, so the child
-        starts before the caller's next statement (a search sends BM25 next) and the vectors reach the
-        loop as soon as they exist. A search cannot wait for a model to load, so while a replacement
-        child loads, or when the free child turns out dead, the future fails at once (the search answers
-        lexical-only) and the replacement keeps loading. With every child busy, or more texts than one
-        call takes, the call runs in a worker thread like ``embed``. Cancelling the future does not stop
-        the child; its answer is read and dropped when it comes (or when another call needs the child,
-        should the loop have closed first).
-        """
-        loop = asyncio.get_running_loop()
-        batch = list(texts)
-        if self._closed:
-            return _failed(loop, EmbeddingError("the embedder is closed", model=self._model))
-        if len(batch) > _TEXTS_PER_CALL:
-            return loop.run_in_executor(None, self.embed, batch)
-        self._reclaim_orphans()
-        try:
-            slot = self._free.get_nowait()
-        except queue.Empty:
-            return loop.run_in_executor(None, self.embed, batch)
-        try:
-            child = self._loaded_child(slot)
-            if not child.send("embed", batch):
-                raise EmbeddingError("the embedding process died; a new one is starting", model=self._model)
-            timeout_s = self._reply_timeout_s + _PER_TEXT_S * len(batch)
-            pending = _PendingAnswer(self, slot, child, loop, timeout_s)
-        except EsbridgeError as exc:
-            self._release(slot, self._children[slot])
-            return _failed(loop, exc)
-        except BaseException:
-            self._children[slot].stop(graceful=False)  # an answer may come, and must not be taken for the next call's
-            self._release(slot, self._children[slot])
-            raise
-        with self._state:
-            self._in_flight[slot] = pending
-        return pending.future
-
-    def _loaded_child(self, slot: int) -> _Child:
-        """The slot's child if it has its model now; ``EmbeddingError`` at once while a new one loads it."""
-        child = self._child_in(slot)
-        if not child.loaded():
-            raise EmbeddingError("a new embedding process is still loading the model", model=self._model)
-        if child.description is not None:
-            self._description = child.description
-        return child
-
-    def _release(self, slot: int, child: _Child) -> None:
-        """The slot's call is over: a child that died or hung is replaced now, then the slot is free again."""
-        with self._state:
-            self._in_flight.pop(slot, None)
-        try:
-            if child.connection is None:
-                with contextlib.suppress(EsbridgeError):
-                    self._child_in(slot)
-        finally:
-            self._free.put(slot)
-
-    def _reclaim_orphans(self) -> None:
-        """Free the slots of loop-side calls whose event loop closed before their answer came."""
-        with self._state:
-            orphans = [pending for pending in self._in_flight.values() if pending.loop.is_closed()]
-        for pending in orphans:
-            pending.drain()
-
     def close(self) -> None:
         with self._state:
             self._closed = True
-            in_flight = list(self._in_flight.values())
-        for pending in in_flight:
-            pending.abandon_soon()
         self._stop_all()
 
     def __enter__(self) -> ProcessEmbedder:
@@ -378,7 +275,6 @@ class ProcessEmbedder:
     def _call(self, operation: str, argument: Any) -> Any:
         if self._closed:
             raise EmbeddingError("the embedder is closed", model=self._model)
-        self._reclaim_orphans()
         try:
             slot = self._free.get(timeout=self._reply_timeout_s)
         except queue.Empty:
@@ -419,103 +315,3 @@ class ProcessEmbedder:
             child.request_stop()
         for child in children:
             child.stop(graceful=True)
-
-
-def _failed(loop: asyncio.AbstractEventLoop, error: EsbridgeError) -> asyncio.Future[list[list[float]]]:
-    future: asyncio.Future[list[list[float]]] = loop.create_future()
-    future.set_exception(error)
-    return future
-
-
-class _PendingAnswer:
-    """A request sent to a child from an event loop; the loop reads the answer when the pipe is readable."""
-
-    def __init__(
-        self, owner: ProcessEmbedder, slot: int, child: _Child, loop: asyncio.AbstractEventLoop, timeout_s: float
-    ) -> None:
-        connection = child.connection
-        if connection is None:
-            raise EmbeddingError("the embedding process is stopped", model=child.model)
-        self.future: asyncio.Future[list[list[float]]] = loop.create_future()
-        self.loop = loop
-        self._owner, self._slot, self._child, self._connection = owner, slot, child, connection
-        self._timeout_s = timeout_s
-        self._deadline = time.monotonic() + timeout_s
-        self._done = False
-        self._fd = connection.fileno()  # kept: a closed Connection no longer tells it
-        loop.add_reader(self._fd, self._answer)
-        self._timer = loop.call_later(timeout_s, self._expire)
-
-    def drain(self) -> None:
-        """Outside the (closed) loop: wait out the answer and drop it, or replace a child that gives none."""
-        if self._done:
-            return
-        self._done = True
-        try:
-            if self._connection.poll(max(0.0, self._deadline - time.monotonic())):
-                self._connection.recv()
-            else:
-                self._child.stop(graceful=False)
-        except (EOFError, OSError):
-            self._child.stop(graceful=False)
-        finally:
-            self._owner._release(self._slot, self._child)
-
-    def abandon_soon(self) -> None:
-        """Fail the call as closed, in its loop's thread (now if that is this thread); nothing once the loop is gone."""
-        if self.loop.is_closed():
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self.loop:
-            self._abandon()
-        else:
-            with contextlib.suppress(RuntimeError):  # the loop closed in between
-                self.loop.call_soon_threadsafe(self._abandon)
-
-    def _abandon(self) -> None:
-        if not self._finish():
-            return
-        self._owner._release(self._slot, self._child)
-        self._settle(EmbeddingError("the embedder was closed during the call", model=self._child.model))
-
-    def _answer(self) -> None:
-        if not self._finish():
-            return
-        try:
-            status, payload = self._connection.recv()
-        except (EOFError, OSError) as exc:
-            self._child.stop(graceful=False)
-            reason = f"the embedding process died ({type(exc).__name__}); a new one is starting"
-            self._settle(EmbeddingError(reason, model=self._child.model))
-        else:
-            self._settle(EmbeddingError(str(payload), model=self._child.model) if status == "error" else payload)
-        finally:
-            self._owner._release(self._slot, self._child)
-
-    def _expire(self) -> None:
-        if not self._finish():
-            return
-        self._child.stop(graceful=False)
-        self._owner._release(self._slot, self._child)
-        reason = f"the embedding process gave no answer within {self._timeout_s:g}s; it was replaced"
-        self._settle(EmbeddingError(reason, model=self._child.model))
-
-    def _finish(self) -> bool:
-        """Stop watching the pipe and the clock; False when the call was already settled another way."""
-        if self._done:
-            return False
-        self._done = True
-        self.loop.remove_reader(self._fd)
-        self._timer.cancel()
-        return True
-
-    def _settle(self, outcome: list[list[float]] | EmbeddingError) -> None:
-        if self.future.cancelled():
-            return
-        if isinstance(outcome, EmbeddingError):
-            self.future.set_exception(outcome)
-        else:
-            self.future.set_result(outcome)

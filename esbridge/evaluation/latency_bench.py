@@ -24,7 +24,7 @@ from typing import Any
 
 from esbridge.config.pipeline import CacheSettings
 from esbridge.config.settings import Settings
-from esbridge.embeddings.base import Embedder, embed_soon
+from esbridge.embeddings.base import Embedder, start_embedding
 from esbridge.engines import connect_async, resolve_kind
 from esbridge.engines.capabilities import Capabilities
 from esbridge.errors import ConfigError, EsbridgeError
@@ -177,7 +177,7 @@ async def _measure(
         lexical = retrievers.bm25.body(context, None)
         if "bm25" in modes:
             await timed("bm25", sink, lambda: engine.search(settings.index, lexical))
-        vector = await timed("embed", sink, lambda: embed_soon(embedder, [text]))
+        vector = await timed("embed", sink, lambda: start_embedding(embedder, [text]))
         knn = retrievers.knn.body(context, vector[0])
         if "knn" in modes:
             await timed("knn", sink, lambda: engine.search(settings.index, knn))

@@ -25,7 +25,7 @@ from cachetools import TTLCache
 
 from esbridge import errors
 from esbridge.config.pipeline import PipelineSettings
-from esbridge.embeddings.base import Embedder, embed_soon
+from esbridge.embeddings.base import Embedder, start_embedding
 from esbridge.engines.base import AsyncEngine, SearchResult
 from esbridge.engines.capabilities import Capabilities
 from esbridge.pipelines import native
@@ -56,7 +56,7 @@ def _utc_now() -> datetime:
 
 @dataclass(frozen=True)
 class _Embedding:
-    """A query embedding under way: in the model's child process (``ProcessEmbedder``) or a worker thread."""
+    """A query embedding under way in a worker thread."""
 
     text: str
     vectors: asyncio.Future[list[list[float]]]
@@ -380,9 +380,8 @@ class HybridSearcher:
     ) -> dict[str, SearchResult | None]:
         """The query's embedding starts, lexical retrievers go out while it runs, semantic ones follow it.
 
-        The embedding starts (its request down the model process's pipe, or handed to a thread) before the
-        lexical requests are even serialised: it is the longest step, and every microsecond it starts later
-        is added to the search.
+        The embedding is handed to its thread before the lexical requests are even serialised: it is the
+        longest step, and every microsecond it starts later is added to the search.
         """
         semantic = {name: retriever for name, retriever in chosen.items() if retriever.needs_vector}
         embedding = self._start_embedding(request.query) if semantic else None
@@ -658,7 +657,7 @@ class HybridSearcher:
 
 def _embedding(embedder: Embedder, text: str) -> _Embedding:
     started = time.perf_counter()
-    return _Embedding(text, embed_soon(embedder, [text]), started)
+    return _Embedding(text, start_embedding(embedder, [text]), started)
 
 
 def _rerank_text(source: Mapping[str, Any]) -> str:

@@ -1,13 +1,11 @@
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from esbridge.embeddings import CachedEmbedder, CacheStats, Embedder, EmbeddingCache
-from esbridge.embeddings.cache import text_key
 from esbridge.errors import EmbeddingError
 
 
@@ -149,81 +147,3 @@ def test_reset_stats(cache: EmbeddingCache) -> None:
 def test_batch_size_must_be_positive(cache: EmbeddingCache) -> None:
     with pytest.raises(ValueError, match="batch_size"):
         CachedEmbedder(CountingEmbedder(), cache, batch_size=0)
-
-
-class SoonEmbedder(CountingEmbedder):
-    """A model with its own ``embed_soon`` (as ``ProcessEmbedder`` has), answering on the next loop turn."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.soon_calls: list[list[str]] = []
-        self.fail_with: Exception | None = None
-
-    def embed_soon(self, texts: Sequence[str]) -> asyncio.Future[list[list[float]]]:
-        self.soon_calls.append(list(texts))
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[list[list[float]]] = loop.create_future()
-        if self.fail_with is not None:
-            loop.call_soon(future.set_exception, self.fail_with)
-        else:
-            loop.call_soon(future.set_result, [[float(len(text)), 1.0] for text in texts])
-        return future
-
-
-async def _stored(
-    cache: EmbeddingCache, model: str, texts: Sequence[str], timeout_s: float = 5.0
-) -> dict[bytes, list[float]]:
-    """What the cache holds for ``texts`` once the background write has landed."""
-    keys = [text_key(text) for text in texts]
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while len(found := cache.get_many(model, keys, 2)) < len(keys) and asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(0.01)
-    return found
-
-
-async def test_embed_soon_asks_the_model_for_misses_only_and_keeps_the_new_vectors(cache: EmbeddingCache) -> None:
-    model = SoonEmbedder()
-    cached = CachedEmbedder(model, cache)
-    cache.put_many(model.identity, [(text_key("known"), [9.0, 9.0])])
-    assert await cached.embed_soon(["known", "new one", "new one"]) == [[9.0, 9.0], [7.0, 1.0], [7.0, 1.0]]
-    assert model.soon_calls == [["new one"]] and model.calls == []
-    assert cached.stats == CacheStats(hits=2, misses=1)
-    stored = await _stored(cache, model.identity, ["new one"])
-    assert stored == {text_key("new one"): [7.0, 1.0]}
-    assert await cached.embed_soon(["new one"]) == [[7.0, 1.0]]
-    assert model.soon_calls == [["new one"]], "the second time it came from the cache"
-
-
-async def test_embed_soon_does_not_wait_for_a_busy_cache(cache: EmbeddingCache) -> None:
-    model = SoonEmbedder()
-    cached = CachedEmbedder(model, cache)
-    cache.put_many(model.identity, [(text_key("known"), [9.0, 9.0])])
-    with cache._lock:  # another thread is writing (it may wait for another process's lock for 30 s)
-        assert await cached.embed_soon(["known"]) == [[5.0, 1.0]]
-    assert model.soon_calls == [["known"]]
-
-
-async def test_embed_soon_reports_the_models_error_and_stores_nothing(cache: EmbeddingCache) -> None:
-    model = SoonEmbedder()
-    model.fail_with = EmbeddingError("the embedding process died", model="fake")
-    cached = CachedEmbedder(model, cache)
-    with pytest.raises(EmbeddingError, match="died"):
-        await cached.embed_soon(["lost"])
-    await asyncio.sleep(0.05)
-    assert cache.get_many(model.identity, [text_key("lost")], 2) == {}
-
-
-async def test_cancelling_embed_soon_cancels_the_models_call(cache: EmbeddingCache) -> None:
-    model = SoonEmbedder()
-    cached = CachedEmbedder(model, cache)
-    answer = cached.embed_soon(["never mind"])
-    answer.cancel()
-    await asyncio.sleep(0.05)
-    assert cache.get_many(model.identity, [text_key("never mind")], 2) == {}
-
-
-async def test_embed_soon_without_a_model_of_its_own_runs_embed_in_a_thread(cache: EmbeddingCache) -> None:
-    model = CountingEmbedder()
-    cached = CachedEmbedder(model, cache)
-    assert await cached.embed_soon(["plain"]) == [[5.0, 1.0]]
-    assert model.calls == [["plain"]]

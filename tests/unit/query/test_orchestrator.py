@@ -247,35 +247,6 @@ def test_the_embedding_is_handed_to_its_thread_before_the_bm25_request_is_sent()
     assert response.details["timings_ms"]["embed"] >= 50
 
 
-def test_a_model_with_embed_soon_is_asked_directly_before_bm25_is_sent_and_no_thread_is_used() -> None:
-    # A ProcessEmbedder sends the request from the loop's thread: no worker thread on the way in or out.
-    asked: list[float] = []
-
-    class Soon(StubEmbedder):
-        def embed_soon(self, texts: Sequence[str]) -> asyncio.Future[list[list[float]]]:
-            asked.append(time.monotonic())
-            loop = asyncio.get_running_loop()
-            future: asyncio.Future[list[list[float]]] = loop.create_future()
-            loop.call_later(0.05, future.set_result, self.embed(texts))
-            return future
-
-    class NoThreads(ThreadPoolExecutor):
-        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-            raise AssertionError("a worker thread was used")
-
-    engine = MemoryEngine(LEX, SEM)
-    hybrid = searcher(engine, Soon(), execution="concurrent")
-
-    async def search() -> Any:
-        asyncio.get_running_loop().set_default_executor(NoThreads(max_workers=1))
-        return await hybrid.search(SearchRequest(query="solar energy"))
-
-    response = asyncio.run(search())
-    assert response.search_mode == "hybrid" and response.warnings == []
-    assert asked and asked[0] <= engine.started["bm25"]
-    assert response.details["timings_ms"]["embed"] >= 50
-
-
 def test_a_retriever_that_cannot_build_its_body_fails_the_search_and_leaves_nothing_running() -> None:
     from esbridge.query.retrievers import RETRIEVERS
 
