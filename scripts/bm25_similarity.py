@@ -13,14 +13,13 @@ engine's FTS5 has fixed k1 = 1.2, b = 0.75).
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from esbridge.config import load_settings
+from index_study import study_parser, study_settings
+
 from esbridge.config.settings import Settings
 from esbridge.embeddings.factory import open_embedder
 from esbridge.engines import connect, resolve_kind
@@ -76,12 +75,7 @@ def _restored(client: Any, index: str) -> Iterator[tuple[float, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("dataset", type=Path)
-    parser.add_argument("--url")
-    parser.add_argument("--engine")
-    parser.add_argument("--index", required=True, help="the alias of an already ingested evaluation index")
-    parser.add_argument("--split", default="train")
+    parser = study_parser(__doc__, split="train")
     parser.add_argument("--methods", default="bm25,default")
     parser.add_argument("--points", nargs="+", default=["1.2,0.75", "0.9,0.4"], help="k1,b pairs")
     args = parser.parse_args()
@@ -89,7 +83,7 @@ def main() -> None:
     if any(len(point) != 2 for point in points):
         parser.error("each point is k1,b, e.g. 0.9,0.4")
 
-    settings = load_settings(url=args.url, engine=args.engine, index=args.index)
+    settings = study_settings(args)
     if resolve_kind(settings) == "embedded":
         parser.error("the embedded engine's BM25 (SQLite FTS5) has fixed k1 and b")
     adapter = connect(settings)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from pathlib import Path
 
-from esbridge.config import load_settings
+from index_study import study_parser, study_settings
+
 from esbridge.engines import connect_async
 from esbridge.evaluation import metrics
 from esbridge.evaluation.dataset import judged_queries
@@ -22,7 +22,7 @@ from esbridge.query.models import Filters
 
 
 async def run(args: argparse.Namespace) -> None:
-    settings = load_settings(url=args.url, engine=args.engine, index=args.index)
+    settings = study_settings(args)
     judged = judged_queries(args.dataset, args.split)
     engine = connect_async(settings)
     rankings: dict[float, dict[str, dict[str, float]]] = {boost: {} for boost in args.boosts}
@@ -46,12 +46,7 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dataset", type=Path)
-    parser.add_argument("--url")
-    parser.add_argument("--engine")
-    parser.add_argument("--index", required=True)
-    parser.add_argument("--split", default="train")
+    parser = study_parser(__doc__, split="train")
     parser.add_argument("--boosts", type=float, nargs="+", default=[3.0, 2.0, 1.5, 1.0, 0.5])
     asyncio.run(run(parser.parse_args()))
 

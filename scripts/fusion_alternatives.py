@@ -23,14 +23,13 @@ Prints nDCG@10 per variant and the p-value of a paired two-sided t-test against 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from esbridge.config import load_settings
+from index_study import study_parser, study_settings
+
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.embeddings.factory import uncached_model
@@ -164,16 +163,11 @@ def variants(lists: Mapping[str, Lists], depths: Sequence[int]) -> dict[str, dic
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("dataset", type=Path)
-    parser.add_argument("--url")
-    parser.add_argument("--engine")
-    parser.add_argument("--index", required=True)
-    parser.add_argument("--split", default="train")
+    parser = study_parser(__doc__, split="train")
     parser.add_argument("--depths", type=int, nargs="*", default=[50, 100, 200])
     parser.add_argument("--no-prf", action="store_true", help="Skip the feedback variants (a request per query each).")
     args = parser.parse_args()
-    settings = load_settings(url=args.url, engine=args.engine, index=args.index)
+    settings = study_settings(args)
     judged = judged_queries(args.dataset, args.split)
     depth = max([DEFAULT_DEPTH, *args.depths])
     with uncached_model(query_embedding(settings)) as embedder:

@@ -12,14 +12,13 @@ from competition for the interpreter lock. Used for docs/benchmarks.md (issue 4)
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import subprocess
 import time
-from pathlib import Path
 
-from esbridge.config import load_settings
+from index_study import study_parser, study_settings
+
 from esbridge.config.pipeline import CacheSettings
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
@@ -92,17 +91,12 @@ async def breakdown(settings: Settings, embedder: Embedder, texts: list[str]) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("dataset", type=Path)
-    parser.add_argument("--url")
-    parser.add_argument("--engine")
-    parser.add_argument("--index", required=True)
-    parser.add_argument("--split", default="test")
+    parser = study_parser(__doc__, split="test")
     parser.add_argument("--limit", type=int, default=300)
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--busy-core", action="store_true")
     args = parser.parse_args()
-    settings = load_settings(url=args.url, engine=args.engine, index=args.index)
+    settings = study_settings(args)
     texts = list(judged_queries(args.dataset, args.split, args.limit).queries.values())
     with uncached_model(query_embedding(settings), processes=args.processes) as embedder:
         if args.busy_core:
