@@ -182,7 +182,8 @@ def tune_command(
     """Search fusion method, weights and RRF k for the best nDCG@10 on a BEIR split; write them to the settings file.
 
     The choice is the grid point whose neighbourhood (itself and the adjacent weights and k) has the best
-    mean nDCG@10, so a lone spike is not chosen over a broad plateau.
+    mean nDCG@10, so a lone spike is not chosen over a broad plateau. A qpp model (weights chosen per
+    query) is fitted on the same queries and written instead when its cross-validated nDCG@10 is higher.
     """
     settings, judged = _prepare(
         dataset, split, limit, index, plot, {"url": url, "engine": engine, "config_file": config_file}
@@ -197,31 +198,45 @@ def tune_command(
             outcome = session.run(
                 settings,
                 judged,
-                [point.configuration for point in grid],
+                [*(point.configuration for point in grid), tuning.qpp_probe(settings.pipeline)],
                 embedder,
                 depth=Depth(deep=False),
                 progress=advance,
             )
     result = tuning.choose(grid, judged.qrels, outcome.outcomes)
+    fitted = tuning.fit_qpp(judged.qrels, outcome.outcomes, f"{dataset.resolve().name} {split}")
+    qpp_wins = isinstance(fitted, tuning.QppFit) and fitted.cross_validated > result.best.ndcg
+    chosen: tuning.PipelineChoice = fitted if qpp_wins and isinstance(fitted, tuning.QppFit) else result.best.point
     if not dry_run:
-        tuning.write_pipeline(target, result.best.point)
+        tuning.write_pipeline(target, chosen)
+    if isinstance(fitted, tuning.QppFit):
+        qpp_line = (
+            f"qpp, cross-validated on held-out queries: {fitted.cross_validated:.4f} nDCG@10 "
+            f"({'above' if qpp_wins else 'not above'} the best grid point's {result.best.ndcg:.4f})"
+        )
+        qpp_json: dict[str, object] = {"cross_validated_ndcg@10": round(fitted.cross_validated, 4), "chosen": qpp_wins}
+    else:
+        qpp_line = f"qpp not fitted: {fitted}"
+        qpp_json = {"cross_validated_ndcg@10": None, "chosen": False, "reason": fitted}
     if as_json:
         summary = {
             **_run_summary(dataset, split, outcome, ingested),
             **result.as_json(),
+            "qpp": qpp_json,
+            "written": {"fusion": chosen.fusion, "weights": chosen.weights},
             "written_to": None if dry_run else str(target),
             "target_chosen_by": chosen_by,
         }
         click.echo(json.dumps(summary, indent=2))
     else:
         click.echo(
-            f"{dataset.resolve().name} {split}: {outcome.queries} queries, {len(grid)} settings on {outcome.engine} "
-            f"({outcome.run_s:g}s)"
+            f"{dataset.resolve().name} {split}: {outcome.queries} queries, {len(grid)} settings and qpp "
+            f"on {outcome.engine} ({outcome.run_s:g}s)"
         )
         click.echo(result.table())
+        click.echo(qpp_line)
         click.echo(
-            ("would write" if dry_run else "wrote")
-            + f" [pipeline] {result.best.point.describe()} to {target} ({chosen_by})"
+            ("would write" if dry_run else "wrote") + f" [pipeline] {chosen.describe()} to {target} ({chosen_by})"
         )
     if plot is not None:
         from esbridge.evaluation.plot import tuning_chart

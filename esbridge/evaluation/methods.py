@@ -71,11 +71,17 @@ def _configured(name: str, base: PipelineSettings) -> Configuration:
 
 
 def _native(of: MethodFactory) -> MethodFactory:
-    """The engine fusing what ``of`` fuses (an OpenSearch search pipeline or an Elasticsearch retriever)."""
+    """The engine fusing what ``of`` fuses (an OpenSearch search pipeline or an Elasticsearch retriever).
+
+    ``qpp`` picks its weights per query, which no engine can; its native counterpart is its fixed-weight
+    base, min-max ``linear`` at the configured weights, which is what an engine's hybrid query computes.
+    """
 
     def factory(name: str, base: PipelineSettings) -> Configuration:
-        made = of(name, base)
-        return Configuration(name, made.pipeline, native=True)
+        pipeline = of(name, base).pipeline
+        if pipeline.fusion == "qpp":
+            pipeline = pipeline.model_copy(update={"fusion": "linear", "fusion_params": {}})
+        return Configuration(name, pipeline, native=True)
 
     return factory
 
@@ -92,6 +98,7 @@ METHODS: dict[str, MethodFactory] = {
     "linear-opensearch": _fused("linear", normalization="min_max", min_max_floor=0.001, combination="arithmetic_mean"),
     "dbsf": _fused("dbsf"),
     "adaptive": _fused("adaptive"),
+    "qpp": _fused("qpp"),
     "default": _default,
     "configured": _configured,
     "native": _native(_default),

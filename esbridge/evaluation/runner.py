@@ -122,6 +122,8 @@ class ConfigurationRuns:
     unavailable: str | None = None
     warnings: dict[str, int] = field(default_factory=dict)
     """warning text -> how many queries had it (degraded answers are counted, not hidden)"""
+    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """query id -> the fusion method's decision for the ``top`` ranking (adaptive and qpp fusion explain theirs)"""
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,8 @@ async def run_configurations(
             if response is None:
                 continue
             outcome.top[query_id] = doc_run(response)
+            if (decision := response.details.get("fusion_decision")) is not None:
+                outcome.decisions[query_id] = decision
             if deep is not None and (deep_response := await _answer(deep, outcome, text, depth.deep_n)) is not None:
                 outcome.deep[query_id] = doc_run(deep_response)
         progress(1)

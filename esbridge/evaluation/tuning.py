@@ -5,6 +5,12 @@ at every BM25 weight share in ``SHARES`` (weights ``bm25 = share``, ``knn = 1 - 
 here is invariant to scaling all weights, so the share is the only weight parameter). A point's
 *neighbourhood* is itself and the points of the same family one step away in share or in ``k``; the
 chosen point is the one with the best neighbourhood mean nDCG@10, which prefers a plateau to a spike.
+
+Beside the grid, ``qpp`` fusion (weights chosen per query) is fitted on the same queries: the min-max
+linear points at kNN shares ``QPP_SHARES`` give each query's nDCG@10 per share, one more configuration
+(``qpp_probe``) reads each query's predictors, and ``fit_qpp`` fits the model. Its 5-fold
+cross-validated nDCG@10 is compared with the best grid point's own nDCG@10 (measured on the very
+queries it was chosen on, so the comparison favours the grid); qpp is written only if it is higher.
 """
 
 from __future__ import annotations
@@ -12,17 +18,36 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.errors import ConfigError, DependencyMissing
 from esbridge.evaluation import metrics
 from esbridge.evaluation.methods import Configuration
 from esbridge.evaluation.runner import ConfigurationRuns
+from esbridge.query.fusion.qpp import PREDICTORS, QppModel
 
 SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 RRF_K = (10, 20, 40, 60, 100)
 NORMALIZATIONS = ("min_max", "z_score", "l2")
+QPP_SHARES = (0.4, 0.5, 0.6)
+"""kNN shares qpp chooses among: the neighbours of equal weights, so a poor prediction costs little."""
+QPP_PROBE = "qpp (reading predictors)"
+
+
+class PipelineChoice(Protocol):
+    """What ``write_pipeline`` writes: a grid point or a fitted qpp model."""
+
+    @property
+    def fusion(self) -> str: ...
+
+    @property
+    def weights(self) -> dict[str, float]: ...
+
+    @property
+    def fusion_params(self) -> dict[str, Any]: ...
+
+    def describe(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -44,7 +69,7 @@ class GridPoint:
         return {"bm25": round(self.share, 2), "knn": round(1 - self.share, 2)}
 
     @property
-    def fusion_params(self) -> dict[str, float | str]:
+    def fusion_params(self) -> dict[str, Any]:
         if self.fusion == "rrf" and self.k is not None:
             return {"k": self.k}
         if self.fusion == "linear" and self.normalization is not None:
@@ -158,7 +183,66 @@ def choose(
     return TuningResult(rank_points(ndcg))
 
 
-def write_pipeline(path: Path, point: GridPoint) -> None:
+@dataclass(frozen=True)
+class QppFit:
+    """A qpp model fitted on the tuning queries, and how it did on queries it was not fitted on."""
+
+    model: QppModel
+    cross_validated: float
+    """mean nDCG@10 of its choices on held-out queries (5-fold, 5 repeats)"""
+    queries: int
+
+    @property
+    def fusion(self) -> str:
+        return "qpp"
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return {"bm25": 1.0, "knn": 1.0}
+
+    @property
+    def fusion_params(self) -> dict[str, Any]:
+        return {"model": self.model.as_params()}
+
+    def describe(self) -> str:
+        shares = ",".join(f"{share:g}" for share in self.model.shares)
+        return f"fusion=qpp (a model fitted on {self.queries} queries, kNN shares {shares})"
+
+
+def qpp_probe(base: PipelineSettings) -> Configuration:
+    """The configuration whose decisions carry each query's qpp predictors (any model reads the same ones)."""
+    pipeline = base.model_copy(update={"fusion": "qpp", "weights": {"bm25": 1.0, "knn": 1.0}, "fusion_params": {}})
+    return Configuration(QPP_PROBE, pipeline)
+
+
+def fit_qpp(
+    judgements: Mapping[str, Mapping[str, int]], outcomes: Sequence[ConfigurationRuns], source: str
+) -> QppFit | str:
+    """The qpp model fitted on these outcomes (the grid's and ``qpp_probe``'s), or why it could not be."""
+    from esbridge.evaluation import qpp_fit
+
+    by_name = {outcome.configuration.name: outcome for outcome in outcomes}
+    probe = by_name.get(QPP_PROBE)
+    if probe is None:
+        return "no qpp probe configuration was run"
+    judged = metrics.qrels(judgements)
+    per_share = []
+    for share in QPP_SHARES:
+        point = GridPoint("linear", round(1 - share, 2), normalization="min_max")
+        per_share.append(metrics.per_query(judged, by_name[point.describe()].top, "ndcg@10"))
+    rows, gains = [], []
+    for query, decision in probe.decisions.items():
+        read = decision.get("predictors") or {}
+        if query in per_share[0] and all(name in read for name in PREDICTORS):
+            rows.append([float(read[name]) for name in PREDICTORS])
+            gains.append([scores[query] for scores in per_share])
+    if len(rows) < qpp_fit.MIN_QUERIES:
+        return f"{len(rows)} judged queries with predictors; fitting needs at least {qpp_fit.MIN_QUERIES}"
+    model = qpp_fit.fit(rows, gains, QPP_SHARES, source=f"fitted by esbridge tune on {source} ({len(rows)} queries)")
+    return QppFit(model, qpp_fit.cross_validated(rows, gains, QPP_SHARES), len(rows))
+
+
+def write_pipeline(path: Path, point: PipelineChoice) -> None:
     """Set ``[pipeline]`` fusion, weights and fusion_params in the TOML file at ``path``, keeping all else.
 
     Weights and parameters are written as inline tables: a new ``[pipeline.weights]`` header would

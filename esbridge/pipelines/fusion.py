@@ -3,9 +3,10 @@
 Only what both the client-side path and an engine compute alike is translated: weighted RRF, and
 linear combination of ``min_max`` or ``l2`` normalised scores, over exactly one lexical (``bm25``) and
 one semantic (``knn``) retriever. Anything else is refused with a ``ConfigError`` that says why,
-instead of being approximated silently: ``dbsf``, ``adaptive``, plugin methods or retrievers, a
-fractional RRF constant, and ``z_score``, which OpenSearch computes differently (sample deviation,
-below-mean scores raised to 0.001, see docs/native-hybrid.md) and Elasticsearch does not offer.
+instead of being approximated silently: ``qpp`` (weights chosen per query), ``dbsf``, ``adaptive``,
+plugin methods or retrievers, a fractional RRF constant, and ``z_score``, which OpenSearch computes
+differently (sample deviation, below-mean scores raised to 0.001, see docs/native-hybrid.md) and
+Elasticsearch does not offer.
 
 Rank counting is the same everywhere (the first hit has rank 1: Cormack et al. 2009, OpenSearch's
 ``RRFNormalizationTechnique``, Elasticsearch's ``rrf`` retriever). Weights differ only in scale:
@@ -18,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from esbridge.errors import ConfigError
 from esbridge.query.fusion.rrf import DEFAULT_RANK_CONSTANT
@@ -67,7 +68,7 @@ class NativeFusion:
 def native_fusion(
     method: str,
     weights: Mapping[str, float],
-    params: Mapping[str, float | str],
+    params: Mapping[str, Any],
     retrievers: Sequence[str],
 ) -> NativeFusion:
     """The server-side form of a fusion configuration; ``ConfigError`` naming what cannot be expressed."""
@@ -88,11 +89,12 @@ def native_fusion(
         return _linear(pair, params)
     raise ConfigError(
         f"fusion method {method!r} has no server-side equivalent in OpenSearch or Elasticsearch; native hybrid "
-        "supports 'rrf' and 'linear' (use mode 'client' or 'auto' for the others)"
+        "supports 'rrf' and 'linear' (use mode 'client' or 'auto' for the others"
+        + (", or fusion 'linear', qpp's fixed-weight base, to fuse in the engine)" if method == "qpp" else ")")
     )
 
 
-def _rank_constant(params: Mapping[str, float | str]) -> int:
+def _rank_constant(params: Mapping[str, Any]) -> int:
     _only("rrf", params, ("k",))
     k = params.get("k", DEFAULT_RANK_CONSTANT)
     if isinstance(k, bool) or not isinstance(k, (int, float)) or not float(k).is_integer() or not 1 <= k <= 10_000:
@@ -100,7 +102,7 @@ def _rank_constant(params: Mapping[str, float | str]) -> int:
     return int(k)
 
 
-def _linear(weights: tuple[float, float], params: Mapping[str, float | str]) -> NativeFusion:
+def _linear(weights: tuple[float, float], params: Mapping[str, Any]) -> NativeFusion:
     _only("linear", params, ("normalization", "combination", "min_max_floor"))
     normalization = str(params.get("normalization", "min_max"))
     combination = str(params.get("combination", "sum"))
@@ -119,7 +121,7 @@ def _linear(weights: tuple[float, float], params: Mapping[str, float | str]) -> 
     )
 
 
-def _only(method: str, params: Mapping[str, float | str], accepted: tuple[str, ...]) -> None:
+def _only(method: str, params: Mapping[str, Any], accepted: tuple[str, ...]) -> None:
     unknown = sorted(set(params) - set(accepted))
     if unknown:
         raise ConfigError(f"{method} got parameter(s) {unknown} that native hybrid cannot express; it takes {accepted}")

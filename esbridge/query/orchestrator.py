@@ -34,7 +34,7 @@ from esbridge.query import bodies
 from esbridge.query.concepts import expand_query
 from esbridge.query.deadline import within
 from esbridge.query.documents import per_document
-from esbridge.query.fusion import AdaptiveResult, QueryKind, classify_query, get_fusion
+from esbridge.query.fusion import AdaptiveResult, QppResult, QueryKind, classify_query, get_fusion
 from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, link_map, seed_docs, with_neighbors
 from esbridge.query.models import Explain, RetrieverExplain, SearchHit, SearchMode, SearchRequest, SearchResponse
 from esbridge.query.recency import HalfLife, RecencyRule, Tier, Tiers, apply_recency, parse_modified_at
@@ -153,6 +153,14 @@ class HybridSearcher:
             details["fusion_decision"] = {
                 "kind": fused.decision.kind.value,
                 "identifiers": list(fused.decision.identifiers),
+                "effective_weights": dict(fused.decision.effective_weights),
+                "reason": fused.decision.reason,
+            }
+        elif isinstance(fused, QppResult):
+            details["fusion_decision"] = {
+                "knn_share": fused.decision.share,
+                "predictors": dict(fused.decision.predictors),
+                "predicted_ndcg@10": dict(fused.decision.predicted),
                 "effective_weights": dict(fused.decision.effective_weights),
                 "reason": fused.decision.reason,
             }

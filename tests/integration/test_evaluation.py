@@ -92,6 +92,10 @@ def test_tune_writes_the_best_grid_point_into_the_settings_file(tmp_path: Path, 
     summary = json.loads(result.stdout)
     assert len(summary["grid"]) == 81
     assert summary["grid"][0] == summary["best"]
+    # 30 judged queries are too few to fit qpp, so the grid's best is written, and the output says why.
+    assert summary["qpp"]["chosen"] is False
+    assert "fitting needs at least 50" in summary["qpp"]["reason"]
+    assert summary["written"] == {"fusion": summary["best"]["fusion"], "weights": summary["best"]["weights"]}
     best_neighbourhood = max(point["neighbourhood_ndcg@10"] for point in summary["grid"])
     assert summary["best"]["neighbourhood_ndcg@10"] == best_neighbourhood
     pipeline = load_settings(settings_file).pipeline

@@ -73,7 +73,7 @@ def test_built_ins_come_from_esbridges_own_entry_points(fresh_fusion_registry: R
     from importlib.metadata import entry_points
 
     declared = {point.name for point in entry_points(group=FUSION_GROUP) if point.value.startswith("esbridge.")}
-    assert declared == {"rrf", "linear", "dbsf", "adaptive"}
+    assert declared == {"rrf", "linear", "dbsf", "adaptive", "qpp"}
     assert declared <= set(fresh_fusion_registry)
 
 

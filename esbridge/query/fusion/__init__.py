@@ -1,12 +1,13 @@
 """Fusing the runs of several retrievers into one ranking.
 
-Importing this package registers the built-in methods (``rrf``, ``linear``, ``dbsf``, ``adaptive``) in
+Importing this package registers the built-in methods (``rrf``, ``linear``, ``dbsf``, ``adaptive``, ``qpp``) in
 ``FUSION_METHODS``; look them up with ``get_fusion(name)``. See docs/fusion.md.
 """
 
 from esbridge.query.fusion.adaptive import AdaptiveDecision, AdaptiveResult, adaptive
 from esbridge.query.fusion.dbsf import dbsf
 from esbridge.query.fusion.linear import linear
+from esbridge.query.fusion.qpp import QppDecision, QppModel, QppResult, qpp
 from esbridge.query.fusion.query_kind import QueryClassification, QueryKind, classify_query
 from esbridge.query.fusion.registry import FUSION_METHODS, FusionMethod, get_fusion, register_fusion
 from esbridge.query.fusion.rrf import DEFAULT_RANK_CONSTANT, rrf
@@ -17,6 +18,9 @@ __all__ = [
     "AdaptiveDecision",
     "AdaptiveResult",
     "FusionMethod",
+    "QppDecision",
+    "QppModel",
+    "QppResult",
     "QueryClassification",
     "QueryKind",
     "adaptive",
@@ -24,6 +28,7 @@ __all__ = [
     "dbsf",
     "get_fusion",
     "linear",
+    "qpp",
     "register_fusion",
     "rrf",
 ]

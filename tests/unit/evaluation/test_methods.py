@@ -72,7 +72,9 @@ def test_native_methods_fuse_on_the_engine_what_their_client_twin_fuses() -> Non
     native = configuration("native", base)
     native_rrf = configuration("native-rrf", base)
     configured = configuration("native-configured", base)
-    assert (native.native, native.pipeline.fusion) == (True, PipelineSettings().fusion)
+    # The default is qpp, whose weights change per query; an engine runs its fixed-weight base.
+    assert PipelineSettings().fusion == "qpp"
+    assert (native.native, native.pipeline.fusion, native.pipeline.fusion_params) == (True, "linear", {})
     assert (native_rrf.native, native_rrf.pipeline.fusion, native_rrf.pipeline.fusion_params) == (
         True,
         "rrf",

@@ -5,8 +5,22 @@ from pathlib import Path
 import pytest
 
 from esbridge.config import load_settings
+from esbridge.config.pipeline import PipelineSettings
 from esbridge.errors import ConfigError
-from esbridge.evaluation.tuning import SHARES, GridPoint, grid, rank_points, write_pipeline
+from esbridge.evaluation.methods import Configuration
+from esbridge.evaluation.runner import ConfigurationRuns
+from esbridge.evaluation.tuning import (
+    QPP_SHARES,
+    SHARES,
+    GridPoint,
+    QppFit,
+    fit_qpp,
+    grid,
+    qpp_probe,
+    rank_points,
+    write_pipeline,
+)
+from esbridge.query.fusion.qpp import PREDICTORS, QppModel
 
 
 def test_grid_covers_every_method_share_and_k_once() -> None:
@@ -88,3 +102,47 @@ def test_an_edit_that_would_change_other_settings_is_not_written(
     with pytest.raises(ConfigError, match=r"nothing was written.*\n.*fusion = \"rrf\""):
         write_pipeline(path, GridPoint("rrf", 0.6, k=20))
     assert path.read_text(encoding="utf-8") == before
+
+
+def qpp_outcomes(count: int) -> list[ConfigurationRuns]:
+    """Grid outcomes at the three qpp shares and a probe: share 0.6 ranks the relevant document first
+    exactly when semantic_gap (the fourth predictor) is above 0.05, share 0.4 when it is not."""
+    outcomes = {share: ConfigurationRuns(point_configuration(share)) for share in QPP_SHARES}
+    probe = ConfigurationRuns(qpp_probe(PipelineSettings()))
+    for i in range(count):
+        query = f"q{i}"
+        gap = 0.1 if i % 2 else 0.0
+        probe.decisions[query] = {
+            "predictors": dict(zip(PREDICTORS, (0.2, 0.5, 1.0, gap, 0.2, 1.5, 0.3, 0.0), strict=True))
+        }
+        for share, outcome in outcomes.items():
+            hit = (share == 0.6) == (gap > 0.05) and share != 0.5
+            outcome.top[query] = {"rel": 2.0, "other": 1.0} if hit else {"other": 2.0, "rel": 1.0}
+    return [*outcomes.values(), probe]
+
+
+def point_configuration(knn_share: float) -> Configuration:
+    point = GridPoint("linear", round(1 - knn_share, 2), normalization="min_max")
+    return next(c.configuration for c in grid() if c.point == point)
+
+
+def test_qpp_is_fitted_on_the_grids_queries_and_beats_a_fixed_share_when_predictors_tell(tmp_path: Path) -> None:
+    judgements = {f"q{i}": {"rel": 1} for i in range(80)}
+    fitted = fit_qpp(judgements, qpp_outcomes(80), "synthetic train")
+    assert isinstance(fitted, QppFit)
+    assert fitted.queries == 80
+    assert fitted.cross_validated == pytest.approx(1.0)  # every held-out query gets its better share
+    assert fitted.model.source == "fitted by esbridge tune on synthetic train (80 queries)"
+    path = tmp_path / "esbridge.toml"
+    path.write_text('index = "notes"\n', encoding="utf-8")
+    write_pipeline(path, fitted)
+    pipeline = load_settings(path).pipeline
+    assert (pipeline.fusion, pipeline.weights) == ("qpp", {"bm25": 1.0, "knn": 1.0})
+    assert QppModel.from_params(pipeline.fusion_params["model"]) == fitted.model
+
+
+def test_qpp_is_not_fitted_on_too_few_queries_or_without_its_probe() -> None:
+    outcomes = qpp_outcomes(20)
+    judgements = {f"q{i}": {"rel": 1} for i in range(20)}
+    assert fit_qpp(judgements, outcomes, "small") == "20 judged queries with predictors; fitting needs at least 50"
+    assert fit_qpp(judgements, outcomes[:-1], "small") == "no qpp probe configuration was run"

@@ -134,7 +134,7 @@ def test_text_contains_matches_whole_identifiers_across_whitespace() -> None:
     ("params", "message"),
     [
         ({"base": "adaptive"}, "cannot use itself"),
-        ({"base": "borda"}, "unknown fusion method 'borda'; known: adaptive, dbsf, linear, rrf"),
+        ({"base": "borda"}, "unknown fusion method 'borda'; known: adaptive, dbsf, linear, qpp, rrf"),
         ({"base_params": {"weights": {"bm25": 1.0}}}, "weights directly"),
         ({"base_params": {"kk": 1}}, "'rrf' got unknown parameter"),
         ({"lexical_factor": -1.0}, "lexical_factor"),

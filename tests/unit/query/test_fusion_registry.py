@@ -40,7 +40,7 @@ def test_every_built_in_takes_weights_and_rejects_unknown_parameters(name: str) 
 
 
 def test_unknown_name_lists_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match="unknown fusion method 'combsum'; known: adaptive, dbsf, linear, rrf"):
+    with pytest.raises(ConfigError, match="unknown fusion method 'combsum'; known: adaptive, dbsf, linear, qpp, rrf"):
         get_fusion("combsum")
 
 

@@ -68,7 +68,9 @@ def native_searcher(
 ) -> tuple[HybridSearcher, EmulatedNativeEngine]:
     inner = engine or MemoryEngine(LEX, SEM)
     emulated = engine if isinstance(engine, EmulatedNativeEngine) else EmulatedNativeEngine(inner)
-    settings = PipelineSettings(**{"recency": {"enabled": False}, "cache": {"results": 0}, "top_k_min": 40, **pipeline})
+    # The default fusion, qpp, has no server-side form; these cases are about a fusion that has one.
+    given = {"fusion": "linear", "recency": {"enabled": False}, "cache": {"results": 0}, "top_k_min": 40, **pipeline}
+    settings = PipelineSettings(**given)
 
     async def probe() -> Capabilities:
         if isinstance(capabilities, str):
@@ -280,3 +282,13 @@ def test_document_level_fusion_gives_each_document_one_result_with_both_retrieve
     assert by_document.search_mode == "hybrid"  # always fused in esbridge: the engines fuse hits, not documents
     assert engine.native_bodies == []
     assert by_document.details["native"]["reason"].startswith("document-level fusion")
+
+
+def test_the_default_qpp_fusion_runs_client_side_in_auto_mode_and_says_why() -> None:
+    searcher, engine = native_searcher(opensearch(), fusion="qpp")
+    response = run(searcher)
+    assert response.search_mode == "hybrid"
+    assert "'qpp' has no server-side equivalent" in response.details["native"]["reason"]
+    assert "fusion 'linear'" in response.details["native"]["reason"]
+    assert response.details["fusion_decision"]["knn_share"] in (0.4, 0.5, 0.6)
+    assert engine.native_bodies == []
