@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from esbridge.config.pipeline import PipelineSettings
 from esbridge.query.fusion import get_fusion
 from esbridge.query.graph import GraphOptions, expand, seed_docs, with_neighbors
 from esbridge.query.recency import apply_recency
@@ -55,13 +56,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     parser.add_argument("--iterations", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--fusion", default=PipelineSettings().fusion, help="fusion method (default: the default's)")
     args = parser.parse_args()
     data = candidates(args.seed)
-    rrf = get_fusion("rrf")
+    fuse = get_fusion(args.fusion)
     options = GraphOptions()
     shaping = ShapeOptions(top_n=10, collapse=True, cap_types=True)
 
-    fused = rrf(data["runs"], weights={"bm25": 1.0, "knn": 1.0})
+    fused = fuse(data["runs"], weights={"bm25": 1.0, "knn": 1.0})
     boosted = apply_recency(fused.scores, data["modified"], NOW)
     # What the one link request returns: the seed documents and the documents linking to them.
     seeds = set(seed_docs(boosted.scores, data["doc_of"], options))
@@ -71,7 +73,7 @@ def main() -> None:
     doc_of = {**data["doc_of"], **expansion.doc_of}
 
     def everything() -> object:
-        f = rrf(data["runs"], weights={"bm25": 1.0, "knn": 1.0})
+        f = fuse(data["runs"], weights={"bm25": 1.0, "knn": 1.0})
         b = apply_recency(f.scores, data["modified"], NOW)
         e = expand(b.scores, data["doc_of"], data["links"], options)
         m = with_neighbors(b.scores, e)
@@ -79,7 +81,9 @@ def main() -> None:
 
     report = {
         "candidates": {name: len(run) for name, run in data["runs"].items()},
-        "fusion_rrf": measure(lambda: rrf(data["runs"], weights={"bm25": 1.0, "knn": 1.0}), args.iterations),
+        f"fusion_{args.fusion}": measure(
+            lambda: fuse(data["runs"], weights={"bm25": 1.0, "knn": 1.0}), args.iterations
+        ),
         "recency": measure(lambda: apply_recency(fused.scores, data["modified"], NOW), args.iterations),
         "graph_expand": measure(
             lambda: expand(boosted.scores, data["doc_of"], data["links"], options), args.iterations
