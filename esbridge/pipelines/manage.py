@@ -59,8 +59,12 @@ def require_pipelines(capabilities: Capabilities) -> None:
 
 
 def desired_pipeline(pipeline: PipelineSettings, capabilities: Capabilities) -> dict[str, Any]:
-    """The search pipeline of the configured fusion, or an error saying why this engine cannot have one."""
-    _require_opensearch(capabilities)
+    """The search pipeline of the configured fusion, or an error saying why this engine cannot have one.
+
+    What the engine lacks is said before what the fusion settings cannot express (the default, qpp, has
+    no server-side form), since no setting helps a node without neural-search.
+    """
+    require_pipelines(capabilities)
     fusion = native_fusion(pipeline.fusion, pipeline.weights, pipeline.fusion_params, pipeline.retrievers)
     outcome = native.plan(capabilities, fusion)
     if isinstance(outcome, str):

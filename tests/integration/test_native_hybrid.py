@@ -159,7 +159,9 @@ def test_auto_mode_says_which_path_answered(
     alias, queries = scifact
     runner = CliRunner()
     args = ["search", queries[0], "--url", str(engine_settings.url), "--engine", engine_kind, "--index", alias]
-    result = runner.invoke(main, [*args, "--json"], env={"ESBRIDGE_FUSION_MODE": "auto"})
+    # The default fusion, qpp, has no native form; this is about one that has.
+    env = {"ESBRIDGE_PIPELINE__FUSION": "linear"}
+    result = runner.invoke(main, [*args, "--json"], env={**env, "ESBRIDGE_FUSION_MODE": "auto"})
     assert result.exit_code == 0, result.output
     answer = json.loads(result.output)
     if natively_fusing(engine_kind):
@@ -168,7 +170,7 @@ def test_auto_mode_says_which_path_answered(
         assert answer["search_mode"] == "hybrid"
         assert answer["details"]["native"]["used"] is False
         assert answer["details"]["native"]["reason"]
-        forced = runner.invoke(main, [*args, "--json", "--mode", "native"])
+        forced = runner.invoke(main, [*args, "--json", "--mode", "native"], env=env)
         assert forced.exit_code == 0, forced.output
         assert any("native hybrid is not available" in w for w in json.loads(forced.output)["warnings"])
 
@@ -202,7 +204,7 @@ def round_trip(engine: Engine) -> None:
 
 
 def test_pipeline_commands(engine_kind: str, engine_settings: Settings, alias: str) -> None:
-    runner = CliRunner()
+    runner = CliRunner(env={"ESBRIDGE_PIPELINE__FUSION": "linear"})  # qpp, the default, has no pipeline form
     args = ["--url", str(engine_settings.url), "--engine", engine_kind, "--index", alias]
     if engine_kind == "elasticsearch":
         result = runner.invoke(main, ["pipeline", "apply", *args])
@@ -225,3 +227,14 @@ def test_pipeline_commands(engine_kind: str, engine_settings: Settings, alias: s
     shown = json.loads(runner.invoke(main, ["pipeline", "show", *args, "--json"]).output)
     assert shown["in_sync"] is True
     assert "deleted" in runner.invoke(main, ["pipeline", "delete", *args]).output
+
+
+def test_pipeline_commands_with_the_default_fusion_name_what_is_missing() -> None:
+    """With qpp (no server-side form), a node without neural-search is told that first; one with it is
+    told to use linear. Search pipelines are OpenSearch's, so this runs there only."""
+    require_live("opensearch")
+    args = ["--url", str(engine_url("opensearch")), "--engine", "opensearch", "--index", "esbridge-test-pipeline"]
+    result = CliRunner().invoke(main, ["pipeline", "apply", "--dry-run", *args])
+    assert result.exit_code == 1
+    expected = "fusion 'linear', qpp's fixed-weight base" if natively_fusing("opensearch") else "neural-search"
+    assert expected in result.output, result.output

@@ -35,7 +35,8 @@ def settings_for(server: ReplayServer, **pipeline: Any) -> Settings:
         engine="elasticsearch",
         index=INDEX,
         retries=0,
-        pipeline={"recency": {"enabled": False}, "cache": {"results": 0}, **pipeline},
+        # linear unless a case names another: the default, qpp, has no native form.
+        pipeline={"fusion": "linear", "recency": {"enabled": False}, "cache": {"results": 0}, **pipeline},
     )
 
 
