@@ -56,13 +56,8 @@ def fit(
 def chosen_gains(
     model: QppModel, predictors: Sequence[Sequence[float]], gains: Sequence[Sequence[float]]
 ) -> list[float]:
-    """Each query's nDCG at the share the model picks for it (ties go to the share nearest 0.5, as in ``qpp``)."""
-    picked = []
-    for row, achieved in zip(predictors, gains, strict=True):
-        predicted = model.predict(row)
-        best = max(range(len(predicted)), key=lambda j: (predicted[j], -abs(model.shares[j] - 0.5)))
-        picked.append(float(achieved[best]))
-    return picked
+    """Each query's nDCG at the share the model picks for it (``QppModel.choose``)."""
+    return [float(achieved[model.choose(row)[0]]) for row, achieved in zip(predictors, gains, strict=True)]
 
 
 def cross_validated(

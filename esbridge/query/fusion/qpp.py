@@ -20,6 +20,7 @@ on other data costs little.
 from __future__ import annotations
 
 import functools
+import heapq
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -93,6 +94,12 @@ class QppModel:
             for j, intercept in enumerate(self.intercepts)
         ]
 
+    def choose(self, predictors: Sequence[float]) -> tuple[int, list[float]]:
+        """The index of the share with the highest prediction (ties: the share nearest 0.5), and the predictions."""
+        predicted = self.predict(predictors)
+        best = max(range(len(predicted)), key=lambda j: (predicted[j], -abs(self.shares[j] - 0.5)))
+        return best, predicted
+
     def as_params(self) -> dict[str, Any]:
         """The model as ``pipeline.fusion_params["model"]`` takes it (TOML- and JSON-friendly)."""
         return {
@@ -148,8 +155,8 @@ class QppResult(FusionResult):
 def predictors(lexical: Mapping[str, float], semantic: Mapping[str, float]) -> tuple[float, ...] | None:
     """The ``PREDICTORS`` of one query's two runs, or None when either has fewer than 2 hits or BM25's
     best score is not positive (its ratios would mean nothing)."""
-    lex = sorted(lexical.items(), key=lambda pair: -pair[1])[:HEAD]
-    sem = sorted(semantic.items(), key=lambda pair: -pair[1])[:HEAD]
+    lex = heapq.nlargest(HEAD, lexical.items(), key=lambda pair: pair[1])
+    sem = heapq.nlargest(HEAD, semantic.items(), key=lambda pair: pair[1])
     if len(lex) < 2 or len(sem) < 2 or lex[0][1] <= 0:
         return None
     lex_scores = [score for _, score in lex]
@@ -193,7 +200,7 @@ def qpp(
     ``linear`` with ``weights`` alone, and the decision says so. ``model`` defaults to ``default_model()``.
     """
     reject_unknown("qpp", unknown, ("weights", "lexical", "semantic", "model"))
-    chosen = default_model() if model is None else model if isinstance(model, QppModel) else QppModel.from_params(model)
+    chosen = default_model() if model is None else model if isinstance(model, QppModel) else _parsed(model)
     resolved = resolve_weights(runs, weights)
     read = predictors(runs[lexical], runs[semantic]) if lexical in runs and semantic in runs else None
     if read is None:
@@ -205,8 +212,7 @@ def qpp(
         fused = linear(runs, weights=resolved)
         decision = QppDecision(None, {}, {}, resolved, f"{reason}: plain linear fusion")
         return QppResult(scores=fused.scores, contributions=fused.contributions, decision=decision)
-    predicted = chosen.predict(read)
-    best = max(range(len(predicted)), key=lambda j: (predicted[j], -abs(chosen.shares[j] - 0.5)))
+    best, predicted = chosen.choose(read)
     share = chosen.shares[best]
     effective = dict(resolved)
     effective[lexical] = resolved[lexical] * (1.0 - share)
@@ -227,3 +233,19 @@ def default_model() -> QppModel:
     """The model fitted on SciFact's train split (``qpp_scifact.json``; how it was made is in its ``source``)."""
     text = resources.files("esbridge.query.fusion").joinpath(DEFAULT_MODEL_FILE).read_text(encoding="utf-8")
     return QppModel.from_params(json.loads(text))
+
+
+_PARSED: dict[int, tuple[Mapping[str, Any], QppModel]] = {}
+
+
+def _parsed(given: Mapping[str, Any]) -> QppModel:
+    """``QppModel.from_params(given)``, once per mapping object: a configured model (``fusion_params``)
+    is the same object on every search, and parsing it each time would cost 13 us per query."""
+    known = _PARSED.get(id(given))
+    if known is not None and known[0] is given:  # the reference kept below keeps the id from being reused
+        return known[1]
+    model = QppModel.from_params(given)
+    if len(_PARSED) >= 64:
+        _PARSED.clear()
+    _PARSED[id(given)] = (given, model)
+    return model

@@ -142,3 +142,11 @@ def test_model_params_must_be_complete_and_known() -> None:
         QppModel.from_params({**model().as_params(), "extra": 1})
     with pytest.raises(ConfigError, match="fusion method 'qpp' got unknown parameter"):
         qpp(RUNS, base="rrf")
+
+
+def test_a_configured_model_mapping_fuses_as_the_model_itself_each_time() -> None:
+    params = model().as_params()
+    first, second = qpp(RUNS, model=params), qpp(RUNS, model=params)
+    assert first.decision == second.decision == qpp(RUNS, model=model()).decision
+    params["intercepts"] = [0.9, 0.1]  # a different mapping object parses afresh
+    assert qpp(RUNS, model=dict(params)).decision.share == 0.4
