@@ -405,12 +405,18 @@ class HybridSearcher:
             for task in tasks.values():
                 task.cancel()
             raise
+        results: dict[str, SearchResult | None] = {}
         try:
             if semantic and (vector := await self._semantic_vector(request.query, retrieved, embedding)) is not None:
-                for name, retriever in semantic.items():
-                    body = retriever.body(context, vector)
+                semantic_bodies = [(name, retriever.body(context, vector)) for name, retriever in semantic.items()]
+                *queued, (last, last_body) = semantic_bodies
+                for name, body in queued:
                     tasks[name] = asyncio.create_task(self._timed_search(name, body, retrieved))
-            results = await asyncio.gather(*tasks.values())
+                # The last one runs in this coroutine: a task would cost a turn of the loop to start and
+                # another to report back, both on the critical path of the search.
+                results[last] = await self._timed_search(last, last_body, retrieved)
+            for name, task in tasks.items():
+                results[name] = await task  # the lexical ones are usually done by now: no turn of the loop
         except BaseException:
             # One retriever raised (a missing index) or the search was cancelled: the others are stopped and
             # awaited, so none is left running or dies with an exception nobody retrieves.
@@ -418,7 +424,7 @@ class HybridSearcher:
                 task.cancel()
             await asyncio.gather(*tasks.values(), return_exceptions=True)
             raise
-        return dict(zip(tasks, results, strict=True))
+        return {name: results[name] for name in chosen if name in results}
 
     async def _retrieve_in_one_request(
         self,

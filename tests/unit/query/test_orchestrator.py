@@ -214,6 +214,50 @@ def test_a_missing_index_fails_the_search_and_leaves_no_task_behind() -> None:
     assert unretrieved == []
 
 
+def test_a_missing_index_seen_by_knn_stops_a_bm25_request_still_in_flight() -> None:
+    class MissingForKnn(MemoryEngine):
+        async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+            if "knn" in body.get("query", {}):
+                raise errors.IndexNotFound("no such index", url=self.url, operation="search", index=index, status=404)
+            return await super().search(index, body)
+
+    async def search() -> tuple[float, set[asyncio.Task[Any]]]:
+        started = time.monotonic()
+        with pytest.raises(errors.IndexNotFound):
+            await searcher(MissingForKnn(LEX, SEM, stall=["bm25"]), execution="concurrent").search(
+                SearchRequest(query="solar energy")
+            )
+        elapsed = time.monotonic() - started
+        await asyncio.sleep(0)
+        return elapsed, {task for task in asyncio.all_tasks() if task is not asyncio.current_task() and not task.done()}
+
+    elapsed, left = asyncio.run(search())
+    assert elapsed < 5, "the stalled BM25 request (10 s) was not waited for"
+    assert left == set()
+
+
+def test_every_semantic_retriever_answers_when_several_are_configured() -> None:
+    from esbridge.query.retrievers import RETRIEVERS, KnnRetriever
+
+    RETRIEVERS.register("knn_again", KnnRetriever())
+    try:
+        hybrid = searcher(
+            MemoryEngine(LEX, SEM),
+            retrievers=["bm25", "knn", "knn_again"],
+            weights={"bm25": 1.0, "knn": 1.0, "knn_again": 1.0},
+            fusion="rrf",
+            execution="concurrent",
+        )
+        response = run(hybrid, explain=True)
+    finally:
+        del RETRIEVERS["knn_again"]
+    assert response.search_mode == "hybrid"
+    best = response.results[0]
+    assert best.id == "b#0"  # ranks 2, 1, 1
+    assert list(best.explain.retrievers) == ["bm25", "knn", "knn_again"]
+    assert best.explain.contributions == pytest.approx({"bm25": 1 / 62, "knn": 1 / 61, "knn_again": 1 / 61})
+
+
 def test_no_retriever_answering_is_an_error() -> None:
     with pytest.raises(errors.EngineUnavailable, match="bm25 failed"):
         run(searcher(MemoryEngine(LEX, SEM, fail=["bm25", "knn"])))
