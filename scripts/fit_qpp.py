@@ -36,6 +36,7 @@ def main() -> None:
     settings = study_settings(args)
     judged = judged_queries(args.dataset, args.split)
     with uncached_model(query_embedding(settings)) as embedder:
+        embedding_model = embedder.name
         lists = asyncio.run(retrieve(settings, embedder, judged.queries, DEFAULT_DEPTH))
     qrels = metrics.qrels(judged.qrels)
     per_share = []
@@ -57,7 +58,7 @@ def main() -> None:
         f"fitted by scripts/fit_qpp.py on {args.dataset.name} {args.split} ({len(rows)} queries), "
         f"index {args.index}, ridge {args.ridge:g}"
     )
-    model = qpp_fit.fit(rows, gains, SHARES, ridge=args.ridge, source=source)
+    model = qpp_fit.fit(rows, gains, SHARES, ridge=args.ridge, source=source, embedding_model=embedding_model)
     fixed = {share: sum(row[j] for row in gains) / len(gains) for j, share in enumerate(SHARES)}
     validated = qpp_fit.cross_validated(rows, gains, SHARES, ridge=args.ridge)
     print(f"{args.split}: {len(rows)} queries with predictors of {len(lists)}")

@@ -193,6 +193,7 @@ def tune_command(
         _check_writable_settings(target, chosen_by)
     grid = tuning.grid(settings.pipeline)
     with _model(settings) as embedder:
+        embedding_model = embedder.name
         ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
         with query_progress(as_json, "queries", len(judged.queries)) as advance:
             outcome = session.run(
@@ -204,7 +205,9 @@ def tune_command(
                 progress=advance,
             )
     result = tuning.choose(grid, judged.qrels, outcome.outcomes)
-    fitted = tuning.fit_qpp(judged.qrels, outcome.outcomes, f"{dataset.resolve().name} {split}")
+    fitted = tuning.fit_qpp(
+        judged.qrels, outcome.outcomes, f"{dataset.resolve().name} {split}", embedding_model=embedding_model
+    )
     qpp_wins = isinstance(fitted, tuning.QppFit) and fitted.cross_validated > result.best.ndcg
     chosen: tuning.PipelineChoice = fitted if qpp_wins and isinstance(fitted, tuning.QppFit) else result.best.point
     if not dry_run:

@@ -30,8 +30,10 @@ def fit(
     *,
     ridge: float = DEFAULT_RIDGE,
     source: str = "",
+    embedding_model: str = "",
 ) -> QppModel:
-    """The ridge model over ``predictors`` (one row per query) and ``gains`` (one nDCG per share, per query)."""
+    """The ridge model over ``predictors`` (one row per query) and ``gains`` (one nDCG per share, per query);
+    ``embedding_model`` names the model whose kNN scores the predictors were read from."""
     x, y = _arrays(predictors, gains, shares)
     if ridge < 0:
         raise ConfigError(f"ridge must be >= 0, got {ridge}")
@@ -50,6 +52,7 @@ def fit(
         tuple(float(value) for value in solution[0]),
         tuple(tuple(float(value) for value in row) for row in solution[1:]),
         source,
+        embedding_model,
     )
 
 

@@ -216,9 +216,14 @@ def qpp_probe(base: PipelineSettings) -> Configuration:
 
 
 def fit_qpp(
-    judgements: Mapping[str, Mapping[str, int]], outcomes: Sequence[ConfigurationRuns], source: str
+    judgements: Mapping[str, Mapping[str, int]],
+    outcomes: Sequence[ConfigurationRuns],
+    source: str,
+    *,
+    embedding_model: str,
 ) -> QppFit | str:
-    """The qpp model fitted on these outcomes (the grid's and ``qpp_probe``'s), or why it could not be."""
+    """The qpp model fitted on these outcomes (the grid's and ``qpp_probe``'s), or why it could not be;
+    ``embedding_model``: the model that embedded the queries (the model records it)."""
     from esbridge.evaluation import qpp_fit
 
     by_name = {outcome.configuration.name: outcome for outcome in outcomes}
@@ -238,7 +243,13 @@ def fit_qpp(
             gains.append([scores[query] for scores in per_share])
     if len(rows) < qpp_fit.MIN_QUERIES:
         return f"{len(rows)} judged queries with predictors; fitting needs at least {qpp_fit.MIN_QUERIES}"
-    model = qpp_fit.fit(rows, gains, QPP_SHARES, source=f"fitted by esbridge tune on {source} ({len(rows)} queries)")
+    model = qpp_fit.fit(
+        rows,
+        gains,
+        QPP_SHARES,
+        source=f"fitted by esbridge tune on {source} ({len(rows)} queries)",
+        embedding_model=embedding_model,
+    )
     return QppFit(model, qpp_fit.cross_validated(rows, gains, QPP_SHARES), len(rows))
 
 

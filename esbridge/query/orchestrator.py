@@ -157,13 +157,7 @@ class HybridSearcher:
                 "reason": fused.decision.reason,
             }
         elif isinstance(fused, QppResult):
-            details["fusion_decision"] = {
-                "knn_share": fused.decision.share,
-                "predictors": dict(fused.decision.predictors),
-                "predicted_ndcg@10": dict(fused.decision.predicted),
-                "effective_weights": dict(fused.decision.effective_weights),
-                "reason": fused.decision.reason,
-            }
+            details["fusion_decision"] = self._qpp_decision(fused)
 
         multipliers: dict[str, float] = {}
         if request.recency if request.recency is not None else self.pipeline.recency.enabled:
@@ -221,6 +215,25 @@ class HybridSearcher:
         if self._responses is not None and not response.warnings:
             self._responses[key] = response.model_copy(deep=True)
         return response
+
+    def _qpp_decision(self, fused: QppResult) -> dict[str, Any]:
+        decision = fused.decision
+        described: dict[str, Any] = {
+            "knn_share": decision.share,
+            "predictors": dict(decision.predictors),
+            "predicted_ndcg@10": dict(decision.predicted),
+            "effective_weights": dict(decision.effective_weights),
+            "reason": decision.reason,
+        }
+        vectors_from = self.embedder.name if self.embedder is not None else None
+        if decision.share is not None and decision.fitted_for and vectors_from and vectors_from != decision.fitted_for:
+            # Its kNN predictors read score gaps whose scale depends on the model; the shares stay within
+            # the model's candidates (0.4-0.6 for the shipped one), so a mismatch costs little, but it shows.
+            described["caution"] = (
+                f"the qpp model was fitted on kNN scores of {decision.fitted_for}, this search's vectors come "
+                f"from {vectors_from}: its choice of share may be off; esbridge tune fits one for this index"
+            )
+        return described
 
     def _weights(self, request: SearchRequest) -> dict[str, float]:
         """The configured weights with the request's over them; a name that is no retriever of this pipeline

@@ -73,6 +73,9 @@ class QppModel:
     intercepts: tuple[float, ...]
     coefficients: tuple[tuple[float, ...], ...]
     source: str = ""
+    embedding_model: str = ""
+    """The embedding model whose kNN scores the model was fitted on (its semantic predictors read their
+    scale); empty when unknown. A search whose vectors come from another model says so."""
 
     def __post_init__(self) -> None:
         count = len(PREDICTORS)
@@ -109,16 +112,17 @@ class QppModel:
             "intercepts": list(self.intercepts),
             "coefficients": [list(row) for row in self.coefficients],
             "source": self.source,
+            "embedding_model": self.embedding_model,
         }
 
     @classmethod
     def from_params(cls, given: Mapping[str, Any]) -> QppModel:
         fields = ("shares", "center", "scale", "intercepts", "coefficients")
         missing = [name for name in fields if name not in given]
-        unknown = sorted(set(given) - {*fields, "source"})
+        unknown = sorted(set(given) - {*fields, "source", "embedding_model"})
         if missing or unknown:
             raise ConfigError(
-                f"qpp model needs exactly {', '.join(fields)} (and an optional source); "
+                f"qpp model needs exactly {', '.join(fields)} (and optionally source and embedding_model); "
                 f"missing {missing}, unknown {unknown}"
             )
         try:
@@ -129,6 +133,7 @@ class QppModel:
                 tuple(float(v) for v in given["intercepts"]),
                 tuple(tuple(float(v) for v in row) for row in given["coefficients"]),
                 str(given.get("source", "")),
+                str(given.get("embedding_model", "")),
             )
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"qpp model numbers must be lists of numbers: {exc}") from exc
@@ -145,6 +150,8 @@ class QppDecision:
     """Predicted nDCG@10 per candidate share (keys formatted like ``"0.6"``)."""
     effective_weights: dict[str, float]
     reason: str
+    fitted_for: str = ""
+    """The model's ``embedding_model``: the one whose kNN scores it was fitted on."""
 
 
 @dataclass(frozen=True)
@@ -210,7 +217,7 @@ def qpp(
             else "a run too short to read (fewer than 2 hits, or no positive BM25 score)"
         )
         fused = linear(runs, weights=resolved)
-        decision = QppDecision(None, {}, {}, resolved, f"{reason}: plain linear fusion")
+        decision = QppDecision(None, {}, {}, resolved, f"{reason}: plain linear fusion", chosen.embedding_model)
         return QppResult(scores=fused.scores, contributions=fused.contributions, decision=decision)
     best, predicted = chosen.choose(read)
     share = chosen.shares[best]
@@ -224,6 +231,7 @@ def qpp(
         {f"{s:g}": round(value, 6) for s, value in zip(chosen.shares, predicted, strict=True)},
         effective,
         f"kNN share {share:g}: the highest predicted nDCG@10 of shares {', '.join(f'{s:g}' for s in chosen.shares)}",
+        chosen.embedding_model,
     )
     return QppResult(scores=fused.scores, contributions=fused.contributions, decision=decision)
 

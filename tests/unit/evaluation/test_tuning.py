@@ -128,11 +128,12 @@ def point_configuration(knn_share: float) -> Configuration:
 
 def test_qpp_is_fitted_on_the_grids_queries_and_beats_a_fixed_share_when_predictors_tell(tmp_path: Path) -> None:
     judgements = {f"q{i}": {"rel": 1} for i in range(80)}
-    fitted = fit_qpp(judgements, qpp_outcomes(80), "synthetic train")
+    fitted = fit_qpp(judgements, qpp_outcomes(80), "synthetic train", embedding_model="org/model")
     assert isinstance(fitted, QppFit)
     assert fitted.queries == 80
     assert fitted.cross_validated == pytest.approx(1.0)  # every held-out query gets its better share
     assert fitted.model.source == "fitted by esbridge tune on synthetic train (80 queries)"
+    assert fitted.model.embedding_model == "org/model"
     path = tmp_path / "esbridge.toml"
     path.write_text('index = "notes"\n', encoding="utf-8")
     write_pipeline(path, fitted)
@@ -144,5 +145,8 @@ def test_qpp_is_fitted_on_the_grids_queries_and_beats_a_fixed_share_when_predict
 def test_qpp_is_not_fitted_on_too_few_queries_or_without_its_probe() -> None:
     outcomes = qpp_outcomes(20)
     judgements = {f"q{i}": {"rel": 1} for i in range(20)}
-    assert fit_qpp(judgements, outcomes, "small") == "20 judged queries with predictors; fitting needs at least 50"
-    assert fit_qpp(judgements, outcomes[:-1], "small") == "no qpp probe configuration was run"
+    assert (
+        fit_qpp(judgements, outcomes, "small", embedding_model="m")
+        == "20 judged queries with predictors; fitting needs at least 50"
+    )
+    assert fit_qpp(judgements, outcomes[:-1], "small", embedding_model="m") == "no qpp probe configuration was run"

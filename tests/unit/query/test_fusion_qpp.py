@@ -112,8 +112,10 @@ def test_the_shipped_model_is_fitted_on_scifact_and_loads_from_the_package() -> 
     shipped = default_model()
     assert shipped.shares == (0.4, 0.5, 0.6)
     assert "scifact train" in shipped.source
+    assert shipped.embedding_model == "sentence-transformers/all-MiniLM-L6-v2"
     assert QppModel.from_params(shipped.as_params()) == shipped
     assert qpp(RUNS).decision.share in shipped.shares
+    assert qpp(RUNS).decision.fitted_for == shipped.embedding_model
     assert get_fusion("qpp") is qpp
 
 
@@ -150,3 +152,11 @@ def test_a_configured_model_mapping_fuses_as_the_model_itself_each_time() -> Non
     assert first.decision == second.decision == qpp(RUNS, model=model()).decision
     params["intercepts"] = [0.9, 0.1]  # a different mapping object parses afresh
     assert qpp(RUNS, model=dict(params)).decision.share == 0.4
+
+
+def test_the_embedding_model_a_model_was_fitted_for_is_kept_and_optional() -> None:
+    params = {**model().as_params(), "embedding_model": "org/some-model"}
+    assert QppModel.from_params(params).embedding_model == "org/some-model"
+    assert qpp(RUNS, model=params).decision.fitted_for == "org/some-model"
+    del params["embedding_model"]  # models written before it existed still load
+    assert QppModel.from_params(params).embedding_model == ""

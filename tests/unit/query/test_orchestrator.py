@@ -258,6 +258,19 @@ def test_every_semantic_retriever_answers_when_several_are_configured() -> None:
     assert best.explain.contributions == pytest.approx({"bm25": 1 / 62, "knn": 1 / 61, "knn_again": 1 / 61})
 
 
+def test_a_qpp_model_fitted_for_other_vectors_says_so_in_its_decision() -> None:
+    from esbridge.query.fusion.qpp import default_model
+
+    shipped = run(searcher(MemoryEngine(LEX, SEM), fusion="qpp"))  # fitted on all-MiniLM-L6-v2 scores
+    assert shipped.search_mode == "hybrid"
+    caution = shipped.details["fusion_decision"]["caution"]
+    assert "sentence-transformers/all-MiniLM-L6-v2" in caution and "from stub" in caution
+    own = {**default_model().as_params(), "embedding_model": "stub"}
+    matching = run(searcher(MemoryEngine(LEX, SEM), fusion="qpp", fusion_params={"model": own}))
+    assert "caution" not in matching.details["fusion_decision"]
+    assert matching.details["fusion_decision"]["knn_share"] in (0.4, 0.5, 0.6)
+
+
 def test_no_retriever_answering_is_an_error() -> None:
     with pytest.raises(errors.EngineUnavailable, match="bm25 failed"):
         run(searcher(MemoryEngine(LEX, SEM, fail=["bm25", "knn"])))
