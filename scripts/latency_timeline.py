@@ -59,32 +59,37 @@ def stamp(name: str) -> None:
     stamps[name] = time.perf_counter()
 
 
-def wrap(owner: Any, attribute: str, before: str, after: str) -> None:
-    """Stamp ``before`` and ``after`` around every call of ``owner.attribute`` (a function or a coroutine function)."""
+def wrap(owner: Any, attribute: str, before: str | None, after: str | None) -> None:
+    """Stamp ``before`` and ``after`` (each unless None) around every call of ``owner.attribute`` (a function or
+    a coroutine function)."""
     original = getattr(owner, attribute)
     if asyncio.iscoroutinefunction(original):
 
         async def stamped_async(*args: Any, **kwargs: Any) -> Any:
-            stamp(before)
+            if before:
+                stamp(before)
             result = await original(*args, **kwargs)
-            stamp(after)
+            if after:
+                stamp(after)
             return result
 
         setattr(owner, attribute, stamped_async)
         return
 
     def stamped(*args: Any, **kwargs: Any) -> Any:
-        stamp(before)
+        if before:
+            stamp(before)
         result = original(*args, **kwargs)
-        stamp(after)
+        if after:
+            stamp(after)
         return result
 
     setattr(owner, attribute, stamped)
 
 
 def instrument() -> None:
-    wrap(orchestrator.HybridSearcher, "_start_embedding", "dispatch", "dispatch_returned")
-    wrap(orchestrator.HybridSearcher, "_embed", "embed_awaited", "vector")
+    wrap(orchestrator.HybridSearcher, "_start_embedding", "dispatch", None)
+    wrap(orchestrator.HybridSearcher, "_embed", None, "vector")
     wrap(orchestrator.HybridSearcher, "_fuse", "fusion_start", "fusion_end")
     wrap(orchestrator, "shape", "shape_start", "shape_end")
     wrap(worker._Child, "call", "handed_over", "answered")

@@ -45,6 +45,16 @@ def baking(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def no_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fails the test if the evaluation run starts: what is checked must be refused before it."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(session, "run", refuse)
+
+
+@pytest.fixture
 def runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> CliRunner:
     def hashing(settings: EmbeddingSettings) -> HashingEmbedder:
         return HashingEmbedder()
@@ -124,15 +134,11 @@ def test_tune_refuses_an_unwritable_settings_file_before_the_grid_runs(
     runner: CliRunner,
     energy: Path,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    no_run: None,
     name: str,
     content: str | None,
     message: str,
 ) -> None:
-    def no_run(*args: object, **kwargs: object) -> None:
-        raise AssertionError("the grid ran")
-
-    monkeypatch.setattr(session, "run", no_run)
     target = tmp_path / name
     if content is not None:
         target.write_text(content, encoding="utf-8")
@@ -157,15 +163,11 @@ def test_plot_is_checked_before_the_run(
     runner: CliRunner,
     energy: Path,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    no_run: None,
     command: str,
     name: str,
     message: str,
 ) -> None:
-    def no_run(*args: object, **kwargs: object) -> None:
-        raise AssertionError("the run started")
-
-    monkeypatch.setattr(session, "run", no_run)
     chart = tmp_path / name
     args = [command, str(energy), "--split", "test", "--engine", "embedded", "--dry-run", "--plot", str(chart)]
     result = runner.invoke(main, [arg for arg in args if command == "tune" or arg != "--dry-run"])
