@@ -25,6 +25,7 @@ from esbridge.cli import (
     search,
     serve,
     transfer,
+    tune,
 )
 from esbridge.errors import EsbridgeError, EsbridgeWarning
 
@@ -103,6 +104,6 @@ main.add_command(pipeline.pipeline)
 main.add_command(serve.serve_command)
 main.add_command(mcp.mcp_command)
 main.add_command(evaluate.eval_command)
-main.add_command(evaluate.tune_command)
+main.add_command(tune.tune_command)
 main.add_command(bench.bench_command)
 main.add_command(cache.cache)

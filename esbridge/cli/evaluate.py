@@ -1,9 +1,11 @@
-"""``esbridge eval DATASET`` and ``esbridge tune DATASET``: retrieval quality on judged queries."""
+"""``esbridge eval DATASET[@SPLIT]...``: quality of configurations on one judged collection, or on several.
+
+``dataset_options``, ``prepare`` and ``run_summary`` are shared with ``esbridge tune``.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,13 +15,12 @@ import click
 
 from esbridge.cli.options import engine_options, settings_from
 from esbridge.cli.progress import progress_for, query_progress
-from esbridge.config.settings import CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE, Settings
+from esbridge.config.settings import Settings
 from esbridge.embeddings.cached import CachedEmbedder
-from esbridge.errors import DependencyMissing
-from esbridge.evaluation import report, session, tuning
+from esbridge.errors import ConfigError
+from esbridge.evaluation import collections, report, session
 from esbridge.evaluation.dataset import JudgedQueries, judged_queries
-from esbridge.evaluation.methods import METHODS, configurations
-from esbridge.evaluation.runner import Depth
+from esbridge.evaluation.methods import METHODS, Configuration, configurations
 from esbridge.ingest.pipeline import IngestReport
 
 DEFAULT_METHODS = "bm25,knn,rrf,linear,dbsf,adaptive,default,native"
@@ -36,14 +37,14 @@ def dataset_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextmanager
-def _model(settings: Settings) -> Iterator[CachedEmbedder]:
+def open_model(settings: Settings) -> Iterator[CachedEmbedder]:
     from esbridge.embeddings.factory import open_embedder
 
     with open_embedder(settings.embedding) as embedder:
         yield embedder
 
 
-def _prepare(
+def prepare(
     dataset: Path, split: str, limit: int | None, index: str | None, chart: Path | None, flags: dict[str, Any]
 ) -> tuple[Settings, JudgedQueries]:
     from esbridge.evaluation import metrics, plot
@@ -58,9 +59,22 @@ def _prepare(
     return settings, judged
 
 
+def run_summary(dataset: Path, split: str, outcome: session.Session, ingested: IngestReport | None) -> dict[str, Any]:
+    """What every eval and tune report starts with: the dataset, the engine and index, the timings."""
+    return {
+        "dataset": str(dataset),
+        "split": split,
+        "engine": outcome.engine,
+        "index": outcome.index,
+        "queries": outcome.queries,
+        "run_s": outcome.run_s,
+        "ingest": ingested.as_json() if ingested is not None else None,
+    }
+
+
 @click.command(name="eval")
-@click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--split", default="test", show_default=True, help="qrels/<split>.tsv to evaluate on.")
+@click.argument("datasets", nargs=-1, required=True, metavar="DATASET[@SPLIT]...")
+@click.option("--split", default="test", show_default=True, help="qrels/<split>.tsv of datasets named without @SPLIT.")
 @click.option(
     "--methods",
     default=DEFAULT_METHODS,
@@ -79,7 +93,7 @@ def _prepare(
 )
 @engine_options
 def eval_command(
-    dataset: Path,
+    datasets: tuple[str, ...],
     split: str,
     methods: str,
     baseline: str,
@@ -92,40 +106,95 @@ def eval_command(
     engine: str | None,
     config_file: Path | None,
 ) -> None:
-    """nDCG@10, Recall@100 and MRR@10 of each configuration on a BEIR folder's judged queries.
+    """nDCG@10, Recall@100 and MRR@10 of each configuration on the judged queries of BEIR folders.
 
-    Every query of the split goes through each configuration of the real search pipeline; results are
-    collapsed to one per document. Significance: paired two-sided t-test against --baseline (ranx).
+    Every query goes through each configuration of the real search pipeline; results are collapsed to
+    one per document. Significance: paired two-sided t-test against --baseline (ranx). With several
+    datasets (``scifact@train cisi med``), each is ingested into its own eval-<folder> index, and one
+    table shows every collection and the mean over collections, tested with a stratified
+    randomization test.
     """
-    settings, judged = _prepare(
-        dataset, split, limit, index, plot, {"url": url, "engine": engine, "config_file": config_file}
-    )
+    try:
+        chosen_collections = [collections.parse_collection(argument, split) for argument in datasets]
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="'DATASET'") from exc
+    if len(chosen_collections) > 1 and index is not None:
+        raise click.BadParameter(
+            "--index names one index, but each of several datasets gets its own eval-<folder> index; "
+            "evaluate one dataset at a time with --index",
+            param_hint="'--index'",
+        )
+    flags = {"url": url, "engine": engine, "config_file": config_file}
+    if len(chosen_collections) == 1:
+        only = chosen_collections[0]
+        _eval_one(only.folder, only.split, methods, baseline, limit, reuse, index, as_json, plot, flags)
+    else:
+        _eval_several(chosen_collections, methods, baseline, limit, reuse, as_json, plot, flags)
+
+
+def _chosen(settings: Settings, methods: str, baseline: str) -> list[Configuration]:
     chosen = configurations(methods, settings.pipeline)
     names = [configuration.name for configuration in chosen]
     if baseline not in names:
         raise click.BadParameter(
             f"{baseline!r} is not among --methods; choose one of: {', '.join(names)}", param_hint="'--baseline'"
         )
-    with _model(settings) as embedder:
-        ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
-        with query_progress(as_json, "queries", len(judged.queries)) as advance:
-            outcome = session.run(settings, judged, chosen, embedder, progress=advance)
+    return chosen
+
+
+def _evaluate(
+    settings: Settings,
+    folder: Path,
+    split: str,
+    judged: JudgedQueries,
+    chosen: list[Configuration],
+    embedder: CachedEmbedder,
+    *,
+    reuse: bool,
+    as_json: bool,
+    baseline: str,
+) -> tuple[list[report.ResultRow], dict[str, Any], session.Session, list[str]]:
+    """One collection through every configuration: its rows, its summary, the session, and its warnings."""
+    ingested = session.prepare_index(settings, folder, embedder, reuse=reuse, progress=progress_for(as_json))
+    with query_progress(as_json, "queries", len(judged.queries)) as advance:
+        outcome = session.run(settings, judged, chosen, embedder, progress=advance)
     rows = report.score(judged.qrels, outcome.outcomes, baseline)
     warnings = []
     if (missing := report.baseline_missing(rows, baseline)) is not None:
         warnings.append(missing)
     if not report.any_judged(judged.qrels, outcome.outcomes):
         warnings.append(
-            f"no configuration returned any judged document of {dataset.resolve().name} {split}; "
+            f"no configuration returned any judged document of {folder.resolve().name} {split}; "
             f"index {outcome.index} may not hold this dataset"
             + (" (run without --reuse to ingest it)" if reuse else "")
         )
     summary = {
-        **_run_summary(dataset, split, outcome, ingested),
+        **run_summary(folder, split, outcome, ingested),
         "baseline": baseline,
         "results": [row.as_json() for row in rows],
         "warnings": warnings,
     }
+    return rows, summary, outcome, warnings
+
+
+def _eval_one(
+    dataset: Path,
+    split: str,
+    methods: str,
+    baseline: str,
+    limit: int | None,
+    reuse: bool,
+    index: str | None,
+    as_json: bool,
+    plot: Path | None,
+    flags: dict[str, Any],
+) -> None:
+    settings, judged = prepare(dataset, split, limit, index, plot, flags)
+    chosen = _chosen(settings, methods, baseline)
+    with open_model(settings) as embedder:
+        rows, summary, outcome, warnings = _evaluate(
+            settings, dataset, split, judged, chosen, embedder, reuse=reuse, as_json=as_json, baseline=baseline
+        )
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -134,9 +203,7 @@ def eval_command(
             f"{outcome.index} ({outcome.run_s:g}s)"
         )
         click.echo(report.table(rows, baseline))
-        for row in rows:
-            for warning, count in row.warnings.items():
-                click.echo(f"warning: {row.name}: {count} queries: {warning}", err=True)
+        _echo_row_warnings(rows)
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
     if plot is not None:
@@ -145,151 +212,82 @@ def eval_command(
         metrics_chart(rows, plot, f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}")
 
 
-@click.command(name="tune")
-@click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--split", default="train", show_default=True, help="qrels/<split>.tsv to tune on (never the test split)."
-)
-@dataset_options
-@click.option(
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Settings file to write the best [pipeline] fusion settings into "
-    "(default: --config, else $ESBRIDGE_CONFIG, else ./esbridge.toml).",
-)
-@click.option("--dry-run", is_flag=True, help="Report the best settings without writing them.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the whole grid.")
-@click.option(
-    "--plot",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a chart of the grid (.png, .svg, .pdf, ...).",
-)
-@engine_options
-def tune_command(
-    dataset: Path,
-    split: str,
+def _eval_several(
+    chosen_collections: list[collections.Collection],
+    methods: str,
+    baseline: str,
     limit: int | None,
     reuse: bool,
-    index: str | None,
-    output: Path | None,
-    dry_run: bool,
     as_json: bool,
     plot: Path | None,
-    url: str | None,
-    engine: str | None,
-    config_file: Path | None,
+    flags: dict[str, Any],
 ) -> None:
-    """Search fusion method, weights and RRF k for the best nDCG@10 on a BEIR split; write them to the settings file.
-
-    The choice is the grid point whose neighbourhood (itself and the adjacent weights and k) has the best
-    mean nDCG@10, so a lone spike is not chosen over a broad plateau. A qpp model (weights chosen per
-    query) is fitted on the same queries and written instead when its cross-validated nDCG@10 is higher.
-    """
-    settings, judged = _prepare(
-        dataset, split, limit, index, plot, {"url": url, "engine": engine, "config_file": config_file}
-    )
-    target, chosen_by = _tune_target(output, config_file)
-    if not dry_run:
-        _check_writable_settings(target, chosen_by)
-    grid = tuning.grid(settings.pipeline)
-    with _model(settings) as embedder:
-        embedding_model = embedder.name
-        ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
-        with query_progress(as_json, "queries", len(judged.queries)) as advance:
-            outcome = session.run(
+    prepared = [
+        (collection, *prepare(collection.folder, collection.split, limit, None, plot, flags))
+        for collection in chosen_collections
+    ]
+    chosen = [_chosen(settings, methods, baseline) for _, settings, _ in prepared]
+    results: list[collections.CollectionResult] = []
+    warnings: list[str] = []
+    with open_model(prepared[0][1]) as embedder:
+        for (collection, settings, judged), configs in zip(prepared, chosen, strict=True):
+            rows, summary, outcome, found = _evaluate(
                 settings,
+                collection.folder,
+                collection.split,
                 judged,
-                [*(point.configuration for point in grid), tuning.qpp_probe(settings.pipeline)],
+                configs,
                 embedder,
-                depth=Depth(deep=False),
-                progress=advance,
+                reuse=reuse,
+                as_json=as_json,
+                baseline=baseline,
             )
-    result = tuning.choose(grid, judged.qrels, outcome.outcomes)
-    fitted = tuning.fit_qpp(
-        judged.qrels, outcome.outcomes, f"{dataset.resolve().name} {split}", embedding_model=embedding_model
-    )
-    qpp_wins = isinstance(fitted, tuning.QppFit) and fitted.cross_validated > result.best.ndcg
-    chosen: tuning.PipelineChoice = fitted if qpp_wins and isinstance(fitted, tuning.QppFit) else result.best.point
-    if not dry_run:
-        tuning.write_pipeline(target, chosen)
-    if isinstance(fitted, tuning.QppFit):
-        qpp_line = (
-            f"qpp, cross-validated on held-out queries: {fitted.cross_validated:.4f} nDCG@10 "
-            f"({'above' if qpp_wins else 'not above'} the best grid point's {result.best.ndcg:.4f})"
-        )
-        qpp_json: dict[str, object] = {"cross_validated_ndcg@10": round(fitted.cross_validated, 4), "chosen": qpp_wins}
-    else:
-        qpp_line = f"qpp not fitted: {fitted}"
-        qpp_json = {"cross_validated_ndcg@10": None, "chosen": False, "reason": fitted}
+            values = collections.per_query(judged.qrels, outcome.outcomes)
+            results.append(collections.CollectionResult(collection, rows, values, summary))
+            warnings.extend(f"{collection.label}: {warning}" for warning in found)
+    means = collections.mean_rows(results, baseline)
     if as_json:
-        summary = {
-            **_run_summary(dataset, split, outcome, ingested),
-            **result.as_json(),
-            "qpp": qpp_json,
-            "written": {"fusion": chosen.fusion, "weights": chosen.weights},
-            "written_to": None if dry_run else str(target),
-            "target_chosen_by": chosen_by,
+        output = {
+            "collections": [{"label": result.collection.label, **result.summary} for result in results],
+            "baseline": baseline,
+            "mean": [collections.mean_json(row) for row in means],
+            "warnings": warnings,
         }
-        click.echo(json.dumps(summary, indent=2))
+        click.echo(json.dumps(output, indent=2))
     else:
-        click.echo(
-            f"{dataset.resolve().name} {split}: {outcome.queries} queries, {len(grid)} settings and qpp "
-            f"on {outcome.engine} ({outcome.run_s:g}s)"
-        )
-        click.echo(result.table())
-        click.echo(qpp_line)
-        click.echo(
-            ("would write" if dry_run else "wrote") + f" [pipeline] {chosen.describe()} to {target} ({chosen_by})"
-        )
+        for result in results:
+            summary = result.summary
+            click.echo(
+                f"{result.collection.label}: {summary['queries']} queries on {summary['engine']} index "
+                f"{summary['index']} ({summary['run_s']:g}s)"
+            )
+        for metric in ("ndcg@10", "recall@100", "mrr@10"):
+            click.echo("")
+            click.echo(collections.matrix_table(results, means, metric, baseline))
+        for result in results:
+            _echo_row_warnings(result.rows, prefix=f"{result.collection.label}: ")
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
     if plot is not None:
-        from esbridge.evaluation.plot import tuning_chart
+        from esbridge.evaluation.plot import grouped_chart
 
-        tuning_chart(
-            result.curves(),
-            plot,
-            f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}: nDCG@10",
-        )
-
-
-def _tune_target(output: Path | None, config_file: Path | None) -> tuple[Path, str]:
-    """The settings file tune writes, and what chose it: the file the settings were read from, unless --output."""
-    if output is not None:
-        return output, "--output"
-    if config_file is not None:
-        return config_file, "--config"
-    from_env = os.environ.get(CONFIG_FILE_ENV)
-    if from_env:
-        return Path(from_env), f"${CONFIG_FILE_ENV}"
-    return DEFAULT_CONFIG_FILE, "the default settings file"
+        columns = [*(result.collection.label for result in results), "mean"]
+        table = {
+            row.name: {
+                **{result.collection.label: _ndcg(result, row.name) for result in results},
+                "mean": row.scores.get("ndcg@10", 0.0),
+            }
+            for row in means
+        }
+        grouped_chart(table, columns, plot, "nDCG@10 per collection and the mean over collections")
 
 
-def _check_writable_settings(target: Path, chosen_by: str) -> None:
-    """Refuse, before the grid runs, a settings file tune could not write at the end of it."""
-    try:
-        import tomlkit
-    except ImportError as exc:
-        raise DependencyMissing("tomlkit", "eval", "writing tuned settings") from exc
-    folder = target.parent
-    if not folder.is_dir():
-        raise click.ClickException(f"cannot write settings file {target} ({chosen_by}): folder {folder} does not exist")
-    if target.is_dir():
-        raise click.ClickException(f"cannot write settings file {target} ({chosen_by}): it is a folder")
-    if not target.exists():
-        return
-    try:
-        tomlkit.parse(target.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
-        raise click.ClickException(f"cannot read settings file {target} ({chosen_by}): {exc}") from exc
+def _echo_row_warnings(rows: list[report.ResultRow], prefix: str = "") -> None:
+    for row in rows:
+        for warning, count in row.warnings.items():
+            click.echo(f"warning: {prefix}{row.name}: {count} queries: {warning}", err=True)
 
 
-def _run_summary(dataset: Path, split: str, outcome: session.Session, ingested: IngestReport | None) -> dict[str, Any]:
-    """What every eval and tune report starts with: the dataset, the engine and index, the timings."""
-    return {
-        "dataset": str(dataset),
-        "split": split,
-        "engine": outcome.engine,
-        "index": outcome.index,
-        "queries": outcome.queries,
-        "run_s": outcome.run_s,
-        "ingest": ingested.as_json() if ingested is not None else None,
-    }
+def _ndcg(result: collections.CollectionResult, name: str) -> float:
+    values = result.values.get(name, {}).get("ndcg@10", {})
+    return sum(values.values()) / len(values) if values else 0.0

@@ -11,7 +11,7 @@ import networkx as nx
 
 from esbridge.cli.options import engine_options, engine_session, index_option, settings_from
 from esbridge.engines import Engine
-from esbridge.query.graph import LINK_FIELDS, build_graph, graph_stats, link_map, neighborhood
+from esbridge.query.link_graph import LINK_FIELDS, build_graph, graph_stats, link_map, neighborhood
 
 
 def _graph_of(engine: Engine, index: str) -> nx.DiGraph:

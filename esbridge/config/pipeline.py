@@ -30,6 +30,14 @@ class GraphSettings(_Section):
         description="below_seeds: a neighbour scores weight x its seed's score and may outrank weaker direct "
         "results, never its seeds; below_all: only below every direct result",
     )
+    min_link_weight: float = Field(
+        default=0.0, ge=0, description="links lighter than this are not followed (a link without a weight weighs 1)"
+    )
+    link_weighting: Literal["none", "proportional"] = Field(
+        default="none",
+        description="proportional: a neighbour's share is also multiplied by its link's weight over its seed's "
+        "heaviest link",
+    )
 
 
 class RecencySettings(_Section):

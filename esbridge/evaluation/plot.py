@@ -40,26 +40,9 @@ def target_problem(path: Path) -> str | None:
 
 def metrics_chart(rows: Sequence[ResultRow], path: Path, title: str) -> Path:
     """Grouped horizontal bars: one group per configuration, one bar per metric."""
-    plt = _pyplot()
     shown = [row for row in rows if not row.unavailable]
     columns = [metric for metric in METRICS if any(metric in row.scores for row in shown)]
-    height = 0.8 / max(1, len(columns))
-    figure, axes = plt.subplots(figsize=(8, 1.0 + 0.55 * len(shown) * max(1, len(columns)) / 2))
-    for offset, metric in enumerate(columns):
-        positions = [index + offset * height for index in range(len(shown))]
-        values = [row.scores.get(metric, 0.0) for row in shown]
-        bars = axes.barh(positions, values, height=height, label=metric)
-        axes.bar_label(bars, fmt="%.3f", fontsize=7, padding=2)
-    axes.set_yticks([index + height * (len(columns) - 1) / 2 for index in range(len(shown))])
-    axes.set_yticklabels([row.name for row in shown])
-    axes.invert_yaxis()
-    axes.set_xlim(0, 1.05)
-    axes.set_title(title)
-    axes.legend(loc="lower right", fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    return grouped_chart({row.name: row.scores for row in shown}, columns, path, title)
 
 
 def tuning_chart(curves: Mapping[str, Sequence[tuple[float, float]]], path: Path, title: str) -> Path:
@@ -73,6 +56,30 @@ def tuning_chart(curves: Mapping[str, Sequence[tuple[float, float]]], path: Path
     axes.set_title(title)
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
+def grouped_chart(table: Mapping[str, Mapping[str, float]], columns: Sequence[str], path: Path, title: str) -> Path:
+    """Grouped horizontal bars: one group per configuration (``table``'s keys, in order), one bar per
+    column (metrics; or collections and their mean) with the value ``table[configuration][column]``."""
+    plt = _pyplot()
+    names = list(table)
+    height = 0.8 / max(1, len(columns))
+    figure, axes = plt.subplots(figsize=(8, 1.0 + 0.5 * len(names) * max(1, len(columns)) / 2))
+    for offset, column in enumerate(columns):
+        positions = [index + offset * height for index in range(len(names))]
+        values = [table[name].get(column, 0.0) for name in names]
+        bars = axes.barh(positions, values, height=height, label=column)
+        axes.bar_label(bars, fmt="%.3f", fontsize=7, padding=2)
+    axes.set_yticks([index + height * (len(columns) - 1) / 2 for index in range(len(names))])
+    axes.set_yticklabels(names)
+    axes.invert_yaxis()
+    axes.set_xlim(0, 1.05)
+    axes.set_title(title)
+    axes.legend(loc="lower right", fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)

@@ -2,7 +2,9 @@
 
 The corpus becomes Documents (``doc_id`` = ``_id``, one section holding ``text``; ``metadata`` and any
 other fields go into ``Document.metadata``), with the same per-line robustness as the JSONL source: a
-bad line is a ``Problem`` and reading goes on. Queries and relevance judgements are evaluation input,
+bad line is a ``Problem`` and reading goes on. Links and their weights are read as the JSONL source
+reads them (``links`` and ``link_weights``, at the top level or in ``metadata``); a corpus with links
+is read twice, to know which targets exist. Queries and relevance judgements are evaluation input,
 so they come back as plain dicts and any bad line raises ``SourceError`` instead: an evaluation that
 silently lost queries would report wrong figures.
 """
@@ -13,11 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
 
 from esbridge.errors import SourceError
 from esbridge.ingest.jsonl import describe_validation_error, known_id, read_json_lines, record_id, require_file
 from esbridge.ingest.model import Document, Problem, Section
+from esbridge.ingest.record_links import RecordLinks, consume_links, resolve_links
 
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
@@ -34,6 +37,12 @@ class BeirRecord(BaseModel):
     title: StrictStr | None = None
     text: StrictStr | None = None
     metadata: dict[str, Any] = {}
+    links: RecordLinks = RecordLinks()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _links(cls, data: Any) -> Any:
+        return consume_links(data)
 
     @field_validator("id", mode="before")
     @classmethod
@@ -54,6 +63,17 @@ def read_beir_corpus(folder: Path) -> Iterator[Document | Problem]:
 
 
 def _corpus(path: Path) -> Iterator[Document | Problem]:
+    known: set[str] | None = None
+    for item in _records(path):
+        if isinstance(item, Problem):
+            yield item
+            continue
+        if item.links.targets and known is None:
+            known = {record.id for record in _records(path) if isinstance(record, BeirRecord)}
+        yield corpus_document(item, known or set())
+
+
+def _records(path: Path) -> Iterator[BeirRecord | Problem]:
     first_line: dict[str, int] = {}
     for item in read_json_lines(path, ID_FIELD):
         if isinstance(item, Problem):
@@ -70,17 +90,21 @@ def _corpus(path: Path) -> Iterator[Document | Problem]:
             yield Problem(path.name, reason, number, doc_id=record.id)
             continue
         first_line[record.id] = number
-        yield corpus_document(record)
+        yield record
 
 
-def corpus_document(record: BeirRecord) -> Document:
+def corpus_document(record: BeirRecord, known_ids: set[str] | None = None) -> Document:
+    """The ``Document`` of a corpus line; links to ids outside ``known_ids`` count as unresolved."""
     title = (record.title or "").strip()
     text = (record.text or "").strip()
+    links = resolve_links(record.id, record.links, known_ids or set())
     return Document(
         doc_id=record.id,
         title=title,
         sections=(Section(text),) if text else (),
-        metadata={**(record.model_extra or {}), **record.metadata},
+        links=links.links,
+        link_weights=links.weights,
+        metadata={**(record.model_extra or {}), **record.metadata, **links.metadata},
         warnings=() if title or text else ("record has neither title nor text",),
     )
 

@@ -13,7 +13,7 @@ EMBEDDED = "ok"
 AWAITING_VECTOR = "missing"
 
 # Kept in `metadata` for reference, but not worth searching as text.
-_UNSEARCHED_METADATA = ("unresolved_links",)
+_UNSEARCHED_METADATA = ("unresolved_links", "unresolved_link_weights")
 
 # What `esbridge embed --missing` reads back to rebuild a chunk's embedding text.
 EMBEDDING_SOURCE_FIELDS = ("chunk_id", "doc_id", "chunk_index", "title", "headings", "body")
@@ -38,6 +38,7 @@ def index_document(chunk: Chunk, *, source: str, vector: Sequence[float] | None)
         "status": doc.status,
         "category": doc.category,
         "links": list(doc.links),
+        **({"link_weights": dict(doc.link_weights)} if doc.link_weights else {}),
         "created_at": doc.created_at.isoformat() if doc.created_at else None,
         "modified_at": doc.modified_at.isoformat() if doc.modified_at else None,
         "metadata": metadata,

@@ -17,9 +17,11 @@ its fields as prose (``Tags: a, b`` and the flattened metadata), since an entity
 server describes itself through fields; and ``tools`` as a section under the heading "Tools", one
 ``name: description`` line per tool (a tool may also be given as just its name).
 
-Links. Ids in ``links`` that are records of the same file go into ``Document.links`` (deduplicated,
-self-links dropped); the others go into ``metadata["unresolved_links"]``. Resolving needs every id, so
-a file in which any record has links is read twice.
+Links. ``links`` (a list of ids, or of ``{"id", "weight"}`` objects) and ``link_weights`` (``{id: weight}``)
+are read from the top level or from ``metadata`` (see ``esbridge.ingest.record_links``). Ids that are
+records of the same file go into ``Document.links`` with their weights (deduplicated, self-links
+dropped); the others go into ``metadata["unresolved_links"]``. Resolving needs every id, so a file in
+which any record has links is read twice.
 
 Robustness. The file is read as bytes and decoded line by line, so one invalid UTF-8 sequence spoils
 one line only. A line that is not UTF-8, not JSON, not an object, holds an unpaired surrogate escape
@@ -41,15 +43,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
 
 from esbridge.errors import SourceError
+from esbridge.ingest.json_values import describe_value, json_type
 from esbridge.ingest.metadata import flatten_metadata
 from esbridge.ingest.model import Document, Problem, Section
+from esbridge.ingest.record_links import RecordLinks, consume_links, resolve_links
 
 JsonObject = dict[str, Any]
 
 _BOM = b"\xef\xbb\xbf"
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
 TOOLS_HEADING = "Tools"
 
 
@@ -169,22 +172,6 @@ def surrogate_location(value: Any, where: str = "") -> str | None:
     return None
 
 
-def json_type(value: Any) -> str:
-    return "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
-
-
-def describe_value(value: Any) -> str:
-    """A JSON value for an error message: its type, and the value itself when it is short."""
-    if value is None or isinstance(value, bool):
-        return json.dumps(value)
-    if isinstance(value, (int, float)):
-        return f"number {value}"
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"string {shown!r}"
-    return json_type(value)
-
-
 def describe_validation_error(exc: ValidationError) -> str:
     """Every field error as ``field 'tools[0].name': <what is wrong>``, joined by ``; ``."""
     parts = []
@@ -196,7 +183,7 @@ def describe_validation_error(exc: ValidationError) -> str:
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] != "value_error":
             message += f", got {describe_value(error['input'])}"
-        parts.append(f"field {where!r}: {message}")
+        parts.append(f"field {where!r}: {message}" if where else message)
     return "; ".join(parts)
 
 
@@ -249,7 +236,7 @@ class JsonlRecord(BaseModel):
     name: StrictStr | None = None
     text: StrictStr | None = None
     description: StrictStr | None = None
-    links: list[str] = []
+    links: RecordLinks = RecordLinks()
     tags: list[StrictStr] = []
     aliases: list[StrictStr] = []
     created_at: datetime | None = None
@@ -265,20 +252,10 @@ class JsonlRecord(BaseModel):
     def _id(cls, value: Any) -> str:
         return record_id(value)
 
-    @field_validator("links", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _links(cls, value: Any) -> Any:
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            return value  # fails as "not a list"
-        links = []
-        for index, item in enumerate(value):
-            try:
-                links.append(record_id(item))
-            except ValueError as exc:
-                raise ValueError(f"item {index} {exc}") from None
-        return links
+    def _links(cls, data: Any) -> Any:
+        return consume_links(data)
 
     @field_validator("tags", "aliases", mode="before")
     @classmethod
@@ -318,7 +295,7 @@ def _documents(path: Path) -> Iterator[Document | Problem]:
         if isinstance(item, Problem):
             yield item
             continue
-        if item.links and known is None:
+        if item.links.targets and known is None:
             known = {record.id for record in _records(path) if isinstance(record, JsonlRecord)}
         yield record_document(item, known or set())
 
@@ -350,17 +327,16 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
         metadata.setdefault("name", record.name)
     title = record.title or record.name or ""
     sections = compose_sections(record, metadata)
-    links = tuple(dict.fromkeys(link for link in record.links if link in known_ids and link != record.id))
-    unresolved = list(dict.fromkeys(link for link in record.links if link not in known_ids))
-    if unresolved:
-        metadata["unresolved_links"] = unresolved
+    links = resolve_links(record.id, record.links, known_ids)
+    metadata.update(links.metadata)
     return Document(
         doc_id=record.id,
         title=title,
         sections=sections,
         tags=distinct(record.tags),
         aliases=distinct(record.aliases),
-        links=links,
+        links=links.links,
+        link_weights=links.weights,
         entity_type=record.entity_type,
         status=record.status,
         category=record.category,

@@ -39,6 +39,8 @@ class Document:
     tags: Sequence[str] = ()
     aliases: Sequence[str] = ()
     links: Sequence[str] = ()
+    link_weights: Mapping[str, float] = field(default_factory=dict)
+    """Weights of links that do not weigh 1 (``{doc id: weight}``, every key one of ``links``)."""
     entity_type: str | None = None
     status: str | None = None
     category: str | None = None
@@ -50,6 +52,9 @@ class Document:
     def __post_init__(self) -> None:
         if not self.doc_id:
             raise ValueError("doc_id must not be empty")
+        stray = sorted(set(self.link_weights) - set(self.links))
+        if stray:
+            raise ValueError(f"link_weights names {stray[0]!r}, which is not one of the document's links")
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,8 @@ class Chunk:
                 "tags": list(doc.tags),
                 "aliases": list(doc.aliases),
                 "links": list(doc.links),
+                # Only when weighted: documents without weights keep the hashes they always had.
+                **({"link_weights": dict(doc.link_weights)} if doc.link_weights else {}),
                 "entity_type": doc.entity_type,
                 "status": doc.status,
                 "category": doc.category,

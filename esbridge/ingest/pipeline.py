@@ -192,7 +192,9 @@ def ingest(
 
     index = report.index = manager.ensure()
     properties = engine.get_mapping(index).get("properties", {})
-    _refuse_missing_fields(properties, index)
+    _refuse_missing_fields(
+        properties, index, weighted=any(chunk.document and chunk.document.link_weights for chunk in chunks)
+    )
     if embedder is not None:
         dimension = _dimension_of(properties)
         if dimension is not None and dimension != embedder.dimension:
@@ -331,10 +333,11 @@ def _stale_chunks(
     return [chunk_id for chunk_id in stale if chunk_id.rsplit("#", 1)[0] not in protected]
 
 
-def _refuse_missing_fields(properties: Mapping[str, Any], index: str) -> None:
+def _refuse_missing_fields(properties: Mapping[str, Any], index: str, *, weighted: bool) -> None:
     """An index created by an older esbridge may lack fields this one writes; its strict mapping would then
-    refuse every chunk, one error each."""
-    missing = [spec.name for spec in FIELDS if spec.name not in properties]
+    refuse every chunk, one error each. ``link_weights`` is written only for weighted links."""
+    written = [spec.name for spec in FIELDS if weighted or spec.name != "link_weights"]
+    missing = [name for name in written if name not in properties]
     if missing:
         raise errors.ConfigError(
             f"index {index} has no mapping for {', '.join(missing)}, which ingest writes; nothing was written. "

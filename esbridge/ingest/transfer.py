@@ -23,7 +23,8 @@ from typing import IO, Any
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.errors import SourceError
 from esbridge.ingest.bulk import BulkWriter
-from esbridge.ingest.jsonl import json_error_location, json_type
+from esbridge.ingest.json_values import json_type
+from esbridge.ingest.jsonl import json_error_location
 from esbridge.mappings.lifecycle import IndexManager, live_parameters
 from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters
 

@@ -76,6 +76,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("status", "keyword"),
     FieldSpec("category", "keyword"),
     FieldSpec("links", "keyword", doc="doc ids of link targets"),
+    FieldSpec("link_weights", "object", doc="{doc id: weight} of links that do not weigh 1; stored, not indexed"),
     FieldSpec("created_at", "date"),
     FieldSpec("modified_at", "date"),
     FieldSpec("metadata", "object", doc="source metadata, stored but not indexed"),

@@ -150,7 +150,7 @@ def links_body(doc_ids: Sequence[str], *, size: int, filters: Filters) -> JSON:
     query = filter_query(filters)
     query["bool"]["should"] = [{"terms": {"doc_id": list(doc_ids)}}, {"terms": {"links": list(doc_ids)}}]
     query["bool"]["minimum_should_match"] = 1
-    return {"size": size, "_source": [*RESULT_FIELDS], "query": query}
+    return {"size": size, "_source": [*RESULT_FIELDS, "link_weights"], "query": query}
 
 
 def _at_least_one(boosts: Mapping[str, float]) -> dict[str, float]:

@@ -11,41 +11,49 @@ orchestrator does the engine requests; everything here is pure:
 4. ``expand(scores, doc_of, links, options)``: the neighbors' ranked list and why each is there;
    ``with_neighbors(scores, expansion)`` is the combined list.
 
-Scoring (see docs/query-stages.md): seed ``s`` gives each neighbor it keeps ``score(s) * weight *
-decay ** (hops - 1)``; a neighbor's raw score is the sum over its seeds, times the optional prior
-multiplier. With ``placement="below_seeds"`` (the default) that is its score, capped just below the
-weakest seed that brought it in: a neighbor never outranks a document it neighbors, but can outrank
-weaker direct results. With ``placement="below_all"`` the raw score is placed strictly below the lowest
-direct score ``m`` (``m * raw / (m + raw)`` when ``m > 0``): neighbors then only fill the places direct
-results leave, which with each retriever asked for ``2 x top_n`` is rarely any.
+Links may carry weights (``link_weights``; a link without one weighs 1). Links lighter than
+``min_link_weight`` are not followed. Each seed keeps its ``per_seed`` nearest neighbors, the most
+strongly tied first: a neighbor's strength is its link's weight over the heaviest link of the seed
+(over the path, for 2 hops: the product of the two), so it is in (0, 1] whatever the weights' scale.
 
-``build_graph``, ``graph_stats`` and ``neighborhood`` serve ``esbridge graph stats`` and ``esbridge
-graph neighbors`` on the whole index's ``{doc_id: links}``.
+Scoring (see docs/query-stages.md): seed ``s`` gives each neighbor it keeps ``score(s) * weight *
+decay ** (hops - 1)``, times the neighbor's strength when ``link_weighting="proportional"``; a
+neighbor's raw score is the sum over its seeds, times the optional prior multiplier. With
+``placement="below_seeds"`` (the default) that is its score, capped just below the weakest seed that
+brought it in: a neighbor never outranks a document it neighbors, but can outrank weaker direct
+results. With ``placement="below_all"`` the raw score is placed strictly below the lowest direct score
+``m`` (``m * raw / (m + raw)`` when ``m > 0``): neighbors then only fill the places direct results
+leave, which with each retriever asked for ``2 x top_n`` is rarely any.
+
+The link data and the graph itself are ``esbridge.query.link_graph``'s.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import networkx as nx
 
 from esbridge.ingest.model import chunk_id
+from esbridge.query.link_graph import (
+    DIRECTIONS,
+    PRIORS,
+    Direction,
+    LinkMap,
+    Prior,
+    adjacent,
+    build_graph,
+    prior_values,
+)
 
-Direction = Literal["out", "in", "both"]
-Prior = Literal["none", "degree", "pagerank"]
 Placement = Literal["below_seeds", "below_all"]
+Weighting = Literal["none", "proportional"]
 
-LinkMap = Mapping[str, Sequence[str]]
-"""``{doc_id: doc ids it links to}``: each document's ``links`` field (every chunk of a document has the same)."""
-
-DIRECTIONS: tuple[Direction, ...] = ("out", "in", "both")
-PRIORS: tuple[Prior, ...] = ("none", "degree", "pagerank")
 PLACEMENTS: tuple[Placement, ...] = ("below_seeds", "below_all")
-LINK_FIELDS = ("doc_id", "links")
-"""The ``_source`` fields the link requests need."""
+WEIGHTINGS: tuple[Weighting, ...] = ("none", "proportional")
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,10 @@ class GraphOptions:
     placement: Placement = "below_seeds"
     """``below_seeds``: a neighbor scores its raw score, below the seeds that brought it in; ``below_all``:
     below every direct result."""
+    min_link_weight: float = 0.0
+    """Links that weigh less are not followed (a link without a weight weighs 1)."""
+    link_weighting: Weighting = "none"
+    """``proportional``: a neighbor's share is also multiplied by its strength (see the module docstring)."""
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
@@ -90,6 +102,12 @@ class GraphOptions:
             raise ValueError(f"graph prior_weight must be a finite number >= 0, got {self.prior_weight}")
         if self.placement not in PLACEMENTS:
             raise ValueError(f"graph placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
+        if not (math.isfinite(self.min_link_weight) and self.min_link_weight >= 0):
+            raise ValueError(f"graph min_link_weight must be a finite number >= 0, got {self.min_link_weight}")
+        if self.link_weighting not in WEIGHTINGS:
+            raise ValueError(
+                f"graph link_weighting must be one of {', '.join(WEIGHTINGS)}, got {self.link_weighting!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -105,6 +123,8 @@ class Neighbor:
     """Sum of the seeds' contributions times ``prior``, before placement (``GraphOptions.placement``)."""
     prior: float
     """The prior multiplier (1.0 when the prior is off)."""
+    strength: float = 1.0
+    """How strongly it is tied to its best seed, in (0, 1]: its link's weight over the seed's heaviest."""
 
 
 @dataclass(frozen=True)
@@ -159,39 +179,6 @@ def link_query(doc_ids: Iterable[str], direction: Direction) -> dict[str, Any]:
     return {"bool": {"should": [own, linking], "minimum_should_match": 1}}
 
 
-def link_map(sources: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
-    """``{doc_id: links}`` from hits' ``_source`` (several chunks of one document are merged)."""
-    merged: dict[str, dict[str, None]] = {}
-    for source in sources:
-        targets = source.get("links") or []
-        if isinstance(targets, str):
-            targets = [targets]
-        merged.setdefault(str(source["doc_id"]), {}).update(dict.fromkeys(str(target) for target in targets))
-    return {doc_id: list(targets) for doc_id, targets in merged.items()}
-
-
-def build_graph(links: LinkMap) -> nx.DiGraph:
-    """Every document named (as key or link target) is a node; ``a -> b`` for each ``b`` in ``links[a]``.
-
-    Self-links are dropped: they add nothing a search could use.
-    """
-    graph = nx.DiGraph()
-    graph.add_nodes_from(links)
-    for doc_id, targets in links.items():
-        graph.add_edges_from((doc_id, target) for target in targets if target != doc_id)
-    return graph
-
-
-def prior_values(graph: nx.DiGraph, kind: Prior) -> dict[str, float]:
-    """Degree (in + out) or PageRank of every node, divided by the largest, so in [0, 1]; {} for ``none``."""
-    if kind == "none" or graph.number_of_nodes() == 0:
-        return {}
-    measure = dict(graph.degree()) if kind == "degree" else nx.pagerank(graph)
-    values = {str(node): float(value) for node, value in measure.items()}
-    top = max(values.values())
-    return {node: value / top if top > 0 else 0.0 for node, value in values.items()}
-
-
 def frontier(
     scores: Mapping[str, float], doc_of: Mapping[str, str], links: LinkMap | nx.DiGraph, options: GraphOptions
 ) -> list[str]:
@@ -204,12 +191,10 @@ def frontier(
         return []
     best = best_items(scores, doc_of)
     seeds = seed_docs(scores, doc_of, options)
-    view = _directed(_as_graph(links), options.direction)
+    graph = _as_graph(links)
     wanted: set[str] = set()
     for seed in seeds:
-        if seed not in view:
-            continue
-        first = {str(doc_id) for doc_id in view.neighbors(seed)}
+        first = set(adjacent(graph, seed, options.direction, options.min_link_weight))
         if sum(1 for doc_id in first if doc_id not in best) < options.per_seed:
             wanted.update(first)
     return sorted(wanted.difference(seeds))
@@ -239,15 +224,18 @@ def expand(
         return GraphExpansion({}, {})
     graph = _as_graph(links)
     boost = _prior_multiplier(graph, options, prior)
-    view = _directed(graph, options.direction)
+    proportional = options.link_weighting == "proportional"
 
     total: dict[str, float] = {}
     via: dict[str, dict[str, int]] = {}
+    strongest: dict[str, float] = {}
     for seed in seeds:
         item, score = best[seed]
-        for doc_id, hops in _kept_neighbors(view, seed, best, options, boost):
-            total[doc_id] = total.get(doc_id, 0.0) + score * options.weight * options.decay ** (hops - 1)
+        for doc_id, (hops, strength) in _kept_neighbors(graph, seed, best, options, boost):
+            share = score * options.weight * options.decay ** (hops - 1) * (strength if proportional else 1.0)
+            total[doc_id] = total.get(doc_id, 0.0) + share
             via.setdefault(doc_id, {})[item] = hops
+            strongest[doc_id] = max(strength, strongest.get(doc_id, 0.0))
 
     lowest, unit = _band(scores.values())
     neighbors: dict[str, Neighbor] = {}
@@ -266,7 +254,9 @@ def expand(
             placed_score = min(raw, math.nextafter(weakest_seed, -math.inf))
             if not placed_score > 0:  # a seed at the smallest positive float leaves no room below it
                 continue
-        neighbors[item] = Neighbor(doc_id, min(via[doc_id].values()), via[doc_id], raw, boost(doc_id))
+        neighbors[item] = Neighbor(
+            doc_id, min(via[doc_id].values()), via[doc_id], raw, boost(doc_id), strongest[doc_id]
+        )
         placed[item] = placed_score
     order = sorted(placed.items(), key=_best_first)
     return GraphExpansion(dict(order), {item: neighbors[item] for item, _ in order})
@@ -288,91 +278,42 @@ def with_neighbors(scores: Mapping[str, float], expansion: GraphExpansion) -> di
     return dict(sorted({**scores, **expansion.scores}.items(), key=_best_first))
 
 
-@dataclass(frozen=True)
-class GraphStats:
-    """What ``esbridge graph stats`` shows. Components are weakly connected (links followed either way)."""
-
-    nodes: int
-    edges: int
-    density: float
-    components: int
-    largest_component: int
-    top_degree: tuple[tuple[str, int], ...]
-    top_pagerank: tuple[tuple[str, float], ...]
-
-
-def graph_stats(graph: nx.DiGraph, top: int = 10) -> GraphStats:
-    """Size, density, components and the ``top`` nodes by degree (in + out) and by PageRank (ties by id)."""
-    if top < 0:
-        raise ValueError(f"top must be >= 0, got {top}")
-    sizes = [len(component) for component in nx.weakly_connected_components(graph)]
-    degree = {str(node): int(value) for node, value in graph.degree()}
-    pagerank = {str(node): float(value) for node, value in nx.pagerank(graph).items()} if degree else {}
-    return GraphStats(
-        nodes=int(graph.number_of_nodes()),
-        edges=int(graph.number_of_edges()),
-        density=float(nx.density(graph)),
-        components=len(sizes),
-        largest_component=max(sizes, default=0),
-        top_degree=tuple(sorted(degree.items(), key=_best_first)[:top]),
-        top_pagerank=tuple(sorted(pagerank.items(), key=_best_first)[:top]),
-    )
-
-
-@dataclass(frozen=True)
-class Neighborhood:
-    """Documents around ``doc_id`` with their distance in hops, nearest first, then by id."""
-
-    doc_id: str
-    outgoing: dict[str, int]
-    """Reached by following links from ``doc_id``."""
-    incoming: dict[str, int]
-    """Reaching ``doc_id`` by following links."""
-
-
-def neighborhood(graph: nx.DiGraph, doc_id: str, hops: int = 1) -> Neighborhood:
-    """What ``esbridge graph neighbors ID`` shows."""
-    if hops < 1:
-        raise ValueError(f"hops must be >= 1, got {hops}")
-    if doc_id not in graph:
-        raise ValueError(f"{doc_id!r} is not a document of the graph")
-    return Neighborhood(
-        doc_id,
-        _distances(_directed(graph, "out"), doc_id, hops),
-        _distances(_directed(graph, "in"), doc_id, hops),
-    )
-
-
 def _as_graph(links: LinkMap | nx.DiGraph) -> nx.DiGraph:
     return links if isinstance(links, nx.DiGraph) else build_graph(links)
 
 
-def _directed(graph: nx.DiGraph, direction: Direction) -> nx.Graph:
-    """A view in which a node's neighbors are the ones ``direction`` reaches in one hop."""
-    if direction == "out":
-        return graph
-    if direction == "in":
-        return graph.reverse(copy=False)
-    return graph.to_undirected(as_view=True)
+def reach(graph: nx.DiGraph, seed: str, options: GraphOptions) -> dict[str, tuple[int, float]]:
+    """``{doc_id: (hops, strength)}`` of the documents within ``options.hops`` of ``seed``; the strength of a
+    1-hop neighbor is its link's weight over the seed's heaviest link, of a 2-hop one the best product
+    along a path through a 1-hop neighbor."""
+    first = _strengths(adjacent(graph, seed, options.direction, options.min_link_weight))
+    found = {doc_id: (1, strength) for doc_id, strength in first.items()}
+    if options.hops < 2:
+        return found
+    for middle, strength in first.items():
+        for doc_id, onward in _strengths(adjacent(graph, middle, options.direction, options.min_link_weight)).items():
+            if doc_id == seed or doc_id in first:
+                continue
+            if doc_id not in found or strength * onward > found[doc_id][1]:
+                found[doc_id] = (2, strength * onward)
+    return found
 
 
-def _distances(view: nx.Graph, source: str, hops: int) -> dict[str, int]:
-    reach = nx.single_source_shortest_path_length(view, source, cutoff=hops)
-    found = [(str(node), int(distance)) for node, distance in reach.items() if node != source]
-    return dict(sorted(found, key=lambda entry: (entry[1], entry[0])))
+def _strengths(weights: Mapping[str, float]) -> dict[str, float]:
+    heaviest = max(weights.values(), default=1.0)
+    return {doc_id: weight / heaviest for doc_id, weight in weights.items()}
 
 
 def _kept_neighbors(
-    view: nx.Graph,
+    graph: nx.DiGraph,
     seed: str,
     direct: Mapping[str, object],
     options: GraphOptions,
     boost: Callable[[str], float],
-) -> list[tuple[str, int]]:
-    if seed not in view:
-        return []
-    found = [(doc_id, hops) for doc_id, hops in _distances(view, seed, options.hops).items() if doc_id not in direct]
-    found.sort(key=lambda entry: (entry[1], -boost(entry[0]), entry[0]))
+) -> list[tuple[str, tuple[int, float]]]:
+    """The ``per_seed`` neighbors of ``seed`` without a direct result: nearest, strongest, higher prior, by id."""
+    found = [(doc_id, entry) for doc_id, entry in reach(graph, seed, options).items() if doc_id not in direct]
+    found.sort(key=lambda pair: (pair[1][0], -pair[1][1], -boost(pair[0]), pair[0]))
     return found[: options.per_seed]
 
 

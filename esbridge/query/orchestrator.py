@@ -35,7 +35,8 @@ from esbridge.query.concepts import expand_query
 from esbridge.query.deadline import within
 from esbridge.query.documents import per_document
 from esbridge.query.fusion import AdaptiveResult, QppResult, QueryKind, classify_query, get_fusion
-from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, link_map, seed_docs, with_neighbors
+from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, seed_docs, with_neighbors
+from esbridge.query.link_graph import link_map
 from esbridge.query.models import Explain, RetrieverExplain, SearchHit, SearchMode, SearchRequest, SearchResponse
 from esbridge.query.recency import HalfLife, RecencyRule, Tier, Tiers, apply_recency, parse_modified_at
 from esbridge.query.rerank import Reranker, rerank
@@ -628,7 +629,7 @@ class HybridSearcher:
 
     async def _links(
         self, doc_ids: Sequence[str], request: SearchRequest, retrieved: _Retrieved
-    ) -> dict[str, list[str]]:
+    ) -> dict[str, dict[str, float]]:
         body = bodies.links_body(doc_ids, size=500, filters=request.filters)
         try:
             result = await self.engine.search(self.index, body)

@@ -70,7 +70,7 @@ def upsert(
 
     outcome = UpsertOutcome([])
     if valid:
-        known = set(first) | _existing_docs(engine, index, {link for r in valid.values() for link in r.links})
+        known = set(first) | _existing_docs(engine, index, {link for r in valid.values() for link in r.links.targets})
         chunks = {position: _chunks(record, known) for position, record in valid.items()}
         written = _write(engine, index, embedder, chunks, set(first), source, retry, outcome)
         for position, record in valid.items():

@@ -10,6 +10,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
 SCIFACT = SHARED / "data" / "beir" / "scifact"
+CISI = SHARED / "data" / "classic" / "cisi"
+MED = SHARED / "data" / "classic" / "med"
 DENDRON_VAULT = SHARED / "data" / "vault" / "dendron-site" / "vault"
 
 

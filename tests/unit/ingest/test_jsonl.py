@@ -86,7 +86,7 @@ def test_each_bad_line_is_a_problem_naming_line_and_reason(mixed: tuple[dict[str
     assert problems[15].startswith("field 'modified_at': Input should be a valid datetime")
     assert problems[15].endswith("got string 'not a date'")
     assert problems[16] == "field 'tools[0].name' is missing"
-    assert problems[18] == "field 'links': item 0 must be a non-empty string or an integer, got number 1.5"
+    assert problems[18] == "field 'links[0]': a link target must be a non-empty string or an integer, got number 1.5"
     assert problems[19] == "field 'metadata': Input should be a valid dictionary, got array"
 
 

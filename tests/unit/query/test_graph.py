@@ -11,21 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from esbridge.query.graph import (
-    LINK_FIELDS,
     GraphExpansion,
     GraphOptions,
-    build_graph,
     expand,
     frontier,
-    graph_stats,
-    link_map,
     link_query,
-    neighborhood,
     place_below,
-    prior_values,
     seed_docs,
     with_neighbors,
 )
+from esbridge.query.link_graph import LINK_FIELDS, build_graph, graph_stats, link_map, neighborhood, prior_values
 from esbridge.query.shaping import ShapeOptions, shape
 
 # A#1 and A#0 are chunks of document A; every item here is "<doc>#<n>".
@@ -244,7 +239,7 @@ def test_link_query_per_direction() -> None:
     assert link_query(["A"], "both") == {
         "bool": {"should": [{"terms": {"doc_id": ["A"]}}, {"terms": {"links": ["A"]}}], "minimum_should_match": 1}
     }
-    assert LINK_FIELDS == ("doc_id", "links")
+    assert LINK_FIELDS == ("doc_id", "links", "link_weights")
 
 
 def test_link_map_merges_the_chunks_of_a_document() -> None:
@@ -255,7 +250,16 @@ def test_link_map_merges_the_chunks_of_a_document() -> None:
         {"doc_id": "Q"},
         {"doc_id": "R", "links": None},
     ]
-    assert link_map(sources) == {"A": ["X", "B", "Y"], "Z": ["A"], "Q": [], "R": []}
+    assert link_map(sources) == {"A": {"X": 1.0, "B": 1.0, "Y": 1.0}, "Z": {"A": 1.0}, "Q": {}, "R": {}}
+
+
+def test_link_map_reads_weights_and_takes_a_bad_one_as_1() -> None:
+    sources: list[dict[str, Any]] = [
+        {"doc_id": "A", "links": ["X", "B", "C"], "link_weights": {"X": 3, "B": -1, "C": "heavy"}},
+        {"doc_id": "A", "links": ["X"], "link_weights": {"X": 2.5}},
+        {"doc_id": "Z", "links": ["A"], "link_weights": ["not", "a", "map"]},
+    ]
+    assert link_map(sources) == {"A": {"X": 3.0, "B": 1.0, "C": 1.0}, "Z": {"A": 1.0}}
 
 
 def test_frontier_names_the_one_hop_documents_of_seeds_with_room() -> None:
@@ -280,7 +284,7 @@ def matches(query: Mapping[str, Any], doc_id: str, links: Sequence[str]) -> bool
     return any(value in wanted for value in values)
 
 
-def fetch(index: Mapping[str, Sequence[str]], doc_ids: Sequence[str], direction: Any) -> dict[str, list[str]]:
+def fetch(index: Mapping[str, Sequence[str]], doc_ids: Sequence[str], direction: Any) -> dict[str, dict[str, float]]:
     if not doc_ids:
         return {}
     query = link_query(doc_ids, direction)
@@ -289,9 +293,13 @@ def fetch(index: Mapping[str, Sequence[str]], doc_ids: Sequence[str], direction:
 
 def test_the_requests_fetch_the_link_data_by_hand() -> None:
     index = {**LINKS, "C": ["Z"], "X": ["V"], "V": []}
-    assert fetch(index, ["A", "B"], "both") == {"A": ["X", "B"], "B": ["Y"], "Z": ["A"], "W": ["B", "A"]}
-    assert fetch(index, ["A"], "out") == {"A": ["X", "B"]}
-    assert fetch(index, ["A"], "in") == {"Z": ["A"], "W": ["B", "A"]}
+
+    def targets(links: Mapping[str, Mapping[str, float]]) -> dict[str, list[str]]:
+        return {doc_id: list(weights) for doc_id, weights in links.items()}
+
+    assert targets(fetch(index, ["A", "B"], "both")) == {"A": ["X", "B"], "B": ["Y"], "Z": ["A"], "W": ["B", "A"]}
+    assert targets(fetch(index, ["A"], "out")) == {"A": ["X", "B"]}
+    assert targets(fetch(index, ["A"], "in")) == {"Z": ["A"], "W": ["B", "A"]}
 
 
 # Properties.

@@ -1,0 +1,154 @@
+"""``esbridge tune DATASET``: the fusion settings with the best nDCG@10 on a split, written to the settings file."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from esbridge.cli.evaluate import dataset_options, open_model, prepare, run_summary
+from esbridge.cli.options import engine_options
+from esbridge.cli.progress import progress_for, query_progress
+from esbridge.config.settings import CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE
+from esbridge.errors import DependencyMissing
+from esbridge.evaluation import session, tuning
+from esbridge.evaluation.runner import Depth
+
+
+@click.command(name="tune")
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--split", default="train", show_default=True, help="qrels/<split>.tsv to tune on (never the test split)."
+)
+@dataset_options
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Settings file to write the best [pipeline] fusion settings into "
+    "(default: --config, else $ESBRIDGE_CONFIG, else ./esbridge.toml).",
+)
+@click.option("--dry-run", is_flag=True, help="Report the best settings without writing them.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the whole grid.")
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a chart of the grid (.png, .svg, .pdf, ...).",
+)
+@engine_options
+def tune_command(
+    dataset: Path,
+    split: str,
+    limit: int | None,
+    reuse: bool,
+    index: str | None,
+    output: Path | None,
+    dry_run: bool,
+    as_json: bool,
+    plot: Path | None,
+    url: str | None,
+    engine: str | None,
+    config_file: Path | None,
+) -> None:
+    """Search fusion method, weights and RRF k for the best nDCG@10 on a BEIR split; write them to the settings file.
+
+    The choice is the grid point whose neighbourhood (itself and the adjacent weights and k) has the best
+    mean nDCG@10, so a lone spike is not chosen over a broad plateau. A qpp model (weights chosen per
+    query) is fitted on the same queries and written instead when its cross-validated nDCG@10 is higher.
+    """
+    settings, judged = prepare(
+        dataset, split, limit, index, plot, {"url": url, "engine": engine, "config_file": config_file}
+    )
+    target, chosen_by = _tune_target(output, config_file)
+    if not dry_run:
+        _check_writable_settings(target, chosen_by)
+    grid = tuning.grid(settings.pipeline)
+    with open_model(settings) as embedder:
+        embedding_model = embedder.name
+        ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
+        with query_progress(as_json, "queries", len(judged.queries)) as advance:
+            outcome = session.run(
+                settings,
+                judged,
+                [*(point.configuration for point in grid), tuning.qpp_probe(settings.pipeline)],
+                embedder,
+                depth=Depth(deep=False),
+                progress=advance,
+            )
+    result = tuning.choose(grid, judged.qrels, outcome.outcomes)
+    fitted = tuning.fit_qpp(
+        judged.qrels, outcome.outcomes, f"{dataset.resolve().name} {split}", embedding_model=embedding_model
+    )
+    qpp_wins = isinstance(fitted, tuning.QppFit) and fitted.cross_validated > result.best.ndcg
+    chosen: tuning.PipelineChoice = fitted if qpp_wins and isinstance(fitted, tuning.QppFit) else result.best.point
+    if not dry_run:
+        tuning.write_pipeline(target, chosen)
+    if isinstance(fitted, tuning.QppFit):
+        qpp_line = (
+            f"qpp, cross-validated on held-out queries: {fitted.cross_validated:.4f} nDCG@10 "
+            f"({'above' if qpp_wins else 'not above'} the best grid point's {result.best.ndcg:.4f})"
+        )
+        qpp_json: dict[str, object] = {"cross_validated_ndcg@10": round(fitted.cross_validated, 4), "chosen": qpp_wins}
+    else:
+        qpp_line = f"qpp not fitted: {fitted}"
+        qpp_json = {"cross_validated_ndcg@10": None, "chosen": False, "reason": fitted}
+    if as_json:
+        summary = {
+            **run_summary(dataset, split, outcome, ingested),
+            **result.as_json(),
+            "qpp": qpp_json,
+            "written": {"fusion": chosen.fusion, "weights": chosen.weights},
+            "written_to": None if dry_run else str(target),
+            "target_chosen_by": chosen_by,
+        }
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(
+            f"{dataset.resolve().name} {split}: {outcome.queries} queries, {len(grid)} settings and qpp "
+            f"on {outcome.engine} ({outcome.run_s:g}s)"
+        )
+        click.echo(result.table())
+        click.echo(qpp_line)
+        click.echo(
+            ("would write" if dry_run else "wrote") + f" [pipeline] {chosen.describe()} to {target} ({chosen_by})"
+        )
+    if plot is not None:
+        from esbridge.evaluation.plot import tuning_chart
+
+        tuning_chart(
+            result.curves(),
+            plot,
+            f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}: nDCG@10",
+        )
+
+
+def _tune_target(output: Path | None, config_file: Path | None) -> tuple[Path, str]:
+    """The settings file tune writes, and what chose it: the file the settings were read from, unless --output."""
+    if output is not None:
+        return output, "--output"
+    if config_file is not None:
+        return config_file, "--config"
+    from_env = os.environ.get(CONFIG_FILE_ENV)
+    if from_env:
+        return Path(from_env), f"${CONFIG_FILE_ENV}"
+    return DEFAULT_CONFIG_FILE, "the default settings file"
+
+
+def _check_writable_settings(target: Path, chosen_by: str) -> None:
+    """Refuse, before the grid runs, a settings file tune could not write at the end of it."""
+    try:
+        import tomlkit
+    except ImportError as exc:
+        raise DependencyMissing("tomlkit", "eval", "writing tuned settings") from exc
+    folder = target.parent
+    if not folder.is_dir():
+        raise click.ClickException(f"cannot write settings file {target} ({chosen_by}): folder {folder} does not exist")
+    if target.is_dir():
+        raise click.ClickException(f"cannot write settings file {target} ({chosen_by}): it is a folder")
+    if not target.exists():
+        return
+    try:
+        tomlkit.parse(target.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
+        raise click.ClickException(f"cannot read settings file {target} ({chosen_by}): {exc}") from exc

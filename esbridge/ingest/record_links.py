@@ -1,0 +1,146 @@
+"""Links of a JSONL or BEIR record, with optional weights, read from the record's top level or its ``metadata``.
+
+Three spellings, each at the top level or under ``metadata`` (the top level wins when both have one)::
+
+    "links": ["b", "c"]                                   every link weighs 1
+    "links": [{"id": "b", "weight": 3}, "c"]              a weight per link; a bare id weighs 1
+    "links": ["b", "c"], "link_weights": {"b": 3}         weights beside the list; unnamed links weigh 1
+
+A weight is a finite number > 0 (how strongly the two documents are tied: co-citations, shared
+authors, clicks). A target named twice keeps its largest weight. ``link_weights`` may not name a
+target that ``links`` lacks: a weight without its link is most likely a mistake in the data, and
+guessing either way would change the graph silently.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from esbridge.ingest.json_values import describe_value
+
+LINKS = "links"
+LINK_WEIGHTS = "link_weights"
+LINK_KEYS = (LINKS, LINK_WEIGHTS)
+"""The keys this module consumes; a source leaves them out of a document's metadata."""
+
+
+@dataclass(frozen=True)
+class RecordLinks:
+    """The targets in first-seen order, and the weight of each target whose weight is not 1."""
+
+    targets: tuple[str, ...] = ()
+    weights: Mapping[str, float] = field(default_factory=dict)
+
+    def weight(self, target: str) -> float:
+        return self.weights.get(target, 1.0)
+
+
+def read_links(data: Mapping[str, Any]) -> RecordLinks:
+    """The links of one record (a JSON object); ``ValueError`` naming the field when they are malformed."""
+    metadata = data.get("metadata")
+    nested = metadata if isinstance(metadata, Mapping) else {}
+    links_at = _where(data, nested, LINKS)
+    weights_at = _where(data, nested, LINK_WEIGHTS)
+    found: dict[str, float] = {}
+    if links_at is not None:
+        place, value = links_at
+        found = _link_list(value, place)
+    if weights_at is not None:
+        place, value = weights_at
+        for target, weight in _weight_map(value, place).items():
+            if target not in found:
+                raise ValueError(f"field {place!r}: weight given for {target!r}, which is not in the links")
+            found[target] = weight
+    return RecordLinks(tuple(found), {target: weight for target, weight in found.items() if weight != 1.0})
+
+
+def without_link_keys(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """``metadata`` without the keys ``read_links`` consumed: they live in the document's links now."""
+    return {key: value for key, value in metadata.items() if key not in LINK_KEYS}
+
+
+def _where(data: Mapping[str, Any], nested: Mapping[str, Any], key: str) -> tuple[str, Any] | None:
+    if data.get(key) is not None:
+        return key, data[key]
+    if nested.get(key) is not None:
+        return f"metadata.{key}", nested[key]
+    return None
+
+
+def _link_list(value: Any, place: str) -> dict[str, float]:
+    if not isinstance(value, list):
+        raise ValueError(f"field {place!r}: expected a list of ids or {{'id', 'weight'}} objects")
+    found: dict[str, float] = {}
+    for index, item in enumerate(value):
+        where = f"{place}[{index}]"
+        if isinstance(item, Mapping):
+            unknown = sorted(set(item) - {"id", "weight"})
+            if unknown:
+                raise ValueError(f"field {where!r}: unknown key {unknown[0]!r}; a link object has 'id' and 'weight'")
+            target = _target(item.get("id"), f"{where}.id")
+            weight = _weight(item.get("weight", 1.0), f"{where}.weight")
+        else:
+            target, weight = _target(item, where), 1.0
+        found[target] = max(weight, found.get(target, weight))
+    return found
+
+
+def _weight_map(value: Any, place: str) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"field {place!r}: expected an object of {{doc id: weight}}")
+    return {_target(key, place): _weight(weight, f"{place}.{key}") for key, weight in value.items()}
+
+
+def _target(value: Any, where: str) -> str:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError(
+        f"field {where!r}: a link target must be a non-empty string or an integer, got {describe_value(value)}"
+    )
+
+
+def _weight(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"field {where!r}: a link weight must be a finite number > 0, got {describe_value(value)}")
+    return float(value)
+
+
+def consume_links(data: Any) -> Any:
+    """A record's raw JSON with its links read into one ``RecordLinks`` under ``links`` and the link keys
+    taken out of it and of its ``metadata``: the ``mode="before"`` step of the JSONL and BEIR record models."""
+    if not isinstance(data, Mapping):
+        return data
+    links = read_links(data)
+    consumed = {key: value for key, value in data.items() if key not in LINK_KEYS}
+    if isinstance(data.get("metadata"), Mapping):
+        consumed["metadata"] = without_link_keys(data["metadata"])
+    consumed[LINKS] = links
+    return consumed
+
+
+@dataclass(frozen=True)
+class ResolvedLinks:
+    """What a source puts into a ``Document``: links to records of the same source, their weights, and the
+    rest for ``metadata`` (``unresolved_links``, with ``unresolved_link_weights`` when weighted)."""
+
+    links: tuple[str, ...]
+    weights: dict[str, float]
+    metadata: dict[str, Any]
+
+
+def resolve_links(record_id: str, links: RecordLinks, known_ids: set[str]) -> ResolvedLinks:
+    """Split ``links`` into targets that are records of the source (self-links dropped) and unresolved ones."""
+    kept = tuple(target for target in links.targets if target in known_ids and target != record_id)
+    unresolved = [target for target in links.targets if target not in known_ids]
+    metadata: dict[str, Any] = {}
+    if unresolved:
+        metadata["unresolved_links"] = unresolved
+        weighted = {target: links.weights[target] for target in unresolved if target in links.weights}
+        if weighted:
+            metadata["unresolved_link_weights"] = weighted
+    return ResolvedLinks(kept, {target: links.weights[target] for target in kept if target in links.weights}, metadata)

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import pytest
+
+from esbridge.evaluation.significance import macro_mean_difference, randomization_p_value
+
+
+def test_macro_mean_weighs_collections_alike() -> None:
+    # (1 + 1 + 1)/3 = 1 and (0 + 0)/2 = 0: the mean over collections is 0.5, not the pooled 0.6.
+    assert macro_mean_difference([[1, 1, 1], [0, 0]]) == 0.5
+    assert macro_mean_difference([[], [2.0]]) == 2.0
+    assert macro_mean_difference([]) == 0.0
+
+
+def test_exact_p_value_by_hand_one_collection() -> None:
+    # Of the 8 sign patterns of (1, 1, 1), only all-plus and all-minus reach |mean| >= 1.
+    assert randomization_p_value([[1.0, 1.0, 1.0]]) == 0.25
+
+
+def test_exact_p_value_by_hand_two_collections() -> None:
+    # Observed (1 + 0) / 2 = 0.5. Patterns: (s1 + inner) / 2 with inner in {0, 0, -0.5, 0.5}, so the
+    # macro-means are +-0.5, +-0.5, +-0.25, +-0.75: six of the eight reach |0.5|.
+    assert randomization_p_value([[1.0], [-0.5, 0.5]]) == 0.75
+
+
+def test_no_difference_is_p_1() -> None:
+    assert randomization_p_value([[0.0, 0.0], [0.0]]) == 1.0
+    assert randomization_p_value([]) == 1.0
+
+
+def test_sampled_p_value_of_a_consistent_gain_is_the_smallest_possible() -> None:
+    gains = [[0.1] * 30, [0.2] * 40]
+    assert randomization_p_value(gains, trials=999) == pytest.approx(1 / 1000)
+
+
+def test_sampled_p_value_is_reproducible_and_large_for_noise() -> None:
+    noise = [[0.32, -0.3, 0.1, -0.1, 0.2, -0.2, 0.05, -0.05, 0.0] * 3, [0.1, -0.1] * 5]
+    first = randomization_p_value(noise, trials=2000)
+    assert first == randomization_p_value(noise, trials=2000)
+    assert first > 0.5
+
+
+def test_trials_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="trials"):
+        randomization_p_value([[1.0] * 20], trials=0)
