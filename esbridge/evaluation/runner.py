@@ -193,13 +193,18 @@ async def run_configurations(
             outcome.top[query_id] = doc_run(response)
             if (decision := response.details.get("fusion_decision")) is not None:
                 outcome.decisions[query_id] = decision
-            if deep is not None and (deep_response := await _answer(deep, outcome, text, depth.deep_n)) is not None:
+            deep_response = await _answer(deep, outcome, text, depth.deep_n, counted=False) if deep else None
+            if deep_response is not None:
                 outcome.deep[query_id] = doc_run(deep_response)
         progress(1)
     return outcomes
 
 
-async def _answer(searcher: HybridSearcher, outcome: ConfigurationRuns, text: str, top_n: int) -> SearchResponse | None:
+async def _answer(
+    searcher: HybridSearcher, outcome: ConfigurationRuns, text: str, top_n: int, *, counted: bool = True
+) -> SearchResponse | None:
+    """The configuration's answer, or None when it turned out unavailable; its warnings are counted per
+    query once (``counted`` only for the ``top`` answer)."""
     configuration = outcome.configuration
     request = SearchRequest(
         query=text,
@@ -221,7 +226,7 @@ async def _answer(searcher: HybridSearcher, outcome: ConfigurationRuns, text: st
             f"not available on this engine: it answered with client-side fusion (search_mode {response.search_mode})"
         )
         return None
-    for warning in response.warnings:
+    for warning in response.warnings if counted else ():
         outcome.warnings[warning] = outcome.warnings.get(warning, 0) + 1
     return response
 

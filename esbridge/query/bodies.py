@@ -7,6 +7,7 @@ still returns ``k`` results instead of filtering an already-cut top-k down to no
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from esbridge.engines.base import JSON, Dialect
@@ -43,6 +44,41 @@ RESULT_FIELDS = (
 )
 TEXT_FIELDS = ("body", "code")
 DISPLAY_FIELDS = tuple(field for field in RESULT_FIELDS if field not in TEXT_FIELDS)
+
+
+MAX_CLAUSES = 1024
+"""OpenSearch's default ``indices.query.bool.max_clause_count`` (Elasticsearch's grows with the heap): a BM25
+query expands to about one clause per word and field, and a query over the limit is refused with
+``too_many_nested_clauses``, so a long query (a pasted abstract) would fail instead of being answered."""
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def bounded_text(text: str, fields: int, max_clauses: int = MAX_CLAUSES) -> str:
+    """``text`` itself when its words times ``fields`` fit in ``max_clauses``; otherwise its distinct words
+    (case-folded, first occurrence first), as many as fit.
+
+    Only a query that the engine would refuse is changed. Repeats go first because they add clauses but
+    little evidence; what still does not fit is cut from the end.
+    """
+    words = _WORD.findall(text)
+    if len(words) * max(fields, 1) <= max_clauses:
+        return text
+    distinct = list(dict.fromkeys(word.casefold() for word in words))
+    return " ".join(distinct[: max(max_clauses // max(fields, 1), 1)])
+
+
+BM25_MAX_WORDS = MAX_CLAUSES // (len(DEFAULT_TEXT_BOOSTS) + len(DEFAULT_EXACT_BOOSTS))
+"""The most words of a query that ``bm25_body`` sends with the default fields."""
+
+
+def bm25_text(
+    text: str,
+    text_boosts: Mapping[str, float] = DEFAULT_TEXT_BOOSTS,
+    exact_boosts: Mapping[str, float] = DEFAULT_EXACT_BOOSTS,
+) -> str:
+    """What ``bm25_body`` searches for ``text``: the text, unless it is too long (``bounded_text``)."""
+    return bounded_text(text, len(text_boosts) + len(exact_boosts))
 
 
 def filter_clauses(filters: Filters) -> list[JSON]:
@@ -96,8 +132,10 @@ def bm25_body(
 
     Elasticsearch scores the English fields with ``combined_fields`` (BM25F); OpenSearch, which has no
     ``combined_fields``, with ``multi_match`` of type ``cross_fields``, which blends term statistics
-    across the fields the same way. Path and code, analysed differently, add a ``best_fields`` match.
+    across the fields the same way. Path and code, analysed differently, add a ``best_fields`` match. A
+    query too long for the engine's clause limit is shortened first (``bm25_text``).
     """
+    text = bm25_text(text, text_boosts, exact_boosts)
     if dialect == "elasticsearch":
         grouped: JSON = {"combined_fields": {"query": text, "fields": _boosted(_at_least_one(text_boosts))}}
     else:

@@ -131,6 +131,11 @@ class HybridSearcher:
         params = dict(self.pipeline.fusion_params) if method_name == self.pipeline.fusion else {}
         details: dict[str, Any] = {"fusion": method_name, "top_k": top_k}
         retrieved = await self._retrieve_natively_or_not(request, top_k, method_name, weights, params, details)
+        if "bm25" in self.pipeline.retrievers and bodies.bm25_text(request.query) != request.query:
+            retrieved.warnings.append(
+                "the query is too long for the engine's clause limit: BM25 searched at most its first "
+                f"{bodies.BM25_MAX_WORDS} distinct words"
+            )
         mode = "native-hybrid" if retrieved.native else _mode(retrieved.semantic)
         if mode is None:
             raise errors.EngineUnavailable(

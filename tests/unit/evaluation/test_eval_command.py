@@ -10,12 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from esbridge.cli import main
-from esbridge.config.settings import EmbeddingSettings, load_settings
-from esbridge.embeddings.factory import EMBEDDERS
+from esbridge.config.settings import load_settings
 from esbridge.errors import ConfigError
 from esbridge.evaluation import plot, session
 from esbridge.evaluation.dataset import judged_queries
-from tests.unit.test_embedded_engine import HashingEmbedder
 
 
 def beir_folder(folder: Path, docs: dict[str, str], queries: dict[str, tuple[str, str]]) -> Path:
@@ -31,20 +29,6 @@ def beir_folder(folder: Path, docs: dict[str, str], queries: dict[str, tuple[str
 
 
 @pytest.fixture
-def energy(tmp_path: Path) -> Path:
-    docs = {"solar": "Photovoltaic cells turn sunlight into electricity.", "wind": "Offshore wind farms make power."}
-    queries = {"q1": ("sunlight electricity", "solar"), "q2": ("wind power", "wind")}
-    return beir_folder(tmp_path / "energy", docs, queries)
-
-
-@pytest.fixture
-def baking(tmp_path: Path) -> Path:
-    docs = {"bread": "A starter of flour and water leavens the dough.", "cake": "Sponge cake needs eggs and sugar."}
-    queries = {"b1": ("sourdough starter", "bread"), "b2": ("sponge cake", "cake")}
-    return beir_folder(tmp_path / "baking", docs, queries)
-
-
-@pytest.fixture
 def no_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fails the test if the evaluation run starts: what is checked must be refused before it."""
 
@@ -52,15 +36,6 @@ def no_run(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("the run started")
 
     monkeypatch.setattr(session, "run", refuse)
-
-
-@pytest.fixture
-def runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> CliRunner:
-    def hashing(settings: EmbeddingSettings) -> HashingEmbedder:
-        return HashingEmbedder()
-
-    monkeypatch.setitem(EMBEDDERS, "hashing", hashing)
-    return CliRunner(env={"ESBRIDGE_EMBEDDING__PROVIDER": "hashing", "ESBRIDGE_EMBEDDING__CACHE_DIR": str(tmp_path)})
 
 
 def test_limit_must_be_at_least_one(runner: CliRunner, energy: Path) -> None:

@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from esbridge.query import bodies
 from esbridge.query.bodies import bm25_body, filter_query, knn_body, links_body
 from esbridge.query.models import Filters
 
@@ -123,3 +124,24 @@ def test_links_body_asks_for_seeds_and_their_linkers_in_one_request() -> None:
     body = links_body(["a", "b"], size=100, filters=Filters())
     assert body["query"]["bool"]["should"] == [{"terms": {"doc_id": ["a", "b"]}}, {"terms": {"links": ["a", "b"]}}]
     assert body["query"]["bool"]["minimum_should_match"] == 1
+
+
+def test_a_query_within_the_clause_limit_is_sent_as_it_is() -> None:
+    text = "How do co-citation links help? " * 3
+    assert bodies.bounded_text(text, fields=7) == text
+
+
+def test_a_query_over_the_clause_limit_keeps_its_distinct_words_in_order() -> None:
+    # 6 words x 2 fields = 12 clauses > 10: repeats go first, leaving "the cat sat on mat" (5 x 2 = 10).
+    assert bodies.bounded_text("The cat sat on the mat", fields=2, max_clauses=10) == "the cat sat on mat"
+    # Still over after that: cut from the end, to 10 // 3 = 3 words.
+    assert bodies.bounded_text("The cat sat on the mat", fields=3, max_clauses=10) == "the cat sat"
+
+
+def test_bm25_body_sends_a_long_query_shortened() -> None:
+    text = " ".join(f"word{index}" for index in range(400))
+    body = bodies.bm25_body("opensearch", text, size=10, filters=Filters())
+    sent = body["query"]["bool"]["should"][0]["multi_match"]["query"]
+    fields = len(bodies.DEFAULT_TEXT_BOOSTS) + len(bodies.DEFAULT_EXACT_BOOSTS)
+    assert sent.split() == [f"word{index}" for index in range(bodies.MAX_CLAUSES // fields)]
+    assert bodies.bm25_text(text) == sent

@@ -1,0 +1,94 @@
+"""Several collections in one evaluation: parsing DATASET[@SPLIT], the mean over collections, the command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from esbridge.cli import main
+from esbridge.errors import ConfigError
+from esbridge.evaluation.collections import Collection, CollectionResult, matrix_table, mean_rows, parse_collection
+from esbridge.evaluation.report import ResultRow
+from esbridge.evaluation.significance import randomization_p_value
+
+
+def test_a_dataset_is_a_folder_with_an_optional_split(tmp_path: Path) -> None:
+    folder = tmp_path / "scifact"
+    folder.mkdir()
+    assert parse_collection(str(folder), "test") == Collection(folder, "test", "scifact")
+    assert parse_collection(f"{folder}@train", "test") == Collection(folder, "train", "scifact@train")
+    assert parse_collection(str(folder), "dev").label == "scifact@dev"
+    odd = tmp_path / "odd@name"
+    odd.mkdir()
+    assert parse_collection(str(odd), "test") == Collection(odd, "test", "odd@name")
+    with pytest.raises(ConfigError, match=r"dataset folder not found: .*missing"):
+        parse_collection(str(tmp_path / "missing"), "test")
+    with pytest.raises(ConfigError, match="nothing after '@'"):
+        parse_collection(f"{folder}@", "test")
+
+
+def result(label: str, values: dict[str, dict[str, float]]) -> CollectionResult:
+    rows = [ResultRow(name, {"ndcg@10": sum(v.values()) / len(v)}) for name, v in values.items()]
+    return CollectionResult(
+        Collection(Path(label), "test", label), rows, {name: {"ndcg@10": v} for name, v in values.items()}
+    )
+
+
+def test_the_mean_weighs_collections_alike_and_is_tested_by_randomization() -> None:
+    big = result(
+        "big", {"base": {"1": 0.5, "2": 0.5, "3": 0.5, "4": 0.5}, "new": {"1": 0.6, "2": 0.6, "3": 0.6, "4": 0.6}}
+    )
+    small = result("small", {"base": {"a": 0.2, "b": 0.4}, "new": {"a": 0.2, "b": 0.2}})
+    means = {row.name: row for row in mean_rows([big, small], "base")}
+    # base: (0.5 + 0.3) / 2; new: (0.6 + 0.2) / 2; the same mean although "new" wins 4 queries of 6.
+    assert means["base"].scores["ndcg@10"] == pytest.approx(0.4)
+    assert means["new"].scores["ndcg@10"] == pytest.approx(0.4)
+    assert means["base"].p_values == {}
+    expected = randomization_p_value([[0.1, 0.1, 0.1, 0.1], [0.0, -0.2]])
+    assert means["new"].p_values["ndcg@10"] == pytest.approx(expected)
+    assert expected == 1.0  # an observed macro-mean difference of 0
+
+
+def test_a_configuration_missing_on_a_collection_has_no_mean() -> None:
+    one = result("one", {"base": {"1": 1.0}, "new": {"1": 1.0}})
+    two = result("two", {"base": {"1": 0.0}})
+    means = {row.name: row for row in mean_rows([one, two], "base")}
+    assert means["new"].scores == {}
+    assert means["new"].missing == ("two",)
+    table = matrix_table([one, two], list(means.values()), "ndcg@10", "base")
+    assert table.splitlines()[1].split() == ["configuration", "one", "two", "mean"]
+    assert table.splitlines()[3].split() == ["new", "1.0000", "-", "-"]
+
+
+def test_eval_on_two_collections_prints_each_and_the_mean(runner: CliRunner, energy: Path, baking: Path) -> None:
+    args = ["eval", str(energy), str(baking), "--engine", "embedded", "--methods", "bm25,default"]
+    as_json = runner.invoke(main, [*args, "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    summary = json.loads(as_json.stdout)
+    assert [entry["label"] for entry in summary["collections"]] == ["energy", "baking"]
+    assert [entry["index"] for entry in summary["collections"]] == ["eval-energy", "eval-baking"]
+    per_collection = {
+        entry["label"]: {row["name"]: row["ndcg@10"] for row in entry["results"]} for entry in summary["collections"]
+    }
+    for row in summary["mean"]:
+        expected = (per_collection["energy"][row["name"]] + per_collection["baking"][row["name"]]) / 2
+        assert row["ndcg@10"] == pytest.approx(expected, abs=1e-4)
+    text = runner.invoke(main, [*args, "--reuse"])
+    assert text.exit_code == 0, text.output
+    header = next(line for line in text.stdout.splitlines() if line.startswith("configuration"))
+    assert header.split() == ["configuration", "energy", "baking", "mean"]
+    assert "mean: stratified randomization test" in text.stdout
+
+
+def test_several_collections_refuse_one_index_and_a_missing_split(
+    runner: CliRunner, energy: Path, baking: Path
+) -> None:
+    one_index = runner.invoke(main, ["eval", str(energy), str(baking), "--engine", "embedded", "--index", "x"])
+    assert one_index.exit_code == 2
+    assert "each of several datasets gets its own eval-<folder> index" in one_index.output
+    no_split = runner.invoke(main, ["eval", str(energy), f"{baking}@train", "--engine", "embedded"])
+    assert no_split.exit_code == 1
+    assert "qrels" in no_split.output and "train" in no_split.output
