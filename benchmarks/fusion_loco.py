@@ -17,7 +17,9 @@ import argparse
 import statistics
 from pathlib import Path
 
+import networkx as nx
 from offline import Lists, lists, rank
+from ranx import Qrels
 
 from esbridge.config import load_settings
 from esbridge.config.pipeline import PipelineSettings
@@ -29,6 +31,7 @@ from esbridge.evaluation.significance import randomization_p_value
 from esbridge.query.fusion.qpp import predictors
 
 TOP = 10
+EMPTY = nx.DiGraph()
 SHARES = {"narrow": (0.4, 0.5, 0.6), "wide": (0.2, 0.35, 0.5, 0.65, 0.8)}
 
 
@@ -53,9 +56,9 @@ def pipeline_for(base: PipelineSettings, update: dict[str, object]) -> PipelineS
     return base.model_copy(update={**defaults, **update})
 
 
-def per_query(pipeline: PipelineSettings, found: dict[str, Lists], qrels: object) -> dict[str, float]:
-    run = {query: rank(pipeline, lists_, TOP, None, None) for query, lists_ in found.items()}  # type: ignore[arg-type]
-    return metrics.per_query(qrels, run, "ndcg@10")  # type: ignore[arg-type]
+def per_query(pipeline: PipelineSettings, found: dict[str, Lists], qrels: Qrels) -> dict[str, float]:
+    run = {query: rank(pipeline, lists_, TOP, None, EMPTY) for query, lists_ in found.items()}
+    return metrics.per_query(qrels, run, "ndcg@10")
 
 
 def main() -> None:
@@ -68,6 +71,7 @@ def main() -> None:
     base = load_settings(url=args.url)
     values: dict[str, dict[str, dict[str, float]]] = {}  # collection -> candidate -> query -> nDCG@10
     rows: dict[str, tuple[list[list[float]], dict[str, list[list[float]]]]] = {}
+    kept_queries: dict[str, list[str]] = {}
     with open_embedder(base.embedding) as embedder:
         for collection in chosen:
             settings = load_settings(url=args.url, index=f"eval-{collection.folder.resolve().name.lower()}")
@@ -82,13 +86,13 @@ def main() -> None:
             }
             read = {query: predictors(item.runs["bm25"], item.runs["knn"]) for query, item in found_top.items()}
             kept = [query for query, row in read.items() if row is not None]
-            scored = values[collection.label]
+            by_name = values[collection.label]
             gains = {
-                kind: [[scored[f"linear knn={share:g}"][query] for share in shares] for query in kept]
+                kind: [[by_name[f"linear knn={share:g}"][query] for share in shares] for query in kept]
                 for kind, shares in SHARES.items()
             }
-            rows[collection.label] = ([list(read[query]) for query in kept], gains)  # type: ignore[arg-type]
-            values[collection.label]["_kept"] = dict.fromkeys(kept, 0.0)
+            rows[collection.label] = ([list(row) for query in kept if (row := read[query]) is not None], gains)
+            kept_queries[collection.label] = kept
     labels = [collection.label for collection in chosen]
     names = list(candidates())
 
@@ -109,7 +113,7 @@ def main() -> None:
             train_y = [row for label in others for row in rows[label][1][kind]]
             model = qpp_fit.fit(train_x, train_y, shares)
             test_x, test_y = rows[held][0], rows[held][1][kind]
-            scored = dict(zip(values[held]["_kept"], qpp_fit.chosen_gains(model, test_x, test_y), strict=True))
+            scored = dict(zip(kept_queries[held], qpp_fit.chosen_gains(model, test_x, test_y), strict=True))
             full = {
                 query: scored.get(query, values[held]["linear knn=0.5"][query]) for query in values[held]["qpp shipped"]
             }

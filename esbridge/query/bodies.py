@@ -135,6 +135,8 @@ def bm25_body(
     across the fields the same way. Path and code, analysed differently, add a ``best_fields`` match. A
     query too long for the engine's clause limit is shortened first (``bm25_text``).
     """
+    if not text_boosts:
+        raise ValueError("BM25 needs at least one text field to search")
     text = bm25_text(text, text_boosts, exact_boosts)
     if dialect == "elasticsearch":
         grouped: JSON = {"combined_fields": {"query": text, "fields": _boosted(_at_least_one(text_boosts))}}
@@ -142,7 +144,8 @@ def bm25_body(
         grouped = {"multi_match": {"query": text, "type": "cross_fields", "fields": _boosted(text_boosts)}}
     exact: JSON = {"multi_match": {"query": text, "type": "best_fields", "fields": _boosted(exact_boosts)}}
     query = filter_query(filters)
-    query["bool"]["should"] = [grouped, exact]
+    # No exact fields: no clause; a multi_match without fields would search every field of the index.
+    query["bool"]["should"] = [grouped, exact] if exact_boosts else [grouped]
     query["bool"]["minimum_should_match"] = 1
     return {"size": size, "_source": list(source_fields), "query": query}
 

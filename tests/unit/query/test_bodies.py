@@ -145,3 +145,10 @@ def test_bm25_body_sends_a_long_query_shortened() -> None:
     fields = len(bodies.DEFAULT_TEXT_BOOSTS) + len(bodies.DEFAULT_EXACT_BOOSTS)
     assert sent.split() == [f"word{index}" for index in range(bodies.MAX_CLAUSES // fields)]
     assert bodies.bm25_text(text) == sent
+
+
+def test_bm25_without_exact_fields_sends_no_clause_for_them() -> None:
+    body = bm25_body("opensearch", "solar", size=5, filters=Filters(), exact_boosts={})
+    assert len(body["query"]["bool"]["should"]) == 1
+    with pytest.raises(ValueError, match="at least one text field"):
+        bm25_body("opensearch", "solar", size=5, filters=Filters(), text_boosts={})

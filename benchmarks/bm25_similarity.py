@@ -1,6 +1,6 @@
 """BM25 alone and the default hybrid at several BM25 (k1, b), on a BEIR split: how k1 and b were chosen.
 
-    .venv/bin/python scripts/bm25_similarity.py ../shared/data/beir/scifact --url http://127.0.0.1:9200 \
+    .venv/bin/python benchmarks/bm25_similarity.py ../shared/data/beir/scifact --url http://127.0.0.1:9200 \
         --index bench-scifact --split train --points 1.2,0.75 0.9,0.4 0.9,0.3 0.7,0.4 1.2,0.4 0.9,0.5
 
 Lucene stores only each field's length in its norms and applies k1 and b when a query is scored, so one
@@ -28,7 +28,7 @@ from esbridge.evaluation.dataset import judged_queries
 from esbridge.evaluation.methods import configurations
 
 
-def _client(settings: Settings) -> Any:
+def engine_client(settings: Settings) -> Any:
     """The engine's own client: opening, closing and index settings are not part of esbridge's adapters."""
     if resolve_kind(settings) == "opensearch":
         from opensearchpy import OpenSearch
@@ -43,7 +43,7 @@ def _client(settings: Settings) -> Any:
     return Elasticsearch(**elasticsearch_options(settings))
 
 
-def _set_similarity(client: Any, index: str, k1: float, b: float) -> None:
+def set_similarity(client: Any, index: str, k1: float, b: float) -> None:
     client.indices.close(index=index)
     try:
         client.indices.put_settings(
@@ -51,10 +51,10 @@ def _set_similarity(client: Any, index: str, k1: float, b: float) -> None:
         )
     finally:
         client.indices.open(index=index)
-        _wait_until_searchable(client, index)
+        wait_until_searchable(client, index)
 
 
-def _wait_until_searchable(client: Any, index: str, timeout_s: float = 60.0) -> None:
+def wait_until_searchable(client: Any, index: str, timeout_s: float = 60.0) -> None:
     # Polled: the two clients disagree on what a `timeout` argument of cluster.health means.
     deadline = time.monotonic() + timeout_s
     while client.cluster.health(index=index)["status"] not in ("yellow", "green"):
@@ -64,14 +64,14 @@ def _wait_until_searchable(client: Any, index: str, timeout_s: float = 60.0) -> 
 
 
 @contextmanager
-def _restored(client: Any, index: str) -> Iterator[tuple[float, float]]:
+def restored_similarity(client: Any, index: str) -> Iterator[tuple[float, float]]:
     settings = client.indices.get_settings(index=index)[index]["settings"]["index"]
     default = settings.get("similarity", {}).get("default", {})
     original = (float(default.get("k1", 1.2)), float(default.get("b", 0.75)))
     try:
         yield original
     finally:
-        _set_similarity(client, index, *original)
+        set_similarity(client, index, *original)
 
 
 def main() -> None:
@@ -94,13 +94,13 @@ def main() -> None:
     if len(targets) != 1:
         parser.error(f"{settings.index!r} must be an alias of one index, found {targets}")
     judged = judged_queries(args.dataset, args.split)
-    client = _client(settings)
+    client = engine_client(settings)
     names = args.methods.split(",")
     print(f"{'k1':>5} {'b':>5} " + " ".join(f"{name:>10}" for name in names) + "   (nDCG@10)")
-    with open_embedder(settings.embedding) as embedder, _restored(client, targets[0]) as original:
+    with open_embedder(settings.embedding) as embedder, restored_similarity(client, targets[0]) as original:
         print(f"# the index's own values, restored at the end: k1={original[0]:g} b={original[1]:g}")
         for k1, b in points:
-            _set_similarity(client, targets[0], k1, b)
+            set_similarity(client, targets[0], k1, b)
             outcome = session.run(settings, judged, configurations(args.methods, settings.pipeline), embedder)
             rows = {row.name: row for row in report.score(judged.qrels, outcome.outcomes, baseline=None)}
             print(f"{k1:>5g} {b:>5g} " + " ".join(f"{rows[name].scores['ndcg@10']:>10.4f}" for name in names))

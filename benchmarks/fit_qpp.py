@@ -1,6 +1,6 @@
 """Fit the ``qpp`` fusion model on a BEIR split and write it as JSON (how esbridge's default model was made).
 
-    .venv/bin/python scripts/fit_qpp.py ../shared/data/beir/scifact --url http://127.0.0.1:9200 \
+    .venv/bin/python benchmarks/fit_qpp.py ../shared/data/beir/scifact --url http://127.0.0.1:9200 \
         --index bench-scifact --split train --out esbridge/query/fusion/qpp_scifact.json
 
 Each query's BM25 and kNN chunk lists are fetched once with the pipeline's own request bodies at the
@@ -55,7 +55,7 @@ def main() -> None:
             rows.append(list(read))
             gains.append([scores.get(query, 0.0) for scores in per_share])
     source = (
-        f"fitted by scripts/fit_qpp.py on {args.dataset.name} {args.split} ({len(rows)} queries), "
+        f"fitted by benchmarks/fit_qpp.py on {args.dataset.name} {args.split} ({len(rows)} queries), "
         f"index {args.index}, ridge {args.ridge:g}"
     )
     model = qpp_fit.fit(rows, gains, SHARES, ridge=args.ridge, source=source, embedding_model=embedding_model)

@@ -1,6 +1,6 @@
 """Client-only alternatives to the default fusion on a BEIR split: could esbridge beat native hybrid that way?
 
-    .venv/bin/python scripts/fusion_alternatives.py ../shared/data/beir/scifact --url http://127.0.0.1:9200 \
+    .venv/bin/python benchmarks/fusion_alternatives.py ../shared/data/beir/scifact --url http://127.0.0.1:9200 \
         --index bench-scifact --split train
 
 OpenSearch's native hybrid computes the default's fusion (min-max, equal weights: docs/native-hybrid.md),

@@ -1,6 +1,6 @@
 """BM25 alone at several title boosts, per document (best chunk), on a BEIR split: how the boost was chosen.
 
-    .venv/bin/python scripts/bm25_title_boost.py ../shared/data/beir/scifact --url http://127.0.0.1:9200 \
+    .venv/bin/python benchmarks/bm25_title_boost.py ../shared/data/beir/scifact --url http://127.0.0.1:9200 \
         --index bench-scifact --split train --boosts 3 2 1.5 1 0.5
 
 Prints nDCG@10 and Recall@100 (ranx) for each title boost, the other field boosts as in
