@@ -18,6 +18,7 @@ from esbridge.mappings.copy import COPIED_FIELDS, copy_documents
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters, render_index
 from esbridge.query import bodies
+from esbridge.query.link_graph import link_map
 from esbridge.query.models import Filters
 
 DIMENSION = 4
@@ -368,6 +369,17 @@ class EngineContract:
         engine.refresh(loaded)
         body = bodies.links_body(["fox"], size=10, filters=Filters())
         assert sorted(ids(engine.search(loaded, body))) == ["fox#0", "owl#0"]
+
+    def test_link_weights_are_stored_and_read_back_by_the_links_request(self, engine: Engine, loaded: str) -> None:
+        # Ids with dots and spaces are keys of an unindexed object: stored as given, never mapped as fields.
+        weights = {"fox": 3.5, "notes.2024 q1": 2.0}
+        update = {"links": ["fox", "notes.2024 q1", "bear"], "link_weights": weights}
+        engine.bulk(loaded, [BulkAction("update", "owl#0", update)])
+        engine.refresh(loaded)
+        result = engine.search(loaded, bodies.links_body(["fox"], size=10, filters=Filters()))
+        owl = next(hit for hit in result.hits if hit.id == "owl#0")
+        assert owl.source["link_weights"] == weights
+        assert link_map(hit.source for hit in result.hits)["owl"] == {"fox": 3.5, "notes.2024 q1": 2.0, "bear": 1.0}
 
     def test_ids_query_returns_what_exists(self, engine: Engine, loaded: str) -> None:
         body = {"size": 5, "_source": ["title"], "query": {"ids": {"values": ["fox#0", "owl#0", "nothing#9"]}}}
