@@ -30,6 +30,7 @@ The link data and the graph itself are ``esbridge.query.link_graph``'s.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -225,13 +226,14 @@ def expand(
     graph = _as_graph(links)
     boost = _prior_multiplier(graph, options, prior)
     proportional = options.link_weighting == "proportional"
+    step = _stepper(graph, options)
 
     total: dict[str, float] = {}
     via: dict[str, dict[str, int]] = {}
     strongest: dict[str, float] = {}
     for seed in seeds:
         item, score = best[seed]
-        for doc_id, (hops, strength) in _kept_neighbors(graph, seed, best, options, boost):
+        for doc_id, (hops, strength) in _kept_neighbors(graph, seed, best, options, boost, step):
             share = score * options.weight * options.decay ** (hops - 1) * (strength if proportional else 1.0)
             total[doc_id] = total.get(doc_id, 0.0) + share
             via.setdefault(doc_id, {})[item] = hops
@@ -282,21 +284,36 @@ def _as_graph(links: LinkMap | nx.DiGraph) -> nx.DiGraph:
     return links if isinstance(links, nx.DiGraph) else build_graph(links)
 
 
-def reach(graph: nx.DiGraph, seed: str, options: GraphOptions) -> dict[str, tuple[int, float]]:
+def reach(
+    graph: nx.DiGraph,
+    seed: str,
+    options: GraphOptions,
+    step: Callable[[str], Mapping[str, float]] | None = None,
+) -> dict[str, tuple[int, float]]:
     """``{doc_id: (hops, strength)}`` of the documents within ``options.hops`` of ``seed``; the strength of a
     1-hop neighbor is its link's weight over the seed's heaviest link, of a 2-hop one the best product
-    along a path through a 1-hop neighbor."""
-    first = _strengths(adjacent(graph, seed, options.direction, options.min_link_weight))
+    along a path through a 1-hop neighbor. ``step`` (one hop's strengths from a node) may be shared by
+    the seeds of one expansion, which meet the same documents on the way."""
+    step = step or _stepper(graph, options)
+    first = step(seed)
     found = {doc_id: (1, strength) for doc_id, strength in first.items()}
     if options.hops < 2:
         return found
     for middle, strength in first.items():
-        for doc_id, onward in _strengths(adjacent(graph, middle, options.direction, options.min_link_weight)).items():
+        for doc_id, onward in step(middle).items():
             if doc_id == seed or doc_id in first:
                 continue
             if doc_id not in found or strength * onward > found[doc_id][1]:
                 found[doc_id] = (2, strength * onward)
     return found
+
+
+def _stepper(graph: nx.DiGraph, options: GraphOptions) -> Callable[[str], Mapping[str, float]]:
+    @functools.cache
+    def step(node: str) -> Mapping[str, float]:
+        return _strengths(adjacent(graph, node, options.direction, options.min_link_weight))
+
+    return step
 
 
 def _strengths(weights: Mapping[str, float]) -> dict[str, float]:
@@ -310,9 +327,10 @@ def _kept_neighbors(
     direct: Mapping[str, object],
     options: GraphOptions,
     boost: Callable[[str], float],
+    step: Callable[[str], Mapping[str, float]],
 ) -> list[tuple[str, tuple[int, float]]]:
     """The ``per_seed`` neighbors of ``seed`` without a direct result: nearest, strongest, higher prior, by id."""
-    found = [(doc_id, entry) for doc_id, entry in reach(graph, seed, options).items() if doc_id not in direct]
+    found = [(doc_id, entry) for doc_id, entry in reach(graph, seed, options, step).items() if doc_id not in direct]
     found.sort(key=lambda pair: (pair[1][0], -pair[1][1], -boost(pair[0]), pair[0]))
     return found[: options.per_seed]
 

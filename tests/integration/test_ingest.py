@@ -48,7 +48,7 @@ def run(path: Path, engine: Engine, alias: str, embedder: CachedEmbedder | None,
         engine=engine,
         manager=manager_for(engine, alias),
         embedder=embedder,
-        options=IngestOptions(source="test-source", **options),  # type: ignore[arg-type]
+        options=IngestOptions(**{"source": "test-source", **options}),  # type: ignore[arg-type]
     )
 
 
@@ -198,6 +198,34 @@ def test_an_index_without_a_field_ingest_writes_is_refused_with_the_fix(
     assert engine.count(alias) == 0
     manager_for(engine, alias).apply()
     assert run(vault, engine, alias, None).failed == []
+
+
+def test_weighted_links_need_link_weights_in_the_mapping_and_unweighted_ones_do_not(
+    engine: Engine, alias: str, tmp_path: Path
+) -> None:
+    body = render_index(engine.dialect, IndexParameters(dimension=384))
+    del body["mappings"]["properties"]["link_weights"]
+    engine.create_index(f"{alias}-v1", body)
+    engine.update_aliases([{"add": {"index": f"{alias}-v1", "alias": alias}}])
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text('{"id": "a", "text": "Alpha", "links": ["b"]}\n{"id": "b", "text": "Beta"}\n', encoding="utf-8")
+    assert run(plain, engine, alias, None).failed == []
+    weighted = tmp_path / "weighted.jsonl"
+    weighted.write_text(
+        '{"id": "c", "text": "Gamma", "links": [{"id": "d", "weight": 4}]}\n{"id": "d", "text": "Delta"}\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError, match=r"no mapping for link_weights.*esbridge mapping apply"):
+        run(weighted, engine, alias, None, source="weighted")
+    assert sorted(index_state(engine, alias)) == ["a#0", "b#0"]
+    manager_for(engine, alias).apply()
+    assert run(weighted, engine, alias, None, source="weighted").failed == []
+    stored = {
+        hit.id: dict(hit.source)
+        for hit in engine.scan(alias, {"match_all": {}}, ["links", "link_weights"], sort_field="chunk_id")
+    }
+    assert stored["c#0"] == {"links": ["d"], "link_weights": {"d": 4.0}}
+    assert "link_weights" not in stored["a#0"]
 
 
 def test_bad_records_are_reported_and_every_good_one_indexed(
