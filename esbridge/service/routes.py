@@ -1,4 +1,4 @@
-"""The HTTP routes: search, document upsert and delete, health, readiness and metrics."""
+"""The HTTP routes: search, document upsert and delete, health, readiness, metrics and key reload."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from esbridge.config.settings import Settings
-from esbridge.errors import EsbridgeError, IndexNotFound
+from esbridge.errors import ConfigError, EsbridgeError, IndexNotFound
 from esbridge.query.deadline import within
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.service import documents
@@ -19,7 +19,15 @@ from esbridge.service.auth import KeyRing
 from esbridge.service.backend import Backend
 from esbridge.service.errors import GuardedRoute, ServiceError
 from esbridge.service.metrics import Metrics
-from esbridge.service.models import DeleteResponse, DocumentsRequest, DocumentsResponse, ErrorResponse, Health
+from esbridge.service.models import (
+    DeleteResponse,
+    DocumentsRequest,
+    DocumentsResponse,
+    ErrorResponse,
+    Health,
+    KeysReloaded,
+)
+from esbridge.service.writes import Cancellation, run_cancellable
 
 _bearer = HTTPBearer(auto_error=False, description="an API key: Authorization: Bearer <key>")
 _header = APIKeyHeader(name="X-API-Key", auto_error=False, description="an API key")
@@ -31,14 +39,19 @@ def _error(description: str) -> dict[str, Any]:
 
 _COMMON: dict[int | str, dict[str, Any]] = {
     401: _error("no API key, or one that is not accepted"),
+    403: _error("the API key lacks the scope this route needs (forbidden)"),
     413: _error("the body is larger than service.max_body_bytes"),
     422: _error("the request is invalid; error.fields says where"),
+    429: _error("over the key's rate limit, or the service is at capacity; retry after Retry-After seconds"),
     500: _error("an unexpected error (details in the service log only)"),
     502: _error("the engine refused esbridge's credentials or answered with an error"),
     503: _error("the engine or the index is not available; retry after Retry-After seconds"),
     504: _error("no answer within service.request_timeout_s"),
 }
-_WRITES: dict[int | str, dict[str, Any]] = {**_COMMON, 403: _error("writes are disabled: no API keys are configured")}
+_WRITES: dict[int | str, dict[str, Any]] = {
+    **_COMMON,
+    403: _error("the key lacks the write scope, or writes are disabled: no API keys are configured"),
+}
 _NOT_JSON: dict[int | str, dict[str, Any]] = {400: _error("the body is not valid JSON (invalid_json)")}
 
 
@@ -57,12 +70,16 @@ def _metrics(request: Request) -> Metrics:
     return metrics
 
 
-def _check(request: Request, bearer: HTTPAuthorizationCredentials | None, header: str | None) -> None:
+def _check(request: Request, bearer: HTTPAuthorizationCredentials | None, header: str | None, scope: str) -> None:
     keys: KeyRing = request.app.state.keys
     given = bearer.credentials if bearer is not None else header
-    if not keys.accepts(given):
+    grant = keys.grant(given)
+    if grant is None:
         message = "an API key is required" if given is None else "the API key is not accepted"
         raise ServiceError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
+    if not grant.allows(scope):
+        held = ", ".join(sorted(grant.scopes))
+        raise ServiceError(403, "forbidden", f"the API key has scope(s) {held}; this route needs {scope}")
 
 
 async def require_read(
@@ -70,8 +87,8 @@ async def require_read(
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
     header: Annotated[str | None, Security(_header)],
 ) -> None:
-    if _settings(request).service.require_key_for_reads:
-        _check(request, bearer, header)
+    if _settings(request).service.reads_need_key:
+        _check(request, bearer, header, "read")
 
 
 async def require_write(
@@ -86,7 +103,15 @@ async def require_write(
             "writes_disabled",
             "writes are disabled until API keys are configured (ESBRIDGE_API_KEYS or service.api_keys_file)",
         )
-    _check(request, bearer, header)
+    _check(request, bearer, header, "write")
+
+
+async def require_admin(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+    header: Annotated[str | None, Security(_header)],
+) -> None:
+    _check(request, bearer, header, "admin")
 
 
 router = APIRouter(route_class=GuardedRoute)
@@ -109,10 +134,16 @@ async def search(request: Request, body: SearchRequest) -> SearchResponse:
     if body.top_n > top_n_max:
         raise _invalid("body.top_n", f"must be at most {top_n_max}")
     backend = _backend(request)
+    if service.log_queries:
+        request.state.query = body.query
 
+    writes_ended = backend.writes_ended
     async with within(service.request_timeout_s):
         connected = await backend.connected()
         response = await connected.searcher.search(body)
+    if backend.writes_ended != writes_ended:  # a write ended meanwhile: what this search cached may predate it
+        backend.clear_response_cache()
+    request.state.search_mode = response.search_mode
     if backend.model_problem:
         response.warnings.insert(0, backend.model_problem)
     _metrics(request).observe_search(response)
@@ -133,14 +164,31 @@ async def upsert_documents(request: Request, body: DocumentsRequest) -> Document
         raise _invalid("body.documents", f"at most {service.max_documents} documents per request")
     backend = _backend(request)
     connected = await backend.connected()
+    loop = asyncio.get_running_loop()
 
-    def work() -> documents.UpsertOutcome:
-        backend.ensure_index(connected.engine)
-        return documents.upsert(
-            connected.engine, backend.index, backend.embedder, body.documents, source=service.source
-        )
+    def work(cancel: Cancellation) -> documents.UpsertOutcome:
+        try:
+            backend.ensure_index(connected.engine)
+            return documents.upsert(
+                connected.engine,
+                backend.index,
+                backend.embedder,
+                body.documents,
+                source=service.source,
+                refresh=service.refresh,
+                wait_for_max_s=service.wait_for_max_s,
+                cancel=cancel,
+            )
+        finally:
+            loop.call_soon_threadsafe(backend.invalidate_responses)
 
-    outcome = await asyncio.wait_for(asyncio.to_thread(work), service.request_timeout_s)
+    outcome = await run_cancellable(
+        work,
+        timeout_s=service.request_timeout_s,
+        grace_s=service.write_cancel_grace_s,
+        metrics=_metrics(request),
+        what="upsert",
+    )
     failed = sum(1 for result in outcome.results if result.status == "error")
     return DocumentsResponse(
         index=backend.index,
@@ -148,6 +196,7 @@ async def upsert_documents(request: Request, body: DocumentsRequest) -> Document
         failed=failed,
         results=outcome.results,
         warnings=outcome.warnings,
+        visible=outcome.visible,
     )
 
 
@@ -162,11 +211,30 @@ async def delete_document(
     request: Request, doc_id: Annotated[str, Path(min_length=1, max_length=512)]
 ) -> DeleteResponse:
     """Delete every chunk of the document."""
+    service = _settings(request).service
     backend = _backend(request)
     connected = await backend.connected()
-    deleted = await asyncio.wait_for(
-        asyncio.to_thread(documents.delete, connected.engine, backend.index, doc_id),
-        _settings(request).service.request_timeout_s,
+    loop = asyncio.get_running_loop()
+
+    def work(cancel: Cancellation) -> int:
+        try:
+            return documents.delete(
+                connected.engine,
+                backend.index,
+                doc_id,
+                refresh=service.refresh,
+                wait_for_max_s=service.wait_for_max_s,
+                cancel=cancel,
+            )
+        finally:
+            loop.call_soon_threadsafe(backend.invalidate_responses)
+
+    deleted = await run_cancellable(
+        work,
+        timeout_s=service.request_timeout_s,
+        grace_s=service.write_cancel_grace_s,
+        metrics=_metrics(request),
+        what="delete",
     )
     if deleted == 0:
         raise ServiceError(404, "not_found", f"no document {doc_id!r} in {backend.index}")
@@ -213,6 +281,23 @@ async def readyz(request: Request) -> Response:
 )
 async def metrics(request: Request) -> Response:
     return Response(_metrics(request).render(), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.post(
+    "/v1/admin/keys/reload",
+    response_model=KeysReloaded,
+    responses={**_COMMON, 409: _error("the keys file cannot be used; the previous keys stay")},
+    dependencies=[Depends(require_admin)],
+    summary="Read the API keys file again",
+)
+async def reload_keys(request: Request) -> KeysReloaded:
+    """What SIGHUP does, for an operator with an ``admin`` key; the file's changes are also picked up on their own
+    within ``service.keys_check_interval_s``."""
+    keys: KeyRing = request.app.state.keys
+    try:
+        return KeysReloaded(keys=keys.reload())
+    except ConfigError as exc:
+        raise ServiceError(409, "keys_not_reloaded", f"{exc}; the previous keys stay in use") from None
 
 
 def _invalid(field: str, message: str) -> ServiceError:
