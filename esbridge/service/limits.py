@@ -38,7 +38,7 @@ class BodyLimit:
             return
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await self._refuse(send)
+            await self._refuse(scope, send)
             return
         chunks: list[bytes] = []
         size = 0
@@ -49,7 +49,7 @@ class BodyLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await self._refuse(send)
+                await self._refuse(scope, send)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -66,13 +66,17 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send: Send) -> None:
+    async def _refuse(self, scope: Scope, send: Send) -> None:
         if self.on_refusal is not None:
             self.on_refusal()
-        await send_error(send, 413, "body_too_large", f"the request body is larger than {self.max_bytes} bytes")
+        await send_error(scope, send, 413, "body_too_large", f"the request body is larger than {self.max_bytes} bytes")
 
 
-async def send_error(send: Send, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> None:
+async def send_error(
+    scope: Scope, send: Send, status: int, kind: str, message: str, headers: dict[str, str] | None = None
+) -> None:
+    """An error answer in the service's shape, from middleware; the access log line gets its kind."""
+    scope.setdefault("state", {})["error_kind"] = kind
     payload = json.dumps(error_body(kind, message)).encode()
     extra = [(name.lower().encode(), value.encode()) for name, value in (headers or {}).items()]
     await send(
@@ -189,14 +193,14 @@ class Admission:
             return
         wait = self.buckets.take(self._caller(scope))
         if wait > 0:
-            await self._refuse(send, "rate_limited", "too many requests for this API key (or client)", wait)
+            await self._refuse(scope, send, "rate_limited", "too many requests for this API key (or client)", wait)
             return
         reason = await self.gate.acquire(self.queue_timeout_s)
         if reason is not None:
             message = "the service is at capacity" + (
                 "; the queue is full" if reason == "queue_full" else f"; no slot within {self.queue_timeout_s:g} s"
             )
-            await self._refuse(send, reason, message, 1.0)
+            await self._refuse(scope, send, reason, message, 1.0)
             return
         try:
             await self.app(scope, receive, send)
@@ -215,8 +219,8 @@ class Admission:
         client: Any = scope.get("client")
         return f"client:{client[0] if client else 'unknown'}"
 
-    async def _refuse(self, send: Send, reason: str, message: str, wait_s: float) -> None:
+    async def _refuse(self, scope: Scope, send: Send, reason: str, message: str, wait_s: float) -> None:
         self.on_rejection(reason)
         kind = "rate_limited" if reason == "rate_limited" else "overloaded"
         retry = str(max(1, math.ceil(wait_s)))
-        await send_error(send, 429, kind, f"{message}; retry after {retry} s", {"Retry-After": retry})
+        await send_error(scope, send, 429, kind, f"{message}; retry after {retry} s", {"Retry-After": retry})

@@ -15,8 +15,10 @@ Refresh policy (``service.refresh``), as the engines' ``refresh`` parameter of b
 A write runs in a worker thread that checks a ``Cancellation`` between its steps. When the request
 times out, it is cancelled; a write stopped before it reached the engine wrote nothing and answers 504
 ``write_cancelled``. One that was past that point finishes (the rest is short: removing replaced chunks,
-becoming visible) and answers normally if it does so within ``service.write_cancel_grace_s``; else
-504 ``write_still_running``, and ``esbridge_writes_running_after_timeout`` counts it until it ends.
+becoming visible) and answers normally if it does so within ``service.write_cancel_grace_s``. A write
+that has not stopped by then (a step that cannot be interrupted, such as one embedding call, is still
+running) answers 504 ``write_still_running``; ``esbridge_writes_running_after_timeout`` counts it
+until it ends, and the log says how it ended.
 """
 
 from __future__ import annotations
@@ -128,8 +130,8 @@ async def run_cancellable(
     raise ServiceError(
         504,
         "write_still_running",
-        f"the {what} did not finish within {timeout_s:g} s and could not be stopped: it had reached the engine "
-        "and is still running; searches show its documents once it ends (sending it again is safe)",
+        f"the {what} did not finish within {timeout_s:g} s and had not stopped {grace_s:g} s later: it is still "
+        "running, and either stops before it writes or, if it already has, completes; sending it again is safe",
     )
 
 
@@ -143,12 +145,13 @@ def _track(task: asyncio.Future[T], metrics: Metrics, what: str) -> None:
 
     def ended(finished: asyncio.Future[T]) -> None:
         metrics.writes_running.dec()
-        if not finished.cancelled() and finished.exception() is not None:
-            problem = finished.exception()
-            if not isinstance(problem, WriteCancelled):
-                log.error("a %s that answered 504 failed afterwards: %s", what, problem)
-                return
-        log.info("a %s that answered 504 has ended", what)
+        problem = None if finished.cancelled() else finished.exception()
+        if problem is None:
+            log.info("the %s that answered 504 has ended (completed)", what)
+        elif isinstance(problem, WriteCancelled):
+            log.info("the %s that answered 504 has ended (stopped before %s)", what, problem)
+        else:
+            log.error("the %s that answered 504 failed afterwards: %s", what, problem)
 
     task.add_done_callback(ended)
 
