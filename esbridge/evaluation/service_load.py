@@ -1,7 +1,8 @@
 """Sustained concurrent searches against the HTTP sidecar, on loopback, bounded in requests and seconds.
 
     python -m esbridge.evaluation.service_load --url URL --index INDEX --queries DATASET \\
-        [--requests 1000] [--seconds 120] [--concurrency 8] [--warmup 50]
+        [--requests 1000] [--seconds 120] [--concurrency 8] [--warmup 50] [--keys 0] \\
+        [--overload 4 --overload-seconds 20]
 
 Starts ``esbridge serve`` as its own process on 127.0.0.1 (a free port), backed by the engine at
 ``--url``, waits until ``/readyz`` answers, sends ``--warmup`` searches that are not counted, reads
@@ -12,6 +13,14 @@ than requests), and the service's in-memory result and embedding caches are off,
 runs the whole pipeline and embeds its query (a repeated text is found in the on-disk embedding
 cache, which starts empty). Prints throughput, latency percentiles, errors by status, the
 ``search_mode`` counts and resident memory before, during (every tenth of the requests) and after, as JSON.
+
+With ``--keys N`` the server accepts N generated API keys and the clients use them in turn (a service
+with N tenants, each with its own rate limit). With ``--overload F``, the closed-loop run above measures
+the sustainable rate (its throughput); then searches are sent open-loop, at F times that rate, for
+``--overload-seconds``, whatever the answers: each request has 10 s before it counts as a timeout,
+``/healthz`` is asked every 0.2 s meanwhile, and resident memory is sampled every second. The
+``overload`` part of the report gives the statuses, the latency of the 200s and of the 429s, the health
+answers and the memory.
 """
 
 from __future__ import annotations
@@ -64,12 +73,15 @@ def percentile(ordered: list[float], fraction: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))], 2)
 
 
-def start_server(url: str, index: str, port: int, cache_dir: Path) -> subprocess.Popen[bytes]:
+def start_server(
+    url: str, index: str, port: int, cache_dir: Path, keys: list[str] | None = None
+) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "ESBRIDGE_PIPELINE__CACHE__RESULTS": "0",
         "ESBRIDGE_PIPELINE__CACHE__EMBEDDINGS": "0",
         "ESBRIDGE_EMBEDDING__CACHE_DIR": str(cache_dir),
+        "ESBRIDGE_API_KEYS": ",".join(keys or []),
     }
     command = [sys.executable, "-m", "esbridge", "serve", "--host", "127.0.0.1", "--port", str(port)]
     command += ["--url", url, "--index", index, "--log-level", "warning"]
@@ -99,9 +111,10 @@ async def run_load(
     concurrency: int,
     top_n: int,
     memory: psutil.Process | None = None,
+    keys: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run the load; with ``memory``, that process's RSS (MB, with its children) is sampled after every tenth
-    of the requests."""
+    of the requests; with ``keys``, client i presents key i modulo their number."""
     rss_samples: list[float] = []
     latencies: list[float] = []
     statuses: Counter[str] = Counter()
@@ -111,8 +124,9 @@ async def run_load(
     deadline = started + seconds
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
 
-    async def client(http: httpx.AsyncClient) -> None:
+    async def client(http: httpx.AsyncClient, number: int) -> None:
         nonlocal sent
+        headers = {"X-API-Key": keys[number % len(keys)]} if keys else {}
         while sent < requests and time.perf_counter() < deadline:
             query = queries[sent % len(queries)]
             sent += 1
@@ -120,7 +134,7 @@ async def run_load(
                 rss_samples.append(round(resident_bytes(memory) / 2**20, 1))
             began = time.perf_counter()
             try:
-                answer = await http.post("/v1/search", json={"query": query, "top_n": top_n})
+                answer = await http.post("/v1/search", json={"query": query, "top_n": top_n}, headers=headers)
             except httpx.HTTPError as exc:
                 statuses[type(exc).__name__] += 1
                 continue
@@ -130,7 +144,7 @@ async def run_load(
                 modes[answer.json()["search_mode"]] += 1
 
     async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as http:
-        await asyncio.gather(*(client(http) for _ in range(concurrency)))
+        await asyncio.gather(*(client(http, number) for number in range(concurrency)))
     elapsed = time.perf_counter() - started
     ordered = sorted(latencies)
     errors = sum(count for status, count in statuses.items() if status != "200")
@@ -151,6 +165,114 @@ async def run_load(
     }
 
 
+def latency_summary(latencies_ms: list[float]) -> dict[str, float | None]:
+    ordered = sorted(latencies_ms)
+    if not ordered:
+        return {"p50": None, "p99": None, "max": None}
+    return {"p50": round(statistics.median(ordered), 2), "p99": percentile(ordered, 0.99), "max": round(ordered[-1], 2)}
+
+
+async def run_overload(
+    base: str,
+    queries: list[str],
+    *,
+    rate: float,
+    seconds: float,
+    top_n: int,
+    keys: list[str] | None = None,
+    memory: psutil.Process | None = None,
+    timeout_s: float = 10.0,
+) -> dict[str, Any]:
+    """Open-loop searches at ``rate`` per second for ``seconds``, sent on schedule whatever the answers."""
+    statuses: Counter[str] = Counter()
+    latencies: dict[str, list[float]] = {"200": [], "429": []}
+    retry_after: Counter[str] = Counter()
+    health: list[float] = []
+    health_statuses: Counter[str] = Counter()
+    rss_samples: list[float] = []
+    limits = httpx.Limits(max_connections=512, max_keepalive_connections=512)
+    done = asyncio.Event()
+
+    async def one(http: httpx.AsyncClient, number: int) -> None:
+        headers = {"X-API-Key": keys[number % len(keys)]} if keys else {}
+        began = time.perf_counter()
+        try:
+            body = {"query": queries[number % len(queries)], "top_n": top_n}
+            answer = await http.post("/v1/search", json=body, headers=headers, timeout=timeout_s)
+        except httpx.TimeoutException:
+            statuses["timeout"] += 1
+            return
+        except httpx.HTTPError as exc:
+            statuses[type(exc).__name__] += 1
+            return
+        status = str(answer.status_code)
+        statuses[status] += 1
+        latencies.setdefault(status, []).append((time.perf_counter() - began) * 1000)
+        if status == "429":
+            retry_after[answer.headers.get("Retry-After", "missing")] += 1
+
+    async def watch(http: httpx.AsyncClient) -> None:
+        while not done.is_set():
+            began = time.perf_counter()
+            try:
+                answer = await http.get("/healthz", timeout=timeout_s)
+                health_statuses[str(answer.status_code)] += 1
+            except httpx.HTTPError as exc:
+                health_statuses[type(exc).__name__] += 1
+            health.append((time.perf_counter() - began) * 1000)
+            if memory is not None and len(health) % 5 == 0:
+                rss_samples.append(round(resident_bytes(memory) / 2**20, 1))
+            await asyncio.sleep(0.2)
+
+    async with httpx.AsyncClient(base_url=base, limits=limits) as http, httpx.AsyncClient(base_url=base) as probe:
+        watcher = asyncio.ensure_future(watch(probe))
+        started = time.perf_counter()
+        pending: set[asyncio.Task[None]] = set()
+        sent = 0
+        while sent < rate * seconds:
+            delay = started + sent / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            task = asyncio.ensure_future(one(http, sent))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+            sent += 1
+        sending_s = time.perf_counter() - started
+        await asyncio.gather(*pending)
+        done.set()
+        await watcher
+    return {
+        "rate_rps": round(rate, 1),
+        "sent": sent,
+        "sending_seconds": round(sending_s, 2),
+        "statuses": dict(statuses),
+        "latency_ms_200": latency_summary(latencies["200"]),
+        "latency_ms_429": latency_summary(latencies["429"]),
+        "retry_after": dict(retry_after),
+        "healthz": {"statuses": dict(health_statuses), **latency_summary(health)},
+        "rss_mb_every_second": rss_samples,
+    }
+
+
+def overload_verdict(
+    report: dict[str, Any], *, max_tail_ratio: float = 10.0, max_rss_growth_pct: float = 10.0
+) -> list[str]:
+    """What an overload run got wrong against the goals (empty: it met them all)."""
+    problems = []
+    other = {status: n for status, n in report["statuses"].items() if status not in ("200", "429")}
+    if other:
+        problems.append(f"answers other than 200 or 429: {other}")
+    p50, p99 = report["latency_ms_200"]["p50"], report["latency_ms_200"]["p99"]
+    if not p50 or p99 / p50 >= max_tail_ratio:
+        problems.append(f"p99 of the 200s is not under {max_tail_ratio:g} x their p50: {p99} / {p50} ms")
+    if set(report["healthz"]["statuses"]) != {"200"}:
+        problems.append(f"/healthz answered {report['healthz']['statuses']}")
+    rss = report["rss_mb_every_second"]
+    if len(rss) >= 2 and (rss[-1] - rss[0]) / rss[0] * 100 > max_rss_growth_pct:
+        problems.append(f"resident memory grew from {rss[0]} to {rss[-1]} MB")
+    return problems
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", required=True, help="the engine the sidecar searches")
@@ -161,21 +283,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--top-n", type=int, default=10)
+    parser.add_argument("--keys", type=int, default=0, help="API keys the server accepts and the clients use")
+    parser.add_argument("--overload", type=float, default=0.0, help="then send at this multiple of the throughput")
+    parser.add_argument("--overload-seconds", type=float, default=20.0)
     args = parser.parse_args(argv)
     if not 1 <= args.requests <= 100_000 or not 0 < args.seconds <= 3600 or not 1 <= args.concurrency <= 256:
         parser.error("bounds: 1 <= --requests <= 100000, 0 < --seconds <= 3600, 1 <= --concurrency <= 256")
+    if not 0 <= args.keys <= 1000 or not 0 <= args.overload <= 20 or not 0 < args.overload_seconds <= 600:
+        parser.error("bounds: 0 <= --keys <= 1000, 0 <= --overload <= 20, 0 < --overload-seconds <= 600")
+    keys = [f"load-key-{number}-{os.urandom(8).hex()}" for number in range(args.keys)]
 
     texts = list(read_beir_queries(args.queries).values())
     warmup, measured = texts[-args.warmup :] if args.warmup else [], texts[: max(1, len(texts) - args.warmup)]
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="esbridge-load-") as cache_dir:
-        server = start_server(args.url, args.index, port, Path(cache_dir))
+        server = start_server(args.url, args.index, port, Path(cache_dir), keys)
         try:
             wait_ready(base, server)
             process = psutil.Process(server.pid)
             if warmup:
-                asyncio.run(run_load(base, warmup, requests=len(warmup), seconds=60, concurrency=2, top_n=args.top_n))
+                asyncio.run(
+                    run_load(base, warmup, requests=len(warmup), seconds=60, concurrency=2, top_n=args.top_n, keys=keys)
+                )
             rss_before = resident_bytes(process)
             report = asyncio.run(
                 run_load(
@@ -186,9 +316,26 @@ def main(argv: list[str] | None = None) -> None:
                     concurrency=args.concurrency,
                     top_n=args.top_n,
                     memory=process,
+                    keys=keys,
                 )
             )
             rss_after = resident_bytes(process)
+            if args.overload:
+                rate = args.overload * report["throughput_rps"]
+                overload = asyncio.run(
+                    run_overload(
+                        base,
+                        measured,
+                        rate=rate,
+                        seconds=args.overload_seconds,
+                        top_n=args.top_n,
+                        keys=keys,
+                        memory=process,
+                    )
+                )
+                overload["factor"] = args.overload
+                overload["problems"] = overload_verdict(overload)
+                report["overload"] = overload
         finally:
             server.send_signal(signal.SIGTERM)
             try:

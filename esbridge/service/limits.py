@@ -6,8 +6,9 @@
 - ``Admission`` (``/v1/*`` only, so health, readiness and metrics stay answerable under overload): a
   token bucket per API key (per client address without an accepted key) refuses a caller over its rate,
   and a concurrency gate lets ``max_concurrency`` requests run with at most ``max_queue`` waiting, each
-  for at most ``queue_timeout_s``. Both refuse with 429 and ``Retry-After`` at once; nothing waits
-  without bound.
+  for at most ``queue_timeout_s``. A request whose expected wait (its place in the queue times the
+  recent time a request holds its slot, over the slots) is longer than that is refused on arrival
+  rather than after waiting in vain. Refusals are 429 with ``Retry-After``; nothing waits without bound.
 """
 
 from __future__ import annotations
@@ -125,10 +126,18 @@ class TokenBuckets:
 class ConcurrencyGate:
     """At most ``limit`` holders; up to ``queue`` more wait in arrival order, each for a bounded time."""
 
-    def __init__(self, limit: int, queue: int) -> None:
-        self.limit, self.queue = limit, queue
+    def __init__(self, limit: int, queue: int, *, smoothing: float = 0.1) -> None:
+        self.limit, self.queue, self.smoothing = limit, queue, smoothing
         self.active = 0
+        self.hold_s = 0.0  # exponentially weighted mean of how long a request holds its slot
         self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def observe(self, held_s: float) -> None:
+        self.hold_s = held_s if self.hold_s == 0 else self.hold_s + self.smoothing * (held_s - self.hold_s)
+
+    def expected_wait_s(self, place: int) -> float:
+        """How long the ``place``-th in the queue (from 1) can expect to wait for a slot."""
+        return place * self.hold_s / self.limit
 
     @property
     def waiting(self) -> int:
@@ -141,6 +150,8 @@ class ConcurrencyGate:
             return None
         if len(self._waiters) >= self.queue:
             return "queue_full"
+        if self.expected_wait_s(len(self._waiters) + 1) > timeout_s:
+            return "expected_wait"
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
@@ -197,14 +208,19 @@ class Admission:
             return
         reason = await self.gate.acquire(self.queue_timeout_s)
         if reason is not None:
-            message = "the service is at capacity" + (
-                "; the queue is full" if reason == "queue_full" else f"; no slot within {self.queue_timeout_s:g} s"
-            )
-            await self._refuse(scope, send, reason, message, 1.0)
+            why = {
+                "queue_full": "the queue is full",
+                "expected_wait": f"the wait for a slot would be longer than {self.queue_timeout_s:g} s",
+                "queue_timeout": f"no slot within {self.queue_timeout_s:g} s",
+            }[reason]
+            wait = self.gate.expected_wait_s(self.gate.waiting + 1)
+            await self._refuse(scope, send, reason, f"the service is at capacity: {why}", wait)
             return
+        began = time.perf_counter()
         try:
             await self.app(scope, receive, send)
         finally:
+            self.gate.observe(time.perf_counter() - began)
             self.gate.release()
 
     def _caller(self, scope: Scope) -> str:

@@ -18,13 +18,14 @@ from tests.unit.test_embedded_engine import HashingEmbedder
 
 
 class SlowEmbedder(HashingEmbedder):
-    """Every embedding call takes ``delay_s``: a search holds its slot that long."""
+    """Embedding takes ``delay_s`` (only for texts with ``trigger``, if given): a search holds its slot that long."""
 
-    def __init__(self, delay_s: float) -> None:
-        self.delay_s = delay_s
+    def __init__(self, delay_s: float, trigger: str = "") -> None:
+        self.delay_s, self.trigger = delay_s, trigger
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        time.sleep(self.delay_s)
+        if any(self.trigger in text for text in texts):
+            time.sleep(self.delay_s)
         return super().embed(texts)
 
 
@@ -69,6 +70,23 @@ def test_the_gate_admits_queues_and_refuses_in_order() -> None:
         return [full, waiting, handed, timed_out, gate.active, gate.waiting]
 
     assert asyncio.run(scenario()) == ["queue_full", 1, None, "queue_timeout", 0, 0]
+
+
+def test_the_gate_refuses_at_once_a_wait_it_expects_to_outlast_the_timeout() -> None:
+    async def scenario() -> list[Any]:
+        gate = ConcurrencyGate(limit=2, queue=10, smoothing=0.5)
+        gate.observe(0.4)
+        gate.observe(0.2)  # 0.4 + 0.5 * (0.2 - 0.4)
+        assert await gate.acquire(1.0) is None and await gate.acquire(1.0) is None
+        waits = [gate.expected_wait_s(place) for place in (1, 2, 3)]
+        queued = [asyncio.ensure_future(gate.acquire(0.35)) for _ in range(3)]
+        await asyncio.sleep(0)
+        refused = queued[2].result()  # its wait, 0.45 s, is beyond 0.35 s: refused without waiting
+        gate.release()
+        gate.release()
+        return [*waits, refused, await queued[0], await queued[1]]
+
+    assert asyncio.run(scenario()) == pytest.approx([0.15, 0.3, 0.45, "expected_wait", None, None])
 
 
 def test_a_waiter_cancelled_as_its_slot_arrives_passes_the_slot_on() -> None:
@@ -132,7 +150,8 @@ def test_beyond_the_queue_the_service_answers_429_at_once_and_health_stays_up() 
     refused = [answer for answer in answers if answer[0] == 429]
     assert len(ok) == 2 and len(refused) == 4  # one running, one queued
     assert all(seconds < 0.3 for _, seconds, _ in refused)  # refused at once, not after a wait
-    assert {retry for _, _, retry in refused} == {"1"}
+    # Retry-After: the wait expected for the next place in the queue (about 2 x 0.5 s), in whole seconds
+    assert {retry for _, _, retry in refused} <= {"1", "2"}
     assert health_s < 0.3
     assert 'esbridge_rejections_total{reason="queue_full"} 4.0' in metrics
     assert "esbridge_queue_depth 0.0" in metrics
@@ -140,16 +159,17 @@ def test_beyond_the_queue_the_service_answers_429_at_once_and_health_stays_up() 
 
 def test_a_request_that_waits_too_long_for_a_slot_gets_429(make_client: ClientFactory) -> None:
     settings = service_settings(api_keys=[KEY], max_concurrency=1, max_queue=4, queue_timeout_s=0.1)
-    app = create_app(settings, embedder=SlowEmbedder(0.5), load_model=False)
+    app = create_app(settings, embedder=SlowEmbedder(0.5, trigger="zephyr"), load_model=False)
     with uvicorn_thread(app) as (_, base):
         assert httpx.post(f"{base}/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY}).is_success
 
         async def pair() -> list[int]:
             async with httpx.AsyncClient(base_url=base, timeout=30) as http:
-                first = asyncio.ensure_future(http.post("/v1/search", json={"query": "wind farms"}))
+                first = asyncio.ensure_future(http.post("/v1/search", json={"query": "zephyr wind farms"}))
                 await asyncio.sleep(0.1)
                 second = await http.post("/v1/search", json={"query": "sourdough"})
-                assert second.json()["error"]["message"].startswith("the service is at capacity; no slot within 0.1 s")
+                message = second.json()["error"]["message"]
+                assert message.startswith("the service is at capacity: no slot within 0.1 s; retry after 1 s")
                 return [(await first).status_code, second.status_code]
 
         assert asyncio.run(pair()) == [200, 429]
