@@ -2,7 +2,7 @@
 
     python -m esbridge.evaluation.service_load --url URL --index INDEX --queries DATASET \\
         [--requests 1000] [--seconds 120] [--concurrency 8] [--warmup 50] [--keys 0] \\
-        [--overload 4 --overload-seconds 20]
+        [--overload 4 --overload-seconds 20] [--writes 0]
 
 Starts ``esbridge serve`` as its own process on 127.0.0.1 (a free port), backed by the engine at
 ``--url``, waits until ``/readyz`` answers, sends ``--warmup`` searches that are not counted, reads
@@ -20,7 +20,9 @@ the sustainable rate (its throughput); then searches are sent open-loop, at F ti
 ``--overload-seconds``, whatever the answers: each request has 10 s before it counts as a timeout,
 ``/healthz`` is asked every 0.2 s meanwhile, and resident memory is sampled every second. The
 ``overload`` part of the report gives the statuses, the latency of the 200s and of the 429s, the health
-answers and the memory.
+answers and the memory. With ``--writes N`` (and a key), N upserts of one document follow, one at a
+time, each followed by a search for it and a delete: their latency and how many the next search saw,
+under the server's ``service.refresh`` (set ``ESBRIDGE_SERVICE__REFRESH`` to compare policies).
 """
 
 from __future__ import annotations
@@ -254,6 +256,32 @@ async def run_overload(
     }
 
 
+async def run_writes(base: str, count: int, key: str) -> dict[str, Any]:
+    """``count`` upsert / search / delete rounds of one document; latencies and read-your-write hits."""
+    upserts: list[float] = []
+    deletes: list[float] = []
+    seen = 0
+    async with httpx.AsyncClient(base_url=base, timeout=60, headers={"X-API-Key": key}) as http:
+        for number in range(count):
+            doc_id = f"service-load-write-{number}"
+            text = f"Probe {number}: a kelp forest off a cold coast stores carbon ({os.urandom(4).hex()})."
+            began = time.perf_counter()
+            written = await http.post("/v1/documents", json={"documents": [{"id": doc_id, "text": text}]})
+            upserts.append((time.perf_counter() - began) * 1000)
+            written.raise_for_status()
+            found = await http.post("/v1/search", json={"query": text, "top_n": 3})
+            seen += doc_id in [hit["doc_id"] for hit in found.json().get("results", [])]
+            began = time.perf_counter()
+            (await http.delete(f"/v1/documents/{doc_id}")).raise_for_status()
+            deletes.append((time.perf_counter() - began) * 1000)
+    return {
+        "count": count,
+        "upsert_ms": latency_summary(upserts),
+        "delete_ms": latency_summary(deletes),
+        "seen_by_next_search": seen,
+    }
+
+
 def overload_verdict(
     report: dict[str, Any], *, max_tail_ratio: float = 10.0, max_rss_growth_pct: float = 10.0
 ) -> list[str]:
@@ -286,11 +314,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keys", type=int, default=0, help="API keys the server accepts and the clients use")
     parser.add_argument("--overload", type=float, default=0.0, help="then send at this multiple of the throughput")
     parser.add_argument("--overload-seconds", type=float, default=20.0)
+    parser.add_argument("--writes", type=int, default=0, help="then upsert, search and delete this many documents")
     args = parser.parse_args(argv)
     if not 1 <= args.requests <= 100_000 or not 0 < args.seconds <= 3600 or not 1 <= args.concurrency <= 256:
         parser.error("bounds: 1 <= --requests <= 100000, 0 < --seconds <= 3600, 1 <= --concurrency <= 256")
     if not 0 <= args.keys <= 1000 or not 0 <= args.overload <= 20 or not 0 < args.overload_seconds <= 600:
         parser.error("bounds: 0 <= --keys <= 1000, 0 <= --overload <= 20, 0 < --overload-seconds <= 600")
+    if not 0 <= args.writes <= 1000 or (args.writes and not args.keys):
+        parser.error("--writes takes 0..1000 and needs --keys (writes need a key)")
     keys = [f"load-key-{number}-{os.urandom(8).hex()}" for number in range(args.keys)]
 
     texts = list(read_beir_queries(args.queries).values())
@@ -336,6 +367,8 @@ def main(argv: list[str] | None = None) -> None:
                 overload["factor"] = args.overload
                 overload["problems"] = overload_verdict(overload)
                 report["overload"] = overload
+            if args.writes:
+                report["writes"] = asyncio.run(run_writes(base, args.writes, keys[0]))
         finally:
             server.send_signal(signal.SIGTERM)
             try:
