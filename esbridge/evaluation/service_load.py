@@ -90,6 +90,16 @@ def start_server(
     return subprocess.Popen(command, env=env)  # noqa: S603 (our own interpreter and arguments)
 
 
+def stop_server(server: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
+    """SIGTERM (a graceful shutdown), then SIGKILL if it has not exited within ``timeout_s``."""
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 def wait_ready(base: str, server: subprocess.Popen[bytes], timeout_s: float = 180) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -370,11 +380,7 @@ def main(argv: list[str] | None = None) -> None:
             if args.writes:
                 report["writes"] = asyncio.run(run_writes(base, args.writes, keys[0]))
         finally:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop_server(server)
     p50, p99 = report["latency_ms"]["p50"], report["latency_ms"]["p99"]
     report.update(
         {

@@ -33,7 +33,7 @@ from esbridge.ingest.jsonl import (
 from esbridge.ingest.model import Chunk
 from esbridge.ingest.pipeline import DEFAULT_MAX_TOKENS
 from esbridge.service.models import DocumentResult
-from esbridge.service.writes import Cancellation, RefreshPolicy, chunk_hashes, make_visible
+from esbridge.service.writes import Cancellation, WriteControl, chunk_hashes
 
 # A request waits for its answer, so the engine gets a few quick retries, not ingest's long backoff.
 REQUEST_RETRY = RetryPolicy(attempts=3, initial_delay_s=0.2, max_delay_s=2.0)
@@ -56,13 +56,11 @@ def upsert(
     *,
     source: str,
     retry: RetryPolicy = REQUEST_RETRY,
-    refresh: RefreshPolicy = "true",
-    wait_for_max_s: float = 5.0,
-    cancel: Cancellation | None = None,
+    control: WriteControl | None = None,
 ) -> UpsertOutcome:
     """Validate, chunk, embed and write ``records``; one result per record, in order. Raises
-    ``WriteCancelled`` when ``cancel`` is set before anything was written."""
-    cancel = cancel or Cancellation()
+    ``WriteCancelled`` when ``control.cancel`` is set before anything was written."""
+    control = control or WriteControl()
     results: dict[int, DocumentResult] = {}
     valid: dict[int, JsonlRecord] = {}
     first: dict[str, int] = {}
@@ -82,7 +80,7 @@ def upsert(
     if valid:
         known = set(first) | _existing_docs(engine, index, {link for r in valid.values() for link in r.links})
         chunks = {position: _chunks(record, known) for position, record in valid.items()}
-        written = _write(engine, index, embedder, chunks, set(first), source, retry, outcome, cancel)
+        written = _write(engine, index, embedder, chunks, set(first), source, retry, outcome, control.cancel)
         for position, record in valid.items():
             problem = written.get(record.id)
             results[position] = DocumentResult(
@@ -97,7 +95,7 @@ def upsert(
         for record in valid.values():  # a document with no chunks left shows none
             if record.id not in expected and record.id not in written:
                 expected[record.id] = {}
-        outcome.visible = make_visible(engine, index, expected, refresh, max_wait_s=wait_for_max_s, cancel=cancel)
+        outcome.visible = control.finish(engine, index, expected)
     outcome.results = [results[position] for position in range(len(records))]
     return outcome
 
@@ -108,18 +106,17 @@ def delete(
     doc_id: str,
     *,
     retry: RetryPolicy = REQUEST_RETRY,
-    refresh: RefreshPolicy = "true",
-    wait_for_max_s: float = 5.0,
-    cancel: Cancellation | None = None,
+    control: WriteControl | None = None,
 ) -> int:
     """Delete every chunk of ``doc_id``; how many there were (0: no such document)."""
     chunk_ids = [hit.id for hit in _chunks_of(engine, index, [doc_id])]
     if not chunk_ids:
         return 0
-    (cancel or Cancellation()).check("deleting")
+    control = control or WriteControl()
+    control.cancel.check("deleting")
     totals = BulkWriter(engine, index, retry=retry).write(BulkAction("delete", chunk_id) for chunk_id in chunk_ids)
     if not totals.failed:
-        make_visible(engine, index, {doc_id: {}}, refresh, max_wait_s=wait_for_max_s, cancel=cancel)
+        control.finish(engine, index, {doc_id: {}})
     if totals.failed:
         failure = totals.failed[0]
         # A write block is a passing state of the index (a reindex), not an engine fault: the client may retry.

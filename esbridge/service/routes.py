@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Request, Security
 from fastapi.responses import JSONResponse, Response
@@ -11,6 +12,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from esbridge.config.settings import Settings
+from esbridge.engines.base import Engine
 from esbridge.errors import ConfigError, EsbridgeError, IndexNotFound
 from esbridge.query.deadline import within
 from esbridge.query.models import SearchRequest, SearchResponse
@@ -27,7 +29,9 @@ from esbridge.service.models import (
     Health,
     KeysReloaded,
 )
-from esbridge.service.writes import Cancellation, run_cancellable
+from esbridge.service.writes import Cancellation, WriteControl, run_cancellable
+
+T = TypeVar("T")
 
 _bearer = HTTPBearer(auto_error=False, description="an API key: Authorization: Bearer <key>")
 _header = APIKeyHeader(name="X-API-Key", auto_error=False, description="an API key")
@@ -163,32 +167,14 @@ async def upsert_documents(request: Request, body: DocumentsRequest) -> Document
     if len(body.documents) > service.max_documents:
         raise _invalid("body.documents", f"at most {service.max_documents} documents per request")
     backend = _backend(request)
-    connected = await backend.connected()
-    loop = asyncio.get_running_loop()
 
-    def work(cancel: Cancellation) -> documents.UpsertOutcome:
-        try:
-            backend.ensure_index(connected.engine)
-            return documents.upsert(
-                connected.engine,
-                backend.index,
-                backend.embedder,
-                body.documents,
-                source=service.source,
-                refresh=service.refresh,
-                wait_for_max_s=service.wait_for_max_s,
-                cancel=cancel,
-            )
-        finally:
-            loop.call_soon_threadsafe(backend.invalidate_responses)
+    def work(engine: Engine, control: WriteControl) -> documents.UpsertOutcome:
+        backend.ensure_index(engine)
+        return documents.upsert(
+            engine, backend.index, backend.embedder, body.documents, source=service.source, control=control
+        )
 
-    outcome = await run_cancellable(
-        work,
-        timeout_s=service.request_timeout_s,
-        grace_s=service.write_cancel_grace_s,
-        metrics=_metrics(request),
-        what="upsert",
-    )
+    outcome = await _write(request, "upsert", work)
     failed = sum(1 for result in outcome.results if result.status == "error")
     return DocumentsResponse(
         index=backend.index,
@@ -211,31 +197,12 @@ async def delete_document(
     request: Request, doc_id: Annotated[str, Path(min_length=1, max_length=512)]
 ) -> DeleteResponse:
     """Delete every chunk of the document."""
-    service = _settings(request).service
     backend = _backend(request)
-    connected = await backend.connected()
-    loop = asyncio.get_running_loop()
 
-    def work(cancel: Cancellation) -> int:
-        try:
-            return documents.delete(
-                connected.engine,
-                backend.index,
-                doc_id,
-                refresh=service.refresh,
-                wait_for_max_s=service.wait_for_max_s,
-                cancel=cancel,
-            )
-        finally:
-            loop.call_soon_threadsafe(backend.invalidate_responses)
+    def work(engine: Engine, control: WriteControl) -> int:
+        return documents.delete(engine, backend.index, doc_id, control=control)
 
-    deleted = await run_cancellable(
-        work,
-        timeout_s=service.request_timeout_s,
-        grace_s=service.write_cancel_grace_s,
-        metrics=_metrics(request),
-        what="delete",
-    )
+    deleted = await _write(request, "delete", work)
     if deleted == 0:
         raise ServiceError(404, "not_found", f"no document {doc_id!r} in {backend.index}")
     return DeleteResponse(id=doc_id, deleted_chunks=deleted)
@@ -298,6 +265,29 @@ async def reload_keys(request: Request) -> KeysReloaded:
         return KeysReloaded(keys=keys.reload())
     except ConfigError as exc:
         raise ServiceError(409, "keys_not_reloaded", f"{exc}; the previous keys stay in use") from None
+
+
+async def _write(request: Request, what: str, work: Callable[[Engine, WriteControl], T]) -> T:
+    """``work`` in a worker thread under the service's refresh policy and timeout; the index's cached search
+    answers are dropped when it ends, whenever that is (see ``esbridge.service.writes``)."""
+    service = _settings(request).service
+    backend = _backend(request)
+    connected = await backend.connected()
+    loop = asyncio.get_running_loop()
+
+    def step(cancel: Cancellation) -> T:
+        try:
+            return work(connected.engine, WriteControl(service.refresh, service.wait_for_max_s, cancel))
+        finally:
+            loop.call_soon_threadsafe(backend.invalidate_responses)
+
+    return await run_cancellable(
+        step,
+        timeout_s=service.request_timeout_s,
+        grace_s=service.write_cancel_grace_s,
+        metrics=_metrics(request),
+        what=what,
+    )
 
 
 def _invalid(field: str, message: str) -> ServiceError:

@@ -28,6 +28,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from esbridge.engines.base import Engine
@@ -61,6 +62,19 @@ class Cancellation:
         """Raise ``WriteCancelled`` if the write was cancelled; call before a step that would write."""
         if self._event.is_set():
             raise WriteCancelled(step)
+
+
+@dataclass(frozen=True)
+class WriteControl:
+    """How one write ends: its refresh policy, how long ``wait_for`` waits, and its cancellation."""
+
+    refresh: RefreshPolicy = "true"
+    wait_for_max_s: float = 5.0
+    cancel: Cancellation = field(default_factory=Cancellation)
+
+    def finish(self, engine: Engine, index: str, expected: Mapping[str, Mapping[str, str | None]]) -> bool:
+        """Apply the policy to a write of ``expected`` (see ``make_visible``)."""
+        return make_visible(engine, index, expected, self.refresh, max_wait_s=self.wait_for_max_s, cancel=self.cancel)
 
 
 def make_visible(

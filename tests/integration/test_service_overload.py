@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from esbridge.evaluation.service_load import (
     run_load,
     run_overload,
     start_server,
+    stop_server,
     wait_ready,
 )
 from tests.integration.engines import engine_url, load_records
@@ -59,12 +59,7 @@ def server(
         wait_ready(base, process, timeout_s=120)
         yield base, process
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_server(process, timeout_s=30)
 
 
 @pytest.mark.parametrize("engine_kind", ["opensearch"], indirect=True)
