@@ -68,7 +68,7 @@ def test_at_four_times_the_sustainable_rate_every_answer_is_200_or_429(
 ) -> None:
     base, process = server
     memory = psutil.Process(process.pid)
-    seconds = float(os.environ.get("ESBRIDGE_OVERLOAD_SECONDS", "5"))
+    seconds = float(os.environ.get("ESBRIDGE_TEST_OVERLOAD_SECONDS", "5"))
     asyncio.run(run_load(base, QUERIES[-40:], requests=40, seconds=20, concurrency=2, top_n=10, keys=KEYS))
     sustainable = asyncio.run(
         run_load(base, QUERIES[:300], requests=300, seconds=seconds, concurrency=8, top_n=10, keys=KEYS)

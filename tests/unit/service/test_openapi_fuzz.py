@@ -5,7 +5,7 @@ file (the fuzzed requests carry it, so writes, deletes and the key reload are ex
 required for reads and rate limits off (a 429 would stop the request before the route). Requests are
 generated valid and invalid (schemathesis' positive and negative modes). Every answer must match the
 schema the document declares for its status, and every error answer, declared or not (405, unknown
-routes), must be the service's JSON error body. ``ESBRIDGE_FUZZ_EXAMPLES`` sets the examples per route.
+routes), must be the service's JSON error body. ``ESBRIDGE_TEST_FUZZ_EXAMPLES`` sets the examples per route.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def errors_are_json(ctx: Any, response: Any, case: schemathesis.Case[Any]) -> bo
 
 @schema.parametrize()
 @settings(
-    max_examples=int(os.environ.get("ESBRIDGE_FUZZ_EXAMPLES", "40")),
+    max_examples=int(os.environ.get("ESBRIDGE_TEST_FUZZ_EXAMPLES", "40")),
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
