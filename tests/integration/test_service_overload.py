@@ -23,14 +23,8 @@ import pytest
 
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine
-from esbridge.evaluation.service_load import (
-    overload_verdict,
-    run_load,
-    run_overload,
-    start_server,
-    stop_server,
-    wait_ready,
-)
+from esbridge.evaluation.service_load import run_load, start_server, stop_server, wait_ready
+from esbridge.evaluation.service_overload import overload_verdict, run_overload
 from tests.integration.engines import engine_url, load_records
 from tests.support.serving import free_port
 
