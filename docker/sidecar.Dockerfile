@@ -2,6 +2,10 @@
 #   docker build -f docker/sidecar.Dockerfile -t esbridge-sidecar .
 # Inside the container it listens on 0.0.0.0:8088 on purpose: the container's network namespace is the
 # boundary, so who can reach the port is decided where it is published (compose binds it to 127.0.0.1).
+# Since that is not loopback, searches and /metrics need an API key as writes do: run it with
+# ESBRIDGE_API_KEYS (or a keys file, mode 600, in ESBRIDGE_SERVICE__API_KEYS_FILE); without any key it
+# refuses to start unless ESBRIDGE_SERVICE__OPEN_READS=true says the network in front of it is trusted.
+# Its access log is one JSON object per line on stderr (docs/service.md).
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

@@ -3,11 +3,17 @@
 One app holds one ``Backend`` for its lifetime (engine clients with their connection pools, the
 searcher, the embedding model loaded once in a worker thread at start-up). Uvicorn stops accepting
 connections on SIGTERM/SIGINT and lets in-flight requests finish (up to ``service.shutdown_timeout_s``)
-before the lifespan closes the engine clients.
+before the lifespan closes the engine clients; SIGHUP reads the API keys file again.
+
+Middleware, outermost first: the request observer (request id, metrics, access log), CORS, admission
+(rate limits and the concurrency gate), the body limit, then the routes.
 """
 
 from __future__ import annotations
 
+import logging
+import signal
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -22,16 +28,20 @@ from esbridge.service import errors
 from esbridge.service.auth import KeyRing
 from esbridge.service.backend import opened
 from esbridge.service.cors import ServiceCORS
-from esbridge.service.limits import BodyLimit
-from esbridge.service.metrics import Metrics, RequestTimer
+from esbridge.service.limits import Admission, BodyLimit, ConcurrencyGate, TokenBuckets
+from esbridge.service.metrics import Metrics, RequestObserver, access_log
 from esbridge.service.routes import router
 
 
 def create_app(settings: Settings, *, embedder: Embedder | None = None, load_model: bool = True) -> FastAPI:
     """The sidecar app. ``embedder`` is used as given (not closed); otherwise the configured model is
     loaded at start-up when ``load_model`` (and searches go lexical-only if it cannot load)."""
-    keys = KeyRing.from_settings(settings.service)
+    service = settings.service
+    keys = KeyRing.from_settings(service)
     metrics = Metrics()
+    gate = ConcurrencyGate(service.max_concurrency, service.max_queue)
+    metrics.queue_depth.set_function(lambda: gate.waiting)
+    metrics.in_flight.set_function(lambda: gate.active)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -61,30 +71,63 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None, load_mod
     app.add_exception_handler(StarletteHTTPException, errors.on_http_error)
     app.add_middleware(
         BodyLimit,
-        max_bytes=settings.service.max_body_bytes,
+        max_bytes=service.max_body_bytes,
         on_refusal=lambda: metrics.errors.labels(kind="body_too_large").inc(),
     )
-    app.add_middleware(RequestTimer, metrics=metrics)
-    if settings.service.cors_origins:
+
+    def rejected(reason: str) -> None:
+        metrics.rejections.labels(reason=reason).inc()
+        metrics.errors.labels(kind="rate_limited" if reason == "rate_limited" else "overloaded").inc()
+
+    app.add_middleware(
+        Admission,
+        keys=keys,
+        buckets=TokenBuckets(service.rate_limit_per_s, service.rate_limit_burst),
+        gate=gate,
+        queue_timeout_s=service.queue_timeout_s,
+        on_rejection=rejected,
+    )
+    if service.cors_origins:
         app.add_middleware(
             ServiceCORS,
-            origins=settings.service.cors_origins,
+            origins=service.cors_origins,
             methods=["GET", "POST", "DELETE"],
             headers=["Authorization", "X-API-Key", "Content-Type"],
             on_refusal=lambda: metrics.errors.labels(kind="cors_refused").inc(),
         )
+    app.add_middleware(RequestObserver, metrics=metrics, log=service.access_log, queries=service.log_queries)
     return app
+
+
+def reload_keys_on_sighup(keys: KeyRing) -> None:
+    """SIGHUP makes ``keys`` read its file again before the next key check (POSIX, main thread only)."""
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, lambda signum, frame: keys.request_reload())
+
+
+def _log_access_as_json_lines(level: str) -> None:
+    """Access log lines go to stderr as they are (each one a JSON object), instead of uvicorn's."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    access_log.addHandler(handler)
+    access_log.setLevel(logging.INFO if level in ("info", "debug") else logging.WARNING)
+    access_log.propagate = False
 
 
 def serve(settings: Settings, *, log_level: str = "info") -> None:
     """Run the sidecar with uvicorn until SIGTERM or SIGINT."""
     import uvicorn
 
+    app = create_app(settings)
+    reload_keys_on_sighup(app.state.keys)
+    if settings.service.access_log:
+        _log_access_as_json_lines(log_level)
     config = uvicorn.Config(
-        create_app(settings),
+        app,
         host=settings.service.host,
         port=settings.service.port,
         log_level=log_level,
+        access_log=not settings.service.access_log,
         timeout_graceful_shutdown=int(settings.service.shutdown_timeout_s),
         proxy_headers=False,
         server_header=False,

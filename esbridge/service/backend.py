@@ -45,6 +45,21 @@ class Backend:
         self._lock = asyncio.Lock()
         self._index_ensured = False
         self._ensure_lock = threading.Lock()
+        self.writes_ended = 0  # counts writes that ended, so a search that overlapped one drops what it cached
+
+    def invalidate_responses(self) -> None:
+        """Drop every cached search answer: a write to the index ended (call on the event loop's thread).
+
+        The searcher serves one index, so its whole response cache is that index's; it has no public way to
+        drop it yet, hence the attribute."""
+        self.writes_ended += 1
+        self.clear_response_cache()
+
+    def clear_response_cache(self) -> None:
+        if self._connected is not None:
+            cache = getattr(self._connected.searcher, "_responses", None)
+            if cache is not None:
+                cache.clear()
 
     @property
     def index(self) -> str:

@@ -5,7 +5,8 @@ Every record goes through ``JsonlRecord`` exactly as a line of a JSONL file woul
 validation, or whose chunks the engine refuses, is reported on its own; the rest are written. An
 upsert replaces the document: chunks it no longer produces (it got shorter) are deleted after the
 new ones are written. These functions block (engine and model calls); the service runs them in a
-worker thread.
+worker thread, which cancels them between steps when their request times out, and apply the refresh
+policy (``esbridge.service.writes``) before returning.
 """
 
 from __future__ import annotations
@@ -32,15 +33,19 @@ from esbridge.ingest.jsonl import (
 from esbridge.ingest.model import Chunk
 from esbridge.ingest.pipeline import DEFAULT_MAX_TOKENS
 from esbridge.service.models import DocumentResult
+from esbridge.service.writes import Cancellation, WriteControl, chunk_hashes
 
 # A request waits for its answer, so the engine gets a few quick retries, not ingest's long backoff.
 REQUEST_RETRY = RetryPolicy(attempts=3, initial_delay_s=0.2, max_delay_s=2.0)
+# Texts embedded per call between cancellation checks.
+_EMBED_STEP = 64
 
 
 @dataclass
 class UpsertOutcome:
     results: list[DocumentResult]
     warnings: list[str] = field(default_factory=list)
+    visible: bool = True
 
 
 def upsert(
@@ -51,8 +56,11 @@ def upsert(
     *,
     source: str,
     retry: RetryPolicy = REQUEST_RETRY,
+    control: WriteControl | None = None,
 ) -> UpsertOutcome:
-    """Validate, chunk, embed and write ``records``; one result per record, in order."""
+    """Validate, chunk, embed and write ``records``; one result per record, in order. Raises
+    ``WriteCancelled`` when ``control.cancel`` is set before anything was written."""
+    control = control or WriteControl()
     results: dict[int, DocumentResult] = {}
     valid: dict[int, JsonlRecord] = {}
     first: dict[str, int] = {}
@@ -72,7 +80,7 @@ def upsert(
     if valid:
         known = set(first) | _existing_docs(engine, index, {link for r in valid.values() for link in r.links.targets})
         chunks = {position: _chunks(record, known) for position, record in valid.items()}
-        written = _write(engine, index, embedder, chunks, set(first), source, retry, outcome)
+        written = _write(engine, index, embedder, chunks, set(first), source, retry, outcome, control.cancel)
         for position, record in valid.items():
             problem = written.get(record.id)
             results[position] = DocumentResult(
@@ -82,18 +90,33 @@ def upsert(
                 chunks=0 if problem else len(chunks[position]),
                 error=problem,
             )
-        engine.refresh(index)
+        done = [(c.doc_id, c.chunk_id, c.content_hash) for g in chunks.values() for c in g if c.doc_id not in written]
+        expected = chunk_hashes(done)
+        for record in valid.values():  # a document with no chunks left shows none
+            if record.id not in expected and record.id not in written:
+                expected[record.id] = {}
+        outcome.visible = control.finish(engine, index, expected)
     outcome.results = [results[position] for position in range(len(records))]
     return outcome
 
 
-def delete(engine: Engine, index: str, doc_id: str, *, retry: RetryPolicy = REQUEST_RETRY) -> int:
+def delete(
+    engine: Engine,
+    index: str,
+    doc_id: str,
+    *,
+    retry: RetryPolicy = REQUEST_RETRY,
+    control: WriteControl | None = None,
+) -> int:
     """Delete every chunk of ``doc_id``; how many there were (0: no such document)."""
     chunk_ids = [hit.id for hit in _chunks_of(engine, index, [doc_id])]
     if not chunk_ids:
         return 0
+    control = control or WriteControl()
+    control.cancel.check("deleting")
     totals = BulkWriter(engine, index, retry=retry).write(BulkAction("delete", chunk_id) for chunk_id in chunk_ids)
-    engine.refresh(index)
+    if not totals.failed:
+        control.finish(engine, index, {doc_id: {}})
     if totals.failed:
         failure = totals.failed[0]
         # A write block is a passing state of the index (a reindex), not an engine fault: the client may retry.
@@ -150,15 +173,20 @@ def _write(
     source: str,
     retry: RetryPolicy,
     outcome: UpsertOutcome,
+    cancel: Cancellation,
 ) -> dict[str, str]:
     """Write every chunk, then drop the documents' chunks that no longer exist; doc id -> why it failed."""
     flat = [chunk for group in chunks.values() for chunk in group]
-    vectors: Sequence[Sequence[float] | None] = [None] * len(flat)
+    vectors: list[Sequence[float] | None] = [None] * len(flat)
     if embedder is None:
         outcome.warnings.append("no embedding model: documents were indexed for lexical search only")
-    elif flat:
-        vectors = embedder.embed([chunk.embedding_text for chunk in flat])
+    else:
+        for start in range(0, len(flat), _EMBED_STEP):
+            cancel.check("embedding")
+            step = flat[start : start + _EMBED_STEP]
+            vectors[start : start + len(step)] = embedder.embed([chunk.embedding_text for chunk in step])
     before = {hit.id: str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, sorted(doc_ids))}
+    cancel.check("writing")
     writer = BulkWriter(engine, index, retry=retry)
     totals = writer.write(
         BulkAction("index", chunk.chunk_id, index_document(chunk, source=source, vector=vector))

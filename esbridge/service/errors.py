@@ -8,13 +8,17 @@ a field is missing, malformed or too big   422     validation
 settings-level value refused (fusion)      422     invalid_value
 body larger than ``max_body_bytes``        413     body_too_large
 no or unknown API key                      401     unauthorized
+the key lacks the scope the route needs    403     forbidden
 write with no API keys configured          403     writes_disabled
+over the key's (or client's) rate limit    429     rate_limited (with Retry-After)
+at capacity: queue full or no slot in time  429     overloaded (with Retry-After)
 CORS preflight refused (origin, method)    403     cors_refused
 document to delete does not exist          404     not_found
 engine unreachable, overloaded             503     engine_unavailable (with Retry-After)
 index (alias) missing on the engine        503     index_missing (with Retry-After)
 index write-blocked (a reindex is running) 503     write_blocked (with Retry-After)
 engine or request timeout, no answer       504     timeout
+a write timed out and was stopped, or not  504     write_cancelled / write_still_running
 engine refused esbridge's credentials      502     engine_auth
 engine answered with an error              502     engine_error
 the embedding model failed                 503     model_unavailable (with Retry-After)
@@ -102,6 +106,7 @@ def respond(request: Request, error: ServiceError) -> JSONResponse:
     metrics = getattr(request.app.state, "metrics", None)
     if metrics is not None:
         metrics.errors.labels(kind=error.kind).inc()
+    request.state.error_kind = error.kind
     return JSONResponse(error_body(error.kind, error.message, error.fields), error.status, headers=error.headers)
 
 

@@ -1,16 +1,29 @@
-"""The request body limit, enforced before any route reads the body.
+"""Limits enforced before any route runs: the request body size, per-key rates and concurrency.
 
-A declared ``Content-Length`` over the limit is refused at once; a body without one (chunked) is read
-up to the limit and refused as soon as it goes over, so no request can make the service buffer more.
+- ``BodyLimit``: a declared ``Content-Length`` over the limit is refused at once; a body without one
+  (chunked) is read up to the limit and refused as soon as it goes over, so no request can make the
+  service buffer more.
+- ``Admission`` (``/v1/*`` only, so health, readiness and metrics stay answerable under overload): a
+  token bucket per API key (per client address without an accepted key) refuses a caller over its rate,
+  and a concurrency gate lets ``max_concurrency`` requests run with at most ``max_queue`` waiting, each
+  for at most ``queue_timeout_s``. A request whose expected wait (its place in the queue times the
+  recent time a request holds its slot, over the slots) is longer than that is refused on arrival
+  rather than after waiting in vain. Refusals are 429 with ``Retry-After``; nothing waits without bound.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
+import time
+from collections import OrderedDict, deque
 from collections.abc import Callable
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from esbridge.service.auth import KeyRing, presented_key
 from esbridge.service.errors import error_body
 
 
@@ -26,7 +39,7 @@ class BodyLimit:
             return
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await self._refuse(send)
+            await self._refuse(scope, send)
             return
         chunks: list[bytes] = []
         size = 0
@@ -37,7 +50,7 @@ class BodyLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await self._refuse(send)
+                await self._refuse(scope, send)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -54,17 +67,176 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send: Send) -> None:
+    async def _refuse(self, scope: Scope, send: Send) -> None:
         if self.on_refusal is not None:
             self.on_refusal()
-        payload = json.dumps(
-            error_body("body_too_large", f"the request body is larger than {self.max_bytes} bytes")
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
-            }
+        await send_error(scope, send, 413, "body_too_large", f"the request body is larger than {self.max_bytes} bytes")
+
+
+async def send_error(
+    scope: Scope, send: Send, status: int, kind: str, message: str, headers: dict[str, str] | None = None
+) -> None:
+    """An error answer in the service's shape, from middleware; the access log line gets its kind."""
+    scope.setdefault("state", {})["error_kind"] = kind
+    payload = json.dumps(error_body(kind, message)).encode()
+    extra = [(name.lower().encode(), value.encode()) for name, value in (headers or {}).items()]
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *extra,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+def refill(tokens: float, elapsed_s: float, rate: float, burst: float) -> float:
+    """A token bucket's tokens after ``elapsed_s`` (Turner, "New directions in communications", 1986)."""
+    return min(burst, tokens + max(0.0, elapsed_s) * rate)
+
+
+class TokenBuckets:
+    """One bucket per caller, ``burst`` tokens refilled at ``rate`` per second; the least recently seen are
+    forgotten beyond ``max_callers`` (a forgotten caller starts with a full bucket again)."""
+
+    def __init__(
+        self, rate: float, burst: int, *, max_callers: int = 10_000, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rate, self.burst, self.max_callers, self.clock = rate, float(burst), max_callers, clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def take(self, caller: str) -> float:
+        """0 when ``caller`` may go now (a token is taken), else the seconds until it may."""
+        if self.rate <= 0:
+            return 0.0
+        now = self.clock()
+        tokens, then = self._buckets.pop(caller, (self.burst, now))
+        tokens = refill(tokens, now - then, self.rate, self.burst)
+        wait = 0.0 if tokens >= 1 else (1 - tokens) / self.rate
+        self._buckets[caller] = (tokens - 1 if wait == 0 else tokens, now)
+        if len(self._buckets) > self.max_callers:
+            self._buckets.popitem(last=False)
+        return wait
+
+
+class ConcurrencyGate:
+    """At most ``limit`` holders; up to ``queue`` more wait in arrival order, each for a bounded time."""
+
+    def __init__(self, limit: int, queue: int, *, smoothing: float = 0.1) -> None:
+        self.limit, self.queue, self.smoothing = limit, queue, smoothing
+        self.active = 0
+        self.hold_s = 0.0  # exponentially weighted mean of how long a request holds its slot
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def observe(self, held_s: float) -> None:
+        self.hold_s = held_s if self.hold_s == 0 else self.hold_s + self.smoothing * (held_s - self.hold_s)
+
+    def expected_wait_s(self, place: int) -> float:
+        """How long the ``place``-th in the queue (from 1) can expect to wait for a slot."""
+        return place * self.hold_s / self.limit
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
+
+    async def acquire(self, timeout_s: float) -> str | None:
+        """None once a slot is held (release it), else why not: ``queue_full`` or ``queue_timeout``."""
+        if self.active < self.limit and not self._waiters:
+            self.active += 1
+            return None
+        if len(self._waiters) >= self.queue:
+            return "queue_full"
+        if self.expected_wait_s(len(self._waiters) + 1) > timeout_s:
+            return "expected_wait"
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            done, _ = await asyncio.wait({waiter}, timeout=timeout_s)
+        except asyncio.CancelledError:
+            self._abandon(waiter)
+            raise
+        if done:
+            return None
+        self._abandon(waiter)
+        return "queue_timeout"
+
+    def release(self) -> None:
+        """Hand the slot to the longest waiter, or free it."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.active -= 1
+
+    def _abandon(self, waiter: asyncio.Future[None]) -> None:
+        if waiter.done() and not waiter.cancelled():
+            self.release()  # the slot was handed over just as the wait ended: pass it on
+            return
+        waiter.cancel()
+        self._waiters.remove(waiter)
+
+
+class Admission:
+    """Rate limits and the concurrency gate in front of ``/v1/*``; see the module docstring."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        keys: KeyRing,
+        buckets: TokenBuckets,
+        gate: ConcurrencyGate,
+        queue_timeout_s: float,
+        on_rejection: Callable[[str], None],
+    ) -> None:
+        self.app, self.keys, self.buckets, self.gate = app, keys, buckets, gate
+        self.queue_timeout_s = queue_timeout_s
+        self.on_rejection = on_rejection
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] == "OPTIONS" or not scope["path"].startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        wait = self.buckets.take(self._caller(scope))
+        if wait > 0:
+            await self._refuse(scope, send, "rate_limited", "too many requests for this API key (or client)", wait)
+            return
+        reason = await self.gate.acquire(self.queue_timeout_s)
+        if reason is not None:
+            why = {
+                "queue_full": "the queue is full",
+                "expected_wait": f"the wait for a slot would be longer than {self.queue_timeout_s:g} s",
+                "queue_timeout": f"no slot within {self.queue_timeout_s:g} s",
+            }[reason]
+            wait = self.gate.expected_wait_s(self.gate.waiting + 1)
+            await self._refuse(scope, send, reason, f"the service is at capacity: {why}", wait)
+            return
+        began = time.perf_counter()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.gate.observe(time.perf_counter() - began)
+            self.gate.release()
+
+    def _caller(self, scope: Scope) -> str:
+        headers: dict[bytes, bytes] = dict(scope["headers"])
+        key = presented_key(
+            headers.get(b"authorization", b"").decode("latin-1") or None,
+            headers.get(b"x-api-key", b"").decode("latin-1") or None,
         )
-        await send({"type": "http.response.body", "body": payload})
+        grant = self.keys.grant(key) if key is not None else None
+        if grant is not None:
+            return f"key:{grant.id}"
+        client: Any = scope.get("client")
+        return f"client:{client[0] if client else 'unknown'}"
+
+    async def _refuse(self, scope: Scope, send: Send, reason: str, message: str, wait_s: float) -> None:
+        self.on_rejection(reason)
+        kind = "rate_limited" if reason == "rate_limited" else "overloaded"
+        retry = str(max(1, math.ceil(wait_s)))
+        await send_error(scope, send, 429, kind, f"{message}; retry after {retry} s", {"Retry-After": retry})

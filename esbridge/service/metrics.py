@@ -4,15 +4,29 @@
 - ``esbridge_search_stage_duration_seconds{stage}``: the pipeline's own stage timings (bm25, embed,
   knn, graph, rerank, ...), from ``SearchResponse.details["timings_ms"]``;
 - ``esbridge_errors_total{kind}``: error answers by kind (see ``esbridge.service.errors``);
-- ``esbridge_searches_total{search_mode}``: answered searches by mode (hybrid, lexical-only, ...).
+- ``esbridge_searches_total{search_mode}``: answered searches by mode (hybrid, lexical-only, ...);
+- ``esbridge_rejections_total{reason}``: 429 answers by reason (rate_limited, queue_full, expected_wait,
+  queue_timeout);
+- ``esbridge_queue_depth`` and ``esbridge_requests_in_flight``: requests waiting for a slot and holding one;
+- ``esbridge_search_cache_total{result}``: searches answered from the response cache (hit) or not (miss);
+- ``esbridge_writes_running_after_timeout``: writes that answered 504 and have not stopped yet.
+
+``RequestObserver`` also gives every request its id (``X-Request-ID``, the caller's when it is a sane
+token, else a new one), echoes it in the answer and writes one JSON access log line per request.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import re
 import time
+import uuid
 from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from esbridge.query.models import SearchResponse
@@ -39,9 +53,19 @@ class Metrics:
         )
         self.errors = Counter("esbridge_errors", "Error answers by kind", ["kind"], registry=self.registry)
         self.searches = Counter("esbridge_searches", "Searches by search_mode", ["search_mode"], registry=self.registry)
+        self.rejections = Counter("esbridge_rejections", "429 answers by reason", ["reason"], registry=self.registry)
+        self.queue_depth = Gauge("esbridge_queue_depth", "Requests waiting for a slot", registry=self.registry)
+        self.in_flight = Gauge("esbridge_requests_in_flight", "Requests holding a slot", registry=self.registry)
+        self.cache = Counter(
+            "esbridge_search_cache", "Searches answered from the response cache", ["result"], registry=self.registry
+        )
+        self.writes_running = Gauge(
+            "esbridge_writes_running_after_timeout", "Writes answered 504 that have not stopped", registry=self.registry
+        )
 
     def observe_search(self, response: SearchResponse) -> None:
         self.searches.labels(search_mode=response.search_mode).inc()
+        self.cache.labels(result="hit" if response.details.get("cached") is True else "miss").inc()
         timings = response.details.get("timings_ms", {})
         if isinstance(timings, Mapping):
             for stage, ms in timings.items():
@@ -53,12 +77,56 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-class RequestTimer:
-    """Times every HTTP request and labels it with the route template it matched (never the raw path)."""
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+access_log = logging.getLogger("esbridge.access")
+
+
+def request_id(given: bytes | None) -> str:
+    """The caller's ``X-Request-ID`` when it is a plain token of at most 128 characters, else a new one."""
+    if given is not None:
+        text = given.decode("latin-1")
+        if _REQUEST_ID.fullmatch(text):
+            return text
+    return uuid.uuid4().hex
+
+
+def access_line(
+    scope: Scope, state: Mapping[str, Any], route: str, status: int, latency_s: float, *, queries: bool
+) -> str:
+    """One access log line: JSON, with no headers and no body text (the query only when ``queries``)."""
+    client = scope.get("client")
+    entry: dict[str, Any] = {
+        "ts": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "request_id": state.get("request_id"),
+        "method": scope["method"],
+        "route": route,
+        "status": status,
+        "latency_ms": round(latency_s * 1000, 2),
+        "search_mode": state.get("search_mode"),
+        "error": state.get("error_kind"),
+        "client": client[0] if client else None,
+    }
+    if queries and "query" in state:
+        entry["query"] = state["query"]
+    return json.dumps(entry, ensure_ascii=False)
+
+
+class RequestObserver:
+    """Times every HTTP request, labelled with the route template it matched (never the raw path), gives it
+    a request id echoed as ``X-Request-ID``, and logs it (``log``: whether; ``queries``: with query text)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        metrics: Metrics,
+        log: bool = True,
+        queries: bool = False,
+    ) -> None:
         self.app = app
         self.metrics = metrics
+        self.log = log
+        self.queries = queries
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -66,11 +134,16 @@ class RequestTimer:
             return
         started = time.perf_counter()
         status = 500
+        state: dict[str, Any] = scope.setdefault("state", {})
+        rid = request_id(dict(scope["headers"]).get(b"x-request-id"))
+        state["request_id"] = rid
 
         async def sending(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
+                message = {**message, "headers": [*headers, (b"x-request-id", rid.encode())]}
             await send(message)
 
         try:
@@ -78,6 +151,7 @@ class RequestTimer:
         finally:
             # path_format drops converters ("{doc_id:path}" is labelled "{doc_id}", as in the OpenAPI document).
             route = getattr(scope.get("route"), "path_format", None) or "unmatched"
-            self.metrics.requests.labels(route=route, method=scope["method"], status=str(status)).observe(
-                time.perf_counter() - started
-            )
+            elapsed = time.perf_counter() - started
+            self.metrics.requests.labels(route=route, method=scope["method"], status=str(status)).observe(elapsed)
+            if self.log and access_log.isEnabledFor(logging.INFO):
+                access_log.info(access_line(scope, state, route, status, elapsed, queries=self.queries))

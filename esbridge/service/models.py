@@ -45,11 +45,18 @@ class DocumentsResponse(BaseModel):
     failed: int = Field(description="documents refused or not written")
     results: list[DocumentResult]
     warnings: list[str] = Field(default_factory=list)
+    visible: bool = Field(
+        default=True, description="searches already see the write (false with service.refresh = false)"
+    )
 
 
 class DeleteResponse(BaseModel):
     id: str
     deleted_chunks: int
+
+
+class KeysReloaded(BaseModel):
+    keys: int = Field(description="API keys accepted after reading the keys file again")
 
 
 class ErrorDetail(BaseModel):

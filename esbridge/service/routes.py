@@ -1,9 +1,10 @@
-"""The HTTP routes: search, document upsert and delete, health, readiness and metrics."""
+"""The HTTP routes: search, document upsert and delete, health, readiness, metrics and key reload."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Request, Security
 from fastapi.responses import JSONResponse, Response
@@ -11,7 +12,8 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from esbridge.config.settings import Settings
-from esbridge.errors import EsbridgeError, IndexNotFound
+from esbridge.engines.base import Engine
+from esbridge.errors import ConfigError, EsbridgeError, IndexNotFound
 from esbridge.query.deadline import within
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.service import documents
@@ -19,7 +21,17 @@ from esbridge.service.auth import KeyRing
 from esbridge.service.backend import Backend
 from esbridge.service.errors import GuardedRoute, ServiceError
 from esbridge.service.metrics import Metrics
-from esbridge.service.models import DeleteResponse, DocumentsRequest, DocumentsResponse, ErrorResponse, Health
+from esbridge.service.models import (
+    DeleteResponse,
+    DocumentsRequest,
+    DocumentsResponse,
+    ErrorResponse,
+    Health,
+    KeysReloaded,
+)
+from esbridge.service.writes import Cancellation, WriteControl, run_cancellable
+
+T = TypeVar("T")
 
 _bearer = HTTPBearer(auto_error=False, description="an API key: Authorization: Bearer <key>")
 _header = APIKeyHeader(name="X-API-Key", auto_error=False, description="an API key")
@@ -31,14 +43,19 @@ def _error(description: str) -> dict[str, Any]:
 
 _COMMON: dict[int | str, dict[str, Any]] = {
     401: _error("no API key, or one that is not accepted"),
+    403: _error("the API key lacks the scope this route needs (forbidden)"),
     413: _error("the body is larger than service.max_body_bytes"),
     422: _error("the request is invalid; error.fields says where"),
+    429: _error("over the key's rate limit, or the service is at capacity; retry after Retry-After seconds"),
     500: _error("an unexpected error (details in the service log only)"),
     502: _error("the engine refused esbridge's credentials or answered with an error"),
     503: _error("the engine or the index is not available; retry after Retry-After seconds"),
     504: _error("no answer within service.request_timeout_s"),
 }
-_WRITES: dict[int | str, dict[str, Any]] = {**_COMMON, 403: _error("writes are disabled: no API keys are configured")}
+_WRITES: dict[int | str, dict[str, Any]] = {
+    **_COMMON,
+    403: _error("the key lacks the write scope, or writes are disabled: no API keys are configured"),
+}
 _NOT_JSON: dict[int | str, dict[str, Any]] = {400: _error("the body is not valid JSON (invalid_json)")}
 
 
@@ -57,12 +74,16 @@ def _metrics(request: Request) -> Metrics:
     return metrics
 
 
-def _check(request: Request, bearer: HTTPAuthorizationCredentials | None, header: str | None) -> None:
+def _check(request: Request, bearer: HTTPAuthorizationCredentials | None, header: str | None, scope: str) -> None:
     keys: KeyRing = request.app.state.keys
     given = bearer.credentials if bearer is not None else header
-    if not keys.accepts(given):
+    grant = keys.grant(given)
+    if grant is None:
         message = "an API key is required" if given is None else "the API key is not accepted"
         raise ServiceError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
+    if not grant.allows(scope):
+        held = ", ".join(sorted(grant.scopes))
+        raise ServiceError(403, "forbidden", f"the API key has scope(s) {held}; this route needs {scope}")
 
 
 async def require_read(
@@ -70,8 +91,8 @@ async def require_read(
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
     header: Annotated[str | None, Security(_header)],
 ) -> None:
-    if _settings(request).service.require_key_for_reads:
-        _check(request, bearer, header)
+    if _settings(request).service.reads_need_key:
+        _check(request, bearer, header, "read")
 
 
 async def require_write(
@@ -86,7 +107,15 @@ async def require_write(
             "writes_disabled",
             "writes are disabled until API keys are configured (ESBRIDGE_API_KEYS or service.api_keys_file)",
         )
-    _check(request, bearer, header)
+    _check(request, bearer, header, "write")
+
+
+async def require_admin(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+    header: Annotated[str | None, Security(_header)],
+) -> None:
+    _check(request, bearer, header, "admin")
 
 
 router = APIRouter(route_class=GuardedRoute)
@@ -109,10 +138,16 @@ async def search(request: Request, body: SearchRequest) -> SearchResponse:
     if body.top_n > top_n_max:
         raise _invalid("body.top_n", f"must be at most {top_n_max}")
     backend = _backend(request)
+    if service.log_queries:
+        request.state.query = body.query
 
+    writes_ended = backend.writes_ended
     async with within(service.request_timeout_s):
         connected = await backend.connected()
         response = await connected.searcher.search(body)
+    if backend.writes_ended != writes_ended:  # a write ended meanwhile: what this search cached may predate it
+        backend.clear_response_cache()
+    request.state.search_mode = response.search_mode
     if backend.model_problem:
         response.warnings.insert(0, backend.model_problem)
     _metrics(request).observe_search(response)
@@ -132,15 +167,14 @@ async def upsert_documents(request: Request, body: DocumentsRequest) -> Document
     if len(body.documents) > service.max_documents:
         raise _invalid("body.documents", f"at most {service.max_documents} documents per request")
     backend = _backend(request)
-    connected = await backend.connected()
 
-    def work() -> documents.UpsertOutcome:
-        backend.ensure_index(connected.engine)
+    def work(engine: Engine, control: WriteControl) -> documents.UpsertOutcome:
+        backend.ensure_index(engine)
         return documents.upsert(
-            connected.engine, backend.index, backend.embedder, body.documents, source=service.source
+            engine, backend.index, backend.embedder, body.documents, source=service.source, control=control
         )
 
-    outcome = await asyncio.wait_for(asyncio.to_thread(work), service.request_timeout_s)
+    outcome = await _write(request, "upsert", work)
     failed = sum(1 for result in outcome.results if result.status == "error")
     return DocumentsResponse(
         index=backend.index,
@@ -148,6 +182,7 @@ async def upsert_documents(request: Request, body: DocumentsRequest) -> Document
         failed=failed,
         results=outcome.results,
         warnings=outcome.warnings,
+        visible=outcome.visible,
     )
 
 
@@ -163,11 +198,11 @@ async def delete_document(
 ) -> DeleteResponse:
     """Delete every chunk of the document."""
     backend = _backend(request)
-    connected = await backend.connected()
-    deleted = await asyncio.wait_for(
-        asyncio.to_thread(documents.delete, connected.engine, backend.index, doc_id),
-        _settings(request).service.request_timeout_s,
-    )
+
+    def work(engine: Engine, control: WriteControl) -> int:
+        return documents.delete(engine, backend.index, doc_id, control=control)
+
+    deleted = await _write(request, "delete", work)
     if deleted == 0:
         raise ServiceError(404, "not_found", f"no document {doc_id!r} in {backend.index}")
     return DeleteResponse(id=doc_id, deleted_chunks=deleted)
@@ -213,6 +248,46 @@ async def readyz(request: Request) -> Response:
 )
 async def metrics(request: Request) -> Response:
     return Response(_metrics(request).render(), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.post(
+    "/v1/admin/keys/reload",
+    response_model=KeysReloaded,
+    responses={**_COMMON, 409: _error("the keys file cannot be used; the previous keys stay")},
+    dependencies=[Depends(require_admin)],
+    summary="Read the API keys file again",
+)
+async def reload_keys(request: Request) -> KeysReloaded:
+    """What SIGHUP does, for an operator with an ``admin`` key; the file's changes are also picked up on their own
+    within ``service.keys_check_interval_s``."""
+    keys: KeyRing = request.app.state.keys
+    try:
+        return KeysReloaded(keys=keys.reload())
+    except ConfigError as exc:
+        raise ServiceError(409, "keys_not_reloaded", f"{exc}; the previous keys stay in use") from None
+
+
+async def _write(request: Request, what: str, work: Callable[[Engine, WriteControl], T]) -> T:
+    """``work`` in a worker thread under the service's refresh policy and timeout; the index's cached search
+    answers are dropped when it ends, whenever that is (see ``esbridge.service.writes``)."""
+    service = _settings(request).service
+    backend = _backend(request)
+    connected = await backend.connected()
+    loop = asyncio.get_running_loop()
+
+    def step(cancel: Cancellation) -> T:
+        try:
+            return work(connected.engine, WriteControl(service.refresh, service.wait_for_max_s, cancel))
+        finally:
+            loop.call_soon_threadsafe(backend.invalidate_responses)
+
+    return await run_cancellable(
+        step,
+        timeout_s=service.request_timeout_s,
+        grace_s=service.write_cancel_grace_s,
+        metrics=_metrics(request),
+        what=what,
+    )
 
 
 def _invalid(field: str, message: str) -> ServiceError:

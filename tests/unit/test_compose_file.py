@@ -66,6 +66,21 @@ def test_the_sidecar_image_runs_as_a_non_root_user_and_installs_the_service_extr
     assert any(line.startswith("HEALTHCHECK") for line in lines)
 
 
+def test_the_image_and_compose_need_a_key_for_reads_as_they_listen_beyond_loopback() -> None:
+    from esbridge.config.settings import ServiceSettings
+    from esbridge.errors import ConfigError
+    from esbridge.service.auth import KeyRing
+
+    cmd = next(line for line in DOCKERFILE.read_text(encoding="utf-8").splitlines() if line.startswith("CMD "))
+    command = yaml.safe_load(cmd.removeprefix("CMD "))
+    for args in (command, compose()["services"]["sidecar"]["command"]):
+        service = ServiceSettings(host=args[args.index("--host") + 1])
+        assert service.reads_need_key
+        with pytest.raises(ConfigError, match="need a key"):
+            KeyRing.from_settings(service)  # no key configured: it refuses to start rather than serve reads openly
+    assert "ESBRIDGE_API_KEYS" in compose()["services"]["sidecar"]["environment"]
+
+
 def _compose_cli() -> list[str] | None:
     docker = shutil.which("docker")
     if docker and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0:

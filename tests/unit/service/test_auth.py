@@ -11,8 +11,9 @@ from fastapi.testclient import TestClient
 
 from esbridge.config.settings import ServiceSettings
 from esbridge.errors import ConfigError
+from esbridge.service.app import create_app
 from esbridge.service.auth import KeyRing, presented_key
-from tests.unit.service.conftest import KEY, OTHER_KEY, RECORDS, ClientFactory
+from tests.unit.service.conftest import KEY, OTHER_KEY, RECORDS, ClientFactory, service_settings
 
 DOCS = {"documents": [{"id": "n", "text": "note"}]}
 
@@ -62,6 +63,7 @@ def test_either_header_and_any_configured_key_is_accepted(make_client: ClientFac
 def test_keys_from_a_file_are_accepted(make_client: ClientFactory, tmp_path: Path) -> None:
     keys = tmp_path / "keys"
     keys.write_text(f"# rotated 2024-05\n\n  {OTHER_KEY}  \n", encoding="utf-8")
+    keys.chmod(0o600)
     client = make_client(api_keys_file=keys)
     assert client.post("/v1/documents", json=DOCS, headers={"X-API-Key": OTHER_KEY}).status_code == 200
     assert client.post("/v1/documents", json=DOCS, headers={"X-API-Key": "# rotated 2024-05"}).status_code == 401
@@ -89,6 +91,30 @@ def test_reads_need_a_key_when_configured(make_client: ClientFactory) -> None:
 def test_requiring_keys_for_reads_without_any_key_refuses_to_start() -> None:
     with pytest.raises(ConfigError, match="no API keys"):
         KeyRing.from_settings(ServiceSettings(require_key_for_reads=True))
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "example.internal"])  # noqa: S104
+def test_a_non_loopback_host_without_keys_refuses_to_start_unless_reads_are_opened(host: str) -> None:
+    with pytest.raises(ConfigError, match=f"listens on {host}, not on loopback.*ESBRIDGE_API_KEYS.*open_reads"):
+        KeyRing.from_settings(ServiceSettings(host=host))
+    assert not KeyRing.from_settings(ServiceSettings(host=host, open_reads=True)).configured
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.53", "::1", "[::1]", "localhost"])
+def test_loopback_hosts_keep_reads_open(host: str) -> None:
+    assert ServiceSettings(host=host).loopback
+    assert not ServiceSettings(host=host).reads_need_key
+
+
+def test_reads_need_a_key_on_a_non_loopback_host(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY], host="0.0.0.0")  # noqa: S104 (settings only: nothing listens)
+    client.post("/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY})
+    assert client.post("/v1/search", json={"query": "bread"}).status_code == 401
+    assert client.get("/metrics").status_code == 401
+    assert client.post("/v1/search", json={"query": "bread"}, headers={"X-API-Key": KEY}).status_code == 200
+    assert client.get("/healthz").status_code == 200
+    opened = make_client(api_keys=[KEY], host="0.0.0.0", open_reads=True)  # noqa: S104
+    assert opened.get("/metrics").status_code == 200
 
 
 def test_keys_never_appear_in_logs_answers_or_settings(
@@ -136,22 +162,20 @@ def keys_file(folder: Path, mode: int) -> Path:
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
 @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o620], ids=oct)
-def test_a_keys_file_open_to_group_or_others_is_warned_about_and_used(
-    make_client: ClientFactory, caplog: pytest.LogCaptureFixture, tmp_path: Path, mode: int
-) -> None:
+def test_a_keys_file_open_to_group_or_others_is_refused_at_start(tmp_path: Path, mode: int) -> None:
     path = keys_file(tmp_path, mode)
-    caplog.set_level(logging.WARNING, logger="esbridge.service")
-    client = make_client(api_keys_file=path)
-    assert client.post("/v1/documents", json=DOCS, headers={"X-API-Key": KEY}).status_code == 200
-    assert [record.getMessage() for record in caplog.records] == [
-        f"API keys file {path} is open to group or others (mode {mode:04o}); restrict it with: chmod 600 {path}"
-    ]
-    assert KEY not in caplog.text
+    with pytest.raises(ConfigError) as refused:
+        create_app(service_settings(api_keys_file=path), load_model=False)
+    assert str(refused.value) == (
+        f"API keys file {path} is open to group or others (mode {mode:04o}), so its keys cannot be trusted; "
+        f"restrict it with: chmod 600 {path}"
+    )
+    assert KEY not in str(refused.value)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
 @pytest.mark.parametrize("mode", [0o600, 0o400], ids=oct)
-def test_a_keys_file_only_its_owner_can_use_is_not_warned_about(
+def test_a_keys_file_only_its_owner_can_use_is_accepted_quietly(
     caplog: pytest.LogCaptureFixture, tmp_path: Path, mode: int
 ) -> None:
     caplog.set_level(logging.WARNING, logger="esbridge.service")

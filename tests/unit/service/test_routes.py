@@ -357,6 +357,7 @@ def test_the_openapi_document_describes_every_route(client: TestClient) -> None:
         "/healthz",
         "/readyz",
         "/metrics",
+        "/v1/admin/keys/reload",
     }
     search_op = document["paths"]["/v1/search"]["post"]
     assert search_op["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/SearchRequest")

@@ -1,0 +1,178 @@
+"""How a write ends: when searches see it (the refresh policy) and what a timed-out write does.
+
+Refresh policy (``service.refresh``), as the engines' ``refresh`` parameter of bulk writes:
+
+- ``true``: the index is refreshed before the answer. Searches see the write at once, at the cost of a
+  new segment per write request (costly under many small writes).
+- ``wait_for`` (the default): the answer waits until a search shows exactly what was written (the
+  documents' chunks with their new content hashes, and none of the chunks it removed), which the
+  engine's periodic refresh (``index.refresh_interval``, 1 s by default) brings about without forcing
+  one. After ``service.wait_for_max_s`` the index is refreshed explicitly, so a write never waits on an
+  index whose periodic refresh is off.
+- ``false``: the answer comes as soon as the engine has the write; searches see it after the next
+  periodic refresh.
+
+A write runs in a worker thread that checks a ``Cancellation`` between its steps. When the request
+times out, it is cancelled; a write stopped before it reached the engine wrote nothing and answers 504
+``write_cancelled``. One that was past that point finishes (the rest is short: removing replaced chunks,
+becoming visible) and answers normally if it does so within ``service.write_cancel_grace_s``. A write
+that has not stopped by then (a step that cannot be interrupted, such as one embedding call, is still
+running) answers 504 ``write_still_running``; ``esbridge_writes_running_after_timeout`` counts it
+until it ends, and the log says how it ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar
+
+from esbridge.engines.base import Engine
+from esbridge.service.errors import ServiceError
+from esbridge.service.metrics import Metrics
+
+RefreshPolicy = Literal["false", "wait_for", "true"]
+T = TypeVar("T")
+
+log = logging.getLogger("esbridge.service")
+
+_POLL_DELAYS_S = (0.02, 0.05, 0.1, 0.15, 0.25)
+
+
+class WriteCancelled(Exception):
+    """The write stopped at a step boundary because its request timed out; nothing reached the engine."""
+
+
+class Cancellation:
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def check(self, step: str) -> None:
+        """Raise ``WriteCancelled`` if the write was cancelled; call before a step that would write."""
+        if self._event.is_set():
+            raise WriteCancelled(step)
+
+
+@dataclass(frozen=True)
+class WriteControl:
+    """How one write ends: its refresh policy, how long ``wait_for`` waits, and its cancellation."""
+
+    refresh: RefreshPolicy = "true"
+    wait_for_max_s: float = 5.0
+    cancel: Cancellation = field(default_factory=Cancellation)
+
+    def finish(self, engine: Engine, index: str, expected: Mapping[str, Mapping[str, str | None]]) -> bool:
+        """Apply the policy to a write of ``expected`` (see ``make_visible``)."""
+        return make_visible(engine, index, expected, self.refresh, max_wait_s=self.wait_for_max_s, cancel=self.cancel)
+
+
+def make_visible(
+    engine: Engine,
+    index: str,
+    expected: Mapping[str, Mapping[str, str | None]],
+    policy: RefreshPolicy,
+    *,
+    max_wait_s: float,
+    cancel: Cancellation | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> bool:
+    """Apply ``policy`` to a write of ``expected`` (doc id -> its chunk ids -> content hash; an empty
+    mapping for a deleted document); whether searches now see the write."""
+    if policy == "false" or not expected:
+        return policy != "false"
+    if policy == "wait_for":
+        deadline = clock() + max_wait_s
+        for attempt in range(10_000):
+            if shows(engine, index, expected):
+                return True
+            if clock() >= deadline or (cancel is not None and cancel.cancelled):
+                break
+            sleep(min(_POLL_DELAYS_S[min(attempt, len(_POLL_DELAYS_S) - 1)], max(0.0, deadline - clock())))
+    engine.refresh(index)
+    return True
+
+
+def shows(engine: Engine, index: str, expected: Mapping[str, Mapping[str, str | None]]) -> bool:
+    """Whether a search of ``index`` shows exactly ``expected``'s chunks (by id and content hash)."""
+    query = {"terms": {"doc_id": sorted(expected)}}
+    found: dict[str, dict[str, str | None]] = {doc_id: {} for doc_id in expected}
+    for hit in engine.scan(index, query, ["doc_id", "chunk_id", "content_hash"], sort_field="chunk_id"):
+        doc_id = str(hit.source.get("doc_id"))
+        if doc_id in found:
+            found[doc_id][hit.id] = hit.source.get("content_hash")
+    return found == {doc_id: dict(chunks) for doc_id, chunks in expected.items()}
+
+
+async def run_cancellable(
+    work: Callable[[Cancellation], T], *, timeout_s: float, grace_s: float, metrics: Metrics, what: str
+) -> T:
+    """``work`` in a worker thread, cancelled when it outlives ``timeout_s`` (see the module docstring)."""
+    cancel = Cancellation()
+    task = asyncio.ensure_future(asyncio.to_thread(work, cancel))
+    try:
+        done = await _wait(task, timeout_s)
+        if not done:
+            cancel.cancel()
+            done = await _wait(task, grace_s)
+    except asyncio.CancelledError:  # the client went away: stop the write as a timeout would
+        cancel.cancel()
+        _track(task, metrics, what)
+        raise
+    if done:
+        try:
+            return task.result()
+        except WriteCancelled as exc:
+            raise ServiceError(
+                504,
+                "write_cancelled",
+                f"the {what} did not finish within {timeout_s:g} s and was stopped before {exc}: nothing was "
+                "written; it is safe to send it again",
+            ) from None
+    _track(task, metrics, what)
+    raise ServiceError(
+        504,
+        "write_still_running",
+        f"the {what} did not finish within {timeout_s:g} s and had not stopped {grace_s:g} s later: it is still "
+        "running, and either stops before it writes or, if it already has, completes; sending it again is safe",
+    )
+
+
+async def _wait(task: asyncio.Future[T], timeout_s: float) -> bool:
+    done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    return bool(done)
+
+
+def _track(task: asyncio.Future[T], metrics: Metrics, what: str) -> None:
+    metrics.writes_running.inc()
+
+    def ended(finished: asyncio.Future[T]) -> None:
+        metrics.writes_running.dec()
+        problem = None if finished.cancelled() else finished.exception()
+        if problem is None:
+            log.info("the %s that answered 504 has ended (completed)", what)
+        elif isinstance(problem, WriteCancelled):
+            log.info("the %s that answered 504 has ended (stopped before %s)", what, problem)
+        else:
+            log.error("the %s that answered 504 failed afterwards: %s", what, problem)
+
+    task.add_done_callback(ended)
+
+
+def chunk_hashes(pairs: Sequence[tuple[str, str, str | None]]) -> dict[str, dict[str, str | None]]:
+    """doc id -> chunk id -> content hash, from (doc id, chunk id, hash) triples."""
+    grouped: dict[str, dict[str, str | None]] = {}
+    for doc_id, chunk_id, content_hash in pairs:
+        grouped.setdefault(doc_id, {})[chunk_id] = content_hash
+    return grouped
