@@ -27,7 +27,8 @@ QUERIES = ["baking bread at home", "tidal turbines in estuaries", "wind farms"]
 
 
 def stored(engine: Engine, alias: str) -> dict[str, dict[str, Any]]:
-    hits = engine.scan(alias, {"match_all": {}}, ["content_hash", "links", "vector", "tags"], sort_field="chunk_id")
+    fields = ["content_hash", "links", "link_weights", "vector", "tags"]
+    hits = engine.scan(alias, {"match_all": {}}, fields, sort_field="chunk_id")
     return {hit.id: dict(hit.source) for hit in hits}
 
 
@@ -56,7 +57,16 @@ def test_round_trip_through_a_cluster_keeps_everything(
     vault = write_vault(tmp_path / "vault")
     report = ingest(vault, engine=first, manager=manager, embedder=embedder, options=IngestOptions(source="vault"))
     assert report.failed == []
+    records = tmp_path / "cited.jsonl"
+    records.write_text(
+        '{"id": "p1", "text": "Citation analysis", "links": [{"id": "p2", "weight": 7}]}\n'
+        '{"id": "p2", "text": "Co-citation maps", "links": ["p1"], "link_weights": {"p1": 7}}\n',
+        encoding="utf-8",
+    )
+    cited = ingest(records, engine=first, manager=manager, embedder=embedder, options=IngestOptions(source="cited"))
+    assert cited.failed == []
     original = stored(first, "notes")
+    assert original["p1#0"]["link_weights"] == {"p2": 7.0}
 
     exported = export_to(first, "notes", embedder.dimension, tmp_path / "a.jsonl")
     assert exported == len(original)
@@ -74,6 +84,7 @@ def test_round_trip_through_a_cluster_keeps_everything(
         for chunk_id, fields in original.items():
             assert copy[chunk_id]["content_hash"] == fields["content_hash"]
             assert copy[chunk_id]["links"] == fields["links"]
+            assert copy[chunk_id].get("link_weights") == fields.get("link_weights")
             assert copy[chunk_id]["vector"] == pytest.approx(fields["vector"], abs=1e-6)
     first.close()
     last.close()
