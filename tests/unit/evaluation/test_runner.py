@@ -82,6 +82,21 @@ def test_degraded_answers_are_counted() -> None:
     assert list(rrf.warnings.values()) == [2]
 
 
+def test_a_warning_is_counted_once_per_query_with_the_deep_ranking_too() -> None:
+    (rrf,) = run(MemoryEngine(LEX, SEM, fail=["knn"]), "rrf", {"q1": "a", "q2": "b"}, depth=Depth(top_n=2, deep_n=4))
+    assert set(rrf.deep) == {"q1", "q2"}
+    assert list(rrf.warnings.values()) == [2]
+
+
+def test_a_query_too_long_for_the_clause_limit_is_answered_with_a_warning() -> None:
+    long_query = " ".join(f"term{index}" for index in range(400))
+    (bm25,) = run(MemoryEngine(LEX, SEM), "bm25", {"q1": long_query}, depth=Depth(deep=False))
+    assert list(bm25.top["q1"]) == ["a", "b", "c"]
+    ((warning, count),) = bm25.warnings.items()
+    assert count == 1
+    assert warning.startswith("the query is too long for the engine's clause limit: BM25 searched at most its first")
+
+
 def test_memo_engine_forgets_between_queries_and_keeps_no_failures() -> None:
     engine = CountingEngine(LEX, SEM, fail=["knn"])
     memo = MemoEngine(engine)
