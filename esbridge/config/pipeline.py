@@ -33,6 +33,12 @@ class GraphSettings(_Section):
     min_link_weight: float = Field(
         default=0.0, ge=0, description="links lighter than this are not followed (a link without a weight weighs 1)"
     )
+    mode: Literal["expand", "rescore"] = Field(
+        default="expand",
+        description="expand: linked documents join the results; rescore: results linked with other results "
+        "gain rescore_weight x their mean score, nothing joins",
+    )
+    rescore_weight: float = Field(default=0.5, ge=0, description="rescore: share of the linked results' mean score")
     link_weighting: Literal["none", "proportional"] = Field(
         default="none",
         description="proportional: a neighbour's share is also multiplied by its link's weight over its seed's "

@@ -52,9 +52,11 @@ from esbridge.query.link_graph import (
 
 Placement = Literal["below_seeds", "below_all"]
 Weighting = Literal["none", "proportional"]
+Mode = Literal["expand", "rescore"]
 
 PLACEMENTS: tuple[Placement, ...] = ("below_seeds", "below_all")
 WEIGHTINGS: tuple[Weighting, ...] = ("none", "proportional")
+MODES: tuple[Mode, ...] = ("expand", "rescore")
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,11 @@ class GraphOptions:
     """Links that weigh less are not followed (a link without a weight weighs 1)."""
     link_weighting: Weighting = "none"
     """``proportional``: a neighbor's share is also multiplied by its strength (see the module docstring)."""
+    mode: Mode = "expand"
+    """``expand``: neighbors join the list; ``rescore``: the direct results are re-scored by their links to
+    each other and nothing joins (``esbridge.query.link_rescore``)."""
+    rescore_weight: float = 0.5
+    """``rescore`` only: the share of the linked results' mean score a result gains."""
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
@@ -105,6 +112,10 @@ class GraphOptions:
             raise ValueError(f"graph placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
         if not (math.isfinite(self.min_link_weight) and self.min_link_weight >= 0):
             raise ValueError(f"graph min_link_weight must be a finite number >= 0, got {self.min_link_weight}")
+        if self.mode not in MODES:
+            raise ValueError(f"graph mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if not (math.isfinite(self.rescore_weight) and self.rescore_weight >= 0):
+            raise ValueError(f"graph rescore_weight must be a finite number >= 0, got {self.rescore_weight}")
         if self.link_weighting not in WEIGHTINGS:
             raise ValueError(
                 f"graph link_weighting must be one of {', '.join(WEIGHTINGS)}, got {self.link_weighting!r}"

@@ -113,6 +113,9 @@ class Explain(BaseModel):
     neighbour_of: list[str] = Field(default_factory=list, description="results this one is linked with")
     hops: int | None = None
     recency_multiplier: float = 1.0
+    link_lift: float | None = Field(
+        default=None, description="graph re-scoring: what links to other results added to the fused score"
+    )
     rerank_score: float | None = None
     engine_explanation: dict[str, Any] | None = Field(
         default=None, description="native hybrid: the engine's own explanation of its fused score, where it gives one"

@@ -35,8 +35,17 @@ from esbridge.query.concepts import expand_query
 from esbridge.query.deadline import within
 from esbridge.query.documents import per_document
 from esbridge.query.fusion import AdaptiveResult, QppResult, QueryKind, classify_query, get_fusion
-from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, seed_docs, with_neighbors
-from esbridge.query.link_graph import link_map
+from esbridge.query.graph import (
+    GraphExpansion,
+    GraphOptions,
+    expand,
+    first_chunk,
+    frontier,
+    seed_docs,
+    with_neighbors,
+)
+from esbridge.query.link_graph import LINK_FIELDS, link_map
+from esbridge.query.link_rescore import Rescored, rescore
 from esbridge.query.models import Explain, RetrieverExplain, SearchHit, SearchMode, SearchRequest, SearchResponse
 from esbridge.query.recency import HalfLife, RecencyRule, Tier, Tiers, apply_recency, parse_modified_at
 from esbridge.query.rerank import Reranker, rerank
@@ -77,6 +86,8 @@ class _Retrieved:
     """the engine fused the retrievers itself; ``runs`` then holds its one fused list as ``native``"""
     explanations: dict[str, Any] = field(default_factory=dict)
     """id -> the engine's own score explanation (native hybrid with explain)"""
+    rescored: Rescored | None = None
+    """graph mode ``rescore``: what the links lifted"""
 
 
 class HybridSearcher:
@@ -177,10 +188,13 @@ class HybridSearcher:
                 scores, multipliers = boosted.scores, boosted.multipliers
 
         expansion = GraphExpansion({}, {})
-        if request.graph if request.graph is not None else self.pipeline.graph.enabled:
-            expansion = await self._expand(scores, doc_of, request, retrieved)
-            scores = with_neighbors(scores, expansion)
-            doc_of.update(expansion.doc_of)
+        if (request.graph if request.graph is not None else self.pipeline.graph.enabled) and scores:
+            if self.pipeline.graph.mode == "rescore":
+                scores = await self._rescore(scores, doc_of, request, retrieved)
+            else:
+                expansion = await self._expand(scores, doc_of, request, retrieved)
+                scores = with_neighbors(scores, expansion)
+                doc_of.update(expansion.doc_of)
 
         rerank_scores: dict[str, float] = {}
         if request.rerank and self.reranker is None:
@@ -606,6 +620,24 @@ class HybridSearcher:
         retrieved.timings["graph"] = _ms(started)
         return expansion
 
+    async def _rescore(
+        self, scores: Mapping[str, float], doc_of: Mapping[str, str], request: SearchRequest, retrieved: _Retrieved
+    ) -> dict[str, float]:
+        """The direct results re-scored by their links to each other; their own links are all it needs."""
+        options = GraphOptions(**self.pipeline.graph.model_dump(exclude={"enabled"}))
+        started = time.perf_counter()
+        # Every chunk of a document carries its links, and every document has a chunk 0.
+        firsts = sorted({first_chunk(doc_of[item]) for item in scores})
+        body = {"size": len(firsts), "_source": list(LINK_FIELDS), "query": {"ids": {"values": firsts}}}
+        try:
+            result = await self.engine.search(self.index, body)
+        except errors.EngineError as exc:
+            retrieved.warnings.append(f"graph re-scoring skipped: {exc}")
+            return dict(scores)
+        retrieved.rescored = rescore(scores, doc_of, link_map(hit.source for hit in result.hits), options)
+        retrieved.timings["graph"] = _ms(started)
+        return retrieved.rescored.scores
+
     async def _admitted(
         self, expansion: GraphExpansion, request: SearchRequest, retrieved: _Retrieved
     ) -> GraphExpansion:
@@ -658,6 +690,9 @@ class HybridSearcher:
     ) -> SearchHit:
         source = retrieved.sources.get(item, {})
         neighbour = expansion.neighbors.get(item)
+        rescored = retrieved.rescored
+        doc_key = str(source.get("doc_id") or item.rsplit("#", 1)[0])
+        linked = rescored.linked.get(doc_key, []) if rescored else []
         doc_id = str(source.get("doc_id") or (neighbour.doc_id if neighbour else item.rsplit("#", 1)[0]))
         detail: Explain | None = None
         if explain:
@@ -670,9 +705,10 @@ class HybridSearcher:
                 },
                 contributions=dict(fused.contributions.get(item, {})),
                 fused_score=fused.scores.get(item, 0.0),
-                neighbour_of=sorted(neighbour.neighbor_of) if neighbour else [],
+                neighbour_of=sorted(neighbour.neighbor_of) if neighbour else linked,
                 hops=neighbour.hops if neighbour else None,
                 recency_multiplier=multipliers.get(item, 1.0),
+                link_lift=rescored.lifts.get(doc_key) if rescored else None,
                 rerank_score=rerank_scores.get(item),
                 engine_explanation=retrieved.explanations.get(item),
                 final_score=score,

@@ -175,6 +175,51 @@ def test_neighbours_reach_a_full_result_list_below_their_seeds(
     ]
 
 
+def test_rescoring_by_links_lifts_linked_results_by_hand_and_adds_none(
+    engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    records: list[dict[str, Any]] = [
+        {"id": "solar", "title": "Solar panels", "text": "Photovoltaic cells turn sunlight into electricity.",
+         "links": [{"id": "grid", "weight": 3}, "wind"]},
+        {"id": "wind", "title": "Wind turbines", "text": "Offshore wind farms generate electricity.",
+         "links": ["solar"]},
+        {"id": "grid", "title": "Power grid", "text": "Transmission lines carry electricity between regions."},
+        {"id": "bread", "title": "Sourdough bread", "text": "A starter of flour and water leavens the dough.",
+         "links": ["solar"]},
+    ]  # fmt: skip
+    loaded = load_records(engine, alias, embedder, tmp_path, records)
+    request = SearchRequest(query="electricity from sunlight and wind", top_n=10, explain=True)
+    plain = search(engine_settings, loaded, embedder, request)
+    fused = {hit.doc_id: hit.explain.fused_score for hit in plain.results if hit.explain}
+    assert {"solar", "wind", "grid"} <= set(fused)
+    rescored = search(
+        engine_settings, loaded, embedder, request,
+        graph=GraphSettings(enabled=True, mode="rescore", rescore_weight=0.5),
+    )  # fmt: skip
+    assert_invariants(rescored, 10)
+    assert {hit.doc_id for hit in rescored.results} == set(fused), "re-scoring adds and drops nothing"
+    # Links between results, either way, heaviest of each document = 1: solar-grid 3, solar-wind 1, bread-solar 1.
+    ties = {
+        "solar": {"grid": 3.0, "wind": 1.0, "bread": 1.0},
+        "wind": {"solar": 1.0},
+        "grid": {"solar": 3.0},
+        "bread": {"solar": 1.0},
+    }
+    expected = {}
+    for doc in fused:
+        linked = {other: weight for other, weight in ties.get(doc, {}).items() if other in fused}
+        if linked:
+            top = max(linked.values())
+            mean = sum(w / top * fused[o] for o, w in linked.items()) / sum(w / top for w in linked.values())
+            expected[doc] = 0.5 * mean
+    lifts = {hit.doc_id: hit.explain.link_lift for hit in rescored.results if hit.explain}
+    assert {doc: lift for doc, lift in lifts.items() if lift is not None} == pytest.approx(expected)
+    order = sorted(fused, key=lambda doc: -(fused[doc] + expected.get(doc, 0.0)))
+    assert [hit.doc_id for hit in rescored.results] == order
+    solar = next(hit for hit in rescored.results if hit.doc_id == "solar")
+    assert solar.explain is not None and solar.explain.neighbour_of[0] == "grid#0"
+
+
 def test_lifecycle_statuses_match_in_any_casing_and_a_status_filter_lets_its_status_in(
     engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
 ) -> None:
