@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, f
 from esbridge.errors import SourceError
 from esbridge.ingest.jsonl import describe_validation_error, known_id, read_json_lines, record_id, require_file
 from esbridge.ingest.model import Document, Problem, Section
-from esbridge.ingest.record_links import RecordLinks, consume_links, resolve_links
+from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
 
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
@@ -63,14 +63,7 @@ def read_beir_corpus(folder: Path) -> Iterator[Document | Problem]:
 
 
 def _corpus(path: Path) -> Iterator[Document | Problem]:
-    known: set[str] | None = None
-    for item in _records(path):
-        if isinstance(item, Problem):
-            yield item
-            continue
-        if item.links.targets and known is None:
-            known = {record.id for record in _records(path) if isinstance(record, BeirRecord)}
-        yield corpus_document(item, known or set())
+    return documents_with_links(lambda: _records(path), corpus_document)
 
 
 def _records(path: Path) -> Iterator[BeirRecord | Problem]:

@@ -46,7 +46,7 @@ from esbridge.errors import SourceError
 from esbridge.ingest.json_values import describe_value, json_type
 from esbridge.ingest.metadata import flatten_metadata
 from esbridge.ingest.model import Document, Problem, Section
-from esbridge.ingest.record_links import RecordLinks, consume_links, resolve_links
+from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
 
 JsonObject = dict[str, Any]
 
@@ -290,14 +290,7 @@ def read_jsonl(path: Path) -> Iterator[Document | Problem]:
 
 
 def _documents(path: Path) -> Iterator[Document | Problem]:
-    known: set[str] | None = None
-    for item in _records(path):
-        if isinstance(item, Problem):
-            yield item
-            continue
-        if item.links.targets and known is None:
-            known = {record.id for record in _records(path) if isinstance(record, JsonlRecord)}
-        yield record_document(item, known or set())
+    return documents_with_links(lambda: _records(path), record_document)
 
 
 def _records(path: Path) -> Iterator[JsonlRecord | Problem]:

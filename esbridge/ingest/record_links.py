@@ -15,11 +15,12 @@ guessing either way would change the graph silently.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from esbridge.ingest.json_values import describe_value
+from esbridge.ingest.model import Document, Problem
 
 LINKS = "links"
 LINK_WEIGHTS = "link_weights"
@@ -144,3 +145,29 @@ def resolve_links(record_id: str, links: RecordLinks, known_ids: set[str]) -> Re
         if weighted:
             metadata["unresolved_link_weights"] = weighted
     return ResolvedLinks(kept, {target: links.weights[target] for target in kept if target in links.weights}, metadata)
+
+
+class LinkedRecord(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def links(self) -> RecordLinks: ...
+
+
+Record = TypeVar("Record", bound=LinkedRecord)
+
+
+def documents_with_links(
+    read: Callable[[], Iterable[Record | Problem]], document: Callable[[Record, set[str]], Document]
+) -> Iterator[Document | Problem]:
+    """``document(record, known ids)`` for each record ``read()`` yields, problems passed through. Resolving
+    links needs every id of the source, so the first record with links makes a second pass for them."""
+    known: set[str] | None = None
+    for item in read():
+        if isinstance(item, Problem):
+            yield item
+            continue
+        if item.links.targets and known is None:
+            known = {record.id for record in read() if not isinstance(record, Problem)}
+        yield document(item, known or set())
