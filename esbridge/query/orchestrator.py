@@ -122,6 +122,11 @@ class HybridSearcher:
             TTLCache(cache.results, cache.results_ttl_s) if cache.results else None
         )
 
+    def forget_responses(self) -> None:
+        """Drop every cached answer (the index changed: a write the caller made or knows of)."""
+        if self._responses is not None:
+            self._responses.clear()
+
     async def search(self, request: SearchRequest) -> SearchResponse:
         started = time.perf_counter()
         if request.top_n > self.pipeline.top_n_max:

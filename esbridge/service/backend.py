@@ -49,17 +49,13 @@ class Backend:
 
     def invalidate_responses(self) -> None:
         """Drop every cached search answer: a write to the index ended (call on the event loop's thread).
-
-        The searcher serves one index, so its whole response cache is that index's; it has no public way to
-        drop it yet, hence the attribute."""
+        The searcher serves one index, so its whole response cache is that index's."""
         self.writes_ended += 1
         self.clear_response_cache()
 
     def clear_response_cache(self) -> None:
         if self._connected is not None:
-            cache = getattr(self._connected.searcher, "_responses", None)
-            if cache is not None:
-                cache.clear()
+            self._connected.searcher.forget_responses()
 
     @property
     def index(self) -> str:

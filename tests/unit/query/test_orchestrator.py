@@ -410,6 +410,16 @@ def test_results_are_cached_for_identical_requests() -> None:
     assert [hit.id for hit in second.results] == [hit.id for hit in first.results]
 
 
+def test_forgotten_answers_are_searched_again() -> None:
+    engine = MemoryEngine(LEX, SEM)
+    hybrid = searcher(engine)
+    asyncio.run(hybrid.search(SearchRequest(query="q")))
+    hybrid.forget_responses()
+    engine.fail = {"bm25", "knn"}  # a cached answer would still come back
+    with pytest.raises(errors.EngineUnavailable):
+        asyncio.run(hybrid.search(SearchRequest(query="q")))
+
+
 def test_degraded_answers_are_not_cached() -> None:
     engine = MemoryEngine(LEX, SEM, fail=["knn"])
     hybrid = searcher(engine)
