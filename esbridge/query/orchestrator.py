@@ -73,6 +73,10 @@ class _Embedding:
     started: float
 
 
+LINKED_CHUNKS = 500
+"""How many chunks one graph-expansion request reads (the seeds' and those linking to them)."""
+
+
 @dataclass
 class _Retrieved:
     runs: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -672,12 +676,17 @@ class HybridSearcher:
     async def _links(
         self, doc_ids: Sequence[str], request: SearchRequest, retrieved: _Retrieved
     ) -> dict[str, dict[str, float]]:
-        body = bodies.links_body(doc_ids, size=500, filters=request.filters)
+        body = bodies.links_body(doc_ids, size=LINKED_CHUNKS, filters=request.filters)
         try:
             result = await self.engine.search(self.index, body)
         except errors.EngineError as exc:
             retrieved.warnings.append(f"graph expansion skipped: {exc}")
             return {}
+        if result.total > len(result.hits):
+            retrieved.warnings.append(
+                f"graph expansion read {len(result.hits)} of the {result.total} chunks linked with its seeds; "
+                "some neighbours may be missing"
+            )
         for hit in result.hits:
             retrieved.sources.setdefault(hit.id, hit.source)
         return link_map(hit.source for hit in result.hits)

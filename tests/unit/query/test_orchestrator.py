@@ -24,7 +24,7 @@ from esbridge import errors
 from esbridge.config.pipeline import GraphSettings, PipelineSettings
 from esbridge.engines.base import Dialect, Hit, SearchResult
 from esbridge.query.models import Filters, SearchRequest
-from esbridge.query.orchestrator import HybridSearcher
+from esbridge.query.orchestrator import LINKED_CHUNKS, HybridSearcher
 
 NOW = datetime(2026, 11, 21, tzinfo=timezone.utc)
 
@@ -78,7 +78,7 @@ class MemoryEngine:
                 for item, source in self.sources.items()
                 if source["doc_id"] in seeds or seeds & set(source.get("links", []))
             ]
-            return SearchResult(hits, len(hits), 0)
+            return SearchResult(hits[: int(body["size"])], len(hits), 0)
         kind = "knn" if "knn" in query else "bm25"
         self.started[kind] = asyncio.get_running_loop().time()
         if kind in self.stall:
@@ -381,6 +381,16 @@ def test_graph_expansion_adds_linked_documents_below_direct_results() -> None:
     assert linked.explain.neighbour_of == ["a#0"]
     assert linked.title == "Linked"
     assert linked.score < response.results[1].score
+
+
+def test_a_truncated_link_answer_is_named_in_the_warnings() -> None:
+    fans = {f"fan{n}#0": doc(f"fan{n}", links=["a"]) for n in range(LINKED_CHUNKS + 5)}
+    engine = MemoryEngine([("a#0", 5.0), ("b#0", 4.0)], [], {"a#0": doc("a"), "b#0": doc("b"), **fans})
+    response = run(searcher(engine, fusion="rrf", graph=GraphSettings(enabled=True)), top_n=5)
+    # 505 chunks link to a; a and b, the seeds, are read too.
+    assert f"graph expansion read {LINKED_CHUNKS} of the {LINKED_CHUNKS + 7} chunks linked" in response.warnings[0]
+    complete = MemoryEngine([("a#0", 5.0), ("b#0", 4.0)], [], {"a#0": doc("a"), "z#0": doc("z", links=["a"])})
+    assert run(searcher(complete, fusion="rrf", graph=GraphSettings(enabled=True)), top_n=5).warnings == []
 
 
 def test_neighbours_that_are_missing_or_filtered_out_are_left_out() -> None:
