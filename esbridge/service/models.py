@@ -24,7 +24,8 @@ class DocumentsRequest(BaseModel):
     documents: list[dict[str, Any]] = Field(
         min_length=1,
         description=(
-            "records with a required id and optional title, name, text, description, links, tags, aliases, "
+            "records with a required id and optional title, name, text, description, links (ids, or {id, weight} "
+            "objects), link_weights, tags, aliases, "
             "created_at, modified_at, entity_type, status, category, metadata, tools; each is validated "
             "on its own, so one bad record does not fail the batch"
         ),
