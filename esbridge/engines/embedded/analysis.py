@@ -1,27 +1,27 @@
-"""Text analysis emulated in Python, feeding SQLite FTS5.
+"""Text analysis in Python, the tokens handed to tantivy pre-tokenized (so index and query analysis are one code).
 
-FTS5 has one tokenizer per table, so each index has up to two full-text tables: ``en`` (FTS5's
-``porter`` stemmer over ``unicode61``) for English-analysed fields and ``ex`` (plain ``unicode61``)
-for everything else. Python splits and filters the text first (the analyzer's tokenizer and token
-filters), then FTS5 lowercases and, in ``en``, stems. Approximations of the Lucene analyzers:
+Emulations of the Lucene analyzers OpenSearch applies:
 
-- ``english``: words (``\\w+``), Lucene's English stop words removed, Porter stemming (FTS5's
-  Porter, not Lucene's Porter2-ish ``porter_stem`` + possessive filter; stems may differ at the edges).
+- ``english``: words (``\\w+``, apostrophes kept inside a word as Lucene's standard tokenizer does),
+  English possessives (``'s``) removed, lowercased, Lucene's English stop words removed, then the
+  original Porter stemmer (Snowball's ``porter``, the algorithm of Lucene's ``PorterStemFilter``).
 - ``standard``: words (``\\w+``) lowercased; Unicode word-break rules (UAX #29) are not followed exactly.
 - custom analyzers with ``standard``/``pattern``/``whitespace``/``keyword`` tokenizers and the
-  ``lowercase``, ``asciifolding``, ``stop`` and ``word_delimiter(_graph)`` filters; the latter keeps
-  identifiers whole and split, so ``getUserName``, ``user_name`` and ``os.path.join`` match by parts and whole.
+  ``lowercase``, ``asciifolding``, ``stop``, ``porter_stem`` and ``word_delimiter(_graph)`` filters; the latter
+  keeps identifiers whole and split, so ``getUserName``, ``user_name`` and ``os.path.join`` match by parts and whole.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-Table = Literal["en", "ex"]
+import Stemmer
+
 Analyzer = Callable[[str], list[str]]
 
 # Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET.
@@ -62,10 +62,9 @@ ENGLISH_STOP_WORDS = frozenset(
         "with",
     ]
 )
-# What the ``ex`` table's tokenizer keeps inside a token, so code identifiers stay whole.
-TOKEN_CHARS = "._$-"  # noqa: S105 (not a password)
 _WORDS = re.compile(r"\w+")
-_NOT_TOKEN = re.compile(r"[^\w.$\-]+")
+_ENGLISH_WORDS = re.compile(r"\w+(?:['\u2019]\w+)*")
+_POSSESSIVE = re.compile(r"['\u2019][sS]$")
 _CASE_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^\W\d_A-Za-z]+")
 
 
@@ -75,8 +74,19 @@ class UnsupportedAnalysis(ValueError):
 
 @dataclass(frozen=True)
 class FieldAnalysis:
-    table: Table
     analyze: Analyzer
+
+
+_STEMMERS = threading.local()  # a PyStemmer object is not safe to share between threads
+
+
+def porter(words: list[str]) -> list[str]:
+    """The original Porter stemmer (M. F. Porter, 1980), as Lucene's ``PorterStemFilter`` applies it."""
+    stemmer = getattr(_STEMMERS, "porter", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.porter = Stemmer.Stemmer("porter")
+    stems: list[str] = stemmer.stemWords(words)
+    return stems
 
 
 def _words(text: str) -> list[str]:
@@ -84,7 +94,8 @@ def _words(text: str) -> list[str]:
 
 
 def _english(text: str) -> list[str]:
-    return [word for word in _words(text) if word not in ENGLISH_STOP_WORDS]
+    words = (_POSSESSIVE.sub("", word.lower()) for word in _ENGLISH_WORDS.findall(text))
+    return porter([word for word in words if word not in ENGLISH_STOP_WORDS])
 
 
 def _simple(text: str) -> list[str]:
@@ -96,11 +107,11 @@ def _whitespace(text: str) -> list[str]:
 
 
 BUILTIN: Mapping[str, FieldAnalysis] = {
-    "english": FieldAnalysis("en", _english),
-    "standard": FieldAnalysis("ex", _words),
-    "simple": FieldAnalysis("ex", _simple),
-    "whitespace": FieldAnalysis("ex", _whitespace),
-    "keyword": FieldAnalysis("ex", lambda text: [text]),
+    "english": FieldAnalysis(_english),
+    "standard": FieldAnalysis(_words),
+    "simple": FieldAnalysis(_simple),
+    "whitespace": FieldAnalysis(_whitespace),
+    "keyword": FieldAnalysis(lambda text: [text]),
 }
 
 
@@ -140,6 +151,8 @@ def _token_filter(name: str, definitions: Mapping[str, Any]) -> Callable[[list[s
         ]
     if kind == "stop" and spec.get("stopwords", "_english_") == "_english_":
         return lambda tokens: [token for token in tokens if token.lower() not in ENGLISH_STOP_WORDS]
+    if kind == "porter_stem":
+        return porter
     if kind in ("word_delimiter", "word_delimiter_graph"):
         case, original = bool(spec.get("split_on_case_change", True)), bool(spec.get("preserve_original", False))
         return lambda tokens: [
@@ -162,7 +175,7 @@ def _custom(name: str, spec: Mapping[str, Any], analysis: Mapping[str, Any]) -> 
             tokens = token_filter(tokens)
         return tokens
 
-    return FieldAnalysis("ex", analyze)
+    return FieldAnalysis(analyze)
 
 
 def field_analysis(analyzer: str | None, analysis: Mapping[str, Any]) -> FieldAnalysis:
@@ -174,17 +187,3 @@ def field_analysis(analyzer: str | None, analysis: Mapping[str, Any]) -> FieldAn
     if name in BUILTIN:
         return BUILTIN[name]
     raise UnsupportedAnalysis(f"analyzer {name!r}")
-
-
-def fts_text(tokens: Sequence[str]) -> str:
-    """Tokens as text the FTS5 tokenizer splits back into the same tokens."""
-    return " ".join(part for token in tokens for part in _NOT_TOKEN.split(token) if part)
-
-
-def fts_terms(tokens: Sequence[str], operator: str = "or") -> str | None:
-    """An FTS5 query expression matching any (or all) of ``tokens``; None when there are none."""
-    terms = list(dict.fromkeys(part for token in tokens for part in _NOT_TOKEN.split(token) if part))
-    if not terms:
-        return None
-    joiner = " AND " if operator == "and" else " OR "
-    return "(" + joiner.join('"' + term.replace('"', '""') + '"' for term in terms) + ")"

@@ -1,0 +1,170 @@
+"""Approximate kNN: a usearch HNSW graph per vector field, persisted beside the database.
+
+``<data_dir>/vectors/<index id>.<field>.usearch`` holds the graph and its vectors (float16, cosine), keyed
+by database row; ``.json`` beside it records the last change the file holds. Writes update the graph in
+memory; the file is rewritten now and then (``save``), and a process that opens it replays the changes
+since (``changes`` in the database), so a crash loses no vector and a reopen rebuilds nothing.
+
+A filter is met in one of three ways, whichever is cheapest for its selectivity: a small allowed set is
+searched exactly (its vectors read from the graph, one matrix product); a large allowed set or a few
+excluded rows widen the graph search until ``k`` pass; when widening would approach the whole index the
+search is exact over the allowed set. Scores are OpenSearch's cosinesimil, (1 + cos) / 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from usearch.index import Index
+
+EXACT_BELOW = 10_000
+"""Indices and allowed sets this small are searched exactly: as fast as the graph, and exact."""
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 96
+
+
+class VectorIndex:
+    """The vectors of one field of one index; thread-safe for concurrent searches and one writer."""
+
+    def __init__(self, path: Path, dimension: int) -> None:
+        self.path = path
+        self.dimension = dimension
+        self.lock = threading.Lock()
+        self.reopen()
+
+    def reopen(self) -> None:
+        """Start again from the file (empty, and not ``built``, when there is none or it is unreadable)."""
+        self.graph = self._empty()
+        self.applied = self.saved = 0
+        self.built = False
+        meta = self.path.with_suffix(".json")
+        if self.path.exists() and meta.exists():
+            try:
+                applied = int(json.loads(meta.read_text())["applied"])
+                self.graph.load(str(self.path))
+            except (OSError, ValueError, KeyError, RuntimeError):
+                self.graph = self._empty()  # unreadable: the caller rebuilds it from the database
+            else:
+                self.applied = self.saved = applied
+                self.built = True
+
+    def _empty(self) -> Index:
+        return Index(
+            ndim=self.dimension,
+            metric="cos",
+            dtype="f16",
+            connectivity=CONNECTIVITY,
+            expansion_add=EXPANSION_ADD,
+            expansion_search=EXPANSION_SEARCH,
+        )
+
+    def __len__(self) -> int:
+        return int(self.graph.size)
+
+    def apply(self, removed: Sequence[int], rows: Sequence[int], vectors: npt.NDArray[np.float32], seq: int) -> None:
+        """Drop ``removed`` rows, add ``rows`` with ``vectors``, and note ``seq`` as applied."""
+        with self.lock:
+            if removed:
+                keys = np.asarray(removed, dtype=np.uint64)
+                present = keys[self.graph.contains(keys)]
+                if len(present):
+                    self.graph.remove(present)
+            if len(rows):
+                self.graph.add(np.asarray(rows, dtype=np.uint64), vectors)
+            self.applied = seq
+
+    def save(self) -> None:
+        """Write the graph and the change it holds; the file is replaced whole, so a crash keeps the old one."""
+        with self.lock:
+            applied = self.applied
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            scratch = self.path.with_suffix(".tmp")
+            self.graph.save(str(scratch))
+            os.replace(scratch, self.path)
+            meta = self.path.with_suffix(".json")
+            scratch_meta = meta.with_suffix(".jtmp")
+            scratch_meta.write_text(json.dumps({"applied": applied}))
+            os.replace(scratch_meta, meta)
+            self.saved = applied
+
+    def nearest(
+        self,
+        vector: Sequence[float],
+        k: int,
+        *,
+        allowed: Collection[int] | None = None,
+        excluded: Collection[int] = (),
+        exact: bool = False,
+    ) -> dict[int, float]:
+        """Row -> score of the ``k`` rows nearest ``vector`` among ``allowed`` (or all), never ``excluded``."""
+        query = np.asarray(vector, dtype=np.float32)
+        size = len(self)
+        if allowed is not None:
+            if exact or len(allowed) <= max(EXACT_BELOW, size // 20):
+                return self._exact(query, k, np.fromiter(allowed, dtype=np.uint64, count=len(allowed)))
+            wanted = min(size, int(k * size / max(len(allowed), 1) * 2) + k)
+            return self._widening(query, k, wanted, lambda row: row in allowed, allowed)
+        if exact or size <= EXACT_BELOW:
+            keys = self.graph.keys
+            everything = np.asarray(keys[: len(keys)], dtype=np.uint64)
+            if excluded:
+                everything = everything[~np.isin(everything, np.fromiter(excluded, np.uint64, len(excluded)))]
+            return self._exact(query, k, everything)
+        return self._widening(query, k, k + len(excluded), lambda row: row not in excluded, None)
+
+    def _widening(
+        self,
+        query: npt.NDArray[np.float32],
+        k: int,
+        wanted: int,
+        passes: Callable[[int], bool],
+        allowed: Collection[int] | None,
+    ) -> dict[int, float]:
+        size = len(self)
+        while True:
+            wanted = min(wanted, size)
+            matches = self.graph.search(query, wanted)
+            found: dict[int, float] = {}
+            for key, distance in zip(matches.keys.tolist(), matches.distances.tolist(), strict=True):
+                if passes(key):
+                    found[int(key)] = 1.0 - float(distance) / 2.0
+                    if len(found) == k:
+                        return found
+            if wanted >= size or len(matches.keys) < wanted:
+                return found
+            if allowed is not None and wanted * 4 >= size:
+                return self._exact(query, k, np.fromiter(allowed, dtype=np.uint64, count=len(allowed)))
+            wanted *= 4
+
+    def _exact(self, query: npt.NDArray[np.float32], k: int, keys: npt.NDArray[np.uint64]) -> dict[int, float]:
+        if len(keys) == 0:
+            return {}
+        keys = keys[self.graph.contains(keys)] if len(keys) else keys
+        if len(keys) == 0:
+            return {}
+        matrix = np.asarray(self.graph.get(keys), dtype=np.float32).reshape(len(keys), self.dimension)
+        norms = np.linalg.norm(matrix, axis=1)
+        norms[norms == 0] = 1.0
+        similarity = (matrix @ (query / np.linalg.norm(query))) / norms
+        k = min(k, len(keys))
+        top = np.argpartition(-similarity, k - 1)[:k]
+        top = top[np.lexsort((keys[top], -similarity[top]))]
+        return {int(keys[i]): float((1.0 + similarity[i]) / 2.0) for i in top}
+
+
+def path_for(root: Path, index_id: int, field: str) -> Path:
+    return root / "vectors" / f"{index_id}.{field}.usearch"
+
+
+def remove_all(root: Path, index_id: int) -> None:
+    base = root / "vectors"
+    if base.exists():
+        for path in base.glob(f"{index_id}.*"):
+            path.unlink(missing_ok=True)
