@@ -1,26 +1,29 @@
-"""Text analysis in Python, the tokens handed to tantivy pre-tokenized (so index and query analysis are one code).
+"""Text analysis: the built-in analyzers run in tantivy (Rust), custom ones are emulated in Python.
 
+The built-in analyzers are tantivy ``TextAnalyzer`` chains registered on every full-text index under the
+names in ``NATIVE``; tantivy runs them while it indexes (in its own threads), and a query's text goes
+through the same chain (``FieldAnalysis.analyze``), so index and query analysis cannot drift apart.
 Emulations of the Lucene analyzers OpenSearch applies:
 
-- ``english``: words (``\\w+``, apostrophes kept inside a word as Lucene's standard tokenizer does),
-  English possessives (``'s``) removed, lowercased, Lucene's English stop words removed, then the
-  original Porter stemmer (Snowball's ``porter``, the algorithm of Lucene's ``PorterStemFilter``).
+- ``english``: words (``\\w+``), lowercased, Lucene's English stop words removed, English (Porter2/Snowball)
+  stemming. Lucene applies the original Porter algorithm and strips possessives first; the stems differ
+  for a few words (``generalization``: Porter ``gener``, Porter2 ``general``).
 - ``standard``: words (``\\w+``) lowercased; Unicode word-break rules (UAX #29) are not followed exactly.
-- custom analyzers with ``standard``/``pattern``/``whitespace``/``keyword`` tokenizers and the
-  ``lowercase``, ``asciifolding``, ``stop``, ``porter_stem`` and ``word_delimiter(_graph)`` filters; the latter
-  keeps identifiers whole and split, so ``getUserName``, ``user_name`` and ``os.path.join`` match by parts and whole.
+- ``simple``, ``whitespace``, ``keyword`` as in Lucene.
+- custom analyzers, in Python, with ``standard``/``pattern``/``whitespace``/``keyword`` tokenizers and the
+  ``lowercase``, ``asciifolding``, ``stop`` and ``word_delimiter(_graph)`` filters; the latter keeps
+  identifiers whole and split, so ``getUserName``, ``user_name`` and ``os.path.join`` match by parts and whole.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import Stemmer
+import tantivy
 
 Analyzer = Callable[[str], list[str]]
 
@@ -63,8 +66,6 @@ ENGLISH_STOP_WORDS = frozenset(
     ]
 )
 _WORDS = re.compile(r"\w+")
-_ENGLISH_WORDS = re.compile(r"\w+(?:['\u2019]\w+)*")
-_POSSESSIVE = re.compile(r"['\u2019][sS]$")
 _CASE_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^\W\d_A-Za-z]+")
 
 
@@ -75,31 +76,39 @@ class UnsupportedAnalysis(ValueError):
 @dataclass(frozen=True)
 class FieldAnalysis:
     analyze: Analyzer
+    native: str | None = None
+    """The name of the tantivy analyzer that does the same while indexing; None: tokens come from ``analyze``."""
 
 
-_STEMMERS = threading.local()  # a PyStemmer object is not safe to share between threads
+def _chain(tokenizer: tantivy.Tokenizer, *filters: tantivy.Filter) -> tantivy.TextAnalyzer:
+    builder = tantivy.TextAnalyzerBuilder(tokenizer)
+    for step in filters:
+        builder = builder.filter(step)
+    return builder.build()
 
 
-def porter(words: list[str]) -> list[str]:
-    """The original Porter stemmer (M. F. Porter, 1980), as Lucene's ``PorterStemFilter`` applies it."""
-    stemmer = getattr(_STEMMERS, "porter", None)
-    if stemmer is None:
-        stemmer = _STEMMERS.porter = Stemmer.Stemmer("porter")
-    stems: list[str] = stemmer.stemWords(words)
-    return stems
+NATIVE: Mapping[str, tantivy.TextAnalyzer] = {
+    "esbridge_english": _chain(
+        tantivy.Tokenizer.regex(r"\w+"),
+        tantivy.Filter.lowercase(),
+        tantivy.Filter.custom_stopword(sorted(ENGLISH_STOP_WORDS)),
+        tantivy.Filter.stemmer("english"),
+    ),
+    "esbridge_standard": _chain(tantivy.Tokenizer.regex(r"\w+"), tantivy.Filter.lowercase()),
+    "esbridge_simple": _chain(tantivy.Tokenizer.regex(r"[^\W\d_]+"), tantivy.Filter.lowercase()),
+    "esbridge_whitespace": _chain(tantivy.Tokenizer.whitespace()),
+    "esbridge_keyword": _chain(tantivy.Tokenizer.raw()),
+}
 
 
-def _words(text: str) -> list[str]:
-    return [word.lower() for word in _WORDS.findall(text)]
+def _native(name: str) -> FieldAnalysis:
+    analyzer = NATIVE[f"esbridge_{name}"]
 
+    def analyze(text: str) -> list[str]:
+        tokens: list[str] = analyzer.analyze(text)
+        return tokens
 
-def _english(text: str) -> list[str]:
-    words = (_POSSESSIVE.sub("", word.lower()) for word in _ENGLISH_WORDS.findall(text))
-    return porter([word for word in words if word not in ENGLISH_STOP_WORDS])
-
-
-def _simple(text: str) -> list[str]:
-    return [word.lower() for word in re.findall(r"[^\W\d_]+", text)]
+    return FieldAnalysis(analyze, f"esbridge_{name}")
 
 
 def _whitespace(text: str) -> list[str]:
@@ -107,11 +116,7 @@ def _whitespace(text: str) -> list[str]:
 
 
 BUILTIN: Mapping[str, FieldAnalysis] = {
-    "english": FieldAnalysis(_english),
-    "standard": FieldAnalysis(_words),
-    "simple": FieldAnalysis(_simple),
-    "whitespace": FieldAnalysis(_whitespace),
-    "keyword": FieldAnalysis(lambda text: [text]),
+    name: _native(name) for name in ("english", "standard", "simple", "whitespace", "keyword")
 }
 
 
@@ -151,8 +156,6 @@ def _token_filter(name: str, definitions: Mapping[str, Any]) -> Callable[[list[s
         ]
     if kind == "stop" and spec.get("stopwords", "_english_") == "_english_":
         return lambda tokens: [token for token in tokens if token.lower() not in ENGLISH_STOP_WORDS]
-    if kind == "porter_stem":
-        return porter
     if kind in ("word_delimiter", "word_delimiter_graph"):
         case, original = bool(spec.get("split_on_case_change", True)), bool(spec.get("preserve_original", False))
         return lambda tokens: [

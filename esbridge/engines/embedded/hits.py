@@ -116,6 +116,8 @@ class Results:
         vectors = {f.path: self.store.vectors_of(rows, f) for f in wanted_vectors}
         hits = []
         for row in rows:
+            if row not in stored:  # written or deleted between this search's database snapshot and its indices
+                continue
             doc_id, source = stored[row]
             for field in wanted_vectors:
                 if row in vectors[field.path]:

@@ -1,11 +1,12 @@
 """Lexical retrieval on tantivy: one tantivy index per esbridge index, beside the database.
 
 ``<data_dir>/lexical/<index id>-<layout digest>/`` holds the index; the digest changes when the mapping
-adds fields, and a new directory is then built from the database. Text is analysed in Python (see
-``analysis``) and handed to tantivy as tokens joined by a separator that a registered tokenizer splits on,
-so index-time and query-time analysis are one code path. Keyword fields are indexed verbatim, numbers,
-dates (epoch milliseconds) and booleans (0/1) as ``f64``, all as fast fields, so filters run inside the
-search. ``_row`` (the database row) is the join key; ``state.json`` records the last change applied.
+adds fields, and a new directory is then built from the database. Fields with a built-in analyzer are
+analysed by tantivy's registered chain (``analysis.NATIVE``); custom analyzers run in Python and hand
+tantivy their tokens joined by a separator that a registered tokenizer splits on. Keyword fields are
+indexed verbatim, numbers, dates (epoch milliseconds) and booleans (0/1) as ``f64``, all as fast fields,
+so filters run inside the search. ``_row`` (the database row) is the join key; ``state.json`` records
+the last change applied.
 
 tantivy scores with BM25 at k1 = 1.2 and b = 0.75, constants in tantivy itself: the index's
 ``similarity.default`` k1/b cannot be honoured (see docs/embedded.md for what that costs).
@@ -24,6 +25,7 @@ from typing import Any
 
 import tantivy
 
+from esbridge.engines.embedded.analysis import NATIVE
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema
 from esbridge.engines.embedded.store import indexed_value
 
@@ -52,8 +54,10 @@ class Layout:
         builder.add_text_field(ID, tokenizer_name="raw", index_option="basic")
         for field in sorted(schema.fields.values(), key=lambda f: f.path):
             if field.type == "text":
+                assert field.analysis is not None
                 name = self.text[field.path] = f"t{len(self.text)}"
-                builder.add_text_field(name, tokenizer_name=TOKENIZER, index_option="freq")
+                tokenizer = field.analysis.native or TOKENIZER
+                builder.add_text_field(name, tokenizer_name=tokenizer, index_option="freq")
             elif field.type == "keyword":
                 name = self.keyword[field.path] = f"k{len(self.keyword)}"
                 builder.add_text_field(name, tokenizer_name="raw", index_option="basic", fast=True)
@@ -61,23 +65,47 @@ class Layout:
                 name = self.number[field.path] = f"n{len(self.number)}"
                 builder.add_float_field(name, indexed=True, fast=True)
         self.schema = builder.build()
+        self._texts = [(name, schema.fields[path]) for path, name in self.text.items()]
+        self._scalars = [
+            (name, schema.fields[path], kinds is self.number)
+            for kinds in (self.keyword, self.number)
+            for path, name in kinds.items()
+        ]
         described = json.dumps([self.text, self.keyword, self.number], sort_keys=True)
         self.digest = hashlib.sha256(described.encode()).hexdigest()[:12]
 
     def document(self, row: int, doc_id: str, source: Mapping[str, Any]) -> tantivy.Document:
         values: dict[str, list[Any]] = {ROW: [row], ID: [doc_id]}
-        for path, name in self.text.items():
-            field = self.fields.fields[path]
-            tokens = [token for text in _strings(self.fields.value(source, field)) for token in _analyze(field, text)]
+        for name, field in self._texts:
+            value = _value(source, field)
+            if value is None:
+                continue
+            texts = _strings(value)
+            assert field.analysis is not None
+            if field.analysis.native is not None:
+                if texts:
+                    values[name] = texts
+                continue
+            tokens = [token for text in texts for token in _analyze(field, text)]
             if tokens:
                 values[name] = [SEPARATOR.join(tokens)]
-        for kinds in (self.keyword, self.number):
-            for path, name in kinds.items():
-                field = self.fields.fields[path]
-                found = [indexed_value(field, item) for item in _scalars(self.fields.value(source, field))]
-                if found:
-                    values[name] = [float(v) for v in found] if kinds is self.number else [str(v) for v in found]
+        for name, field, numeric in self._scalars:
+            value = _value(source, field)
+            if value is None:
+                continue
+            found = [indexed_value(field, item) for item in _scalars(value)]
+            if found:
+                values[name] = [float(v) for v in found] if numeric else [str(v) for v in found]
         return tantivy.Document.from_dict(values, self.schema)
+
+
+def _value(source: Mapping[str, Any], field: Field) -> Any:
+    current: Any = source
+    for part in field.source_path:
+        if not isinstance(current, dict):
+            return None
+        current = current.get(part)
+    return current
 
 
 def _analyze(field: Field, text: str) -> list[str]:
@@ -106,6 +134,8 @@ class LexicalIndex:
         folder.mkdir(parents=True, exist_ok=True)
         self.index = tantivy.Index(layout.schema, path=str(folder), reuse=True)
         self.index.register_tokenizer(TOKENIZER, _tokenizer())
+        for name, analyzer in NATIVE.items():
+            self.index.register_tokenizer(name, analyzer)
         self._writer: tantivy.IndexWriter | None = None
         self._lock = threading.Lock()
         self.applied = self._read_state()
