@@ -85,6 +85,7 @@ def text(size: int, queries: int) -> None:
         builder.add_text_field("title", tokenizer_name="esbridge_english", index_option="freq")
         builder.add_text_field("body", tokenizer_name="esbridge_english", index_option="freq")
         schema = builder.build()
+        (Path(folder) / "tantivy").mkdir()
         index = tantivy.Index(schema, path=str(Path(folder) / "tantivy"))
         index.register_tokenizer("esbridge_english", NATIVE["esbridge_english"])
         began = time.perf_counter()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fnmatch
-import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -115,6 +114,7 @@ class Results:
         ]
         vectors = {f.path: self.store.vectors_of(rows, f) for f in wanted_vectors}
         hits = []
+        chosen: dict[str, bool] = {}  # a page's sources share their keys: decide each path once
         for row in rows:
             if row not in stored:  # written or deleted between this search's database snapshot and its indices
                 continue
@@ -124,7 +124,7 @@ class Results:
                     _put(source, list(field.source_path), vectors[field.path][row])
             hit: dict[str, Any] = {"_index": self.record.name, "_id": doc_id, "_score": scores[row]}
             if includes is not None:
-                hit["_source"] = _filter_source(source, includes, excludes, "")
+                hit["_source"] = _filter_source(source, includes, excludes, "", chosen)
             if keys is not None:
                 hit["_score"] = None
                 hit["sort"] = list(keys[row])
@@ -171,22 +171,31 @@ def _source_patterns(spec: Any) -> tuple[list[str] | None, list[str]]:
     raise Unsupported(f"_source {spec!r}")
 
 
+def _matches(path: str, pattern: str) -> bool:
+    if "*" in pattern or "?" in pattern or "[" in pattern:
+        return fnmatch.fnmatchcase(path, pattern)
+    return path == pattern
+
+
 def _selected(path: str, includes: Sequence[str], excludes: Sequence[str]) -> bool:
-    if any(fnmatch.fnmatchcase(path, p) for p in excludes):
+    if any(_matches(path, p) for p in excludes):
         return False
-    return not includes or any(fnmatch.fnmatchcase(path, p) or path.startswith(p + ".") for p in includes)
+    return not includes or any(_matches(path, p) or path.startswith(p + ".") for p in includes)
 
 
 def _filter_source(
-    source: Mapping[str, Any], includes: Sequence[str], excludes: Sequence[str], prefix: str
+    source: Mapping[str, Any], includes: Sequence[str], excludes: Sequence[str], prefix: str, chosen: dict[str, bool]
 ) -> dict[str, Any]:
     kept: dict[str, Any] = {}
     for key, value in source.items():
         path = prefix + key
-        if _selected(path, includes, excludes):
+        selected = chosen.get(path)
+        if selected is None:
+            selected = chosen[path] = _selected(path, includes, excludes)
+        if selected:
             kept[key] = value
-        elif isinstance(value, Mapping) and any(re.match(re.escape(path) + r"\.", p) for p in includes):
-            inner = _filter_source(value, includes, excludes, path + ".")
+        elif isinstance(value, Mapping) and any(p.startswith(path + ".") for p in includes):
+            inner = _filter_source(value, includes, excludes, path + ".", chosen)
             if inner:
                 kept[key] = inner
     return kept

@@ -34,6 +34,8 @@ TOKENIZER = "esbridge_tokens"
 ROW = "_row"
 ID = "_id"
 _STATE = "state.json"
+FORMAT = 1
+"""Part of every layout digest: a change to how documents are indexed here builds new directories."""
 _WRITER_HEAP = 256_000_000
 
 
@@ -47,6 +49,7 @@ class Layout:
     def __init__(self, schema: Schema) -> None:
         self.fields = schema
         self.text: dict[str, str] = {}
+        tokenizers: dict[str, str] = {}
         self.keyword: dict[str, str] = {}
         self.number: dict[str, str] = {}
         builder = tantivy.SchemaBuilder()
@@ -56,7 +59,7 @@ class Layout:
             if field.type == "text":
                 assert field.analysis is not None
                 name = self.text[field.path] = f"t{len(self.text)}"
-                tokenizer = field.analysis.native or TOKENIZER
+                tokenizer = tokenizers[name] = field.analysis.native or TOKENIZER
                 builder.add_text_field(name, tokenizer_name=tokenizer, index_option="freq")
             elif field.type == "keyword":
                 name = self.keyword[field.path] = f"k{len(self.keyword)}"
@@ -71,7 +74,7 @@ class Layout:
             for kinds in (self.keyword, self.number)
             for path, name in kinds.items()
         ]
-        described = json.dumps([self.text, self.keyword, self.number], sort_keys=True)
+        described = json.dumps([FORMAT, self.text, tokenizers, self.keyword, self.number], sort_keys=True)
         self.digest = hashlib.sha256(described.encode()).hexdigest()[:12]
 
     def document(self, row: int, doc_id: str, source: Mapping[str, Any]) -> tantivy.Document:

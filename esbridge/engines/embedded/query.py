@@ -74,8 +74,10 @@ class Searcher:
     def restriction(self, clause: Any) -> Restriction:
         """(rows that pass ``clause``, nothing) or (None, rows that fail), whichever set is smaller; cached
         until the index is written, since filters such as the lifecycle exclusion repeat in every search."""
-        key = (self.record.id, self.record.generation, json.dumps(clause, sort_keys=True, default=str))
-        return self.shared.restriction(key, lambda: self._restriction(clause))  # type: ignore[no-any-return]
+        return self.shared.restriction(self._key(clause), lambda: self._restriction(clause))  # type: ignore[no-any-return]
+
+    def _key(self, clause: Any) -> tuple[Any, ...]:
+        return (self.record.id, self.record.generation, json.dumps(clause, sort_keys=True, default=str))
 
     def _restriction(self, clause: Any) -> Restriction:
         query = self.translator.translate(clause, scoring=False)
@@ -185,11 +187,15 @@ class Searcher:
             raise Unsupported("a zero query vector has no cosine similarity")
         allowed: set[int] | None = None
         excluded: set[int] = set()
+        subset = None
         if options.get("filter") is not None:
             allowed, excluded = self.restriction(options["filter"])
+            subset = self._key(options["filter"])
         boost = float(options.get("boost", 1.0))
         graph = self.handles.vectors[field.path]
-        found = graph.nearest(vector, k, allowed=allowed, excluded=excluded, exact=not approximate(self.record))
+        found = graph.nearest(
+            vector, k, allowed=allowed, excluded=excluded, exact=not approximate(self.record), subset=subset
+        )
         return {row: score * boost for row, score in found.items()} if boost != 1.0 else found
 
     # The whole search

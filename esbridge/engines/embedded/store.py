@@ -20,6 +20,7 @@ readers run beside the writer); writes are serialised by a lock.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
@@ -98,7 +99,7 @@ class IndexRecord:
     mappings: dict[str, Any]
     generation: int
 
-    @property
+    @functools.cached_property
     def schema(self) -> Schema:
         return Schema(self.mappings, self.settings.get("index", {}).get("analysis", {}))
 
@@ -117,6 +118,7 @@ class Store:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._closed = False
+        self._records: dict[str, tuple[tuple[Any, ...], IndexRecord]] = {}
         self.db.execute("PRAGMA journal_mode=WAL")
         with self.write():
             for statement in _SCHEMA.split(";"):
@@ -185,7 +187,13 @@ class Store:
         ).fetchone()
         if row is None:
             return None
-        return IndexRecord(row[0], row[1], json.loads(row[2]), json.loads(row[3]), row[4])
+        key = (row[0], row[4], row[2], row[3])
+        cached = self._records.get(row[1])
+        if cached is not None and cached[0] == key:
+            return cached[1]  # unchanged since last read: the same record, its schema already parsed
+        record = IndexRecord(row[0], row[1], json.loads(row[2]), json.loads(row[3]), row[4])
+        self._records[row[1]] = (key, record)
+        return record
 
     def index_names(self) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT name FROM indices ORDER BY name")]
