@@ -91,7 +91,7 @@ def text(size: int, queries: int) -> None:
         began = time.perf_counter()
         writer = index.writer(heap_size=256_000_000)
         for row, (title, body) in enumerate(chunks):
-            writer.add_document(tantivy.Document(row=[row], title=[title], body=[body]))
+            writer.add_document(tantivy.Document.from_dict({"row": [row], "title": [title], "body": [body]}, schema))
         writer.commit()
         writer.wait_merging_threads()
         index.reload()

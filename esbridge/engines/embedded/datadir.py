@@ -18,6 +18,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,7 @@ class DataDir:
         self._guard = threading.RLock()
         self._handles: dict[int, Handles] = {}
         self._filters: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._workers = ThreadPoolExecutor(1, thread_name_prefix="esbridge-graphs")
 
     # The writer lock
 
@@ -136,12 +138,19 @@ class DataDir:
         db = store.db
         latest = _latest(db, record.id)
         text = found.lexical
-        if (text.fresh or text.applied < latest) and self._try_writer():
-            self._apply_text(store, record, text)
-        else:
-            text.reload()
-        for path, graph in found.vectors.items():
-            self._apply_vectors(store, record, path, graph)
+        # The graphs grow in another thread while tantivy indexes here: both spend their time outside the GIL.
+        graphs = [
+            self._workers.submit(self._apply_vectors, store, record, path, graph)
+            for path, graph in found.vectors.items()
+        ]
+        try:
+            if (text.fresh or text.applied < latest) and self._try_writer():
+                self._apply_text(store, record, text)
+            else:
+                text.reload()
+        finally:
+            for graph in graphs:
+                graph.result()
         found.generation = record.generation
         return found
 
@@ -229,6 +238,7 @@ class DataDir:
                     with contextlib.suppress(sqlite3.Error):  # the log stays; the next writer trims it
                         self._trim(store, index_id)
             self._handles.clear()
+            self._workers.shutdown()
             if self._lock_fd is not None:
                 os.close(self._lock_fd)
                 self._lock_fd = None
