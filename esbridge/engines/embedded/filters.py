@@ -12,8 +12,8 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, parse_date
-from esbridge.engines.embedded.store import IndexRecord, Store
+from esbridge.engines.embedded.mapping import Field, Schema
+from esbridge.engines.embedded.store import IndexRecord, Store, indexed_value
 
 SQL = tuple[str, list[Any]]
 _FILTERS = frozenset({"match_all", "match_none", "term", "terms", "range", "ids", "exists"})
@@ -57,17 +57,35 @@ def coerce(field: Field, value: Any) -> Any:
     if field.type == "date" and isinstance(value, str) and ("now" in value or "||" in value):
         raise Unsupported(f"date math {value!r} is not supported by the embedded engine")
     try:
-        if field.type == "date":
-            return parse_date(value)
-        if field.type == "boolean":
-            return 1 if value in (True, "true") else 0
-        if field.type in NUMERIC:
-            return float(value)
+        return indexed_value(field, value)
     except (TypeError, ValueError) as exc:
         raise Unsupported(f"{value!r} is not a valid {field.type} for field [{field.path}]") from exc
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+
+
+def term_as_terms(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``term`` query's body as the ``terms`` body that means the same."""
+    name, value = one(spec, "term")
+    if isinstance(value, Mapping):
+        check_keys(value, ("value", "boost"), "term")
+        value = value.get("value")
+    return {name: [value]}
+
+
+def range_bounds(spec: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """(field name, bounds) of a ``range`` query's body."""
+    name, bounds = one(spec, "range")
+    if not isinstance(bounds, Mapping):
+        raise Unsupported(f"range on [{name}] needs an object of bounds")
+    check_keys(bounds, ("gte", "gt", "lte", "lt", "boost"), f"range on [{name}]")
+    return name, bounds
+
+
+def terms_field(spec: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """(field name, values) of a ``terms`` query's body."""
+    names = [key for key in spec if key != "boost"]
+    if len(names) != 1 or not isinstance(spec[names[0]], list):
+        raise Unsupported(f"terms takes one field and a list of values, got {spec!r}"[:300])
+    return names[0], spec[names[0]]
 
 
 class SqlFilters:
@@ -148,18 +166,11 @@ class SqlFilters:
         return (f"d.row IN ({subquery})", [field.path, *params])
 
     def _term_sql(self, spec: Mapping[str, Any]) -> SQL:
-        name, value = one(spec, "term")
-        if isinstance(value, Mapping):
-            check_keys(value, ("value", "boost"), "term")
-            value = value.get("value")
-        return self._terms_sql({name: [value]})
+        return self._terms_sql(term_as_terms(spec))
 
     def _terms_sql(self, spec: Mapping[str, Any]) -> SQL:
-        names = [key for key in spec if key != "boost"]
-        if len(names) != 1 or not isinstance(spec[names[0]], list):
-            raise Unsupported(f"terms takes one field and a list of values, got {spec!r}"[:300])
-        field = self._field(names[0], "terms")
-        values = spec[names[0]]
+        name, values = terms_field(spec)
+        field = self._field(name, "terms")
         if field is None or not values:
             return ("0", [])
         coerced = [coerce(field, value) for value in values]
@@ -167,10 +178,7 @@ class SqlFilters:
         return self._values_sql(field, condition, coerced)
 
     def _range_sql(self, spec: Mapping[str, Any]) -> SQL:
-        name, bounds = one(spec, "range")
-        if not isinstance(bounds, Mapping):
-            raise Unsupported(f"range on [{name}] needs an object of bounds")
-        check_keys(bounds, ("gte", "gt", "lte", "lt", "boost"), f"range on [{name}]")
+        name, bounds = range_bounds(spec)
         field = self._field(name, "range")
         if field is None:
             return ("0", [])

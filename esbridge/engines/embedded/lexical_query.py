@@ -17,7 +17,17 @@ from typing import Any
 
 import tantivy
 
-from esbridge.engines.embedded.filters import Unsupported, check_keys, clauses, coerce, minimum_should_match, one
+from esbridge.engines.embedded.filters import (
+    Unsupported,
+    check_keys,
+    clauses,
+    coerce,
+    minimum_should_match,
+    one,
+    range_bounds,
+    term_as_terms,
+    terms_field,
+)
 from esbridge.engines.embedded.lexical import ID, Layout
 from esbridge.engines.embedded.mapping import Field
 
@@ -206,18 +216,11 @@ class Translator:
         return tantivy.Query.term_set_query(self.schema, ID, values) if values else tantivy.Query.empty_query()
 
     def _term(self, spec: Mapping[str, Any]) -> tantivy.Query:
-        name, value = one(spec, "term")
-        if isinstance(value, Mapping):
-            check_keys(value, ("value", "boost"), "term")
-            value = value.get("value")
-        return self._terms({name: [value]})
+        return self._terms(term_as_terms(spec))
 
     def _terms(self, spec: Mapping[str, Any]) -> tantivy.Query:
-        names = [key for key in spec if key != "boost"]
-        if len(names) != 1 or not isinstance(spec[names[0]], list):
-            raise Unsupported(f"terms takes one field and a list of values, got {spec!r}"[:300])
-        field = self._filter_field(names[0], "terms")
-        values = spec[names[0]]
+        name, values = terms_field(spec)
+        field = self._filter_field(name, "terms")
         if field is None or not values:
             return tantivy.Query.empty_query()
         coerced = [coerce(field, value) for value in values]
@@ -232,10 +235,7 @@ class Translator:
         return tantivy.Query.term_set_query(self.schema, name, [str(v) for v in coerced])
 
     def _range(self, spec: Mapping[str, Any]) -> tantivy.Query | None:
-        name, bounds = one(spec, "range")
-        if not isinstance(bounds, Mapping):
-            raise Unsupported(f"range on [{name}] needs an object of bounds")
-        check_keys(bounds, ("gte", "gt", "lte", "lt", "boost"), f"range on [{name}]")
+        name, bounds = range_bounds(spec)
         field = self._filter_field(name, "range")
         if field is None:
             return tantivy.Query.empty_query()
