@@ -133,7 +133,9 @@ class DataDir:
                 field.path: VectorIndex(ann.path_for(self.root, record.id, field.path), field.dimension)
                 for field in record.schema.vector_fields
             }
-            found = Handles(-1, LexicalIndex(folder, layout), vectors)
+            fresh = not (folder / lexical.STATE).exists()
+            text = LexicalIndex(folder, layout, writer=self._try_writer() if fresh else self.writing)
+            found = Handles(-1, text, vectors)
             self._handles[record.id] = found
         db = store.db
         latest = _latest(db, record.id)

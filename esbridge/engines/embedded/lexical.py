@@ -33,7 +33,7 @@ SEPARATOR = "\x1f"
 TOKENIZER = "esbridge_tokens"
 ROW = "_row"
 ID = "_id"
-_STATE = "state.json"
+STATE = "state.json"
 FORMAT = 1
 """Part of every layout digest: a change to how documents are indexed here builds new directories."""
 _WRITER_HEAP = 256_000_000
@@ -128,11 +128,12 @@ def _scalars(value: Any) -> list[Any]:
 class LexicalIndex:
     """The tantivy index of one esbridge index; writes only through the process holding the writer lock."""
 
-    def __init__(self, folder: Path, layout: Layout) -> None:
+    def __init__(self, folder: Path, layout: Layout, *, writer: bool) -> None:
+        """``writer``: this process holds the writer lock (only then may a half-built directory be cleared)."""
         self.folder = folder
         self.layout = layout
-        self.fresh = not (folder / _STATE).exists()
-        if self.fresh and folder.exists():
+        self.fresh = not (folder / STATE).exists()
+        if self.fresh and writer and folder.exists():
             shutil.rmtree(folder)  # a build that never recorded its first state: start over
         folder.mkdir(parents=True, exist_ok=True)
         self.index = tantivy.Index(layout.schema, path=str(folder), reuse=True)
@@ -145,12 +146,12 @@ class LexicalIndex:
 
     def _read_state(self) -> int:
         try:
-            return int(json.loads((self.folder / _STATE).read_text())["applied"])
+            return int(json.loads((self.folder / STATE).read_text())["applied"])
         except (OSError, ValueError, KeyError):
             return 0
 
     def _write_state(self, applied: int) -> None:
-        target = self.folder / _STATE
+        target = self.folder / STATE
         scratch = target.with_suffix(".tmp")
         scratch.write_text(json.dumps({"applied": applied}))
         os.replace(scratch, target)
