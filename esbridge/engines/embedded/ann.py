@@ -1,7 +1,7 @@
 """Approximate kNN: a usearch HNSW graph per vector field, persisted beside the database.
 
 ``<data_dir>/vectors/<index id>.<field>.usearch`` holds the graph and its vectors (bfloat16, cosine;
-M = 16, 64 candidates while building, 96 while searching: see benchmarks/libraries.py), keyed by database
+M = 16, 64 candidates while building, 256 while searching: see benchmarks/libraries.py), keyed by database
 row; ``.json`` beside it records the last change the file holds. Writes update the graph in memory; the
 file is rewritten now and then (``save``), and a process that opens it replays the changes since
 (``changes`` in the database), so a crash loses no vector and a reopen rebuilds nothing.
@@ -34,7 +34,7 @@ EXPANSION_ADD = 64
 SUBSET_CACHE_ROWS = 50_000
 """Allowed sets up to this size keep their vectors in memory (``SUBSET_CACHE_SLOTS`` of them, newest first)."""
 SUBSET_CACHE_SLOTS = 4
-EXPANSION_SEARCH = 96
+EXPANSION_SEARCH = 256
 
 
 class VectorIndex:
@@ -58,6 +58,7 @@ class VectorIndex:
             try:
                 applied = int(json.loads(meta.read_text())["applied"])
                 self.graph.load(str(self.path))
+                self.graph.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]  # the file keeps its own width
             except (OSError, ValueError, KeyError, RuntimeError):
                 self.graph = self._empty()  # unreadable: the caller rebuilds it from the database
             else:

@@ -2,8 +2,9 @@
 
 ``match`` is a disjunction (or conjunction, ``operator: and``) of term queries over the analysed tokens;
 ``multi_match`` ``best_fields`` a dis-max of per-field matches with ``tie_breaker``, ``most_fields`` their
-sum, ``cross_fields`` per query term a dis-max over the fields (Lucene blends the fields' document
-frequencies as well; tantivy keeps each field's own); ``field^boost`` a boost on the field's query.
+sum, ``cross_fields`` per query term a dis-max over the fields, each field's IDF replaced by the blended
+one (the largest document frequency among the fields, as Lucene's ``BlendedTermQuery``) through its
+boost; ``field^boost`` a boost on the field's query.
 Filters (``term``, ``terms``, ``range`` on numbers and dates, ``ids``, ``exists`` on keyword and numeric
 fields, ``match_all``, ``match_none``, ``bool``) become tantivy queries scored as constants: their
 ``boost`` in a scoring position, 0 in a filter. ``translate`` answers None for what tantivy cannot express
@@ -12,6 +13,7 @@ here (``knn``, ranges over keywords, ``exists`` on text); the caller then evalua
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -43,6 +45,11 @@ def _boolean(parts: Sequence[tuple[tantivy.Occur, tantivy.Query]], minimum: int 
     return tantivy.Query.boolean_query(list(parts))
 
 
+def _idf(frequency: int, documents: int) -> float:
+    """BM25's IDF, as Lucene and tantivy compute it: ln(1 + (N - n + 0.5) / (n + 0.5))."""
+    return math.log(1.0 + (documents - frequency + 0.5) / (frequency + 0.5))
+
+
 def _boosted(query: tantivy.Query, boost: float) -> tantivy.Query:
     return query if boost == 1.0 else tantivy.Query.boost_query(query, boost)
 
@@ -50,8 +57,11 @@ def _boosted(query: tantivy.Query, boost: float) -> tantivy.Query:
 class Translator:
     """Builds tantivy queries over one index's ``Layout``."""
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, searcher: tantivy.Searcher | None = None) -> None:
+        """``searcher`` gives the document frequencies ``cross_fields`` blends; without one it does not blend."""
         self.layout = layout
+        self.searcher = searcher
+        self.documents = int(searcher.num_docs) if searcher is not None else 0
         self.schema = layout.schema
         self.fields = layout.fields.fields
 
@@ -150,7 +160,13 @@ class Translator:
             assert analysis is not None
             terms = []
             for token in analysis.analyze(text):
-                alternatives = [_boosted(self._token(field, token), weight) for field, weight in members]
+                alternatives = [
+                    _boosted(self._token(field, token), weight * blend)
+                    for (field, weight), blend in zip(members, self._blend(members, token), strict=True)
+                    if blend > 0
+                ]
+                if not alternatives:
+                    continue
                 terms.append(
                     alternatives[0]
                     if len(alternatives) == 1
@@ -160,6 +176,16 @@ class Translator:
         if len(grouped) == 1:
             return grouped[0]
         return tantivy.Query.disjunction_max_query(grouped, tie_breaker) if grouped else _boolean([])
+
+    def _blend(self, members: Sequence[tuple[Field, float]], token: str) -> list[float]:
+        """Per field, the factor that turns its own IDF of ``token`` into the blended one: Lucene's
+        ``BlendedTermQuery`` scores every field with the largest document frequency among them, so a word
+        rare in titles but common in bodies does not count as rare in titles. 0 where the field lacks it."""
+        if self.searcher is None or len(members) == 1:
+            return [1.0] * len(members)
+        frequencies = [self.searcher.doc_freq(self.layout.text[field.path], token) for field, _ in members]
+        common = max(frequencies)
+        return [_idf(common, self.documents) / _idf(n, self.documents) if n else 0.0 for n in frequencies]
 
     # Boolean composition
 

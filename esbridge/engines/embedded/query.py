@@ -55,6 +55,22 @@ def approximate(record: IndexRecord) -> bool:
     return str(record.settings.get("index", {}).get("knn", "false")).lower() == "true"
 
 
+def _only_exclusions(clause: Any) -> list[Any] | None:
+    """The ``must_not`` clauses of a ``bool`` that has nothing else, or None."""
+    if not isinstance(clause, Mapping) or list(clause) != ["bool"] or not isinstance(clause["bool"], Mapping):
+        return None
+    spec = clause["bool"]
+    if any(clauses(spec.get(key, [])) for key in ("must", "filter", "should")) or set(spec) - {
+        "must",
+        "filter",
+        "should",
+        "must_not",
+    }:
+        return None
+    excluded = clauses(spec.get("must_not", []))
+    return excluded or None
+
+
 class Searcher:
     """One search against one index."""
 
@@ -66,7 +82,7 @@ class Searcher:
         self.handles = handles
         self.shared = shared
         self.filters = SqlFilters(store, self.db, record)
-        self.translator = Translator(handles.lexical.layout)
+        self.translator = Translator(handles.lexical.layout, handles.lexical.searcher())
         self.results = Results(store, self.db, record, self.schema)
 
     # Filters as row sets
@@ -80,6 +96,11 @@ class Searcher:
         return (self.record.id, self.record.generation, json.dumps(clause, sort_keys=True, default=str))
 
     def _restriction(self, clause: Any) -> Restriction:
+        exclusion = _only_exclusions(clause)
+        if exclusion is not None:  # the lifecycle filter: read the few rows it excludes, not the many it keeps
+            failing = self.translator.translate({"bool": {"should": exclusion}}, scoring=False)
+            if failing is not None:
+                return None, set(self.handles.lexical.scores(failing))
         query = self.translator.translate(clause, scoring=False)
         if query is None:
             compiled = self.filters.sql(clause)
