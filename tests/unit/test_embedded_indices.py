@@ -273,3 +273,19 @@ def test_searches_run_beside_a_writer_and_see_each_committed_write(engine: Embed
     for reader in readers:
         reader.join()
     assert failures == []
+
+
+def test_a_new_text_field_rebuilds_the_full_text_index_once_and_drops_the_old_one(tmp_path: Path) -> None:
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        engine.create_index("idx", mapping(approximate=False))
+        engine.bulk("idx", [BulkAction("index", "a", {"body": "first words"})])
+        before = sorted(path.name for path in (tmp_path / "lexical").iterdir())
+        engine.put_mapping("idx", {"summary": {"type": "text", "analyzer": "english"}})
+        engine.bulk("idx", [BulkAction("index", "b", {"body": "second", "summary": "summaries matter"})])
+        after = sorted(path.name for path in (tmp_path / "lexical").iterdir())
+        assert len(before) == len(after) == 1 and before != after
+        assert [hit.id for hit in engine.search("idx", {"query": {"match": {"summary": "summary"}}}).hits] == ["b"]
+        assert [hit.id for hit in engine.search("idx", {"query": {"match": {"body": "words"}}}).hits] == ["a"]
+    finally:
+        engine.close()

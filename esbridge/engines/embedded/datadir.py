@@ -147,7 +147,10 @@ class DataDir:
         ]
         try:
             if (text.fresh or text.applied < latest) and self._try_writer():
+                rebuilt = text.fresh
                 self._apply_text(store, record, text)
+                if rebuilt:  # a new layout (the mapping changed) or a first build: earlier layouts are stale
+                    lexical.remove_all(self.root, record.id, keep=text.folder)
             else:
                 text.reload()
         finally:

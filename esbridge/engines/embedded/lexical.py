@@ -222,9 +222,10 @@ def folder_for(root: Path, index_id: int, layout: Layout) -> Path:
     return root / "lexical" / f"{index_id}-{layout.digest}"
 
 
-def remove_all(root: Path, index_id: int) -> None:
-    """Delete every lexical directory of ``index_id`` (all layouts)."""
+def remove_all(root: Path, index_id: int, *, keep: Path | None = None) -> None:
+    """Delete every lexical directory of ``index_id`` (all layouts but ``keep``)."""
     base = root / "lexical"
     if base.exists():
         for folder in base.glob(f"{index_id}-*"):
-            shutil.rmtree(folder, ignore_errors=True)
+            if folder != keep:
+                shutil.rmtree(folder, ignore_errors=True)
