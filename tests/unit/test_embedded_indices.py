@@ -244,6 +244,8 @@ def test_a_second_process_cannot_write_but_can_read_and_writes_once_the_first_cl
         holder.stdout.close()
     assert not second.bulk("idx", [BulkAction("index", "mine", {"body": "mine"})]).failed
     assert second.count("idx") == 2
+    for word in ("other", "mine"):  # the new writer carried on from the first one's state: nothing doubled
+        assert second.search("idx", {"query": {"match": {"body": word}}}).total == 1
     second.close()
 
 

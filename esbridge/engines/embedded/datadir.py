@@ -147,6 +147,7 @@ class DataDir:
         ]
         try:
             if (text.fresh or text.applied < latest) and self._try_writer():
+                text.recheck()  # this process may have read the state before another writer moved it
                 rebuilt = text.fresh
                 self._apply_text(store, record, text)
                 if rebuilt:  # a new layout (the mapping changed) or a first build: earlier layouts are stale
@@ -172,7 +173,8 @@ class DataDir:
                 chunk = rows[start : start + _BATCH]
                 documents = [(row, doc_id, source) for row, (doc_id, source) in store.hits(chunk).items()]
                 last = start + _BATCH >= len(rows)
-                text.apply(removed[start : start + _BATCH], documents, latest if last else text.applied)
+                seq = latest if last else text.applied
+                text.apply(removed[start : start + _BATCH], documents, seq, clear=text.fresh and start == 0)
         text.fresh = False
 
     def _apply_vectors(self, store: Store, record: IndexRecord, path: str, graph: VectorIndex) -> None:

@@ -144,6 +144,11 @@ class LexicalIndex:
         self._lock = threading.Lock()
         self.applied = self._read_state()
 
+    def recheck(self) -> None:
+        """Read the recorded state again (another process may have written since this one opened)."""
+        self.applied = self._read_state()
+        self.fresh = not (self.folder / STATE).exists()
+
     def _read_state(self) -> int:
         try:
             return int(json.loads((self.folder / STATE).read_text())["applied"])
@@ -157,12 +162,22 @@ class LexicalIndex:
         os.replace(scratch, target)
         self.applied = applied
 
-    def apply(self, changed: Sequence[int], documents: Iterable[tuple[int, str, Mapping[str, Any]]], seq: int) -> None:
-        """Replace the documents of rows ``changed`` (gone when not in ``documents``); commit; record ``seq``."""
+    def apply(
+        self,
+        changed: Sequence[int],
+        documents: Iterable[tuple[int, str, Mapping[str, Any]]],
+        seq: int,
+        *,
+        clear: bool = False,
+    ) -> None:
+        """Replace the documents of rows ``changed`` (gone when not in ``documents``); commit; record ``seq``.
+        ``clear``: delete every document first (a full build over whatever a crashed build left)."""
         with self._lock:
             if self._writer is None:
                 self._writer = self.index.writer(heap_size=_WRITER_HEAP)
             writer = self._writer
+            if clear:
+                writer.delete_all_documents()
             if changed:  # (delete_documents_by_term does not match an int against a u64 field)
                 writer.delete_documents_by_query(tantivy.Query.term_set_query(self.layout.schema, ROW, list(changed)))
             for row, doc_id, source in documents:
