@@ -16,7 +16,6 @@ cosinesimil, (1 + cos) / 2.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections import OrderedDict
@@ -26,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 from usearch.index import Index
+
+from esbridge.engines.embedded.progress import read_applied, write_applied
 
 EXACT_BELOW = 10_000
 """Indices and allowed sets this small are searched exactly: as fast as the graph, and exact."""
@@ -53,13 +54,12 @@ class VectorIndex:
         self._subsets: OrderedDict[Hashable, tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]] = OrderedDict()
         self.applied = self.saved = 0
         self.built = False
-        meta = self.path.with_suffix(".json")
-        if self.path.exists() and meta.exists():
+        applied = read_applied(self.path.with_suffix(".json"))
+        if self.path.exists() and applied is not None:
             try:
-                applied = int(json.loads(meta.read_text())["applied"])
                 self.graph.load(str(self.path))
                 self.graph.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]  # the file keeps its own width
-            except (OSError, ValueError, KeyError, RuntimeError):
+            except (OSError, ValueError, RuntimeError):
                 self.graph = self._empty()  # unreadable: the caller rebuilds it from the database
             else:
                 self.applied = self.saved = applied
@@ -98,10 +98,7 @@ class VectorIndex:
             scratch = self.path.with_suffix(".tmp")
             self.graph.save(str(scratch))
             os.replace(scratch, self.path)
-            meta = self.path.with_suffix(".json")
-            scratch_meta = meta.with_suffix(".jtmp")
-            scratch_meta.write_text(json.dumps({"applied": applied}))
-            os.replace(scratch_meta, meta)
+            write_applied(self.path.with_suffix(".json"), applied)
             self.saved = applied
 
     def nearest(

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,6 +26,7 @@ import tantivy
 
 from esbridge.engines.embedded.analysis import NATIVE
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema
+from esbridge.engines.embedded.progress import read_applied, write_applied
 from esbridge.engines.embedded.store import indexed_value
 
 SEPARATOR = "\x1f"
@@ -150,16 +150,10 @@ class LexicalIndex:
         self.fresh = not (self.folder / STATE).exists()
 
     def _read_state(self) -> int:
-        try:
-            return int(json.loads((self.folder / STATE).read_text())["applied"])
-        except (OSError, ValueError, KeyError):
-            return 0
+        return read_applied(self.folder / STATE) or 0
 
     def _write_state(self, applied: int) -> None:
-        target = self.folder / STATE
-        scratch = target.with_suffix(".tmp")
-        scratch.write_text(json.dumps({"applied": applied}))
-        os.replace(scratch, target)
+        write_applied(self.folder / STATE, applied)
         self.applied = applied
 
     def apply(
