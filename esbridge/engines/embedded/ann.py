@@ -1,7 +1,7 @@
 """Approximate kNN: a usearch HNSW graph per vector field, persisted beside the database.
 
 ``<data_dir>/vectors/<index id>.<field>.usearch`` holds the graph and its vectors (bfloat16, cosine;
-M = 16, 64 candidates while building, 256 while searching: see benchmarks/libraries.py), keyed by database
+M = 16, 128 candidates while building, 256 while searching: see benchmarks/graph_build.py), keyed by database
 row; ``.json`` beside it records the last change the file holds. Writes update the graph in memory; the
 file is rewritten now and then (``save``), and a process that opens it replays the changes since
 (``changes`` in the database), so a crash loses no vector and a reopen rebuilds nothing.
@@ -31,7 +31,7 @@ from esbridge.engines.embedded.progress import read_applied, write_applied
 EXACT_BELOW = 10_000
 """Indices and allowed sets this small are searched exactly: as fast as the graph, and exact."""
 CONNECTIVITY = 16
-EXPANSION_ADD = 64
+EXPANSION_ADD = 128
 SUBSET_CACHE_ROWS = 50_000
 """Allowed sets up to this size keep their vectors in memory (``SUBSET_CACHE_SLOTS`` of them, newest first)."""
 SUBSET_CACHE_SLOTS = 4
