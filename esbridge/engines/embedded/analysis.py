@@ -1,14 +1,16 @@
-"""Text analysis emulated in Python, feeding SQLite FTS5.
+"""Text analysis: the built-in analyzers run in tantivy (Rust), custom ones are emulated in Python.
 
-FTS5 has one tokenizer per table, so each index has up to two full-text tables: ``en`` (FTS5's
-``porter`` stemmer over ``unicode61``) for English-analysed fields and ``ex`` (plain ``unicode61``)
-for everything else. Python splits and filters the text first (the analyzer's tokenizer and token
-filters), then FTS5 lowercases and, in ``en``, stems. Approximations of the Lucene analyzers:
+The built-in analyzers are tantivy ``TextAnalyzer`` chains registered on every full-text index under the
+names in ``NATIVE``; tantivy runs them while it indexes (in its own threads), and a query's text goes
+through the same chain (``FieldAnalysis.analyze``), so index and query analysis cannot drift apart.
+Emulations of the Lucene analyzers OpenSearch applies:
 
-- ``english``: words (``\\w+``), Lucene's English stop words removed, Porter stemming (FTS5's
-  Porter, not Lucene's Porter2-ish ``porter_stem`` + possessive filter; stems may differ at the edges).
+- ``english``: words (``\\w+``), lowercased, Lucene's English stop words removed, English (Porter2/Snowball)
+  stemming. Lucene applies the original Porter algorithm and strips possessives first; the stems differ
+  for a few words (``generalization``: Porter ``gener``, Porter2 ``general``).
 - ``standard``: words (``\\w+``) lowercased; Unicode word-break rules (UAX #29) are not followed exactly.
-- custom analyzers with ``standard``/``pattern``/``whitespace``/``keyword`` tokenizers and the
+- ``simple``, ``whitespace``, ``keyword`` as in Lucene.
+- custom analyzers, in Python, with ``standard``/``pattern``/``whitespace``/``keyword`` tokenizers and the
   ``lowercase``, ``asciifolding``, ``stop`` and ``word_delimiter(_graph)`` filters; the latter keeps
   identifiers whole and split, so ``getUserName``, ``user_name`` and ``os.path.join`` match by parts and whole.
 """
@@ -17,11 +19,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-Table = Literal["en", "ex"]
+import tantivy
+
 Analyzer = Callable[[str], list[str]]
 
 # Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET.
@@ -62,10 +65,7 @@ ENGLISH_STOP_WORDS = frozenset(
         "with",
     ]
 )
-# What the ``ex`` table's tokenizer keeps inside a token, so code identifiers stay whole.
-TOKEN_CHARS = "._$-"  # noqa: S105 (not a password)
 _WORDS = re.compile(r"\w+")
-_NOT_TOKEN = re.compile(r"[^\w.$\-]+")
 _CASE_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^\W\d_A-Za-z]+")
 
 
@@ -75,20 +75,40 @@ class UnsupportedAnalysis(ValueError):
 
 @dataclass(frozen=True)
 class FieldAnalysis:
-    table: Table
     analyze: Analyzer
+    native: str | None = None
+    """The name of the tantivy analyzer that does the same while indexing; None: tokens come from ``analyze``."""
 
 
-def _words(text: str) -> list[str]:
-    return [word.lower() for word in _WORDS.findall(text)]
+def _chain(tokenizer: tantivy.Tokenizer, *filters: tantivy.Filter) -> tantivy.TextAnalyzer:
+    builder = tantivy.TextAnalyzerBuilder(tokenizer)
+    for step in filters:
+        builder = builder.filter(step)
+    return builder.build()
 
 
-def _english(text: str) -> list[str]:
-    return [word for word in _words(text) if word not in ENGLISH_STOP_WORDS]
+NATIVE: Mapping[str, tantivy.TextAnalyzer] = {
+    "esbridge_english": _chain(
+        tantivy.Tokenizer.regex(r"\w+"),
+        tantivy.Filter.lowercase(),
+        tantivy.Filter.custom_stopword(sorted(ENGLISH_STOP_WORDS)),
+        tantivy.Filter.stemmer("english"),
+    ),
+    "esbridge_standard": _chain(tantivy.Tokenizer.regex(r"\w+"), tantivy.Filter.lowercase()),
+    "esbridge_simple": _chain(tantivy.Tokenizer.regex(r"[^\W\d_]+"), tantivy.Filter.lowercase()),
+    "esbridge_whitespace": _chain(tantivy.Tokenizer.whitespace()),
+    "esbridge_keyword": _chain(tantivy.Tokenizer.raw()),
+}
 
 
-def _simple(text: str) -> list[str]:
-    return [word.lower() for word in re.findall(r"[^\W\d_]+", text)]
+def _native(name: str) -> FieldAnalysis:
+    analyzer = NATIVE[f"esbridge_{name}"]
+
+    def analyze(text: str) -> list[str]:
+        tokens: list[str] = analyzer.analyze(text)
+        return tokens
+
+    return FieldAnalysis(analyze, f"esbridge_{name}")
 
 
 def _whitespace(text: str) -> list[str]:
@@ -96,11 +116,7 @@ def _whitespace(text: str) -> list[str]:
 
 
 BUILTIN: Mapping[str, FieldAnalysis] = {
-    "english": FieldAnalysis("en", _english),
-    "standard": FieldAnalysis("ex", _words),
-    "simple": FieldAnalysis("ex", _simple),
-    "whitespace": FieldAnalysis("ex", _whitespace),
-    "keyword": FieldAnalysis("ex", lambda text: [text]),
+    name: _native(name) for name in ("english", "standard", "simple", "whitespace", "keyword")
 }
 
 
@@ -162,7 +178,7 @@ def _custom(name: str, spec: Mapping[str, Any], analysis: Mapping[str, Any]) -> 
             tokens = token_filter(tokens)
         return tokens
 
-    return FieldAnalysis("ex", analyze)
+    return FieldAnalysis(analyze)
 
 
 def field_analysis(analyzer: str | None, analysis: Mapping[str, Any]) -> FieldAnalysis:
@@ -174,17 +190,3 @@ def field_analysis(analyzer: str | None, analysis: Mapping[str, Any]) -> FieldAn
     if name in BUILTIN:
         return BUILTIN[name]
     raise UnsupportedAnalysis(f"analyzer {name!r}")
-
-
-def fts_text(tokens: Sequence[str]) -> str:
-    """Tokens as text the FTS5 tokenizer splits back into the same tokens."""
-    return " ".join(part for token in tokens for part in _NOT_TOKEN.split(token) if part)
-
-
-def fts_terms(tokens: Sequence[str], operator: str = "or") -> str | None:
-    """An FTS5 query expression matching any (or all) of ``tokens``; None when there are none."""
-    terms = list(dict.fromkeys(part for token in tokens for part in _NOT_TOKEN.split(token) if part))
-    if not terms:
-        return None
-    joiner = " AND " if operator == "and" else " OR "
-    return "(" + joiner.join('"' + term.replace('"', '""') + '"' for term in terms) + ")"

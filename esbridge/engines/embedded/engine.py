@@ -1,9 +1,9 @@
 """The embedded engine: esbridge on a laptop, no cluster. Speaks the OpenSearch dialect (the subset
-esbridge sends, see ``query``) over one SQLite database in a data directory."""
+esbridge sends, see ``query``) over a data directory: one SQLite database (the documents, the truth),
+tantivy indices for full text and usearch graphs for vectors beside it (see ``datadir``)."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import fnmatch
 import re
@@ -13,6 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import tantivy
+import usearch
+
 import esbridge
 from esbridge import errors
 from esbridge.config.settings import Settings
@@ -20,40 +23,18 @@ from esbridge.engines import paging, responses
 from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Dialect, IndexInfo, SearchResult
 from esbridge.engines.blocks import BLOCKED_STATUS, cluster_block_reason
 from esbridge.engines.capabilities import OPENSEARCH_NEURAL_FEATURES, Capabilities
+from esbridge.engines.embedded.datadir import WriterBusy, close_shared, open_shared
 from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema
 from esbridge.engines.embedded.query import Searcher, Unsupported
+from esbridge.engines.embedded.settings import index_settings, merge
 from esbridge.engines.embedded.store import IndexRecord, Store
-from esbridge.engines.embedded.vectors import VectorCache
 
 _INVALID_NAME = re.compile(r'[\\/*?"<>| ,#:A-Z]')
 
 
-def _merge(target: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
-    for key, value in patch.items():
-        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
-            _merge(target[key], value)
-        else:
-            target[key] = copy.deepcopy(value)
-    return target
-
-
-def _index_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The create-index ``settings`` in the nested form ``{"index": {...}}`` (flat and dotted keys folded in)."""
-    index: dict[str, Any] = {}
-    for key, value in settings.items():
-        if key == "index" and isinstance(value, Mapping):
-            _merge(index, value)
-            continue
-        target = index
-        parts = key.removeprefix("index.").split(".")
-        for part in parts[:-1]:
-            target = target.setdefault(part, {})
-        target[parts[-1]] = copy.deepcopy(value)
-    return {"index": index}
-
-
 class EmbeddedEngine(paging.ScanBySearch):
-    """An ``Engine`` over ``<data_dir>/esbridge.sqlite3``; reports the ``opensearch`` dialect."""
+    """An ``Engine`` over a data directory; reports the ``opensearch`` dialect. Searches run concurrently
+    (each thread reads through its own connection); one process at a time writes (``WriterBusy``)."""
 
     def __init__(self, data_dir: Path | str) -> None:
         self._dir = Path(data_dir).expanduser()
@@ -62,7 +43,7 @@ class EmbeddedEngine(paging.ScanBySearch):
             self._store = Store(self._dir)
         except (OSError, sqlite3.Error) as exc:
             raise errors.EngineUnavailable(f"cannot open the database: {exc}", url=self._url, operation="open") from exc
-        self._vectors = VectorCache()
+        self._shared = open_shared(self._dir)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EmbeddedEngine:
@@ -88,8 +69,24 @@ class EmbeddedEngine(paging.ScanBySearch):
             yield
         except (Unsupported, MappingError) as exc:
             raise errors.RequestRejected(str(exc), url=self._url, operation=operation, index=index, status=400) from exc
+        except WriterBusy as exc:
+            raise errors.EngineUnavailable(str(exc), url=self._url, operation=operation, index=index) from exc
         except sqlite3.Error as exc:
             raise errors.EngineResponseError(f"SQLite: {exc}", url=self._url, operation=operation, index=index) from exc
+
+    @contextmanager
+    def _writing(self, operation: str, index: str | None = None) -> Iterator[sqlite3.Connection]:
+        """A write transaction, in the process that holds the data directory's writer lock."""
+        with self._call(operation, index):
+            self._shared.hold_writer()
+            with self._store.write() as db:
+                yield db
+
+    def _refresh(self, record: IndexRecord) -> None:
+        """Bring the index's full-text index and graphs up to the write just committed."""
+        current = self._store.index(record.name)
+        if current is not None:
+            self._shared.ready(self._store, current)
 
     def _missing(self, operation: str, name: str) -> errors.IndexNotFound:
         return errors.IndexNotFound(
@@ -143,17 +140,22 @@ class EmbeddedEngine(paging.ScanBySearch):
             url=self._url,
             health="green",
             knn=True,
-            plugins={"sqlite": sqlite3.sqlite_version},
+            plugins={
+                "sqlite": sqlite3.sqlite_version,
+                "tantivy": str(getattr(tantivy, "__version__", "?")),
+                "usearch": str(getattr(usearch, "__version__", "?")),
+            },
             native_hybrid=dict.fromkeys(OPENSEARCH_NEURAL_FEATURES, False),
             features={"text_analysis": True, "reindex": True},
             notes=[
-                "embedded: exact cosine kNN (numpy), BM25 from SQLite FTS5, analysers emulated in Python",
+                "embedded: BM25 from tantivy (k1=1.2, b=0.75), HNSW kNN from usearch (exact without index.knn), "
+                "analysers emulated in Python",
                 "no native hybrid query: esbridge fuses results client-side",
             ],
         )
 
     def index_exists(self, index: str) -> bool:
-        with self._call("check index", index), self._store.lock:
+        with self._call("check index", index), self._store.read():
             return self._store.index(index) is not None or bool(self._store.alias_targets(index))
 
     def create_index(self, index: str, body: Mapping[str, Any]) -> None:
@@ -163,9 +165,9 @@ class EmbeddedEngine(paging.ScanBySearch):
         unknown = sorted(set(body) - {"settings", "mappings", "aliases"})
         if unknown or body.get("aliases"):
             raise self._rejected(f"unsupported create-index keys {unknown or ['aliases']}", operation, index)
-        settings = _index_settings(body.get("settings") or {})
+        settings = index_settings(body.get("settings") or {})
         mappings = copy.deepcopy(dict(body.get("mappings") or {}))
-        with self._call(operation, index), self._store.write():
+        with self._writing(operation, index):
             if self._store.index(index) is not None:
                 raise errors.IndexAlreadyExists(
                     f"index [{index}] already exists", url=self._url, operation=operation, index=index, status=400
@@ -174,10 +176,13 @@ class EmbeddedEngine(paging.ScanBySearch):
                 raise self._rejected(f"an alias named [{index}] exists", operation, index)
             schema = Schema(mappings, settings["index"].get("analysis", {}))
             self._store.create_index(index, settings, mappings, schema)
+            created = self._store.index(index)
+        assert created is not None
+        self._shared.forget(created.id)  # structures a database without id reuse protection may have left
 
     def delete_index(self, index: str, *, missing_ok: bool = False) -> bool:
         operation = "delete index"
-        with self._call(operation, index), self._store.write():
+        with self._writing(operation, index):
             record = self._store.index(index)
             if record is None:
                 if self._store.alias_targets(index):
@@ -188,11 +193,11 @@ class EmbeddedEngine(paging.ScanBySearch):
                     return False
                 raise self._missing(operation, index)
             self._store.delete_index(record)
-            self._vectors.forget(record.id)
+        self._shared.forget(record.id)
         return True
 
     def refresh(self, index: str) -> None:
-        with self._call("refresh", index), self._store.lock:
+        with self._call("refresh", index), self._store.read():
             self._concrete(index, "refresh")  # writes are visible at commit; only the name is checked
 
     def list_indices(self, pattern: str) -> list[IndexInfo]:
@@ -215,12 +220,12 @@ class EmbeddedEngine(paging.ScanBySearch):
             return infos
 
     def alias_targets(self, alias: str) -> list[str]:
-        with self._call("read alias", alias), self._store.lock:
+        with self._call("read alias", alias), self._store.read():
             return [name for name, _ in self._store.alias_targets(alias)]
 
     def update_aliases(self, actions: Sequence[Mapping[str, Any]]) -> None:
         operation = "update aliases"
-        with self._call(operation), self._store.write() as db:
+        with self._writing(operation) as db:
             for action in actions:
                 kind, spec = next(iter(action.items())) if len(action) == 1 else ("", {})
                 if kind not in ("add", "remove") or not isinstance(spec, Mapping):
@@ -254,17 +259,17 @@ class EmbeddedEngine(paging.ScanBySearch):
                     )
 
     def get_mapping(self, index: str) -> dict[str, Any]:
-        with self._call("read mapping", index), self._store.lock:
+        with self._call("read mapping", index), self._store.read():
             return copy.deepcopy(self._one(index, "read mapping").mappings)
 
     def get_index_settings(self, index: str) -> dict[str, Any]:
-        with self._call("read settings", index), self._store.lock:
+        with self._call("read settings", index), self._store.read():
             settings = copy.deepcopy(self._one(index, "read settings").settings["index"])
         return dict(settings)
 
     def put_mapping(self, index: str, properties: Mapping[str, Any]) -> None:
         operation = "update mapping"
-        with self._call(operation, index), self._store.write():
+        with self._writing(operation, index):
             record = self._write_target(index, operation)
             live = record.mappings.setdefault("properties", {})
             for name, wanted in properties.items():
@@ -275,16 +280,17 @@ class EmbeddedEngine(paging.ScanBySearch):
                         operation,
                         index,
                     )
-                live[name] = _merge(copy.deepcopy(current or {}), wanted)
+                live[name] = merge(copy.deepcopy(current or {}), wanted)
             Schema(record.mappings, record.settings["index"].get("analysis", {}))
             self._store.replace_mappings(record, record.mappings)
+        self._refresh(record)
 
     def set_write_block(self, index: str, blocked: bool) -> None:
         operation = "block writes" if blocked else "allow writes"
-        with self._call(operation, index), self._store.write():
+        with self._writing(operation, index):
             for record in self._concrete(index, operation):
                 patch = {"index": {"blocks": {"write": "true" if blocked else "false"}}}
-                self._store.replace_settings(record, _merge(copy.deepcopy(record.settings), patch))
+                self._store.replace_settings(record, merge(copy.deepcopy(record.settings), patch))
 
     def count(self, index: str) -> int:
         with self._call("count", index), self._store.read():
@@ -292,7 +298,7 @@ class EmbeddedEngine(paging.ScanBySearch):
 
     def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
         operation = "reindex"
-        with self._call(operation, dest), self._store.write():
+        with self._writing(operation, dest):
             origin = self._one(source, operation)
             target = self._write_target(dest, operation)
             schema = target.schema
@@ -318,6 +324,7 @@ class EmbeddedEngine(paging.ScanBySearch):
                     ) from exc
                 self._store.put_document(target, schema, doc_id, document)
             self._store.bump(target.id)
+        self._refresh(target)
         return len(rows)
 
     def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
@@ -327,7 +334,7 @@ class EmbeddedEngine(paging.ScanBySearch):
             return BulkResult(succeeded=[], failed=[])
         succeeded: list[str] = []
         failed: list[BulkItemFailure] = []
-        with self._call(operation, index), self._store.write():
+        with self._writing(operation, index):
             record = self._write_target(index, operation)
             if record.write_blocked:
                 reason = cluster_block_reason(record.name)
@@ -340,6 +347,8 @@ class EmbeddedEngine(paging.ScanBySearch):
                 else:
                     failed.append(problem)
             self._store.bump(record.id)
+        with self._call(operation, index):
+            self._refresh(record)
         return BulkResult(succeeded=succeeded, failed=failed)
 
     def _apply(self, record: IndexRecord, schema: Schema, action: BulkAction) -> BulkItemFailure | None:
@@ -355,7 +364,7 @@ class EmbeddedEngine(paging.ScanBySearch):
             row = self._store.document_row(record.id, action.id)
             if row is None:
                 return BulkItemFailure(action.id, 404, f"document_missing_exception: [{action.id}]: document missing")
-            document = _merge(self._store.full_source(row), document)
+            document = merge(self._store.full_source(row), document)
         try:
             schema.check(document)
         except DocumentError as exc:
@@ -364,11 +373,12 @@ class EmbeddedEngine(paging.ScanBySearch):
         return None
 
     def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
-        with self._call("search", index), self._store.read():
+        # No read transaction: a row the indices return was committed before them, so a fresh read finds it.
+        with self._call("search", index):
             if not isinstance(index, str) or "," in index or "*" in index:
                 raise Unsupported(f"the embedded engine searches one index or alias, not [{index}]")
             record = self._one(index, "search")
-            answer = Searcher(self._store, record, self._vectors).run(body)
+            answer = Searcher(self._store, record, self._shared.ready(self._store, record), self._shared).run(body)
         return responses.search_result(answer, url=self._url, index=index)
 
     def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
@@ -381,36 +391,5 @@ class EmbeddedEngine(paging.ScanBySearch):
         return results
 
     def close(self) -> None:
+        close_shared(self._shared, self._store)
         self._store.close()
-
-
-class AsyncEmbeddedEngine:
-    """The query path of the embedded engine; each search runs in a worker thread."""
-
-    def __init__(self, data_dir: Path | str | None = None, *, engine: EmbeddedEngine | None = None) -> None:
-        if (data_dir is None) == (engine is None):
-            raise ValueError("give either data_dir or engine")
-        self._owned = engine is None
-        self._engine = engine if engine is not None else EmbeddedEngine(data_dir)  # type: ignore[arg-type]
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> AsyncEmbeddedEngine:
-        return cls(settings.data_dir)
-
-    @property
-    def dialect(self) -> Dialect:
-        return "opensearch"
-
-    @property
-    def url(self) -> str:
-        return self._engine.url
-
-    async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
-        return await asyncio.to_thread(self._engine.search, index, body)
-
-    async def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
-        return await asyncio.to_thread(self._engine.msearch, index, bodies)
-
-    async def close(self) -> None:
-        if self._owned:
-            self._engine.close()

@@ -9,15 +9,18 @@ One file, ``<data_dir>/esbridge.sqlite3``, in WAL mode. Tables:
 - ``fieldvals``: (field, value, row) of every keyword (as text), number, boolean and date (epoch ms)
   value, indexed, so filters and sorts are index lookups instead of JSON scans;
 - ``vectors``: float32 blobs per (document row, vector field);
-- ``fts_en_<index id>`` / ``fts_ex_<index id>``: FTS5 tables (rowid = document row) holding the analysed
-  text fields, one column each; ``en`` stems with Porter, ``ex`` does not.
+- ``changes``: (seq, index, row) of every document written or deleted, in order; the full-text and
+  vector indices beside the database (``lexical``, ``ann``) record the last seq they hold and catch up
+  from here, so a crash between the database's commit and theirs loses nothing.
 
 Every write request runs in one transaction (``BEGIN IMMEDIATE`` .. ``COMMIT``), so a crash leaves
-the database at the last committed request.
+the database at the last committed request. Each thread reads through its own connection (WAL lets
+readers run beside the writer); writes are serialised by a lock.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
@@ -30,15 +33,13 @@ from typing import Any
 import numpy as np
 
 from esbridge.engines.blocks import write_blocked
-from esbridge.engines.embedded.analysis import TOKEN_CHARS, fts_text
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, parse_date
 
 DB_FILE = "esbridge.sqlite3"
-_TOKENIZERS = {"en": "porter unicode61", "ex": f"unicode61 tokenchars '{TOKEN_CHARS}'"}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS indices (
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     name TEXT NOT NULL UNIQUE,
     settings TEXT NOT NULL,
     mappings TEXT NOT NULL,
@@ -70,6 +71,16 @@ CREATE TABLE IF NOT EXISTS vectors (
     data BLOB NOT NULL,
     PRIMARY KEY (row, field)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    index_id INTEGER NOT NULL,
+    row INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS changes_index ON changes (index_id, seq);
+CREATE TABLE IF NOT EXISTS change_floor (
+    index_id INTEGER PRIMARY KEY,
+    seq INTEGER NOT NULL
+);
 """
 
 
@@ -88,7 +99,7 @@ class IndexRecord:
     mappings: dict[str, Any]
     generation: int
 
-    @property
+    @functools.cached_property
     def schema(self) -> Schema:
         return Schema(self.mappings, self.settings.get("index", {}).get("analysis", {}))
 
@@ -97,64 +108,76 @@ class IndexRecord:
         return write_blocked(self.settings.get("index", {}))
 
 
-def fts_layout(schema: Schema) -> dict[str, dict[str, str]]:
-    """Table kind -> {field path -> FTS5 column}; columns are ``c0``, ``c1``, ... in field order."""
-    layout: dict[str, dict[str, str]] = {"en": {}, "ex": {}}
-    for field in schema.text_fields:
-        assert field.analysis is not None
-        columns = layout[field.analysis.table]
-        columns[field.path] = f"c{len(columns)}"
-    return layout
-
-
-def fts_table(index_id: int, kind: str) -> str:
-    return f"fts_{kind}_{index_id}"
-
-
 class Store:
-    """One connection to the database, shared by threads under a lock."""
+    """The database; each thread reads through its own connection, writes go one at a time under ``lock``."""
 
     def __init__(self, data_dir: Path) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.path = data_dir / DB_FILE
         self.lock = threading.RLock()
-        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._closed = False
+        self._records: dict[str, tuple[tuple[Any, ...], IndexRecord]] = {}
         self.db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode: a process crash loses nothing committed; a power cut may lose the last commits.
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.execute("PRAGMA busy_timeout=30000")
-        self.db.create_function("esb_date", 1, _sql_date, deterministic=True)
         with self.write():
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     self.db.execute(statement)
 
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        # NORMAL in WAL mode: a process crash loses nothing committed; a power cut may lose the last commits.
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        db.execute("PRAGMA busy_timeout=30000")
+        db.create_function("esb_date", 1, _sql_date, deterministic=True)
+        return db
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """This thread's connection."""
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            db = self._local.db = self._connect()
+            with self.lock:
+                self._connections.append(db)
+        return db
+
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One transaction: everything inside commits together or not at all."""
         with self.lock:
-            self.db.execute("BEGIN IMMEDIATE")
+            db = self.db
+            db.execute("BEGIN IMMEDIATE")
             try:
-                yield self.db
+                yield db
             except BaseException:
-                self.db.execute("ROLLBACK")
+                db.execute("ROLLBACK")
                 raise
-            self.db.execute("COMMIT")
+            db.execute("COMMIT")
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A consistent snapshot for several reads."""
-        with self.lock:
-            self.db.execute("BEGIN")
-            try:
-                yield self.db
-            finally:
-                self.db.execute("COMMIT")
+        db = self.db
+        if db.in_transaction:  # nested in a write or a read of this thread: already consistent
+            yield db
+            return
+        db.execute("BEGIN")
+        try:
+            yield db
+        finally:
+            db.execute("COMMIT")
 
     def close(self) -> None:
         with self.lock:
-            self.db.close()
+            self._closed = True
+            for db in self._connections:
+                db.close()
+            self._connections.clear()
 
     # Catalog
 
@@ -164,7 +187,13 @@ class Store:
         ).fetchone()
         if row is None:
             return None
-        return IndexRecord(row[0], row[1], json.loads(row[2]), json.loads(row[3]), row[4])
+        key = (row[0], row[4], row[2], row[3])
+        cached = self._records.get(row[1])
+        if cached is not None and cached[0] == key:
+            return cached[1]  # unchanged since last read: the same record, its schema already parsed
+        record = IndexRecord(row[0], row[1], json.loads(row[2]), json.loads(row[3]), row[4])
+        self._records[row[1]] = (key, record)
+        return record
 
     def index_names(self) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT name FROM indices ORDER BY name")]
@@ -186,26 +215,13 @@ class Store:
             (name, json.dumps(settings), json.dumps(mappings)),
         )
         assert cursor.lastrowid is not None
-        self._create_fts(cursor.lastrowid, schema)
-
-    def _create_fts(self, index_id: int, schema: Schema) -> None:
-        for kind, columns in fts_layout(schema).items():
-            if columns:
-                names = ", ".join(columns.values())
-                tokenize = _TOKENIZERS[kind]
-                self.db.execute(
-                    f'CREATE VIRTUAL TABLE {fts_table(index_id, kind)} USING fts5({names}, tokenize="{tokenize}")'
-                )
-
-    def _drop_fts(self, index_id: int) -> None:
-        for kind in _TOKENIZERS:
-            self.db.execute(f"DROP TABLE IF EXISTS {fts_table(index_id, kind)}")
 
     def delete_index(self, record: IndexRecord) -> None:
-        self._drop_fts(record.id)
         for table in ("vectors", "fieldvals"):
             self.db.execute(f"DELETE FROM {table} WHERE row IN (SELECT row FROM docs WHERE index_id = ?)", (record.id,))  # noqa: S608
         self.db.execute("DELETE FROM docs WHERE index_id = ?", (record.id,))
+        self.db.execute("DELETE FROM changes WHERE index_id = ?", (record.id,))
+        self.db.execute("DELETE FROM change_floor WHERE index_id = ?", (record.id,))
         self.db.execute("DELETE FROM indices WHERE id = ?", (record.id,))
 
     def replace_settings(self, record: IndexRecord, settings: Mapping[str, Any]) -> None:
@@ -213,7 +229,7 @@ class Store:
         self.db.execute("UPDATE indices SET settings = ? WHERE id = ?", (json.dumps(settings), record.id))
 
     def replace_mappings(self, record: IndexRecord, mappings: Mapping[str, Any]) -> None:
-        """Store new mappings and rebuild the full-text tables for them (their columns may have changed)."""
+        """Store new mappings and re-derive the filter values (the full-text index follows its layout digest)."""
         self.db.execute(
             "UPDATE indices SET mappings = ?, generation = generation + 1 WHERE id = ?",
             (json.dumps(mappings), record.id),
@@ -221,12 +237,9 @@ class Store:
         updated = self.index(record.name)
         assert updated is not None
         schema = updated.schema
-        self._drop_fts(record.id)
-        self._create_fts(record.id, schema)
         self.db.execute("DELETE FROM fieldvals WHERE row IN (SELECT row FROM docs WHERE index_id = ?)", (record.id,))
         for row, text in self.db.execute("SELECT row, source FROM docs WHERE index_id = ?", (record.id,)).fetchall():
             source = json.loads(text)
-            self._write_fts(record.id, schema, row, source)
             self.db.executemany(
                 "INSERT OR IGNORE INTO fieldvals (field, value, row) VALUES (?, ?, ?)",
                 [(path, value, row) for path, value in field_values(schema, source)],
@@ -275,7 +288,7 @@ class Store:
             "INSERT OR IGNORE INTO fieldvals (field, value, row) VALUES (?, ?, ?)",
             [(path, value, row) for path, value in field_values(schema, stored)],
         )
-        self._write_fts(record.id, schema, row, stored)
+        self.db.execute("INSERT INTO changes (index_id, row) VALUES (?, ?)", (record.id, row))
 
     def delete_document(self, record: IndexRecord, doc_id: str) -> bool:
         row = self.document_row(record.id, doc_id)
@@ -283,42 +296,12 @@ class Store:
             return False
         self._delete_dependents(record.id, row)
         self.db.execute("DELETE FROM docs WHERE row = ?", (row,))
+        self.db.execute("INSERT INTO changes (index_id, row) VALUES (?, ?)", (record.id, row))
         return True
 
     def _delete_dependents(self, index_id: int, row: int) -> None:
-        self._delete_fts(index_id, row)
         self.db.execute("DELETE FROM vectors WHERE row = ?", (row,))
         self.db.execute("DELETE FROM fieldvals WHERE row = ?", (row,))
-
-    def _write_fts(self, index_id: int, schema: Schema, row: int, source: Mapping[str, Any]) -> None:
-        for kind, columns in fts_layout(schema).items():
-            if not columns:
-                continue
-            texts = []
-            for path in columns:
-                field = schema.fields[path]
-                assert field.analysis is not None
-                value = schema.value(source, field)
-                values = value if isinstance(value, list) else [value]
-                tokens = [t for v in values if isinstance(v, str) for t in field.analysis.analyze(v)]
-                texts.append(fts_text(tokens))
-            marks = ", ".join("?" * (len(texts) + 1))
-            self.db.execute(
-                f"INSERT INTO {fts_table(index_id, kind)} (rowid, {', '.join(columns.values())}) VALUES ({marks})",  # noqa: S608
-                (row, *texts),
-            )
-
-    def _delete_fts(self, index_id: int, row: int) -> None:
-        for kind in _TOKENIZERS:
-            table = fts_table(index_id, kind)
-            if self._table_exists(table):
-                self.db.execute(f"DELETE FROM {table} WHERE rowid = ?", (row,))  # noqa: S608
-
-    def _table_exists(self, table: str) -> bool:
-        return self.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is not None
-
-    def has_fts(self, index_id: int, kind: str) -> bool:
-        return self._table_exists(fts_table(index_id, kind))
 
     def hits(self, rows: Sequence[int]) -> dict[int, tuple[str, dict[str, Any]]]:
         """Row -> (``_id``, stored source without vectors)."""
@@ -339,6 +322,16 @@ class Store:
             query = f"SELECT row, data FROM vectors WHERE field = ? AND row IN ({marks})"  # noqa: S608
             for row, data in self.db.execute(query, (field.path, *chunk)):
                 found[row] = np.frombuffer(data, dtype=np.float32).tolist()
+        return found
+
+    def vector_blobs(self, rows: Sequence[int], field: str) -> list[tuple[int, bytes]]:
+        """(row, float32 bytes) of ``field`` for those of ``rows`` that have it, in row order."""
+        found: list[tuple[int, bytes]] = []
+        for start in range(0, len(rows), 500):
+            chunk = rows[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            query = f"SELECT row, data FROM vectors WHERE field = ? AND row IN ({marks}) ORDER BY row"  # noqa: S608
+            found.extend(self.db.execute(query, (field, *chunk)))
         return found
 
     def count(self, index_id: int) -> int:

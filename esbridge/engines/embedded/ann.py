@@ -1,0 +1,198 @@
+"""Approximate kNN: a usearch HNSW graph per vector field, persisted beside the database.
+
+``<data_dir>/vectors/<index id>.<field>.usearch`` holds the graph and its vectors (bfloat16, cosine;
+M = 16, 128 candidates while building, 256 while searching: see benchmarks/graph_build.py), keyed by database
+row; ``.json`` beside it records the last change the file holds. Writes update the graph in memory; the
+file is rewritten now and then (``save``), and a process that opens it replays the changes since
+(``changes`` in the database), so a crash loses no vector and a reopen rebuilds nothing.
+
+A filter is met in one of three ways, whichever is cheapest for its selectivity: a small allowed set is
+searched exactly (its vectors read from the graph once, kept for the next search with the same filter,
+one matrix product); a large allowed set or a few excluded rows widen the graph search until ``k`` pass;
+when widening would approach the whole index the search is exact over the allowed set. Small indices and
+indices without ``index.knn`` are searched exactly (usearch's brute-force scan). Scores are OpenSearch's
+cosinesimil, (1 + cos) / 2.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Hashable, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from usearch.index import Index
+
+from esbridge.engines.embedded.progress import read_applied, write_applied
+
+EXACT_BELOW = 10_000
+"""Indices and allowed sets this small are searched exactly: as fast as the graph, and exact."""
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+SUBSET_CACHE_ROWS = 50_000
+"""Allowed sets up to this size keep their vectors in memory (``SUBSET_CACHE_SLOTS`` of them, newest first)."""
+SUBSET_CACHE_SLOTS = 4
+EXPANSION_SEARCH = 256
+
+
+class VectorIndex:
+    """The vectors of one field of one index; thread-safe for concurrent searches and one writer."""
+
+    def __init__(self, path: Path, dimension: int) -> None:
+        self.path = path
+        self.dimension = dimension
+        self.lock = threading.Lock()
+        self._subsets_lock = threading.Lock()
+        self.reopen()
+
+    def reopen(self) -> None:
+        """Start again from the file (empty, and not ``built``, when there is none or it is unreadable)."""
+        self.graph = self._empty()
+        self._subsets: OrderedDict[Hashable, tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]] = OrderedDict()
+        self.applied = self.saved = 0
+        self.built = False
+        applied = read_applied(self.path.with_suffix(".json"))
+        if self.path.exists() and applied is not None:
+            try:
+                self.graph.load(str(self.path))
+                self.graph.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]  # the file keeps its own width
+            except (OSError, ValueError, RuntimeError):
+                self.graph = self._empty()  # unreadable: the caller rebuilds it from the database
+            else:
+                self.applied = self.saved = applied
+                self.built = True
+
+    def _empty(self) -> Index:
+        return Index(
+            ndim=self.dimension,
+            metric="cos",
+            dtype="bf16",
+            connectivity=CONNECTIVITY,
+            expansion_add=EXPANSION_ADD,
+            expansion_search=EXPANSION_SEARCH,
+        )
+
+    def __len__(self) -> int:
+        return int(self.graph.size)
+
+    def apply(self, removed: Sequence[int], rows: Sequence[int], vectors: npt.NDArray[np.float32], seq: int) -> None:
+        """Drop ``removed`` rows, add ``rows`` with ``vectors``, and note ``seq`` as applied."""
+        with self.lock:
+            if removed:
+                keys = np.asarray(removed, dtype=np.uint64)
+                present = keys[self.graph.contains(keys)]
+                if len(present):
+                    self.graph.remove(present)
+            if len(rows):
+                self.graph.add(np.asarray(rows, dtype=np.uint64), vectors)
+            self.applied = seq
+
+    def save(self) -> None:
+        """Write the graph and the change it holds; the file is replaced whole, so a crash keeps the old one."""
+        with self.lock:
+            applied = self.applied
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            scratch = self.path.with_suffix(".tmp")
+            self.graph.save(str(scratch))
+            os.replace(scratch, self.path)
+            write_applied(self.path.with_suffix(".json"), applied)
+            self.saved = applied
+
+    def nearest(
+        self,
+        vector: Sequence[float],
+        k: int,
+        *,
+        allowed: Collection[int] | None = None,
+        excluded: Collection[int] = (),
+        exact: bool = False,
+        subset: Hashable = None,
+    ) -> dict[int, float]:
+        """Row -> score of the ``k`` rows nearest ``vector`` among ``allowed`` (or all), never ``excluded``.
+
+        ``subset`` names ``allowed`` (it must change when the rows or the index do): an allowed set searched
+        exactly keeps its vectors in memory under that name for the next search with the same filter."""
+        query = np.asarray(vector, dtype=np.float32)
+        size = len(self)
+        if allowed is not None:
+            if exact or len(allowed) <= max(EXACT_BELOW, size // 20):
+                return self._exact(query, k, allowed, subset)
+            wanted = min(size, int(k * size / max(len(allowed), 1) * 2) + k)
+            return self._widening(query, k, wanted, lambda row: row in allowed, allowed, subset)
+        if exact or size <= EXACT_BELOW:
+            return self._brute_force(query, k, excluded)
+        return self._widening(query, k, k + len(excluded), lambda row: row not in excluded, None, None)
+
+    def _brute_force(self, query: npt.NDArray[np.float32], k: int, excluded: Collection[int]) -> dict[int, float]:
+        """Exact search over the whole graph (usearch's own SIMD scan), then ``excluded`` dropped."""
+        matches = self.graph.search(query, min(len(self), k + len(excluded)), exact=True)
+        found = {
+            int(key): 1.0 - float(distance) / 2.0
+            for key, distance in zip(matches.keys.tolist(), matches.distances.tolist(), strict=True)
+            if key not in excluded
+        }
+        return dict(sorted(found.items(), key=lambda item: (-item[1], item[0]))[:k])
+
+    def _widening(
+        self,
+        query: npt.NDArray[np.float32],
+        k: int,
+        wanted: int,
+        passes: Callable[[int], bool],
+        allowed: Collection[int] | None,
+        subset: Hashable,
+    ) -> dict[int, float]:
+        size = len(self)
+        while True:
+            wanted = min(wanted, size)
+            matches = self.graph.search(query, wanted)
+            found: dict[int, float] = {}
+            for key, distance in zip(matches.keys.tolist(), matches.distances.tolist(), strict=True):
+                if passes(key):
+                    found[int(key)] = 1.0 - float(distance) / 2.0
+                    if len(found) == k:
+                        return found
+            if wanted >= size or len(matches.keys) < wanted:
+                return found
+            if allowed is not None and wanted * 4 >= size:
+                return self._exact(query, k, allowed, subset)
+            wanted *= 4
+
+    def _exact(
+        self, query: npt.NDArray[np.float32], k: int, allowed: Collection[int], subset: Hashable
+    ) -> dict[int, float]:
+        found = self._subsets.get(subset) if subset is not None else None
+        if found is None:
+            keys = np.fromiter(allowed, dtype=np.uint64, count=len(allowed))
+            keys = keys[self.graph.contains(keys)] if len(keys) else keys
+            matrix = np.asarray(self.graph.get(keys), dtype=np.float32).reshape(len(keys), self.dimension)
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            found = (keys, (matrix / norms).astype(np.float32))
+            if subset is not None and len(keys) <= SUBSET_CACHE_ROWS:
+                with self._subsets_lock:
+                    self._subsets[subset] = found
+                    while len(self._subsets) > SUBSET_CACHE_SLOTS:
+                        self._subsets.popitem(last=False)
+        keys, unit = found
+        if len(keys) == 0:
+            return {}
+        similarity = unit @ (query / np.linalg.norm(query))
+        k = min(k, len(keys))
+        top = np.argpartition(-similarity, k - 1)[:k]
+        top = top[np.lexsort((keys[top], -similarity[top]))]
+        return {int(keys[i]): float((1.0 + similarity[i]) / 2.0) for i in top}
+
+
+def path_for(root: Path, index_id: int, field: str) -> Path:
+    return root / "vectors" / f"{index_id}.{field}.usearch"
+
+
+def remove_all(root: Path, index_id: int) -> None:
+    base = root / "vectors"
+    if base.exists():
+        for path in base.glob(f"{index_id}.*"):
+            path.unlink(missing_ok=True)

@@ -1,0 +1,45 @@
+"""The embedded engine's query path for asyncio callers: each search runs in a worker thread, so searches
+run concurrently (tantivy and usearch release the GIL while they search)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from esbridge.config.settings import Settings
+from esbridge.engines.base import Dialect, SearchResult
+from esbridge.engines.embedded.engine import EmbeddedEngine
+
+
+class AsyncEmbeddedEngine:
+    """The query path of the embedded engine; each search runs in a worker thread."""
+
+    def __init__(self, data_dir: Path | str | None = None, *, engine: EmbeddedEngine | None = None) -> None:
+        if (data_dir is None) == (engine is None):
+            raise ValueError("give either data_dir or engine")
+        self._owned = engine is None
+        self._engine = engine if engine is not None else EmbeddedEngine(data_dir)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AsyncEmbeddedEngine:
+        return cls(settings.data_dir)
+
+    @property
+    def dialect(self) -> Dialect:
+        return "opensearch"
+
+    @property
+    def url(self) -> str:
+        return self._engine.url
+
+    async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+        return await asyncio.to_thread(self._engine.search, index, body)
+
+    async def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
+        return await asyncio.to_thread(self._engine.msearch, index, bodies)
+
+    async def close(self) -> None:
+        if self._owned:
+            self._engine.close()

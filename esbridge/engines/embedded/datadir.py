@@ -1,0 +1,266 @@
+"""What a process keeps for one data directory, shared by every engine it opens there.
+
+The writer lock (``<data_dir>/writer.lock``, an advisory ``flock`` the kernel drops when the process dies):
+the first write takes it and the process keeps it until its last engine on the directory closes; a second
+process that tries to write gets ``WriterBusy`` naming the holder, while reading stays open to all. The
+tantivy indices and HNSW graphs live here once per process, and ``ready`` brings them up to date from the
+database's change log: the writer applies changes to tantivy and commits; every process applies them to
+its graphs in memory. Writes therefore never reload anything whole, and a crash at any point is repaired by
+the next process to open the directory, which replays the changes the indices had not recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from esbridge.engines.embedded import ann, lexical
+from esbridge.engines.embedded.ann import VectorIndex
+from esbridge.engines.embedded.lexical import Layout, LexicalIndex
+from esbridge.engines.embedded.store import IndexRecord, Store
+
+LOCK_FILE = "writer.lock"
+SAVE_EVERY = 200_000
+"""Changes a graph takes in memory before it is written to its file again."""
+_BATCH = 20_000
+_SHARED: dict[Path, DataDir] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+class WriterBusy(RuntimeError):
+    """Another process holds the data directory's writer lock."""
+
+
+@dataclass
+class Handles:
+    """One index's search structures, current as of ``generation``."""
+
+    generation: int
+    lexical: LexicalIndex
+    vectors: dict[str, VectorIndex]
+
+
+def open_shared(root: Path) -> DataDir:
+    key = root.resolve()
+    with _SHARED_LOCK:
+        found = _SHARED.get(key)
+        if found is None:
+            found = _SHARED[key] = DataDir(key)
+        found.users += 1
+        return found
+
+
+def close_shared(shared: DataDir, store: Store) -> None:
+    with _SHARED_LOCK:
+        shared.users -= 1
+        if shared.users > 0:
+            return
+        _SHARED.pop(shared.root, None)
+    shared.close(store)
+
+
+class DataDir:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.users = 0
+        self._lock_fd: int | None = None
+        self._guard = threading.RLock()
+        self._handles: dict[int, Handles] = {}
+        self._filters: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._workers = ThreadPoolExecutor(1, thread_name_prefix="esbridge-graphs")
+
+    # The writer lock
+
+    @property
+    def writing(self) -> bool:
+        return self._lock_fd is not None
+
+    def hold_writer(self) -> None:
+        """Take the writer lock for this process, or raise WriterBusy naming the process that has it."""
+        with self._guard:
+            if self._lock_fd is not None:
+                return
+            fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                raise WriterBusy(
+                    f"the data directory {self.root} is being written by another process (pid {holder}); "
+                    "the embedded engine takes one writer at a time: stop that process or wait for it to close"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+            self._lock_fd = fd
+
+    def _try_writer(self) -> bool:
+        try:
+            self.hold_writer()
+        except WriterBusy:
+            return False
+        return True
+
+    # Structures per index
+
+    def ready(self, store: Store, record: IndexRecord) -> Handles:
+        """The index's tantivy index and graphs, with every committed change applied."""
+        found = self._handles.get(record.id)
+        if found is not None and found.generation == record.generation:
+            return found
+        with self._guard:
+            return self._catch_up(store, record)
+
+    def _catch_up(self, store: Store, record: IndexRecord) -> Handles:
+        layout = Layout(record.schema)
+        found = self._handles.get(record.id)
+        if found is None or found.lexical.layout.digest != layout.digest:
+            if found is not None:
+                found.lexical.close()
+            folder = lexical.folder_for(self.root, record.id, layout)
+            vectors = {
+                field.path: VectorIndex(ann.path_for(self.root, record.id, field.path), field.dimension)
+                for field in record.schema.vector_fields
+            }
+            fresh = not (folder / lexical.STATE).exists()
+            text = LexicalIndex(folder, layout, writer=self._try_writer() if fresh else self.writing)
+            found = Handles(-1, text, vectors)
+            self._handles[record.id] = found
+        db = store.db
+        latest = _latest(db, record.id)
+        text = found.lexical
+        # The graphs grow in another thread while tantivy indexes here: both spend their time outside the GIL.
+        graphs = [
+            self._workers.submit(self._apply_vectors, store, record, path, graph)
+            for path, graph in found.vectors.items()
+        ]
+        try:
+            if (text.fresh or text.applied < latest) and self._try_writer():
+                text.recheck()  # this process may have read the state before another writer moved it
+                rebuilt = text.fresh
+                self._apply_text(store, record, text)
+                if rebuilt:  # a new layout (the mapping changed) or a first build: earlier layouts are stale
+                    lexical.remove_all(self.root, record.id, keep=text.folder)
+            else:
+                text.reload()
+        finally:
+            for graph in graphs:
+                graph.result()
+        found.generation = record.generation
+        return found
+
+    def _apply_text(self, store: Store, record: IndexRecord, text: LexicalIndex) -> None:
+        with store.read() as db:
+            latest = _latest(db, record.id)
+            if text.fresh:
+                rows = [row for (row,) in db.execute("SELECT row FROM docs WHERE index_id = ?", (record.id,))]
+                removed: list[int] = []
+            else:
+                rows = _changed(db, record.id, text.applied)
+                removed = rows
+            for start in range(0, max(len(rows), 1), _BATCH):
+                chunk = rows[start : start + _BATCH]
+                documents = [(row, doc_id, source) for row, (doc_id, source) in store.hits(chunk).items()]
+                last = start + _BATCH >= len(rows)
+                seq = latest if last else text.applied
+                text.apply(removed[start : start + _BATCH], documents, seq, clear=text.fresh and start == 0)
+        text.fresh = False
+
+    def _apply_vectors(self, store: Store, record: IndexRecord, path: str, graph: VectorIndex) -> None:
+        with store.read() as db:
+            latest = _latest(db, record.id)
+            if graph.built and graph.applied >= latest:
+                return
+            if graph.built and graph.applied < _floor(db, record.id):
+                graph.reopen()  # the log moved past this copy (another process saved): start from the file
+            if not graph.built:
+                rows = [row for (row,) in db.execute("SELECT row FROM docs WHERE index_id = ?", (record.id,))]
+                removed: list[int] = []
+            else:
+                rows = removed = _changed(db, record.id, graph.applied)
+            for start in range(0, max(len(rows), 1), _BATCH):
+                found = store.vector_blobs(rows[start : start + _BATCH], path)
+                matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
+                last = start + _BATCH >= len(rows)
+                graph.apply(
+                    removed[start : start + _BATCH],
+                    [row for row, _ in found],
+                    matrix.reshape(-1, graph.dimension),
+                    latest if last else graph.applied,
+                )
+            graph.built = True
+        if self.writing and graph.applied - graph.saved >= SAVE_EVERY:
+            graph.save()
+            self._trim(store, record.id)
+
+    def _trim(self, store: Store, index_id: int) -> None:
+        """Drop the changes every persisted structure of the index already holds."""
+        found = self._handles.get(index_id)
+        if found is None:
+            return
+        held = min([found.lexical.applied, *(graph.saved for graph in found.vectors.values())])
+        with store.write() as db:
+            db.execute("DELETE FROM changes WHERE index_id = ? AND seq <= ?", (index_id, held))
+            db.execute("INSERT OR REPLACE INTO change_floor (index_id, seq) VALUES (?, ?)", (index_id, held))
+
+    def restriction(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+        """A cached filter result; ``key`` starts with the index id and includes its generation."""
+        found = self._filters.get(key)
+        if found is None:
+            found = self._filters[key] = compute()
+            while len(self._filters) > 16:
+                self._filters.popitem(last=False)
+        return found
+
+    def forget(self, index_id: int) -> None:
+        """Drop the structures of a deleted (or re-created) index, on disk too."""
+        with self._guard:
+            found = self._handles.pop(index_id, None)
+            if found is not None:
+                found.lexical.close()
+            lexical.remove_all(self.root, index_id)
+            ann.remove_all(self.root, index_id)
+            for key in [key for key in self._filters if key[0] == index_id]:
+                del self._filters[key]
+
+    def close(self, store: Store) -> None:
+        with self._guard:
+            for index_id, found in self._handles.items():
+                found.lexical.close()
+                if self.writing:
+                    for graph in found.vectors.values():
+                        if graph.applied != graph.saved:
+                            graph.save()
+                    with contextlib.suppress(sqlite3.Error):  # the log stays; the next writer trims it
+                        self._trim(store, index_id)
+            self._handles.clear()
+            self._workers.shutdown()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+
+def _latest(db: sqlite3.Connection, index_id: int) -> int:
+    found = db.execute("SELECT max(seq) FROM changes WHERE index_id = ?", (index_id,)).fetchone()[0]
+    return int(found) if found is not None else _floor(db, index_id)
+
+
+def _floor(db: sqlite3.Connection, index_id: int) -> int:
+    found = db.execute("SELECT seq FROM change_floor WHERE index_id = ?", (index_id,)).fetchone()
+    return int(found[0]) if found is not None else 0
+
+
+def _changed(db: sqlite3.Connection, index_id: int, after: int) -> list[int]:
+    query = "SELECT DISTINCT row FROM changes WHERE index_id = ? AND seq > ? ORDER BY row"
+    return [row for (row,) in db.execute(query, (index_id, after))]

@@ -1,0 +1,226 @@
+"""Filters of the query DSL subset compiled to SQL over the ``docs`` and ``fieldvals`` tables.
+
+The SQL path answers what the tantivy translation (``lexical_query``) cannot: ranges over keyword
+fields, ``exists`` on text and object fields, and filters the vector search needs as row sets when tantivy
+is not asked. Only generated SQL reaches the database: identifiers of the engine's own making, every
+value bound as a parameter.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from esbridge.engines.embedded.mapping import Field, Schema
+from esbridge.engines.embedded.store import IndexRecord, Store, indexed_value
+
+SQL = tuple[str, list[Any]]
+_FILTERS = frozenset({"match_all", "match_none", "term", "terms", "range", "ids", "exists"})
+
+
+class Unsupported(ValueError):
+    """A request outside the embedded engine's subset, or malformed."""
+
+
+def one(clause: Any, what: str = "query") -> tuple[str, Any]:
+    if not isinstance(clause, Mapping) or len(clause) != 1:
+        raise Unsupported(f"a {what} must be an object with exactly one key, got {clause!r}"[:300])
+    return next(iter(clause.items()))
+
+
+def clauses(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def check_keys(spec: Mapping[str, Any], allowed: Iterable[str], what: str) -> None:
+    unknown = sorted(set(spec) - set(allowed))
+    if unknown:
+        raise Unsupported(f"{what}: unsupported parameter(s) {unknown} in the embedded engine")
+
+
+def json_path(path: Sequence[str]) -> str:
+    return "$" + "".join('."' + part.replace('"', '\\"') + '"' for part in path)
+
+
+def minimum_should_match(spec: Mapping[str, Any], *, default: int) -> int:
+    value = spec.get("minimum_should_match", default)
+    if (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, str) and value.isdigit()):
+        return int(value)
+    raise Unsupported(f"minimum_should_match {value!r}: only a count is supported by the embedded engine")
+
+
+def coerce(field: Field, value: Any) -> Any:
+    """``value`` as the index stores it for ``field`` (see ``store.indexed_value``); Unsupported when it cannot be."""
+    if isinstance(value, (Mapping, list)):
+        raise Unsupported(f"value {value!r} for field [{field.path}] must be a scalar")
+    if field.type == "date" and isinstance(value, str) and ("now" in value or "||" in value):
+        raise Unsupported(f"date math {value!r} is not supported by the embedded engine")
+    try:
+        return indexed_value(field, value)
+    except (TypeError, ValueError) as exc:
+        raise Unsupported(f"{value!r} is not a valid {field.type} for field [{field.path}]") from exc
+
+
+def term_as_terms(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``term`` query's body as the ``terms`` body that means the same."""
+    name, value = one(spec, "term")
+    if isinstance(value, Mapping):
+        check_keys(value, ("value", "boost"), "term")
+        value = value.get("value")
+    return {name: [value]}
+
+
+def range_bounds(spec: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """(field name, bounds) of a ``range`` query's body."""
+    name, bounds = one(spec, "range")
+    if not isinstance(bounds, Mapping):
+        raise Unsupported(f"range on [{name}] needs an object of bounds")
+    check_keys(bounds, ("gte", "gt", "lte", "lt", "boost"), f"range on [{name}]")
+    return name, bounds
+
+
+def terms_field(spec: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """(field name, values) of a ``terms`` query's body."""
+    names = [key for key in spec if key != "boost"]
+    if len(names) != 1 or not isinstance(spec[names[0]], list):
+        raise Unsupported(f"terms takes one field and a list of values, got {spec!r}"[:300])
+    return names[0], spec[names[0]]
+
+
+class SqlFilters:
+    """Filter clauses of one index as SQL conditions over ``docs d``."""
+
+    def __init__(self, store: Store, db: sqlite3.Connection, record: IndexRecord) -> None:
+        self.store = store
+        self.db = db
+        self.record = record
+        self.schema: Schema = record.schema
+
+    def sql(self, clause: Any) -> SQL | None:
+        """``clause`` as a SQL condition, or None when it scores text or vectors."""
+        kind, spec = one(clause)
+        if kind == "bool":
+            return self._bool_sql(spec)
+        if kind not in _FILTERS:
+            if kind in ("match", "multi_match", "knn"):
+                return None
+            raise Unsupported(f"query type [{kind}] is not supported by the embedded engine")
+        return getattr(self, f"_{kind}_sql")(spec)  # type: ignore[no-any-return]
+
+    def _bool_sql(self, spec: Mapping[str, Any]) -> SQL | None:
+        check_keys(spec, ("must", "filter", "should", "must_not", "minimum_should_match", "boost"), "bool")
+        parts: dict[str, list[SQL]] = {}
+        for key in ("must", "filter", "should", "must_not"):
+            compiled = [self.sql(c) for c in clauses(spec.get(key, []))]
+            if any(c is None for c in compiled):
+                return None
+            parts[key] = [c for c in compiled if c is not None]
+        conditions: list[str] = []
+        params: list[Any] = []
+        for text, values in parts["must"] + parts["filter"]:
+            conditions.append(f"({text})")
+            params += values
+        for text, values in parts["must_not"]:
+            conditions.append(f"NOT ({text})")
+            params += values
+        should = parts["should"]
+        if should:
+            minimum = minimum_should_match(spec, default=0 if parts["must"] or parts["filter"] else 1)
+            if minimum > 0:
+                conditions.append(
+                    "(" + " + ".join(f"(CASE WHEN {text} THEN 1 ELSE 0 END)" for text, _ in should) + f") >= {minimum}"
+                )
+                for _, values in should:
+                    params += values
+        return (" AND ".join(conditions) or "1", params)
+
+    def _match_all_sql(self, spec: Mapping[str, Any]) -> SQL:
+        check_keys(spec, ("boost",), "match_all")
+        return ("1", [])
+
+    def _match_none_sql(self, spec: Mapping[str, Any]) -> SQL:
+        return ("0", [])
+
+    def _ids_sql(self, spec: Mapping[str, Any]) -> SQL:
+        check_keys(spec, ("values", "boost"), "ids")
+        values = [str(v) for v in spec.get("values", [])]
+        if not values:
+            return ("0", [])
+        return (f"d.id IN ({', '.join('?' * len(values))})", values)
+
+    def _field(self, name: str, what: str) -> Field | None:
+        """The mapped field ``name``; None when unmapped (which matches nothing, as in OpenSearch)."""
+        if name == "_id":
+            return Field("_id", "keyword", ())
+        field = self.schema.fields.get(name)
+        if field is not None and field.type in ("text", "knn_vector", "object"):
+            raise Unsupported(f"{what} on {field.type} field [{name}] is not supported by the embedded engine")
+        return field
+
+    def _values_sql(self, field: Field, condition: str, params: list[Any]) -> SQL:
+        """``condition`` on ``value`` (each indexed value of ``field``, arrays flattened) holds for some value."""
+        if field.path == "_id":
+            return (condition.format(value="d.id"), params)
+        subquery = f"SELECT row FROM fieldvals WHERE field = ? AND {condition.format(value='value')}"  # noqa: S608
+        return (f"d.row IN ({subquery})", [field.path, *params])
+
+    def _term_sql(self, spec: Mapping[str, Any]) -> SQL:
+        return self._terms_sql(term_as_terms(spec))
+
+    def _terms_sql(self, spec: Mapping[str, Any]) -> SQL:
+        name, values = terms_field(spec)
+        field = self._field(name, "terms")
+        if field is None or not values:
+            return ("0", [])
+        coerced = [coerce(field, value) for value in values]
+        condition = f"{{value}} IN ({', '.join('?' * len(coerced))})"
+        return self._values_sql(field, condition, coerced)
+
+    def _range_sql(self, spec: Mapping[str, Any]) -> SQL:
+        name, bounds = range_bounds(spec)
+        field = self._field(name, "range")
+        if field is None:
+            return ("0", [])
+        conditions, params = [], []
+        for key, operator in (("gte", ">="), ("gt", ">"), ("lte", "<="), ("lt", "<")):
+            if bounds.get(key) is not None:
+                conditions.append(f"{{value}} {operator} ?")
+                params.append(coerce(field, bounds[key]))
+        return self._values_sql(field, " AND ".join(conditions) or "1", params)
+
+    def _exists_sql(self, spec: Mapping[str, Any]) -> SQL:
+        check_keys(spec, ("field", "boost"), "exists")
+        name = str(spec.get("field", ""))
+        field = self.schema.fields.get(name)
+        if field is None:
+            return ("0", [])
+        if field.type == "knn_vector":
+            return ("EXISTS (SELECT 1 FROM vectors x WHERE x.row = d.row AND x.field = ?)", [field.path])
+        if field.type not in ("text", "object"):
+            return ("d.row IN (SELECT row FROM fieldvals WHERE field = ?)", [field.path])
+        return (
+            "EXISTS (SELECT 1 FROM json_each(d.source, ?) WHERE value IS NOT NULL)",
+            [json_path(field.source_path)],
+        )
+
+    def restriction(self, condition: SQL) -> tuple[set[int] | None, set[int]]:
+        """(rows that pass, None) or (None, rows that fail), whichever set is smaller.
+
+        Filters such as the lifecycle exclusion pass nearly every row; reading the few that fail is
+        much cheaper than turning every row id into a Python int.
+        """
+        text, params = condition
+        count = f"SELECT count(*) FROM docs d WHERE d.index_id = ? AND ({text})"  # noqa: S608
+        passing = int(self.db.execute(count, (self.record.id, *params)).fetchone()[0])
+        if passing * 2 <= self.store.count(self.record.id):
+            return self.rows_where(condition), set()
+        return None, self.rows_where((f"NOT ({text})", params))
+
+    def rows_where(self, condition: SQL) -> set[int]:
+        text, params = condition
+        # Only generated SQL reaches here: identifiers of the engine's own making, every value bound as a parameter.
+        query = f"SELECT d.row FROM docs d WHERE d.index_id = ? AND ({text})"  # noqa: S608
+        return {row for (row,) in self.db.execute(query, (self.record.id, *params))}
+
+    # Scoring

@@ -1,0 +1,207 @@
+"""A search's page of results: sort orders, ``search_after``, and hits with their ``_source``."""
+
+from __future__ import annotations
+
+import fnmatch
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from esbridge.engines.embedded.filters import Unsupported, check_keys, clauses, one
+from esbridge.engines.embedded.mapping import Schema
+from esbridge.engines.embedded.store import IndexRecord, Store
+
+Rows = dict[int, float]
+
+
+class Results:
+    """Sorting and hit building for one index."""
+
+    def __init__(self, store: Store, db: sqlite3.Connection, record: IndexRecord, schema: Schema) -> None:
+        self.store = store
+        self.db = db
+        self.record = record
+        self.schema = schema
+
+    def sort_spec(self, sort: Any) -> list[tuple[str, bool]] | None:
+        """(field, descending) pairs, or None for score order."""
+        if sort is None:
+            return None
+        spec: list[tuple[str, bool]] = []
+        for item in clauses(sort):
+            if isinstance(item, str):
+                spec.append((item, item == "_score"))
+                continue
+            name, order = one(item, "sort")
+            if isinstance(order, Mapping):
+                check_keys(order, ("order",), f"sort on [{name}]")
+                order = order.get("order", "asc")
+            if order not in ("asc", "desc"):
+                raise Unsupported(f"sort order {order!r}")
+            spec.append((name, order == "desc"))
+        if spec == [("_score", True)]:
+            return None
+        for name, _ in spec:
+            if name not in ("_score", "_id", "_doc"):
+                field = self.schema.fields.get(name)
+                if field is not None and field.type in ("text", "knn_vector", "object"):
+                    raise Unsupported(f"cannot sort on {field.type} field [{name}]")
+        return spec
+
+    def top_by_one_key(
+        self, scores: Rows, name: str, descending: bool, after: Any, wanted: int
+    ) -> dict[int, tuple[Any, ...]]:
+        """The first ``wanted`` rows by one field, after ``after``, with their sort values; SQLite orders,
+        so a scan page reads only as far as it needs. Missing values come last."""
+        field = self.schema.fields.get(name)
+        order = "DESC" if descending else "ASC"
+        beyond = "<" if descending else ">"
+        params: list[Any]
+        if name == "_id":
+            query, params = "SELECT row, id AS v FROM docs WHERE index_id = ?", [self.record.id]
+            if after is not None:
+                query, params = query + f" AND id {beyond} ?", [*params, str(after)]
+        elif field is None:
+            query, params = "SELECT row, NULL AS v FROM docs WHERE 0", []
+        else:
+            pick = "max" if descending else "min"
+            query = f"SELECT row, {pick}(value) AS v FROM fieldvals WHERE field = ? GROUP BY row"  # noqa: S608
+            params = [field.path]
+            if after is not None:
+                query, params = query + f" HAVING v {beyond} ?", [*params, after]
+        page: dict[int, tuple[Any, ...]] = {}
+        for row, value in self.db.execute(f"{query} ORDER BY v {order}, row", params):
+            if row in scores:
+                page[row] = (value,)
+                if len(page) == wanted:
+                    return page
+        if after is None:
+            for row in sorted(set(scores) - set(page))[: wanted - len(page)]:
+                page[row] = (None,)
+        return page
+
+    def sort_keys(self, scores: Rows, sort: Sequence[tuple[str, bool]]) -> dict[int, tuple[Any, ...]]:
+        """Row -> its sort values; a multi-valued field sorts by its least value ascending, greatest descending."""
+        columns: list[Mapping[int, Any]] = []
+        for name, descending in sort:
+            field = self.schema.fields.get(name)
+            params: list[Any]
+            if name == "_id":
+                query, params = "SELECT row, id FROM docs WHERE index_id = ?", [self.record.id]
+            elif name in ("_score", "_doc") or field is None:
+                columns.append({})
+                continue
+            else:
+                pick = "max" if descending else "min"
+                query = f"SELECT row, {pick}(value) FROM fieldvals WHERE field = ? GROUP BY row"  # noqa: S608
+                params = [field.path]
+            columns.append({row: value for row, value in self.db.execute(query, params) if row in scores})
+        return {
+            row: tuple(
+                scores[row] if name == "_score" else row if name == "_doc" else values.get(row)
+                for (name, _), values in zip(sort, columns, strict=True)
+            )
+            for row in scores
+        }
+
+    def hits(
+        self, rows: Sequence[int], scores: Rows, keys: Mapping[int, tuple[Any, ...]] | None, source_spec: Any
+    ) -> list[dict[str, Any]]:
+        includes, excludes = _source_patterns(source_spec)
+        stored = self.store.hits(rows)
+        wanted_vectors = [
+            f for f in self.schema.vector_fields if includes is not None and _selected(f.path, includes, excludes)
+        ]
+        vectors = {f.path: self.store.vectors_of(rows, f) for f in wanted_vectors}
+        hits = []
+        chosen: dict[str, bool] = {}  # a page's sources share their keys: decide each path once
+        for row in rows:
+            if row not in stored:  # written or deleted between this search's database snapshot and its indices
+                continue
+            doc_id, source = stored[row]
+            for field in wanted_vectors:
+                if row in vectors[field.path]:
+                    _put(source, list(field.source_path), vectors[field.path][row])
+            hit: dict[str, Any] = {"_index": self.record.name, "_id": doc_id, "_score": scores[row]}
+            if includes is not None:
+                hit["_source"] = _filter_source(source, includes, excludes, "", chosen)
+            if keys is not None:
+                hit["_score"] = None
+                hit["sort"] = list(keys[row])
+            hits.append(hit)
+        return hits
+
+
+def compare_rows(keys: Mapping[int, tuple[Any, ...]], sort: Sequence[tuple[str, bool]]) -> Callable[[int, int], int]:
+    def by_keys(a: int, b: int) -> int:
+        return compare(keys[a], keys[b], sort) or (a > b) - (a < b)
+
+    return by_keys
+
+
+def compare(a: Sequence[Any], b: Sequence[Any], sort: Sequence[tuple[str, bool]]) -> int:
+    for left, right, (_, descending) in zip(a, b, sort, strict=True):
+        if left == right:
+            continue
+        if left is None or right is None:  # missing values sort last either way
+            return 1 if left is None else -1
+        try:
+            less = left < right
+        except TypeError:
+            less = str(left) < str(right)
+        result = -1 if less else 1
+        return -result if descending else result
+    return 0
+
+
+def _source_patterns(spec: Any) -> tuple[list[str] | None, list[str]]:
+    """(include patterns, or None for no source; exclude patterns)."""
+    if spec is True or spec is None:
+        return [], []
+    if spec is False:
+        return None, []
+    if isinstance(spec, str):
+        return [spec], []
+    if isinstance(spec, list):
+        return [str(p) for p in spec], []
+    if isinstance(spec, Mapping):
+        check_keys(spec, ("includes", "excludes"), "_source")
+        includes, excludes = spec.get("includes", []), spec.get("excludes", [])
+        return [*clauses(includes)], [*clauses(excludes)]
+    raise Unsupported(f"_source {spec!r}")
+
+
+def _matches(path: str, pattern: str) -> bool:
+    if "*" in pattern or "?" in pattern or "[" in pattern:
+        return fnmatch.fnmatchcase(path, pattern)
+    return path == pattern
+
+
+def _selected(path: str, includes: Sequence[str], excludes: Sequence[str]) -> bool:
+    if any(_matches(path, p) for p in excludes):
+        return False
+    return not includes or any(_matches(path, p) or path.startswith(p + ".") for p in includes)
+
+
+def _filter_source(
+    source: Mapping[str, Any], includes: Sequence[str], excludes: Sequence[str], prefix: str, chosen: dict[str, bool]
+) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for key, value in source.items():
+        path = prefix + key
+        selected = chosen.get(path)
+        if selected is None:
+            selected = chosen[path] = _selected(path, includes, excludes)
+        if selected:
+            kept[key] = value
+        elif isinstance(value, Mapping) and any(p.startswith(path + ".") for p in includes):
+            inner = _filter_source(value, includes, excludes, path + ".", chosen)
+            if inner:
+                kept[key] = inner
+    return kept
+
+
+def _put(target: dict[str, Any], path: list[str], value: Any) -> None:
+    for part in path[:-1]:
+        target = target.setdefault(part, {})
+    target[path[-1]] = value

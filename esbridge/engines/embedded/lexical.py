@@ -1,0 +1,240 @@
+"""Lexical retrieval on tantivy: one tantivy index per esbridge index, beside the database.
+
+``<data_dir>/lexical/<index id>-<layout digest>/`` holds the index; the digest changes when the mapping
+adds fields, and a new directory is then built from the database. Fields with a built-in analyzer are
+analysed by tantivy's registered chain (``analysis.NATIVE``); custom analyzers run in Python and hand
+tantivy their tokens joined by a separator that a registered tokenizer splits on. Keyword fields are
+indexed verbatim, numbers, dates (epoch milliseconds) and booleans (0/1) as ``f64``, all as fast fields,
+so filters run inside the search. ``_row`` (the database row) is the join key; ``state.json`` records
+the last change applied.
+
+tantivy scores with BM25 at k1 = 1.2 and b = 0.75, constants in tantivy itself: the index's
+``similarity.default`` k1/b cannot be honoured (see docs/embedded.md for what that costs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import tantivy
+
+from esbridge.engines.embedded.analysis import NATIVE
+from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema
+from esbridge.engines.embedded.progress import read_applied, write_applied
+from esbridge.engines.embedded.store import indexed_value
+
+SEPARATOR = "\x1f"
+TOKENIZER = "esbridge_tokens"
+ROW = "_row"
+ID = "_id"
+STATE = "state.json"
+FORMAT = 1
+"""Part of every layout digest: a change to how documents are indexed here builds new directories."""
+_WRITER_HEAP = 256_000_000
+
+
+def _tokenizer() -> tantivy.TextAnalyzer:
+    return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(f"[^{SEPARATOR}]+")).build()
+
+
+class Layout:
+    """The tantivy schema for one index's mapping: field path -> tantivy field name, by kind."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.fields = schema
+        self.text: dict[str, str] = {}
+        tokenizers: dict[str, str] = {}
+        self.keyword: dict[str, str] = {}
+        self.number: dict[str, str] = {}
+        builder = tantivy.SchemaBuilder()
+        builder.add_unsigned_field(ROW, indexed=True, fast=True)
+        builder.add_text_field(ID, tokenizer_name="raw", index_option="basic")
+        for field in sorted(schema.fields.values(), key=lambda f: f.path):
+            if field.type == "text":
+                assert field.analysis is not None
+                name = self.text[field.path] = f"t{len(self.text)}"
+                tokenizer = tokenizers[name] = field.analysis.native or TOKENIZER
+                builder.add_text_field(name, tokenizer_name=tokenizer, index_option="freq")
+            elif field.type == "keyword":
+                name = self.keyword[field.path] = f"k{len(self.keyword)}"
+                builder.add_text_field(name, tokenizer_name="raw", index_option="basic", fast=True)
+            elif field.type in NUMERIC or field.type in ("date", "boolean"):
+                name = self.number[field.path] = f"n{len(self.number)}"
+                builder.add_float_field(name, indexed=True, fast=True)
+        self.schema = builder.build()
+        self._texts = [(name, schema.fields[path]) for path, name in self.text.items()]
+        self._scalars = [
+            (name, schema.fields[path], kinds is self.number)
+            for kinds in (self.keyword, self.number)
+            for path, name in kinds.items()
+        ]
+        described = json.dumps([FORMAT, self.text, tokenizers, self.keyword, self.number], sort_keys=True)
+        self.digest = hashlib.sha256(described.encode()).hexdigest()[:12]
+
+    def document(self, row: int, doc_id: str, source: Mapping[str, Any]) -> tantivy.Document:
+        values: dict[str, list[Any]] = {ROW: [row], ID: [doc_id]}
+        for name, field in self._texts:
+            value = _value(source, field)
+            if value is None:
+                continue
+            texts = _strings(value)
+            assert field.analysis is not None
+            if field.analysis.native is not None:
+                if texts:
+                    values[name] = texts
+                continue
+            tokens = [token for text in texts for token in _analyze(field, text)]
+            if tokens:
+                values[name] = [SEPARATOR.join(tokens)]
+        for name, field, numeric in self._scalars:
+            value = _value(source, field)
+            if value is None:
+                continue
+            found = [indexed_value(field, item) for item in _scalars(value)]
+            if found:
+                values[name] = [float(v) for v in found] if numeric else [str(v) for v in found]
+        return tantivy.Document.from_dict(values, self.schema)
+
+
+def _value(source: Mapping[str, Any], field: Field) -> Any:
+    current: Any = source
+    for part in field.source_path:
+        if not isinstance(current, dict):
+            return None
+        current = current.get(part)
+    return current
+
+
+def _analyze(field: Field, text: str) -> list[str]:
+    assert field.analysis is not None
+    return [token for token in field.analysis.analyze(text) if token and SEPARATOR not in token]
+
+
+def _strings(value: Any) -> list[str]:
+    return [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
+
+
+def _scalars(value: Any) -> list[Any]:
+    items = value if isinstance(value, list) else [value]
+    return [v for v in items if v is not None and not isinstance(v, (Mapping, list))]
+
+
+class LexicalIndex:
+    """The tantivy index of one esbridge index; writes only through the process holding the writer lock."""
+
+    def __init__(self, folder: Path, layout: Layout, *, writer: bool) -> None:
+        """``writer``: this process holds the writer lock (only then may a half-built directory be cleared)."""
+        self.folder = folder
+        self.layout = layout
+        self.fresh = not (folder / STATE).exists()
+        if self.fresh and writer and folder.exists():
+            shutil.rmtree(folder)  # a build that never recorded its first state: start over
+        folder.mkdir(parents=True, exist_ok=True)
+        self.index = tantivy.Index(layout.schema, path=str(folder), reuse=True)
+        self.index.register_tokenizer(TOKENIZER, _tokenizer())
+        for name, analyzer in NATIVE.items():
+            self.index.register_tokenizer(name, analyzer)
+        self._writer: tantivy.IndexWriter | None = None
+        self._lock = threading.Lock()
+        self.applied = self._read_state()
+
+    def recheck(self) -> None:
+        """Read the recorded state again (another process may have written since this one opened)."""
+        self.applied = self._read_state()
+        self.fresh = not (self.folder / STATE).exists()
+
+    def _read_state(self) -> int:
+        return read_applied(self.folder / STATE) or 0
+
+    def _write_state(self, applied: int) -> None:
+        write_applied(self.folder / STATE, applied)
+        self.applied = applied
+
+    def apply(
+        self,
+        changed: Sequence[int],
+        documents: Iterable[tuple[int, str, Mapping[str, Any]]],
+        seq: int,
+        *,
+        clear: bool = False,
+    ) -> None:
+        """Replace the documents of rows ``changed`` (gone when not in ``documents``); commit; record ``seq``.
+        ``clear``: delete every document first (a full build over whatever a crashed build left)."""
+        with self._lock:
+            if self._writer is None:
+                self._writer = self.index.writer(heap_size=_WRITER_HEAP)
+            writer = self._writer
+            if clear:
+                writer.delete_all_documents()
+            if changed:  # (delete_documents_by_term does not match an int against a u64 field)
+                writer.delete_documents_by_query(tantivy.Query.term_set_query(self.layout.schema, ROW, list(changed)))
+            for row, doc_id, source in documents:
+                writer.add_document(self.layout.document(row, doc_id, source))
+            writer.commit()
+            self._write_state(seq)
+        self.index.reload()
+
+    def reload(self) -> None:
+        self.index.reload()
+
+    def searcher(self) -> tantivy.Searcher:
+        return self.index.searcher()
+
+    def top(self, query: tantivy.Query, limit: int) -> tuple[list[tuple[int, float]], int]:
+        """The best ``limit`` (row, score) pairs for ``query``, and how many documents match."""
+        searcher = self.index.searcher()
+        found = searcher.search(query, limit=max(limit, 1), count=True)
+        hits = found.hits[:limit]
+        return _rows(searcher, hits), _count(found)
+
+    def scores(self, query: tantivy.Query) -> dict[int, float]:
+        """Row -> score of every matching document."""
+        searcher = self.index.searcher()
+        total = _count(searcher.search(query, limit=1, count=True))
+        if not total:
+            return {}
+        return dict(_rows(searcher, searcher.search(query, limit=total, count=False).hits))
+
+    def count(self, query: tantivy.Query) -> int:
+        return _count(self.index.searcher().search(query, limit=1, count=True))
+
+    def num_docs(self) -> int:
+        return int(self.index.searcher().num_docs)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._writer is not None:
+                self._writer.wait_merging_threads()
+                self._writer = None
+
+
+def _count(found: tantivy.SearchResult) -> int:
+    total: int = found.count  # type: ignore[attr-defined]  # (missing from tantivy's stubs)
+    return total
+
+
+def _rows(searcher: tantivy.Searcher, hits: list[tuple[Any, tantivy.DocAddress]]) -> list[tuple[int, float]]:
+    """(row, score) of each hit, the row read from its fast field."""
+    if not hits:
+        return []
+    rows = searcher.fast_field_values(ROW, [address for _, address in hits])
+    return [(int(row or 0), float(score)) for row, (score, _) in zip(rows, hits, strict=True)]
+
+
+def folder_for(root: Path, index_id: int, layout: Layout) -> Path:
+    return root / "lexical" / f"{index_id}-{layout.digest}"
+
+
+def remove_all(root: Path, index_id: int, *, keep: Path | None = None) -> None:
+    """Delete every lexical directory of ``index_id`` (all layouts but ``keep``)."""
+    base = root / "lexical"
+    if base.exists():
+        for folder in base.glob(f"{index_id}-*"):
+            if folder != keep:
+                shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,293 @@
+"""The embedded engine's search structures: tantivy BM25 (hand-computed), usearch graphs kept current by
+writes and persisted, filtered and exact kNN, crash recovery, one writer process, concurrent searches."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from esbridge.engines.base import BulkAction
+from esbridge.engines.embedded import EmbeddedEngine, ann
+from esbridge.engines.embedded.datadir import DataDir
+from esbridge.errors import EngineUnavailable
+
+DIMENSION = 8
+
+
+def mapping(*, approximate: bool) -> dict[str, Any]:
+    settings = {"index": {"knn": True}} if approximate else {}
+    return {
+        "settings": settings,
+        "mappings": {
+            "properties": {
+                "title": {"type": "text", "analyzer": "english"},
+                "body": {"type": "text", "analyzer": "english"},
+                "tag": {"type": "keyword"},
+                "n": {"type": "integer"},
+                "v": {"type": "knn_vector", "dimension": DIMENSION, "method": {"space_type": "cosinesimil"}},
+            }
+        },
+    }
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[EmbeddedEngine]:
+    engine = EmbeddedEngine(tmp_path / "data")
+    yield engine
+    engine.close()
+
+
+def points(count: int, seed: int = 0) -> np.ndarray[Any, np.dtype[np.float32]]:
+    rng = np.random.default_rng(seed)
+    found: np.ndarray[Any, np.dtype[np.float32]] = rng.standard_normal((count, DIMENSION)).astype(np.float32)
+    return found
+
+
+def load(engine: EmbeddedEngine, index: str, vectors: np.ndarray[Any, Any], prefix: str = "d") -> None:
+    actions = [
+        BulkAction("index", f"{prefix}{i}", {"tag": "rare" if i % 50 == 0 else "common", "n": i, "v": v.tolist()})
+        for i, v in enumerate(vectors)
+    ]
+    for start in range(0, len(actions), 200):
+        assert not engine.bulk(index, actions[start : start + 200]).failed
+
+
+def knn(vector: Any, k: int, **extra: Any) -> dict[str, Any]:
+    return {"size": k, "query": {"knn": {"v": {"vector": [float(x) for x in vector], "k": k, **extra}}}}
+
+
+def exact_top(vectors: np.ndarray[Any, Any], query: np.ndarray[Any, Any], k: int, allowed: list[int]) -> list[str]:
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    similarity = unit[allowed] @ (query / np.linalg.norm(query))
+    return [f"d{allowed[i]}" for i in np.argsort(-similarity, kind="stable")[:k]]
+
+
+def test_bm25_is_lucene_bm25_at_tantivy_k1_and_b(engine: EmbeddedEngine) -> None:
+    engine.create_index("idx", mapping(approximate=False))
+    texts = ["apple banana", "apple apple cherry date", "cherry"]
+    engine.bulk("idx", [BulkAction("index", f"t{i}", {"body": text}) for i, text in enumerate(texts)])
+    found = {hit.id: hit.score for hit in engine.search("idx", {"query": {"match": {"body": "apple"}}}).hits}
+    # idf = ln(1 + (N - n + 0.5) / (n + 0.5)); tf part = tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))
+    idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    average = 7 / 3
+    for doc, tf, length in (("t0", 1, 2), ("t1", 2, 4)):
+        expected = idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * length / average))
+        assert found[doc] == pytest.approx(expected, rel=1e-4)
+    assert set(found) == {"t0", "t1"}
+
+
+def test_a_field_boost_multiplies_that_fields_score_and_stemming_matches_word_forms(engine: EmbeddedEngine) -> None:
+    engine.create_index("idx", mapping(approximate=False))
+    engine.bulk("idx", [BulkAction("index", "a", {"title": "Running studies", "body": "nothing here"})])
+    plain = engine.search("idx", {"query": {"multi_match": {"query": "run study", "fields": ["title"]}}}).hits
+    boosted = engine.search("idx", {"query": {"multi_match": {"query": "runs studied", "fields": ["title^3"]}}}).hits
+    assert [hit.id for hit in plain] == ["a"]
+    assert boosted[0].score == pytest.approx(3 * plain[0].score, rel=1e-5)
+
+
+def test_filters_run_inside_the_text_search_and_count_only_what_passes(engine: EmbeddedEngine) -> None:
+    engine.create_index("idx", mapping(approximate=False))
+    engine.bulk("idx", [BulkAction("index", f"d{i}", {"body": "common words", "n": i, "tag": f"t{i % 3}"})
+                        for i in range(30)])  # fmt: skip
+    body = {
+        "size": 5,
+        "query": {"bool": {"must": [{"match": {"body": "words"}}], "filter": [{"term": {"tag": "t1"}}],
+                           "must_not": [{"range": {"n": {"gte": 20}}}]}},
+    }  # fmt: skip
+    result = engine.search("idx", body)
+    assert result.total == len([i for i in range(20) if i % 3 == 1])
+    assert all(int(hit.id[1:]) % 3 == 1 and int(hit.id[1:]) < 20 for hit in result.hits)
+
+
+def test_exact_knn_without_index_knn_matches_brute_force_under_any_filter(engine: EmbeddedEngine) -> None:
+    engine.create_index("idx", mapping(approximate=False))
+    vectors = points(300)
+    load(engine, "idx", vectors)
+    query = points(1, seed=5)[0]
+    hits = engine.search("idx", knn(query, 10)).hits
+    assert [hit.id for hit in hits] == exact_top(vectors, query, 10, list(range(300)))
+    filtered = engine.search("idx", knn(query, 5, filter={"term": {"tag": "rare"}})).hits
+    assert [hit.id for hit in filtered] == exact_top(vectors, query, 5, list(range(0, 300, 50)))
+
+
+def test_the_graph_returns_k_under_selective_and_broad_filters(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ann, "EXACT_BELOW", 20)  # so that a small index uses its graph
+    engine.create_index("idx", mapping(approximate=True))
+    vectors = points(1000)
+    load(engine, "idx", vectors)
+    query = points(1, seed=9)[0]
+    rare = engine.search("idx", knn(query, 10, filter={"term": {"tag": "rare"}})).hits
+    assert [hit.id for hit in rare] == exact_top(vectors, query, 10, list(range(0, 1000, 50)))
+    broad = engine.search("idx", knn(query, 10, filter={"range": {"n": {"lt": 400}}})).hits
+    assert len(broad) == 10
+    assert all(int(hit.id[1:]) < 400 for hit in broad)
+    truth = set(exact_top(vectors, query, 10, list(range(400))))
+    assert len(truth & {hit.id for hit in broad}) >= 8
+    unfiltered = {hit.id for hit in engine.search("idx", knn(query, 10)).hits}
+    assert len(unfiltered & set(exact_top(vectors, query, 10, list(range(1000))))) >= 8
+
+
+def test_writes_update_the_graph_in_place_and_a_reopen_loads_it_from_its_file(tmp_path: Path) -> None:
+    engine = EmbeddedEngine(tmp_path)
+    engine.create_index("idx", mapping(approximate=True))
+    load(engine, "idx", points(200))
+    shared: DataDir = engine._shared
+    graph = next(iter(shared._handles.values())).vectors["v"]
+    engine.bulk("idx", [BulkAction("index", "new", {"v": [1.0] * DIMENSION})])
+    assert next(iter(shared._handles.values())).vectors["v"] is graph, "no reload on write"
+    assert len(graph) == 201
+    engine.bulk("idx", [BulkAction("delete", "new")])
+    assert len(graph) == 200
+    assert "new" not in {hit.id for hit in engine.search("idx", knn([1.0] * DIMENSION, 3)).hits}
+    engine.close()
+    files = list((tmp_path / "vectors").glob("*.usearch"))
+    assert len(files) == 1
+    reopened = EmbeddedEngine(tmp_path)
+    try:
+        reopened.count("idx")
+        assert reopened.search("idx", knn(points(1, seed=3)[0], 5)).total == 5
+        loaded = next(iter(reopened._shared._handles.values())).vectors["v"]
+        assert (loaded.built, loaded.saved, len(loaded)) == (True, loaded.applied, 200)
+    finally:
+        reopened.close()
+
+
+_WRITER = """
+import sys
+from esbridge.engines.base import BulkAction
+from esbridge.engines.embedded import EmbeddedEngine, datadir
+datadir.SAVE_EVERY = 300  # graphs saved (and the change log trimmed) while the writer runs
+engine = EmbeddedEngine(sys.argv[1])
+if not engine.index_exists("crash"):
+    engine.create_index("crash", {"settings": {"index": {"knn": True}}, "mappings": {"properties": {
+        "text": {"type": "text", "analyzer": "english"},
+        "v": {"type": "knn_vector", "dimension": 4, "method": {"space_type": "cosinesimil"}}}}})
+for batch in range(int(sys.argv[2])):
+    engine.bulk("crash", [BulkAction("index", f"{batch}-{i}", {"text": f"words about item{batch}x{i}",
+                                     "v": [1.0, batch + 1.0, i + 1.0, 0.5]}) for i in range(100)])
+    print(batch, flush=True)
+engine.close()
+"""
+
+
+def test_a_writer_killed_mid_ingest_leaves_an_index_that_answers_and_converges_on_a_rerun(tmp_path: Path) -> None:
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), "1000"], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout is not None
+    for _ in range(8):
+        writer.stdout.readline()
+    writer.kill()  # SIGKILL: tantivy, the graph file and the database may each be at a different point
+    writer.wait()
+    writer.stdout.close()
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        count = engine.count("crash")
+        assert count >= 800
+        assert count % 100 == 0
+        assert engine.search("crash", {"size": 0, "query": {"match": {"text": "words"}}}).total == count
+        assert engine.search("crash", knn([1.0, 1.0, 1.0, 0.5], 3)).total == 3
+    finally:
+        engine.close()
+    rerun = subprocess.run([sys.executable, "-c", _WRITER, str(tmp_path), "12"], capture_output=True, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        count = engine.count("crash")
+        assert count >= 1200
+        assert engine.search("crash", {"size": 0, "query": {"match": {"text": "words"}}}).total == count
+        assert engine.search("crash", {"query": {"match": {"text": "item11x7"}}}).hits[0].id == "11-7"
+        nearest = engine.search("crash", knn([1.0, 12.0, 8.0, 0.5], 1)).hits
+        assert nearest[0].id == "11-7"
+    finally:
+        engine.close()
+
+
+_HOLDER = """
+import sys
+from esbridge.engines.base import BulkAction
+from esbridge.engines.embedded import EmbeddedEngine
+engine = EmbeddedEngine(sys.argv[1])
+engine.bulk("idx", [BulkAction("index", "theirs", {"body": "written by the other process"})])
+print("holding", flush=True)
+sys.stdin.readline()
+engine.close()
+"""
+
+
+def test_a_second_process_cannot_write_but_can_read_and_writes_once_the_first_closes(tmp_path: Path) -> None:
+    engine = EmbeddedEngine(tmp_path)
+    engine.create_index("idx", mapping(approximate=False))
+    engine.close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdin is not None and holder.stdout is not None
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        second = EmbeddedEngine(tmp_path)
+        with pytest.raises(EngineUnavailable, match=rf"written by another process \(pid {holder.pid}\)"):
+            second.bulk("idx", [BulkAction("index", "mine", {"body": "mine"})])
+        assert [hit.id for hit in second.search("idx", {"query": {"match": {"body": "other"}}}).hits] == ["theirs"]
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait()
+        holder.stdout.close()
+    assert not second.bulk("idx", [BulkAction("index", "mine", {"body": "mine"})]).failed
+    assert second.count("idx") == 2
+    for word in ("other", "mine"):  # the new writer carried on from the first one's state: nothing doubled
+        assert second.search("idx", {"query": {"match": {"body": word}}}).total == 1
+    second.close()
+
+
+def test_searches_run_beside_a_writer_and_see_each_committed_write(engine: EmbeddedEngine) -> None:
+    engine.create_index("idx", mapping(approximate=True))
+    load(engine, "idx", points(100))
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def search() -> None:
+        while not stop.is_set():
+            try:
+                assert len(engine.search("idx", knn(points(1, seed=1)[0], 5)).hits) == 5
+                engine.search("idx", {"query": {"bool": {"filter": [{"term": {"tag": "common"}}]}}})
+            except BaseException as exc:
+                failures.append(exc)
+                return
+
+    readers = [threading.Thread(target=search) for _ in range(3)]
+    for reader in readers:
+        reader.start()
+    for batch in range(5):
+        load(engine, "idx", points(50, seed=100 + batch), prefix=f"b{batch}-")
+        assert engine.count("idx") == 100 + 50 * (batch + 1)
+        assert engine.search("idx", {"query": {"ids": {"values": [f"b{batch}-49"]}}}).total == 1
+    stop.set()
+    for reader in readers:
+        reader.join()
+    assert failures == []
+
+
+def test_a_new_text_field_rebuilds_the_full_text_index_once_and_drops_the_old_one(tmp_path: Path) -> None:
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        engine.create_index("idx", mapping(approximate=False))
+        engine.bulk("idx", [BulkAction("index", "a", {"body": "first words"})])
+        before = sorted(path.name for path in (tmp_path / "lexical").iterdir())
+        engine.put_mapping("idx", {"summary": {"type": "text", "analyzer": "english"}})
+        engine.bulk("idx", [BulkAction("index", "b", {"body": "second", "summary": "summaries matter"})])
+        after = sorted(path.name for path in (tmp_path / "lexical").iterdir())
+        assert len(before) == len(after) == 1 and before != after
+        assert [hit.id for hit in engine.search("idx", {"query": {"match": {"summary": "summary"}}}).hits] == ["b"]
+        assert [hit.id for hit in engine.search("idx", {"query": {"match": {"body": "words"}}}).hits] == ["a"]
+    finally:
+        engine.close()
