@@ -107,6 +107,13 @@ def test_filters_run_inside_the_text_search_and_count_only_what_passes(engine: E
     assert all(int(hit.id[1:]) % 3 == 1 and int(hit.id[1:]) < 20 for hit in result.hits)
 
 
+@pytest.mark.parametrize("approximate", [False, True])
+def test_knn_on_an_index_without_vectors_finds_nothing(engine: EmbeddedEngine, approximate: bool) -> None:
+    engine.create_index("idx", mapping(approximate=approximate))
+    assert engine.search("idx", knn(points(1)[0], 10)).hits == []
+    assert engine.search("idx", knn(points(1)[0], 3, filter={"term": {"tag": "rare"}})).hits == []
+
+
 def test_exact_knn_without_index_knn_matches_brute_force_under_any_filter(engine: EmbeddedEngine) -> None:
     engine.create_index("idx", mapping(approximate=False))
     vectors = points(300)

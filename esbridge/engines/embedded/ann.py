@@ -117,6 +117,8 @@ class VectorIndex:
         exactly keeps its vectors in memory under that name for the next search with the same filter."""
         query = np.asarray(vector, dtype=np.float32)
         size = len(self)
+        if size == 0 or k < 1 or (allowed is not None and not allowed):
+            return {}  # usearch refuses a search for 0 results
         if allowed is not None:
             if exact or len(allowed) <= max(EXACT_BELOW, size // 20):
                 return self._exact(query, k, allowed, subset)
