@@ -9,7 +9,6 @@ by chunk id, so an interrupted run that is run again converges to the same index
 
 from __future__ import annotations
 
-import shlex
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -19,30 +18,26 @@ from typing import Any, Protocol
 
 from esbridge import errors
 from esbridge.embeddings.base import Embedder
-from esbridge.engines.base import BulkAction, BulkItemFailure, Engine, Hit
+from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
 from esbridge.ingest.bulk import BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source, index_document
 from esbridge.ingest.model import Chunk, Problem
+from esbridge.ingest.refusals import (
+    MAX_DELETE_SHARE,
+    refuse_foreign_documents,
+    refuse_mass_delete,
+    refuse_missing_fields,
+)
 from esbridge.ingest.sources import SourceFormat, read_source
 from esbridge.mappings.lifecycle import IndexManager
-from esbridge.mappings.schema import FIELDS, VECTOR_FIELD
+from esbridge.mappings.schema import VECTOR_FIELD
 from esbridge.query.concepts import build_concept_index, frequent_terms
 
 # Chunk sizes are counted with a deterministic estimate, not the model's tokenizer, so chunk
 # boundaries (and ids) do not depend on whether or which model loaded. 200 estimated tokens keep
 # nearly every chunk inside all-MiniLM-L6-v2's 256-token window (docs/ingest-markdown.md).
 DEFAULT_MAX_TOKENS = 200
-
-# A source label is a folder or file name by default, so a different folder of the same name (every
-# Obsidian vault called "vault") would replace the first one's chunks; so would an empty mount. A run
-# that would delete most of what a source holds is refused until the operator says it is meant.
-MAX_DELETE_SHARE = 0.5
-MASS_DELETE_MINIMUM = 20
-
-# Doc ids per `terms` query when looking for another source's chunks: below OpenSearch's and
-# Elasticsearch's index.max_terms_count (65,536) and SQLite's 32,766 parameters per statement.
-DOC_ID_BATCH = 10_000
 
 
 class Progress(Protocol):
@@ -134,28 +129,6 @@ def indexed_chunks(engine: Engine, index: str, source: str) -> dict[str, Indexed
     return found
 
 
-def chunks_of_other_sources(engine: Engine, index: str, source: str, doc_ids: Sequence[str]) -> tuple[int, Hit | None]:
-    """How many chunks of ``doc_ids`` the index holds under a source label other than ``source``, and one of them."""
-    total, example = 0, None
-    for start in range(0, len(doc_ids), DOC_ID_BATCH):
-        body = {
-            "size": 1 if example is None else 0,
-            "track_total_hits": True,
-            "_source": ["doc_id", "source"],
-            "query": {
-                "bool": {
-                    "filter": [{"terms": {"doc_id": list(doc_ids[start : start + DOC_ID_BATCH])}}],
-                    "must_not": [{"term": {"source": source}}],
-                }
-            },
-        }
-        found = engine.search(index, body)
-        total += found.total
-        if example is None and found.hits:
-            example = found.hits[0]
-    return total, example
-
-
 def mapped_dimension(engine: Engine, index: str) -> int | None:
     return _dimension_of(engine.get_mapping(index).get("properties", {}))
 
@@ -192,7 +165,7 @@ def ingest(
 
     index = report.index = manager.ensure()
     properties = engine.get_mapping(index).get("properties", {})
-    _refuse_missing_fields(
+    refuse_missing_fields(
         properties, index, weighted=any(chunk.document and chunk.document.link_weights for chunk in chunks)
     )
     if embedder is not None:
@@ -205,10 +178,10 @@ def ingest(
             )
 
     with _Timer(timings, "index_s"):
-        _refuse_foreign_documents(engine, path, index, source, chunks)
+        refuse_foreign_documents(engine, path, index, source, chunks)
         before = indexed_chunks(engine, index, source)
     stale = _stale_chunks(before, chunks, problems, report)
-    _refuse_mass_delete(path, source, index, len(before), len(stale), options.max_delete_share)
+    refuse_mass_delete(path, source, index, len(before), len(stale), options.max_delete_share)
     todo = [chunk for chunk in chunks if _needs_write(chunk, before.get(chunk.chunk_id), embedder)]
     report.unchanged = len(chunks) - len(todo)
 
@@ -331,47 +304,6 @@ def _stale_chunks(
         return []
     protected = {problem.doc_id for problem in problems}
     return [chunk_id for chunk_id in stale if chunk_id.rsplit("#", 1)[0] not in protected]
-
-
-def _refuse_missing_fields(properties: Mapping[str, Any], index: str, *, weighted: bool) -> None:
-    """An index created by an older esbridge may lack fields this one writes; its strict mapping would then
-    refuse every chunk, one error each. ``link_weights`` is written only for weighted links."""
-    written = [spec.name for spec in FIELDS if weighted or spec.name != "link_weights"]
-    missing = [name for name in written if name not in properties]
-    if missing:
-        raise errors.ConfigError(
-            f"index {index} has no mapping for {', '.join(missing)}, which ingest writes; nothing was written. "
-            "Add the fields with `esbridge mapping apply` (`esbridge mapping diff` shows the change)"
-        )
-
-
-def _refuse_foreign_documents(engine: Engine, path: Path, index: str, source: str, chunks: Sequence[Chunk]) -> None:
-    """Chunk ids hold the doc id, not the source, so two sources with the same relative paths would
-    overwrite each other's chunks, and flip them back on every run."""
-    doc_ids = sorted({chunk.doc_id for chunk in chunks})
-    count, example = chunks_of_other_sources(engine, index, source, doc_ids)
-    if not count:
-        return
-    doc_id = str(example.source.get("doc_id", example.id)) if example is not None else "?"
-    other = str(example.source.get("source", "")) if example is not None else ""
-    raise errors.ConfigError(
-        f"index {index} already holds {count} chunk(s) of documents that {path} would write, under another "
-        f"source label (for example {doc_id!r} of source {other!r}; this run's label is {source!r}); nothing "
-        "was written. Chunk ids are the documents' ids, not their source's, so the two sources would overwrite "
-        f"each other. Ingest {path} into another --index, or, if it really is the same collection under a new "
-        f"label, run with --source {shlex.quote(other)} (or remove source {other!r} from the index first)"
-    )
-
-
-def _refuse_mass_delete(path: Path, source: str, index: str, held: int, stale: int, max_share: float) -> None:
-    if stale < MASS_DELETE_MINIMUM or stale <= max_share * held:
-        return
-    raise errors.ConfigError(
-        f"index {index} holds {held} chunks for source {source!r}, and {path} would delete {stale} of them "
-        f"({stale / held:.0%}); nothing was written. If {path} is another collection that shares the name "
-        f"{source!r}, give it its own label with --source; if the documents really were removed, run again "
-        "with --allow-mass-delete"
-    )
 
 
 def _windows(chunks: Sequence[Chunk], size: int) -> Iterator[Sequence[Chunk]]:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from esbridge.config.settings import ServiceSettings
+from esbridge.config.service import ServiceSettings
 from esbridge.errors import ConfigError
 
 log = logging.getLogger("esbridge.service")

@@ -67,7 +67,7 @@ def test_the_sidecar_image_runs_as_a_non_root_user_and_installs_the_service_extr
 
 
 def test_the_image_and_compose_need_a_key_for_reads_as_they_listen_beyond_loopback() -> None:
-    from esbridge.config.settings import ServiceSettings
+    from esbridge.config.service import ServiceSettings
     from esbridge.errors import ConfigError
     from esbridge.service.auth import KeyRing
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from esbridge.config.settings import ServiceSettings
+from esbridge.config.service import ServiceSettings
 from esbridge.errors import ConfigError
 from esbridge.service.app import create_app
 from esbridge.service.auth import KeyRing, presented_key

@@ -1,0 +1,86 @@
+"""What ingest checks before it writes anything: each refusal names the problem and the way out."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from esbridge import errors
+from esbridge.engines.base import Engine, Hit
+from esbridge.ingest.model import Chunk
+from esbridge.mappings.schema import FIELDS
+
+# A source label is a folder or file name by default, so a different folder of the same name (every
+# Obsidian vault called "vault") would replace the first one's chunks; so would an empty mount. A run
+# that would delete most of what a source holds is refused until the operator says it is meant.
+MAX_DELETE_SHARE = 0.5
+MASS_DELETE_MINIMUM = 20
+
+# Doc ids per `terms` query when looking for another source's chunks: below OpenSearch's and
+# Elasticsearch's index.max_terms_count (65,536) and SQLite's 32,766 parameters per statement.
+DOC_ID_BATCH = 10_000
+
+
+def chunks_of_other_sources(engine: Engine, index: str, source: str, doc_ids: Sequence[str]) -> tuple[int, Hit | None]:
+    """How many chunks of ``doc_ids`` the index holds under a source label other than ``source``, and one of them."""
+    total, example = 0, None
+    for start in range(0, len(doc_ids), DOC_ID_BATCH):
+        body = {
+            "size": 1 if example is None else 0,
+            "track_total_hits": True,
+            "_source": ["doc_id", "source"],
+            "query": {
+                "bool": {
+                    "filter": [{"terms": {"doc_id": list(doc_ids[start : start + DOC_ID_BATCH])}}],
+                    "must_not": [{"term": {"source": source}}],
+                }
+            },
+        }
+        found = engine.search(index, body)
+        total += found.total
+        if example is None and found.hits:
+            example = found.hits[0]
+    return total, example
+
+
+def refuse_missing_fields(properties: Mapping[str, Any], index: str, *, weighted: bool) -> None:
+    """An index created by an older esbridge may lack fields this one writes; its strict mapping would then
+    refuse every chunk, one error each. ``link_weights`` is written only for weighted links."""
+    written = [spec.name for spec in FIELDS if weighted or spec.name != "link_weights"]
+    missing = [name for name in written if name not in properties]
+    if missing:
+        raise errors.ConfigError(
+            f"index {index} has no mapping for {', '.join(missing)}, which ingest writes; nothing was written. "
+            "Add the fields with `esbridge mapping apply` (`esbridge mapping diff` shows the change)"
+        )
+
+
+def refuse_foreign_documents(engine: Engine, path: Path, index: str, source: str, chunks: Sequence[Chunk]) -> None:
+    """Chunk ids hold the doc id, not the source, so two sources with the same relative paths would
+    overwrite each other's chunks, and flip them back on every run."""
+    doc_ids = sorted({chunk.doc_id for chunk in chunks})
+    count, example = chunks_of_other_sources(engine, index, source, doc_ids)
+    if not count:
+        return
+    doc_id = str(example.source.get("doc_id", example.id)) if example is not None else "?"
+    other = str(example.source.get("source", "")) if example is not None else ""
+    raise errors.ConfigError(
+        f"index {index} already holds {count} chunk(s) of documents that {path} would write, under another "
+        f"source label (for example {doc_id!r} of source {other!r}; this run's label is {source!r}); nothing "
+        "was written. Chunk ids are the documents' ids, not their source's, so the two sources would overwrite "
+        f"each other. Ingest {path} into another --index, or, if it really is the same collection under a new "
+        f"label, run with --source {shlex.quote(other)} (or remove source {other!r} from the index first)"
+    )
+
+
+def refuse_mass_delete(path: Path, source: str, index: str, held: int, stale: int, max_share: float) -> None:
+    if stale < MASS_DELETE_MINIMUM or stale <= max_share * held:
+        return
+    raise errors.ConfigError(
+        f"index {index} holds {held} chunks for source {source!r}, and {path} would delete {stale} of them "
+        f"({stale / held:.0%}); nothing was written. If {path} is another collection that shares the name "
+        f"{source!r}, give it its own label with --source; if the documents really were removed, run again "
+        "with --allow-mass-delete"
+    )
