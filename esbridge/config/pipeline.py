@@ -126,7 +126,7 @@ class PipelineSettings(_Section):
     top_k_min: int = Field(default=10, ge=10)
     top_n_max: int = Field(default=50, ge=1, le=1000)
     # Concurrent requests measured faster than one _msearch once the query is embedded on one thread:
-    # BM25 then runs on the engine while the other core embeds (docs/benchmarks.md, issue 4).
+    # BM25 then runs on the engine while the other core embeds (docs/benchmarks.md, end-to-end latency per mode).
     execution: Literal["concurrent", "msearch"] = Field(
         default="concurrent",
         description="concurrent requests (BM25 in flight while the query is embedded), or one _msearch after embedding",

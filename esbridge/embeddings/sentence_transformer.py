@@ -112,7 +112,7 @@ def _set_torch_threads(count: int) -> None:
 
     Query-serving processes use one (``embedding.query_threads``): a short query embeds fastest on one
     thread, concurrent queries then run side by side, and a core stays free for an engine on the same
-    machine (docs/benchmarks.md, issue 4). Ingest keeps torch's default, one thread per core.
+    machine (docs/benchmarks.md, end-to-end latency per mode). Ingest keeps torch's default, one thread per core.
     """
     import torch
 
