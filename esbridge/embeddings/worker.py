@@ -4,8 +4,8 @@ In-process, a query's embedding runs in a worker thread but still needs the inte
 torch operations, so whatever Python the event loop runs meanwhile (sending the BM25 request, parsing
 its answer, other requests) delays the embedding, which is the longest step of a hybrid search. In a
 child process the model computes while the loop runs; a query pays one pipe round trip instead
-(docs/benchmarks.md, end-to-end latency per mode: the embedding's delay inside a search fell from about 1.4 to 0.7 ms, and
-the sidecar served 30% more requests per second on 2 cores).
+(docs/benchmarks.md, end-to-end latency per mode: the embedding's delay inside a search fell from about
+1.4 to 0.7 ms, and the sidecar served 30% more requests per second on 2 cores).
 
 Children are started with ``spawn`` (no inherited locks or torch thread pools); each answers one call
 at a time. If one dies, hangs past ``reply_timeout_s`` (plus 0.5 s per text) or cannot load the
