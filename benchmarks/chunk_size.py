@@ -20,7 +20,7 @@ from esbridge.evaluation import report, session
 from esbridge.evaluation.collections import parse_collection
 from esbridge.evaluation.dataset import judged_queries
 from esbridge.evaluation.methods import configurations
-from esbridge.ingest.pipeline import IngestOptions, ingest
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
 
 

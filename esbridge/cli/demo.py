@@ -19,7 +19,7 @@ from esbridge.cli.options import (
 from esbridge.cli.progress import progress_for
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
-from esbridge.ingest.pipeline import IngestOptions, ingest
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.query.api import open_query_embedder, searcher
 from esbridge.query.models import SearchHit, SearchRequest, SearchResponse
 

@@ -21,7 +21,7 @@ from esbridge.errors import ConfigError
 from esbridge.evaluation import collections, report, session
 from esbridge.evaluation.dataset import JudgedQueries, judged_queries
 from esbridge.evaluation.methods import METHODS, Configuration, configurations
-from esbridge.ingest.pipeline import IngestReport
+from esbridge.ingest.run import IngestReport
 
 DEFAULT_METHODS = "bm25,knn,rrf,linear,dbsf,adaptive,default,native"
 

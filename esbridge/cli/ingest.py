@@ -12,8 +12,8 @@ from esbridge.cli.progress import progress_for
 from esbridge.config.settings import Settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.errors import ModelUnavailable
-from esbridge.ingest.pipeline import IngestOptions, IngestReport, embed_missing, ingest
 from esbridge.ingest.refusals import MAX_DELETE_SHARE
+from esbridge.ingest.run import IngestOptions, IngestReport, embed_missing, ingest
 from esbridge.ingest.sources import FORMATS
 
 

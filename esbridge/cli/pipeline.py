@@ -10,8 +10,8 @@ import click
 from esbridge.cli.options import engine_options, engine_session, index_option, settings_from
 from esbridge.config.settings import Settings
 from esbridge.engines import Engine
-from esbridge.pipelines import manage
-from esbridge.pipelines.opensearch import pipeline_name
+from esbridge.query.native import manage
+from esbridge.query.native.opensearch import pipeline_name
 
 _name_option = click.option("--name", help="Pipeline name (default: <index>-hybrid).")
 

@@ -18,7 +18,7 @@ from esbridge.errors import IndexNotFound
 from esbridge.evaluation.dataset import JudgedQueries
 from esbridge.evaluation.methods import Configuration
 from esbridge.evaluation.runner import ConfigurationRuns, Depth, run_configurations
-from esbridge.ingest.pipeline import IngestOptions, IngestReport, ProgressFactory, ingest, no_progress
+from esbridge.ingest.run import IngestOptions, IngestReport, ProgressFactory, ingest, no_progress
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
 
 

@@ -21,7 +21,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from esbridge.ingest.model import Chunk, Document, Section, chunk_id
+from esbridge.ids import chunk_id
+from esbridge.ingest.model import Chunk, Document, Section
 
 TokenCounter = Callable[[str], int]
 

@@ -119,7 +119,3 @@ class Chunk:
         }
         encoded = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False).encode("utf-8")
         return hashlib.sha256(encoded).hexdigest()
-
-
-def chunk_id(doc_id: str, index: int) -> str:
-    return f"{doc_id}#{index}"

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from esbridge.engines.base import BulkAction, Engine
+from esbridge.engines.bulk import BulkWriter
 from esbridge.errors import SourceError
-from esbridge.ingest.bulk import BulkWriter
 from esbridge.ingest.json_values import json_type
 from esbridge.ingest.jsonl import json_error_location
 from esbridge.mappings.lifecycle import IndexManager, live_parameters

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from esbridge import errors
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
-from esbridge.ingest.bulk import BulkWriter, RetryPolicy
+from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.mappings.schema import FIELDS
 
 COPIED_FIELDS = tuple(spec.name for spec in FIELDS)

@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 import networkx as nx
 
-from esbridge.ingest.model import chunk_id
+from esbridge.ids import first_chunk
 from esbridge.query.link_graph import (
     DIRECTIONS,
     PRIORS,
@@ -149,11 +149,6 @@ class GraphExpansion:
     @property
     def doc_of(self) -> dict[str, str]:
         return {item: neighbor.doc_id for item, neighbor in self.neighbors.items()}
-
-
-def first_chunk(doc_id: str) -> str:
-    """The item a neighbor document enters the list as: its chunk 0, which every document has."""
-    return chunk_id(doc_id, 0)
 
 
 def best_items(scores: Mapping[str, float], doc_of: Mapping[str, str]) -> dict[str, tuple[str, float]]:

@@ -7,7 +7,7 @@ answer gives ``semantic-only``; only when both fail is the search an error. Ever
 retrieval is a pure function from ``esbridge.query``.
 
 With ``pipeline.mode`` ``auto`` or ``native``, the engine fuses when its probed capabilities allow the
-configured method (``esbridge.pipelines``): one request carries both retrievers' queries and comes
+configured method (``esbridge.query.native``): one request carries both retrievers' queries and comes
 back fused (``native-hybrid``); recency, graph expansion and shaping then run here on that list. If
 the native request fails, the search falls back to the client-side path and says so in ``warnings``.
 """
@@ -28,8 +28,6 @@ from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.base import Embedder, start_embedding
 from esbridge.engines.base import AsyncEngine, SearchResult
 from esbridge.engines.capabilities import Capabilities
-from esbridge.pipelines import native
-from esbridge.pipelines.fusion import native_fusion
 from esbridge.query import bodies
 from esbridge.query.concepts import expand_query
 from esbridge.query.deadline import within
@@ -47,6 +45,8 @@ from esbridge.query.graph import (
 from esbridge.query.link_graph import LINK_FIELDS, link_map
 from esbridge.query.link_rescore import Rescored, rescore
 from esbridge.query.models import Explain, RetrieverExplain, SearchHit, SearchMode, SearchRequest, SearchResponse
+from esbridge.query.native import plan as native
+from esbridge.query.native.fusion import native_fusion
 from esbridge.query.recency import HalfLife, RecencyRule, Tier, Tiers, apply_recency, parse_modified_at
 from esbridge.query.rerank import Reranker, rerank
 from esbridge.query.retrievers import RETRIEVERS, RetrievalContext, Retriever

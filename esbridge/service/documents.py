@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from esbridge import errors
 from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import BulkAction, Engine
-from esbridge.ingest.bulk import BulkWriter, RetryPolicy
+from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import index_document
 from esbridge.ingest.jsonl import (
@@ -31,7 +31,7 @@ from esbridge.ingest.jsonl import (
     surrogate_location,
 )
 from esbridge.ingest.model import Chunk
-from esbridge.ingest.pipeline import DEFAULT_MAX_TOKENS
+from esbridge.ingest.run import DEFAULT_MAX_TOKENS
 from esbridge.service.models import DocumentResult
 from esbridge.service.writes import Cancellation, WriteControl, chunk_hashes
 

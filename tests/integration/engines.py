@@ -14,7 +14,7 @@ from esbridge.config import redact_url
 from esbridge.embeddings.base import Embedder
 from esbridge.engines import Capabilities, Engine
 from esbridge.errors import EsbridgeError
-from esbridge.ingest.pipeline import IngestOptions, ingest
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 

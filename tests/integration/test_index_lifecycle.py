@@ -15,8 +15,8 @@ from esbridge.cli import main
 from esbridge.config import Settings
 from esbridge.engines import BulkAction, Engine, Hit
 from esbridge.engines.blocks import write_blocked
+from esbridge.engines.bulk import BulkWriter
 from esbridge.errors import EngineResponseError, IndexAlreadyExists, IndexNotFound
-from esbridge.ingest.bulk import BulkWriter
 from esbridge.mappings.lifecycle import IndexManager, MappingNeedsNewVersion
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query import bodies

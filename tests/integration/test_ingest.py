@@ -14,11 +14,11 @@ from esbridge.cli import main
 from esbridge.config import Settings, load_settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine, connect
+from esbridge.engines.bulk import RetryPolicy
 from esbridge.engines.dialect import knn_body, match_body
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import ConfigError
-from esbridge.ingest.bulk import RetryPolicy
-from esbridge.ingest.pipeline import IngestOptions, IngestReport, Progress, embed_missing, ingest
+from esbridge.ingest.run import IngestOptions, IngestReport, Progress, embed_missing, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters, render_index
 from tests.support.loopback import ForwardingProxy, busy_for

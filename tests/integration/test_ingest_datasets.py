@@ -7,7 +7,7 @@ from esbridge.engines import Engine
 from esbridge.engines.dialect import match_body
 from esbridge.ingest.beir import read_beir_corpus
 from esbridge.ingest.model import Document
-from esbridge.ingest.pipeline import IngestOptions, ingest
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from tests.support.data import DENDRON_VAULT, SCIFACT, require

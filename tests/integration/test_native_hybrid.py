@@ -25,8 +25,8 @@ from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Capabilities, Engine, connect, connect_async
 from esbridge.engines.base import AsyncEngine
 from esbridge.engines.capabilities import ELASTICSEARCH_FEATURES, OPENSEARCH_NEURAL_FEATURES
-from esbridge.pipelines import manage
 from esbridge.query.models import SearchRequest, SearchResponse
+from esbridge.query.native import manage
 from esbridge.query.orchestrator import HybridSearcher
 from tests.integration.engines import engine_url, load_records, probe, require_live
 from tests.support.data import SCIFACT, require

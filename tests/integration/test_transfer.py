@@ -15,7 +15,7 @@ from esbridge.cli import main
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
-from esbridge.ingest.pipeline import IngestOptions, ingest
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.ingest.transfer import export_chunks, import_chunks
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters

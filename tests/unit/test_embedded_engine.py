@@ -22,7 +22,7 @@ from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.engines.embedded.analysis import field_analysis
 from esbridge.engines.embedded.store import DB_FILE, Store
 from esbridge.errors import EngineResponseError, IndexAlreadyExists, IndexNotFound, RequestRejected
-from esbridge.ingest.pipeline import IngestOptions, ingest
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.models import Filters, SearchRequest

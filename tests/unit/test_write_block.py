@@ -17,10 +17,10 @@ from esbridge.engines.blocks import (
     write_blocked,
     write_blocked_reason,
 )
+from esbridge.engines.bulk import BulkWriter
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import EngineResponseError
-from esbridge.ingest.bulk import BulkWriter
-from esbridge.ingest.pipeline import write_block_warnings
+from esbridge.ingest.run import write_block_warnings
 from esbridge.mappings.schema import IndexParameters, render_index
 
 CLUSTER_REASON = "cluster_block_exception: index [notes-v1] blocked by: [FORBIDDEN/8/index write (api)];"

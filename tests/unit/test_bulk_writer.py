@@ -5,7 +5,7 @@ from typing import Any, cast
 
 from esbridge import errors
 from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Engine
-from esbridge.ingest.bulk import BulkWriter, RetryPolicy, batches_by_bytes
+from esbridge.engines.bulk import BulkWriter, RetryPolicy, batches_by_bytes
 
 
 class FlakyStore:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from esbridge.engines.base import JSON
-from esbridge.pipelines.fusion import NativeFusion
+from esbridge.query.native.fusion import NativeFusion
 
 NORMALIZERS = {"min_max": "minmax", "l2": "l2_norm"}
 

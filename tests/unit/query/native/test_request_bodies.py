@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from esbridge.engines.capabilities import elasticsearch_native_hybrid, opensearch_native_hybrid
-from esbridge.pipelines import elasticsearch, opensearch
-from esbridge.pipelines.fusion import NativeFusion
+from esbridge.query.native import elasticsearch, opensearch
+from esbridge.query.native.fusion import NativeFusion
 
 OS_3 = opensearch_native_hybrid({"opensearch-neural-search": "3.6.0"})
 OS_2_19 = opensearch_native_hybrid({"opensearch-neural-search": "2.19.1"})

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from esbridge.engines.base import JSON
-from esbridge.pipelines.fusion import NativeFusion
+from esbridge.query.native.fusion import NativeFusion
 
 PIPELINE_DESCRIPTION = "esbridge hybrid search: BM25 and kNN sub-queries fused on the node"
 OPENSEARCH_MIN_MAX_FLOOR = 0.001

@@ -18,8 +18,9 @@ from esbridge import errors
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.engines.base import Engine, SearchPipelineStore
 from esbridge.engines.capabilities import Capabilities
-from esbridge.pipelines import native, opensearch
-from esbridge.pipelines.fusion import native_fusion
+from esbridge.query.native import opensearch
+from esbridge.query.native import plan as native
+from esbridge.query.native.fusion import native_fusion
 
 Action = Literal["created", "updated", "unchanged", "deleted", "absent", "would create", "would update"]
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")

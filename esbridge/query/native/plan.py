@@ -13,8 +13,8 @@ from typing import Any
 
 from esbridge.engines.base import JSON, Dialect
 from esbridge.engines.capabilities import Capabilities
-from esbridge.pipelines import elasticsearch, opensearch
-from esbridge.pipelines.fusion import NativeFusion
+from esbridge.query.native import elasticsearch, opensearch
+from esbridge.query.native.fusion import NativeFusion
 
 
 @dataclass(frozen=True)

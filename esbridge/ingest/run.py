@@ -19,7 +19,8 @@ from typing import Any, Protocol
 from esbridge import errors
 from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
-from esbridge.ingest.bulk import BulkWriter, RetryPolicy
+from esbridge.engines.bulk import BulkWriter, RetryPolicy
+from esbridge.ids import doc_id_of
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source, index_document
 from esbridge.ingest.model import Chunk, Problem
@@ -303,7 +304,7 @@ def _stale_chunks(
         )
         return []
     protected = {problem.doc_id for problem in problems}
-    return [chunk_id for chunk_id in stale if chunk_id.rsplit("#", 1)[0] not in protected]
+    return [chunk_id for chunk_id in stale if doc_id_of(chunk_id) not in protected]
 
 
 def _windows(chunks: Sequence[Chunk], size: int) -> Iterator[Sequence[Chunk]]:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from esbridge.errors import ConfigError
-from esbridge.pipelines.fusion import NativeFusion, native_fusion
+from esbridge.query.native.fusion import NativeFusion, native_fusion
 
 BOTH = ["bm25", "knn"]
 
