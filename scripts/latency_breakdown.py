@@ -79,7 +79,7 @@ async def breakdown(settings: Settings, embedder: Embedder, texts: list[str]) ->
             total = (time.perf_counter() - started) * 1000
             if n < WARMUP:
                 continue
-            inside = response.details["timings_ms"]
+            inside = response.details.timings_ms
             for name, value in alone.items():
                 rows.setdefault(f"{name} alone", []).append(value)
                 rows.setdefault(f"{name} in the pipeline", []).append(inside[name])

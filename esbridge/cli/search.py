@@ -74,12 +74,10 @@ def search_command(
         raise click.BadParameter(_first_error(exc)) from exc
     embedder, problem = open_query_embedder(settings)
     try:
-        response = search(settings, request, embedder)
+        response = search(settings, request, embedder, model_problem=problem)
     finally:
         if embedder is not None:
             embedder.close()
-    if problem:
-        response.warnings.insert(0, problem)
     if as_json:
         click.echo(json.dumps(response.model_dump(mode="json", exclude_none=True), indent=2))
     else:

@@ -30,6 +30,7 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.errors import ConfigError, EsbridgeError
 from esbridge.evaluation.session import probe_native
 from esbridge.query import bodies, retrievers
+from esbridge.query.factory import build_searcher
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from esbridge.query.retrievers import RetrievalContext
@@ -137,19 +138,14 @@ async def _measure(
     engine = connect_async(settings, kind=kind)
     no_cache = settings.pipeline.model_copy(update={"cache": CacheSettings(embeddings=0, results=0)})
 
-    async def probe() -> Capabilities:
-        if capabilities is None:
-            raise ConfigError("the engine's capabilities were not probed")
-        return capabilities
-
     def searcher(**update: Any) -> HybridSearcher:
-        return HybridSearcher(
+        return build_searcher(
             engine,
             settings.index,
             embedder,
             no_cache.model_copy(update=update),
             num_candidates=settings.mapping.hnsw_ef_search,
-            probe=probe,
+            probe=capabilities,
         )
 
     searchers = {

@@ -22,10 +22,12 @@ from esbridge.config.pipeline import CacheSettings
 from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import AsyncEngine, Dialect, SearchResult
 from esbridge.engines.capabilities import Capabilities
-from esbridge.errors import ConfigError, EsbridgeError
+from esbridge.errors import EsbridgeError
 from esbridge.evaluation.methods import Configuration
+from esbridge.query.factory import build_searcher
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
+from esbridge.query.types import FusionDecision
 
 # {query id: {doc id: score}}, scores strictly decreasing in rank order.
 DocRun = dict[str, dict[str, float]]
@@ -122,7 +124,7 @@ class ConfigurationRuns:
     unavailable: str | None = None
     warnings: dict[str, int] = field(default_factory=dict)
     """warning text -> how many queries had it (degraded answers are counted, not hidden)"""
-    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    decisions: dict[str, FusionDecision] = field(default_factory=dict)
     """query id -> the fusion method's decision for the ``top`` ranking (adaptive and qpp fusion explain theirs)"""
 
 
@@ -155,11 +157,6 @@ async def run_configurations(
     """
     depth = depth or Depth()
 
-    async def probe() -> Capabilities:
-        if capabilities is None:
-            raise ConfigError("the engine's capabilities were not probed")
-        return capabilities
-
     memo = MemoEngine(engine)
     model = MemoEmbedder(embedder) if embedder is not None else None
     outcomes = [ConfigurationRuns(configuration) for configuration in configurations]
@@ -174,9 +171,9 @@ async def run_configurations(
         deep_pipeline = pipeline.model_copy(
             update={"top_k_multiplier": max(pipeline.top_k_multiplier, depth.deep_multiplier)}
         )
-        top = HybridSearcher(memo, index, model, pipeline, num_candidates=num_candidates, probe=probe)
+        top = build_searcher(memo, index, model, pipeline, num_candidates=num_candidates, probe=capabilities)
         deep = (
-            HybridSearcher(memo, index, model, deep_pipeline, num_candidates=num_candidates, probe=probe)
+            build_searcher(memo, index, model, deep_pipeline, num_candidates=num_candidates, probe=capabilities)
             if depth.deep
             else None
         )
@@ -191,7 +188,7 @@ async def run_configurations(
             if response is None:
                 continue
             outcome.top[query_id] = doc_run(response)
-            if (decision := response.details.get("fusion_decision")) is not None:
+            if (decision := response.details.fusion_decision) is not None:
                 outcome.decisions[query_id] = decision
             deep_response = await _answer(deep, outcome, text, depth.deep_n, counted=False) if deep else None
             if deep_response is not None:

@@ -237,7 +237,7 @@ def fit_qpp(
         per_share.append(metrics.per_query(judged, by_name[point.describe()].top, "ndcg@10"))
     rows, gains = [], []
     for query, decision in probe.decisions.items():
-        read = decision.get("predictors") or {}
+        read = decision.predictors
         if query in per_share[0] and all(name in read for name in PREDICTORS):
             rows.append([float(read[name]) for name in PREDICTORS])
             gains.append([scores[query] for scores in per_share])

@@ -9,11 +9,11 @@ from contextlib import asynccontextmanager
 from esbridge.config.settings import EmbeddingSettings, Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.embeddings.cached import CachedEmbedder
-from esbridge.engines import Capabilities, connect, connect_async, resolve_kind
+from esbridge.engines import connect_async, resolve_kind
 from esbridge.errors import ModelUnavailable
+from esbridge.query.factory import searcher_for
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
-from esbridge.query.rerank import RERANKERS, Reranker
 
 
 def open_query_embedder(settings: Settings, *, serving: bool = False) -> tuple[CachedEmbedder | None, str | None]:
@@ -40,49 +40,27 @@ def query_embedding(settings: Settings) -> EmbeddingSettings:
     return settings.embedding.model_copy(update={"threads": settings.embedding.query_threads})
 
 
-def reranker_for(settings: Settings) -> Reranker | None:
-    """The configured re-ranker, or None when re-ranking is off."""
-    rerank = settings.pipeline.rerank
-    return RERANKERS.get_named(rerank.name)(rerank) if rerank.enabled else None
-
-
 @asynccontextmanager
-async def searcher(settings: Settings, embedder: Embedder | None) -> AsyncIterator[HybridSearcher]:
+async def searcher(
+    settings: Settings, embedder: Embedder | None, *, model_problem: str | None = None
+) -> AsyncIterator[HybridSearcher]:
     """A searcher over the configured index, its engine connection closed on exit."""
-    reranker = reranker_for(settings)
     kind = resolve_kind(settings)
     engine = connect_async(settings, kind=kind)
-
-    async def probe() -> Capabilities:
-        # Only when a search may go native (mode auto or native), once per searcher.
-        def run() -> Capabilities:
-            adapter = connect(settings.model_copy(update={"engine": kind}))
-            try:
-                return adapter.probe()
-            finally:
-                adapter.close()
-
-        return await asyncio.to_thread(run)
-
     try:
-        yield HybridSearcher(
-            engine,
-            settings.index,
-            embedder,
-            settings.pipeline,
-            num_candidates=settings.mapping.hnsw_ef_search,
-            reranker=reranker,
-            probe=probe,
-        )
+        probe = settings.model_copy(update={"engine": kind})  # only when a search may go native
+        yield searcher_for(settings, engine, embedder, probe=probe, model_problem=model_problem)
     finally:
         await engine.close()
 
 
-def search(settings: Settings, request: SearchRequest, embedder: Embedder | None = None) -> SearchResponse:
+def search(
+    settings: Settings, request: SearchRequest, embedder: Embedder | None = None, *, model_problem: str | None = None
+) -> SearchResponse:
     """One search, synchronously (for scripts and the CLI)."""
 
     async def run() -> SearchResponse:
-        async with searcher(settings, embedder) as hybrid:
+        async with searcher(settings, embedder, model_problem=model_problem) as hybrid:
             return await hybrid.search(request)
 
     return asyncio.run(run())

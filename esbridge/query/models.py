@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from esbridge.query.types import FusionDecision
+
 SearchMode = Literal["hybrid", "lexical-only", "semantic-only", "native-hybrid"]
 
 # Keyword fields a term filter may name; anything else is refused rather than silently ignored.
@@ -133,10 +135,44 @@ class SearchHit(BaseModel):
     explain: Explain | None = None
 
 
+class NativeDetails(BaseModel):
+    """Whether the engine fused this search itself (native hybrid), and what it was asked, or why not."""
+
+    used: bool = False
+    reason: str | None = Field(default=None, description="why the engine did not fuse")
+    engine: str | None = None
+    method: str | None = Field(default=None, description="the engine's fusion method: rrf or linear")
+    weights: list[float] = Field(default_factory=list)
+    search_pipeline: dict[str, Any] | None = Field(
+        default=None, description="OpenSearch: the search pipeline sent with the request"
+    )
+    rank_constant: int | None = Field(default=None, description="Elasticsearch rrf: its rank constant")
+    normalizer: str | None = Field(default=None, description="Elasticsearch linear: its score normalizer")
+
+
+class SearchDetails(BaseModel):
+    """How the answer was made: fusion, timings, the native plan, the cache."""
+
+    fusion: str = Field(default="", description="the fusion method name")
+    top_k: int = Field(default=0, description="candidates each retriever was asked for")
+    timings_ms: dict[str, float] = Field(
+        default_factory=dict, description="milliseconds per step: embed, bm25, knn, msearch, native, graph, rerank"
+    )
+    fusion_decision: FusionDecision | None = Field(
+        default=None, description="what a query-dependent fusion method (adaptive, qpp) decided"
+    )
+    native: NativeDetails | None = Field(default=None, description="native hybrid: used, or why not")
+    concept_terms: list[str] = Field(default_factory=list, description="concept expansion: the terms added")
+    cached: bool = Field(default=False, description="answered from the response cache")
+    partial: bool = Field(
+        default=False, description="some shards did not answer: results may be missing (warnings say which)"
+    )
+
+
 class SearchResponse(BaseModel):
     query: str
     search_mode: SearchMode
     took_ms: float
     warnings: list[str] = Field(default_factory=list)
     results: list[SearchHit] = Field(default_factory=list)
-    details: dict[str, Any] = Field(default_factory=dict, description="fusion decisions and stage timings")
+    details: SearchDetails = Field(default_factory=SearchDetails)

@@ -19,10 +19,10 @@ from typing import Any
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import AsyncEngine, Engine
-from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.factory import Resolved, connect, connect_async, resolve_kind
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
-from esbridge.query.api import open_query_embedder, reranker_for
+from esbridge.query.api import open_query_embedder
+from esbridge.query.factory import searcher_for
 from esbridge.query.orchestrator import HybridSearcher
 
 _READY_QUERY = {"size": 0, "query": {"match_all": {}}}
@@ -82,20 +82,7 @@ class Backend:
             async_engine = AsyncEmbeddedEngine(engine=engine)
         else:
             async_engine = connect_async(settings, kind)
-        reranker = reranker_for(settings)
-
-        async def probe() -> Capabilities:
-            return await asyncio.to_thread(engine.probe)  # once, when a search may go native
-
-        searcher = HybridSearcher(
-            async_engine,
-            settings.index,
-            self.embedder,
-            settings.pipeline,
-            num_candidates=settings.mapping.hnsw_ef_search,
-            reranker=reranker,
-            probe=probe,
-        )
+        searcher = searcher_for(settings, async_engine, self.embedder, probe=engine, model_problem=self.model_problem)
         return Connected(kind, engine, async_engine, searcher)
 
     async def check_index(self, timeout_s: float = 5.0) -> None:

@@ -142,8 +142,6 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
             response = await connected.searcher.search(request)
         except EsbridgeError as exc:
             raise ToolError(str(exc)) from None
-        if backend.model_problem:
-            response.warnings.insert(0, backend.model_problem)
         answer: dict[str, Any] = response.model_dump(mode="json", exclude_none=True)
         return answer
 

@@ -148,8 +148,6 @@ async def search(request: Request, body: SearchRequest) -> SearchResponse:
     if backend.writes_ended != writes_ended:  # a write ended meanwhile: what this search cached may predate it
         backend.clear_response_cache()
     request.state.search_mode = response.search_mode
-    if backend.model_problem:
-        response.warnings.insert(0, backend.model_problem)
     _metrics(request).observe_search(response)
     return response
 

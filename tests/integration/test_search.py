@@ -294,7 +294,7 @@ def test_concept_expansion_appends_nearest_terms(
         expanded = search(engine_settings, loaded, embedder, request, concepts=ConceptSettings(enabled=True))
         assert expanded.search_mode == "hybrid"
         assert expanded.warnings == []
-        assert len(expanded.details["concept_terms"]) == 3
-        assert set(expanded.details["concept_terms"]) <= set(terms)
+        assert len(expanded.details.concept_terms) == 3
+        assert set(expanded.details.concept_terms) <= set(terms)
     finally:
         engine.delete_index(concept_index_name(loaded), missing_ok=True)

@@ -84,7 +84,7 @@ def test_a_licence_refusal_falls_back_to_client_side_fusion(server: ReplayServer
     response = run(settings_for(server, execution="msearch"))
     assert response.search_mode == "hybrid"
     assert any("native hybrid failed" in w and "linear retriever" in w for w in response.warnings)
-    assert response.details["native"]["used"] is False
+    assert response.details.native is not None and response.details.native.used is False
     expected = {hit["_id"] for hit in bm25["hits"]["hits"]} | {hit["_id"] for hit in knn["hits"]["hits"]}
     assert {hit.id for hit in response.results} == expected
 
@@ -97,5 +97,5 @@ def test_a_basic_licence_is_known_before_asking(server: ReplayServer) -> None:
     response = run(settings_for(server, execution="msearch"))
     assert response.search_mode == "hybrid"
     assert response.warnings == []
-    assert "licence" in response.details["native"]["reason"]
+    assert "licence" in str(response.details.native and response.details.native.reason)
     assert server.requests_to("POST", f"/{INDEX}/_search") == []

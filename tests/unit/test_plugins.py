@@ -57,7 +57,7 @@ def test_an_installed_plugin_is_selected_by_name(
     hybrid = searcher(MemoryEngine(LEX, SEM))
     response = asyncio.run(hybrid.search(SearchRequest(query="q", fusion="reverse_bm25")))
     assert [hit.id for hit in response.results] == ["c#0", "b#0", "a#0"]
-    assert response.details["fusion"] == "reverse_bm25"
+    assert response.details.fusion == "reverse_bm25"
 
 
 def test_a_plugin_that_fails_to_load_is_named(

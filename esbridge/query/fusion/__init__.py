@@ -5,6 +5,7 @@ Importing this package registers the built-in methods (``rrf``, ``linear``, ``db
 """
 
 from esbridge.query.fusion.adaptive import AdaptiveDecision, AdaptiveResult, adaptive
+from esbridge.query.fusion.context import FusionContext, FusionTraits, fuse, fusion_traits, traits_of
 from esbridge.query.fusion.dbsf import dbsf
 from esbridge.query.fusion.linear import linear
 from esbridge.query.fusion.qpp import QppDecision, QppModel, QppResult, qpp
@@ -17,7 +18,9 @@ __all__ = [
     "FUSION_METHODS",
     "AdaptiveDecision",
     "AdaptiveResult",
+    "FusionContext",
     "FusionMethod",
+    "FusionTraits",
     "QppDecision",
     "QppModel",
     "QppResult",
@@ -26,9 +29,12 @@ __all__ = [
     "adaptive",
     "classify_query",
     "dbsf",
+    "fuse",
+    "fusion_traits",
     "get_fusion",
     "linear",
     "qpp",
     "register_fusion",
     "rrf",
+    "traits_of",
 ]

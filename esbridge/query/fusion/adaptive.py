@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from esbridge.errors import ConfigError
+from esbridge.query.fusion.context import FusionContext, fuse, fusion_traits
 from esbridge.query.fusion.params import check_number, reject_unknown, resolve_weights
 from esbridge.query.fusion.query_kind import QueryClassification, QueryKind, classify_query
 from esbridge.query.fusion.registry import get_fusion
 from esbridge.query.fusion.result import ranked
-from esbridge.query.types import FusionResult, Runs
+from esbridge.query.types import FusionDecision, FusionResult, Runs
 
 BOOST_KEY = "identifier_boost"
 """The contributions key under which the verbatim-match boost is recorded."""
@@ -56,11 +57,32 @@ class AdaptiveResult(FusionResult):
 
     decision: AdaptiveDecision = field(kw_only=True)
 
+    def describe(self) -> FusionDecision:
+        decision = self.decision
+        return FusionDecision(
+            reason=decision.reason,
+            effective_weights=dict(decision.effective_weights),
+            kind=decision.kind.value,
+            identifiers=list(decision.identifiers),
+        )
 
+
+_ACCEPTED = (
+    *("weights", "context", "query", "lexical", "base", "base_params"),
+    *("lexical_factor", "boost", "texts", "contains"),
+)
+
+
+def _identifiers_only(query: str) -> bool:
+    return classify_query(query).kind is QueryKind.IDENTIFIER
+
+
+@fusion_traits(reads_texts=True, lexical_only=_identifiers_only)
 def adaptive(
     runs: Runs,
     *,
     weights: Mapping[str, float] | None = None,
+    context: FusionContext | None = None,
     query: str = "",
     lexical: str = "bm25",
     base: str = "rrf",
@@ -84,19 +106,17 @@ def adaptive(
     whose text holds an identifier verbatim gets ``boost`` times the largest absolute fused score added,
     recorded as ``contributions[d]["identifier_boost"]``. The default matcher (``text_contains``) is case
     sensitive and wants the identifier not glued to other word characters (``D40`` does not match ``D400``).
+    From a searcher, ``context`` gives the query and the candidates' texts when ``query`` and ``texts`` are not
+    given; identifier-only queries then skip the semantic retrievers altogether (``fusion_traits``).
 
     This is a heuristic of esbridge's, in the spirit of query-dependent fusion weights (Bruch et al., "An
     Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 2023, who find the best weights vary by
     query set) and of routing keyword-like queries to lexical search.
     """
-    reject_unknown(
-        "adaptive",
-        unknown,
-        ("weights", "query", "lexical", "base", "base_params", "lexical_factor", "boost", "texts", "contains"),
-    )
+    reject_unknown("adaptive", unknown, _ACCEPTED)
     if base == "adaptive":
         raise ConfigError("adaptive fusion cannot use itself as its base method")
-    fuse = get_fusion(base)
+    base_method = get_fusion(base)
     params = dict(base_params or {})
     if "weights" in params:
         raise ConfigError("give adaptive fusion its weights directly, not inside base_params")
@@ -106,12 +126,17 @@ def adaptive(
         raise ConfigError("give adaptive fusion either texts or contains, not both")
     if BOOST_KEY in runs:
         raise ConfigError(f"{BOOST_KEY!r} is reserved by adaptive fusion and cannot name a retriever")
+    if context is not None:
+        query = query or context.query
+        if texts is None and contains is None:
+            texts = context.texts()
+    context = context or FusionContext(query=query)
     resolved = resolve_weights(runs, weights)
     reading = classify_query(query)
 
     if reading.kind is QueryKind.IDENTIFIER and runs.get(lexical):
         effective = {name: 1.0 if name == lexical else 0.0 for name in runs}
-        fused = fuse({lexical: runs[lexical]}, weights={lexical: 1.0}, **params)
+        fused = fuse(base_method, {lexical: runs[lexical]}, weights={lexical: 1.0}, context=context, params=params)
         lexical_only, reason = True, f"identifier query: {lexical!r} results only"
     else:
         effective = dict(resolved)
@@ -123,7 +148,7 @@ def adaptive(
             reason = f"query holds identifiers: {lexical!r} weight x{factor:g}"
             if reading.kind is QueryKind.IDENTIFIER:
                 reason = f"identifier query, but {lexical!r} found nothing: {lexical!r} weight x{factor:g}"
-        fused = fuse(runs, weights=effective, **params)
+        fused = fuse(base_method, runs, weights=effective, context=context, params=params)
 
     matches = contains if contains is not None else (text_contains(texts) if texts is not None else None)
     boosted: list[str] = []

@@ -29,9 +29,10 @@ from importlib import resources
 from typing import Any
 
 from esbridge.errors import ConfigError
+from esbridge.query.fusion.context import FusionContext
 from esbridge.query.fusion.linear import linear
 from esbridge.query.fusion.params import reject_unknown, resolve_weights
-from esbridge.query.types import FusionResult, Runs
+from esbridge.query.types import FusionDecision, FusionResult, Runs
 
 DEFAULT_MODEL_FILE = "qpp_scifact.json"
 HEAD = 10
@@ -157,6 +158,18 @@ class QppDecision:
 @dataclass(frozen=True)
 class QppResult(FusionResult):
     decision: QppDecision = field(kw_only=True)
+    caution: str | None = field(default=None, kw_only=True)
+
+    def describe(self) -> FusionDecision:
+        decision = self.decision
+        return FusionDecision(
+            reason=decision.reason,
+            effective_weights=dict(decision.effective_weights),
+            knn_share=decision.share,
+            predictors=dict(decision.predictors),
+            predicted_ndcg_at_10=dict(decision.predicted),
+            caution=self.caution,
+        )
 
 
 def predictors(lexical: Mapping[str, float], semantic: Mapping[str, float]) -> tuple[float, ...] | None:
@@ -192,6 +205,7 @@ def qpp(
     runs: Runs,
     *,
     weights: Mapping[str, float] | None = None,
+    context: FusionContext | None = None,
     lexical: str = "bm25",
     semantic: str = "knn",
     model: QppModel | Mapping[str, Any] | None = None,
@@ -205,8 +219,10 @@ def qpp(
     ``weights`` (default 1.0 each) multiply the chosen shares, so the configured balance still holds.
     Without both runs, or with a run too short to read (``predictors`` is None), the query is fused by
     ``linear`` with ``weights`` alone, and the decision says so. ``model`` defaults to ``default_model()``.
+    When ``context`` says the vectors come from another model than the one ``model`` was fitted on, the
+    result carries a caution.
     """
-    reject_unknown("qpp", unknown, ("weights", "lexical", "semantic", "model"))
+    reject_unknown("qpp", unknown, ("weights", "context", "lexical", "semantic", "model"))
     chosen = default_model() if model is None else model if isinstance(model, QppModel) else _parsed(model)
     resolved = resolve_weights(runs, weights)
     read = predictors(runs[lexical], runs[semantic]) if lexical in runs and semantic in runs else None
@@ -225,6 +241,15 @@ def qpp(
     effective[lexical] = resolved[lexical] * (1.0 - share)
     effective[semantic] = resolved[semantic] * share
     fused = linear(runs, weights=effective)
+    vectors_from = context.vectors_from if context is not None else None
+    caution = None
+    if chosen.embedding_model and vectors_from and vectors_from != chosen.embedding_model:
+        # Its kNN predictors read score gaps whose scale depends on the model; the shares stay within
+        # the model's candidates (0.4-0.6 for the shipped one), so a mismatch costs little, but it shows.
+        caution = (
+            f"the qpp model was fitted on kNN scores of {chosen.embedding_model}, this search's vectors come "
+            f"from {vectors_from}: its choice of share may be off; esbridge tune fits one for this index"
+        )
     decision = QppDecision(
         share,
         {name: round(value, 6) for name, value in zip(PREDICTORS, read, strict=True)},
@@ -233,7 +258,7 @@ def qpp(
         f"kNN share {share:g}: the highest predicted nDCG@10 of shares {', '.join(f'{s:g}' for s in chosen.shares)}",
         chosen.embedding_model,
     )
-    return QppResult(scores=fused.scores, contributions=fused.contributions, decision=decision)
+    return QppResult(scores=fused.scores, contributions=fused.contributions, decision=decision, caution=caution)
 
 
 @functools.cache

@@ -18,6 +18,8 @@ class FusionMethod(Protocol):
 
     ``weights`` maps retriever names (keys of ``runs``) to non-negative multipliers, 1.0 for a retriever
     not named; other keyword parameters are the method's own, and one it does not take is a ``ConfigError``.
+    A method that reads the query or the candidates' stored fields declares a ``context`` keyword and gets a
+    ``FusionContext`` (``esbridge.query.fusion.context``); built-ins and plugins are called alike (``fuse``).
     """
 
     def __call__(self, runs: Runs, *, weights: Mapping[str, float] | None = None, **params: Any) -> FusionResult: ...

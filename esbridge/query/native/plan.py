@@ -13,6 +13,7 @@ from typing import Any
 
 from esbridge.engines.base import JSON, Dialect
 from esbridge.engines.capabilities import Capabilities
+from esbridge.query.models import NativeDetails
 from esbridge.query.native import elasticsearch, opensearch
 from esbridge.query.native.fusion import NativeFusion
 
@@ -48,16 +49,16 @@ class NativePlan:
             )
         return elasticsearch.retriever_body(self.fusion, bm25, knn, size=size, source_fields=source_fields)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self, *, used: bool) -> NativeDetails:
         """What the engine was asked to do, for ``details.native`` of a response."""
         fusion = self.fusion
-        described: dict[str, Any] = {"engine": self.dialect, "method": fusion.method, "weights": list(fusion.weights)}
+        described = NativeDetails(used=used, engine=self.dialect, method=fusion.method, weights=list(fusion.weights))
         if self.dialect == "opensearch":
-            described["search_pipeline"] = opensearch.search_pipeline(fusion, self.features)
+            described.search_pipeline = opensearch.search_pipeline(fusion, self.features)
         elif fusion.method == "rrf":
-            described["rank_constant"] = fusion.rank_constant
+            described.rank_constant = fusion.rank_constant
         else:
-            described["normalizer"] = elasticsearch.NORMALIZERS[fusion.normalization]
+            described.normalizer = elasticsearch.NORMALIZERS[fusion.normalization]
         return described
 
 

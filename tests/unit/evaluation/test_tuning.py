@@ -21,6 +21,7 @@ from esbridge.evaluation.tuning import (
     write_pipeline,
 )
 from esbridge.query.fusion.qpp import PREDICTORS, QppModel
+from esbridge.query.types import FusionDecision
 
 
 def test_grid_covers_every_method_share_and_k_once() -> None:
@@ -112,9 +113,9 @@ def qpp_outcomes(count: int) -> list[ConfigurationRuns]:
     for i in range(count):
         query = f"q{i}"
         gap = 0.1 if i % 2 else 0.0
-        probe.decisions[query] = {
-            "predictors": dict(zip(PREDICTORS, (0.2, 0.5, 1.0, gap, 0.2, 1.5, 0.3, 0.0), strict=True))
-        }
+        probe.decisions[query] = FusionDecision(
+            reason="test", predictors=dict(zip(PREDICTORS, (0.2, 0.5, 1.0, gap, 0.2, 1.5, 0.3, 0.0), strict=True))
+        )
         for share, outcome in outcomes.items():
             hit = (share == 0.6) == (gap > 0.05) and share != 0.5
             outcome.top[query] = {"rel": 2.0, "other": 1.0} if hit else {"other": 2.0, "rel": 1.0}

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from esbridge import errors
 from esbridge.config.pipeline import GraphSettings, PipelineSettings
 from esbridge.engines.base import Dialect, Hit, SearchResult
+from esbridge.query.graph_reader import LINKED_CHUNKS
 from esbridge.query.models import Filters, SearchRequest
-from esbridge.query.orchestrator import LINKED_CHUNKS, HybridSearcher
+from esbridge.query.orchestrator import HybridSearcher
 
 NOW = datetime(2026, 11, 21, tzinfo=timezone.utc)
 
@@ -173,7 +174,7 @@ def test_a_failed_bm25_degrades_to_semantic_only() -> None:
 def test_concurrent_is_the_default_and_a_stalled_msearch_round_trip_degrades_per_retriever(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("esbridge.query.orchestrator._MSEARCH_MARGIN_S", 0.05)
+    monkeypatch.setattr("esbridge.query.retrieval._MSEARCH_MARGIN_S", 0.05)
     assert PipelineSettings().execution == "concurrent"
     stalled = searcher(
         MemoryEngine(LEX, SEM, stall=["knn"]), knn_timeout_s=0.05, bm25_timeout_s=0.05, execution="msearch"
@@ -188,7 +189,7 @@ def test_msearch_mode_gives_the_same_answer_in_one_round_trip() -> None:
     concurrent = run(searcher(MemoryEngine(LEX, SEM), execution="concurrent"), explain=True)
     single = run(searcher(MemoryEngine(LEX, SEM), execution="msearch"), explain=True)
     assert [(hit.id, hit.score) for hit in single.results] == [(hit.id, hit.score) for hit in concurrent.results]
-    assert "msearch" in single.details["timings_ms"]
+    assert "msearch" in single.details.timings_ms
     degraded = run(searcher(MemoryEngine(LEX, SEM, fail=["knn"]), execution="msearch"))
     assert degraded.search_mode == "lexical-only"
     assert any("knn failed" in warning for warning in degraded.warnings)
@@ -263,12 +264,15 @@ def test_a_qpp_model_fitted_for_other_vectors_says_so_in_its_decision() -> None:
 
     shipped = run(searcher(MemoryEngine(LEX, SEM), fusion="qpp"))  # fitted on all-MiniLM-L6-v2 scores
     assert shipped.search_mode == "hybrid"
-    caution = shipped.details["fusion_decision"]["caution"]
+    assert shipped.details.fusion_decision is not None
+    caution = shipped.details.fusion_decision.caution
+    assert caution is not None
     assert "sentence-transformers/all-MiniLM-L6-v2" in caution and "from stub" in caution
     own = {**default_model().as_params(), "embedding_model": "stub"}
     matching = run(searcher(MemoryEngine(LEX, SEM), fusion="qpp", fusion_params={"model": own}))
-    assert "caution" not in matching.details["fusion_decision"]
-    assert matching.details["fusion_decision"]["knn_share"] in (0.4, 0.5, 0.6)
+    assert matching.details.fusion_decision is not None
+    assert matching.details.fusion_decision.caution is None
+    assert matching.details.fusion_decision.knn_share in (0.4, 0.5, 0.6)
 
 
 def test_no_retriever_answering_is_an_error() -> None:
@@ -301,7 +305,7 @@ def test_the_embedding_is_handed_to_its_thread_before_the_bm25_request_is_sent()
     response = asyncio.run(search())
     assert response.search_mode == "hybrid"
     assert submitted and submitted[0] <= engine.started["bm25"]
-    assert response.details["timings_ms"]["embed"] >= 50
+    assert response.details.timings_ms["embed"] >= 50
 
 
 def test_a_retriever_that_cannot_build_its_body_fails_the_search_and_leaves_nothing_running() -> None:
@@ -337,7 +341,7 @@ def test_top_n_outside_its_range_is_refused(top_n: int) -> None:
 def test_retrievers_are_asked_for_top_k() -> None:
     many = [(f"x{n}#0", 100.0 - n) for n in range(200)]
     response = run(searcher(MemoryEngine(many, many)), top_n=30, explain=True)
-    assert response.details["top_k"] == 60
+    assert response.details.top_k == 60
     ranks = [hit.explain.retrievers["bm25"].rank for hit in response.results]
     assert max(ranks) <= 60 and len(response.results) == 30
 
@@ -347,7 +351,8 @@ def test_an_identifier_query_goes_bm25_only_with_adaptive_fusion() -> None:
     response = run(searcher(MemoryEngine(LEX, SEM), embedder), query="PII-2024-0042", fusion="adaptive")
     assert response.search_mode == "lexical-only"
     assert embedder.calls == 0, "the query is not even embedded"
-    assert response.details["fusion_decision"]["identifiers"] == ["PII-2024-0042"]
+    assert response.details.fusion_decision is not None
+    assert response.details.fusion_decision.identifiers == ["PII-2024-0042"]
 
 
 def test_recency_multiplies_recent_documents() -> None:
@@ -416,7 +421,7 @@ def test_results_are_cached_for_identical_requests() -> None:
     first = asyncio.run(hybrid.search(SearchRequest(query="q")))
     engine.fail = {"bm25", "knn"}
     second = asyncio.run(hybrid.search(SearchRequest(query="q")))
-    assert second.details.get("cached") is True
+    assert second.details.cached is True
     assert [hit.id for hit in second.results] == [hit.id for hit in first.results]
 
 
@@ -438,7 +443,7 @@ def test_degraded_answers_are_not_cached() -> None:
     engine.fail = set()
     second = asyncio.run(hybrid.search(SearchRequest(query="q")))
     assert second.search_mode == "hybrid"
-    assert "cached" not in second.details
+    assert second.details.cached is False
 
 
 def test_a_cached_answer_is_a_copy() -> None:
@@ -446,7 +451,7 @@ def test_a_cached_answer_is_a_copy() -> None:
     first = asyncio.run(hybrid.search(SearchRequest(query="q")))
     first.warnings.append("changed by a caller")
     second = asyncio.run(hybrid.search(SearchRequest(query="q")))
-    assert second.details["cached"] is True
+    assert second.details.cached is True
     assert second.warnings == []
 
 

@@ -142,8 +142,9 @@ def test_auto_uses_the_engine_when_it_can_and_says_so() -> None:
     searcher, engine = native_searcher(opensearch())
     response = run(searcher)
     assert response.search_mode == "native-hybrid"
-    assert response.details["native"]["used"] is True
-    processor = response.details["native"]["search_pipeline"]["phase_results_processors"][0]
+    assert response.details.native is not None and response.details.native.used is True
+    assert response.details.native.search_pipeline is not None
+    processor = response.details.native.search_pipeline["phase_results_processors"][0]
     assert processor["normalization-processor"] == {  # the default fusion: min-max linear, equal weights
         "normalization": {"technique": "min_max"},
         "combination": {"technique": "arithmetic_mean", "parameters": {"weights": [0.5, 0.5]}},
@@ -156,7 +157,7 @@ def test_auto_fuses_client_side_without_a_warning_when_the_engine_cannot() -> No
     response = run(searcher)
     assert response.search_mode == "hybrid"
     assert response.warnings == []
-    assert "neural-search" in response.details["native"]["reason"]
+    assert "neural-search" in str(response.details.native and response.details.native.reason)
     assert engine.native_bodies == []
 
 
@@ -178,7 +179,7 @@ def test_auto_mode_runs_an_inexpressible_method_client_side() -> None:
     searcher, engine = native_searcher(opensearch(), fusion="dbsf")
     response = run(searcher)
     assert response.search_mode == "hybrid"
-    assert "dbsf" in response.details["native"]["reason"]
+    assert "dbsf" in str(response.details.native and response.details.native.reason)
     assert engine.native_bodies == []
 
 
@@ -186,7 +187,7 @@ def test_client_mode_never_asks_the_engine_to_fuse() -> None:
     searcher, engine = native_searcher(opensearch(), mode="client")
     response = run(searcher)
     assert response.search_mode == "hybrid"
-    assert "native" not in response.details
+    assert response.details.native is None
     assert engine.native_bodies == []
 
 
@@ -198,7 +199,7 @@ def test_a_failed_native_request_falls_back_to_client_side_fusion() -> None:
     searcher, _ = native_searcher(opensearch(), engine)
     response = run(searcher)
     assert response.search_mode == "hybrid"
-    assert response.details["native"]["used"] is False
+    assert response.details.native is not None and response.details.native.used is False
     assert any("native hybrid failed" in w and "non-compliant" in w for w in response.warnings)
     assert [hit.id for hit in response.results] == [hit.id for hit in run(searcher, mode="client").results]
 
@@ -207,7 +208,7 @@ def test_an_unreachable_probe_means_client_side() -> None:
     searcher, _ = native_searcher("connection refused")
     response = run(searcher)
     assert response.search_mode == "hybrid"
-    assert "could not be probed" in response.details["native"]["reason"]
+    assert "could not be probed" in str(response.details.native and response.details.native.reason)
 
 
 def test_without_a_query_vector_native_mode_degrades_to_lexical_only() -> None:
@@ -281,14 +282,15 @@ def test_document_level_fusion_gives_each_document_one_result_with_both_retrieve
     assert top.fused_score == pytest.approx(1.875)
     assert by_document.search_mode == "hybrid"  # always fused in esbridge: the engines fuse hits, not documents
     assert engine.native_bodies == []
-    assert by_document.details["native"]["reason"].startswith("document-level fusion")
+    assert str(by_document.details.native and by_document.details.native.reason).startswith("document-level fusion")
 
 
 def test_the_default_qpp_fusion_runs_client_side_in_auto_mode_and_says_why() -> None:
     searcher, engine = native_searcher(opensearch(), fusion="qpp")
     response = run(searcher)
     assert response.search_mode == "hybrid"
-    assert "'qpp' has no server-side equivalent" in response.details["native"]["reason"]
-    assert "fusion 'linear'" in response.details["native"]["reason"]
-    assert response.details["fusion_decision"]["knn_share"] in (0.4, 0.5, 0.6)
+    assert "'qpp' has no server-side equivalent" in str(response.details.native and response.details.native.reason)
+    assert "fusion 'linear'" in str(response.details.native and response.details.native.reason)
+    assert response.details.fusion_decision is not None
+    assert response.details.fusion_decision.knn_share in (0.4, 0.5, 0.6)
     assert engine.native_bodies == []

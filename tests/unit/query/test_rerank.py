@@ -83,4 +83,4 @@ def test_search_with_a_reranker_explains_its_scores(tiny_cross_encoder: Path) ->
     reranked = [score for score in explained if score is not None]
     assert len(reranked) == len(explained) == len(response.results)
     assert reranked == sorted(reranked, reverse=True), "results follow the cross-encoder's order"
-    assert "rerank" in response.details["timings_ms"]
+    assert "rerank" in response.details.timings_ms

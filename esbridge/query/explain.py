@@ -1,0 +1,76 @@
+"""Turning a ranked id into a result, and, when asked, into the story of how it got its score."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from esbridge.ids import doc_id_of
+from esbridge.query.graph import GraphExpansion
+from esbridge.query.link_rescore import Rescored
+from esbridge.query.models import Explain, RetrieverExplain, SearchHit
+from esbridge.query.types import FusionResult
+
+
+@dataclass(frozen=True)
+class Trail:
+    """What every stage of one search produced, as the results' explanations read it."""
+
+    runs: Mapping[str, Mapping[str, float]]
+    sources: Mapping[str, Mapping[str, Any]]
+    fused: FusionResult
+    multipliers: Mapping[str, float] = field(default_factory=dict)
+    expansion: GraphExpansion = field(default_factory=lambda: GraphExpansion({}, {}))
+    rescored: Rescored | None = None
+    rerank_scores: Mapping[str, float] = field(default_factory=dict)
+    explanations: Mapping[str, Any] = field(default_factory=dict)
+    """id -> the engine's own explanation (native hybrid)"""
+
+
+def document_of(item: str, source: Mapping[str, Any]) -> str:
+    """The document a result belongs to: its stored ``doc_id``, else read from its chunk id."""
+    return str(source.get("doc_id") or doc_id_of(item))
+
+
+def build_hit(item: str, score: float, trail: Trail, *, explain: bool) -> SearchHit:
+    source = trail.sources.get(item, {})
+    neighbour = trail.expansion.neighbors.get(item)
+    doc_id = str(source.get("doc_id") or (neighbour.doc_id if neighbour else doc_id_of(item)))
+    return SearchHit(
+        id=item,
+        doc_id=doc_id,
+        score=score,
+        title=str_or_none(source.get("title")),
+        path=str_or_none(source.get("path")),
+        entity_type=str_or_none(source.get("entity_type")),
+        explain=explained(item, score, trail) if explain else None,
+    )
+
+
+def explained(item: str, score: float, trail: Trail) -> Explain:
+    neighbour = trail.expansion.neighbors.get(item)
+    rescored = trail.rescored
+    doc_key = document_of(item, trail.sources.get(item, {}))
+    linked = rescored.linked.get(doc_key, []) if rescored else []
+    return Explain(
+        retrievers={
+            name: RetrieverExplain(rank=rank, score=run[item])
+            for name, run in trail.runs.items()
+            for rank, candidate in enumerate(run, start=1)
+            if candidate == item
+        },
+        contributions=dict(trail.fused.contributions.get(item, {})),
+        fused_score=trail.fused.scores.get(item, 0.0),
+        neighbour_of=sorted(neighbour.neighbor_of) if neighbour else linked,
+        hops=neighbour.hops if neighbour else None,
+        recency_multiplier=trail.multipliers.get(item, 1.0),
+        link_lift=rescored.lifts.get(doc_key) if rescored else None,
+        rerank_score=trail.rerank_scores.get(item),
+        engine_explanation=trail.explanations.get(item),
+        final_score=score,
+    )
+
+
+def str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)

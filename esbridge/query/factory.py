@@ -1,0 +1,108 @@
+"""The one place a ``HybridSearcher`` is assembled: for the CLI, the sidecar, the MCP server, eval and bench.
+
+A searcher probes its engine's capabilities once, and only when a search may go native. Where those
+capabilities come from (``ProbeSource``) is the only thing the interfaces differ in:
+
+* ``Capabilities``: already known (``eval`` and ``bench`` probe before they start);
+* an ``Engine``: a connected synchronous adapter, probed in a worker thread (the sidecar holds one);
+* ``Settings``: an adapter connected for the probe and closed after it (a one-shot search);
+* None: not probed; native plans then fall back to client-side fusion with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from esbridge.config.pipeline import PipelineSettings
+from esbridge.config.settings import Settings
+from esbridge.embeddings.base import Embedder
+from esbridge.engines import Capabilities, Engine, connect
+from esbridge.engines.base import AsyncEngine
+from esbridge.query.orchestrator import HybridSearcher, Probe
+from esbridge.query.rerank import RERANKERS, Reranker
+
+ProbeSource = Capabilities | Engine | Settings | None
+
+
+def reranker_for(settings: Settings) -> Reranker | None:
+    """The configured re-ranker, or None when re-ranking is off."""
+    rerank = settings.pipeline.rerank
+    return RERANKERS.get_named(rerank.name)(rerank) if rerank.enabled else None
+
+
+def prober(source: ProbeSource) -> Probe | None:
+    """How a searcher learns its engine's capabilities (see the module's docstring)."""
+    if source is None:
+        return None
+    if isinstance(source, Capabilities):
+        known = source
+
+        async def given() -> Capabilities:
+            return known
+
+        return given
+    if isinstance(source, Settings):
+        settings = source
+
+        def probe_once() -> Capabilities:
+            adapter = connect(settings)
+            try:
+                return adapter.probe()
+            finally:
+                adapter.close()
+
+        async def connected_for_it() -> Capabilities:
+            return await asyncio.to_thread(probe_once)
+
+        return connected_for_it
+    engine = source
+
+    async def held() -> Capabilities:
+        return await asyncio.to_thread(engine.probe)
+
+    return held
+
+
+def build_searcher(
+    engine: AsyncEngine,
+    index: str,
+    embedder: Embedder | None,
+    pipeline: PipelineSettings,
+    *,
+    num_candidates: int,
+    probe: ProbeSource,
+    reranker: Reranker | None = None,
+    model_problem: str | None = None,
+) -> HybridSearcher:
+    """A searcher over ``index``; ``model_problem`` (why the model did not load) becomes a warning on every answer."""
+    return HybridSearcher(
+        engine,
+        index,
+        embedder,
+        pipeline,
+        num_candidates=num_candidates,
+        reranker=reranker,
+        probe=prober(probe),
+        model_problem=model_problem,
+    )
+
+
+def searcher_for(
+    settings: Settings,
+    engine: AsyncEngine,
+    embedder: Embedder | None,
+    *,
+    probe: ProbeSource,
+    model_problem: str | None = None,
+) -> HybridSearcher:
+    """The searcher the settings describe: their index, pipeline, kNN candidates and re-ranker."""
+    return build_searcher(
+        engine,
+        settings.index,
+        embedder,
+        settings.pipeline,
+        num_candidates=settings.mapping.hnsw_ef_search,
+        probe=probe,
+        reranker=reranker_for(settings),
+        model_problem=model_problem,
+    )

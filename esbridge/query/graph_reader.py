@@ -1,0 +1,129 @@
+"""The link graph stage's reads: the links of the results, and the neighbours they lead to.
+
+The arithmetic is pure (``esbridge.query.graph``, ``esbridge.query.link_rescore``); this module only
+asks the engine for what it needs. A failed read skips the stage with a warning, never the search.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from esbridge import errors
+from esbridge.engines.base import AsyncEngine
+from esbridge.ids import first_chunk
+from esbridge.query import bodies
+from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, seed_docs
+from esbridge.query.link_graph import LINK_FIELDS, link_map
+from esbridge.query.link_rescore import Rescored, rescore
+from esbridge.query.models import Filters
+
+LINKED_CHUNKS = 500
+"""How many chunks one graph-expansion request reads (the seeds' and those linking to them)."""
+
+NO_EXPANSION = GraphExpansion({}, {})
+
+
+@dataclass(frozen=True)
+class Expanded:
+    """Neighbours added by graph expansion, with the stored fields of every chunk read on the way."""
+
+    expansion: GraphExpansion = NO_EXPANSION
+    sources: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    """the neighbours' stored fields"""
+    linked_sources: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    """stored fields of the chunks read for their links (what the retrievers returned takes precedence)"""
+    warnings: tuple[str, ...] = ()
+    ms: float | None = None
+
+
+@dataclass(frozen=True)
+class Relinked:
+    """The results re-scored by their links to each other (None: the links could not be read)."""
+
+    rescored: Rescored | None
+    warnings: tuple[str, ...] = ()
+    ms: float | None = None
+
+
+class LinkReader:
+    """Reads links and neighbours from one index."""
+
+    def __init__(self, engine: AsyncEngine, index: str) -> None:
+        self.engine = engine
+        self.index = index
+
+    async def expand(
+        self, scores: Mapping[str, float], doc_of: Mapping[str, str], filters: Filters, options: GraphOptions
+    ) -> Expanded:
+        """The neighbours of the strongest results (``options.hops`` away) that exist and pass ``filters``."""
+        seeds = seed_docs(scores, doc_of, options)
+        if not seeds:
+            return Expanded()
+        started = time.perf_counter()
+        try:
+            links, sources, warnings = await self._links(seeds, filters)
+            if options.hops > 1 and (more := frontier(scores, doc_of, links, options)):
+                further, more_sources, more_warnings = await self._links(more, filters)
+                links = {**links, **further}
+                sources = {**more_sources, **sources}
+                warnings = (*warnings, *more_warnings)
+            admitted, admitted_sources = await self._admitted(expand(scores, doc_of, links, options), filters)
+        except errors.EngineError as exc:
+            return Expanded(warnings=(f"graph expansion skipped: {exc}",))
+        return Expanded(admitted, admitted_sources, sources, warnings, _ms(started))
+
+    async def rescore(self, scores: Mapping[str, float], doc_of: Mapping[str, str], options: GraphOptions) -> Relinked:
+        """The direct results re-scored by their links to each other; their own links are all it needs."""
+        started = time.perf_counter()
+        # Every chunk of a document carries its links, and every document has a chunk 0.
+        firsts = sorted({first_chunk(doc_of[item]) for item in scores})
+        body = {"size": len(firsts), "_source": list(LINK_FIELDS), "query": {"ids": {"values": firsts}}}
+        try:
+            result = await self.engine.search(self.index, body)
+        except errors.EngineError as exc:
+            return Relinked(None, (f"graph re-scoring skipped: {exc}",))
+        return Relinked(rescore(scores, doc_of, link_map(hit.source for hit in result.hits), options), (), _ms(started))
+
+    async def _links(
+        self, doc_ids: Sequence[str], filters: Filters
+    ) -> tuple[dict[str, dict[str, float]], dict[str, Mapping[str, Any]], tuple[str, ...]]:
+        body = bodies.links_body(doc_ids, size=LINKED_CHUNKS, filters=filters)
+        result = await self.engine.search(self.index, body)
+        warnings: tuple[str, ...] = ()
+        if result.total > len(result.hits):
+            warnings = (
+                f"graph expansion read {len(result.hits)} of the {result.total} chunks linked with its seeds; "
+                "some neighbours may be missing",
+            )
+        sources: dict[str, Mapping[str, Any]] = {}
+        for hit in result.hits:
+            sources.setdefault(hit.id, hit.source)
+        return link_map(hit.source for hit in result.hits), sources, warnings
+
+    async def _admitted(
+        self, expansion: GraphExpansion, filters: Filters
+    ) -> tuple[GraphExpansion, dict[str, Mapping[str, Any]]]:
+        """The neighbours that exist and pass the request's filters, with their stored fields.
+
+        A link names a document, not a search hit: its target may be missing from the index (a dangling
+        wikilink) or filtered out (deprecated, another tag), and must then not become a result.
+        """
+        if not expansion.scores:
+            return expansion, {}
+        query = bodies.filter_query(filters)
+        query["bool"]["filter"].append({"ids": {"values": list(expansion.scores)}})
+        body = {"size": len(expansion.scores), "_source": list(bodies.RESULT_FIELDS), "query": query}
+        result = await self.engine.search(self.index, body)
+        found = {hit.id: hit.source for hit in result.hits}
+        admitted = GraphExpansion(
+            {item: score for item, score in expansion.scores.items() if item in found},
+            {item: neighbor for item, neighbor in expansion.neighbors.items() if item in found},
+        )
+        return admitted, found
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)

@@ -1,0 +1,64 @@
+"""Whether a search goes native (the engine fuses) or client-side, and why.
+
+A fusion configuration the engines cannot express is an error in ``native`` mode and a reason to fuse
+client-side in ``auto`` mode; so is an engine that lacks the feature, with a warning in ``native``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+from esbridge.config.pipeline import PipelineSettings
+from esbridge.engines.capabilities import Capabilities
+from esbridge.errors import ConfigError
+from esbridge.query.models import NativeDetails
+from esbridge.query.native.fusion import native_fusion
+from esbridge.query.native.plan import NativePlan, plan
+
+
+@dataclass(frozen=True)
+class NativeChoice:
+    """The native plan of a search (None: client-side), what the response says of it, and warnings."""
+
+    plan: NativePlan | None = None
+    details: NativeDetails | None = None
+    notes: tuple[str, ...] = ()
+
+    def outcome(self, *, used: bool) -> NativeChoice:
+        """This choice once the native request has been tried: ``used`` says whether the engine fused."""
+        if self.plan is None:
+            return self
+        return NativeChoice(self.plan, self.plan.describe(used=used), self.notes)
+
+
+def _client_side(reason: str, *, warn: bool) -> NativeChoice:
+    notes = (f"native hybrid is not available ({reason}); fused by esbridge instead",) if warn else ()
+    return NativeChoice(None, NativeDetails(used=False, reason=reason), notes)
+
+
+async def choose_native(
+    mode: str,
+    pipeline: PipelineSettings,
+    method_name: str,
+    weights: Mapping[str, float],
+    params: Mapping[str, object],
+    *,
+    capabilities: Callable[[], Awaitable[Capabilities | str]],
+) -> NativeChoice:
+    """The plan for ``mode`` ``auto`` or ``native``; ``capabilities`` is asked only when the fusion can be native."""
+    if mode == "client":
+        return NativeChoice()
+    if pipeline.fusion_level == "document":
+        return _client_side("document-level fusion (pipeline.fusion_level) runs in esbridge", warn=mode == "native")
+    try:
+        fusion = native_fusion(method_name, weights, dict(params), pipeline.retrievers)
+    except ConfigError as exc:
+        if mode == "native":
+            raise
+        return _client_side(str(exc), warn=False)
+    known = await capabilities()
+    outcome = known if isinstance(known, str) else plan(known, fusion)
+    if isinstance(outcome, str):
+        return _client_side(outcome, warn=mode == "native")
+    return NativeChoice(outcome, outcome.describe(used=False))

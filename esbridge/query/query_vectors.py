@@ -1,0 +1,123 @@
+"""The query's vector: embedded in a worker thread, cached, optionally widened by concept expansion.
+
+The embedding is the longest step of a hybrid search, so it is started before anything else
+(``start``) and awaited only when a semantic retriever needs it (``vector``). Nothing here fails a
+search: no model, a timeout or a model error give no vector and a warning, and the search goes on
+lexical-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from cachetools import TTLCache
+
+from esbridge import errors
+from esbridge.config.pipeline import PipelineSettings
+from esbridge.embeddings.base import Embedder, start_embedding
+from esbridge.engines.base import AsyncEngine
+from esbridge.query.concepts import expand_query
+from esbridge.query.deadline import within
+
+
+@dataclass(frozen=True)
+class Embedding:
+    """A query embedding under way in a worker thread."""
+
+    text: str
+    vectors: asyncio.Future[list[list[float]]]
+    started: float
+
+    def cancel(self) -> None:
+        self.vectors.cancel()
+
+
+@dataclass(frozen=True)
+class QueryVector:
+    """The vector a semantic retriever searches with (None: there is none, ``warnings`` say why)."""
+
+    vector: list[float] | None
+    warnings: tuple[str, ...] = ()
+    timings: dict[str, float] = field(default_factory=dict)
+    concept_terms: tuple[str, ...] = ()
+
+
+class QueryVectors:
+    """Embeds queries with one model, keeping recent vectors (``pipeline.cache.embeddings``)."""
+
+    def __init__(self, embedder: Embedder | None, pipeline: PipelineSettings, engine: AsyncEngine, index: str) -> None:
+        self.embedder = embedder
+        self.pipeline = pipeline
+        self.engine = engine
+        self.index = index
+        cache = pipeline.cache
+        self._cache: TTLCache[str, list[float]] | None = (
+            TTLCache(cache.embeddings, cache.embeddings_ttl_s) if cache.embeddings else None
+        )
+
+    def start(self, text: str) -> Embedding | None:
+        """``text``'s embedding, running in a worker thread from now on; None with no model or a cached vector."""
+        if self.embedder is None or (self._cache is not None and text in self._cache):
+            return None
+        return _embedding(self.embedder, text)
+
+    async def vector(self, query: str, embedding: Embedding | None = None) -> QueryVector:
+        """The query's vector or, with concept expansion on, the vector of the query plus its nearest concepts.
+
+        ``embedding``: the query's embedding if already started (``start``).
+        """
+        first = await self._embed(query, embedding)
+        if first.vector is None or not self.pipeline.concepts.enabled:
+            return first
+        started = time.perf_counter()
+        try:
+            expansion = await expand_query(
+                self.engine, self.index, query, first.vector, terms=self.pipeline.concepts.terms
+            )
+        except errors.EngineError as exc:
+            timings = {**first.timings, "concepts": _ms(started)}
+            return QueryVector(first.vector, (*first.warnings, f"concept expansion skipped: {exc}"), timings)
+        timings = {**first.timings, "concepts": _ms(started)}
+        if not expansion.terms:
+            return QueryVector(first.vector, first.warnings, timings)
+        widened = await self._embed(expansion.text)
+        return QueryVector(
+            widened.vector or first.vector,
+            (*first.warnings, *widened.warnings),
+            {**timings, **widened.timings},
+            tuple(expansion.terms),
+        )
+
+    async def _embed(self, text: str, embedding: Embedding | None = None) -> QueryVector:
+        if self.embedder is None:
+            return QueryVector(None, ("no embedding model: answered with BM25 only",))
+        if self._cache is not None and (cached := self._cache.get(text)) is not None:
+            return QueryVector(cached)
+        if embedding is None or embedding.text != text:
+            embedding = _embedding(self.embedder, text)
+        warning = None
+        vector = None
+        try:
+            async with within(self.pipeline.embed_timeout_s):
+                vector = (await embedding.vectors)[0]
+        except asyncio.TimeoutError:
+            warning = f"the query was not embedded within {self.pipeline.embed_timeout_s:g}s"
+        except errors.EsbridgeError as exc:
+            warning = f"the query could not be embedded: {exc}"
+        timings = {"embed": _ms(embedding.started)}
+        if vector is None:
+            return QueryVector(None, (warning,) if warning else (), timings)
+        if self._cache is not None:
+            self._cache[text] = vector
+        return QueryVector(vector, (), timings)
+
+
+def _embedding(embedder: Embedder, text: str) -> Embedding:
+    started = time.perf_counter()
+    return Embedding(text, start_embedding(embedder, [text]), started)
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)

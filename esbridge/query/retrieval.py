@@ -1,0 +1,251 @@
+"""Retrieval strategies: how one search's retrievers reach the engine, and what came back.
+
+* ``concurrent`` (``pipeline.execution = "concurrent"``): the query's embedding starts, the lexical
+  retrievers go out while it runs, the semantic ones follow the vector; each has its own timeout.
+* ``msearch``: embed first, then every retriever in one ``_msearch`` round trip (separate requests if
+  that fails).
+* ``native``: one request in which the engine runs and fuses both retrievers (native hybrid).
+
+A retriever that fails degrades the answer (its warning says why) instead of failing it; a missing index
+fails the search. Each strategy returns a ``Retrieved``; nothing is handed in to be filled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from esbridge import errors
+from esbridge.config.pipeline import PipelineSettings
+from esbridge.engines.base import AsyncEngine, SearchResult
+from esbridge.query.deadline import within
+from esbridge.query.native import plan as native
+from esbridge.query.query_vectors import QueryVector, QueryVectors
+from esbridge.query.retrievers import RETRIEVERS, RetrievalContext, Retriever
+
+# How much longer than the slowest retriever's own timeout a whole _msearch may take.
+_MSEARCH_MARGIN_S = 1.0
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """What the retrievers of one search returned."""
+
+    runs: dict[str, dict[str, float]] = field(default_factory=dict)
+    """retriever name -> id -> score, best first; ``{"native": ...}`` when the engine fused"""
+    sources: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    """id -> stored fields"""
+    semantic: dict[str, bool] = field(default_factory=dict)
+    """retriever name -> whether it is a semantic (vector) retriever"""
+    warnings: tuple[str, ...] = ()
+    timings: dict[str, float] = field(default_factory=dict)
+    concept_terms: tuple[str, ...] = ()
+    native: bool = False
+    """the engine fused the retrievers itself"""
+    explanations: dict[str, Any] = field(default_factory=dict)
+    """id -> the engine's own score explanation (native hybrid with explain)"""
+
+
+@dataclass(frozen=True)
+class _Answer:
+    result: SearchResult | None
+    warning: str | None
+    ms: float
+
+
+class Retrieval:
+    """Runs the configured retrievers of one index."""
+
+    def __init__(self, engine: AsyncEngine, index: str, pipeline: PipelineSettings, vectors: QueryVectors) -> None:
+        self.engine = engine
+        self.index = index
+        self.pipeline = pipeline
+        self.vectors = vectors
+
+    async def client_side(self, context: RetrievalContext, *, lexical_only: bool) -> Retrieved:
+        """Every retriever of the pipeline (only the lexical ones with ``lexical_only``), as configured."""
+        chosen = {name: RETRIEVERS.get_named(name) for name in self.pipeline.retrievers}
+        if lexical_only:
+            chosen = {name: retriever for name, retriever in chosen.items() if not retriever.needs_vector}
+        if self.pipeline.execution == "msearch":
+            return await self.msearch(context, chosen)
+        return await self.concurrent(context, chosen)
+
+    async def concurrent(self, context: RetrievalContext, chosen: Mapping[str, Retriever]) -> Retrieved:
+        """The query's embedding starts, lexical retrievers go out while it runs, semantic ones follow it.
+
+        The embedding is handed to its thread before the lexical requests are even serialised: it is the
+        longest step, and every microsecond it starts later is added to the search.
+        """
+        semantic = {name: retriever for name, retriever in chosen.items() if retriever.needs_vector}
+        embedding = self.vectors.start(context.query) if semantic else None
+        tasks: dict[str, asyncio.Task[_Answer]] = {}
+        try:
+            for name, retriever in chosen.items():
+                if not retriever.needs_vector:
+                    tasks[name] = asyncio.create_task(self._timed_search(name, retriever.body(context, None)))
+        except BaseException:  # a retriever (a plugin's, say) could not build its body: leave nothing running
+            if embedding is not None:
+                embedding.cancel()
+            for task in tasks.values():
+                task.cancel()
+            raise
+        answers: dict[str, _Answer] = {}
+        query_vector = None
+        try:
+            if semantic:
+                query_vector = await self.vectors.vector(context.query, embedding)
+            if query_vector is not None and (vector := query_vector.vector) is not None:
+                *queued, (last, last_body) = [(name, r.body(context, vector)) for name, r in semantic.items()]
+                for name, body in queued:
+                    tasks[name] = asyncio.create_task(self._timed_search(name, body))
+                # The last one runs in this coroutine: a task would cost a turn of the loop to start and
+                # another to report back, both on the critical path of the search.
+                answers[last] = await self._timed_search(last, last_body)
+            for name, task in tasks.items():
+                answers[name] = await task  # the lexical ones are usually done by now: no turn of the loop
+        except BaseException:
+            # One retriever raised (a missing index) or the search was cancelled: the others are stopped and
+            # awaited, so none is left running or dies with an exception nobody retrieves.
+            for task in tasks.values():
+                task.cancel()
+            await asyncio.gather(*tasks.values(), return_exceptions=True)
+            raise
+        ordered = {name: answers[name] for name in chosen if name in answers}
+        return _collected(context, chosen, ordered, query_vector)
+
+    async def msearch(self, context: RetrievalContext, chosen: Mapping[str, Retriever]) -> Retrieved:
+        """Embed first, then every retriever in one ``_msearch`` round trip.
+
+        Each search carries its retriever's timeout for the engine (which then answers with what it
+        found in time); the whole request has a client-side deadline. If the round trip fails anyway,
+        the retrievers are sent again as separate requests, each with its own client-side timeout.
+        """
+        needs_vector = any(retriever.needs_vector for retriever in chosen.values())
+        query_vector = await self.vectors.vector(context.query) if needs_vector else None
+        vector = query_vector.vector if query_vector is not None else None
+        searches = {
+            name: {**retriever.body(context, vector), "timeout": f"{round(self.pipeline.timeout_s(name) * 1000)}ms"}
+            for name, retriever in chosen.items()
+            if vector is not None or not retriever.needs_vector
+        }
+        deadline = max(self.pipeline.timeout_s(name) for name in searches) + _MSEARCH_MARGIN_S
+        started = time.perf_counter()
+        try:
+            async with within(deadline):
+                results = await self.engine.msearch(self.index, list(searches.values()))
+        except (asyncio.TimeoutError, errors.EngineError) as exc:
+            if isinstance(exc, errors.IndexNotFound):
+                raise
+            reason = f"no answer within {deadline:g}s" if isinstance(exc, asyncio.TimeoutError) else str(exc)
+            retried = await self.concurrent(context, chosen)
+            return _noted(retried, f"msearch failed ({reason}); retried as separate requests", _ms(started))
+        took = _ms(started)
+        answers: dict[str, _Answer] = {}
+        for name, result in zip(searches, results, strict=True):
+            if isinstance(result, Exception):
+                if isinstance(result, errors.IndexNotFound):
+                    raise result
+                answers[name] = _Answer(None, f"{name} failed: {result}", took)
+            elif result.raw.get("timed_out"):
+                answers[name] = _Answer(result, f"{name} timed out on the engine; its results may be partial", took)
+            else:
+                answers[name] = _Answer(result, None, took)
+        collected = _collected(context, chosen, answers, query_vector, timed=False)
+        return _noted(collected, None, took)
+
+    async def native(self, context: RetrievalContext, plan: native.NativePlan, *, explain: bool) -> Retrieved | str:
+        """One request in which the engine runs and fuses both retrievers, or the reason it failed.
+
+        Without a query vector nothing is sent: the result is not ``native`` and carries the warnings
+        saying why, and the search goes on lexical-only.
+        """
+        query_vector = await self.vectors.vector(context.query)
+        if query_vector.vector is None:
+            return Retrieved(warnings=query_vector.warnings, timings=dict(query_vector.timings))
+        lexical = RETRIEVERS.get_named("bm25").body(context, None)
+        semantic = RETRIEVERS.get_named("knn").body(context, query_vector.vector)
+        size = context.top_k
+        body = plan.body(lexical, semantic, size=size, source_fields=context.source_fields, explain=explain)
+        timeout_s = max(self.pipeline.timeout_s("bm25"), self.pipeline.timeout_s("knn"))
+        started = time.perf_counter()
+        try:
+            async with within(timeout_s):
+                result = await self.engine.search(self.index, body)
+        except (asyncio.TimeoutError, errors.EngineError) as exc:
+            if isinstance(exc, errors.IndexNotFound):
+                raise
+            return f"no answer within {timeout_s:g}s" if isinstance(exc, asyncio.TimeoutError) else str(exc)
+        sources: dict[str, Mapping[str, Any]] = {}
+        for hit in result.hits:
+            sources.setdefault(hit.id, hit.source)
+        return Retrieved(
+            runs={"native": {hit.id: hit.score for hit in result.hits[:size]}},
+            sources=sources,
+            warnings=query_vector.warnings,
+            timings={**query_vector.timings, "native": _ms(started)},
+            concept_terms=query_vector.concept_terms,
+            native=True,
+            explanations=native.explanations(result.raw) if explain else {},
+        )
+
+    async def _timed_search(self, name: str, body: Mapping[str, Any]) -> _Answer:
+        timeout_s = self.pipeline.timeout_s(name)
+        started = time.perf_counter()
+        try:
+            async with within(timeout_s):
+                return _Answer(await self.engine.search(self.index, body), None, _ms(started))
+        except asyncio.TimeoutError:
+            return _Answer(None, f"{name} did not answer within {timeout_s:g}s", _ms(started))
+        except errors.EngineError as exc:
+            if isinstance(exc, errors.IndexNotFound):
+                raise
+            return _Answer(None, f"{name} failed: {exc}", _ms(started))
+
+
+def _collected(
+    context: RetrievalContext,
+    chosen: Mapping[str, Retriever],
+    answers: Mapping[str, _Answer],
+    query_vector: QueryVector | None,
+    *,
+    timed: bool = True,
+) -> Retrieved:
+    """The answers as runs, sources and warnings (the vector's first, then each retriever's, in order)."""
+    runs: dict[str, dict[str, float]] = {}
+    sources: dict[str, Mapping[str, Any]] = {}
+    semantic: dict[str, bool] = {}
+    for name, answer in answers.items():
+        if answer.result is None:
+            continue
+        runs[name] = {hit.id: hit.score for hit in answer.result.hits[: context.top_k]}
+        semantic[name] = chosen[name].needs_vector
+        for hit in answer.result.hits:
+            sources.setdefault(hit.id, hit.source)
+    warnings = tuple(answer.warning for answer in answers.values() if answer.warning)
+    timings = {name: answer.ms for name, answer in answers.items()} if timed else {}
+    if query_vector is not None:
+        warnings = (*query_vector.warnings, *warnings)
+        timings = {**query_vector.timings, **timings}
+    terms = query_vector.concept_terms if query_vector is not None else ()
+    return Retrieved(runs, sources, semantic, warnings, timings, terms)
+
+
+def _noted(retrieved: Retrieved, warning: str | None, msearch_ms: float) -> Retrieved:
+    """``retrieved`` with the msearch round trip's time, and a warning about it first."""
+    warnings = (warning, *retrieved.warnings) if warning else retrieved.warnings
+    return Retrieved(
+        retrieved.runs,
+        retrieved.sources,
+        retrieved.semantic,
+        warnings,
+        {**retrieved.timings, "msearch": msearch_ms},
+        retrieved.concept_terms,
+    )
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)
