@@ -1,13 +1,14 @@
 """Where a hybrid search's time goes: each step alone against the same step inside the pipeline.
 
-    .venv/bin/python scripts/latency_breakdown.py ../shared/data/beir/scifact --url http://127.0.0.1:9200 \
+    .venv/bin/python benchmarks/latency_breakdown.py ../shared/data/beir/scifact --url http://127.0.0.1:9200 \
         --index bench-scifact --limit 300 [--processes 0|1] [--busy-core]
 
 Per query: embed alone, BM25 alone, kNN alone, then the whole pipeline (client-side fusion, caches
 off), whose ``details.timings_ms`` give the same steps as they ran inside it. Prints the medians
 (ms). ``--processes`` is ``embedding.query_processes`` (0: the model in this process). ``--busy-core``
 first times embedding alone with and without a shell busy loop running, to tell competition for a core
-from competition for the interpreter lock. Used for docs/benchmarks.md (issue 4).
+from competition for the interpreter lock.
+Used for docs/benchmarks.md.
 """
 
 from __future__ import annotations
