@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,8 +22,8 @@ from esbridge.cli import (
     ingest,
     mapping,
     mcp,
-    pipeline,
     search,
+    search_pipeline,
     serve,
     transfer,
     tune,
@@ -100,7 +101,11 @@ main.add_command(graph.graph)
 main.add_command(transfer.export_command)
 main.add_command(transfer.import_command)
 main.add_command(demo.demo_command)
-main.add_command(pipeline.pipeline)
+main.add_command(search_pipeline.search_pipeline)
+# The command's first name, kept for scripts that use it; "pipeline" alone names the [pipeline] settings.
+_former = copy.copy(search_pipeline.search_pipeline)
+_former.hidden = True
+main.add_command(_former, name="pipeline")
 main.add_command(serve.serve_command)
 main.add_command(mcp.mcp_command)
 main.add_command(evaluate.eval_command)

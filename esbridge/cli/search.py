@@ -20,7 +20,7 @@ _SWITCHES = ("include_deprecated", "include_draft", "include_disabled")
 @click.command(name="search")
 @click.argument("query")
 @top_n_option(default=10)
-@click.option("--fusion", help="Fusion method (rrf, linear, dbsf, adaptive, or a plugin's).")
+@click.option("--fusion", help="Fusion method: qpp (the default), rrf, linear, dbsf, adaptive, or a plugin's.")
 @click.option("--weights", help="Retriever weights, e.g. bm25=1,knn=0.5.")
 @click.option(
     "--filter", "filters", multiple=True, help="key=value (repeat a key for any-of); also modified_after=DATE etc."

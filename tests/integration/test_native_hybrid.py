@@ -207,26 +207,26 @@ def test_pipeline_commands(engine_kind: str, engine_settings: Settings, alias: s
     runner = CliRunner(env={"ESBRIDGE_PIPELINE__FUSION": "linear"})  # qpp, the default, has no pipeline form
     args = ["--url", str(engine_settings.url), "--engine", engine_kind, "--index", alias]
     if engine_kind == "elasticsearch":
-        result = runner.invoke(main, ["pipeline", "apply", *args])
+        result = runner.invoke(main, ["search-pipeline", "apply", *args])
         assert result.exit_code == 1
         assert "retrievers inside each request" in result.output
-        deleted = runner.invoke(main, ["pipeline", "delete", *args])
+        deleted = runner.invoke(main, ["search-pipeline", "delete", *args])
         assert deleted.exit_code == 1
         assert "elasticsearch has no search pipelines" in deleted.output
         return
     if not natively_fusing(engine_kind):
         for command in (["show"], ["apply", "--dry-run"], ["delete"]):
-            result = runner.invoke(main, ["pipeline", *command, *args])
+            result = runner.invoke(main, ["search-pipeline", *command, *args])
             assert result.exit_code == 1, (command, result.output)
             assert "neural-search plugin is not installed" in result.output, (command, result.output)
         return
-    created = runner.invoke(main, ["pipeline", "apply", *args])
+    created = runner.invoke(main, ["search-pipeline", "apply", *args])
     assert created.exit_code == 0 and "created" in created.output, created.output
-    again = runner.invoke(main, ["pipeline", "apply", *args])
+    again = runner.invoke(main, ["search-pipeline", "apply", *args])
     assert "unchanged" in again.output
-    shown = json.loads(runner.invoke(main, ["pipeline", "show", *args, "--json"]).output)
+    shown = json.loads(runner.invoke(main, ["search-pipeline", "show", *args, "--json"]).output)
     assert shown["in_sync"] is True
-    assert "deleted" in runner.invoke(main, ["pipeline", "delete", *args]).output
+    assert "deleted" in runner.invoke(main, ["search-pipeline", "delete", *args]).output
 
 
 def test_pipeline_commands_with_the_default_fusion_name_what_is_missing() -> None:
@@ -234,7 +234,7 @@ def test_pipeline_commands_with_the_default_fusion_name_what_is_missing() -> Non
     told to use linear. Search pipelines are OpenSearch's, so this runs there only."""
     require_live("opensearch")
     args = ["--url", str(engine_url("opensearch")), "--engine", "opensearch", "--index", "esbridge-test-pipeline"]
-    result = CliRunner().invoke(main, ["pipeline", "apply", "--dry-run", *args])
+    result = CliRunner().invoke(main, ["search-pipeline", "apply", "--dry-run", *args])
     assert result.exit_code == 1
     expected = "fusion 'linear', qpp's fixed-weight base" if natively_fusing("opensearch") else "neural-search"
     assert expected in result.output, result.output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from esbridge.cli.search import parse_filters, parse_weights
 
@@ -24,3 +25,13 @@ def test_weights_parse() -> None:
     assert parse_weights("bm25=1,knn=0.5") == {"bm25": 1.0, "knn": 0.5}
     with pytest.raises(click.BadParameter):
         parse_weights("bm25")
+
+
+def test_search_pipeline_command_keeps_its_former_name_hidden() -> None:
+    from esbridge.cli import main
+
+    listed = CliRunner().invoke(main, ["--help"]).output
+    assert "search-pipeline" in listed
+    assert "  pipeline " not in listed
+    former = CliRunner().invoke(main, ["pipeline", "--help"])
+    assert former.exit_code == 0 and "apply" in former.output

@@ -1,4 +1,4 @@
-"""``esbridge pipeline apply|show|delete``: the OpenSearch search pipeline matching the fusion settings."""
+"""``esbridge search-pipeline apply|show|delete``: the OpenSearch search pipeline matching the fusion settings."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from esbridge.query.native.opensearch import pipeline_name
 _name_option = click.option("--name", help="Pipeline name (default: <index>-hybrid).")
 
 
-@click.group()
-def pipeline() -> None:
+@click.group(name="search-pipeline")
+def search_pipeline() -> None:
     """Install, review or remove the search pipeline for native hybrid search (OpenSearch).
 
     Native searches carry their pipeline in each request, so they work without one; an installed
@@ -25,7 +25,7 @@ def pipeline() -> None:
     """
 
 
-@pipeline.command()
+@search_pipeline.command()
 @engine_options
 @index_option
 @_name_option
@@ -45,7 +45,7 @@ def apply(
     click.echo(f"{action}: search pipeline {current.name}")
 
 
-@pipeline.command()
+@search_pipeline.command()
 @engine_options
 @index_option
 @_name_option
@@ -71,7 +71,7 @@ def show(
         click.echo(f"installed but different: {current.name} (esbridge pipeline apply updates it)")
 
 
-@pipeline.command()
+@search_pipeline.command()
 @engine_options
 @index_option
 @_name_option
