@@ -83,7 +83,9 @@ class SearchRequest(BaseModel):
 
     query: str = Field(min_length=1, max_length=4096)
     top_n: int = Field(default=10, ge=1)
-    fusion: str | None = Field(default=None, description="fusion method name: qpp (the default), rrf, linear, dbsf, adaptive, or a plugin's")
+    fusion: str | None = Field(
+        default=None, description="fusion method name: qpp (the default), rrf, linear, dbsf, adaptive, or a plugin's"
+    )
     weights: dict[str, float] | None = Field(default=None, description="retriever -> weight, e.g. bm25, knn")
     filters: Filters = Field(default_factory=Filters)
     explain: bool = False
