@@ -116,3 +116,37 @@ def test_a_registered_retriever_runs_beside_the_built_ins(monkeypatch: pytest.Mo
     assert response.search_mode == "hybrid"
     explained = {hit.id: hit.explain for hit in response.results}
     assert explained["c#0"] is not None and set(explained["c#0"].retrievers) == {"bm25", "exact_title"}
+
+
+def test_a_plugin_that_declares_context_gets_the_query_and_the_candidates_texts(
+    fresh_fusion_registry: Registry[object],
+) -> None:
+    from esbridge.query.fusion import FusionContext, fusion_traits, register_fusion
+    from esbridge.query.fusion.linear import linear
+    from esbridge.query.fusion.result import ranked
+    from esbridge.query.types import FusionResult, Runs
+    from tests.unit.query.test_orchestrator import doc
+
+    seen: list[FusionContext] = []
+
+    @fusion_traits(reads_texts=True)
+    def phrase_bonus(
+        runs: Runs, *, weights: Any = None, context: FusionContext | None = None, **params: Any
+    ) -> FusionResult:
+        assert context is not None
+        seen.append(context)
+        fused = linear(runs, weights=weights, **params)
+        query = context.query.lower()
+        bonus = {item: 2.0 for item in fused.scores if query in context.text(item).lower()}
+        return ranked({item: score + bonus.get(item, 0.0) for item, score in fused.scores.items()}, fused.contributions)
+
+    register_fusion("phrase_bonus", phrase_bonus)
+    sources = {item: doc(item[0], body="about wind") for item, _ in LEX + SEM}
+    sources["c#0"] = doc("c", body="all about solar panels")
+    engine = MemoryEngine(LEX, SEM, sources)
+    response = asyncio.run(searcher(engine).search(SearchRequest(query="Solar Panels", fusion="phrase_bonus")))
+    # c is last in BM25 and absent from kNN: only the bonus its body earns puts it first
+    assert response.results[0].id == "c#0"
+    assert seen[0].query == "Solar Panels"
+    assert seen[0].request is not None and seen[0].request.fusion == "phrase_bonus"
+    assert "all about solar panels" in seen[0].text("c#0")
