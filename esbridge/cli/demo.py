@@ -19,6 +19,7 @@ from esbridge.cli.options import (
 from esbridge.cli.progress import progress_for
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
+from esbridge.ids import doc_id_of
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.query.api import open_query_embedder, searcher
 from esbridge.query.models import SearchHit, SearchRequest, SearchResponse
@@ -98,7 +99,7 @@ def _found_by(hit: SearchHit) -> str:
 
 
 def _neighbour_of(hit: SearchHit) -> list[str]:
-    return [item.split("#")[0] for item in hit.explain.neighbour_of] if hit.explain else []
+    return [doc_id_of(item) for item in hit.explain.neighbour_of] if hit.explain else []
 
 
 def _recency(hit: SearchHit) -> str:

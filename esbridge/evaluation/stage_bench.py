@@ -18,6 +18,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from esbridge.config.pipeline import PipelineSettings
+from esbridge.ids import chunk_id, doc_id_of
 from esbridge.query.fusion import get_fusion
 from esbridge.query.graph import GraphOptions, expand, seed_docs, with_neighbors
 from esbridge.query.recency import apply_recency
@@ -28,13 +29,13 @@ NOW = datetime(2026, 11, 21, tzinfo=timezone.utc)
 
 def candidates(seed: int) -> dict[str, Any]:
     rng = random.Random(seed)  # noqa: S311 - benchmark data, not secrets
-    pool = [f"doc{n}#{c}" for n in range(150) for c in range(2)]
+    pool = [chunk_id(f"doc{n}", c) for n in range(150) for c in range(2)]
     bm25_ids = rng.sample(pool, 100)
     knn_ids = rng.sample(bm25_ids[:50], 40) + rng.sample([p for p in pool if p not in bm25_ids], 60)
     bm25 = dict(zip(bm25_ids, sorted((rng.uniform(1, 30) for _ in bm25_ids), reverse=True), strict=True))
     knn = dict(zip(knn_ids, sorted((rng.uniform(0.3, 0.95) for _ in knn_ids), reverse=True), strict=True))
     items = set(bm25) | set(knn)
-    doc_of = {item: item.split("#")[0] for item in items}
+    doc_of = {item: doc_id_of(item) for item in items}
     modified = {item: NOW - timedelta(days=rng.uniform(0, 90)) for item in items}
     links = {f"doc{n}": [f"doc{rng.randrange(300)}" for _ in range(rng.randrange(6))] for n in range(150)}
     types = {item: rng.choice(["note", "tool", "concept"]) for item in items}
