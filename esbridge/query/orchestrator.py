@@ -119,7 +119,7 @@ class HybridSearcher:
 
     async def search(self, request: SearchRequest) -> SearchResponse:
         started = time.perf_counter()
-        key = self._cache_key(request)
+        key = self._checked_key(request)
         if (cached := self._cached(key, started)) is not None:
             return cached
         plan = self._plan(request)
@@ -155,7 +155,8 @@ class HybridSearcher:
             self._responses[key] = response.model_copy(deep=True)
         return response
 
-    def _cache_key(self, request: SearchRequest) -> str:
+    def _checked_key(self, request: SearchRequest) -> str:
+        """The response-cache key of a request whose top_n the pipeline allows."""
         if request.top_n > self.pipeline.top_n_max:
             raise errors.ConfigError(
                 f"top_n must be between 1 and pipeline.top_n_max ({self.pipeline.top_n_max}), got {request.top_n}"
