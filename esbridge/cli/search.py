@@ -33,6 +33,7 @@ _SWITCHES = ("include_deprecated", "include_draft", "include_disabled")
     type=click.Choice(["auto", "native", "client"]),
     help="Where fusion runs: on the engine when it can (auto), on the engine (native), or in esbridge (client).",
 )
+@click.option("--category", help="Search only this category of [routing] (default: routed by the query's keywords).")
 @click.option("--explain", is_flag=True, help="Say how each result was found and scored.")
 @click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
 @engine_options
@@ -47,6 +48,7 @@ def search_command(
     recency: bool | None,
     collapse: bool | None,
     mode: FusionMode | None,
+    category: str | None,
     explain: bool,
     as_json: bool,
     url: str | None,
@@ -69,6 +71,7 @@ def search_command(
             recency=recency,
             collapse=collapse,
             mode=mode,
+            category=category,
         )
     except ValidationError as exc:
         raise click.BadParameter(_first_error(exc)) from exc
@@ -126,6 +129,8 @@ def _first_error(exc: ValidationError) -> str:
 def render(response: SearchResponse, explain: bool) -> str:
     lines = [f"{response.search_mode}, {len(response.results)} results in {response.took_ms:.0f} ms"]
     lines.extend(f"warning: {warning}" for warning in response.warnings)
+    if (routed := response.details.routing) is not None and routed.category is not None:
+        lines.append(f"category: {routed.category} ({routed.reason})")
     for rank, hit in enumerate(response.results, start=1):
         label = hit.title or hit.doc_id
         lines.append(f"{rank:>3}. {hit.score:.3f}  {label}  [{hit.id}]")

@@ -124,6 +124,21 @@ class Settings(BaseSettings):
     mapping: MappingSettings = MappingSettings()
     pipeline: PipelineSettings = PipelineSettings()
     service: ServiceSettings = ServiceSettings()
+    routing: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="category -> keywords; a query naming a category's keywords is searched in that category",
+    )
+
+    @field_validator("routing")
+    @classmethod
+    def _routing_keywords(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for category, keywords in value.items():
+            if not category.strip():
+                raise ValueError("routing: a category needs a non-empty name")
+            blank = [keyword for keyword in keywords if not keyword.strip()]
+            if not keywords or blank:
+                raise ValueError(f"routing.{category}: give it at least one keyword, none of them blank")
+        return value
 
     @field_validator("url")
     @classmethod

@@ -20,6 +20,7 @@ from esbridge.engines import Capabilities, Engine, connect
 from esbridge.engines.base import AsyncEngine
 from esbridge.query.orchestrator import HybridSearcher, Probe
 from esbridge.query.rerank import RERANKERS, Reranker
+from esbridge.query.routing import Categories
 
 ProbeSource = Capabilities | Engine | Settings | None
 
@@ -73,6 +74,7 @@ def build_searcher(
     probe: ProbeSource,
     reranker: Reranker | None = None,
     model_problem: str | None = None,
+    routing: Categories | None = None,
 ) -> HybridSearcher:
     """A searcher over ``index``; ``model_problem`` (why the model did not load) becomes a warning on every answer."""
     return HybridSearcher(
@@ -84,6 +86,7 @@ def build_searcher(
         reranker=reranker,
         probe=prober(probe),
         model_problem=model_problem,
+        routing=routing,
     )
 
 
@@ -105,4 +108,5 @@ def searcher_for(
         probe=probe,
         reranker=reranker_for(settings),
         model_problem=model_problem,
+        routing=settings.routing,
     )

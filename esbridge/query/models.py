@@ -94,6 +94,11 @@ class SearchRequest(BaseModel):
     recency: bool | None = Field(default=None, description="multiply scores by recency")
     rerank: bool | None = Field(default=None, description="re-rank the top candidates with the cross-encoder")
     mode: Literal["auto", "native", "client"] | None = None
+    category: str | None = Field(
+        default=None,
+        description="search only this category (one of [routing]); without it, a query naming a category's "
+        "keywords is routed to that category",
+    )
 
     @field_validator("query")
     @classmethod
@@ -152,6 +157,14 @@ class NativeDetails(BaseModel):
     normalizer: str | None = Field(default=None, description="Elasticsearch linear: its score normalizer")
 
 
+class RoutingDetails(BaseModel):
+    """The category a search was limited to (None: all), and why."""
+
+    category: str | None = None
+    reason: str
+    keywords: list[str] = Field(default_factory=list, description="the category's keywords the query holds")
+
+
 class SearchDetails(BaseModel):
     """How the answer was made: fusion, timings, the native plan, the cache."""
 
@@ -165,6 +178,7 @@ class SearchDetails(BaseModel):
     )
     native: NativeDetails | None = Field(default=None, description="native hybrid: used, or why not")
     concept_terms: list[str] = Field(default_factory=list, description="concept expansion: the terms added")
+    routing: RoutingDetails | None = Field(default=None, description="category routing, when categories exist")
     cached: bool = Field(default=False, description="answered from the response cache")
     partial: bool = Field(
         default=False, description="some shards did not answer: results may be missing (warnings say which)"

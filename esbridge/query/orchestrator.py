@@ -1,4 +1,4 @@
-"""One hybrid search, stage by stage: plan, retrieve, fuse, recency, links, re-rank, shape, explain.
+"""One hybrid search, stage by stage: route, plan, retrieve, fuse, recency, links, re-rank, shape, explain.
 
 The query's embedding starts first; the lexical requests go out while it runs and kNN follows the
 vector (``esbridge.query.retrieval``). A part that fails degrades the answer instead of failing it: no
@@ -34,13 +34,14 @@ from esbridge.query.explain import Trail, build_hit, document_of, str_or_none
 from esbridge.query.fusion import FusionContext, fuse, get_fusion, traits_of
 from esbridge.query.graph import GraphOptions, with_neighbors
 from esbridge.query.graph_reader import LinkReader
-from esbridge.query.models import SearchDetails, SearchMode, SearchRequest, SearchResponse
+from esbridge.query.models import RoutingDetails, SearchDetails, SearchMode, SearchRequest, SearchResponse
 from esbridge.query.native.choice import NativeChoice, choose_native
 from esbridge.query.query_vectors import QueryVectors
 from esbridge.query.recency import HalfLife, RecencyRule, Tier, Tiers, apply_recency, parse_modified_at
 from esbridge.query.rerank import Reranker, rerank
 from esbridge.query.retrieval import Retrieval, Retrieved
 from esbridge.query.retrievers import RetrievalContext
+from esbridge.query.routing import Categories, route, routed_filters
 from esbridge.query.shaping import ShapeOptions, shape
 from esbridge.query.types import FusionResult, Runs
 
@@ -80,6 +81,7 @@ class HybridSearcher:
         reranker: Reranker | None = None,
         probe: Probe | None = None,
         model_problem: str | None = None,
+        routing: Categories | None = None,
     ) -> None:
         self.engine = engine
         self.index = index
@@ -90,6 +92,8 @@ class HybridSearcher:
         self.reranker = reranker
         self.model_problem = model_problem
         """why the configured model did not load; every answer carries it as a warning"""
+        self.routing: Categories = routing or {}
+        """category -> keywords ([routing])"""
         self._probe = probe
         self._capabilities: Capabilities | str | None = None
         self.vectors = QueryVectors(embedder, self.pipeline, engine, index)
@@ -122,6 +126,7 @@ class HybridSearcher:
         key = self._checked_key(request)
         if (cached := self._cached(key, started)) is not None:
             return cached
+        request, routed = self._route(request)
         plan = self._plan(request)
         native = await self._native_choice(request, plan)
         retrieved, native, notes = await self._retrieve(request, plan, native)
@@ -148,6 +153,7 @@ class HybridSearcher:
                 fusion_decision=fused.describe(),
                 native=native.details,
                 concept_terms=list(retrieved.concept_terms),
+                routing=routed,
             ),
         )
         # A degraded answer is not kept: the next identical search should get the whole pipeline again.
@@ -170,6 +176,14 @@ class HybridSearcher:
         fresh.took_ms = _ms(started)
         fresh.details.cached = True
         return fresh
+
+    def _route(self, request: SearchRequest) -> tuple[SearchRequest, RoutingDetails | None]:
+        """The request limited to the category it names or whose keywords its query holds."""
+        if not self.routing and request.category is None:
+            return request, None
+        chosen = route(request.query, self.routing, asked=request.category, filters=request.filters)
+        details = RoutingDetails(category=chosen.category, reason=chosen.reason, keywords=list(chosen.keywords))
+        return request.model_copy(update={"filters": routed_filters(request.filters, chosen)}), details
 
     def _plan(self, request: SearchRequest) -> _Plan:
         method_name = request.fusion or self.pipeline.fusion

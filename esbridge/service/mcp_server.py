@@ -110,7 +110,7 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
     async def search(
         query: Annotated[str, Field(min_length=1, max_length=4096, description="what to look for")],
         top_n: Annotated[int, Field(ge=1, description="how many results")] = 10,
-        fusion: Annotated[str | None, Field(description="rrf, linear, dbsf or adaptive")] = None,
+        fusion: Annotated[str | None, Field(description="qpp (the default), rrf, linear, dbsf or adaptive")] = None,
         weights: Annotated[dict[str, float] | None, Field(description="retriever -> weight, e.g. bm25, knn")] = None,
         filters: Annotated[Filters | None, Field(description="term filters, date ranges, lifecycle")] = None,
         explain: Annotated[bool, Field(description="say how each result was found and scored")] = False,
@@ -119,6 +119,9 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
         recency: Annotated[bool | None, Field(description="boost recently modified documents")] = None,
         rerank: Annotated[bool | None, Field(description="re-rank with the cross-encoder")] = None,
         mode: Literal["auto", "native", "client"] | None = None,
+        category: Annotated[
+            str | None, Field(description="search only this category; an unknown one is an error naming the valid")
+        ] = None,
     ) -> dict[str, Any]:
         try:
             request = SearchRequest(
@@ -133,6 +136,7 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
                 recency=recency,
                 rerank=rerank,
                 mode=mode,
+                category=category,
             )
         except ValidationError as exc:
             raise ToolError(f"invalid search: {exc.errors()[0]['msg']}") from None

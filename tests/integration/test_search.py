@@ -16,6 +16,7 @@ from esbridge.config import Settings
 from esbridge.config.pipeline import GraphSettings, PipelineSettings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine, connect_async
+from esbridge.errors import ConfigError
 from esbridge.query.models import Filters, SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
 from tests.integration.engines import load_records
@@ -298,3 +299,35 @@ def test_concept_expansion_appends_nearest_terms(
         assert set(expanded.details.concept_terms) <= set(terms)
     finally:
         engine.delete_index(concept_index_name(loaded), missing_ok=True)
+
+
+ROUTED: list[dict[str, Any]] = [
+    {"id": "cve-db", "title": "Vulnerability database", "text": "Look up a CVE and its exploit.",
+     "category": "security"},
+    {"id": "flag-bot", "title": "Capture bot", "text": "Look up a CVE write-up for the flag.", "category": "ctf"},
+    {"id": "linter", "title": "Python linter", "text": "Look up style problems in Python code.",
+     "category": "development"},
+]  # fmt: skip
+
+
+def test_category_routing_filters_inside_both_retrievers(
+    engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    load_records(engine, alias, embedder, tmp_path, ROUTED)
+    routing = {"security": ["cve", "exploit"], "development": ["python"]}
+
+    async def run(request: SearchRequest) -> SearchResponse:
+        engine_ = connect_async(engine_settings, kind=engine_settings.engine)  # type: ignore[arg-type]
+        try:
+            return await HybridSearcher(engine_, alias, embedder, routing=routing).search(request)
+        finally:
+            await engine_.close()
+
+    routed = asyncio.run(run(SearchRequest(query="look up a cve exploit")))
+    assert routed.search_mode == "hybrid"
+    assert [hit.doc_id for hit in routed.results] == ["cve-db"]  # kNN alone would bring the others too
+    assert routed.details.routing is not None and routed.details.routing.category == "security"
+    named = asyncio.run(run(SearchRequest(query="look up a cve exploit", category="development")))
+    assert [hit.doc_id for hit in named.results] == ["linter"]
+    with pytest.raises(ConfigError, match="unknown category 'crypto'; categories: development, security"):
+        asyncio.run(run(SearchRequest(query="look up", category="crypto")))

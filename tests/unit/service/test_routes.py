@@ -407,3 +407,49 @@ def test_a_cors_preflight_for_a_method_or_header_not_allowed_says_which(make_cli
     assert answer.json()["error"]["message"] == (
         "CORS preflight refused: method PUT is not allowed; header(s) X-Secret not allowed"
     )
+
+
+ROUTED = [
+    {"id": "cve-db", "title": "Vulnerability database", "text": "Look up a CVE and its exploit.",
+     "category": "security"},
+    {"id": "flag-bot", "title": "Capture bot", "text": "Look up a CVE write-up for the flag.", "category": "ctf"},
+    {"id": "linter", "title": "Python linter", "text": "Look up style problems in Python code.",
+     "category": "development"},
+]  # fmt: skip
+
+
+def routed_client(make_client: ClientFactory) -> TestClient:
+    settings = load_settings(
+        index="notes",
+        service={"api_keys": [KEY]},
+        routing={"security": ["cve", "exploit"], "development": ["python", "linter"]},
+    )
+    client = make_client(settings)
+    assert client.post("/v1/documents", json={"documents": ROUTED}, headers=WRITE).is_success
+    return client
+
+
+def test_a_query_naming_a_categorys_keywords_is_searched_in_that_category(make_client: ClientFactory) -> None:
+    client = routed_client(make_client)
+    body = search(client, query="look up a cve exploit").json()
+    assert {hit["doc_id"] for hit in body["results"]} == {"cve-db"}  # flag-bot mentions a CVE too
+    routing = body["details"]["routing"]
+    assert routing == {"category": "security", "reason": "the query names security's keywords",
+                       "keywords": ["cve", "exploit"]}  # fmt: skip
+    unrouted = search(client, query="look up").json()
+    assert unrouted["details"]["routing"]["category"] is None
+    assert {hit["doc_id"] for hit in unrouted["results"]} == {"cve-db", "flag-bot", "linter"}
+
+
+def test_a_category_the_request_names_wins_over_the_keywords(make_client: ClientFactory) -> None:
+    client = routed_client(make_client)
+    body = search(client, query="look up a cve exploit", category="development").json()
+    assert [hit["doc_id"] for hit in body["results"]] == ["linter"]
+    assert body["details"]["routing"]["reason"] == "the request names the category"
+
+
+def test_an_unknown_category_is_422_naming_the_valid_ones(make_client: ClientFactory) -> None:
+    client = routed_client(make_client)
+    answer = search(client, query="look up", category="crypto")
+    assert answer.status_code == 422
+    assert answer.json()["error"]["message"] == "unknown category 'crypto'; categories: development, security"
