@@ -1,4 +1,5 @@
-"""Choosing the reader for an input path: a Markdown vault or note, a JSONL file or a BEIR corpus folder."""
+"""Choosing the reader for an input path: a Markdown vault or note, a JSONL file, a BEIR corpus folder, or
+(only when asked: ``--format registry``) a registry of MCP servers and A2A agents."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from esbridge.ingest.beir import read_beir_corpus
 from esbridge.ingest.jsonl import read_jsonl
 from esbridge.ingest.markdown import NOTE_FILE_SUFFIXES, read_vault
 from esbridge.ingest.model import Document, Problem
+from esbridge.ingest.registry import read_registry
 
-SourceFormat = Literal["auto", "markdown", "jsonl", "beir"]
-FORMATS: tuple[SourceFormat, ...] = ("auto", "markdown", "jsonl", "beir")
+SourceFormat = Literal["auto", "markdown", "jsonl", "beir", "registry"]
+FORMATS: tuple[SourceFormat, ...] = ("auto", "markdown", "jsonl", "beir", "registry")
 
 
 def detect_format(path: Path) -> Literal["markdown", "jsonl", "beir"]:
@@ -36,4 +38,6 @@ def read_source(path: Path, source_format: SourceFormat = "auto") -> Iterator[Do
         return read_vault(path)
     if chosen == "jsonl":
         return read_jsonl(path)
+    if chosen == "registry":
+        return read_registry(path)
     return read_beir_corpus(path)

@@ -1,0 +1,242 @@
+"""The registry source: MCP servers, virtual servers, A2A agents and skills, with each tool its own document.
+
+One JSON object per line (``esbridge ingest --format registry``)::
+
+    {"id": "atlassian", "entity_type": "mcp_server", "name": "Atlassian", "path": "/atlassian",
+     "description": "...", "tags": ["jira"], "is_enabled": true, "metadata": {"vendor": "Atlassian"},
+     "tools": [{"name": "create_issue", "description": "...", "inputSchema": {...}}]}
+
+``entity_type`` is one of ``mcp_server``, ``virtual_server``, ``a2a_agent`` and ``skill``; without it, a record
+with ``skills`` is an ``a2a_agent`` and any other an ``mcp_server``. ``id`` defaults to ``path``.
+
+What is embedded follows what an MCP gateway registry embeds: the name, the description, ``Tags: ...``, the
+metadata as text (each key a token, scalars and list items as strings), and the names and descriptions of
+the tools or skills. The path, the input schemas and the record's other fields (``source``, ``repository``,
+...) are stored, not embedded.
+
+Tools. Each tool becomes a document of its own (``entity_type`` ``tool``, id ``<server id>/tools/<name>``),
+linked to its server and carrying ``server_id``, ``server_path``, ``tool_name`` and the ``input_schema``,
+so a tool can match and be scored on its own on every engine.
+
+Lifecycle. ``is_enabled: false`` gives the record (and its tools) the status ``disabled``, which searches
+leave out unless asked (``include_disabled``); a record's own ``status`` (``deprecated``) is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
+
+from esbridge.ingest.jsonl import (
+    describe_validation_error,
+    distinct,
+    known_id,
+    read_json_lines,
+    record_id,
+    require_file,
+)
+from esbridge.ingest.metadata import flatten_metadata
+from esbridge.ingest.model import Document, Problem, Section
+
+EntityType = Literal["mcp_server", "virtual_server", "a2a_agent", "skill"]
+TOOL = "tool"
+TOOLS_HEADING = "Tools"
+SKILLS_HEADING = "Skills"
+
+
+class RegistryTool(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    name: StrictStr = Field(min_length=1)
+    description: StrictStr | None = None
+    input_schema: dict[str, Any] | None = Field(default=None, alias="inputSchema")
+
+    @property
+    def line(self) -> str:
+        description = " ".join((self.description or "").split())
+        return f"{self.name}: {description}" if description else self.name
+
+
+class RegistrySkill(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: StrictStr = Field(min_length=1)
+    id: StrictStr | None = None
+    description: StrictStr | None = None
+    tags: list[StrictStr] = []
+
+    @property
+    def line(self) -> str:
+        description = " ".join((self.description or "").split())
+        return f"{self.name}: {description}" if description else self.name
+
+
+class RegistryRecord(BaseModel):
+    """One line of a registry source; see the module docstring."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    entity_type: EntityType
+    name: StrictStr = Field(min_length=1)
+    path: StrictStr | None = None
+    description: StrictStr | None = None
+    tags: list[StrictStr] = []
+    is_enabled: bool = True
+    status: StrictStr | None = None
+    category: StrictStr | None = None
+    metadata: dict[str, Any] = {}
+    tools: list[RegistryTool] = []
+    skills: list[RegistrySkill] = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        given = dict(data)
+        if given.get("id") is None and isinstance(given.get("path"), str):
+            given["id"] = given["path"]
+        if given.get("entity_type") is None:
+            given["entity_type"] = "a2a_agent" if given.get("skills") else "mcp_server"
+        for key in ("tags", "tools", "skills"):
+            if given.get(key) is None:
+                given[key] = []
+        if isinstance(given["tags"], str):
+            given["tags"] = [tag.strip() for tag in given["tags"].split(",")]
+        if given.get("metadata") is None:
+            given["metadata"] = {}
+        return given
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id(cls, value: Any) -> str:
+        return record_id(value)
+
+    @property
+    def lifecycle_status(self) -> str | None:
+        return self.status if self.is_enabled else "disabled"
+
+
+def tool_doc_id(server_id: str, tool: str) -> str:
+    return f"{server_id}/tools/{tool}"
+
+
+def read_registry(path: Path) -> Iterator[Document | Problem]:
+    """Every record of the registry file ``path`` as its documents, or a ``Problem`` naming the line and why."""
+    require_file(path, "registry JSON-lines file")
+    return _documents(path)
+
+
+def _documents(path: Path) -> Iterator[Document | Problem]:
+    first_line: dict[str, int] = {}
+    for item in read_json_lines(path, "id"):
+        if isinstance(item, Problem):
+            yield item
+            continue
+        number, data = item
+        try:
+            record = RegistryRecord.model_validate(data)
+        except ValidationError as exc:
+            doc_id = known_id(data, "id") or known_id(data, "path")
+            yield Problem(path.name, describe_validation_error(exc), number, doc_id=doc_id)
+            continue
+        if record.id in first_line:
+            reason = f"duplicate id {record.id!r} (first on line {first_line[record.id]}); record skipped"
+            yield Problem(path.name, reason, number, doc_id=record.id)
+            continue
+        first_line[record.id] = number
+        yield from record_documents(record)
+
+
+def record_documents(record: RegistryRecord) -> list[Document]:
+    """The entity's document, then one per tool.
+
+    A tool name the record repeats keeps every distinct tool: the second is ``<name>~2`` (and so on), and
+    an exact repeat is dropped; the entity's warnings say which.
+    """
+    stored: dict[str, Any] = {**(record.model_extra or {}), **record.metadata}
+    if record.tools:
+        stored["tool_count"] = len(record.tools)
+    tools, warnings = _distinct_tools(record.tools)
+    entity = Document(
+        doc_id=record.id,
+        title=record.name,
+        sections=entity_sections(record),
+        path=record.path,
+        tags=distinct(record.tags),
+        entity_type=record.entity_type,
+        status=record.lifecycle_status,
+        category=record.category,
+        metadata=stored,
+        warnings=warnings,
+    )
+    return [entity, *(tool_document(record, key, tool) for key, tool in tools)]
+
+
+def _distinct_tools(tools: Sequence[RegistryTool]) -> tuple[list[tuple[str, RegistryTool]], tuple[str, ...]]:
+    kept: list[tuple[str, RegistryTool]] = []
+    seen: dict[str, list[RegistryTool]] = {}
+    warnings: list[str] = []
+    for tool in tools:
+        same_name = seen.setdefault(tool.name, [])
+        if any(earlier == tool for earlier in same_name):
+            warnings.append(f"tool {tool.name!r} is listed twice, identically: kept once")
+            continue
+        same_name.append(tool)
+        key = tool.name if len(same_name) == 1 else f"{tool.name}~{len(same_name)}"
+        if key != tool.name:
+            warnings.append(f"tool name {tool.name!r} is repeated with other content: the repeat is {key!r}")
+        kept.append((key, tool))
+    return kept, tuple(warnings)
+
+
+def entity_sections(record: RegistryRecord) -> tuple[Section, ...]:
+    sections: list[Section] = []
+    if record.description and record.description.strip():
+        sections.append(Section(record.description.strip()))
+    fields = _fields_text(record.tags, record.metadata)
+    if fields:
+        sections.append(Section(fields))
+    if record.tools:
+        sections.append(Section("\n".join(tool.line for tool in record.tools), headings=(TOOLS_HEADING,)))
+    if record.skills:
+        sections.append(Section("\n".join(skill.line for skill in record.skills), headings=(SKILLS_HEADING,)))
+    return tuple(sections)
+
+
+def tool_document(server: RegistryRecord, key: str, tool: RegistryTool) -> Document:
+    """A tool as a document of its own (id ``<server id>/tools/<key>``): its name and description embedded,
+    its schema stored."""
+    description = " ".join((tool.description or "").split())
+    metadata: dict[str, Any] = {
+        "server_id": server.id,
+        "server_name": server.name,
+        "server_path": server.path,
+        "tool_name": tool.name,
+    }
+    if tool.input_schema is not None:
+        metadata["input_schema"] = tool.input_schema
+    return Document(
+        doc_id=tool_doc_id(server.id, key),
+        title=tool.name,
+        sections=(Section(description),) if description else (),
+        path=server.path,
+        tags=distinct(server.tags),
+        links=(server.id,),
+        entity_type=TOOL,
+        status=server.lifecycle_status,
+        category=server.category,
+        metadata=metadata,
+    )
+
+
+def _fields_text(tags: Sequence[str], metadata: Mapping[str, Any]) -> str:
+    lines = [f"Tags: {', '.join(distinct(tags))}"] if distinct(tags) else []
+    flattened = flatten_metadata(metadata)
+    if flattened:
+        lines.append(flattened)
+    return "\n".join(lines)

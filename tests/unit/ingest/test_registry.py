@@ -1,0 +1,137 @@
+"""The registry source on real MCP server and A2A agent records (../shared/data/registry), plus hand-made
+records for the cases the data lacks: a virtual server, a disabled server, a repeated tool name."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
+from esbridge.ingest.model import Document, Problem
+from esbridge.ingest.registry import read_registry, tool_doc_id
+from esbridge.ingest.run import IngestOptions, ingest
+from esbridge.mappings.lifecycle import IndexManager, IndexParameters
+from esbridge.query.models import Filters, SearchRequest
+from esbridge.query.orchestrator import HybridSearcher
+from tests.unit.test_embedded_engine import HashingEmbedder
+
+REGISTRY = Path(__file__).resolve().parents[4] / "shared" / "data" / "registry"
+
+HAND_MADE: list[dict[str, Any]] = [
+    # hand-made: the data has no virtual servers, no disabled entities and no explicit entity_type
+    {"id": "vs-dev", "entity_type": "virtual_server", "name": "Developer toolbox", "path": "/vs-dev",
+     "description": "A virtual server bundling code tools.", "tags": "dev, code",
+     "metadata": {"team": "platform", "owners": ["ana", "li"]},
+     "tools": [{"name": "lint", "description": "Check code style", "inputSchema": {"type": "object"}},
+               {"name": "lint", "description": "Check code style"},
+               {"name": "lint", "description": "Check code style"}]},
+    {"path": "/old-weather", "name": "Old weather", "description": "Forecasts.", "is_enabled": False,
+     "tools": [{"name": "forecast", "description": "Weather forecast for a city"}]},
+    {"id": "no-name", "description": "a record without its name"},
+]  # fmt: skip
+
+
+def real_records(file: str, collection: str) -> list[dict[str, Any]]:
+    path = REGISTRY / file
+    if not path.is_file():
+        pytest.fail(f"the shared registry data is missing: {path} (see ../shared/README.md)")
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [record for record in records if record["collection"] == collection]
+
+
+def write(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "registry.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return path
+
+
+def test_a_server_becomes_its_document_and_one_per_tool(tmp_path: Path) -> None:
+    gateway = real_records("servers.jsonl", "mcp-gateway-registry")
+    atlassian = next(record for record in gateway if record["path"] == "/atlassian")
+    read = list(read_registry(write(tmp_path, [atlassian])))
+    server, tools = read[0], read[1:]
+    assert isinstance(server, Document) and server.entity_type == "mcp_server" and server.path == "/atlassian"
+    assert len(tools) == len(atlassian["tools"])
+    text = "\n".join(section.text for section in server.sections)
+    assert atlassian["description"].strip() in text
+    assert "/atlassian" not in text  # the path is stored, not embedded
+    first = atlassian["tools"][0]
+    assert f"{first['name']}: " in text
+    tool = tools[0]
+    assert isinstance(tool, Document)
+    assert (tool.doc_id, tool.entity_type, tool.title) == (
+        tool_doc_id(atlassian["id"], first["name"]),
+        "tool",
+        first["name"],
+    )
+    assert tool.links == (atlassian["id"],)
+    assert tool.metadata["server_path"] == "/atlassian" and tool.metadata["tool_name"] == first["name"]
+    assert tool.metadata["input_schema"] == first["inputSchema"]
+    assert "properties" not in " ".join(section.text for section in tool.sections)  # the schema is not embedded
+
+
+def test_agents_are_read_with_their_skills() -> None:
+    agents = list(read_registry(REGISTRY / "agents.jsonl"))
+    assert len(agents) == 135 and all(isinstance(a, Document) and a.entity_type == "a2a_agent" for a in agents)
+    a2abench = next(a for a in agents if isinstance(a, Document) and a.doc_id == "a2a-registry:a2abench")
+    skills = next(section for section in a2abench.sections if section.headings == ("Skills",))
+    assert skills.text.startswith("Search: Search questions by keyword or tag")
+
+
+def test_the_whole_registry_is_read_without_losing_a_record() -> None:
+    read = [item for name in ("servers.jsonl", "agents.jsonl") for item in read_registry(REGISTRY / name)]
+    assert not [item for item in read if isinstance(item, Problem)]
+    kinds = [item.entity_type for item in read if isinstance(item, Document)]
+    # 12,449 tools in the data, 4 of them listed twice identically by their server (each warned about)
+    assert (kinds.count("mcp_server"), kinds.count("a2a_agent"), kinds.count("tool")) == (1421, 135, 12445)
+
+
+def test_hand_made_records_types_lifecycle_repeats_and_problems(tmp_path: Path) -> None:
+    read = list(read_registry(write(tmp_path, HAND_MADE)))
+    by_id = {item.doc_id: item for item in read if isinstance(item, Document)}
+    virtual = by_id["vs-dev"]
+    assert virtual.entity_type == "virtual_server" and virtual.tags == ("dev", "code")
+    assert "team: platform" in "\n".join(section.text for section in virtual.sections)
+    assert set(by_id) >= {"vs-dev/tools/lint", "vs-dev/tools/lint~2"}
+    assert virtual.warnings == (
+        "tool name 'lint' is repeated with other content: the repeat is 'lint~2'",
+        "tool 'lint' is listed twice, identically: kept once",
+    )
+    old = by_id["/old-weather"]  # the path stands in for the missing id
+    assert old.status == "disabled" and by_id["/old-weather/tools/forecast"].status == "disabled"
+    problems = [item for item in read if isinstance(item, Problem)]
+    assert len(problems) == 1 and problems[0].line == 3 and "name" in problems[0].reason
+
+
+def test_a_tool_is_found_as_its_own_hit_and_disabled_servers_stay_out(tmp_path: Path) -> None:
+    records = [*real_records("servers.jsonl", "mcp-gateway-registry"), *HAND_MADE[:2]]
+    engine = EmbeddedEngine(tmp_path / "db")
+    embedder = HashingEmbedder()
+    manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
+    report = ingest(write(tmp_path, records), engine=engine, manager=manager, embedder=embedder,
+                    options=IngestOptions(source_format="registry", source="registry"))  # fmt: skip
+    assert report.failed == []
+    assert report.documents_indexed == len(records) + sum(len(r.get("tools", [])) for r in records) - 1
+
+    async def run(request: SearchRequest) -> list[tuple[str, str | None]]:
+        response = await HybridSearcher(AsyncEmbeddedEngine(engine=engine), "registry", embedder).search(request)
+        return [(hit.doc_id, hit.entity_type) for hit in response.results]
+
+    try:
+        found = asyncio.run(run(SearchRequest(query="current time in a timezone", filters=Filters(
+            terms={"entity_type": ["tool"]}))))  # fmt: skip
+        assert found and all(kind == "tool" for _, kind in found)
+        assert any(
+            doc.startswith(next(r["id"] for r in records if r["path"] == "/currenttime")) for doc, _ in found[:3]
+        )
+        forecast = asyncio.run(run(SearchRequest(query="weather forecast for a city")))
+        assert not any(doc.startswith("/old-weather") for doc, _ in forecast)
+        shown = asyncio.run(run(SearchRequest(query="weather forecast for a city",
+                                              filters=Filters(include_disabled=True))))  # fmt: skip
+        assert shown[0][0] in {"/old-weather", "/old-weather/tools/forecast"}
+    finally:
+        engine.close()
