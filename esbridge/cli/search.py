@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from esbridge.cli.options import check_top_n, engine_options, index_option, settings_from, top_n_option
 from esbridge.config.pipeline import FusionMode
 from esbridge.query.api import open_query_embedder, search
+from esbridge.query.grouping import RegistryGroups
 from esbridge.query.models import Filters, SearchRequest, SearchResponse
 
 _DATE_FILTERS = ("modified_after", "modified_before", "created_after", "created_before")
@@ -33,6 +34,7 @@ _SWITCHES = ("include_deprecated", "include_draft", "include_disabled")
     type=click.Choice(["auto", "native", "client"]),
     help="Where fusion runs: on the engine when it can (auto), on the engine (native), or in esbridge (client).",
 )
+@click.option("--group", is_flag=True, help="Also group as a registry: servers with their matching tools, agents, ...")
 @click.option("--category", help="Search only this category of [routing] (default: routed by the query's keywords).")
 @click.option("--explain", is_flag=True, help="Say how each result was found and scored.")
 @click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
@@ -48,6 +50,7 @@ def search_command(
     recency: bool | None,
     collapse: bool | None,
     mode: FusionMode | None,
+    group: bool,
     category: str | None,
     explain: bool,
     as_json: bool,
@@ -72,6 +75,7 @@ def search_command(
             collapse=collapse,
             mode=mode,
             category=category,
+            group=group,
         )
     except ValidationError as exc:
         raise click.BadParameter(_first_error(exc)) from exc
@@ -138,4 +142,22 @@ def render(response: SearchResponse, explain: bool) -> str:
             found = ", ".join(f"{name} #{r.rank} ({r.score:.3f})" for name, r in hit.explain.retrievers.items())
             how = f"found by {found}" if found else f"neighbour of {', '.join(hit.explain.neighbour_of)}"
             lines.append(f"       {how}; recency x{hit.explain.recency_multiplier:g}")
+    if response.groups is not None:
+        lines.extend(render_groups(response.groups))
     return "\n".join(lines)
+
+
+def render_groups(groups: RegistryGroups) -> list[str]:
+    lines: list[str] = []
+    for name in ("servers", "virtual_servers"):
+        for server in getattr(groups, name):
+            lines.append(
+                f"{name[:-1].replace('_', ' ')}: {server.score:.3f}  {server.name or server.id}  {server.path or ''}"
+            )
+            lines.extend(f"    tool {tool.score:.3f}  {tool.tool_name}" for tool in server.matching_tools)
+    for name in ("agents", "skills"):
+        lines.extend(f"{name[:-1]}: {hit.score:.3f}  {hit.name or hit.id}" for hit in getattr(groups, name))
+    lines.extend(
+        f"tool: {tool.score:.3f}  {tool.tool_name}  ({tool.server_path or tool.server_id})" for tool in groups.tools
+    )
+    return lines

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from esbridge.query.grouping import RegistryGroups
 from esbridge.query.types import FusionDecision
 
 SearchMode = Literal["hybrid", "lexical-only", "semantic-only", "native-hybrid"]
@@ -94,6 +95,11 @@ class SearchRequest(BaseModel):
     recency: bool | None = Field(default=None, description="multiply scores by recency")
     rerank: bool | None = Field(default=None, description="re-rank the top candidates with the cross-encoder")
     mode: Literal["auto", "native", "client"] | None = None
+    group: bool = Field(
+        default=False,
+        description="also answer grouped as a registry shows it: servers (with matching_tools), virtual_servers, "
+        "agents, skills, tools",
+    )
     category: str | None = Field(
         default=None,
         description="search only this category (one of [routing]); without it, a query naming a category's "
@@ -191,4 +197,5 @@ class SearchResponse(BaseModel):
     took_ms: float
     warnings: list[str] = Field(default_factory=list)
     results: list[SearchHit] = Field(default_factory=list)
+    groups: RegistryGroups | None = Field(default=None, description="the results grouped by entity (request.group)")
     details: SearchDetails = Field(default_factory=SearchDetails)

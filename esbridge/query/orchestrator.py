@@ -34,6 +34,7 @@ from esbridge.query.explain import Trail, build_hit, document_of, str_or_none
 from esbridge.query.fusion import FusionContext, fuse, get_fusion, traits_of
 from esbridge.query.graph import GraphOptions, with_neighbors
 from esbridge.query.graph_reader import LinkReader
+from esbridge.query.grouping import GROUP_FIELDS, group
 from esbridge.query.models import RoutingDetails, SearchDetails, SearchMode, SearchRequest, SearchResponse
 from esbridge.query.native.choice import NativeChoice, choose_native
 from esbridge.query.query_vectors import QueryVectors
@@ -140,12 +141,14 @@ class HybridSearcher:
         scores, trail, doc_of, notes = await self._graph(request, scores, trail, doc_of, notes)
         scores, trail, notes = await self._rerank(request, scores, trail, notes)
         final = self._shape(request, scores, trail, doc_of)
+        groups = group(scores, trail.sources, request.top_n) if request.group else None
         response = SearchResponse(
             query=request.query,
             search_mode=mode,
             took_ms=_ms(started),
             warnings=[*([self.model_problem] if self.model_problem else []), *notes.warnings],
             results=[build_hit(item, score, trail, explain=request.explain) for item, score in final.items()],
+            groups=groups,
             details=SearchDetails(
                 fusion=plan.method_name,
                 top_k=plan.top_k,
@@ -196,7 +199,13 @@ class HybridSearcher:
             top_k,
             request.filters,
             self.num_candidates,
-            source_fields=bodies.RESULT_FIELDS if reads_texts else bodies.DISPLAY_FIELDS,
+            source_fields=(
+                (*bodies.RESULT_FIELDS, *GROUP_FIELDS)
+                if request.group
+                else bodies.RESULT_FIELDS
+                if reads_texts
+                else bodies.DISPLAY_FIELDS
+            ),
         )
         return _Plan(
             method_name,

@@ -119,6 +119,9 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
         recency: Annotated[bool | None, Field(description="boost recently modified documents")] = None,
         rerank: Annotated[bool | None, Field(description="re-rank with the cross-encoder")] = None,
         mode: Literal["auto", "native", "client"] | None = None,
+        group: Annotated[
+            bool, Field(description="also group: servers with their matching tools, agents, skills, tools")
+        ] = False,
         category: Annotated[
             str | None, Field(description="search only this category; an unknown one is an error naming the valid")
         ] = None,
@@ -137,6 +140,7 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
                 rerank=rerank,
                 mode=mode,
                 category=category,
+                group=group,
             )
         except ValidationError as exc:
             raise ToolError(f"invalid search: {exc.errors()[0]['msg']}") from None

@@ -14,7 +14,8 @@ from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.ingest.model import Document, Problem
 from esbridge.ingest.registry import read_registry, tool_doc_id
 from esbridge.ingest.run import IngestOptions, ingest
-from esbridge.mappings.lifecycle import IndexManager, IndexParameters
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from tests.unit.test_embedded_engine import HashingEmbedder
@@ -135,3 +136,28 @@ def test_a_tool_is_found_as_its_own_hit_and_disabled_servers_stay_out(tmp_path: 
         assert shown[0][0] in {"/old-weather", "/old-weather/tools/forecast"}
     finally:
         engine.close()
+
+
+def test_a_query_naming_a_tool_returns_it_under_its_server_and_in_tools(tmp_path: Path) -> None:
+    records = real_records("servers.jsonl", "mcp-gateway-registry")
+    engine = EmbeddedEngine(tmp_path / "db")
+    embedder = HashingEmbedder()
+    manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
+    ingest(write(tmp_path, records), engine=engine, manager=manager, embedder=embedder,
+           options=IngestOptions(source_format="registry", source="registry"))  # fmt: skip
+    atlassian = next(r for r in records if r["path"] == "/atlassian")
+    wanted = next(tool for tool in atlassian["tools"] if tool["name"] == "jira_get_transitions")
+    try:
+        hybrid = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "registry", embedder)
+        response = asyncio.run(hybrid.search(SearchRequest(query="jira get transitions", group=True)))
+    finally:
+        engine.close()
+    groups = response.groups
+    assert groups is not None
+    server = next(server for server in groups.servers if server.id == atlassian["id"])
+    matched = [tool.tool_name for tool in server.matching_tools]
+    assert matched[0] == "jira_get_transitions"
+    assert len(matched) < len(atlassian["tools"])  # tools that did not match are left out
+    listed = next(tool for tool in groups.tools if tool.tool_name == "jira_get_transitions")
+    assert (listed.server_id, listed.server_path) == (atlassian["id"], "/atlassian")
+    assert listed.input_schema == wanted["inputSchema"]

@@ -46,7 +46,7 @@ def test_an_unknown_search_argument_is_a_tool_error_naming_it(client: TestClient
     result = call("search", {"query": "x", "bogus_field": 1, "another": 2})
     assert result.is_error
     assert "unknown argument(s): another, bogus_field" in text(result)
-    assert "accepted: collapse, explain" in text(result)
+    assert "accepted: category, collapse, explain" in text(result)
 
 
 def test_the_listed_input_schemas_refuse_unknown_arguments_too() -> None:

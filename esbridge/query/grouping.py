@@ -1,0 +1,132 @@
+"""Registry results grouped the way a registry of MCP servers and agents shows them.
+
+Servers (and virtual servers) come with the tools of theirs that matched the query, each with its own
+score; a tool that did not match is left out even when its server did. A tool that matched brings its
+server into ``servers`` even when the server itself ranked lower (its score is then its best tool's).
+``tools`` lists the matching tools themselves with their server and input schema. Agents and skills are
+listed as they ranked. Every list holds at most ``top_n`` entries, best first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from esbridge.ids import doc_id_of
+
+SERVER_TYPES = {"mcp_server": "servers", "virtual_server": "virtual_servers"}
+LISTED_TYPES = {"a2a_agent": "agents", "skill": "skills"}
+TOOL = "tool"
+GROUP_FIELDS = ("metadata",)
+"""Stored fields grouping reads besides the usual ones (a tool's server and schema are in its metadata)."""
+
+
+class ToolMatch(BaseModel):
+    tool_name: str
+    score: float
+    description: str | None = None
+
+
+class ServerGroup(BaseModel):
+    id: str
+    name: str | None = None
+    path: str | None = None
+    score: float = Field(description="the server's own score, or its best matching tool's when higher")
+    matching_tools: list[ToolMatch] = Field(default_factory=list)
+
+
+class EntityHit(BaseModel):
+    id: str
+    name: str | None = None
+    path: str | None = None
+    score: float
+
+
+class ToolHit(BaseModel):
+    server_id: str
+    server_path: str | None = None
+    tool_name: str
+    score: float
+    description: str | None = None
+    input_schema: dict[str, Any] | None = None
+
+
+class RegistryGroups(BaseModel):
+    servers: list[ServerGroup] = Field(default_factory=list)
+    virtual_servers: list[ServerGroup] = Field(default_factory=list)
+    agents: list[EntityHit] = Field(default_factory=list)
+    skills: list[EntityHit] = Field(default_factory=list)
+    tools: list[ToolHit] = Field(default_factory=list)
+
+
+def group(scores: Mapping[str, float], sources: Mapping[str, Mapping[str, Any]], top_n: int) -> RegistryGroups:
+    """``scores`` (every candidate, fused; chunk ids) grouped by entity type; see the module docstring."""
+    top = max(scores.values(), default=0.0)
+    scale = 1.0 / top if top > 0 else 1.0  # the best candidate is 1.0, as in the results
+    best: dict[str, tuple[str, float]] = {}  # document -> (its best chunk, score)
+    for item, raw in scores.items():
+        score = raw * scale
+        doc = str(sources.get(item, {}).get("doc_id") or doc_id_of(item))
+        if doc not in best or score > best[doc][1]:
+            best[doc] = (item, score)
+    tools = [
+        tool
+        for item, score in best.values()
+        if sources.get(item, {}).get("entity_type") == TOOL and (tool := _tool(sources[item], score)) is not None
+    ]
+    tools.sort(key=lambda tool: (-tool.score, tool.server_id, tool.tool_name))
+    groups = RegistryGroups(tools=tools[:top_n])
+    servers: dict[str, dict[str, ServerGroup]] = {name: {} for name in SERVER_TYPES.values()}
+    for doc, (item, score) in best.items():
+        source = sources.get(item, {})
+        kind = source.get("entity_type")
+        if kind in SERVER_TYPES:
+            servers[SERVER_TYPES[kind]][doc] = _server(doc, source, score)
+        elif kind in LISTED_TYPES:
+            getattr(groups, LISTED_TYPES[kind]).append(_entity(doc, source, score))
+    for tool in tools:
+        parent = next((listed[tool.server_id] for listed in servers.values() if tool.server_id in listed), None)
+        if parent is None:
+            parent = _server(tool.server_id, {"path": tool.server_path}, tool.score)
+            servers["servers"][tool.server_id] = parent
+        parent.matching_tools.append(
+            ToolMatch(tool_name=tool.tool_name, score=tool.score, description=tool.description)
+        )
+        parent.score = max(parent.score, tool.score)
+    for name, listed in servers.items():
+        ranked = sorted(listed.values(), key=lambda server: (-server.score, server.id))
+        setattr(groups, name, ranked[:top_n])
+    for name in LISTED_TYPES.values():
+        getattr(groups, name).sort(key=lambda hit: (-hit.score, hit.id))
+        setattr(groups, name, getattr(groups, name)[:top_n])
+    return groups
+
+
+def _server(doc: str, source: Mapping[str, Any], score: float) -> ServerGroup:
+    return ServerGroup(id=doc, name=_text(source.get("title")), path=_text(source.get("path")), score=score)
+
+
+def _entity(doc: str, source: Mapping[str, Any], score: float) -> EntityHit:
+    return EntityHit(id=doc, name=_text(source.get("title")), path=_text(source.get("path")), score=score)
+
+
+def _tool(source: Mapping[str, Any], score: float) -> ToolHit | None:
+    metadata = source.get("metadata") or {}
+    server_id, name = metadata.get("server_id"), metadata.get("tool_name")
+    if not isinstance(server_id, str) or not isinstance(name, str):
+        return None  # a tool document that did not come from a registry record: nothing to join it to
+    schema = metadata.get("input_schema")
+    return ToolHit(
+        server_id=server_id,
+        server_path=_text(metadata.get("server_path")),
+        tool_name=name,
+        score=score,
+        description=_text(source.get("body")) or None,
+        input_schema=schema if isinstance(schema, dict) else None,
+    )
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,68 @@
+"""Registry search on the live engines: each tool its own hit, grouped under its server (gateway servers)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from esbridge.config import Settings
+from esbridge.embeddings.cached import CachedEmbedder
+from esbridge.engines import Engine, connect_async
+from esbridge.ingest.run import IngestOptions, ingest
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
+from esbridge.query.grouping import RegistryGroups
+from esbridge.query.models import SearchRequest
+from esbridge.query.orchestrator import HybridSearcher
+
+REGISTRY = Path(__file__).resolve().parents[3] / "shared" / "data" / "registry" / "servers.jsonl"
+
+
+def gateway_servers() -> list[dict[str, Any]]:
+    if not REGISTRY.is_file():
+        pytest.fail(f"the shared registry data is missing: {REGISTRY} (see ../shared/README.md)")
+    records = [json.loads(line) for line in REGISTRY.read_text(encoding="utf-8").splitlines()]
+    return [record for record in records if record["collection"] == "mcp-gateway-registry"]
+
+
+@pytest.mark.parametrize(
+    ("query", "tool"),
+    [
+        ("jira_get_transitions", "jira_get_transitions"),  # by its name
+        ("which status changes can a ticket go through", "jira_get_transitions"),  # by what it does
+        ("open a new ticket in the bug tracker", "jira_create_issue"),
+    ],
+)
+def test_a_query_naming_a_tool_finds_it_under_its_server_and_in_tools(
+    engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path, query: str,
+    tool: str,
+) -> None:  # fmt: skip
+    records = gateway_servers()
+    path = tmp_path / "registry.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    manager = IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension))
+    options = IngestOptions(source_format="registry", source="registry")
+    assert ingest(path, engine=engine, manager=manager, embedder=embedder, options=options).failed == []
+
+    async def run() -> RegistryGroups | None:
+        client = connect_async(engine_settings, kind=engine_settings.engine)  # type: ignore[arg-type]
+        try:
+            response = await HybridSearcher(client, alias, embedder).search(SearchRequest(query=query, group=True))
+            assert response.search_mode == "hybrid"
+            return response.groups
+        finally:
+            await client.close()
+
+    groups = asyncio.run(run())
+    assert groups is not None
+    atlassian = next(record for record in records if record["path"] == "/atlassian")
+    server = next(server for server in groups.servers if server.id == atlassian["id"])
+    assert tool in [match.tool_name for match in server.matching_tools]
+    assert len(server.matching_tools) < len(atlassian["tools"])
+    assert tool in [hit.tool_name for hit in groups.tools]  # the best 10 tools
+    listed = next(hit for hit in groups.tools if hit.tool_name == tool)
+    assert listed.server_path == "/atlassian" and listed.input_schema is not None

@@ -1,0 +1,61 @@
+"""Registry grouping over hand-made candidates: matching tools only, parents brought in, scores as results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from esbridge.query.grouping import group
+
+
+def tool(server: str, name: str, **extra: Any) -> dict[str, Any]:
+    return {"doc_id": f"{server}/tools/{name}", "entity_type": "tool", "title": name, "body": f"does {name}",
+            "metadata": {"server_id": server, "server_path": f"/{server}", "tool_name": name, **extra}}  # fmt: skip
+
+
+SOURCES: dict[str, dict[str, Any]] = {
+    "jira#0": {"doc_id": "jira", "entity_type": "mcp_server", "title": "Jira", "path": "/jira"},
+    "jira#1": {"doc_id": "jira", "entity_type": "mcp_server", "title": "Jira", "path": "/jira"},
+    "jira/tools/create_issue#0": tool("jira", "create_issue", input_schema={"type": "object"}),
+    "slack/tools/post_message#0": tool("slack", "post_message"),
+    "dev#0": {"doc_id": "dev", "entity_type": "virtual_server", "title": "Dev tools", "path": "/dev"},
+    "helper#0": {"doc_id": "helper", "entity_type": "a2a_agent", "title": "Helper"},
+    "note#0": {"doc_id": "note", "title": "A note without a type"},
+}
+# jira/tools/search (a tool of jira that did not match) is not a candidate at all
+SCORES = {
+    "jira#1": 0.5,
+    "jira#0": 0.4,
+    "jira/tools/create_issue#0": 0.8,
+    "slack/tools/post_message#0": 0.6,
+    "dev#0": 0.2,
+    "helper#0": 0.3,
+    "note#0": 0.1,
+}
+
+
+def test_servers_carry_only_their_matching_tools_and_tools_bring_their_server() -> None:
+    groups = group(SCORES, SOURCES, top_n=10)
+    # scores are divided by the best candidate's (0.8), as results are
+    assert [(s.id, s.score) for s in groups.servers] == [("jira", 1.0), ("slack", 0.75)]
+    jira, slack = groups.servers
+    assert [(t.tool_name, t.score) for t in jira.matching_tools] == [("create_issue", 1.0)]
+    assert (jira.name, jira.path) == ("Jira", "/jira")
+    assert (slack.name, slack.path, [t.tool_name for t in slack.matching_tools]) == (None, "/slack", ["post_message"])
+    assert [(t.server_id, t.tool_name, t.score) for t in groups.tools] == [
+        ("jira", "create_issue", 1.0),
+        ("slack", "post_message", 0.75),
+    ]
+    assert groups.tools[0].input_schema == {"type": "object"} and groups.tools[0].description == "does create_issue"
+    assert [(v.id, v.score) for v in groups.virtual_servers] == [("dev", 0.25)]
+    assert [(a.id, a.score) for a in groups.agents] == [("helper", 0.375)]
+    assert groups.skills == []
+
+
+def test_every_list_is_cut_at_top_n() -> None:
+    groups = group(SCORES, SOURCES, top_n=1)
+    assert [s.id for s in groups.servers] == ["jira"] and len(groups.tools) == 1
+
+
+def test_nothing_to_group() -> None:
+    empty = group({}, {}, top_n=5)
+    assert (empty.servers, empty.tools, empty.agents) == ([], [], [])
