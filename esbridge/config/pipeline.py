@@ -122,6 +122,12 @@ class PipelineSettings(_Section):
     fusion_params: dict[str, Any] = Field(
         default_factory=dict, description="e.g. k = 60 for rrf; model = {...} for qpp (esbridge tune writes it)"
     )
+    knn_per_type: list[str] = Field(
+        default_factory=list,
+        description="entity types that each get their own kNN request (knn_k_per_type results each), so that a "
+        "minority type still has candidates when one type holds most records; empty: one kNN over everything",
+    )
+    knn_k_per_type: int = Field(default=30, ge=1, le=10_000)
     top_k_multiplier: float = Field(default=2.0, ge=1)
     top_k_min: int = Field(default=10, ge=10)
     top_n_max: int = Field(default=50, ge=1, le=1000)

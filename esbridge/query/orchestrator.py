@@ -199,6 +199,8 @@ class HybridSearcher:
             top_k,
             request.filters,
             self.num_candidates,
+            knn_types=tuple(self.pipeline.knn_per_type),
+            k_per_type=self.pipeline.knn_k_per_type,
             source_fields=(
                 (*bodies.RESULT_FIELDS, *GROUP_FIELDS)
                 if request.group

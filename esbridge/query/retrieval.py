@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from esbridge import errors
 from esbridge.config.pipeline import PipelineSettings
-from esbridge.engines.base import AsyncEngine, SearchResult
+from esbridge.engines.base import AsyncEngine, Hit, SearchResult
 from esbridge.query.deadline import within
 from esbridge.query.native import plan as native
 from esbridge.query.query_vectors import QueryVector, QueryVectors
-from esbridge.query.retrievers import RETRIEVERS, RetrievalContext, Retriever
+from esbridge.query.retrievers import RETRIEVERS, RetrievalContext, Retriever, request_bodies
 
 # How much longer than the slowest retriever's own timeout a whole _msearch may take.
 _MSEARCH_MARGIN_S = 1.0
@@ -54,6 +54,8 @@ class _Answer:
     result: SearchResult | None
     warning: str | None
     ms: float
+    merged: bool = False
+    """several requests' hits (kNN per entity type): each request was cut at its own k, not at ``top_k``"""
 
 
 class Retrieval:
@@ -86,7 +88,8 @@ class Retrieval:
         try:
             for name, retriever in chosen.items():
                 if not retriever.needs_vector:
-                    tasks[name] = asyncio.create_task(self._timed_search(name, retriever.body(context, None)))
+                    lexical = request_bodies(retriever, context, None)
+                    tasks[name] = asyncio.create_task(self._search_all(name, lexical))
         except BaseException:  # a retriever (a plugin's, say) could not build its body: leave nothing running
             if embedding is not None:
                 embedding.cancel()
@@ -99,12 +102,14 @@ class Retrieval:
             if semantic:
                 query_vector = await self.vectors.vector(context.query, embedding)
             if query_vector is not None and (vector := query_vector.vector) is not None:
-                *queued, (last, last_body) = [(name, r.body(context, vector)) for name, r in semantic.items()]
-                for name, body in queued:
-                    tasks[name] = asyncio.create_task(self._timed_search(name, body))
+                *queued, (last, last_bodies) = [
+                    (name, request_bodies(r, context, vector)) for name, r in semantic.items()
+                ]
+                for name, requests in queued:
+                    tasks[name] = asyncio.create_task(self._search_all(name, requests))
                 # The last one runs in this coroutine: a task would cost a turn of the loop to start and
                 # another to report back, both on the critical path of the search.
-                answers[last] = await self._timed_search(last, last_body)
+                answers[last] = await self._search_all(last, last_bodies)
             for name, task in tasks.items():
                 answers[name] = await task  # the lexical ones are usually done by now: no turn of the loop
         except BaseException:
@@ -127,16 +132,17 @@ class Retrieval:
         needs_vector = any(retriever.needs_vector for retriever in chosen.values())
         query_vector = await self.vectors.vector(context.query) if needs_vector else None
         vector = query_vector.vector if query_vector is not None else None
-        searches = {
-            name: {**retriever.body(context, vector), "timeout": f"{round(self.pipeline.timeout_s(name) * 1000)}ms"}
+        searches = [
+            (name, {**body, "timeout": f"{round(self.pipeline.timeout_s(name) * 1000)}ms"})
             for name, retriever in chosen.items()
             if vector is not None or not retriever.needs_vector
-        }
-        deadline = max(self.pipeline.timeout_s(name) for name in searches) + _MSEARCH_MARGIN_S
+            for body in request_bodies(retriever, context, vector)
+        ]
+        deadline = max(self.pipeline.timeout_s(name) for name, _ in searches) + _MSEARCH_MARGIN_S
         started = time.perf_counter()
         try:
             async with within(deadline):
-                results = await self.engine.msearch(self.index, list(searches.values()))
+                results = await self.engine.msearch(self.index, [body for _, body in searches])
         except (asyncio.TimeoutError, errors.EngineError) as exc:
             if isinstance(exc, errors.IndexNotFound):
                 raise
@@ -144,16 +150,18 @@ class Retrieval:
             retried = await self.concurrent(context, chosen)
             return _noted(retried, f"msearch failed ({reason}); retried as separate requests", _ms(started))
         took = _ms(started)
-        answers: dict[str, _Answer] = {}
-        for name, result in zip(searches, results, strict=True):
+        parts: dict[str, list[_Answer]] = {}
+        for (name, _), result in zip(searches, results, strict=True):
             if isinstance(result, Exception):
                 if isinstance(result, errors.IndexNotFound):
                     raise result
-                answers[name] = _Answer(None, f"{name} failed: {result}", took)
+                answer = _Answer(None, f"{name} failed: {result}", took)
             elif result.raw.get("timed_out"):
-                answers[name] = _Answer(result, f"{name} timed out on the engine; its results may be partial", took)
+                answer = _Answer(result, f"{name} timed out on the engine; its results may be partial", took)
             else:
-                answers[name] = _Answer(result, None, took)
+                answer = _Answer(result, None, took)
+            parts.setdefault(name, []).append(answer)
+        answers = {name: _merged(answered) for name, answered in parts.items()}
         collected = _collected(context, chosen, answers, query_vector, timed=False)
         return _noted(collected, None, took)
 
@@ -192,6 +200,12 @@ class Retrieval:
             explanations=native.explanations(result.raw) if explain else {},
         )
 
+    async def _search_all(self, name: str, requests: Sequence[Mapping[str, Any]]) -> _Answer:
+        """One retriever's requests, together; several (kNN per entity type) answer as one run."""
+        if len(requests) == 1:
+            return await self._timed_search(name, requests[0])
+        return _merged(await asyncio.gather(*(self._timed_search(name, body) for body in requests)))
+
     async def _timed_search(self, name: str, body: Mapping[str, Any]) -> _Answer:
         timeout_s = self.pipeline.timeout_s(name)
         started = time.perf_counter()
@@ -204,6 +218,27 @@ class Retrieval:
             if isinstance(exc, errors.IndexNotFound):
                 raise
             return _Answer(None, f"{name} failed: {exc}", _ms(started))
+
+
+def _merged(answers: Sequence[_Answer]) -> _Answer:
+    """The answers of one retriever's several requests as one: every hit once, at its best score, best first;
+    the warnings of those that failed. With none answering, no result."""
+    if len(answers) == 1:
+        return answers[0]
+    results = [answer.result for answer in answers if answer.result is not None]
+    warnings = list(dict.fromkeys(answer.warning for answer in answers if answer.warning))
+    ms = max(answer.ms for answer in answers)
+    if not results:
+        return _Answer(None, "; ".join(warnings), ms)
+    best: dict[str, Hit] = {}
+    for result in results:
+        for hit in result.hits:
+            if hit.id not in best or hit.score > best[hit.id].score:
+                best[hit.id] = hit
+    hits = sorted(best.values(), key=lambda hit: (-hit.score, hit.id))
+    total = sum(result.total for result in results)
+    took = max(result.took_ms for result in results)
+    return _Answer(SearchResult(hits, total, took), "; ".join(warnings) or None, ms, merged=True)
 
 
 def _collected(
@@ -221,7 +256,8 @@ def _collected(
     for name, answer in answers.items():
         if answer.result is None:
             continue
-        runs[name] = {hit.id: hit.score for hit in answer.result.hits[: context.top_k]}
+        kept = answer.result.hits if answer.merged else answer.result.hits[: context.top_k]
+        runs[name] = {hit.id: hit.score for hit in kept}
         semantic[name] = chosen[name].needs_vector
         for hit in answer.result.hits:
             sources.setdefault(hit.id, hit.source)

@@ -26,6 +26,9 @@ class RetrievalContext:
     num_candidates: int
     source_fields: Sequence[str] = bodies.RESULT_FIELDS
     """stored fields each hit brings back"""
+    knn_types: Sequence[str] = ()
+    """entity types that each get their own kNN request (``pipeline.knn_per_type``)"""
+    k_per_type: int = 30
 
 
 class Retriever(Protocol):
@@ -33,6 +36,12 @@ class Retriever(Protocol):
     """True for semantic retrievers, which get the query's vector; they count as the search's semantic half."""
 
     def body(self, context: RetrievalContext, vector: Sequence[float] | None) -> JSON: ...
+
+
+def request_bodies(retriever: Retriever, context: RetrievalContext, vector: Sequence[float] | None) -> list[JSON]:
+    """The requests a retriever sends: one, or several whose hits make one run (``KnnRetriever.bodies``)."""
+    split = getattr(retriever, "bodies", None)
+    return list(split(context, vector)) if callable(split) else [retriever.body(context, vector)]
 
 
 class BM25Retriever:
@@ -49,7 +58,29 @@ class BM25Retriever:
 
 
 class KnnRetriever:
+    """One kNN request; or, with ``context.knn_types``, one per entity type (``k_per_type`` each), whose hits
+    are merged into one run, so a type with few records is not crowded out before fusion."""
+
     needs_vector = True
+
+    def bodies(self, context: RetrievalContext, vector: Sequence[float] | None) -> list[JSON]:
+        asked = context.filters.terms.get("entity_type")
+        types = [kind for kind in context.knn_types if asked is None or kind in asked]
+        if not types:
+            return [self.body(context, vector)]
+        if vector is None:
+            raise ValueError("the kNN retriever needs the query vector")
+        return [
+            bodies.knn_body(
+                context.dialect,
+                vector,
+                k=context.k_per_type,
+                filters=context.filters.model_copy(update={"terms": {**context.filters.terms, "entity_type": [kind]}}),
+                num_candidates=max(context.num_candidates, 2 * context.k_per_type),
+                source_fields=context.source_fields,
+            )
+            for kind in types
+        ]
 
     def body(self, context: RetrievalContext, vector: Sequence[float] | None) -> JSON:
         if vector is None:
