@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 
+from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
@@ -73,6 +74,7 @@ def build_searcher(
     probe: ProbeSource,
     reranker: Reranker | None = None,
     model_problem: str | None = None,
+    fields: FieldMap = DEFAULT_FIELD_MAP,
 ) -> HybridSearcher:
     """A searcher over ``index``; ``model_problem`` (why the model did not load) becomes a warning on every answer."""
     return HybridSearcher(
@@ -84,6 +86,7 @@ def build_searcher(
         reranker=reranker,
         probe=prober(probe),
         model_problem=model_problem,
+        fields=fields,
     )
 
 
@@ -105,4 +108,5 @@ def searcher_for(
         probe=probe,
         reranker=reranker_for(settings),
         model_problem=model_problem,
+        fields=settings.field_map,
     )

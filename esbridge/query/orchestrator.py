@@ -24,6 +24,7 @@ from typing import Any
 from cachetools import TTLCache
 
 from esbridge import errors
+from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import AsyncEngine
@@ -80,8 +81,11 @@ class HybridSearcher:
         reranker: Reranker | None = None,
         probe: Probe | None = None,
         model_problem: str | None = None,
+        fields: FieldMap = DEFAULT_FIELD_MAP,
     ) -> None:
         self.engine = engine
+        self.fields = fields
+        """the index's fields by role; features whose field it does not name are off"""
         self.index = index
         self.embedder = embedder
         self.pipeline = pipeline or PipelineSettings()
@@ -94,7 +98,7 @@ class HybridSearcher:
         self._capabilities: Capabilities | str | None = None
         self.vectors = QueryVectors(embedder, self.pipeline, engine, index)
         self.retrieval = Retrieval(engine, index, self.pipeline, self.vectors)
-        self.links = LinkReader(engine, index)
+        self.links = LinkReader(engine, index, fields)
         cache = self.pipeline.cache
         self._responses: TTLCache[str, SearchResponse] | None = (
             TTLCache(cache.results, cache.results_ttl_s) if cache.results else None
@@ -123,6 +127,7 @@ class HybridSearcher:
         if (cached := self._cached(key, started)) is not None:
             return cached
         plan = self._plan(request)
+        off = self._off(request)
         native = await self._native_choice(request, plan)
         retrieved, native, notes = await self._retrieve(request, plan, native)
         notes = notes.add(self._query_cut(request))
@@ -131,7 +136,9 @@ class HybridSearcher:
         runs = self._runs(retrieved, doc_of)
         fused = self._fuse(request, plan, runs, retrieved)
         scores, multipliers = self._recency(request, fused.scores, retrieved.sources)
-        trail = Trail(runs, retrieved.sources, fused, multipliers, explanations=retrieved.explanations)
+        trail = Trail(
+            runs, retrieved.sources, fused, multipliers, explanations=retrieved.explanations, fields=self._searched()
+        )
         scores, trail, doc_of, notes = await self._graph(request, scores, trail, doc_of, notes)
         scores, trail, notes = await self._rerank(request, scores, trail, notes)
         final = self._shape(request, scores, trail, doc_of)
@@ -139,7 +146,7 @@ class HybridSearcher:
             query=request.query,
             search_mode=mode,
             took_ms=_ms(started),
-            warnings=[*([self.model_problem] if self.model_problem else []), *notes.warnings],
+            warnings=[*([self.model_problem] if self.model_problem else []), *off.asked, *notes.warnings],
             results=[build_hit(item, score, trail, explain=request.explain) for item, score in final.items()],
             details=SearchDetails(
                 fusion=plan.method_name,
@@ -148,6 +155,7 @@ class HybridSearcher:
                 fusion_decision=fused.describe(),
                 native=native.details,
                 concept_terms=list(retrieved.concept_terms),
+                off=off.features,
             ),
         )
         # A degraded answer is not kept: the next identical search should get the whole pipeline again.
@@ -181,16 +189,40 @@ class HybridSearcher:
             top_k,
             request.filters,
             self.num_candidates,
-            source_fields=bodies.RESULT_FIELDS if reads_texts else bodies.DISPLAY_FIELDS,
+            source_fields=self._source_fields(reads_texts),
+            fields=self.fields,
         )
         return _Plan(
             method_name,
             self._weights(request),
             dict(self.pipeline.fusion_params) if method_name == self.pipeline.fusion else {},
             top_k,
-            traits.lexical_only is not None and traits.lexical_only(request.query),
+            self.fields.vector is None or (traits.lexical_only is not None and traits.lexical_only(request.query)),
             context,
         )
+
+    def _searched(self) -> dict[str, list[str]]:
+        """The index's fields each retriever searches, with their boosts, as explanations name them."""
+        text = [*bodies.boosted(self.fields.text), *bodies.boosted(self.fields.exact)]
+        vector = [self.fields.vector] if self.fields.vector else []
+        return {"bm25": text, "knn": vector, "native": [*text, *vector]}
+
+    def _source_fields(self, reads_texts: bool) -> tuple[str, ...]:
+        if self.fields is DEFAULT_FIELD_MAP:
+            return bodies.RESULT_FIELDS if reads_texts else bodies.DISPLAY_FIELDS
+        return tuple(self.fields.stored_fields(with_texts=reads_texts))
+
+    def _off(self, request: SearchRequest) -> _Off:
+        """The features the field map turns off; those this request asked for by name become warnings too."""
+        features = self.fields.off()
+        asked = {
+            "knn": request.weights is not None and request.weights.get("knn", 0) > 0,
+            "recency": bool(request.recency),
+            "graph": bool(request.graph),
+            "lifecycle": False,
+        }
+        warnings = tuple(f"{name} is off: {reason}" for name, reason in features.items() if asked.get(name))
+        return _Off({str(name): reason for name, reason in features.items()}, warnings)
 
     def _weights(self, request: SearchRequest) -> dict[str, float]:
         """The configured weights with the request's over them; a name that is no retriever of this pipeline
@@ -236,10 +268,11 @@ class HybridSearcher:
         return retrieved, native, notes.add(*retrieved.warnings, timings=retrieved.timings)
 
     def _query_cut(self, request: SearchRequest) -> str | None:
-        if "bm25" in self.pipeline.retrievers and bodies.bm25_text(request.query) != request.query:
+        cut = bodies.bm25_text(request.query, self.fields.text, self.fields.exact)
+        if "bm25" in self.pipeline.retrievers and cut != request.query:
             return (
                 "the query is too long for the engine's clause limit: BM25 searched at most its first "
-                f"{bodies.BM25_MAX_WORDS} distinct words"
+                f"{bodies.MAX_CLAUSES // (len(self.fields.text) + len(self.fields.exact))} distinct words"
             )
         return None
 
@@ -344,6 +377,14 @@ class HybridSearcher:
         )
         types = {item: str_or_none(source.get("entity_type")) for item, source in trail.sources.items()}
         return dict(shape(scores, options, doc_of=doc_of, entity_type_of=types))
+
+
+@dataclass(frozen=True)
+class _Off:
+    """Features the index's field map turns off (feature -> reason), and warnings for those a request asked for."""
+
+    features: dict[str, str]
+    asked: tuple[str, ...]
 
 
 @dataclass(frozen=True)

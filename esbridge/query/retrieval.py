@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from esbridge import errors
+from esbridge.config.fields import canonical_source
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.engines.base import AsyncEngine, SearchResult
 from esbridge.query.deadline import within
@@ -181,7 +182,7 @@ class Retrieval:
             return f"no answer within {timeout_s:g}s" if isinstance(exc, asyncio.TimeoutError) else str(exc)
         sources: dict[str, Mapping[str, Any]] = {}
         for hit in result.hits:
-            sources.setdefault(hit.id, hit.source)
+            sources.setdefault(hit.id, canonical_source(hit.source, context.fields, hit.id))
         return Retrieved(
             runs={"native": {hit.id: hit.score for hit in result.hits[:size]}},
             sources=sources,
@@ -224,7 +225,7 @@ def _collected(
         runs[name] = {hit.id: hit.score for hit in answer.result.hits[: context.top_k]}
         semantic[name] = chosen[name].needs_vector
         for hit in answer.result.hits:
-            sources.setdefault(hit.id, hit.source)
+            sources.setdefault(hit.id, canonical_source(hit.source, context.fields, hit.id))
     warnings = tuple(answer.warning for answer in answers.values() if answer.warning)
     timings = {name: answer.ms for name, answer in answers.items()} if timed else {}
     if query_vector is not None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.engines.base import JSON, Dialect
 from esbridge.plugins import RETRIEVER_GROUP, Registry
 from esbridge.query import bodies
@@ -26,6 +27,8 @@ class RetrievalContext:
     num_candidates: int
     source_fields: Sequence[str] = bodies.RESULT_FIELDS
     """stored fields each hit brings back"""
+    fields: FieldMap = DEFAULT_FIELD_MAP
+    """the index's fields by role: esbridge's own schema, or an attached index's field map"""
 
 
 class Retriever(Protocol):
@@ -44,6 +47,7 @@ class BM25Retriever:
             context.query,
             size=context.top_k,
             filters=context.filters,
+            fields=context.fields,
             source_fields=context.source_fields,
         )
 
@@ -60,6 +64,7 @@ class KnnRetriever:
             k=context.top_k,
             filters=context.filters,
             num_candidates=max(context.num_candidates, 2 * context.top_k),
+            fields=context.fields,
             source_fields=context.source_fields,
         )
 
