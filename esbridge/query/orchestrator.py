@@ -334,7 +334,8 @@ class HybridSearcher:
     ) -> tuple[dict[str, float], Trail, dict[str, str], _Notes]:
         """Links: neighbours of the strongest results join them (``expand``), or the results are re-scored
         by their links to each other (``rescore``)."""
-        if not (request.graph if request.graph is not None else self.pipeline.graph.enabled) or not scores:
+        wanted = request.graph if request.graph is not None else self.pipeline.graph.enabled
+        if not wanted or not scores or self.fields.links is None:  # no links mapped: off, and details.off says so
             return scores, trail, doc_of, notes
         options = GraphOptions(**self.pipeline.graph.model_dump(exclude={"enabled"}))
         if options.mode == "rescore":

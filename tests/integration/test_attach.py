@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,7 @@ def _mapping(kind: str, dimension: int) -> dict[str, Any]:
             "sku": {"type": "keyword"},
             "labels": {"type": "keyword"},
             "updated": {"type": "date"},
+            "related": {"type": "keyword"},
             "embedding": vector,
         }
     }
@@ -69,10 +71,10 @@ def foreign(engine_kind: str, embedder: CachedEmbedder) -> Iterator[tuple[str, A
     body: dict[str, Any] = {"mappings": _mapping(engine_kind, embedder.dimension)}
     if engine_kind == "opensearch":
         body["settings"] = {"index": {"knn": True}}
-    if engine_kind == "opensearch":
         client.indices.create(index=name, body=body)
     else:
         client.indices.create(index=name, mappings=body["mappings"])
+    recent = (datetime.now(timezone.utc) - timedelta(days=2)).isoformat()
     vectors = embedder.embed([f"{title}\n{text}" for _, _, title, text, _ in PRODUCTS])
     try:
         for (doc_id, sku, title, text, label), vector in zip(PRODUCTS, vectors, strict=True):
@@ -81,9 +83,10 @@ def foreign(engine_kind: str, embedder: CachedEmbedder) -> Iterator[tuple[str, A
                 "body": text,
                 "sku": sku,
                 "labels": [label],
-                "updated": "2026-11-20",
+                "updated": recent,
+                "related": ["SKU-1"] if sku == "SKU-5" else [],
+                "embedding": list(vector),
             }
-            document["embedding"] = list(vector)
             if engine_kind == "opensearch":
                 client.index(index=name, id=doc_id, body=document)
             else:
@@ -129,8 +132,14 @@ def test_inspect_write_then_hybrid_search_explains_with_the_mapped_fields(
         for retriever, explained in hit["explain"]["retrievers"].items():
             expected = {"embedding"} if retriever == "knn" else {"name^2", "body"}
             assert set(explained["fields"]) == expected
-    # No links or status field: graph and lifecycle are off, and the response says so.
-    assert set(response["details"]["off"]) == {"graph", "lifecycle"}
+    # Recency reads the mapped date (two days old: the 7-day tier); no status field: lifecycle is off.
+    scored = [hit for hit in response["results"] if hit["explain"]["fused_score"] > 0]
+    assert scored and {hit["explain"]["recency_multiplier"] for hit in scored} == {1.2}
+    assert set(response["details"]["off"]) == {"lifecycle"}
+
+    linked = _run(["search", "home battery", "--graph", "--json", "--index", name, *common])
+    assert linked.exit_code == 0, linked.output
+    assert json.loads(linked.output)["warnings"] == []  # the links request on the mapped fields was answered
 
     filtered = _run(["search", "electricity", "--filter", "tags=food", "--json", "--index", name, *common])
     assert filtered.exit_code == 0, filtered.output
