@@ -102,6 +102,8 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     meta = mapping.get("_meta") or {}
     by_type: dict[str, list[str]] = {"text": [], "keyword": [], "date": []}
     vectors: list[VectorInfo] = []
+    semantic: list[str] = []
+    """Elasticsearch semantic_text fields: the engine embeds documents and queries with their endpoint"""
     for name, definition in flatten(properties):
         kind = definition.get("type")
         if kind in TEXT_TYPES:
@@ -112,6 +114,8 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             by_type["date"].append(name)
         elif kind in VECTOR_TYPES:
             vectors.append(vector_info(name, definition))
+        elif kind == "semantic_text":
+            semantic.append(name)
     text, keywords, dates = by_type["text"], by_type["keyword"], by_type["date"]
     notes: list[str] = []
     is_esbridge = isinstance(meta, Mapping) and "esbridge_schema" in meta
@@ -134,6 +138,17 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
         notes.append(f"several vector fields: {vector.name if vector else ''} proposed, not {others}; change vector")
     if vector is not None and vector.dimension is None:
         notes.append(f"the mapping gives no dimension for {vector.name}; set dimension")
+    engine_side: dict[str, Any] = {}
+    if vector is None and semantic:
+        engine_side = {"vector": semantic[0], "semantic_text": True, "query_embedding": "engine"}
+        notes.append(f"{semantic[0]} is semantic_text: Elasticsearch embeds the queries with its inference endpoint")
+    elif vector is not None:
+        engine_side = {
+            "vector": vector.name,
+            "dimension": vector.dimension,
+            "space": vector.space,
+            "vector_engine": vector.engine,
+        }
     boosts = {name: _TITLE_BOOST if name == title else 1.0 for name in text}
     used = {value for value in roles.values() if value}
     unused = [name for name in keywords + dates if name not in used]
@@ -143,10 +158,7 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
         {
             "text": boosts,
             "content": [name for name in text if name != title],
-            "vector": vector.name if vector else None,
-            "dimension": vector.dimension if vector else None,
-            "space": vector.space if vector else None,
-            "vector_engine": vector.engine if vector else None,
+            **engine_side,
             **roles,
         }
     )

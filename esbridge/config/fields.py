@@ -80,6 +80,9 @@ class FieldMap(BaseModel):
         default=None,
         description="engine-side embedding: the OpenSearch ML model id, or the Elasticsearch inference endpoint id",
     )
+    semantic_text: bool = Field(
+        default=False, description="Elasticsearch: the vector field is a semantic_text field (it names its endpoint)"
+    )
 
     @field_validator("text", "exact")
     @classmethod
@@ -101,7 +104,11 @@ class FieldMap(BaseModel):
             raise ValueError(f"{', '.join(both)} is in both text and exact; name each field once")
         if self.vector is None and (self.dimension is not None or self.space is not None):
             raise ValueError("dimension and space describe the vector field, but no vector field is named")
-        if self.query_embedding == "engine" and not self.model_id:
+        if self.semantic_text and self.query_embedding != "engine":
+            raise ValueError(
+                "a semantic_text field is searched with the engine's embedding: query_embedding = 'engine'"
+            )
+        if self.query_embedding == "engine" and not (self.model_id or self.semantic_text):
             raise ValueError("query_embedding = 'engine' needs model_id (the engine's model or inference endpoint)")
         if self.query_embedding == "engine" and self.vector is None:
             raise ValueError("query_embedding = 'engine' needs the vector field it searches (vector)")

@@ -191,6 +191,47 @@ def knn_body(
     return {"size": k, "_source": list(source_fields), "knn": knn}
 
 
+def engine_embedded_body(
+    dialect: Dialect,
+    text: str,
+    *,
+    k: int,
+    filters: Filters,
+    num_candidates: int,
+    fields: FieldMap,
+    source_fields: Sequence[str] = RESULT_FIELDS,
+) -> JSON:
+    """The ``k`` nearest documents to ``text`` embedded by the engine itself, with the model that made the
+    index's vectors (``fields.query_embedding = "engine"``).
+
+    OpenSearch: a ``neural`` query with the ML model id, filters inside it (neural-search 2.12+) as in
+    ``knn_body``. Elasticsearch: a ``semantic`` query on a ``semantic_text`` field (its mapping names the
+    inference endpoint; the query has no filter of its own, so the filters wrap it in a ``bool``), or kNN on
+    a dense_vector field with a ``query_vector_builder`` naming the inference endpoint or model, filters inside.
+    """
+    if fields.vector is None:
+        raise errors.ConfigError(
+            "engine-side embedding needs the vector field it searches, and the field map names none"
+        )
+    filter_clause = filter_query(filters, fields)
+    if dialect == "opensearch":
+        clause: JSON = {"query_text": text, "model_id": fields.model_id, "k": k, "filter": filter_clause}
+        return {"size": k, "_source": list(source_fields), "query": {"neural": {fields.vector: clause}}}
+    if fields.semantic_text:
+        query: JSON = {
+            "bool": {"must": [{"semantic": {"field": fields.vector, "query": text}}], **filter_clause["bool"]}
+        }
+        return {"size": k, "_source": list(source_fields), "query": query}
+    knn: JSON = {
+        "field": fields.vector,
+        "k": k,
+        "num_candidates": max(num_candidates, k),
+        "filter": filter_clause,
+        "query_vector_builder": {"text_embedding": {"model_id": fields.model_id, "model_text": text}},
+    }
+    return {"size": k, "_source": list(source_fields), "knn": knn}
+
+
 def links_body(doc_ids: Sequence[str], *, size: int, filters: Filters, fields: FieldMap = DEFAULT_FIELD_MAP) -> JSON:
     """One request for graph expansion: the seed documents (their out-links) and every chunk linking to them.
 

@@ -24,6 +24,7 @@ from typing import Any
 from cachetools import TTLCache
 
 from esbridge import errors
+from esbridge.attach.engine_embedding import engine_embedding_problem
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.base import Embedder
@@ -35,7 +36,7 @@ from esbridge.query.explain import Trail, build_hit, document_of, str_or_none
 from esbridge.query.fusion import FusionContext, fuse, get_fusion, traits_of
 from esbridge.query.graph import GraphOptions, with_neighbors
 from esbridge.query.graph_reader import LinkReader
-from esbridge.query.models import SearchDetails, SearchMode, SearchRequest, SearchResponse
+from esbridge.query.models import NativeDetails, SearchDetails, SearchMode, SearchRequest, SearchResponse
 from esbridge.query.native.choice import NativeChoice, choose_native
 from esbridge.query.query_vectors import QueryVectors
 from esbridge.query.recency import HalfLife, RecencyRule, Tier, Tiers, apply_recency, parse_modified_at
@@ -128,9 +129,10 @@ class HybridSearcher:
             return cached
         plan = self._plan(request)
         off = self._off(request)
+        plan, engine_embedding = await self._engine_embedding(plan)
         native = await self._native_choice(request, plan)
         retrieved, native, notes = await self._retrieve(request, plan, native)
-        notes = notes.add(self._query_cut(request))
+        notes = notes.add(engine_embedding, self._query_cut(request))
         mode = self._mode(retrieved, notes)
         doc_of = {item: document_of(item, source) for item, source in retrieved.sources.items()}
         runs = self._runs(retrieved, doc_of)
@@ -239,10 +241,26 @@ class HybridSearcher:
             raise errors.ConfigError("at least one retriever's weight must be above 0")
         return weights
 
+    async def _engine_embedding(self, plan: _Plan) -> tuple[_Plan, str | None]:
+        """With ``query_embedding = "engine"``: the plan, lexical-only with the reason when the probed engine
+        cannot embed queries (an engine not probed is tried: a failed kNN request degrades with a warning)."""
+        if self.fields.query_embedding != "engine" or plan.lexical_only:
+            return plan, None
+        capabilities = await self.capabilities()
+        problem = (
+            engine_embedding_problem(capabilities, self.fields) if isinstance(capabilities, Capabilities) else None
+        )
+        if problem is None:
+            return plan, None
+        return replace(plan, lexical_only=True), f"kNN is off: {problem}"
+
     async def _native_choice(self, request: SearchRequest, plan: _Plan) -> NativeChoice:
         mode = request.mode or self.pipeline.mode
         if plan.lexical_only or mode == "client":
             return NativeChoice()
+        if self.fields.query_embedding == "engine":
+            reason = "the engine embeds the query (query_embedding = 'engine'); native plans send esbridge's vector"
+            return NativeChoice(None, NativeDetails(used=False, reason=reason))
         return await choose_native(
             mode, self.pipeline, plan.method_name, plan.weights, plan.params, capabilities=self.capabilities
         )

@@ -81,12 +81,13 @@ class Retrieval:
         The embedding is handed to its thread before the lexical requests are even serialised: it is the
         longest step, and every microsecond it starts later is added to the search.
         """
-        semantic = {name: retriever for name, retriever in chosen.items() if retriever.needs_vector}
+        engine_side = context.fields.query_embedding == "engine"  # the engine embeds: every body can go now
+        semantic = {name: r for name, r in chosen.items() if r.needs_vector and not engine_side}
         embedding = self.vectors.start(context.query) if semantic else None
         tasks: dict[str, asyncio.Task[_Answer]] = {}
         try:
             for name, retriever in chosen.items():
-                if not retriever.needs_vector:
+                if name not in semantic:
                     tasks[name] = asyncio.create_task(self._timed_search(name, retriever.body(context, None)))
         except BaseException:  # a retriever (a plugin's, say) could not build its body: leave nothing running
             if embedding is not None:
@@ -125,13 +126,14 @@ class Retrieval:
         found in time); the whole request has a client-side deadline. If the round trip fails anyway,
         the retrievers are sent again as separate requests, each with its own client-side timeout.
         """
-        needs_vector = any(retriever.needs_vector for retriever in chosen.values())
+        engine_side = context.fields.query_embedding == "engine"
+        needs_vector = not engine_side and any(retriever.needs_vector for retriever in chosen.values())
         query_vector = await self.vectors.vector(context.query) if needs_vector else None
         vector = query_vector.vector if query_vector is not None else None
         searches = {
             name: {**retriever.body(context, vector), "timeout": f"{round(self.pipeline.timeout_s(name) * 1000)}ms"}
             for name, retriever in chosen.items()
-            if vector is not None or not retriever.needs_vector
+            if vector is not None or engine_side or not retriever.needs_vector
         }
         deadline = max(self.pipeline.timeout_s(name) for name in searches) + _MSEARCH_MARGIN_S
         started = time.perf_counter()

@@ -56,6 +56,16 @@ class KnnRetriever:
     needs_vector = True
 
     def body(self, context: RetrievalContext, vector: Sequence[float] | None) -> JSON:
+        if context.fields.query_embedding == "engine":  # the engine embeds the query text itself
+            return bodies.engine_embedded_body(
+                context.dialect,
+                context.query,
+                k=context.top_k,
+                filters=context.filters,
+                num_candidates=max(context.num_candidates, 2 * context.top_k),
+                fields=context.fields,
+                source_fields=context.source_fields,
+            )
         if vector is None:
             raise ValueError("the kNN retriever needs the query vector")
         return bodies.knn_body(

@@ -67,6 +67,12 @@ def test_an_elasticsearch_docs_mapping_gets_dense_vector_dims_and_similarity() -
     assert (fields.category, fields.date, fields.links) == ("section", "published", None)
 
 
+def test_a_semantic_text_field_is_searched_with_the_engines_embedding() -> None:
+    fields = propose({"properties": {"title": {"type": "text"}, "content": {"type": "semantic_text"}}}).fields
+    assert fields is not None
+    assert (fields.vector, fields.semantic_text, fields.query_embedding) == ("content", True, "engine")
+
+
 def test_a_mapping_without_text_fields_proposes_nothing_and_says_why() -> None:
     proposal = propose({"properties": {"v": {"type": "knn_vector", "dimension": 3}}})
     assert proposal.fields is None
