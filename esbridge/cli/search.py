@@ -126,6 +126,16 @@ def _first_error(exc: ValidationError) -> str:
 def render(response: SearchResponse, explain: bool) -> str:
     lines = [f"{response.search_mode}, {len(response.results)} results in {response.took_ms:.0f} ms"]
     lines.extend(f"warning: {warning}" for warning in response.warnings)
+    if explain:
+        lines.extend(f"off: {feature} ({reason})" for feature, reason in response.details.off.items())
+        searched = {
+            name: found.fields
+            for hit in response.results
+            if hit.explain is not None
+            for name, found in hit.explain.retrievers.items()
+        }
+        if searched:
+            lines.append("fields: " + "; ".join(f"{name} {', '.join(fields)}" for name, fields in searched.items()))
     for rank, hit in enumerate(response.results, start=1):
         label = hit.title or hit.doc_id
         lines.append(f"{rank:>3}. {hit.score:.3f}  {label}  [{hit.id}]")

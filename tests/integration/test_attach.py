@@ -137,9 +137,19 @@ def test_inspect_write_then_hybrid_search_explains_with_the_mapped_fields(
     assert scored and {hit["explain"]["recency_multiplier"] for hit in scored} == {1.2}
     assert set(response["details"]["off"]) == {"lifecycle"}
 
-    linked = _run(["search", "home battery", "--graph", "--json", "--index", name, *common])
+    # Graph expansion follows the mapped links field: BM25 alone finds the battery, its link adds the kit.
+    linked = CliRunner().invoke(
+        main,
+        ["search", "evening", "--graph", "--explain", "--json", "--index", name, *common],
+        env={"ESBRIDGE_PIPELINE__RETRIEVERS": '["bm25"]'},
+    )
     assert linked.exit_code == 0, linked.output
-    assert json.loads(linked.output)["warnings"] == []  # the links request on the mapped fields was answered
+    expanded = json.loads(linked.output)
+    assert expanded["warnings"] == []
+    assert [(hit["doc_id"], hit["explain"]["neighbour_of"]) for hit in expanded["results"]] == [
+        ("SKU-5", []),
+        ("SKU-1", ["p5"]),
+    ]
 
     filtered = _run(["search", "electricity", "--filter", "tags=food", "--json", "--index", name, *common])
     assert filtered.exit_code == 0, filtered.output
