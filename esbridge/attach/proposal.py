@@ -22,7 +22,7 @@ VECTOR_TYPES = frozenset({"knn_vector", "dense_vector"})
 
 # Name patterns per role, most telling first; the first keyword (or date, or text) field matching wins.
 _ROLES: dict[str, tuple[str, ...]] = {
-    "id": (r"^(doc_?id|document_?id|id|uid|uuid|sku|external_?id)$",),
+    "id": (r"^(doc_?id|document_?id|id|uid|uuid|sku|external_?id)$", r"(^|_)id$"),
     "title": (r"^(title|name|heading|subject|headline)$", r"(title|name)$"),
     "path": (r"^(path|url|uri|slug|file_?path)$",),
     "date": (r"(updated|modified|changed|last_?edit)", r"^(date|timestamp|@timestamp|time)$", r"(published|created)"),

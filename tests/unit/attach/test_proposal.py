@@ -36,6 +36,7 @@ ELASTICSEARCH_DOCS = {
         "title": {"type": "text"},
         "content": {"type": "text"},
         "section": {"type": "keyword"},
+        "paper_id": {"type": "keyword"},
         "published": {"type": "date"},
         "vec": {"type": "dense_vector", "dims": 8, "index": True, "similarity": "cosine"},
     }
@@ -65,6 +66,7 @@ def test_an_elasticsearch_docs_mapping_gets_dense_vector_dims_and_similarity() -
     assert fields.text == {"title": 2.0, "content": 1.0}
     assert (fields.vector, fields.dimension, fields.space) == ("vec", 8, "cosine")
     assert (fields.category, fields.date, fields.links) == ("section", "published", None)
+    assert fields.id == "paper_id"
 
 
 def test_a_semantic_text_field_is_searched_with_the_engines_embedding() -> None:
