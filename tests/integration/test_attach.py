@@ -102,6 +102,14 @@ def _run(args: list[str]) -> Any:
     return CliRunner().invoke(main, args, catch_exceptions=False)
 
 
+def _attached(engine_kind: str, name: str, config: Path) -> list[str]:
+    """The options that reach the index once ``index inspect --write`` has attached it in ``config``."""
+    common = ["--url", str(engine_url(engine_kind)), "--engine", engine_kind, "--config", str(config)]
+    inspected = _run(["index", "inspect", name, "--write", *common])
+    assert inspected.exit_code == 0, inspected.output
+    return common
+
+
 def _mapping_and_count(client: Any, name: str) -> tuple[Any, int]:
     mapping = dict(client.indices.get_mapping(index=name))
     return mapping[name]["mappings"], int(dict(client.count(index=name))["count"])
@@ -160,9 +168,7 @@ def test_ingest_into_an_attached_index_is_refused_and_changes_nothing(
     engine_kind: str, foreign: tuple[str, Any], tmp_path: Path
 ) -> None:
     name, client = foreign
-    config = tmp_path / "esbridge.toml"
-    common = ["--url", str(engine_url(engine_kind)), "--engine", engine_kind, "--config", str(config)]
-    assert _run(["index", "inspect", name, "--write", *common]).exit_code == 0
+    common = _attached(engine_kind, name, tmp_path / "esbridge.toml")
     before = _mapping_and_count(client, name)
     records = tmp_path / "more.jsonl"
     records.write_text(json.dumps({"id": "x", "title": "Extra", "text": "More text."}) + "\n", encoding="utf-8")
@@ -182,9 +188,7 @@ def test_eval_reuse_judges_an_attached_index_by_its_document_ids(
     engine_kind: str, foreign: tuple[str, Any], tmp_path: Path
 ) -> None:
     name, _ = foreign
-    config = tmp_path / "esbridge.toml"
-    common = ["--url", str(engine_url(engine_kind)), "--engine", engine_kind, "--config", str(config)]
-    assert _run(["index", "inspect", name, "--write", *common]).exit_code == 0
+    common = _attached(engine_kind, name, tmp_path / "esbridge.toml")
     dataset = tmp_path / "judged"
     (dataset / "qrels").mkdir(parents=True)
     queries = {"q1": "rooftop photovoltaic", "q2": "bread leavening", "q3": "pan for steak"}
