@@ -137,3 +137,14 @@ def test_an_invalid_fields_table_is_reported_with_its_file(tmp_path: object) -> 
     path.write_text("[fields.products]\ntext = {}\n", encoding="utf-8")
     with pytest.raises(errors.ConfigError, match=r"fields\.products.*BM25 needs at least one text field"):
         load_settings(path)
+
+
+def test_an_unknown_key_in_a_fields_table_names_the_nearest_one(tmp_path: object) -> None:
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "esbridge.toml"
+    path.write_text('[fields.products]\ntext = { name = 2.0 }\nvectr = "embedding"\n', encoding="utf-8")
+    with pytest.raises(
+        errors.ConfigError, match=r"fields\.products\.vectr: unknown setting; did you mean fields\.products\.vector\?"
+    ):
+        load_settings(path)
