@@ -214,3 +214,16 @@ def test_eval_reuse_judges_an_attached_index_by_its_document_ids(
 
     ingesting = CliRunner().invoke(main, ["eval", str(dataset), "--index", name, "--methods", "bm25", *common])
     assert ingesting.exit_code != 0 and "--reuse" in ingesting.output
+
+
+def test_a_vector_dimension_that_does_not_match_the_mapping_is_refused_before_any_search(
+    engine_kind: str, foreign: tuple[str, Any], tmp_path: Path
+) -> None:
+    name, _ = foreign
+    config = tmp_path / "esbridge.toml"
+    common = _attached(engine_kind, name, config)
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("dimension = 384", "dimension = 768"), encoding="utf-8")
+    refused = CliRunner().invoke(main, ["search", "solar", "--index", name, *common])
+    assert refused.exit_code != 0
+    assert "says embedding has dimension 768, but the index maps it with 384" in refused.output, refused.output
