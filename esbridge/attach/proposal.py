@@ -88,6 +88,19 @@ def vector_info(name: str, definition: Mapping[str, Any]) -> VectorInfo:
     )
 
 
+def split_by_analyzer(text: list[str], analyzers: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """The text fields BM25 scores together (those sharing the most common search analyzer) and the rest.
+
+    Fields scored as one (Elasticsearch's ``combined_fields``, BM25F) must share a search analyzer, or the
+    engine refuses the query; the others are scored apart, best field wins (the field map's ``exact``).
+    """
+    counts: dict[str, int] = {}
+    for name in text:
+        counts[analyzers[name]] = counts.get(analyzers[name], 0) + 1
+    common = max(counts, key=lambda analyzer: (counts[analyzer], analyzer == "standard")) if counts else ""
+    return [name for name in text if analyzers[name] == common], [name for name in text if analyzers[name] != common]
+
+
 def _pick(role: str, candidates: list[str]) -> str | None:
     for pattern in _ROLES[role]:
         for name in candidates:
@@ -103,11 +116,13 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     by_type: dict[str, list[str]] = {"text": [], "keyword": [], "date": []}
     vectors: list[VectorInfo] = []
     semantic: list[str] = []
+    analyzers: dict[str, str] = {}
     """Elasticsearch semantic_text fields: the engine embeds documents and queries with their endpoint"""
     for name, definition in flatten(properties):
         kind = definition.get("type")
         if kind in TEXT_TYPES:
             by_type["text"].append(name)
+            analyzers[name] = str(definition.get("search_analyzer") or definition.get("analyzer") or "standard")
         elif kind in KEYWORD_TYPES:
             by_type["keyword"].append(name)
         elif kind in DATE_TYPES:
@@ -149,7 +164,11 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             "space": vector.space,
             "vector_engine": vector.engine,
         }
-    boosts = {name: _TITLE_BOOST if name == title else 1.0 for name in text}
+    grouped, separate = split_by_analyzer(text, analyzers)
+    if separate:
+        notes.append(f"{', '.join(separate)}: another analyzer than {', '.join(grouped)}; scored separately (exact)")
+    boosts = {name: _TITLE_BOOST if name == title else 1.0 for name in grouped}
+    exact = {name: _TITLE_BOOST if name == title else 1.0 for name in separate}
     used = {value for value in roles.values() if value}
     unused = [name for name in keywords + dates if name not in used]
     if unused:
@@ -157,6 +176,7 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     fields = FieldMap.model_validate(
         {
             "text": boosts,
+            "exact": exact,
             "content": [name for name in text if name != title],
             **engine_side,
             **roles,

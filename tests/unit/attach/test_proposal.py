@@ -69,6 +69,20 @@ def test_an_elasticsearch_docs_mapping_gets_dense_vector_dims_and_similarity() -
     assert fields.id == "paper_id"
 
 
+def test_text_fields_with_another_analyzer_are_scored_separately() -> None:
+    mapping = {
+        "properties": {
+            "title": {"type": "text", "analyzer": "english"},
+            "content": {"type": "text", "analyzer": "english"},
+            "code": {"type": "text", "analyzer": "whitespace"},
+        }
+    }
+    proposal = propose(mapping)
+    assert proposal.fields is not None
+    assert (proposal.fields.text, proposal.fields.exact) == ({"title": 2.0, "content": 1.0}, {"code": 1.0})
+    assert any("code: another analyzer" in note for note in proposal.notes)
+
+
 def test_a_semantic_text_field_is_searched_with_the_engines_embedding() -> None:
     fields = propose({"properties": {"title": {"type": "text"}, "content": {"type": "semantic_text"}}}).fields
     assert fields is not None
