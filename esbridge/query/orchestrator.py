@@ -33,6 +33,7 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.query import bodies
 from esbridge.query.documents import per_document
 from esbridge.query.explain import Trail, build_hit, document_of, str_or_none
+from esbridge.query.field_roles import features_off, searched_fields
 from esbridge.query.fusion import FusionContext, fuse, get_fusion, traits_of
 from esbridge.query.graph import GraphOptions, with_neighbors
 from esbridge.query.graph_reader import LinkReader
@@ -128,7 +129,7 @@ class HybridSearcher:
         if (cached := self._cached(key, started)) is not None:
             return cached
         plan = self._plan(request)
-        off = self._off(request)
+        off = features_off(self.fields, request)
         plan, engine_embedding = await self._engine_embedding(plan)
         native = await self._native_choice(request, plan)
         retrieved, native, notes = await self._retrieve(request, plan, native)
@@ -139,7 +140,12 @@ class HybridSearcher:
         fused = self._fuse(request, plan, runs, retrieved)
         scores, multipliers = self._recency(request, fused.scores, retrieved.sources)
         trail = Trail(
-            runs, retrieved.sources, fused, multipliers, explanations=retrieved.explanations, fields=self._searched()
+            runs,
+            retrieved.sources,
+            fused,
+            multipliers,
+            explanations=retrieved.explanations,
+            fields=searched_fields(self.fields),
         )
         scores, trail, doc_of, notes = await self._graph(request, scores, trail, doc_of, notes)
         scores, trail, notes = await self._rerank(request, scores, trail, notes)
@@ -203,28 +209,10 @@ class HybridSearcher:
             context,
         )
 
-    def _searched(self) -> dict[str, list[str]]:
-        """The index's fields each retriever searches, with their boosts, as explanations name them."""
-        text = [*bodies.boosted(self.fields.text), *bodies.boosted(self.fields.exact)]
-        vector = [self.fields.vector] if self.fields.vector else []
-        return {"bm25": text, "knn": vector, "native": [*text, *vector]}
-
     def _source_fields(self, reads_texts: bool) -> tuple[str, ...]:
         if self.fields is DEFAULT_FIELD_MAP:
             return bodies.RESULT_FIELDS if reads_texts else bodies.DISPLAY_FIELDS
         return tuple(self.fields.stored_fields(with_texts=reads_texts))
-
-    def _off(self, request: SearchRequest) -> _Off:
-        """The features the field map turns off; those this request asked for by name become warnings too."""
-        features = self.fields.off()
-        asked = {
-            "knn": request.weights is not None and request.weights.get("knn", 0) > 0,
-            "recency": bool(request.recency),
-            "graph": bool(request.graph),
-            "lifecycle": False,
-        }
-        warnings = tuple(f"{name} is off: {reason}" for name, reason in features.items() if asked.get(name))
-        return _Off({str(name): reason for name, reason in features.items()}, warnings)
 
     def _weights(self, request: SearchRequest) -> dict[str, float]:
         """The configured weights with the request's over them; a name that is no retriever of this pipeline
@@ -396,14 +384,6 @@ class HybridSearcher:
         )
         types = {item: str_or_none(source.get("entity_type")) for item, source in trail.sources.items()}
         return dict(shape(scores, options, doc_of=doc_of, entity_type_of=types))
-
-
-@dataclass(frozen=True)
-class _Off:
-    """Features the index's field map turns off (feature -> reason), and warnings for those a request asked for."""
-
-    features: dict[str, str]
-    asked: tuple[str, ...]
 
 
 @dataclass(frozen=True)
