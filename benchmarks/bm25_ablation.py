@@ -18,6 +18,7 @@ from bm25_similarity import engine_client, restored_similarity, set_similarity
 from plain_bm25 import plain_index, plain_run
 
 from esbridge.config import load_settings
+from esbridge.config.fields import DEFAULT_FIELD_MAP
 from esbridge.engines import connect
 from esbridge.evaluation import metrics
 from esbridge.evaluation.collections import parse_collection
@@ -73,8 +74,9 @@ def main() -> None:
                                 text,
                                 size=top_k,
                                 filters=Filters(),
-                                text_boosts=text_boosts,
-                                exact_boosts=exact_boosts,
+                                fields=DEFAULT_FIELD_MAP.model_copy(
+                                    update={"text": dict(text_boosts), "exact": dict(exact_boosts)}
+                                ),
                                 source_fields=("doc_id",),
                             )
                             found = engine.search(settings.index, body)

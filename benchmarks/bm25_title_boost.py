@@ -14,6 +14,7 @@ import asyncio
 
 from index_study import study_parser, study_settings
 
+from esbridge.config.fields import DEFAULT_FIELD_MAP
 from esbridge.engines import connect_async
 from esbridge.evaluation import metrics
 from esbridge.evaluation.dataset import judged_queries
@@ -29,8 +30,8 @@ async def run(args: argparse.Namespace) -> None:
     try:
         for query, text in judged.queries.items():
             for boost in args.boosts:
-                boosts = {**bodies.DEFAULT_TEXT_BOOSTS, "title": boost}
-                body = bodies.bm25_body(engine.dialect, text, size=300, filters=Filters(), text_boosts=boosts)
+                fields = DEFAULT_FIELD_MAP.model_copy(update={"text": {**DEFAULT_FIELD_MAP.text, "title": boost}})
+                body = bodies.bm25_body(engine.dialect, text, size=300, filters=Filters(), fields=fields)
                 found = await engine.search(settings.index, body)
                 ranking: dict[str, float] = {}
                 for hit in found.hits:

@@ -40,6 +40,14 @@ class ConfigError(EsbridgeError):
     """Settings are missing, malformed or contradict each other."""
 
 
+class ReadOnlyIndex(ConfigError):
+    """A write was asked of an attached index (one esbridge did not create) without the flag that allows it."""
+
+
+class DimensionMismatch(ConfigError):
+    """The query embedder's vectors do not have the dimension of the index's vector field."""
+
+
 class DependencyMissing(EsbridgeError):
     """An optional dependency is needed for what was asked and is not installed."""
 

@@ -40,7 +40,7 @@ def dataset_options(command: Callable[..., Any]) -> Callable[..., Any]:
 def open_model(settings: Settings) -> Iterator[CachedEmbedder]:
     from esbridge.embeddings.factory import open_embedder
 
-    with open_embedder(settings.embedding) as embedder:
+    with open_embedder(settings.index_embedding) as embedder:
         yield embedder
 
 

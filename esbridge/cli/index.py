@@ -8,13 +8,16 @@ from pathlib import Path
 import click
 
 from esbridge.cli.options import (
+    config_path,
     confirm,
     engine_options,
     engine_session,
     index_manager,
     index_option,
+    refuse_attached_write,
     settings_from,
     vector_dimension,
+    write_attached_option,
     yes_option,
 )
 
@@ -27,12 +30,68 @@ def index() -> None:
 @index.command()
 @engine_options
 @index_option
-def create(url: str | None, engine: str | None, config_file: Path | None, index: str | None) -> None:
+@write_attached_option
+def create(
+    url: str | None, engine: str | None, config_file: Path | None, index: str | None, write_attached: bool
+) -> None:
     """Create the first index version and point the alias at it."""
     settings = settings_from(config_file, url=url, engine=engine, index=index)
+    refuse_attached_write(settings, write_attached, "create versions of")
     with engine_session(settings) as adapter:
         name = index_manager(settings, adapter, dimension=vector_dimension(settings)).create()
     click.echo(f"created {name} behind alias {settings.index}")
+
+
+@index.command()
+@click.argument("name")
+@engine_options
+@click.option("--write", is_flag=True, help="Write the proposed [fields.NAME] table into the settings file.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def inspect(
+    url: str | None, engine: str | None, config_file: Path | None, name: str, write: bool, as_json: bool
+) -> None:
+    """Read an existing index's mapping and propose the field map that attaches esbridge to it, read-only."""
+    from esbridge.attach.proposal import propose, toml_table
+    from esbridge.attach.settings_file import write_field_map
+
+    target = config_path(config_file)
+    # --write creates the settings file it names; only then may it be missing.
+    readable = config_file if not write or target.is_file() else None
+    settings = settings_from(readable, url=url, engine=engine, index=name)
+    with engine_session(settings) as adapter:
+        proposal = propose(adapter.get_mapping(name))
+    table = toml_table(name, proposal.fields) if proposal.fields is not None else None
+    if as_json:
+        found = {
+            "index": name,
+            "text": proposal.text,
+            "keywords": proposal.keywords,
+            "dates": proposal.dates,
+            "vectors": [vars(vector) for vector in proposal.vectors],
+            "esbridge_schema": proposal.esbridge_schema,
+            "fields": proposal.fields.model_dump(exclude_defaults=True) if proposal.fields else None,
+            "notes": proposal.notes,
+        }
+        click.echo(json.dumps(found, indent=2))
+    else:
+        click.echo(f"text fields: {', '.join(proposal.text) or 'none'}")
+        click.echo(f"keyword fields: {', '.join(proposal.keywords) or 'none'}")
+        click.echo(f"date fields: {', '.join(proposal.dates) or 'none'}")
+        for vector in proposal.vectors:
+            click.echo(
+                f"vector field: {vector.name} (dimension {vector.dimension}, space {vector.space or '?'}"
+                + (f", engine {vector.engine})" if vector.engine else ")")
+            )
+        for note in proposal.notes:
+            click.echo(f"note: {note}")
+        if table is not None:
+            click.echo("\n" + table, nl=False)
+    if not write:
+        return
+    if proposal.fields is None or proposal.esbridge_schema:
+        raise click.ClickException(f"nothing written: {proposal.notes[0]}")
+    write_field_map(target, name, proposal.fields)
+    click.echo(f"wrote [fields.{name}] to {target}; esbridge now searches {name} read-only", err=as_json)
 
 
 @index.command(name="list")
@@ -68,12 +127,20 @@ def list_(url: str | None, engine: str | None, config_file: Path | None, index: 
 @click.option(
     "--version", "version", type=click.IntRange(min=1), help="Drop only this old version (not the current one)."
 )
+@write_attached_option
 @yes_option
 def drop(
-    url: str | None, engine: str | None, config_file: Path | None, index: str | None, version: int | None, yes: bool
+    url: str | None,
+    engine: str | None,
+    config_file: Path | None,
+    index: str | None,
+    version: int | None,
+    write_attached: bool,
+    yes: bool,
 ) -> None:
     """Delete the alias and all its versions, or one old version."""
     settings = settings_from(config_file, url=url, engine=engine, index=index)
+    refuse_attached_write(settings, write_attached, "delete")
     what = (
         f"version {version} of {settings.index}" if version is not None else f"{settings.index} and every version of it"
     )
@@ -87,12 +154,20 @@ def drop(
 @engine_options
 @index_option
 @click.option("--delete-old", is_flag=True, help="Delete the previous version after the alias moved.")
+@write_attached_option
 @yes_option
 def reindex(
-    url: str | None, engine: str | None, config_file: Path | None, index: str | None, delete_old: bool, yes: bool
+    url: str | None,
+    engine: str | None,
+    config_file: Path | None,
+    index: str | None,
+    delete_old: bool,
+    write_attached: bool,
+    yes: bool,
 ) -> None:
     """Build the next version with the current mapping, copy all documents, then swap the alias atomically."""
     settings = settings_from(config_file, url=url, engine=engine, index=index)
+    refuse_attached_write(settings, write_attached, "reindex")
     if delete_old:
         confirm(f"delete the current version of {settings.index} after the alias moved?", yes)
     with engine_session(settings) as adapter:

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import click
 
-from esbridge.cli.options import engine_options, engine_session, index_manager, index_option, settings_from
+from esbridge.cli.options import (
+    engine_options,
+    engine_session,
+    index_manager,
+    index_option,
+    refuse_attached_write,
+    settings_from,
+    write_attached_option,
+)
 from esbridge.cli.progress import progress_for
 from esbridge.config.settings import Settings
 from esbridge.embeddings.cached import CachedEmbedder
@@ -38,6 +46,7 @@ def _open_embedder(settings: Settings) -> tuple[CachedEmbedder | None, str | Non
 )
 @engine_options
 @index_option
+@write_attached_option
 @click.option("--json", "as_json", is_flag=True, help="Print one summary object.")
 def ingest_command(
     path: Path,
@@ -48,10 +57,12 @@ def ingest_command(
     engine: str | None,
     config_file: Path | None,
     index: str | None,
+    write_attached: bool,
     as_json: bool,
 ) -> None:
     """Index a Markdown vault, a JSONL file or a BEIR corpus; re-runs only write what changed."""
     settings = settings_from(config_file, url=url, engine=engine, index=index)
+    refuse_attached_write(settings, write_attached, "ingest into")
     embedder, model_problem = _open_embedder(settings)
     try:
         with engine_session(settings) as adapter:
@@ -83,12 +94,20 @@ def ingest_command(
 @click.option("--missing", is_flag=True, required=True, help="Embed every chunk indexed without a vector.")
 @engine_options
 @index_option
+@write_attached_option
 @click.option("--json", "as_json", is_flag=True, help="Print one summary object.")
 def embed_command(
-    missing: bool, url: str | None, engine: str | None, config_file: Path | None, index: str | None, as_json: bool
+    missing: bool,
+    url: str | None,
+    engine: str | None,
+    config_file: Path | None,
+    index: str | None,
+    write_attached: bool,
+    as_json: bool,
 ) -> None:
     """Fill in the vectors of chunks that were indexed while the model was unavailable."""
     settings = settings_from(config_file, url=url, engine=engine, index=index)
+    refuse_attached_write(settings, write_attached, "write vectors into")
     from esbridge.embeddings.factory import open_embedder
 
     with open_embedder(settings.embedding) as embedder, engine_session(settings) as adapter:

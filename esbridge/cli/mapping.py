@@ -13,8 +13,10 @@ from esbridge.cli.options import (
     engine_session,
     index_manager,
     index_option,
+    refuse_attached_write,
     settings_from,
     vector_dimension,
+    write_attached_option,
     yes_option,
 )
 from esbridge.engines.factory import resolve_kind
@@ -64,10 +66,14 @@ def diff(url: str | None, engine: str | None, config_file: Path | None, index: s
 @mapping.command()
 @engine_options
 @index_option
+@write_attached_option
 @yes_option
-def apply(url: str | None, engine: str | None, config_file: Path | None, index: str | None, yes: bool) -> None:
+def apply(
+    url: str | None, engine: str | None, config_file: Path | None, index: str | None, write_attached: bool, yes: bool
+) -> None:
     """Add new fields to the live index; changes that need a new version are refused."""
     settings = settings_from(config_file, url=url, engine=engine, index=index)
+    refuse_attached_write(settings, write_attached, "change the mapping of")
     with engine_session(settings) as adapter:
         manager = index_manager(settings, adapter, dimension=vector_dimension(settings))
         pending = manager.diff()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -9,8 +10,9 @@ from typing import Any, TypeVar
 
 import click
 
+from esbridge.config.fields import WRITE_ATTACHED_FLAG
 from esbridge.config.pipeline import PipelineSettings
-from esbridge.config.settings import Settings, load_settings
+from esbridge.config.settings import CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE, Settings, load_settings
 from esbridge.engines import Engine, connect
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
 
@@ -68,6 +70,31 @@ def check_top_n(top_n: int, settings: Settings) -> None:
 def settings_from(config_file: Path | None = None, **flags: Any) -> Settings:
     """Settings from every source, with the command-line flags given taking precedence."""
     return load_settings(config_file, **flags)
+
+
+def config_path(config_file: Path | None) -> Path:
+    """The settings file commands read and ``--write`` options write: ``--config``, else $ESBRIDGE_CONFIG,
+    else ./esbridge.toml."""
+    if config_file is not None:
+        return config_file
+    return Path(os.environ.get(CONFIG_FILE_ENV) or DEFAULT_CONFIG_FILE)
+
+
+def write_attached_option(command: F) -> F:
+    """``--write-attached``: allow a write into an attached index (one with a [fields.<index>] field map)."""
+    return click.option(
+        WRITE_ATTACHED_FLAG,
+        "write_attached",
+        is_flag=True,
+        help="Allow writing into an attached index (one esbridge did not create); it is read-only without this.",
+    )(command)
+
+
+def refuse_attached_write(settings: Settings, write_attached: bool, what: str) -> None:
+    """Refuse ``what`` on an attached index (it has a ``[fields.<index>]`` table) unless ``--write-attached``."""
+    from esbridge.attach.guard import refuse_write
+
+    refuse_write(settings.index, settings.attached, write_attached, what)
 
 
 def yes_option(command: F) -> F:

@@ -135,6 +135,16 @@ def render(response: SearchResponse, explain: bool) -> str:
     lines.extend(f"warning: {warning}" for warning in response.warnings)
     if (routed := response.details.routing) is not None and routed.category is not None:
         lines.append(f"category: {routed.category} ({routed.reason})")
+    if explain:
+        lines.extend(f"off: {feature} ({reason})" for feature, reason in response.details.off.items())
+        searched = {
+            name: found.fields
+            for hit in response.results
+            if hit.explain is not None
+            for name, found in hit.explain.retrievers.items()
+        }
+        if searched:
+            lines.append("fields: " + "; ".join(f"{name} {', '.join(fields)}" for name, fields in searched.items()))
     for rank, hit in enumerate(response.results, start=1):
         label = hit.title or hit.doc_id
         lines.append(f"{rank:>3}. {hit.score:.3f}  {label}  [{hit.id}]")

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import click
 
-from esbridge.cli.options import engine_options, engine_session, index_manager, index_option, settings_from
+from esbridge.cli.options import (
+    engine_options,
+    engine_session,
+    index_manager,
+    index_option,
+    refuse_attached_write,
+    settings_from,
+    write_attached_option,
+)
 from esbridge.ingest.transfer import export_chunks, export_to_file, import_chunks
 
 
@@ -42,12 +50,20 @@ def export_command(
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @engine_options
 @index_option
+@write_attached_option
 @click.option("--json", "as_json", is_flag=True, help="Print one summary object.")
 def import_command(
-    path: Path, url: str | None, engine: str | None, config_file: Path | None, index: str | None, as_json: bool
+    path: Path,
+    url: str | None,
+    engine: str | None,
+    config_file: Path | None,
+    index: str | None,
+    write_attached: bool,
+    as_json: bool,
 ) -> None:
     """Load an `esbridge export` file into the index, keeping ids, hashes and vectors."""
     settings = settings_from(config_file, url=url, engine=engine, index=index)
+    refuse_attached_write(settings, write_attached, "import into")
     with engine_session(settings) as adapter:
         imported, failed = import_chunks(adapter, settings.index, path)
     if as_json:

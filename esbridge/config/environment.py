@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import warnings
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from typing import TypeGuard
+from typing import TypeGuard, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -82,9 +82,16 @@ def warn_unknown_variables(environ: Mapping[str, str], model: type[BaseModel], a
 def nearest_setting(model: type[BaseModel], keys: Sequence[str]) -> str | None:
     """The known setting nearest to the unknown one at ``keys``, e.g. pipeline.top_n_maxx -> pipeline.top_n_max."""
     section: type[BaseModel] = model
+    within_table = False
     for key in keys[:-1]:
+        if within_table:  # the key of a table of sections (``fields.<index>``): any name is known
+            within_table = False
+            continue
         field = section.model_fields.get(key)
         annotation = field.annotation if field is not None else None
+        if get_origin(annotation) is dict and _is_section(value := get_args(annotation)[1]):
+            section, within_table = value, True
+            continue
         if not _is_section(annotation):
             return None
         section = annotation

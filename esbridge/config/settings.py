@@ -30,6 +30,7 @@ from pydantic_settings import (
 
 from esbridge.config.connection import AuthSettings, TlsSettings
 from esbridge.config.environment import nearest_setting, warn_unknown_variables
+from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.service import ServiceSettings
 from esbridge.errors import ConfigError
@@ -140,6 +141,29 @@ class Settings(BaseSettings):
                 raise ValueError(f"routing.{category}: give it at least one keyword, none of them blank")
         return value
 
+    fields: dict[str, FieldMap] = Field(
+        default_factory=dict,
+        description="attached indices (not created by esbridge): index name -> its field map; read-only by default",
+    )
+
+    @property
+    def field_map(self) -> FieldMap:
+        """The fields of ``index``: its ``[fields.<index>]`` table when it is attached, else esbridge's schema."""
+        return self.fields.get(self.index, DEFAULT_FIELD_MAP)
+
+    @property
+    def index_embedding(self) -> EmbeddingSettings:
+        """``embedding``, with the model (and dimension) an attached index's field map names, if it names one."""
+        model = self.field_map.model
+        if model is None or model == self.embedding.model:
+            return self.embedding
+        return self.embedding.model_copy(update={"model": model, "dimension": self.field_map.dimension})
+
+    @property
+    def attached(self) -> bool:
+        """``index`` is an index esbridge did not create, named in ``[fields]``."""
+        return self.index in self.fields
+
     @field_validator("url")
     @classmethod
     def _url_is_http(cls, value: str | None) -> str | None:
@@ -220,7 +244,7 @@ class Settings(BaseSettings):
         return self.model_dump(mode="json")
 
 
-_SECTIONS = ("auth", "tls", "embedding", "mapping", "pipeline", "service")
+_SECTIONS = ("auth", "tls", "embedding", "mapping", "pipeline", "service", "fields")
 
 ENV_SHORTHANDS: dict[str, tuple[str, str]] = {
     "ESBRIDGE_FUSION_MODE": ("pipeline", "mode"),

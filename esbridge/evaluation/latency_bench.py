@@ -146,6 +146,7 @@ async def _measure(
             no_cache.model_copy(update=update),
             num_candidates=settings.mapping.hnsw_ef_search,
             probe=capabilities,
+            fields=settings.field_map,
         )
 
     searchers = {
@@ -165,10 +166,13 @@ async def _measure(
             sink[mode].append((time.perf_counter() - started) * 1000)
         return result
 
+    fields = settings.field_map
+    displayed = bodies.DISPLAY_FIELDS if not settings.attached else tuple(fields.stored_fields(with_texts=False))
+
     async def one(text: str, sink: dict[str, list[float]]) -> None:
         # The fields the pipeline itself asks for (no chunk texts with the default fusion), so modes compare alike.
         context = RetrievalContext(
-            engine.dialect, text, top_k, filters, settings.mapping.hnsw_ef_search, bodies.DISPLAY_FIELDS
+            engine.dialect, text, top_k, filters, settings.mapping.hnsw_ef_search, displayed, settings.field_map
         )
         lexical = retrievers.bm25.body(context, None)
         if "bm25" in modes:

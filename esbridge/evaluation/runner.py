@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import CacheSettings
 from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import AsyncEngine, Dialect, SearchResult
@@ -149,6 +150,7 @@ async def run_configurations(
     native_unavailable: str | None = None,
     capabilities: Capabilities | None = None,
     progress: Callable[[int], None] = lambda n: None,
+    fields: FieldMap = DEFAULT_FIELD_MAP,
 ) -> list[ConfigurationRuns]:
     """Each query through each configuration; retrieval shared by the configurations of a query.
 
@@ -171,9 +173,13 @@ async def run_configurations(
         deep_pipeline = pipeline.model_copy(
             update={"top_k_multiplier": max(pipeline.top_k_multiplier, depth.deep_multiplier)}
         )
-        top = build_searcher(memo, index, model, pipeline, num_candidates=num_candidates, probe=capabilities)
+        top = build_searcher(
+            memo, index, model, pipeline, num_candidates=num_candidates, probe=capabilities, fields=fields
+        )
         deep = (
-            build_searcher(memo, index, model, deep_pipeline, num_candidates=num_candidates, probe=capabilities)
+            build_searcher(
+                memo, index, model, deep_pipeline, num_candidates=num_candidates, probe=capabilities, fields=fields
+            )
             if depth.deep
             else None
         )

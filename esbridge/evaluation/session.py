@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from esbridge.attach.guard import preflight
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.engines import Engine, connect, connect_async, resolve_kind
 from esbridge.engines.capabilities import Capabilities
-from esbridge.errors import IndexNotFound
+from esbridge.errors import IndexNotFound, ReadOnlyIndex
 from esbridge.evaluation.dataset import JudgedQueries
 from esbridge.evaluation.methods import Configuration
 from esbridge.evaluation.runner import ConfigurationRuns, Depth, run_configurations
@@ -40,6 +41,11 @@ def prepare_index(
     or with ``reuse`` only check that the index exists."""
     adapter = connect(settings)
     try:
+        if settings.attached and not reuse:
+            raise ReadOnlyIndex(
+                f"index {settings.index} is attached (it has a [fields.{settings.index}] field map): eval does not "
+                "ingest into it; evaluate it as it is with --reuse, with judgements that name its document ids"
+            )
         if reuse:
             if not adapter.index_exists(settings.index):
                 raise IndexNotFound(
@@ -48,6 +54,7 @@ def prepare_index(
                     operation="eval",
                     index=settings.index,
                 )
+            preflight(settings, adapter, embedder.dimension if embedder is not None else None)
             return None
         manager = IndexManager(
             adapter, settings.index, parameters_from(settings, embedder.dimension if embedder else None)
@@ -120,6 +127,7 @@ def run(
                 native_unavailable=native_reason,
                 capabilities=capabilities,
                 progress=progress,
+                fields=settings.field_map,
             )
         finally:
             await engine.close()

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from esbridge.config.settings import EmbeddingSettings, Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.embeddings.cached import CachedEmbedder
-from esbridge.engines import connect_async, resolve_kind
+from esbridge.engines import connect, connect_async, resolve_kind
 from esbridge.errors import ModelUnavailable
 from esbridge.query.factory import searcher_for
 from esbridge.query.models import SearchRequest, SearchResponse
@@ -36,8 +36,9 @@ def open_query_embedder(settings: Settings, *, serving: bool = False) -> tuple[C
 
 
 def query_embedding(settings: Settings) -> EmbeddingSettings:
-    """The embedding settings of a process that embeds queries: torch on ``query_threads`` threads."""
-    return settings.embedding.model_copy(update={"threads": settings.embedding.query_threads})
+    """The embedding settings of a process that embeds queries: torch on ``query_threads`` threads, and the
+    model an attached index's field map names, if it names one."""
+    return settings.index_embedding.model_copy(update={"threads": settings.embedding.query_threads})
 
 
 @asynccontextmanager
@@ -46,12 +47,25 @@ async def searcher(
 ) -> AsyncIterator[HybridSearcher]:
     """A searcher over the configured index, its engine connection closed on exit."""
     kind = resolve_kind(settings)
+    if settings.attached:
+        await asyncio.to_thread(_preflight, settings.model_copy(update={"engine": kind}), embedder)
     engine = connect_async(settings, kind=kind)
     try:
         probe = settings.model_copy(update={"engine": kind})  # only when a search may go native
         yield searcher_for(settings, engine, embedder, probe=probe, model_problem=model_problem)
     finally:
         await engine.close()
+
+
+def _preflight(settings: Settings, embedder: Embedder | None) -> None:
+    """An attached index's vector field is checked against the query embedder before any search."""
+    from esbridge.attach.guard import preflight
+
+    adapter = connect(settings)
+    try:
+        preflight(settings, adapter, embedder.dimension if embedder is not None else None)
+    finally:
+        adapter.close()
 
 
 def search(

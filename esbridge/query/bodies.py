@@ -10,22 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from esbridge import errors
+from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.engines.base import JSON, Dialect
-from esbridge.mappings.schema import VECTOR_FIELD
 from esbridge.query.models import Filters, status_spellings
 
-# Fields analysed alike (English): scored together as one field, BM25F-style.
-# Title 1.5, not the 3.0 it was: every chunk repeats its document's title, and on SciFact's train
-# queries BM25 nDCG@10 was 0.638 at 3.0, 0.675 at 2.0, 0.688 at 1.5, 0.678 at 1.0 (docs/evaluation.md).
-DEFAULT_TEXT_BOOSTS: Mapping[str, float] = {
-    "title": 1.5,
-    "aliases": 2.5,
-    "headings": 2.0,
-    "body": 1.0,
-    "metadata_text": 1.0,
-}
+# Fields analysed alike (English): scored together as one field, BM25F-style (the default field map's).
+DEFAULT_TEXT_BOOSTS: Mapping[str, float] = DEFAULT_FIELD_MAP.text
 # Fields with their own analyzers: scored separately, best field wins.
-DEFAULT_EXACT_BOOSTS: Mapping[str, float] = {"path.text": 2.0, "code": 1.0}
+DEFAULT_EXACT_BOOSTS: Mapping[str, float] = DEFAULT_FIELD_MAP.exact
 
 # Stored fields a search asks for. The chunk texts (body, code) are the bulk of a response; only
 # re-ranking and adaptive fusion read them, so other searches ask for DISPLAY_FIELDS.
@@ -81,13 +74,24 @@ def bm25_text(
     return bounded_text(text, len(text_boosts) + len(exact_boosts))
 
 
-def filter_clauses(filters: Filters) -> list[JSON]:
-    """The filter clauses of ``filters`` (terms, date ranges), without the lifecycle exclusion."""
+def mapped(fields: FieldMap, name: str) -> str:
+    """The index's field for esbridge's filter ``name``; an error naming the setting when it is not mapped."""
+    field = fields.field_for(name)
+    if field is None:
+        raise errors.ConfigError(
+            f"cannot filter on {name}: the index's field map names no field for it (set it in [fields.<index>])"
+        )
+    return field
+
+
+def filter_clauses(filters: Filters, fields: FieldMap = DEFAULT_FIELD_MAP) -> list[JSON]:
+    """The filter clauses of ``filters`` (terms, date ranges) on the mapped fields, without the lifecycle
+    exclusion. A filter on a field the map does not name is an error, not a filter silently dropped."""
     clauses: list[JSON] = [
-        {"terms": {field: _spellings(values) if field == "status" else list(values)}}
-        for field, values in sorted(filters.terms.items())
+        {"terms": {mapped(fields, name): _spellings(values) if name == "status" else list(values)}}
+        for name, values in sorted(filters.terms.items())
     ]
-    for field, after, before in (
+    for name, after, before in (
         ("modified_at", filters.modified_after, filters.modified_before),
         ("created_at", filters.created_after, filters.created_before),
     ):
@@ -97,16 +101,16 @@ def filter_clauses(filters: Filters) -> list[JSON]:
         if before is not None:
             bounds["lte"] = before.isoformat()
         if bounds:
-            clauses.append({"range": {field: bounds}})
+            clauses.append({"range": {mapped(fields, name): bounds}})
     return clauses
 
 
-def filter_query(filters: Filters) -> JSON:
-    """One ``bool`` query holding every filter, the lifecycle exclusion included."""
-    query: JSON = {"filter": filter_clauses(filters)}
+def filter_query(filters: Filters, fields: FieldMap = DEFAULT_FIELD_MAP) -> JSON:
+    """One ``bool`` query holding every filter, the lifecycle exclusion included (when a status is mapped)."""
+    query: JSON = {"filter": filter_clauses(filters, fields)}
     excluded = filters.excluded_statuses
-    if excluded:
-        query["must_not"] = [{"terms": {"status": _spellings(excluded)}}]
+    if excluded and fields.status is not None:
+        query["must_not"] = [{"terms": {fields.status: _spellings(excluded)}}]
     return {"bool": query}
 
 
@@ -114,7 +118,7 @@ def _spellings(statuses: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(spelling for status in statuses for spelling in status_spellings(status)))
 
 
-def _boosted(boosts: Mapping[str, float]) -> list[str]:
+def boosted(boosts: Mapping[str, float]) -> list[str]:
     return [field if boost == 1.0 else f"{field}^{boost:g}" for field, boost in boosts.items()]
 
 
@@ -124,26 +128,24 @@ def bm25_body(
     *,
     size: int,
     filters: Filters,
-    text_boosts: Mapping[str, float] = DEFAULT_TEXT_BOOSTS,
-    exact_boosts: Mapping[str, float] = DEFAULT_EXACT_BOOSTS,
+    fields: FieldMap = DEFAULT_FIELD_MAP,
     source_fields: Sequence[str] = RESULT_FIELDS,
 ) -> JSON:
-    """BM25 over the text fields with per-field boosts.
+    """BM25 over the mapped text fields with their boosts (``fields.text`` and ``fields.exact``).
 
     Elasticsearch scores the English fields with ``combined_fields`` (BM25F); OpenSearch, which has no
     ``combined_fields``, with ``multi_match`` of type ``cross_fields``, which blends term statistics
     across the fields the same way. Path and code, analysed differently, add a ``best_fields`` match. A
     query too long for the engine's clause limit is shortened first (``bm25_text``).
     """
-    if not text_boosts:
-        raise ValueError("BM25 needs at least one text field to search")
+    text_boosts, exact_boosts = fields.text, fields.exact
     text = bm25_text(text, text_boosts, exact_boosts)
     if dialect == "elasticsearch":
-        grouped: JSON = {"combined_fields": {"query": text, "fields": _boosted(_at_least_one(text_boosts))}}
+        grouped: JSON = {"combined_fields": {"query": text, "fields": boosted(_at_least_one(text_boosts))}}
     else:
-        grouped = {"multi_match": {"query": text, "type": "cross_fields", "fields": _boosted(text_boosts)}}
-    exact: JSON = {"multi_match": {"query": text, "type": "best_fields", "fields": _boosted(exact_boosts)}}
-    query = filter_query(filters)
+        grouped = {"multi_match": {"query": text, "type": "cross_fields", "fields": boosted(text_boosts)}}
+    exact: JSON = {"multi_match": {"query": text, "type": "best_fields", "fields": boosted(exact_boosts)}}
+    query = filter_query(filters, fields)
     # No exact fields: no clause; a multi_match without fields would search every field of the index.
     query["bool"]["should"] = [grouped, exact] if exact_boosts else [grouped]
     query["bool"]["minimum_should_match"] = 1
@@ -157,17 +159,20 @@ def knn_body(
     k: int,
     filters: Filters,
     num_candidates: int,
+    fields: FieldMap = DEFAULT_FIELD_MAP,
     source_fields: Sequence[str] = RESULT_FIELDS,
 ) -> JSON:
-    """The ``k`` nearest chunks to ``vector`` among those that pass ``filters``.
+    """The ``k`` nearest chunks to ``vector`` in the mapped vector field among those that pass ``filters``.
 
     ``num_candidates`` is Elasticsearch's per-shard candidate list; for OpenSearch's Lucene engine it
     is sent as ``method_parameters.ef_search``, the same knob.
     """
     if k < 1:
         raise ValueError(f"k must be positive, got {k}")
+    if fields.vector is None:
+        raise errors.ConfigError("kNN needs a vector field, and the index's field map names none")
     candidates = max(num_candidates, k)
-    filter_clause = filter_query(filters)
+    filter_clause = filter_query(filters, fields)
     if dialect == "opensearch":
         clause: JSON = {
             "vector": list(vector),
@@ -175,9 +180,9 @@ def knn_body(
             "filter": filter_clause,
             "method_parameters": {"ef_search": candidates},
         }
-        return {"size": k, "_source": list(source_fields), "query": {"knn": {VECTOR_FIELD: clause}}}
+        return {"size": k, "_source": list(source_fields), "query": {"knn": {fields.vector: clause}}}
     knn: JSON = {
-        "field": VECTOR_FIELD,
+        "field": fields.vector,
         "query_vector": list(vector),
         "k": k,
         "num_candidates": candidates,
@@ -186,12 +191,59 @@ def knn_body(
     return {"size": k, "_source": list(source_fields), "knn": knn}
 
 
-def links_body(doc_ids: Sequence[str], *, size: int, filters: Filters) -> JSON:
-    """One request for graph expansion: the seed documents (their out-links) and every chunk linking to them."""
-    query = filter_query(filters)
-    query["bool"]["should"] = [{"terms": {"doc_id": list(doc_ids)}}, {"terms": {"links": list(doc_ids)}}]
+def engine_embedded_body(
+    dialect: Dialect,
+    text: str,
+    *,
+    k: int,
+    filters: Filters,
+    num_candidates: int,
+    fields: FieldMap,
+    source_fields: Sequence[str] = RESULT_FIELDS,
+) -> JSON:
+    """The ``k`` nearest documents to ``text`` embedded by the engine itself, with the model that made the
+    index's vectors (``fields.query_embedding = "engine"``).
+
+    OpenSearch: a ``neural`` query with the ML model id, filters inside it (neural-search 2.12+) as in
+    ``knn_body``. Elasticsearch: a ``semantic`` query on a ``semantic_text`` field (its mapping names the
+    inference endpoint; the query has no filter of its own, so the filters wrap it in a ``bool``), or kNN on
+    a dense_vector field with a ``query_vector_builder`` naming the inference endpoint or model, filters inside.
+    """
+    if fields.vector is None:
+        raise errors.ConfigError(
+            "engine-side embedding needs the vector field it searches, and the field map names none"
+        )
+    filter_clause = filter_query(filters, fields)
+    if dialect == "opensearch":
+        clause: JSON = {"query_text": text, "model_id": fields.model_id, "k": k, "filter": filter_clause}
+        return {"size": k, "_source": list(source_fields), "query": {"neural": {fields.vector: clause}}}
+    if fields.semantic_text:
+        query: JSON = {
+            "bool": {"must": [{"semantic": {"field": fields.vector, "query": text}}], **filter_clause["bool"]}
+        }
+        return {"size": k, "_source": list(source_fields), "query": query}
+    knn: JSON = {
+        "field": fields.vector,
+        "k": k,
+        "num_candidates": max(num_candidates, k),
+        "filter": filter_clause,
+        "query_vector_builder": {"text_embedding": {"model_id": fields.model_id, "model_text": text}},
+    }
+    return {"size": k, "_source": list(source_fields), "knn": knn}
+
+
+def links_body(doc_ids: Sequence[str], *, size: int, filters: Filters, fields: FieldMap = DEFAULT_FIELD_MAP) -> JSON:
+    """One request for graph expansion: the seed documents (their out-links) and every chunk linking to them.
+
+    Without a mapped id field, documents are found by the engine's ``_id``."""
+    if fields.links is None:
+        raise errors.ConfigError("graph expansion needs a links field, and the index's field map names none")
+    seeds: JSON = {"terms": {fields.id: list(doc_ids)}} if fields.id else {"ids": {"values": list(doc_ids)}}
+    query = filter_query(filters, fields)
+    query["bool"]["should"] = [seeds, {"terms": {fields.links: list(doc_ids)}}]
     query["bool"]["minimum_should_match"] = 1
-    return {"size": size, "_source": [*RESULT_FIELDS, "link_weights"], "query": query}
+    stored = RESULT_FIELDS if fields is DEFAULT_FIELD_MAP else fields.stored_fields(with_texts=False)
+    return {"size": size, "_source": [*stored, "link_weights"], "query": query}
 
 
 def _at_least_one(boosts: Mapping[str, float]) -> dict[str, float]:

@@ -26,6 +26,8 @@ class Trail:
     rerank_scores: Mapping[str, float] = field(default_factory=dict)
     explanations: Mapping[str, Any] = field(default_factory=dict)
     """id -> the engine's own explanation (native hybrid)"""
+    fields: Mapping[str, list[str]] = field(default_factory=dict)
+    """retriever name -> the index's fields it searched (with boosts)"""
 
 
 def document_of(item: str, source: Mapping[str, Any]) -> str:
@@ -55,7 +57,7 @@ def explained(item: str, score: float, trail: Trail) -> Explain:
     linked = rescored.linked.get(doc_key, []) if rescored else []
     return Explain(
         retrievers={
-            name: RetrieverExplain(rank=rank, score=run[item])
+            name: RetrieverExplain(rank=rank, score=run[item], fields=list(trail.fields.get(name, [])))
             for name, run in trail.runs.items()
             for rank, candidate in enumerate(run, start=1)
             if candidate == item

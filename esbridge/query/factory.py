@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 
+from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
@@ -75,6 +76,7 @@ def build_searcher(
     reranker: Reranker | None = None,
     model_problem: str | None = None,
     routing: Categories | None = None,
+    fields: FieldMap = DEFAULT_FIELD_MAP,
 ) -> HybridSearcher:
     """A searcher over ``index``; ``model_problem`` (why the model did not load) becomes a warning on every answer."""
     return HybridSearcher(
@@ -87,6 +89,7 @@ def build_searcher(
         probe=prober(probe),
         model_problem=model_problem,
         routing=routing,
+        fields=fields,
     )
 
 
@@ -109,4 +112,5 @@ def searcher_for(
         reranker=reranker_for(settings),
         model_problem=model_problem,
         routing=settings.routing,
+        fields=settings.field_map,
     )

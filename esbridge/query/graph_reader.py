@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from esbridge import errors
-from esbridge.engines.base import AsyncEngine
+from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap, canonical_source
+from esbridge.engines.base import AsyncEngine, Hit
 from esbridge.ids import first_chunk
 from esbridge.query import bodies
 from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, seed_docs
@@ -51,9 +52,17 @@ class Relinked:
 class LinkReader:
     """Reads links and neighbours from one index."""
 
-    def __init__(self, engine: AsyncEngine, index: str) -> None:
+    def __init__(self, engine: AsyncEngine, index: str, fields: FieldMap = DEFAULT_FIELD_MAP) -> None:
         self.engine = engine
         self.index = index
+        self.fields = fields
+
+    def _source(self, hit: Hit) -> Mapping[str, Any]:
+        return canonical_source(hit.source, self.fields, hit.id)
+
+    def _item_of(self, doc_id: str) -> str:
+        # esbridge's chunks: a document enters as its first chunk; an attached index's documents are their hits.
+        return first_chunk(doc_id) if self.fields is DEFAULT_FIELD_MAP else doc_id
 
     async def expand(
         self, scores: Mapping[str, float], doc_of: Mapping[str, str], filters: Filters, options: GraphOptions
@@ -70,7 +79,8 @@ class LinkReader:
                 links = {**links, **further}
                 sources = {**more_sources, **sources}
                 warnings = (*warnings, *more_warnings)
-            admitted, admitted_sources = await self._admitted(expand(scores, doc_of, links, options), filters)
+            expansion = expand(scores, doc_of, links, options, item_of=self._item_of)
+            admitted, admitted_sources = await self._admitted(expansion, filters)
         except errors.EngineError as exc:
             return Expanded(warnings=(f"graph expansion skipped: {exc}",))
         return Expanded(admitted, admitted_sources, sources, warnings, _ms(started))
@@ -79,18 +89,30 @@ class LinkReader:
         """The direct results re-scored by their links to each other; their own links are all it needs."""
         started = time.perf_counter()
         # Every chunk of a document carries its links, and every document has a chunk 0.
-        firsts = sorted({first_chunk(doc_of[item]) for item in scores})
-        body = {"size": len(firsts), "_source": list(LINK_FIELDS), "query": {"ids": {"values": firsts}}}
+        firsts = sorted({self._item_of(doc_of[item]) for item in scores})
+        body = {"size": len(firsts), "_source": self._link_fields(), "query": self._ids_query(firsts)}
         try:
             result = await self.engine.search(self.index, body)
         except errors.EngineError as exc:
             return Relinked(None, (f"graph re-scoring skipped: {exc}",))
-        return Relinked(rescore(scores, doc_of, link_map(hit.source for hit in result.hits), options), (), _ms(started))
+        links = link_map(self._source(hit) for hit in result.hits)
+        return Relinked(rescore(scores, doc_of, links, options), (), _ms(started))
+
+    def _link_fields(self) -> list[str]:
+        if self.fields is DEFAULT_FIELD_MAP:
+            return list(LINK_FIELDS)
+        return [name for name in (self.fields.id, self.fields.links) if name]
+
+    def _ids_query(self, items: Sequence[str]) -> dict[str, Any]:
+        """Hits by their ids; an attached index with an id field holds a document's id there instead."""
+        if self.fields is DEFAULT_FIELD_MAP or self.fields.id is None:
+            return {"ids": {"values": list(items)}}
+        return {"terms": {self.fields.id: list(items)}}
 
     async def _links(
         self, doc_ids: Sequence[str], filters: Filters
     ) -> tuple[dict[str, dict[str, float]], dict[str, Mapping[str, Any]], tuple[str, ...]]:
-        body = bodies.links_body(doc_ids, size=LINKED_CHUNKS, filters=filters)
+        body = bodies.links_body(doc_ids, size=LINKED_CHUNKS, filters=filters, fields=self.fields)
         result = await self.engine.search(self.index, body)
         warnings: tuple[str, ...] = ()
         if result.total > len(result.hits):
@@ -100,8 +122,8 @@ class LinkReader:
             )
         sources: dict[str, Mapping[str, Any]] = {}
         for hit in result.hits:
-            sources.setdefault(hit.id, hit.source)
-        return link_map(hit.source for hit in result.hits), sources, warnings
+            sources.setdefault(hit.id, self._source(hit))
+        return link_map(sources.values()), sources, warnings
 
     async def _admitted(
         self, expansion: GraphExpansion, filters: Filters
@@ -113,11 +135,18 @@ class LinkReader:
         """
         if not expansion.scores:
             return expansion, {}
-        query = bodies.filter_query(filters)
-        query["bool"]["filter"].append({"ids": {"values": list(expansion.scores)}})
-        body = {"size": len(expansion.scores), "_source": list(bodies.RESULT_FIELDS), "query": query}
+        query = bodies.filter_query(filters, self.fields)
+        query["bool"]["filter"].append(self._ids_query(list(expansion.scores)))
+        stored = (
+            bodies.RESULT_FIELDS if self.fields is DEFAULT_FIELD_MAP else self.fields.stored_fields(with_texts=False)
+        )
+        body = {"size": len(expansion.scores), "_source": list(stored), "query": query}
         result = await self.engine.search(self.index, body)
-        found = {hit.id: hit.source for hit in result.hits}
+        found: dict[str, Mapping[str, Any]] = {}
+        for hit in result.hits:
+            source = self._source(hit)
+            # An attached index's neighbour is keyed by its document id, which is what the links named.
+            found[hit.id if self.fields is DEFAULT_FIELD_MAP else str(source["doc_id"])] = source
         admitted = GraphExpansion(
             {item: score for item, score in expansion.scores.items() if item in found},
             {item: neighbor for item, neighbor in expansion.neighbors.items() if item in found},

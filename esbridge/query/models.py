@@ -117,6 +117,7 @@ class SearchRequest(BaseModel):
 class RetrieverExplain(BaseModel):
     rank: int
     score: float
+    fields: list[str] = Field(default_factory=list, description="the index's fields the retriever searched (^boost)")
 
 
 class Explain(BaseModel):
@@ -186,6 +187,11 @@ class SearchDetails(BaseModel):
     concept_terms: list[str] = Field(default_factory=list, description="concept expansion: the terms added")
     routing: RoutingDetails | None = Field(default=None, description="category routing, when categories exist")
     cached: bool = Field(default=False, description="answered from the response cache")
+    off: dict[str, str] = Field(
+        default_factory=dict,
+        description="features off because the index's field map names no field for them (knn, recency, graph, "
+        "lifecycle) -> why",
+    )
     partial: bool = Field(
         default=False, description="some shards did not answer: results may be missing (warnings say which)"
     )

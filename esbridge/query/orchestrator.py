@@ -24,6 +24,8 @@ from typing import Any
 from cachetools import TTLCache
 
 from esbridge import errors
+from esbridge.attach.engine_embedding import engine_embedding_problem
+from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import AsyncEngine
@@ -31,11 +33,19 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.query import bodies
 from esbridge.query.documents import per_document
 from esbridge.query.explain import Trail, build_hit, document_of, str_or_none
+from esbridge.query.field_roles import features_off, searched_fields
 from esbridge.query.fusion import FusionContext, fuse, get_fusion, traits_of
 from esbridge.query.graph import GraphOptions, with_neighbors
 from esbridge.query.graph_reader import LinkReader
 from esbridge.query.grouping import GROUP_FIELDS, group
-from esbridge.query.models import RoutingDetails, SearchDetails, SearchMode, SearchRequest, SearchResponse
+from esbridge.query.models import (
+    NativeDetails,
+    RoutingDetails,
+    SearchDetails,
+    SearchMode,
+    SearchRequest,
+    SearchResponse,
+)
 from esbridge.query.native.choice import NativeChoice, choose_native
 from esbridge.query.query_vectors import QueryVectors
 from esbridge.query.recency import HalfLife, RecencyRule, Tier, Tiers, apply_recency, parse_modified_at
@@ -83,8 +93,11 @@ class HybridSearcher:
         probe: Probe | None = None,
         model_problem: str | None = None,
         routing: Categories | None = None,
+        fields: FieldMap = DEFAULT_FIELD_MAP,
     ) -> None:
         self.engine = engine
+        self.fields = fields
+        """the index's fields by role; features whose field it does not name are off"""
         self.index = index
         self.embedder = embedder
         self.pipeline = pipeline or PipelineSettings()
@@ -99,7 +112,7 @@ class HybridSearcher:
         self._capabilities: Capabilities | str | None = None
         self.vectors = QueryVectors(embedder, self.pipeline, engine, index)
         self.retrieval = Retrieval(engine, index, self.pipeline, self.vectors)
-        self.links = LinkReader(engine, index)
+        self.links = LinkReader(engine, index, fields)
         cache = self.pipeline.cache
         self._responses: TTLCache[str, SearchResponse] | None = (
             TTLCache(cache.results, cache.results_ttl_s) if cache.results else None
@@ -129,15 +142,24 @@ class HybridSearcher:
             return cached
         request, routed = self._route(request)
         plan = self._plan(request)
+        off = features_off(self.fields, request)
+        plan, engine_embedding = await self._engine_embedding(plan)
         native = await self._native_choice(request, plan)
         retrieved, native, notes = await self._retrieve(request, plan, native)
-        notes = notes.add(self._query_cut(request))
+        notes = notes.add(engine_embedding, self._query_cut(request))
         mode = self._mode(retrieved, notes)
         doc_of = {item: document_of(item, source) for item, source in retrieved.sources.items()}
         runs = self._runs(retrieved, doc_of)
         fused = self._fuse(request, plan, runs, retrieved)
         scores, multipliers = self._recency(request, fused.scores, retrieved.sources)
-        trail = Trail(runs, retrieved.sources, fused, multipliers, explanations=retrieved.explanations)
+        trail = Trail(
+            runs,
+            retrieved.sources,
+            fused,
+            multipliers,
+            explanations=retrieved.explanations,
+            fields=searched_fields(self.fields),
+        )
         scores, trail, doc_of, notes = await self._graph(request, scores, trail, doc_of, notes)
         scores, trail, notes = await self._rerank(request, scores, trail, notes)
         final = self._shape(request, scores, trail, doc_of)
@@ -146,7 +168,7 @@ class HybridSearcher:
             query=request.query,
             search_mode=mode,
             took_ms=_ms(started),
-            warnings=[*([self.model_problem] if self.model_problem else []), *notes.warnings],
+            warnings=[*([self.model_problem] if self.model_problem else []), *off.asked, *notes.warnings],
             results=[build_hit(item, score, trail, explain=request.explain) for item, score in final.items()],
             groups=groups,
             details=SearchDetails(
@@ -157,6 +179,7 @@ class HybridSearcher:
                 native=native.details,
                 concept_terms=list(retrieved.concept_terms),
                 routing=routed,
+                off=off.features,
             ),
         )
         # A degraded answer is not kept: the next identical search should get the whole pipeline again.
@@ -201,22 +224,22 @@ class HybridSearcher:
             self.num_candidates,
             knn_types=tuple(self.pipeline.knn_per_type),
             k_per_type=self.pipeline.knn_k_per_type,
-            source_fields=(
-                (*bodies.RESULT_FIELDS, *GROUP_FIELDS)
-                if request.group
-                else bodies.RESULT_FIELDS
-                if reads_texts
-                else bodies.DISPLAY_FIELDS
-            ),
+            source_fields=(*self._source_fields(reads_texts), *(GROUP_FIELDS if request.group else ())),
+            fields=self.fields,
         )
         return _Plan(
             method_name,
             self._weights(request),
             dict(self.pipeline.fusion_params) if method_name == self.pipeline.fusion else {},
             top_k,
-            traits.lexical_only is not None and traits.lexical_only(request.query),
+            self.fields.vector is None or (traits.lexical_only is not None and traits.lexical_only(request.query)),
             context,
         )
+
+    def _source_fields(self, reads_texts: bool) -> tuple[str, ...]:
+        if self.fields is DEFAULT_FIELD_MAP:
+            return bodies.RESULT_FIELDS if reads_texts else bodies.DISPLAY_FIELDS
+        return tuple(self.fields.stored_fields(with_texts=reads_texts))
 
     def _weights(self, request: SearchRequest) -> dict[str, float]:
         """The configured weights with the request's over them; a name that is no retriever of this pipeline
@@ -233,10 +256,26 @@ class HybridSearcher:
             raise errors.ConfigError("at least one retriever's weight must be above 0")
         return weights
 
+    async def _engine_embedding(self, plan: _Plan) -> tuple[_Plan, str | None]:
+        """With ``query_embedding = "engine"``: the plan, lexical-only with the reason when the probed engine
+        cannot embed queries (an engine not probed is tried: a failed kNN request degrades with a warning)."""
+        if self.fields.query_embedding != "engine" or plan.lexical_only:
+            return plan, None
+        capabilities = await self.capabilities()
+        problem = (
+            engine_embedding_problem(capabilities, self.fields) if isinstance(capabilities, Capabilities) else None
+        )
+        if problem is None:
+            return plan, None
+        return replace(plan, lexical_only=True), f"kNN is off: {problem}"
+
     async def _native_choice(self, request: SearchRequest, plan: _Plan) -> NativeChoice:
         mode = request.mode or self.pipeline.mode
         if plan.lexical_only or mode == "client":
             return NativeChoice()
+        if self.fields.query_embedding == "engine":
+            reason = "the engine embeds the query (query_embedding = 'engine'); native plans send esbridge's vector"
+            return NativeChoice(None, NativeDetails(used=False, reason=reason))
         return await choose_native(
             mode, self.pipeline, plan.method_name, plan.weights, plan.params, capabilities=self.capabilities
         )
@@ -262,10 +301,11 @@ class HybridSearcher:
         return retrieved, native, notes.add(*retrieved.warnings, timings=retrieved.timings)
 
     def _query_cut(self, request: SearchRequest) -> str | None:
-        if "bm25" in self.pipeline.retrievers and bodies.bm25_text(request.query) != request.query:
+        cut = bodies.bm25_text(request.query, self.fields.text, self.fields.exact)
+        if "bm25" in self.pipeline.retrievers and cut != request.query:
             return (
                 "the query is too long for the engine's clause limit: BM25 searched at most its first "
-                f"{bodies.BM25_MAX_WORDS} distinct words"
+                f"{bodies.MAX_CLAUSES // (len(self.fields.text) + len(self.fields.exact))} distinct words"
             )
         return None
 
@@ -327,7 +367,8 @@ class HybridSearcher:
     ) -> tuple[dict[str, float], Trail, dict[str, str], _Notes]:
         """Links: neighbours of the strongest results join them (``expand``), or the results are re-scored
         by their links to each other (``rescore``)."""
-        if not (request.graph if request.graph is not None else self.pipeline.graph.enabled) or not scores:
+        wanted = request.graph if request.graph is not None else self.pipeline.graph.enabled
+        if not wanted or not scores or self.fields.links is None:  # no links mapped: off, and details.off says so
             return scores, trail, doc_of, notes
         options = GraphOptions(**self.pipeline.graph.model_dump(exclude={"enabled"}))
         if options.mode == "rescore":

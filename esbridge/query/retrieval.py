@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from esbridge import errors
+from esbridge.config.fields import canonical_source
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.engines.base import AsyncEngine, Hit, SearchResult
 from esbridge.query.deadline import within
@@ -82,12 +83,13 @@ class Retrieval:
         The embedding is handed to its thread before the lexical requests are even serialised: it is the
         longest step, and every microsecond it starts later is added to the search.
         """
-        semantic = {name: retriever for name, retriever in chosen.items() if retriever.needs_vector}
+        engine_side = context.fields.query_embedding == "engine"  # the engine embeds: every body can go now
+        semantic = {name: r for name, r in chosen.items() if r.needs_vector and not engine_side}
         embedding = self.vectors.start(context.query) if semantic else None
         tasks: dict[str, asyncio.Task[_Answer]] = {}
         try:
             for name, retriever in chosen.items():
-                if not retriever.needs_vector:
+                if name not in semantic:
                     lexical = request_bodies(retriever, context, None)
                     tasks[name] = asyncio.create_task(self._search_all(name, lexical))
         except BaseException:  # a retriever (a plugin's, say) could not build its body: leave nothing running
@@ -129,13 +131,14 @@ class Retrieval:
         found in time); the whole request has a client-side deadline. If the round trip fails anyway,
         the retrievers are sent again as separate requests, each with its own client-side timeout.
         """
-        needs_vector = any(retriever.needs_vector for retriever in chosen.values())
+        engine_side = context.fields.query_embedding == "engine"
+        needs_vector = not engine_side and any(retriever.needs_vector for retriever in chosen.values())
         query_vector = await self.vectors.vector(context.query) if needs_vector else None
         vector = query_vector.vector if query_vector is not None else None
         searches = [
             (name, {**body, "timeout": f"{round(self.pipeline.timeout_s(name) * 1000)}ms"})
             for name, retriever in chosen.items()
-            if vector is not None or not retriever.needs_vector
+            if vector is not None or engine_side or not retriever.needs_vector
             for body in request_bodies(retriever, context, vector)
         ]
         deadline = max(self.pipeline.timeout_s(name) for name, _ in searches) + _MSEARCH_MARGIN_S
@@ -189,7 +192,7 @@ class Retrieval:
             return f"no answer within {timeout_s:g}s" if isinstance(exc, asyncio.TimeoutError) else str(exc)
         sources: dict[str, Mapping[str, Any]] = {}
         for hit in result.hits:
-            sources.setdefault(hit.id, hit.source)
+            sources.setdefault(hit.id, canonical_source(hit.source, context.fields, hit.id))
         return Retrieved(
             runs={"native": {hit.id: hit.score for hit in result.hits[:size]}},
             sources=sources,
@@ -260,7 +263,7 @@ def _collected(
         runs[name] = {hit.id: hit.score for hit in kept}
         semantic[name] = chosen[name].needs_vector
         for hit in answer.result.hits:
-            sources.setdefault(hit.id, hit.source)
+            sources.setdefault(hit.id, canonical_source(hit.source, context.fields, hit.id))
     warnings = tuple(answer.warning for answer in answers.values() if answer.warning)
     timings = {name: answer.ms for name, answer in answers.items()} if timed else {}
     if query_vector is not None:

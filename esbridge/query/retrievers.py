@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.engines.base import JSON, Dialect
 from esbridge.plugins import RETRIEVER_GROUP, Registry
 from esbridge.query import bodies
@@ -26,6 +27,8 @@ class RetrievalContext:
     num_candidates: int
     source_fields: Sequence[str] = bodies.RESULT_FIELDS
     """stored fields each hit brings back"""
+    fields: FieldMap = DEFAULT_FIELD_MAP
+    """the index's fields by role: esbridge's own schema, or an attached index's field map"""
     knn_types: Sequence[str] = ()
     """entity types that each get their own kNN request (``pipeline.knn_per_type``)"""
     k_per_type: int = 30
@@ -53,6 +56,7 @@ class BM25Retriever:
             context.query,
             size=context.top_k,
             filters=context.filters,
+            fields=context.fields,
             source_fields=context.source_fields,
         )
 
@@ -66,7 +70,7 @@ class KnnRetriever:
     def bodies(self, context: RetrievalContext, vector: Sequence[float] | None) -> list[JSON]:
         asked = context.filters.terms.get("entity_type")
         types = [kind for kind in context.knn_types if asked is None or kind in asked]
-        if not types:
+        if not types or context.fields.query_embedding == "engine":
             return [self.body(context, vector)]
         if vector is None:
             raise ValueError("the kNN retriever needs the query vector")
@@ -77,12 +81,23 @@ class KnnRetriever:
                 k=context.k_per_type,
                 filters=context.filters.model_copy(update={"terms": {**context.filters.terms, "entity_type": [kind]}}),
                 num_candidates=max(context.num_candidates, 2 * context.k_per_type),
+                fields=context.fields,
                 source_fields=context.source_fields,
             )
             for kind in types
         ]
 
     def body(self, context: RetrievalContext, vector: Sequence[float] | None) -> JSON:
+        if context.fields.query_embedding == "engine":  # the engine embeds the query text itself
+            return bodies.engine_embedded_body(
+                context.dialect,
+                context.query,
+                k=context.top_k,
+                filters=context.filters,
+                num_candidates=max(context.num_candidates, 2 * context.top_k),
+                fields=context.fields,
+                source_fields=context.source_fields,
+            )
         if vector is None:
             raise ValueError("the kNN retriever needs the query vector")
         return bodies.knn_body(
@@ -91,6 +106,7 @@ class KnnRetriever:
             k=context.top_k,
             filters=context.filters,
             num_candidates=max(context.num_candidates, 2 * context.top_k),
+            fields=context.fields,
             source_fields=context.source_fields,
         )
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from esbridge.attach.guard import preflight
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import AsyncEngine, Engine
@@ -74,6 +75,11 @@ class Backend:
         kind = resolve_kind(self.settings)
         settings = self.settings.model_copy(update={"engine": kind})
         engine = connect(settings)
+        try:  # an attached index's vector field against the query model, before any search
+            preflight(settings, engine, self.embedder.dimension if self.embedder is not None else None)
+        except BaseException:
+            engine.close()
+            raise
         async_engine: AsyncEngine
         if kind == "embedded":
             from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine

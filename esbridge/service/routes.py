@@ -55,6 +55,7 @@ _COMMON: dict[int | str, dict[str, Any]] = {
 _WRITES: dict[int | str, dict[str, Any]] = {
     **_COMMON,
     403: _error("the key lacks the write scope, or writes are disabled: no API keys are configured"),
+    409: _error("the index is attached (not created by esbridge): the sidecar does not write to it"),
 }
 _NOT_JSON: dict[int | str, dict[str, Any]] = {400: _error("the body is not valid JSON (invalid_json)")}
 
@@ -165,6 +166,7 @@ async def upsert_documents(request: Request, body: DocumentsRequest) -> Document
     if len(body.documents) > service.max_documents:
         raise _invalid("body.documents", f"at most {service.max_documents} documents per request")
     backend = _backend(request)
+    _refuse_attached(request)
 
     def work(engine: Engine, control: WriteControl) -> documents.UpsertOutcome:
         backend.ensure_index(engine)
@@ -196,6 +198,7 @@ async def delete_document(
 ) -> DeleteResponse:
     """Delete every chunk of the document."""
     backend = _backend(request)
+    _refuse_attached(request)
 
     def work(engine: Engine, control: WriteControl) -> int:
         return documents.delete(engine, backend.index, doc_id, control=control)
@@ -204,6 +207,18 @@ async def delete_document(
     if deleted == 0:
         raise ServiceError(404, "not_found", f"no document {doc_id!r} in {backend.index}")
     return DeleteResponse(id=doc_id, deleted_chunks=deleted)
+
+
+def _refuse_attached(request: Request) -> None:
+    """An attached index (one esbridge did not create) is searched, never written, through the sidecar."""
+    settings = _settings(request)
+    if settings.attached:
+        raise ServiceError(
+            409,
+            "read_only_index",
+            f"index {settings.index} is attached (it has a [fields.{settings.index}] field map): "
+            "the sidecar searches it and never writes to it",
+        )
 
 
 @router.get("/healthz", response_model=Health, summary="Alive")

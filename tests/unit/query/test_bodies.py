@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.query import bodies
 from esbridge.query.bodies import bm25_body, filter_query, knn_body, links_body
 from esbridge.query.models import Filters
@@ -78,7 +79,8 @@ def test_unknown_filter_fields_are_refused() -> None:
 
 
 def test_elasticsearch_bm25_is_combined_fields_with_boosts_at_least_one() -> None:
-    body = bm25_body("elasticsearch", "solar power", size=20, filters=Filters(), text_boosts={"title": 3, "body": 0.5})
+    fields = DEFAULT_FIELD_MAP.model_copy(update={"text": {"title": 3, "body": 0.5}})
+    body = bm25_body("elasticsearch", "solar power", size=20, filters=Filters(), fields=fields)
     should = body["query"]["bool"]["should"]
     assert should[0] == {"combined_fields": {"query": "solar power", "fields": ["title^3", "body"]}}
     assert should[1]["multi_match"] == {
@@ -148,7 +150,8 @@ def test_bm25_body_sends_a_long_query_shortened() -> None:
 
 
 def test_bm25_without_exact_fields_sends_no_clause_for_them() -> None:
-    body = bm25_body("opensearch", "solar", size=5, filters=Filters(), exact_boosts={})
+    fields = DEFAULT_FIELD_MAP.model_copy(update={"exact": {}})
+    body = bm25_body("opensearch", "solar", size=5, filters=Filters(), fields=fields)
     assert len(body["query"]["bool"]["should"]) == 1
     with pytest.raises(ValueError, match="at least one text field"):
-        bm25_body("opensearch", "solar", size=5, filters=Filters(), text_boosts={})
+        FieldMap(text={})

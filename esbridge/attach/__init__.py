@@ -1,0 +1,1 @@
+"""Attached indices: indices esbridge did not create, searched through a field map, read-only by default."""

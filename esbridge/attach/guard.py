@@ -1,0 +1,60 @@
+"""What keeps an attached index safe and its searches sound: the read-only refusal and the dimension check."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from esbridge import errors
+from esbridge.attach.proposal import flatten, vector_info
+from esbridge.config.fields import WRITE_ATTACHED_FLAG, FieldMap
+from esbridge.config.settings import Settings
+from esbridge.engines.base import Engine
+
+
+def refuse_write(index: str, attached: bool, allowed: bool, what: str) -> None:
+    """Refuse ``what`` (an ingest, a reindex, a mapping change) on an attached index unless ``allowed``."""
+    if attached and not allowed:
+        raise errors.ReadOnlyIndex(
+            f"index {index} is attached (it has a [fields.{index}] field map): esbridge does not {what} it "
+            f"unless told to with {WRITE_ATTACHED_FLAG}; nothing was changed"
+        )
+
+
+def mapped_dimension(mapping: Mapping[str, Any], vector: str) -> int | None:
+    """The dimension the index's mapping gives ``vector``; an error when the field is missing or no vector."""
+    for name, definition in flatten(mapping.get("properties") or {}):
+        if name == vector:
+            if definition.get("type") not in ("knn_vector", "dense_vector"):
+                raise errors.ConfigError(
+                    f"the field map's vector field {vector} is a {definition.get('type')} field, not a vector field"
+                )
+            return vector_info(name, definition).dimension
+    raise errors.ConfigError(f"the field map's vector field {vector} is not in the index's mapping")
+
+
+def preflight(settings: Settings, engine: Engine, embedder_dimension: int | None) -> None:
+    """For an attached index, ``check_dimension`` against its live mapping; nothing for esbridge's own."""
+    if settings.attached:
+        check_dimension(settings.index, settings.field_map, engine.get_mapping(settings.index), embedder_dimension)
+
+
+def check_dimension(index: str, fields: FieldMap, mapping: Mapping[str, Any], embedder_dimension: int | None) -> None:
+    """Before any search: the mapped vector field exists, and the query vectors will have its dimension.
+
+    A mismatch would otherwise surface as an engine error on every kNN request, or as a search that
+    silently degrades to lexical-only.
+    """
+    if fields.vector is None or fields.query_embedding == "engine":
+        return
+    dimension = mapped_dimension(mapping, fields.vector)
+    if fields.dimension is not None and dimension is not None and fields.dimension != dimension:
+        raise errors.DimensionMismatch(
+            f"[fields.{index}] says {fields.vector} has dimension {fields.dimension}, but the index maps it with "
+            f"{dimension}; run `esbridge index inspect {index}` to see the mapping"
+        )
+    if embedder_dimension is not None and dimension is not None and embedder_dimension != dimension:
+        raise errors.DimensionMismatch(
+            f"the query embedder makes {embedder_dimension}-dimensional vectors, but {index}.{fields.vector} holds "
+            f"{dimension}-dimensional ones; name the model that made them as model in [fields.{index}]"
+        )

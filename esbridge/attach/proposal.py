@@ -1,0 +1,216 @@
+"""A field map proposed from an existing index's mapping (``esbridge index inspect``): a pure function.
+
+Fields are sorted into roles by their mapped type (text, keyword, date, vector) and, among fields of one
+type, by name (``updated_at`` is the recency date, ``tags`` the tags). What cannot be told from the mapping
+(which of two vector fields, the model that made the vectors) is left for the operator to say, and the
+proposal lists the fields it did not use.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from esbridge.config.fields import FieldMap
+
+TEXT_TYPES = frozenset({"text", "match_only_text"})
+KEYWORD_TYPES = frozenset({"keyword", "constant_keyword", "wildcard"})
+DATE_TYPES = frozenset({"date", "date_nanos"})
+VECTOR_TYPES = frozenset({"knn_vector", "dense_vector"})
+
+# Name patterns per role, most telling first; the first keyword (or date, or text) field matching wins.
+_ROLES: dict[str, tuple[str, ...]] = {
+    "id": (r"^(doc_?id|document_?id|id|uid|uuid|sku|external_?id)$", r"(^|_)id$"),
+    "title": (r"^(title|name|heading|subject|headline)$", r"(title|name)$"),
+    "path": (r"^(path|url|uri|slug|file_?path)$",),
+    "date": (r"(updated|modified|changed|last_?edit)", r"^(date|timestamp|@timestamp|time)$", r"(published|created)"),
+    "created": (r"(created|published)",),
+    "type": (r"^(type|kind|entity_?type|doc_?type|content_?type)$",),
+    "status": (r"^(status|state|lifecycle)$",),
+    "category": (r"^(category|categories|section|department)$",),
+    "tags": (r"^(tags?|labels?|keywords|topics)$",),
+    "links": (r"^(links|related|references|see_?also|linked_?ids)$",),
+}
+# Text fields a match in weighs more than in long text: a name or title says what the document is about.
+_TITLE_BOOST = 2.0
+
+
+@dataclass(frozen=True)
+class VectorInfo:
+    name: str
+    dimension: int | None
+    space: str | None
+    engine: str | None
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What ``index inspect`` found in a mapping, and the field map it proposes."""
+
+    fields: FieldMap | None
+    """None when the mapping has no text field for BM25"""
+    text: list[str]
+    keywords: list[str]
+    dates: list[str]
+    vectors: list[VectorInfo]
+    esbridge_schema: bool
+    """the index was created by esbridge: it needs no field map"""
+    notes: list[str] = field(default_factory=list)
+
+
+def flatten(properties: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(dotted name, definition) of every field, objects followed into; multi-fields are not fields of their own."""
+    for name, definition in properties.items():
+        if not isinstance(definition, Mapping):
+            continue
+        path = f"{prefix}{name}"
+        inner = definition.get("properties")
+        if isinstance(inner, Mapping) and definition.get("type") in (None, "object"):
+            yield from flatten(inner, f"{path}.")
+        else:
+            yield path, definition
+
+
+def vector_info(name: str, definition: Mapping[str, Any]) -> VectorInfo:
+    """Dimension, similarity and engine of a ``knn_vector`` (OpenSearch) or ``dense_vector`` (Elasticsearch)."""
+    method_value = definition.get("method")
+    method: Mapping[str, Any] = method_value if isinstance(method_value, Mapping) else {}
+    dimension = definition.get("dimension", definition.get("dims"))
+    space = definition.get("similarity") or method.get("space_type") or definition.get("space_type")
+    engine = method.get("engine")
+    return VectorInfo(
+        name,
+        int(dimension) if isinstance(dimension, int) else None,
+        str(space) if space else None,
+        str(engine) if engine else None,
+    )
+
+
+def split_by_analyzer(text: list[str], analyzers: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """The text fields BM25 scores together (those sharing the most common search analyzer) and the rest.
+
+    Fields scored as one (Elasticsearch's ``combined_fields``, BM25F) must share a search analyzer, or the
+    engine refuses the query; the others are scored apart, best field wins (the field map's ``exact``).
+    """
+    counts: dict[str, int] = {}
+    for name in text:
+        counts[analyzers[name]] = counts.get(analyzers[name], 0) + 1
+    common = max(counts, key=lambda analyzer: (counts[analyzer], analyzer == "standard")) if counts else ""
+    return [name for name in text if analyzers[name] == common], [name for name in text if analyzers[name] != common]
+
+
+def _pick(role: str, candidates: list[str]) -> str | None:
+    for pattern in _ROLES[role]:
+        for name in candidates:
+            if re.search(pattern, name.rsplit(".", 1)[-1], re.IGNORECASE):
+                return name
+    return None
+
+
+def propose(mapping: Mapping[str, Any]) -> Proposal:
+    """The field map for an index with ``mapping`` (``{"properties": ...}``, as the engine returns it)."""
+    properties = mapping.get("properties") or {}
+    meta = mapping.get("_meta") or {}
+    by_type: dict[str, list[str]] = {"text": [], "keyword": [], "date": []}
+    vectors: list[VectorInfo] = []
+    semantic: list[str] = []
+    analyzers: dict[str, str] = {}
+    """Elasticsearch semantic_text fields: the engine embeds documents and queries with their endpoint"""
+    for name, definition in flatten(properties):
+        kind = definition.get("type")
+        if kind in TEXT_TYPES:
+            by_type["text"].append(name)
+            analyzers[name] = str(definition.get("search_analyzer") or definition.get("analyzer") or "standard")
+        elif kind in KEYWORD_TYPES:
+            by_type["keyword"].append(name)
+        elif kind in DATE_TYPES:
+            by_type["date"].append(name)
+        elif kind in VECTOR_TYPES:
+            vectors.append(vector_info(name, definition))
+        elif kind == "semantic_text":
+            semantic.append(name)
+    text, keywords, dates = by_type["text"], by_type["keyword"], by_type["date"]
+    notes: list[str] = []
+    is_esbridge = isinstance(meta, Mapping) and "esbridge_schema" in meta
+    if is_esbridge:
+        notes.append("this index was created by esbridge: search it as it is, without a field map")
+    if not text:
+        notes.append("no text field: BM25 has nothing to search, so no field map can be proposed")
+        return Proposal(None, text, keywords, dates, vectors, is_esbridge, notes)
+    title = _pick("title", text)
+    roles: dict[str, str | None] = {
+        role: _pick(role, keywords) for role in ("id", "path", "type", "status", "category", "tags", "links")
+    }
+    roles["title"] = title
+    roles["date"] = _pick("date", dates) or (dates[0] if dates else None)
+    created = _pick("created", dates)
+    roles["created"] = created if created != roles["date"] else None
+    vector = vectors[0] if vectors else None
+    if len(vectors) > 1:
+        others = ", ".join(info.name for info in vectors[1:])
+        notes.append(f"several vector fields: {vector.name if vector else ''} proposed, not {others}; change vector")
+    if vector is not None and vector.dimension is None:
+        notes.append(f"the mapping gives no dimension for {vector.name}; set dimension")
+    engine_side: dict[str, Any] = {}
+    if vector is None and semantic:
+        engine_side = {"vector": semantic[0], "semantic_text": True, "query_embedding": "engine"}
+        notes.append(f"{semantic[0]} is semantic_text: Elasticsearch embeds the queries with its inference endpoint")
+    elif vector is not None:
+        engine_side = {
+            "vector": vector.name,
+            "dimension": vector.dimension,
+            "space": vector.space,
+            "vector_engine": vector.engine,
+        }
+    grouped, separate = split_by_analyzer(text, analyzers)
+    if separate:
+        notes.append(f"{', '.join(separate)}: another analyzer than {', '.join(grouped)}; scored separately (exact)")
+    boosts = {name: _TITLE_BOOST if name == title else 1.0 for name in grouped}
+    exact = {name: _TITLE_BOOST if name == title else 1.0 for name in separate}
+    used = {value for value in roles.values() if value}
+    unused = [name for name in keywords + dates if name not in used]
+    if unused:
+        notes.append(f"not used (filter or sort on them in your own queries): {', '.join(unused)}")
+    fields = FieldMap.model_validate(
+        {
+            "text": boosts,
+            "exact": exact,
+            "content": [name for name in text if name != title],
+            **engine_side,
+            **roles,
+        }
+    )
+    return Proposal(fields, text, keywords, dates, vectors, is_esbridge, notes)
+
+
+def toml_table(index: str, fields: FieldMap) -> str:
+    """``fields`` as the ``[fields.<index>]`` table of a settings file (values left unset are left out)."""
+    lines = [f"[fields.{_key(index)}]"]
+    for name, value in fields.model_dump(exclude_defaults=True).items():
+        lines.append(f"{name} = {_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _key(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else _string(name)
+
+
+def _string(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{_string(str(key))} = {_value(item)}" for key, item in value.items()) + " }"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_value(item) for item in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")

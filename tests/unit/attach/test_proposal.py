@@ -1,0 +1,141 @@
+"""``index inspect``'s proposal from real-shaped mappings, and writing it into a settings file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from esbridge import errors
+from esbridge.attach.guard import check_dimension, refuse_write
+from esbridge.attach.proposal import propose, toml_table
+from esbridge.attach.settings_file import write_field_map
+from esbridge.config import load_settings
+from esbridge.config.fields import FieldMap
+
+# As OpenSearch 3 returns it for a catalogue written by someone else's pipeline.
+OPENSEARCH_CATALOGUE = {
+    "properties": {
+        "name": {"type": "text", "fields": {"raw": {"type": "keyword"}}},
+        "body": {"type": "text"},
+        "sku": {"type": "keyword"},
+        "labels": {"type": "keyword"},
+        "state": {"type": "keyword"},
+        "meta": {"properties": {"updated": {"type": "date"}, "created": {"type": "date"}}},
+        "price": {"type": "float"},
+        "embedding": {
+            "type": "knn_vector",
+            "dimension": 384,
+            "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"},
+        },
+    }
+}
+# As Elasticsearch 9 returns a docs index.
+ELASTICSEARCH_DOCS = {
+    "properties": {
+        "title": {"type": "text"},
+        "content": {"type": "text"},
+        "section": {"type": "keyword"},
+        "paper_id": {"type": "keyword"},
+        "published": {"type": "date"},
+        "vec": {"type": "dense_vector", "dims": 8, "index": True, "similarity": "cosine"},
+    }
+}
+
+
+def test_a_catalogue_mapping_gets_its_text_vector_date_and_keyword_roles() -> None:
+    proposal = propose(OPENSEARCH_CATALOGUE)
+    fields = proposal.fields
+    assert fields is not None
+    assert fields.text == {"name": 2.0, "body": 1.0}
+    assert (fields.vector, fields.dimension, fields.space, fields.vector_engine) == (
+        "embedding",
+        384,
+        "cosinesimil",
+        "lucene",
+    )
+    assert (fields.id, fields.title, fields.tags, fields.status) == ("sku", "name", "labels", "state")
+    assert (fields.date, fields.created) == ("meta.updated", "meta.created")
+    assert fields.content == ["body"]
+    assert proposal.keywords == ["sku", "labels", "state"]  # name.raw is a multi-field, not a field
+
+
+def test_an_elasticsearch_docs_mapping_gets_dense_vector_dims_and_similarity() -> None:
+    fields = propose(ELASTICSEARCH_DOCS).fields
+    assert fields is not None
+    assert fields.text == {"title": 2.0, "content": 1.0}
+    assert (fields.vector, fields.dimension, fields.space) == ("vec", 8, "cosine")
+    assert (fields.category, fields.date, fields.links) == ("section", "published", None)
+    assert fields.id == "paper_id"
+
+
+def test_text_fields_with_another_analyzer_are_scored_separately() -> None:
+    mapping = {
+        "properties": {
+            "title": {"type": "text", "analyzer": "english"},
+            "content": {"type": "text", "analyzer": "english"},
+            "code": {"type": "text", "analyzer": "whitespace"},
+        }
+    }
+    proposal = propose(mapping)
+    assert proposal.fields is not None
+    assert (proposal.fields.text, proposal.fields.exact) == ({"title": 2.0, "content": 1.0}, {"code": 1.0})
+    assert any("code: another analyzer" in note for note in proposal.notes)
+
+
+def test_a_semantic_text_field_is_searched_with_the_engines_embedding() -> None:
+    fields = propose({"properties": {"title": {"type": "text"}, "content": {"type": "semantic_text"}}}).fields
+    assert fields is not None
+    assert (fields.vector, fields.semantic_text, fields.query_embedding) == ("content", True, "engine")
+
+
+def test_a_mapping_without_text_fields_proposes_nothing_and_says_why() -> None:
+    proposal = propose({"properties": {"v": {"type": "knn_vector", "dimension": 3}}})
+    assert proposal.fields is None
+    assert "no text field" in proposal.notes[0]
+
+
+def test_an_esbridge_index_is_recognised() -> None:
+    proposal = propose({"_meta": {"esbridge_schema": 1}, "properties": {"body": {"type": "text"}}})
+    assert proposal.esbridge_schema
+
+
+def test_the_written_table_reads_back_as_the_same_field_map(tmp_path: Path) -> None:
+    fields = propose(OPENSEARCH_CATALOGUE).fields
+    assert fields is not None
+    path = tmp_path / "esbridge.toml"
+    path.write_text('url = "http://127.0.0.1:9200"\n\n[pipeline]\nfusion = "rrf"\n', encoding="utf-8")
+    write_field_map(path, "products", fields)
+    settings = load_settings(path, index="products")
+    assert settings.field_map == fields
+    assert settings.pipeline.fusion == "rrf" and settings.url == "http://127.0.0.1:9200"
+    assert "[fields.products]" in toml_table("products", fields)
+
+
+def test_an_existing_table_is_not_overwritten(tmp_path: Path) -> None:
+    path = tmp_path / "esbridge.toml"
+    original = "[fields.products]\ntext = { body = 1.0 }\n"
+    path.write_text(original, encoding="utf-8")
+    with pytest.raises(errors.ConfigError, match=r"already has a \[fields\.products\] table"):
+        write_field_map(path, "products", FieldMap(text={"name": 1.0}))
+    assert path.read_text(encoding="utf-8") == original
+
+
+def test_a_write_into_an_attached_index_is_refused_naming_the_flag() -> None:
+    with pytest.raises(errors.ReadOnlyIndex, match="--write-attached"):
+        refuse_write("products", attached=True, allowed=False, what="ingest into")
+    refuse_write("products", attached=True, allowed=True, what="ingest into")
+    refuse_write("notes", attached=False, allowed=False, what="ingest into")
+
+
+def test_the_query_dimension_is_checked_against_the_mapping() -> None:
+    fields = FieldMap(text={"body": 1.0}, vector="embedding", dimension=384)
+    check_dimension("products", fields, OPENSEARCH_CATALOGUE, 384)
+    with pytest.raises(errors.DimensionMismatch, match=r"makes 768-dimensional vectors.*384-dimensional"):
+        check_dimension("products", fields, OPENSEARCH_CATALOGUE, 768)
+    with pytest.raises(errors.DimensionMismatch, match="says embedding has dimension 8"):
+        check_dimension("products", fields.model_copy(update={"dimension": 8}), OPENSEARCH_CATALOGUE, 384)
+    with pytest.raises(errors.ConfigError, match="not in the index's mapping"):
+        check_dimension("products", fields.model_copy(update={"vector": "vec"}), OPENSEARCH_CATALOGUE, 384)
+    with pytest.raises(errors.ConfigError, match="is a float field, not a vector field"):
+        check_dimension("products", fields.model_copy(update={"vector": "price"}), OPENSEARCH_CATALOGUE, 384)
