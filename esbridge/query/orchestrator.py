@@ -30,14 +30,13 @@ from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import AsyncEngine
 from esbridge.engines.capabilities import Capabilities
-from esbridge.query import bodies
 from esbridge.query.documents import per_document
 from esbridge.query.explain import Trail, build_hit, document_of, str_or_none
 from esbridge.query.field_roles import features_off, searched_fields
-from esbridge.query.fusion import FusionContext, fuse, get_fusion, traits_of
+from esbridge.query.fusion import FusionContext, fuse, get_fusion
 from esbridge.query.graph import GraphOptions, with_neighbors
 from esbridge.query.graph_reader import LinkReader
-from esbridge.query.grouping import GROUP_FIELDS, group
+from esbridge.query.grouping import group
 from esbridge.query.models import (
     NativeDetails,
     RoutingDetails,
@@ -47,11 +46,11 @@ from esbridge.query.models import (
     SearchResponse,
 )
 from esbridge.query.native.choice import NativeChoice, choose_native
+from esbridge.query.planning import Plan, plan_search, query_cut
 from esbridge.query.query_vectors import QueryVectors
 from esbridge.query.recency import HalfLife, RecencyRule, Tier, Tiers, apply_recency, parse_modified_at
 from esbridge.query.rerank import Reranker, rerank
 from esbridge.query.retrieval import Retrieval, Retrieved
-from esbridge.query.retrievers import RetrievalContext
 from esbridge.query.routing import Categories, route, routed_filters
 from esbridge.query.shaping import ShapeOptions, shape
 from esbridge.query.types import FusionResult, Runs
@@ -62,19 +61,6 @@ Probe = Callable[[], Awaitable[Capabilities]]
 
 def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """What one request asks of the pipeline, resolved against the settings."""
-
-    method_name: str
-    weights: dict[str, float]
-    params: dict[str, Any]
-    top_k: int
-    lexical_only: bool
-    """the fusion method answers this query from the lexical retrievers alone"""
-    context: RetrievalContext
 
 
 class HybridSearcher:
@@ -141,12 +127,19 @@ class HybridSearcher:
         if (cached := self._cached(key, started)) is not None:
             return cached
         request, routed = self._route(request)
-        plan = self._plan(request)
+        plan = plan_search(
+            request,
+            self.pipeline,
+            dialect=self.engine.dialect,
+            num_candidates=self.num_candidates,
+            fields=self.fields,
+            reranks=self.reranker is not None,
+        )
         off = features_off(self.fields, request)
         plan, engine_embedding = await self._engine_embedding(plan)
         native = await self._native_choice(request, plan)
         retrieved, native, notes = await self._retrieve(request, plan, native)
-        notes = notes.add(engine_embedding, self._query_cut(request))
+        notes = notes.add(engine_embedding, query_cut(request, self.pipeline, self.fields))
         mode = self._mode(retrieved, notes)
         doc_of = {item: document_of(item, source) for item, source in retrieved.sources.items()}
         runs = self._runs(retrieved, doc_of)
@@ -211,52 +204,7 @@ class HybridSearcher:
         details = RoutingDetails(category=chosen.category, reason=chosen.reason, keywords=list(chosen.keywords))
         return request.model_copy(update={"filters": routed_filters(request.filters, chosen)}), details
 
-    def _plan(self, request: SearchRequest) -> _Plan:
-        method_name = request.fusion or self.pipeline.fusion
-        traits = traits_of(get_fusion(method_name))
-        top_k = self.pipeline.top_k(request.top_n)
-        reads_texts = traits.reads_texts or (self.reranker is not None and request.rerank is not False)
-        context = RetrievalContext(
-            self.engine.dialect,
-            request.query,
-            top_k,
-            request.filters,
-            self.num_candidates,
-            knn_types=tuple(self.pipeline.knn_per_type),
-            k_per_type=self.pipeline.knn_k_per_type,
-            source_fields=(*self._source_fields(reads_texts), *(GROUP_FIELDS if request.group else ())),
-            fields=self.fields,
-        )
-        return _Plan(
-            method_name,
-            self._weights(request),
-            dict(self.pipeline.fusion_params) if method_name == self.pipeline.fusion else {},
-            top_k,
-            self.fields.vector is None or (traits.lexical_only is not None and traits.lexical_only(request.query)),
-            context,
-        )
-
-    def _source_fields(self, reads_texts: bool) -> tuple[str, ...]:
-        if self.fields is DEFAULT_FIELD_MAP:
-            return bodies.RESULT_FIELDS if reads_texts else bodies.DISPLAY_FIELDS
-        return tuple(self.fields.stored_fields(with_texts=reads_texts))
-
-    def _weights(self, request: SearchRequest) -> dict[str, float]:
-        """The configured weights with the request's over them; a name that is no retriever of this pipeline
-        (a typo would otherwise rank as if no weight had been given) or weights that are all 0 are errors."""
-        asked = request.weights or {}
-        unknown = sorted(set(asked) - set(self.pipeline.retrievers))
-        if unknown:
-            raise errors.ConfigError(
-                f"weights name no retriever of this pipeline: {', '.join(unknown)}; "
-                f"its retrievers: {', '.join(self.pipeline.retrievers)}"
-            )
-        weights = {**self.pipeline.weights, **asked}
-        if not any(weights.get(name, 1.0) > 0 for name in self.pipeline.retrievers):
-            raise errors.ConfigError("at least one retriever's weight must be above 0")
-        return weights
-
-    async def _engine_embedding(self, plan: _Plan) -> tuple[_Plan, str | None]:
+    async def _engine_embedding(self, plan: Plan) -> tuple[Plan, str | None]:
         """With ``query_embedding = "engine"``: the plan, lexical-only with the reason when the probed engine
         cannot embed queries (an engine not probed is tried: a failed kNN request degrades with a warning)."""
         if self.fields.query_embedding != "engine" or plan.lexical_only:
@@ -269,7 +217,7 @@ class HybridSearcher:
             return plan, None
         return replace(plan, lexical_only=True), f"kNN is off: {problem}"
 
-    async def _native_choice(self, request: SearchRequest, plan: _Plan) -> NativeChoice:
+    async def _native_choice(self, request: SearchRequest, plan: Plan) -> NativeChoice:
         mode = request.mode or self.pipeline.mode
         if plan.lexical_only or mode == "client":
             return NativeChoice()
@@ -281,7 +229,7 @@ class HybridSearcher:
         )
 
     async def _retrieve(
-        self, request: SearchRequest, plan: _Plan, native: NativeChoice
+        self, request: SearchRequest, plan: Plan, native: NativeChoice
     ) -> tuple[Retrieved, NativeChoice, _Notes]:
         """Native hybrid when it is planned and answers; the client-side retrievers otherwise."""
         notes = _Notes(native.notes)
@@ -300,15 +248,6 @@ class HybridSearcher:
         retrieved = await self.retrieval.client_side(plan.context, lexical_only=lexical_only)
         return retrieved, native, notes.add(*retrieved.warnings, timings=retrieved.timings)
 
-    def _query_cut(self, request: SearchRequest) -> str | None:
-        cut = bodies.bm25_text(request.query, self.fields.text, self.fields.exact)
-        if "bm25" in self.pipeline.retrievers and cut != request.query:
-            return (
-                "the query is too long for the engine's clause limit: BM25 searched at most its first "
-                f"{bodies.MAX_CLAUSES // (len(self.fields.text) + len(self.fields.exact))} distinct words"
-            )
-        return None
-
     def _mode(self, retrieved: Retrieved, notes: _Notes) -> SearchMode:
         mode = "native-hybrid" if retrieved.native else _mode(retrieved.semantic)
         if mode is None:
@@ -326,7 +265,7 @@ class HybridSearcher:
             return per_document(retrieved.runs, doc_of)
         return retrieved.runs
 
-    def _fuse(self, request: SearchRequest, plan: _Plan, runs: Runs, retrieved: Retrieved) -> FusionResult:
+    def _fuse(self, request: SearchRequest, plan: Plan, runs: Runs, retrieved: Retrieved) -> FusionResult:
         if retrieved.native:
             return FusionResult(dict(runs["native"]))
         context = FusionContext(

@@ -1,0 +1,100 @@
+"""Planning one search: what the request asks of the pipeline, resolved against the settings, before any
+engine request. Pure functions of the request and the configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from esbridge import errors
+from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
+from esbridge.config.pipeline import PipelineSettings
+from esbridge.engines.base import Dialect
+from esbridge.query import bodies
+from esbridge.query.fusion import get_fusion, traits_of
+from esbridge.query.grouping import GROUP_FIELDS
+from esbridge.query.models import SearchRequest
+from esbridge.query.retrievers import RetrievalContext
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one request asks of the pipeline, resolved against the settings."""
+
+    method_name: str
+    weights: dict[str, float]
+    params: dict[str, Any]
+    top_k: int
+    lexical_only: bool
+    """the fusion method answers this query from the lexical retrievers alone (or no vector field is mapped)"""
+    context: RetrievalContext
+
+
+def plan_search(
+    request: SearchRequest,
+    pipeline: PipelineSettings,
+    *,
+    dialect: Dialect,
+    num_candidates: int,
+    fields: FieldMap,
+    reranks: bool,
+) -> Plan:
+    """The fusion method, weights and parameters, candidates per retriever, and the retrieval context."""
+    method_name = request.fusion or pipeline.fusion
+    traits = traits_of(get_fusion(method_name))
+    top_k = pipeline.top_k(request.top_n)
+    reads_texts = traits.reads_texts or (reranks and request.rerank is not False)
+    context = RetrievalContext(
+        dialect,
+        request.query,
+        top_k,
+        request.filters,
+        num_candidates,
+        source_fields=(*source_fields(fields, reads_texts), *(GROUP_FIELDS if request.group else ())),
+        fields=fields,
+        knn_types=tuple(pipeline.knn_per_type),
+        k_per_type=pipeline.knn_k_per_type,
+    )
+    return Plan(
+        method_name,
+        weights_for(request, pipeline),
+        dict(pipeline.fusion_params) if method_name == pipeline.fusion else {},
+        top_k,
+        fields.vector is None or (traits.lexical_only is not None and traits.lexical_only(request.query)),
+        context,
+    )
+
+
+def source_fields(fields: FieldMap, reads_texts: bool) -> Sequence[str]:
+    """The stored fields a search asks for: the chunk texts only when a stage reads them."""
+    if fields is DEFAULT_FIELD_MAP:
+        return bodies.RESULT_FIELDS if reads_texts else bodies.DISPLAY_FIELDS
+    return tuple(fields.stored_fields(with_texts=reads_texts))
+
+
+def weights_for(request: SearchRequest, pipeline: PipelineSettings) -> dict[str, float]:
+    """The configured weights with the request's over them; a name that is no retriever of this pipeline
+    (a typo would otherwise rank as if no weight had been given) or weights that are all 0 are errors."""
+    asked = request.weights or {}
+    unknown = sorted(set(asked) - set(pipeline.retrievers))
+    if unknown:
+        raise errors.ConfigError(
+            f"weights name no retriever of this pipeline: {', '.join(unknown)}; "
+            f"its retrievers: {', '.join(pipeline.retrievers)}"
+        )
+    weights = {**pipeline.weights, **asked}
+    if not any(weights.get(name, 1.0) > 0 for name in pipeline.retrievers):
+        raise errors.ConfigError("at least one retriever's weight must be above 0")
+    return weights
+
+
+def query_cut(request: SearchRequest, pipeline: PipelineSettings, fields: FieldMap) -> str | None:
+    """The warning for a query too long for the engine's clause limit, which BM25 then searched in part."""
+    cut = bodies.bm25_text(request.query, fields.text, fields.exact)
+    if "bm25" in pipeline.retrievers and cut != request.query:
+        return (
+            "the query is too long for the engine's clause limit: BM25 searched at most its first "
+            f"{bodies.MAX_CLAUSES // (len(fields.text) + len(fields.exact))} distinct words"
+        )
+    return None
