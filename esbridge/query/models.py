@@ -138,5 +138,10 @@ class SearchResponse(BaseModel):
     search_mode: SearchMode
     took_ms: float
     warnings: list[str] = Field(default_factory=list)
+    partial: bool = Field(
+        default=False,
+        description="some shards did not answer, or the engine's time limit cut a search short: documents on "
+        "them may be missing (warnings says which search and why)",
+    )
     results: list[SearchHit] = Field(default_factory=list)
     details: dict[str, Any] = Field(default_factory=dict, description="fusion decisions and stage timings")

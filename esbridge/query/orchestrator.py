@@ -73,6 +73,9 @@ class _Embedding:
     started: float
 
 
+_UNANSWERABLE = (errors.IndexNotFound, errors.IndexUnavailable)
+"""Errors no other retriever can work around: the search fails with them."""
+
 LINKED_CHUNKS = 500
 """How many chunks one graph-expansion request reads (the seeds' and those linking to them)."""
 
@@ -92,6 +95,13 @@ class _Retrieved:
     """id -> the engine's own score explanation (native hybrid with explain)"""
     rescored: Rescored | None = None
     """graph mode ``rescore``: what the links lifted"""
+    partial: bool = False
+    """a search's answer lacked shards (see ``SearchResult.partial``)"""
+
+    def note_partial(self, name: str, result: SearchResult) -> None:
+        if result.partial:
+            self.warnings.append(f"{name}: {result.partial}")
+            self.partial = True
 
 
 class HybridSearcher:
@@ -237,6 +247,7 @@ class HybridSearcher:
             search_mode=mode,
             took_ms=_ms(started),
             warnings=retrieved.warnings,
+            partial=retrieved.partial,
             results=hits,
             details=details,
         )
@@ -380,12 +391,13 @@ class HybridSearcher:
             async with within(timeout_s):
                 result = await self.engine.search(self.index, body)
         except (asyncio.TimeoutError, errors.EngineError) as exc:
-            if isinstance(exc, errors.IndexNotFound):
+            if isinstance(exc, _UNANSWERABLE):
                 raise
             return f"no answer within {timeout_s:g}s" if isinstance(exc, asyncio.TimeoutError) else str(exc)
         finally:
             retrieved.timings["native"] = _ms(started)
         retrieved.native = True
+        retrieved.note_partial("native hybrid", result)
         retrieved.runs["native"] = {hit.id: hit.score for hit in result.hits[:top_k]}
         for hit in result.hits:
             retrieved.sources.setdefault(hit.id, hit.source)
@@ -504,13 +516,12 @@ class HybridSearcher:
         results: dict[str, SearchResult | None] = {}
         for name, answer in zip(searches, answers, strict=True):
             if isinstance(answer, Exception):
-                if isinstance(answer, errors.IndexNotFound):
+                if isinstance(answer, _UNANSWERABLE):
                     raise answer
                 retrieved.warnings.append(f"{name} failed: {answer}")
                 results[name] = None
                 continue
-            if answer.raw.get("timed_out"):
-                retrieved.warnings.append(f"{name} timed out on the engine; its results may be partial")
+            retrieved.note_partial(name, answer)
             results[name] = answer
         return results
 
@@ -519,11 +530,13 @@ class HybridSearcher:
         started = time.perf_counter()
         try:
             async with within(timeout_s):
-                return await self.engine.search(self.index, body)
+                result = await self.engine.search(self.index, body)
+            retrieved.note_partial(name, result)
+            return result
         except asyncio.TimeoutError:
             retrieved.warnings.append(f"{name} did not answer within {timeout_s:g}s")
         except errors.EngineError as exc:
-            if isinstance(exc, errors.IndexNotFound):
+            if isinstance(exc, _UNANSWERABLE):
                 raise
             retrieved.warnings.append(f"{name} failed: {exc}")
         finally:
