@@ -66,7 +66,7 @@ def test_a_node_killed_mid_ingest_loses_and_duplicates_nothing(
     manager.create()
     killing = KillsANodeMidway(cluster, url, after=2)
     options = IngestOptions(source="scifact", max_request_bytes=512 * 1024)  # many requests: the kill lands mid-run
-    killing_engine: Engine = killing  # type: ignore[assignment]
+    killing_engine: Engine = killing
 
     first = ingest(corpus, engine=killing_engine, manager=manager, embedder=embedder, options=options)
 
