@@ -223,6 +223,7 @@ class IndexManager:
                 index=self.alias,
             )
         old = state.current
+        self._refuse_a_red_source(old)
         new = version_name(self.alias, state.latest_version + 1)
         server_side = self.server_features.get("reindex", True)
         # A reindex killed before it could lift its block leaves it; the next one then finds it blocked.
@@ -259,6 +260,22 @@ class IndexManager:
                 remedy=f"{old} refuses writes until its setting index.blocks.write is set to false",
             )
         return ReindexOutcome(old=old, new=new, documents=copied, deleted_old=delete_old, server_side=server_side)
+
+    def _refuse_a_red_source(self, old: str) -> None:
+        """A red index answers searches, counts and scrolls from the shards it has, without saying that others are
+        missing (OpenSearch does not count them as failed), so a copy of it would lack their documents while
+        both counts agree. Nothing is created, blocked or moved."""
+        health = next((info.health for info in self.engine.list_indices(old) if info.name == old), None)
+        if health == "red":
+            raise errors.IndexUnavailable(
+                f"refusing to reindex {old}: it is red (some of its primary shards have no active copy, e.g. their "
+                "node is down), and a copy would silently lack their documents; the alias stays on "
+                f"{old}. Bring the nodes back (GET _cluster/health/{old}?level=shards says which shards) and run "
+                "`esbridge index reindex` again",
+                url=self.engine.url,
+                operation="reindex",
+                index=old,
+            )
 
     def _abandon(self, old: str, new: str, *, lift_block: bool, cause: BaseException) -> None:
         """Undo a reindex that failed before the alias moved: drop ``new`` and let ``old`` take writes again."""
