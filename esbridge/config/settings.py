@@ -30,6 +30,7 @@ from pydantic_settings import (
 
 from esbridge.config.environment import nearest_setting, warn_unknown_variables
 from esbridge.config.pipeline import PipelineSettings
+from esbridge.config.search import SearchSettings
 from esbridge.config.service import ServiceSettings
 from esbridge.errors import ConfigError
 
@@ -173,6 +174,7 @@ class Settings(BaseSettings):
     mapping: MappingSettings = MappingSettings()
     pipeline: PipelineSettings = PipelineSettings()
     service: ServiceSettings = ServiceSettings()
+    search: SearchSettings = SearchSettings()
 
     @field_validator("url")
     @classmethod

@@ -58,11 +58,16 @@ def shard_status(section: Any) -> ShardStatus | None:
         return None
 
 
-def msearch_lines(index: str, bodies: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The header/body line pairs of an ``_msearch`` request, every search on ``index``."""
+def msearch_lines(
+    index: str,
+    bodies: Sequence[Mapping[str, Any]],
+    header: Callable[[Mapping[str, Any]], Mapping[str, str]] | None = None,
+) -> list[Mapping[str, Any]]:
+    """The header/body line pairs of an ``_msearch`` request, every search on ``index``; ``header`` adds
+    per-search parameters (``search_type``, ``preference``) to its header line."""
     lines: list[Mapping[str, Any]] = []
     for body in bodies:
-        lines.extend(({"index": index}, body))
+        lines.extend(({"index": index, **(header(body) if header else {})}, body))
     return lines
 
 
