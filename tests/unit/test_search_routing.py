@@ -13,18 +13,18 @@ from esbridge.engines.routing import SearchRouting, preference_for
 BODY = {"query": {"match": {"body": "solar"}}, "size": 10}
 
 
-def test_defaults_pin_copies_per_request_and_keep_query_then_fetch() -> None:
+def test_defaults_pin_copies_per_request_and_gather_statistics_first() -> None:
     routing = SearchRouting(SearchSettings())
     params = routing.params(BODY)
-    assert set(params) == {"preference"}
+    assert set(params) == {"preference", "search_type"} and params["search_type"] == "dfs_query_then_fetch"
     assert params == routing.params({"size": 10, "query": {"match": {"body": "solar"}}})  # key order is irrelevant
     assert params != routing.params({**BODY, "size": 11})
     assert SearchRouting(SearchSettings()).params(BODY) == params  # the same for every client and process
 
 
-def test_dfs_is_sent_when_asked() -> None:
-    params = SearchRouting(SearchSettings(search_type="dfs_query_then_fetch", preference="engine")).params(BODY)
-    assert params == {"search_type": "dfs_query_then_fetch"}
+def test_query_then_fetch_sends_no_search_type() -> None:
+    params = SearchRouting(SearchSettings(search_type="query_then_fetch", preference="engine")).params(BODY)
+    assert params == {}
 
 
 def test_a_session_preference_is_one_per_client() -> None:
