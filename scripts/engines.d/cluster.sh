@@ -155,3 +155,154 @@ oscl_status() {
   echo "opensearch-cluster: $running of $oscl_nodes nodes running, health=${h:-no answer}"
   ((running == oscl_nodes)) || return 3
 }
+
+# ------------------------------------------------------------------------------- elasticsearch-cluster
+# Three Elasticsearch nodes from the same integ-test build as the single node (bin/elasticsearch -d, one
+# config directory each), HTTP 9220-9222, transport 9320-9322. Bootstrap checks only warn on loopback.
+
+escl_config() {
+  es_config # version, build, analysis stand-ins and the user to run as are the single node's
+  escl_nodes=${ESBRIDGE_ELASTICSEARCH_CLUSTER_NODES:-3}
+  escl_port=${ESBRIDGE_ELASTICSEARCH_CLUSTER_PORT:-9220}
+  escl_tport=${ESBRIDGE_ELASTICSEARCH_CLUSTER_TRANSPORT_PORT:-9320}
+  escl_heap=${ESBRIDGE_ELASTICSEARCH_CLUSTER_HEAP:-512m}
+  [[ $escl_nodes =~ ^[0-9]+$ ]] && ((escl_nodes >= 2 && escl_nodes <= 9)) ||
+    die "ESBRIDGE_ELASTICSEARCH_CLUSTER_NODES must be 2-9, got '$escl_nodes'"
+  check_port ESBRIDGE_ELASTICSEARCH_CLUSTER_PORT "$escl_port"
+  check_port ESBRIDGE_ELASTICSEARCH_CLUSTER_TRANSPORT_PORT "$escl_tport"
+  check_heap ESBRIDGE_ELASTICSEARCH_CLUSTER_HEAP "$escl_heap"
+  escl_state="$state_root/elasticsearch-cluster"
+  escl_seeds="" escl_names=""
+  local n
+  for ((n = 1; n <= escl_nodes; n++)); do
+    escl_seeds+="${escl_seeds:+, }\"127.0.0.1:$((escl_tport + n - 1))\""
+    escl_names+="${escl_names:+, }\"esbridge-es-$n\""
+  done
+}
+
+escl_node_dir() { printf '%s' "$escl_state/node$1"; }
+
+escl_running() {
+  local dir pid
+  dir=$(escl_node_dir "$1")
+  pid=$(read_pid "$dir/run/node.pid")
+  [[ -n $pid ]] && is_ours "$pid" "$dir"
+}
+
+escl_start_node() {
+  local n=$1 java_home=$2 dir run conf http tport data
+  dir=$(escl_node_dir "$n")
+  run="$dir/run"
+  conf="$run/config"
+  http=$((escl_port + n - 1))
+  tport=$((escl_tport + n - 1))
+  if port_busy "$http"; then
+    die "elasticsearch-cluster: 127.0.0.1:$http (node $n) is in use by a process scripts/engines did not start (set ESBRIDGE_ELASTICSEARCH_CLUSTER_PORT)"
+  fi
+  data="$run/data-$es_version"
+  [[ $es_analysis == none ]] && data="$run/data-$es_version-bare"
+  if [[ ${fresh:-0} == 1 ]]; then rm -rf "$data"; fi
+  mkdir -p "$run/logs" "$run/tmp" "$data"
+  rm -rf "$conf"
+  cp -R "$es_home/config" "$conf"
+  mkdir -p "$conf/jvm.options.d"
+  cat >"$conf/elasticsearch.yml" <<YAML
+# written by scripts/engines on every start
+cluster.name: esbridge-es-cluster
+node.name: esbridge-es-$n
+network.host: 127.0.0.1
+http.port: $http
+transport.port: $tport
+discovery.seed_hosts: [$escl_seeds]
+cluster.initial_master_nodes: [$escl_names]
+path.data: $data
+path.logs: $run/logs
+xpack.security.enabled: false
+cluster.routing.allocation.disk.threshold_enabled: false
+action.destructive_requires_name: false
+YAML
+  printf -- '-Xms%s\n-Xmx%s\n' "$escl_heap" "$escl_heap" >"$conf/jvm.options.d/esbridge-heap.options"
+  [[ -z $es_owner ]] || chown -R "$es_owner" "$run"
+  rotate_log "$dir/start.log"
+  local rc=0
+  (
+    cd "$run"
+    export ES_JAVA_HOME="$java_home" ES_PATH_CONF="$conf" ES_TMPDIR="$run/tmp"
+    export ES_JAVA_OPTS="-Desbridge.engine=elasticsearch-cluster -Desbridge.state=$dir"
+    export CLI_JAVA_OPTS="-Djava.io.tmpdir=$run/tmp"
+    unset JAVA_HOME
+    exec "${es_runas[@]}" "$es_home/bin/elasticsearch" -d -p "$run/node.pid"
+  ) </dev/null >>"$dir/start.log" 2>&1 9>&- &
+  say "elasticsearch-cluster: node $n starting on http://127.0.0.1:$http, transport $tport (heap $escl_heap); log: $run/logs"
+}
+
+escl_up() {
+  local reason java_home n started=0 start h url deadline
+  reason=$(es_unavailable)
+  [[ -z $reason ]] || die "elasticsearch-cluster: $reason"
+  es_setup_user
+  if ((es_line >= 9)); then
+    java_home=$(engine_java ESBRIDGE_ELASTICSEARCH_JAVA_HOME 21 0 "Elasticsearch $es_version")
+  else
+    java_home=$(engine_java ESBRIDGE_ELASTICSEARCH_JAVA_HOME 17 0 "Elasticsearch $es_version")
+  fi
+  es_resolve
+  es_install_analysis "$java_home"
+  mkdir -p "$escl_state"
+  [[ -z $es_owner ]] || chown "$es_owner" "$escl_state"
+  start=$(date +%s)
+  for ((n = 1; n <= escl_nodes; n++)); do
+    escl_running "$n" && continue
+    mkdir -p "$(escl_node_dir "$n")"
+    escl_start_node "$n" "$java_home"
+    started=$((started + 1))
+  done
+  wait # the launchers return once their node runs (or failed)
+  deadline=$((start + timeout_s))
+  while :; do
+    h=""
+    for ((n = 1; n <= escl_nodes; n++)); do
+      url="http://127.0.0.1:$((escl_port + n - 1))"
+      h=$(health "$url")
+      [[ -n $h ]] && break
+    done
+    [[ $h == green ]] && break
+    if (($(date +%s) >= deadline)); then
+      for ((n = 1; n <= escl_nodes; n++)); do log_excerpt "$(escl_node_dir "$n")/start.log"; done
+      die "elasticsearch-cluster did not become green within ${timeout_s}s (last: ${h:-no answer}); 'scripts/engines down elasticsearch-cluster' stops its nodes"
+    fi
+    sleep 2
+  done
+  say "elasticsearch-cluster: green at http://127.0.0.1:$escl_port ($escl_nodes nodes, $started started now) after $(($(date +%s) - start))s"
+}
+
+escl_down() {
+  local n pid dir
+  for ((n = 1; n <= escl_nodes; n++)); do
+    dir=$(escl_node_dir "$n")
+    pid=$(read_pid "$dir/run/node.pid")
+    [[ -n $pid ]] || continue
+    if is_ours "$pid" "$dir"; then
+      say "elasticsearch-cluster: stopping node $n (pid $pid) ..."
+      stop_pid "elasticsearch-cluster node $n" "$pid"
+    fi
+    rm -f "$dir/run/node.pid"
+  done
+  say "elasticsearch-cluster: stopped"
+}
+
+escl_status() {
+  local n running=0 url="" h=""
+  for ((n = 1; n <= escl_nodes; n++)); do
+    if escl_running "$n"; then
+      running=$((running + 1))
+      url=${url:-http://127.0.0.1:$((escl_port + n - 1))}
+      echo "elasticsearch-cluster: node $n running  url=http://127.0.0.1:$((escl_port + n - 1)) pid=$(read_pid "$(escl_node_dir "$n")/run/node.pid")"
+    else
+      echo "elasticsearch-cluster: node $n stopped  url=http://127.0.0.1:$((escl_port + n - 1))"
+    fi
+  done
+  [[ -z $url ]] || h=$(health "$url")
+  echo "elasticsearch-cluster: $running of $escl_nodes nodes running, health=${h:-no answer}"
+  ((running == escl_nodes)) || return 3
+}
