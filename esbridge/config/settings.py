@@ -147,6 +147,10 @@ class MappingSettings(_Section):
     bm25_b: float = Field(default=DEFAULT_BM25_B, ge=0, le=1)
     shards: int = Field(default=1, ge=1, le=1024)
     replicas: int = Field(default=0, ge=0, le=16)
+    vector_encoding: Literal["float", "int8", "int4", "bbq"] = Field(
+        default="float",
+        description="vector storage: float, int8 (both engines), int4 or bbq (Elasticsearch); docs/clusters.md",
+    )
 
 
 class Settings(BaseSettings):
