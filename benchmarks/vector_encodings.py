@@ -65,7 +65,7 @@ def run_engine(kind: str, url: str, queries: dict[str, str]) -> list[dict[str, A
                    "ESBRIDGE_MAPPING__VECTOR_ENCODING": encoding}  # fmt: skip
             done = subprocess.run(  # noqa: S603 - our own CLI
                 [str(REPO / ".venv/bin/esbridge"), "eval", str(SCIFACT), "--index", alias,
-                 "--methods", "knn,default", "--json"],
+                 "--methods", "knn,default", "--baseline", "knn", "--json"],
                 env=env, check=True, capture_output=True, text=True,
             )  # fmt: skip
             ndcg = {row["name"]: row["ndcg@10"] for row in json.loads(done.stdout)["results"]}
