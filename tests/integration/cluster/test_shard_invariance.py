@@ -4,13 +4,13 @@
   shard finds the same neighbours on these sizes).
 - BM25 on one field with dfs_query_then_fetch scores with statistics gathered from every shard: the same
   list with the same scores.
-- esbridge's BM25 query is a ``cross_fields`` multi_match over five boosted fields, most of them empty
-  for SciFact. OpenSearch blends each term's document frequency across those fields while rewriting the
-  query on each shard, from the shard's own index (dfs replaces only the statistics the final scorer reads),
-  so BM25 scores differ somewhat between layouts and so do fused lists. Bound measured here: at least 9 of
-  the top 10 in common for every query and fusion (qpp with its predictors, rrf, linear, dbsf), 9.5 on
-  average; on all 300 SciFact test queries the default's nDCG@10 is 0.7363 on 1 shard and 0.7367 on 3
-  (docs/clusters.md).
+- esbridge's full BM25 query (``cross_fields`` over five boosted fields, three empty for SciFact, and a
+  ``best_fields`` clause) scores slightly differently even with dfs, while ``cross_fields`` over title and
+  body alone does not: OpenSearch blends term statistics across a ``cross_fields`` query's fields on each
+  shard while rewriting it, which dfs does not fully cover. So fused lists differ a little. Bound measured
+  here: at least 9 of the top 10 in common for every query and fusion (qpp with its predictors, rrf,
+  linear, dbsf), 9.5 on average; on all 300 SciFact test queries the default's nDCG@10 is 0.7363 on 1
+  shard and 0.7367 on 3 (docs/clusters.md).
 """
 
 from __future__ import annotations
