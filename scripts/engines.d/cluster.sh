@@ -8,17 +8,61 @@
 # run (so it also brings back a node that was killed) and waits for green; `down` stops only the nodes whose pid
 # files and command lines say this script started them.
 
+# cluster_layout NAME DEFAULT_PORT DEFAULT_TRANSPORT_PORT: reads and checks ESBRIDGE_<NAME>_CLUSTER_NODES, _PORT,
+# _TRANSPORT_PORT and _HEAP into cl_nodes, cl_port, cl_tport and cl_heap.
+cluster_layout() {
+  local var="ESBRIDGE_$1_CLUSTER"
+  local nodes_var="${var}_NODES" port_var="${var}_PORT" tport_var="${var}_TRANSPORT_PORT" heap_var="${var}_HEAP"
+  cl_nodes=${!nodes_var:-3}
+  cl_port=${!port_var:-$2}
+  cl_tport=${!tport_var:-$3}
+  cl_heap=${!heap_var:-512m}
+  [[ $cl_nodes =~ ^[0-9]+$ ]] && ((cl_nodes >= 2 && cl_nodes <= 9)) || die "$nodes_var must be 2-9, got '$cl_nodes'"
+  check_port "$port_var" "$cl_port"
+  check_port "$tport_var" "$cl_tport"
+  check_heap "$heap_var" "$cl_heap"
+}
+
+# cluster_down NAME NODES STATE PIDFILE: stop node N (STATE/nodeN, pid in STATE/nodeN/PIDFILE) when it is ours.
+cluster_down() {
+  local name=$1 nodes=$2 state=$3 pidfile=$4 n pid dir
+  for ((n = 1; n <= nodes; n++)); do
+    dir="$state/node$n"
+    pid=$(read_pid "$dir/$pidfile")
+    [[ -n $pid ]] || continue
+    if is_ours "$pid" "$dir"; then
+      say "$name: stopping node $n (pid $pid) ..."
+      stop_pid "$name node $n" "$pid"
+    fi
+    rm -f "$dir/$pidfile"
+  done
+  say "$name: stopped"
+}
+
+# cluster_status NAME NODES STATE PIDFILE PORT: one line per node, then the cluster's health; 3 unless all run.
+cluster_status() {
+  local name=$1 nodes=$2 state=$3 pidfile=$4 port=$5 n pid dir running=0 url="" h="" node_url
+  for ((n = 1; n <= nodes; n++)); do
+    dir="$state/node$n"
+    pid=$(read_pid "$dir/$pidfile")
+    node_url="http://127.0.0.1:$((port + n - 1))"
+    if [[ -n $pid ]] && is_ours "$pid" "$dir"; then
+      running=$((running + 1))
+      url=${url:-$node_url}
+      echo "$name: node $n running  url=$node_url pid=$pid"
+    else
+      echo "$name: node $n stopped  url=$node_url"
+    fi
+  done
+  [[ -z $url ]] || h=$(health "$url")
+  echo "$name: $running of $nodes nodes running, health=${h:-no answer}, logs under $state/node*"
+  ((running == nodes)) || return 3
+}
+
 oscl_config() {
   os_config # version, runner, k-NN and the resolved jars are the single node's
-  oscl_nodes=${ESBRIDGE_OPENSEARCH_CLUSTER_NODES:-3}
-  oscl_port=${ESBRIDGE_OPENSEARCH_CLUSTER_PORT:-9210}
-  oscl_tport=${ESBRIDGE_OPENSEARCH_CLUSTER_TRANSPORT_PORT:-9310}
-  oscl_heap=${ESBRIDGE_OPENSEARCH_CLUSTER_HEAP:-512m}
-  [[ $oscl_nodes =~ ^[0-9]+$ ]] && ((oscl_nodes >= 2 && oscl_nodes <= 9)) ||
-    die "ESBRIDGE_OPENSEARCH_CLUSTER_NODES must be 2-9, got '$oscl_nodes'"
-  check_port ESBRIDGE_OPENSEARCH_CLUSTER_PORT "$oscl_port"
-  check_port ESBRIDGE_OPENSEARCH_CLUSTER_TRANSPORT_PORT "$oscl_tport"
-  check_heap ESBRIDGE_OPENSEARCH_CLUSTER_HEAP "$oscl_heap"
+  cluster_layout OPENSEARCH 9210 9310
+  oscl_nodes=$cl_nodes oscl_port=$cl_port oscl_tport=$cl_tport oscl_heap=$cl_heap
   oscl_state="$state_root/opensearch-cluster"
   oscl_url="http://127.0.0.1:$oscl_port"
   oscl_seeds="" oscl_names=""
@@ -121,40 +165,9 @@ oscl_up() {
   say "opensearch-cluster: green at $oscl_url ($oscl_nodes nodes, $started started now) after $(($(date +%s) - start))s"
 }
 
-oscl_down() {
-  local n pid dir
-  for ((n = 1; n <= oscl_nodes; n++)); do
-    dir=$(oscl_node_dir "$n")
-    pid=$(read_pid "$dir/node.pid")
-    if [[ -z $pid ]]; then
-      continue
-    fi
-    if is_ours "$pid" "$dir"; then
-      say "opensearch-cluster: stopping node $n (pid $pid) ..."
-      stop_pid "opensearch-cluster node $n" "$pid"
-    fi
-    rm -f "$dir/node.pid"
-  done
-  say "opensearch-cluster: stopped"
-}
+oscl_down() { cluster_down opensearch-cluster "$oscl_nodes" "$oscl_state" node.pid; }
 
-oscl_status() {
-  local n pid dir running=0 h="" url=""
-  for ((n = 1; n <= oscl_nodes; n++)); do
-    dir=$(oscl_node_dir "$n")
-    pid=$(read_pid "$dir/node.pid")
-    if [[ -n $pid ]] && is_ours "$pid" "$dir"; then
-      running=$((running + 1))
-      url=${url:-http://127.0.0.1:$((oscl_port + n - 1))}
-      echo "opensearch-cluster: node $n running  url=http://127.0.0.1:$((oscl_port + n - 1)) pid=$pid log=$dir/node.log"
-    else
-      echo "opensearch-cluster: node $n stopped  url=http://127.0.0.1:$((oscl_port + n - 1)) log=$dir/node.log"
-    fi
-  done
-  [[ -z $url ]] || h=$(health "$url")
-  echo "opensearch-cluster: $running of $oscl_nodes nodes running, health=${h:-no answer}"
-  ((running == oscl_nodes)) || return 3
-}
+oscl_status() { cluster_status opensearch-cluster "$oscl_nodes" "$oscl_state" node.pid "$oscl_port"; }
 
 # ------------------------------------------------------------------------------- elasticsearch-cluster
 # Three Elasticsearch nodes from the same integ-test build as the single node (bin/elasticsearch -d, one
@@ -162,15 +175,8 @@ oscl_status() {
 
 escl_config() {
   es_config # version, build, analysis stand-ins and the user to run as are the single node's
-  escl_nodes=${ESBRIDGE_ELASTICSEARCH_CLUSTER_NODES:-3}
-  escl_port=${ESBRIDGE_ELASTICSEARCH_CLUSTER_PORT:-9220}
-  escl_tport=${ESBRIDGE_ELASTICSEARCH_CLUSTER_TRANSPORT_PORT:-9320}
-  escl_heap=${ESBRIDGE_ELASTICSEARCH_CLUSTER_HEAP:-512m}
-  [[ $escl_nodes =~ ^[0-9]+$ ]] && ((escl_nodes >= 2 && escl_nodes <= 9)) ||
-    die "ESBRIDGE_ELASTICSEARCH_CLUSTER_NODES must be 2-9, got '$escl_nodes'"
-  check_port ESBRIDGE_ELASTICSEARCH_CLUSTER_PORT "$escl_port"
-  check_port ESBRIDGE_ELASTICSEARCH_CLUSTER_TRANSPORT_PORT "$escl_tport"
-  check_heap ESBRIDGE_ELASTICSEARCH_CLUSTER_HEAP "$escl_heap"
+  cluster_layout ELASTICSEARCH 9220 9320
+  escl_nodes=$cl_nodes escl_port=$cl_port escl_tport=$cl_tport escl_heap=$cl_heap
   escl_state="$state_root/elasticsearch-cluster"
   escl_seeds="" escl_names=""
   local n
@@ -276,33 +282,6 @@ escl_up() {
   say "elasticsearch-cluster: green at http://127.0.0.1:$escl_port ($escl_nodes nodes, $started started now) after $(($(date +%s) - start))s"
 }
 
-escl_down() {
-  local n pid dir
-  for ((n = 1; n <= escl_nodes; n++)); do
-    dir=$(escl_node_dir "$n")
-    pid=$(read_pid "$dir/run/node.pid")
-    [[ -n $pid ]] || continue
-    if is_ours "$pid" "$dir"; then
-      say "elasticsearch-cluster: stopping node $n (pid $pid) ..."
-      stop_pid "elasticsearch-cluster node $n" "$pid"
-    fi
-    rm -f "$dir/run/node.pid"
-  done
-  say "elasticsearch-cluster: stopped"
-}
+escl_down() { cluster_down elasticsearch-cluster "$escl_nodes" "$escl_state" run/node.pid; }
 
-escl_status() {
-  local n running=0 url="" h=""
-  for ((n = 1; n <= escl_nodes; n++)); do
-    if escl_running "$n"; then
-      running=$((running + 1))
-      url=${url:-http://127.0.0.1:$((escl_port + n - 1))}
-      echo "elasticsearch-cluster: node $n running  url=http://127.0.0.1:$((escl_port + n - 1)) pid=$(read_pid "$(escl_node_dir "$n")/run/node.pid")"
-    else
-      echo "elasticsearch-cluster: node $n stopped  url=http://127.0.0.1:$((escl_port + n - 1))"
-    fi
-  done
-  [[ -z $url ]] || h=$(health "$url")
-  echo "elasticsearch-cluster: $running of $escl_nodes nodes running, health=${h:-no answer}"
-  ((running == escl_nodes)) || return 3
-}
+escl_status() { cluster_status elasticsearch-cluster "$escl_nodes" "$escl_state" run/node.pid "$escl_port"; }
