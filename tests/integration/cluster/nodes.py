@@ -31,6 +31,8 @@ def cluster_url() -> str | None:
 def require_cluster() -> str:
     """The cluster's URL; a skip when none is configured, a failure when one is configured but not all there."""
     url = cluster_url()
+    if url is None and os.environ.get("CI"):
+        pytest.fail("CI: the cluster tier needs ESBRIDGE_TEST_CLUSTER_URL (.ci/run sets it after starting the cluster)")
     if url is None:
         pytest.skip(
             "ESBRIDGE_TEST_CLUSTER_URL is not set: the cluster tier runs against scripts/engines up opensearch-cluster "
