@@ -28,14 +28,24 @@ class SearchRouting:
     def params(self, body: Mapping[str, Any]) -> dict[str, str]:
         """Query-string parameters of ``_search`` (the same keys go into an ``_msearch`` header line)."""
         found: dict[str, str] = {}
-        # Elasticsearch's top-level kNN section chooses its own search type (it runs in a DFS phase of its own)
-        # and refuses one given with it; BM25 in the same body then has its statistics gathered anyway.
-        if self.search_type != "query_then_fetch" and "knn" not in body:
+        if self.search_type != "query_then_fetch" and takes_search_type(body):
             found["search_type"] = self.search_type
         preference = preference_for(self.preference, body, self._session)
         if preference is not None:
             found["preference"] = preference
         return found
+
+
+def takes_search_type(body: Mapping[str, Any]) -> bool:
+    """Whether a body may be sent with a ``search_type`` other than the default.
+
+    Not with Elasticsearch's top-level ``knn`` section, which chooses its own (it runs a DFS phase of its own)
+    and refuses one given with it, nor with its ``retriever`` tree; not with OpenSearch's ``hybrid`` query,
+    whose score normalization runs between the query and fetch phases and is skipped by a DFS search on
+    several shards (neural-search issue 1490; newer versions refuse the combination).
+    """
+    query = body.get("query")
+    return not ("knn" in body or "retriever" in body or (isinstance(query, Mapping) and "hybrid" in query))
 
 
 def preference_for(setting: str, body: Mapping[str, Any], session: str) -> str | None:

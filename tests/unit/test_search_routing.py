@@ -58,7 +58,15 @@ def test_settings_come_from_the_environment_and_refuse_unknown_search_types(monk
         SearchSettings(search_type="scan")  # type: ignore[arg-type]
 
 
-def test_no_search_type_goes_with_an_elasticsearch_knn_section() -> None:
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"knn": {"field": "vector", "k": 10}},
+        {"retriever": {"rrf": {"retrievers": []}}},
+        {"query": {"hybrid": {"queries": [{"match": {"body": "solar"}}]}}},
+    ],
+)
+def test_no_search_type_goes_with_bodies_that_refuse_or_break_under_dfs(body: dict[str, object]) -> None:
     routing = SearchRouting(SearchSettings(search_type="dfs_query_then_fetch"))
-    assert "search_type" not in routing.params({"knn": {"field": "embedding", "k": 10}})
+    assert "search_type" not in routing.params(body)
     assert routing.params(BODY)["search_type"] == "dfs_query_then_fetch"
