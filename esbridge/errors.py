@@ -18,6 +18,7 @@ these at the engine boundary with ``raise ... from exc``, so callers catch esbri
         ├── IndexNotFound           404 on an index or alias
         ├── IndexAlreadyExists      the index to create exists
         ├── IndexWriteBlocked       the index refuses writes for now (``esbridge index reindex`` is copying it)
+        ├── IndexUnavailable        no shard of the index could answer (a red index: no active copy)
         ├── Throttled               429: the engine asks to slow down
         ├── RequestRejected         4xx: the engine refused the request as malformed
         ├── UnsupportedFeature      the engine (version, plugin, licence) lacks what was asked
@@ -141,6 +142,11 @@ class IndexAlreadyExists(EngineError):
 
 class IndexWriteBlocked(EngineError):
     """The index refused writes because of its write block, which ``esbridge index reindex`` sets while it copies."""
+
+
+class IndexUnavailable(EngineError):
+    """No shard of the index could answer (HTTP 503, all shards failed): the index is red, its shards have no
+    active copy because the nodes holding them are down or the shards could not be allocated."""
 
 
 class Throttled(EngineError):

@@ -91,6 +91,14 @@ def bench_command(
         click.echo(f"{mode:<18} {values['p50']:>8.2f} {values['p95']:>8.2f} {values['p99']:>8.2f}")
     for mode, reason in report.skipped.items():
         click.echo(f"{mode:<18} skipped: {reason}")
+    for mode, count in report.errors_by_mode().items():
+        click.echo(f"{mode:<18} {count} failed search(es), the last {report.failures[-1].at_s:g}s into the run")
+    if report.partial:
+        click.echo(f"{len(report.partial)} answer(s) lacked shards, the last {report.partial[-1].at_s:g}s into the run")
+    if report.failures:
+        click.echo(
+            f"first failure: {report.failures[0].mode} at {report.failures[0].at_s:g}s: {report.failures[0].reason}"
+        )
     click.echo("ratios of p50:")
     for name, value in report.ratios.items():
         click.echo(f"  {name:<40} {value:.3f}")

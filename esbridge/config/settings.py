@@ -32,6 +32,7 @@ from esbridge.config.connection import AuthSettings, TlsSettings
 from esbridge.config.environment import nearest_setting, warn_unknown_variables
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import PipelineSettings
+from esbridge.config.search import SearchSettings
 from esbridge.config.service import ServiceSettings
 from esbridge.errors import ConfigError
 
@@ -98,6 +99,10 @@ class MappingSettings(_Section):
     bm25_b: float = Field(default=DEFAULT_BM25_B, ge=0, le=1)
     shards: int = Field(default=1, ge=1, le=1024)
     replicas: int = Field(default=0, ge=0, le=16)
+    vector_encoding: Literal["float", "int8", "int4", "bbq"] = Field(
+        default="float",
+        description="vector storage: float, int8 (both engines), int4 or bbq (Elasticsearch); docs/clusters.md",
+    )
 
 
 class Settings(BaseSettings):
@@ -125,6 +130,7 @@ class Settings(BaseSettings):
     mapping: MappingSettings = MappingSettings()
     pipeline: PipelineSettings = PipelineSettings()
     service: ServiceSettings = ServiceSettings()
+    search: SearchSettings = SearchSettings()
     routing: dict[str, list[str]] = Field(
         default_factory=dict,
         description="category -> keywords; a query naming a category's keywords is searched in that category",

@@ -25,11 +25,48 @@ class Hit:
 
 
 @dataclass(frozen=True)
+class ShardStatus:
+    """The ``_shards`` section of a search answer: how many of the index's shards answered."""
+
+    total: int
+    successful: int
+    skipped: int = 0
+    failed: int = 0
+    reasons: tuple[str, ...] = ()
+    """distinct failure types or reasons the engine gave, first seen first"""
+
+    @property
+    def missing(self) -> int:
+        """Shards whose documents are not in the answer.
+
+        Elasticsearch counts a shard with no active copy as ``failed``; OpenSearch leaves it out of
+        ``failed`` and only of ``successful`` (``total 3, successful 1, failed 0``), so both are read.
+        """
+        return max(self.total - self.successful - self.skipped, self.failed, 0)
+
+
+@dataclass(frozen=True)
 class SearchResult:
     hits: Sequence[Hit]
     total: int
     took_ms: int
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    shards: ShardStatus | None = None
+    timed_out: bool = False
+    """the engine stopped collecting at the request's ``timeout``: some shards answered with what they had"""
+
+    @property
+    def partial(self) -> str | None:
+        """Why this answer may lack documents that match, or None when every shard answered in full."""
+        problems: list[str] = []
+        if self.shards is not None and self.shards.missing:
+            why = f" ({'; '.join(self.shards.reasons)})" if self.shards.reasons else ""
+            problems.append(f"{self.shards.missing} of {self.shards.total} shards did not answer{why}")
+        if self.timed_out:
+            problems.append("the engine's time limit cut the search short")
+        if not problems:
+            return None
+        return f"partial results: {' and '.join(problems)}; documents on those shards are missing from the answer"
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from esbridge.engines.capabilities import (
     server_features,
 )
 from esbridge.engines.errors import from_response
+from esbridge.engines.routing import SearchRouting
 
 
 def client_options(settings: Settings) -> dict[str, Any]:
@@ -105,6 +106,7 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
     def __init__(self, settings: Settings, client: Elasticsearch | None = None) -> None:
         self._url = settings.display_url if settings.url else f"cloud:{settings.auth.cloud_id}"
         self._client = client or Elasticsearch(**client_options(settings))
+        self._routing = SearchRouting(settings.search)
 
     @property
     def dialect(self) -> Dialect:
@@ -264,11 +266,17 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
 
     def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
         with self._call("search", index):
-            answer = self._client.search(index=index, body=dict(body)).body
+            routing = self._routing.params(body)
+            answer = self._client.search(
+                index=index,
+                body=dict(body),
+                search_type=routing.get("search_type"),
+                preference=routing.get("preference"),
+            ).body
         return responses.search_result(answer, url=self._url, index=index)
 
     def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
-        lines = responses.msearch_lines(index, bodies)
+        lines = responses.msearch_lines(index, bodies, header=self._routing.params)
         with self._call("msearch", index):
             answer = self._client.msearch(searches=lines).body
         return responses.msearch_results(answer, len(bodies), url=self._url, index=index)
@@ -283,6 +291,7 @@ class AsyncElasticsearchEngine(_Translating):
     def __init__(self, settings: Settings, client: AsyncElasticsearch | None = None) -> None:
         self._url = settings.display_url if settings.url else f"cloud:{settings.auth.cloud_id}"
         self._client = client or AsyncElasticsearch(**client_options(settings))
+        self._routing = SearchRouting(settings.search)
 
     @property
     def dialect(self) -> Dialect:
@@ -294,11 +303,19 @@ class AsyncElasticsearchEngine(_Translating):
 
     async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
         with self._call("search", index):
-            answer = (await self._client.search(index=index, body=dict(body))).body
+            routing = self._routing.params(body)
+            answer = (
+                await self._client.search(
+                    index=index,
+                    body=dict(body),
+                    search_type=routing.get("search_type"),
+                    preference=routing.get("preference"),
+                )
+            ).body
         return responses.search_result(answer, url=self._url, index=index)
 
     async def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
-        lines = responses.msearch_lines(index, bodies)
+        lines = responses.msearch_lines(index, bodies, header=self._routing.params)
         with self._call("msearch", index):
             answer = (await self._client.msearch(searches=lines)).body
         return responses.msearch_results(answer, len(bodies), url=self._url, index=index)

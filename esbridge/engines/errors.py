@@ -49,6 +49,13 @@ def from_response(
         cls = errors.IndexNotFound
     elif kind == "resource_already_exists_exception":
         cls = errors.IndexAlreadyExists
+    elif status == 503 and "all shards failed" in reason:
+        cls = errors.IndexUnavailable
+        reason = (
+            f"no shard of the index could answer ({kind or 'all shards failed'}): the index is red, its shards "
+            "have no active copy (a node holding them is down, or they could not be allocated); "
+            "GET _cluster/health/<index>?level=shards and GET _cluster/allocation/explain say which and why"
+        )
     elif status == 401:
         cls = errors.AuthenticationError
     elif status == 403 and any(marker in reason.lower() for marker in _LICENSE_MARKERS):

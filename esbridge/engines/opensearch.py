@@ -26,6 +26,7 @@ from esbridge.engines.capabilities import (
     server_features,
 )
 from esbridge.engines.errors import from_response
+from esbridge.engines.routing import SearchRouting
 
 # Plugins and modules loaded from the classpath (as scripts/engines does) report their class name.
 _PLUGIN_CLASSES = {
@@ -133,6 +134,7 @@ class OpenSearchEngine(paging.ScanBySearch, _Translating):
     def __init__(self, settings: Settings, client: OpenSearch | None = None) -> None:
         self._url = settings.display_url
         self._client = client or OpenSearch(**client_options(settings))
+        self._routing = SearchRouting(settings.search)
 
     @property
     def dialect(self) -> Dialect:
@@ -257,11 +259,11 @@ class OpenSearchEngine(paging.ScanBySearch, _Translating):
 
     def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
         with self._call("search", index):
-            answer = self._client.search(index=index, body=dict(body))
+            answer = self._client.search(index=index, body=dict(body), **self._routing.params(body))
         return responses.search_result(answer, url=self._url, index=index)
 
     def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
-        lines = responses.msearch_lines(index, bodies)
+        lines = responses.msearch_lines(index, bodies, header=self._routing.params)
         with self._call("msearch", index):
             answer = self._client.msearch(body=lines)
         return responses.msearch_results(answer, len(bodies), url=self._url, index=index)
@@ -305,6 +307,7 @@ class AsyncOpenSearchEngine(_Translating):
     def __init__(self, settings: Settings, client: AsyncOpenSearch | None = None) -> None:
         self._url = settings.display_url
         self._client = client or AsyncOpenSearch(**client_options(settings, async_=True))
+        self._routing = SearchRouting(settings.search)
 
     @property
     def dialect(self) -> Dialect:
@@ -316,11 +319,11 @@ class AsyncOpenSearchEngine(_Translating):
 
     async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
         with self._call("search", index):
-            answer = await self._client.search(index=index, body=dict(body))
+            answer = await self._client.search(index=index, body=dict(body), **self._routing.params(body))
         return responses.search_result(answer, url=self._url, index=index)
 
     async def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
-        lines = responses.msearch_lines(index, bodies)
+        lines = responses.msearch_lines(index, bodies, header=self._routing.params)
         with self._call("msearch", index):
             answer = await self._client.msearch(body=lines)
         return responses.msearch_results(answer, len(bodies), url=self._url, index=index)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Hit, IndexInfo, SearchResult
+from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Hit, IndexInfo, SearchResult, ShardStatus
 from esbridge.engines.errors import error_type_and_reason, from_response
 from esbridge.errors import EngineError, EngineResponseError
 
@@ -24,14 +24,50 @@ def search_result(body: Mapping[str, Any], *, url: str, index: str) -> SearchRes
         raise EngineResponseError(
             f"unexpected search response ({exc!r})", url=url, operation="search", index=index
         ) from exc
-    return SearchResult(hits=hits, total=total_count, took_ms=int(body.get("took", 0)), raw=body)
+    return SearchResult(
+        hits=hits,
+        total=total_count,
+        took_ms=int(body.get("took", 0)),
+        raw=body,
+        shards=shard_status(body.get("_shards")),
+        timed_out=bool(body.get("timed_out")),
+    )
 
 
-def msearch_lines(index: str, bodies: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The header/body line pairs of an ``_msearch`` request, every search on ``index``."""
+def shard_status(section: Any) -> ShardStatus | None:
+    """The ``_shards`` section of a search answer, or None when the answer has none (the embedded engine)."""
+    if not isinstance(section, Mapping):
+        return None
+    reasons: list[str] = []
+    for failure in section.get("failures") or []:
+        if not isinstance(failure, Mapping):
+            continue
+        kind, reason = error_type_and_reason({"error": failure.get("reason")})
+        text = f"{kind}: {reason}" if kind and reason not in (kind, "None") else kind or reason
+        if text not in reasons:
+            reasons.append(text)
+    try:
+        return ShardStatus(
+            total=int(section.get("total", 0)),
+            successful=int(section.get("successful", 0)),
+            skipped=int(section.get("skipped", 0)),
+            failed=int(section.get("failed", 0)),
+            reasons=tuple(reasons),
+        )
+    except (TypeError, ValueError):
+        return None
+
+
+def msearch_lines(
+    index: str,
+    bodies: Sequence[Mapping[str, Any]],
+    header: Callable[[Mapping[str, Any]], Mapping[str, str]] | None = None,
+) -> list[Mapping[str, Any]]:
+    """The header/body line pairs of an ``_msearch`` request, every search on ``index``; ``header`` adds
+    per-search parameters (``search_type``, ``preference``) to its header line."""
     lines: list[Mapping[str, Any]] = []
     for body in bodies:
-        lines.extend(({"index": index}, body))
+        lines.extend(({"index": index, **(header(body) if header else {})}, body))
     return lines
 
 

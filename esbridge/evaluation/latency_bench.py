@@ -10,6 +10,10 @@ Modes (``MODES``), interleaved query by query so that load and caches affect the
   only where the engine answers natively; otherwise skipped with the reason.
 
 Result and embedding caches are off. With ``concurrency`` N, N workers take queries from one queue.
+
+A failed search does not stop the run: it is counted per mode with the second of the run it happened in
+(``failures``), and so is an answer that lacked shards (``partial``), so a run during a node's fail-over
+reports what the fail-over cost and when it ended.
 """
 
 from __future__ import annotations
@@ -26,12 +30,13 @@ from esbridge.config.pipeline import CacheSettings
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder, start_embedding
 from esbridge.engines import connect_async, resolve_kind
+from esbridge.engines.base import SearchResult
 from esbridge.engines.capabilities import Capabilities
 from esbridge.errors import ConfigError, EsbridgeError
 from esbridge.evaluation.session import probe_native
 from esbridge.query import bodies, retrievers
 from esbridge.query.factory import build_searcher
-from esbridge.query.models import Filters, SearchRequest
+from esbridge.query.models import Filters, SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
 from esbridge.query.retrievers import RetrievalContext
 
@@ -67,6 +72,14 @@ def ratios(p50: Mapping[str, float]) -> dict[str, float]:
     return found
 
 
+@dataclass(frozen=True)
+class Failure:
+    at_s: float
+    """seconds since the measured part of the run started"""
+    mode: str
+    reason: str
+
+
 @dataclass
 class LatencyReport:
     engine: str
@@ -75,6 +88,17 @@ class LatencyReport:
     wall_s: float
     modes: dict[str, dict[str, float]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    failures: list[Failure] = field(default_factory=list)
+    partial: list[Failure] = field(default_factory=list)
+    """answers that lacked shards or were cut short by the engine's time limit"""
+    started: float = 0.0
+    """``time.perf_counter()`` when the measured part began (``at_s`` counts from it)"""
+
+    def errors_by_mode(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for failure in self.failures:
+            counts[failure.mode] = counts.get(failure.mode, 0) + 1
+        return counts
 
     @property
     def ratios(self) -> dict[str, float]:
@@ -89,6 +113,11 @@ class LatencyReport:
             "modes": self.modes,
             "ratios": self.ratios,
             "skipped": self.skipped,
+            "errors": self.errors_by_mode(),
+            "partial": len(self.partial),
+            "failures": [vars(failure) for failure in self.failures[:50]],
+            "last_error_at_s": self.failures[-1].at_s if self.failures else None,
+            "last_partial_at_s": self.partial[-1].at_s if self.partial else None,
         }
 
 
@@ -159,11 +188,23 @@ async def _measure(
     top_k = settings.pipeline.top_k(top_n)
     filters = Filters()
 
+    failures: list[Failure] = []
+    partials: list[Failure] = []
+
     async def timed(mode: str, sink: dict[str, list[float]], call: Callable[[], Awaitable[Any]]) -> Any:
         started = time.perf_counter()
-        result = await call()
+        try:
+            result = await call()
+        except EsbridgeError as exc:
+            if mode == "native" or not sink:  # native: decided below; warm-up: not measured
+                raise
+            failures.append(Failure(round(started - run_started, 2), mode, str(exc)[:300]))
+            return None
         if mode in sink:
             sink[mode].append((time.perf_counter() - started) * 1000)
+            why = _partial(result)
+            if why:
+                partials.append(Failure(round(started - run_started, 2), mode, why))
         return result
 
     fields = settings.field_map
@@ -178,6 +219,8 @@ async def _measure(
         if "bm25" in modes:
             await timed("bm25", sink, lambda: engine.search(settings.index, lexical))
         vector = await timed("embed", sink, lambda: start_embedding(embedder, [text]))
+        if vector is None:
+            return
         knn = retrievers.knn.body(context, vector[0])
         if "knn" in modes:
             await timed("knn", sink, lambda: engine.search(settings.index, knn))
@@ -210,15 +253,31 @@ async def _measure(
             await one(text, samples)
             progress(1)
 
-    started = time.perf_counter()
+    run_started = time.perf_counter()
     try:
         for text in texts[:warmup]:
             await one(text, {})
-        started = time.perf_counter()
+        run_started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
     finally:
         await engine.close()
-    wall_s = round(time.perf_counter() - started, 2)
+    wall_s = round(time.perf_counter() - run_started, 2)
     report = LatencyReport(kind, len(texts), concurrency, wall_s, skipped=dict(skipped))
+    report.started = run_started
+    report.failures = sorted(failures, key=lambda failure: failure.at_s)
+    report.partial = sorted(partials, key=lambda failure: failure.at_s)
     report.modes = {mode: percentiles(values) for mode, values in samples.items() if values and mode not in skipped}
     return report
+
+
+def _partial(result: Any) -> str | None:
+    """Why a measured answer (a SearchResult, a list of them, or a SearchResponse) lacked documents, if it did."""
+    if isinstance(result, SearchResponse):
+        if not result.partial:
+            return None
+        return "; ".join(warning for warning in result.warnings if "partial results" in warning) or "partial"
+    if isinstance(result, SearchResult):
+        return result.partial
+    if isinstance(result, list):
+        return next((item.partial for item in result if isinstance(item, SearchResult) and item.partial), None)
+    return None

@@ -19,6 +19,8 @@ from esbridge import errors
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine, IndexInfo
 from esbridge.engines.blocks import write_blocked
+from esbridge.engines.capabilities import Capabilities
+from esbridge.engines.vector_options import encoding_of, unavailable
 from esbridge.mappings.copy import copy_documents
 from esbridge.mappings.diff import MappingDiff, diff_index
 from esbridge.mappings.schema import VECTOR_FIELD, IndexParameters, render_index
@@ -48,6 +50,7 @@ def parameters_from(settings: Settings, dimension: int | None = None) -> IndexPa
         bm25_b=mapping.bm25_b,
         shards=mapping.shards,
         replicas=mapping.replicas,
+        vector_encoding=mapping.vector_encoding,
     )
 
 
@@ -77,6 +80,7 @@ def live_parameters(engine: Engine, index: str, fallback: IndexParameters) -> In
         bm25_b=number(bm25.get("b"), fallback.bm25_b),
         shards=int(number(settings.get("number_of_shards"), fallback.shards)),
         replicas=int(number(settings.get("number_of_replicas"), fallback.replicas)),
+        vector_encoding=encoding_of(vector, fallback.vector_encoding),
         analysis="core" if title.get("analyzer") == "standard" else "full" if title else fallback.analysis,
     )
 
@@ -117,13 +121,28 @@ class IndexManager:
         self._params = params
 
     @cached_property
+    def _capabilities(self) -> Capabilities:
+        return self.engine.probe()
+
+    @cached_property
     def server_features(self) -> dict[str, bool]:
         """What the engine's build offers (``text_analysis``, ``reindex``), asked once per manager."""
-        return dict(self.engine.probe().features)
+        return dict(self._capabilities.features)
 
     @cached_property
     def params(self) -> IndexParameters:
-        """The parameters, with ``auto`` analysis resolved by asking the engine what it has."""
+        """The parameters, with ``auto`` analysis resolved by asking the engine what it has; a vector encoding
+        the engine's version lacks is refused before anything is created."""
+        if self._params.vector_encoding != "float":
+            why = unavailable(self.engine.dialect, self._capabilities.version, self._params.vector_encoding)
+            if why:
+                raise errors.UnsupportedFeature(
+                    f"{why} ([mapping] vector_encoding)", url=self.engine.url, operation="map vectors", index=self.alias
+                )
+            return replace(self._resolved_analysis(), engine_version=self._capabilities.version)
+        return self._resolved_analysis()
+
+    def _resolved_analysis(self) -> IndexParameters:
         if self._params.analysis != "auto":
             return self._params
         has_analysis = self.server_features.get("text_analysis", True)
@@ -223,6 +242,7 @@ class IndexManager:
                 index=self.alias,
             )
         old = state.current
+        self._refuse_a_red_source(old)
         new = version_name(self.alias, state.latest_version + 1)
         server_side = self.server_features.get("reindex", True)
         # A reindex killed before it could lift its block leaves it; the next one then finds it blocked.
@@ -259,6 +279,22 @@ class IndexManager:
                 remedy=f"{old} refuses writes until its setting index.blocks.write is set to false",
             )
         return ReindexOutcome(old=old, new=new, documents=copied, deleted_old=delete_old, server_side=server_side)
+
+    def _refuse_a_red_source(self, old: str) -> None:
+        """A red index answers searches, counts and scrolls from the shards it has, without saying that others are
+        missing (OpenSearch does not count them as failed), so a copy of it would lack their documents while
+        both counts agree. Nothing is created, blocked or moved."""
+        health = next((info.health for info in self.engine.list_indices(old) if info.name == old), None)
+        if health == "red":
+            raise errors.IndexUnavailable(
+                f"refusing to reindex {old}: it is red (some of its primary shards have no active copy, e.g. their "
+                "node is down), and a copy would silently lack their documents; the alias stays on "
+                f"{old}. Bring the nodes back (GET _cluster/health/{old}?level=shards says which shards) and run "
+                "`esbridge index reindex` again",
+                url=self.engine.url,
+                operation="reindex",
+                index=old,
+            )
 
     def _abandon(self, old: str, new: str, *, lift_block: bool, cause: BaseException) -> None:
         """Undo a reindex that failed before the alias moved: drop ``new`` and let ``old`` take writes again."""

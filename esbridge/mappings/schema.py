@@ -14,6 +14,7 @@ from esbridge.config.settings import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from esbridge.engines.analysis import ENGLISH, analysis
 from esbridge.engines.base import JSON, Dialect
 from esbridge.engines.dialect import vector_field
+from esbridge.engines.vector_options import VectorEncoding, apply_encoding
 
 FieldKind = Literal["text", "keyword", "integer", "date", "object", "vector"]
 Analysis = Literal["auto", "full", "core"]
@@ -32,6 +33,10 @@ class IndexParameters:
     bm25_b: float = DEFAULT_BM25_B
     shards: int = 1
     replicas: int = 0
+    vector_encoding: VectorEncoding = "float"
+    """how the vectors are stored and searched (esbridge.engines.vector_options); a change needs a reindex"""
+    engine_version: str = ""
+    """the engine's version where a mapping depends on it (quantization parameters); set by IndexManager"""
     analysis: Analysis = "auto"
     """``core`` uses only analyzers built into every server build (for builds without the analysis-common
     module); ``auto`` lets IndexManager choose from the engine's probe, and renders as ``full`` elsewhere."""
@@ -99,7 +104,8 @@ def _analyzer(name: str, params: IndexParameters) -> str:
 
 def _render_field(spec: FieldSpec, dialect: Dialect, params: IndexParameters) -> JSON:
     if spec.kind == "vector":
-        return vector_field(dialect, params.dimension, m=params.hnsw_m, ef_construction=params.hnsw_ef_construction)
+        field = vector_field(dialect, params.dimension, m=params.hnsw_m, ef_construction=params.hnsw_ef_construction)
+        return apply_encoding(dialect, field, params.vector_encoding, params.engine_version)
     if spec.kind == "object":
         return {"type": "object", "enabled": False}
     rendered: JSON = {"type": spec.kind}

@@ -192,9 +192,6 @@ class SearchDetails(BaseModel):
         description="features off because the index's field map names no field for them (knn, recency, graph, "
         "lifecycle) -> why",
     )
-    partial: bool = Field(
-        default=False, description="some shards did not answer: results may be missing (warnings say which)"
-    )
 
 
 class SearchResponse(BaseModel):
@@ -202,6 +199,11 @@ class SearchResponse(BaseModel):
     search_mode: SearchMode
     took_ms: float
     warnings: list[str] = Field(default_factory=list)
+    partial: bool = Field(
+        default=False,
+        description="some shards did not answer, or the engine's time limit cut a search short: documents on "
+        "them may be missing (warnings says which search and why)",
+    )
     results: list[SearchHit] = Field(default_factory=list)
     groups: RegistryGroups | None = Field(default=None, description="the results grouped by entity (request.group)")
     details: SearchDetails = Field(default_factory=SearchDetails)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from esbridge import errors
@@ -26,6 +26,9 @@ from esbridge.query.deadline import within
 from esbridge.query.native import plan as native
 from esbridge.query.query_vectors import QueryVector, QueryVectors
 from esbridge.query.retrievers import RETRIEVERS, RetrievalContext, Retriever, request_bodies
+
+_UNANSWERABLE = (errors.IndexNotFound, errors.IndexUnavailable)
+"""Errors no other retriever can work around: the search fails with them (a missing or a red index)."""
 
 # How much longer than the slowest retriever's own timeout a whole _msearch may take.
 _MSEARCH_MARGIN_S = 1.0
@@ -48,6 +51,8 @@ class Retrieved:
     """the engine fused the retrievers itself"""
     explanations: dict[str, Any] = field(default_factory=dict)
     """id -> the engine's own score explanation (native hybrid with explain)"""
+    partial: bool = False
+    """an answer lacked shards, or the engine's time limit cut it short (``SearchResult.partial``)"""
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,14 @@ class _Answer:
     ms: float
     merged: bool = False
     """several requests' hits (kNN per entity type): each request was cut at its own k, not at ``top_k``"""
+    partial: bool = False
+
+
+def _answered(name: str, result: SearchResult, ms: float) -> _Answer:
+    """An engine's answer, with a warning when it lacks shards or was cut short by the engine's time limit."""
+    if result.partial:
+        return _Answer(result, f"{name}: {result.partial}", ms, partial=True)
+    return _Answer(result, None, ms)
 
 
 class Retrieval:
@@ -147,7 +160,7 @@ class Retrieval:
             async with within(deadline):
                 results = await self.engine.msearch(self.index, [body for _, body in searches])
         except (asyncio.TimeoutError, errors.EngineError) as exc:
-            if isinstance(exc, errors.IndexNotFound):
+            if isinstance(exc, _UNANSWERABLE):
                 raise
             reason = f"no answer within {deadline:g}s" if isinstance(exc, asyncio.TimeoutError) else str(exc)
             retried = await self.concurrent(context, chosen)
@@ -156,13 +169,11 @@ class Retrieval:
         parts: dict[str, list[_Answer]] = {}
         for (name, _), result in zip(searches, results, strict=True):
             if isinstance(result, Exception):
-                if isinstance(result, errors.IndexNotFound):
+                if isinstance(result, _UNANSWERABLE):
                     raise result
                 answer = _Answer(None, f"{name} failed: {result}", took)
-            elif result.raw.get("timed_out"):
-                answer = _Answer(result, f"{name} timed out on the engine; its results may be partial", took)
             else:
-                answer = _Answer(result, None, took)
+                answer = _answered(name, result, took)
             parts.setdefault(name, []).append(answer)
         answers = {name: _merged(answered) for name, answered in parts.items()}
         collected = _collected(context, chosen, answers, query_vector, timed=False)
@@ -187,20 +198,22 @@ class Retrieval:
             async with within(timeout_s):
                 result = await self.engine.search(self.index, body)
         except (asyncio.TimeoutError, errors.EngineError) as exc:
-            if isinstance(exc, errors.IndexNotFound):
+            if isinstance(exc, _UNANSWERABLE):
                 raise
             return f"no answer within {timeout_s:g}s" if isinstance(exc, asyncio.TimeoutError) else str(exc)
         sources: dict[str, Mapping[str, Any]] = {}
         for hit in result.hits:
             sources.setdefault(hit.id, canonical_source(hit.source, context.fields, hit.id))
+        shards = f"native hybrid: {result.partial}" if result.partial else None
         return Retrieved(
             runs={"native": {hit.id: hit.score for hit in result.hits[:size]}},
             sources=sources,
-            warnings=query_vector.warnings,
+            warnings=(*query_vector.warnings, *([shards] if shards else [])),
             timings={**query_vector.timings, "native": _ms(started)},
             concept_terms=query_vector.concept_terms,
             native=True,
             explanations=native.explanations(result.raw) if explain else {},
+            partial=shards is not None,
         )
 
     async def _search_all(self, name: str, requests: Sequence[Mapping[str, Any]]) -> _Answer:
@@ -214,11 +227,12 @@ class Retrieval:
         started = time.perf_counter()
         try:
             async with within(timeout_s):
-                return _Answer(await self.engine.search(self.index, body), None, _ms(started))
+                result = await self.engine.search(self.index, body)
+            return _answered(name, result, _ms(started))
         except asyncio.TimeoutError:
             return _Answer(None, f"{name} did not answer within {timeout_s:g}s", _ms(started))
         except errors.EngineError as exc:
-            if isinstance(exc, errors.IndexNotFound):
+            if isinstance(exc, _UNANSWERABLE):
                 raise
             return _Answer(None, f"{name} failed: {exc}", _ms(started))
 
@@ -241,7 +255,8 @@ def _merged(answers: Sequence[_Answer]) -> _Answer:
     hits = sorted(best.values(), key=lambda hit: (-hit.score, hit.id))
     total = sum(result.total for result in results)
     took = max(result.took_ms for result in results)
-    return _Answer(SearchResult(hits, total, took), "; ".join(warnings) or None, ms, merged=True)
+    partial = any(answer.partial for answer in answers)
+    return _Answer(SearchResult(hits, total, took), "; ".join(warnings) or None, ms, merged=True, partial=partial)
 
 
 def _collected(
@@ -270,20 +285,14 @@ def _collected(
         warnings = (*query_vector.warnings, *warnings)
         timings = {**query_vector.timings, **timings}
     terms = query_vector.concept_terms if query_vector is not None else ()
-    return Retrieved(runs, sources, semantic, warnings, timings, terms)
+    partial = any(answer.partial for answer in answers.values())
+    return Retrieved(runs, sources, semantic, warnings, timings, terms, partial=partial)
 
 
 def _noted(retrieved: Retrieved, warning: str | None, msearch_ms: float) -> Retrieved:
     """``retrieved`` with the msearch round trip's time, and a warning about it first."""
     warnings = (warning, *retrieved.warnings) if warning else retrieved.warnings
-    return Retrieved(
-        retrieved.runs,
-        retrieved.sources,
-        retrieved.semantic,
-        warnings,
-        {**retrieved.timings, "msearch": msearch_ms},
-        retrieved.concept_terms,
-    )
+    return replace(retrieved, warnings=warnings, timings={**retrieved.timings, "msearch": msearch_ms})
 
 
 def _ms(started: float) -> float:

@@ -1,5 +1,6 @@
 /*
- * esbridge: starts ONE embedded OpenSearch node for local development and CI (see scripts/engines).
+ * esbridge: starts ONE embedded OpenSearch node for local development and CI (see scripts/engines): a single-node
+ * cluster by default, or one node of a multi-node cluster (one JVM per node) when seed.hosts is given.
  *
  * Run as a single-file source program (no javac step), with the jars resolved by scripts/engines.d/opensearch-pom.xml
  * on the class path:
@@ -47,6 +48,9 @@ public final class OpenSearchLauncher {
             values.put("host", "127.0.0.1");
             values.put("plugins", "");                // comma-separated plugin classes on the class path
             values.put("default.replicas", "0");      // persistent cluster.default_number_of_replicas ("" = leave)
+            values.put("seed.hosts", "");             // comma-separated host:transport-port of the cluster's nodes
+                                                      // ("" = discovery.type single-node)
+            values.put("initial.managers", "");       // comma-separated node names that bootstrap a new cluster
             for (final String arg : args) {
                 final int eq = arg.indexOf('=');
                 if (eq <= 0) {
@@ -122,7 +126,14 @@ public final class OpenSearchLauncher {
                 settings.put("transport.port", options.get("transport.port"));
                 settings.put("path.data", options.get("data"));
                 settings.put("path.logs", options.get("logs"));
-                settings.put("discovery.type", "single-node");
+                final String seeds = options.get("seed.hosts").trim();
+                if (seeds.isEmpty()) {
+                    settings.put("discovery.type", "single-node");
+                } else {
+                    settings.put("discovery.type", "zen"); // the runner makes a one-node run single-node otherwise
+                    settings.putList("discovery.seed_hosts", seeds.split(","));
+                    settings.putList("cluster.initial_cluster_manager_nodes", options.get("initial.managers").split(","));
+                }
                 settings.putList("node.roles", "cluster_manager", "data", "ingest");
                 settings.put("cluster.routing.allocation.disk.threshold_enabled", "false");
                 settings.put("action.destructive_requires_name", "false");
@@ -150,18 +161,25 @@ public final class OpenSearchLauncher {
             log("starting node: home=" + options.get("home") + " data=" + options.get("data") + " http=" + host + ":"
                     + httpPort + " plugins=[" + plugins + "]");
             runner.build(configs);
-            runner.ensureYellow();
-
-            // New indices get this many replicas unless they ask otherwise (0: a single node stays green).
-            // Index creation reads cluster.default_number_of_replicas from the cluster metadata (persistent or
-            // transient cluster settings), not from node settings, so it is set through the API.
-            final String replicas = options.get("default.replicas");
-            if (!replicas.isEmpty()) {
-                runner.client().admin().cluster().prepareUpdateSettings()
-                        .setPersistentSettings(Settings.builder().put("cluster.default_number_of_replicas", replicas).build())
-                        .get();
+            if (!options.get("seed.hosts").trim().isEmpty()) {
+                // The cluster forms once a majority of its cluster-manager nodes run; scripts/engines waits for its
+                // health over HTTP, so this node neither blocks nor times out waiting for the others.
+                log("ready: node " + options.get("node.name") + " of cluster " + options.get("cluster.name")
+                        + " at http://" + host + ":" + httpPort + " (pid " + pid + ")");
+            } else {
+                runner.ensureYellow();
+                // New indices get this many replicas unless they ask otherwise (0: a single node stays green).
+                // Index creation reads cluster.default_number_of_replicas from the cluster metadata (persistent or
+                // transient cluster settings), not from node settings, so it is set through the API.
+                final String replicas = options.get("default.replicas");
+                if (!replicas.isEmpty()) {
+                    runner.client().admin().cluster().prepareUpdateSettings()
+                            .setPersistentSettings(
+                                    Settings.builder().put("cluster.default_number_of_replicas", replicas).build())
+                            .get();
+                }
+                log("ready: OpenSearch " + Version.CURRENT + " at http://" + host + ":" + httpPort + " (pid " + pid + ")");
             }
-            log("ready: OpenSearch " + Version.CURRENT + " at http://" + host + ":" + httpPort + " (pid " + pid + ")");
         } catch (final Throwable t) {
             log("FAILED to start OpenSearch: " + t);
             t.printStackTrace(OUT);
