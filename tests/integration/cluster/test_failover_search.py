@@ -9,12 +9,11 @@ import threading
 import time
 from pathlib import Path
 
-from esbridge.ingest.pipeline import IngestOptions, ingest
-
 from esbridge.config import Settings, load_settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine
 from esbridge.evaluation.latency_bench import LatencyReport, measure
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from tests.integration.cluster.nodes import kill_node, node_behind, nodes_holding_primaries

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from esbridge.ingest.pipeline import IngestOptions, ingest
 
 from esbridge import errors
 from esbridge.config import Settings, load_settings
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine, connect, connect_async
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.models import SearchRequest, SearchResponse

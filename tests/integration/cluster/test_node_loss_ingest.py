@@ -10,14 +10,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from esbridge.ingest.pipeline import IngestOptions, IngestReport, ingest
-
 from esbridge.config import Settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine
 from esbridge.engines.base import BulkAction, BulkResult
 from esbridge.ingest.beir import read_beir_corpus
 from esbridge.ingest.model import Document
+from esbridge.ingest.run import IngestOptions, IngestReport, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from tests.integration.cluster.nodes import kill_node, node_behind, nodes_holding_primaries
