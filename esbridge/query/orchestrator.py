@@ -162,6 +162,7 @@ class HybridSearcher:
             search_mode=mode,
             took_ms=_ms(started),
             warnings=[*([self.model_problem] if self.model_problem else []), *off.asked, *notes.warnings],
+            partial=retrieved.partial,
             results=[build_hit(item, score, trail, explain=request.explain) for item, score in final.items()],
             groups=groups,
             details=SearchDetails(
