@@ -28,6 +28,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from esbridge.config.embedding import EmbeddingSettings as EmbeddingSettings  # re-exported
 from esbridge.config.environment import nearest_setting, warn_unknown_variables
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.service import ServiceSettings
@@ -94,40 +95,6 @@ class TlsSettings(_Section):
         if self.client_key is not None and self.client_cert is None:
             raise ValueError("tls.client_key is set but tls.client_cert is not")
         return self
-
-
-class EmbeddingSettings(_Section):
-    """The model that embeds chunks and queries."""
-
-    provider: str = Field(
-        default="sentence-transformers", description="a registered embedder (entry-point group esbridge.embedders)"
-    )
-    model: str = Field(
-        default="sentence-transformers/all-MiniLM-L6-v2",
-        description="model name, or a path to a sentence-transformers model directory",
-    )
-    dimension: int | None = Field(default=None, ge=1, le=4096, description="defaults to the model's own")
-    batch_size: int = Field(default=32, ge=1, le=4096)
-    device: str = "cpu"
-    threads: int | None = Field(
-        default=None, ge=1, le=512, description="torch CPU threads when embedding documents; none = one per core"
-    )
-    query_threads: int | None = Field(
-        default=1,
-        ge=1,
-        le=512,
-        description="torch CPU threads of query-serving processes (search, serve, mcp, bench); none = one per core",
-    )
-    query_processes: int = Field(
-        default=1,
-        ge=0,
-        le=64,
-        description="child processes that embed queries in long-running query servers (serve, mcp, bench); "
-        "0 = in the server's own process",
-    )
-    cache_dir: Path | None = Field(
-        default=None, description="embedding cache; defaults to ~/.cache/esbridge/embeddings"
-    )
 
 
 # Anserini's BM25 defaults rather than Lucene's (k1 1.2, b 0.75): on SciFact's train queries they raised

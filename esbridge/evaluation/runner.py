@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from esbridge.config.pipeline import CacheSettings
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, model_profile
+from esbridge.embeddings.profiles import ModelProfile
 from esbridge.engines.base import AsyncEngine, Dialect, SearchResult
 from esbridge.engines.capabilities import Capabilities
 from esbridge.errors import ConfigError, EsbridgeError
@@ -104,6 +105,10 @@ class MemoEmbedder:
 
     def count_tokens(self, text: str) -> int:
         return self._embedder.count_tokens(text)
+
+    @property
+    def prompts(self) -> ModelProfile:
+        return model_profile(self._embedder)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         todo = [text for text in dict.fromkeys(texts) if text not in self._vectors]

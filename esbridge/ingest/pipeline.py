@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from esbridge import errors
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, embed_passages
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
 from esbridge.ingest.bulk import BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
@@ -279,7 +279,7 @@ def _embed(window: Sequence[Chunk], embedder: Embedder | None, report: IngestRep
     if embedder is None:
         return [None] * len(window)
     with _Timer(report.timings, "embed_s"):
-        vectors = embedder.embed([chunk.embedding_text for chunk in window])
+        vectors = embed_passages(embedder, [chunk.embedding_text for chunk in window])
     report.embedded += len(window)
     return list(vectors)
 
