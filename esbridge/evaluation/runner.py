@@ -25,6 +25,7 @@ from esbridge.engines.base import AsyncEngine, Dialect, SearchResult
 from esbridge.engines.capabilities import Capabilities
 from esbridge.errors import ConfigError, EsbridgeError
 from esbridge.evaluation.methods import Configuration
+from esbridge.evaluation.reranking import Rerankers
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
 
@@ -167,6 +168,7 @@ async def run_configurations(
 
     memo = MemoEngine(engine)
     model = MemoEmbedder(embedder) if embedder is not None else None
+    rerankers = Rerankers()
     outcomes = [ConfigurationRuns(configuration) for configuration in configurations]
     searchers: list[tuple[HybridSearcher, HybridSearcher | None]] = []
     for outcome in outcomes:
@@ -179,9 +181,14 @@ async def run_configurations(
         deep_pipeline = pipeline.model_copy(
             update={"top_k_multiplier": max(pipeline.top_k_multiplier, depth.deep_multiplier)}
         )
-        top = HybridSearcher(memo, index, model, pipeline, num_candidates=num_candidates, probe=probe)
+        reranker = rerankers.get(pipeline.rerank)
+        top = HybridSearcher(
+            memo, index, model, pipeline, num_candidates=num_candidates, probe=probe, reranker=reranker
+        )
         deep = (
-            HybridSearcher(memo, index, model, deep_pipeline, num_candidates=num_candidates, probe=probe)
+            HybridSearcher(
+                memo, index, model, deep_pipeline, num_candidates=num_candidates, probe=probe, reranker=reranker
+            )
             if depth.deep
             else None
         )

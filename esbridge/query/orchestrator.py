@@ -212,7 +212,13 @@ class HybridSearcher:
             started_rerank = time.perf_counter()
             texts = {item: _rerank_text(retrieved.sources.get(item, {})) for item in scores}
             reranked = await asyncio.to_thread(
-                rerank, scores, texts, request.query, self.reranker, self.pipeline.rerank.top
+                rerank,
+                scores,
+                texts,
+                request.query,
+                self.reranker,
+                self.pipeline.rerank.top,
+                weight=self.pipeline.rerank.weight,
             )
             scores, rerank_scores = reranked.scores, reranked.rerank_scores
             retrieved.timings["rerank"] = _ms(started_rerank)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -114,3 +116,15 @@ def test_a_wrong_dimension_is_refused() -> None:
     require_stored(MINILM, "int8")
     with pytest.raises(ConfigError, match="produces 384-dimensional"):
         OnnxEmbedder(MINILM, precision="int8", dimension=768)
+
+
+def test_the_onnx_embedder_works_in_a_process_that_loaded_the_embedded_engine_first() -> None:
+    """usearch loads NumKong globally, after which importing onnxruntime 1.23+ crashed the process."""
+    require_stored(MINILM, "int8")
+    script = (
+        "import esbridge.engines.embedded, usearch.index\n"
+        "from esbridge.embeddings.onnx_runtime import OnnxEmbedder\n"
+        f"print(len(OnnxEmbedder({MINILM!r}, precision='int8').embed(['x'])[0]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "384"), done.stderr[-2000:]
