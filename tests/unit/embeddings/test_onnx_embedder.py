@@ -59,11 +59,22 @@ def test_int8_onnx_stays_close_to_torch(torch_vectors: list[list[float]]) -> Non
 
 
 def test_input_order_survives_length_batching() -> None:
-    require_stored(MINILM, "int8")
-    model = OnnxEmbedder(MINILM, precision="int8", batch_size=2)
+    require_stored(MINILM, "fp32")
+    model = OnnxEmbedder(MINILM, precision="fp32", batch_size=2)
     one_by_one = [model.embed([text])[0] for text in TEXTS]
     for alone, batched in zip(one_by_one, model.embed(TEXTS), strict=True):
         assert cosine(alone, batched) > 0.9999
+
+
+def test_int8_vectors_depend_a_little_on_the_batch() -> None:
+    """Activations are quantized per batch (their range includes the padding's), so int8 vectors of one
+    text differ slightly with its batch-mates; same text, same batch, same vector."""
+    require_stored(MINILM, "int8")
+    model = OnnxEmbedder(MINILM, precision="int8", batch_size=2)
+    one_by_one = [model.embed([text])[0] for text in TEXTS]
+    batched = model.embed(TEXTS)
+    assert min(cosine(a, b) for a, b in zip(one_by_one, batched, strict=True)) > 0.98
+    assert model.embed(TEXTS) == batched
 
 
 def test_backends_keep_separate_identities() -> None:
