@@ -1,4 +1,4 @@
-"""``esbridge bench DATASET``: search latency per mode on one index, in one run."""
+"""``esbridge bench DATASET``: search latency per mode on one index, or ingest throughput per backend, in one run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import click
 
 from esbridge.cli.options import check_top_n, engine_options, index_option, settings_from, top_n_option
 from esbridge.cli.progress import query_progress
+from esbridge.config.settings import Settings
 from esbridge.evaluation.dataset import judged_queries
+from esbridge.evaluation.ingest_bench import BACKENDS
 from esbridge.evaluation.latency_bench import DEFAULT_MODES, MODES, measure
 from esbridge.query.api import query_embedding
 
@@ -22,7 +24,20 @@ from esbridge.query.api import query_embedding
     "--modes",
     default=",".join(DEFAULT_MODES),
     show_default=True,
-    help=f"Comma-separated, from: {', '.join(MODES)}.",
+    help=f"Comma-separated, from: {', '.join(MODES)}; or ingest alone (chunks/s per embedding backend).",
+)
+@click.option(
+    "--backends",
+    default=",".join(BACKENDS),
+    show_default=True,
+    help="--modes ingest: the embedding backends to compare.",
+)
+@click.option(
+    "--documents",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="--modes ingest: how many of the corpus' documents each backend ingests.",
 )
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True, help="Queries in flight.")
 @click.option("--warmup", type=click.IntRange(min=0), default=10, show_default=True, help="Unrecorded queries first.")
@@ -35,6 +50,8 @@ def bench_command(
     split: str,
     limit: int,
     modes: str,
+    backends: str,
+    documents: int,
     concurrency: int,
     warmup: int,
     top_n: int,
@@ -47,11 +64,20 @@ def bench_command(
     """Latency p50/p95/p99 of BM25 only, kNN only, client hybrid and native hybrid, and their ratios.
 
     The queries are a BEIR folder's; the index must already hold its corpus (e.g. after `esbridge eval`).
+    With --modes ingest, each of --backends instead ingests the corpus' first --documents into a scratch
+    index (dropped afterwards), and chunks/s are reported per backend.
     """
     chosen = [mode.strip() for mode in modes.split(",") if mode.strip()]
+    if "ingest" in chosen:
+        if len(chosen) > 1:
+            raise click.BadParameter("ingest runs alone: --modes ingest", param_hint="'--modes'")
+        _bench_ingest(
+            settings_from(config_file, url=url, engine=engine, index=index), dataset, backends, documents, as_json
+        )
+        return
     if not chosen:
         raise click.BadParameter(f"no mode named; e.g. --modes {','.join(DEFAULT_MODES)}", param_hint="'--modes'")
-    unknown = sorted(set(chosen) - set(MODES))
+    unknown = sorted(set(chosen) - set(MODES) - {"ingest"})
     if unknown:
         raise click.BadParameter(
             f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}", param_hint="'--modes'"
@@ -102,3 +128,39 @@ def bench_command(
     click.echo("ratios of p50:")
     for name, value in report.ratios.items():
         click.echo(f"  {name:<40} {value:.3f}")
+
+
+def _bench_ingest(settings: Settings, dataset: Path, backends: str, documents: int, as_json: bool) -> None:
+    from esbridge.evaluation.ingest_bench import measure_ingest
+
+    chosen = [backend.strip() for backend in backends.split(",") if backend.strip()]
+    unknown = sorted(set(chosen) - set(BACKENDS))
+    if unknown or not chosen:
+        raise click.BadParameter(
+            f"unknown backend(s) {', '.join(unknown) or '(none named)'}; known: {', '.join(BACKENDS)}",
+            param_hint="'--backends'",
+        )
+
+    def announce(backend: str) -> None:
+        if not as_json:
+            click.echo(f"ingesting with {backend} ...", err=True)
+
+    report = measure_ingest(settings, dataset, chosen, limit=documents, progress=announce)
+    if as_json:
+        click.echo(json.dumps(report.as_json(), indent=2))
+    if not report.runs:
+        reasons = "; ".join(f"{backend}: {reason}" for backend, reason in report.skipped.items())
+        raise click.ClickException(f"nothing was measured: every backend was skipped ({reasons})")
+    if as_json:
+        return
+    click.echo(f"{report.documents} documents of {dataset} on {report.engine}, model {settings.embedding.model}")
+    click.echo(f"{'backend':<10} {'chunks':>7} {'wall s':>8} {'embed s':>8} {'index s':>8} {'chunks/s':>9}")
+    for backend, run in report.runs.items():
+        click.echo(
+            f"{backend:<10} {run['chunks']:>7.0f} {run['wall_s']:>8.2f} {run['embed_s']:>8.2f} "
+            f"{run['index_s']:>8.2f} {run['chunks_per_s']:>9.1f}"
+        )
+    for backend, reason in report.skipped.items():
+        click.echo(f"{backend:<10} skipped: {reason}")
+    for name, value in report.ratios.items():
+        click.echo(f"  {name:<24} {value:.2f}")

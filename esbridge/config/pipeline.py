@@ -66,8 +66,23 @@ class ShapingSettings(_Section):
 class RerankSettings(_Section):
     enabled: bool = False
     name: str = Field(default="cross-encoder", description="a registered re-ranker (esbridge.rerankers)")
-    model: str | None = Field(default=None, description="cross-encoder model name or local folder")
-    top: int = Field(default=20, ge=1, le=500, description="how many of the best candidates are re-ranked")
+    model: str | None = Field(
+        default="cross-encoder/ms-marco-MiniLM-L-12-v2", description="cross-encoder model name or local folder"
+    )
+    backend: Literal["torch", "onnx"] = Field(
+        default="torch", description="torch (sentence-transformers) or onnx (ONNX Runtime, esbridge[onnx])"
+    )
+    precision: Literal["fp32", "int8"] = Field(default="fp32", description="onnx backend: fp32 or int8 weights")
+    # Chosen on 40 SciFact train queries with the ms-marco-MiniLM-L-12-v2 cross-encoder (docs/models.md):
+    # the best of depths 10/20/30 and weights 0.3/0.5/0.7/1, though no variant differed significantly.
+    top: int = Field(default=30, ge=1, le=500, description="how many of the best candidates are re-ranked")
+    weight: float = Field(
+        default=0.7,
+        ge=0,
+        le=1,
+        description="share of the re-ranker's score in the re-ranked candidates' order (the rest: the fused "
+        "score); 1 = the re-ranker's order alone",
+    )
     batch_size: int = Field(default=16, ge=1)
     device: str = "cpu"
 

@@ -29,6 +29,7 @@ from pydantic_settings import (
 )
 
 from esbridge.config.connection import AuthSettings, TlsSettings
+from esbridge.config.embedding import EmbeddingSettings as EmbeddingSettings  # re-exported
 from esbridge.config.environment import nearest_setting, warn_unknown_variables
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import PipelineSettings
@@ -47,40 +48,6 @@ _INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,199}$")
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class EmbeddingSettings(_Section):
-    """The model that embeds chunks and queries."""
-
-    provider: str = Field(
-        default="sentence-transformers", description="a registered embedder (entry-point group esbridge.embedders)"
-    )
-    model: str = Field(
-        default="sentence-transformers/all-MiniLM-L6-v2",
-        description="model name, or a path to a sentence-transformers model directory",
-    )
-    dimension: int | None = Field(default=None, ge=1, le=4096, description="defaults to the model's own")
-    batch_size: int = Field(default=32, ge=1, le=4096)
-    device: str = "cpu"
-    threads: int | None = Field(
-        default=None, ge=1, le=512, description="torch CPU threads when embedding documents; none = one per core"
-    )
-    query_threads: int | None = Field(
-        default=1,
-        ge=1,
-        le=512,
-        description="torch CPU threads of query-serving processes (search, serve, mcp, bench); none = one per core",
-    )
-    query_processes: int = Field(
-        default=1,
-        ge=0,
-        le=64,
-        description="child processes that embed queries in long-running query servers (serve, mcp, bench); "
-        "0 = in the server's own process",
-    )
-    cache_dir: Path | None = Field(
-        default=None, description="embedding cache; defaults to ~/.cache/esbridge/embeddings"
-    )
 
 
 # Anserini's BM25 defaults rather than Lucene's (k1 1.2, b 0.75): on SciFact's train queries they raised

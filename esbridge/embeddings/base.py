@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from esbridge.embeddings.profiles import PLAIN, ModelProfile
+
 
 @runtime_checkable
 class Embedder(Protocol):
@@ -45,8 +47,26 @@ def close_model(model: Embedder) -> None:
         close()
 
 
+def model_profile(model: Embedder) -> ModelProfile:
+    """The prompts (and pooling) ``model`` was trained with; an embedder that says nothing has none."""
+    profile = getattr(model, "prompts", None)
+    return profile if isinstance(profile, ModelProfile) else PLAIN
+
+
+def embed_passages(model: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """Vectors of texts to be indexed, each behind the model's passage prompt (e5's ``"passage: "``)."""
+    profile = model_profile(model)
+    return model.embed([profile.passage(text) for text in texts])
+
+
+def embed_queries(model: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """Vectors of queries, each behind the model's query prompt (bge's instruction, e5's ``"query: "``)."""
+    profile = model_profile(model)
+    return model.embed([profile.query(text) for text in texts])
+
+
 def start_embedding(model: Embedder, texts: Sequence[str]) -> asyncio.Future[list[list[float]]]:
-    """``texts``' vectors as a future of the running loop, ``embed`` handed to the loop's default executor
-    at once (``asyncio.to_thread`` would wait for a loop turn). A search and ``esbridge bench`` both embed
-    through this, so the bench times the embedding the way a search pays for it."""
-    return asyncio.get_running_loop().run_in_executor(None, model.embed, list(texts))
+    """Query vectors (``embed_queries``) as a future of the running loop, handed to the loop's default
+    executor at once (``asyncio.to_thread`` would wait for a loop turn). A search and ``esbridge bench``
+    both embed through this, so the bench times the embedding the way a search pays for it."""
+    return asyncio.get_running_loop().run_in_executor(None, embed_queries, model, list(texts))

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
-from esbridge.embeddings.base import Embedder, close_model
+from esbridge.embeddings.base import Embedder, close_model, model_profile
 from esbridge.embeddings.cache import EmbeddingCache, text_key
+from esbridge.embeddings.profiles import ModelProfile
 from esbridge.errors import EmbeddingError
 
 
@@ -56,6 +57,10 @@ class CachedEmbedder:
 
     def count_tokens(self, text: str) -> int:
         return self.embedder.count_tokens(text)
+
+    @property
+    def prompts(self) -> ModelProfile:
+        return model_profile(self.embedder)
 
     @property
     def stats(self) -> CacheStats:

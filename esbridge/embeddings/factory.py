@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Protocol
 
-from esbridge.config.settings import EmbeddingSettings
+from esbridge.config.embedding import EmbeddingSettings
 from esbridge.embeddings.base import Embedder, close_model
 from esbridge.embeddings.cache import EmbeddingCache
 from esbridge.embeddings.cached import CachedEmbedder
@@ -21,8 +21,18 @@ class EmbedderFactory(Protocol):
 EMBEDDERS: Registry[EmbedderFactory] = Registry("embedder", EMBEDDER_GROUP)
 
 
+BUILTIN_PROVIDER = "sentence-transformers"
+
+
 def load_model(settings: EmbeddingSettings) -> Embedder:
-    """The configured model itself, with no cache in front (module-level, so a child process can call it)."""
+    """The configured model itself, with no cache in front (module-level, so a child process can call it).
+
+    The built-in provider runs on the configured ``backend``: torch (sentence-transformers) or ONNX Runtime.
+    """
+    if settings.provider == BUILTIN_PROVIDER and settings.backend == "onnx":
+        from esbridge.embeddings.onnx_runtime import OnnxEmbedder
+
+        return OnnxEmbedder.from_settings(settings)
     return EMBEDDERS.get_named(settings.provider)(settings)
 
 

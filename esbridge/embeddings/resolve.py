@@ -94,13 +94,21 @@ def folder_fingerprint(folder: Path) -> str:
     Content, not modification time, so reinstalling or copying the same model keeps its fingerprint.
     Dotfiles and Markdown (model cards) are left out.
     """
-    digest = hashlib.sha256()
+    files = []
     for file in sorted(folder.rglob("*")):
         relative = file.relative_to(folder)
         if not file.is_file() or relative.suffix == ".md" or any(part.startswith(".") for part in relative.parts):
             continue
+        files.append((relative.as_posix(), file))
+    return files_fingerprint(files)
+
+
+def files_fingerprint(files: list[tuple[str, Path]]) -> str:
+    """A short hash of (name, file) pairs: each name, size and content (large files sampled)."""
+    digest = hashlib.sha256()
+    for name, file in files:
         size = file.stat().st_size
-        digest.update(f"{relative.as_posix()}\0{size}\0".encode())
+        digest.update(f"{name}\0{size}\0".encode())
         with file.open("rb") as handle:
             if size <= _SAMPLE_BYTES * _SAMPLES:
                 digest.update(handle.read())

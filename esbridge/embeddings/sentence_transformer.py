@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from esbridge.config.settings import EmbeddingSettings
+from esbridge.config.embedding import EmbeddingSettings
+from esbridge.embeddings.profiles import ModelProfile, profile_for
 from esbridge.embeddings.resolve import DEFAULT_MODEL, ModelSource, folder_fingerprint, hub_snapshot_dir, resolve_model
 from esbridge.errors import ConfigError, DependencyMissing, EmbeddingError, ModelUnavailable
 
@@ -34,6 +35,7 @@ class SentenceTransformerEmbedder:
         batch_size: int = 32,
         device: str = "cpu",
         threads: int | None = None,
+        profile: ModelProfile | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -48,6 +50,9 @@ class SentenceTransformerEmbedder:
                 f"embedding.dimension is {dimension}, but model {self._source.name!r} produces "
                 f"{self._dimension}-dimensional vectors; remove the setting or pick a matching model"
             )
+        self.profile = profile or profile_for(self._source.name)
+        if self.profile.max_tokens is not None:
+            self._model.max_seq_length = self.profile.max_tokens
         self._max_tokens = _max_tokens(self._model, self._source.name)
         self._count = _token_counter(self._model, self._source.name)
         self._identity = f"{self._source.name}@{_fingerprint(self._source)}/{self._dimension}"
@@ -60,6 +65,7 @@ class SentenceTransformerEmbedder:
             batch_size=settings.batch_size,
             device=settings.device,
             threads=settings.threads,
+            profile=_settings_profile(settings),
         )
 
     @property
@@ -83,6 +89,11 @@ class SentenceTransformerEmbedder:
     def max_tokens(self) -> int:
         return self._max_tokens
 
+    @property
+    def prompts(self) -> ModelProfile:
+        """Query and passage prompts; pooling is the sentence-transformers folder's own."""
+        return self.profile
+
     def count_tokens(self, text: str) -> int:
         """Tokens including the special ones the model adds ([CLS], [SEP]), as in ``max_tokens``.
 
@@ -97,7 +108,7 @@ class SentenceTransformerEmbedder:
             vectors = self._model.encode(
                 list(texts),
                 batch_size=self._batch_size,
-                normalize_embeddings=True,
+                normalize_embeddings=self.profile.normalize,
                 show_progress_bar=False,
                 convert_to_numpy=True,
             )
@@ -105,6 +116,12 @@ class SentenceTransformerEmbedder:
             raise EmbeddingError(f"embedding {len(texts)} text(s) failed: {exc}", model=self.name) from exc
         result: list[list[float]] = vectors.tolist()
         return result
+
+
+def _settings_profile(settings: EmbeddingSettings) -> ModelProfile:
+    from esbridge.embeddings.onnx_runtime import settings_profile
+
+    return settings_profile(settings)
 
 
 def _set_torch_threads(count: int) -> None:

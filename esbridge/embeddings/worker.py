@@ -25,7 +25,8 @@ from multiprocessing.connection import Connection
 from types import TracebackType
 from typing import Any
 
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, model_profile
+from esbridge.embeddings.profiles import PLAIN, ModelProfile
 from esbridge.errors import EmbeddingError, EsbridgeError, ModelUnavailable
 
 EmbedderLoader = Callable[[], Embedder]
@@ -62,6 +63,7 @@ def _answer(loader: EmbedderLoader, connection: Connection) -> None:
         "identity": model.identity,
         "dimension": model.dimension,
         "max_tokens": model.max_tokens,
+        "prompts": model_profile(model),
     }
     connection.send(("ready", description))
     while (request := connection.recv()) is not _STOP:
@@ -237,6 +239,11 @@ class ProcessEmbedder:
     @property
     def max_tokens(self) -> int:
         return int(self._description["max_tokens"])
+
+    @property
+    def prompts(self) -> ModelProfile:
+        profile = self._description.get("prompts")
+        return profile if isinstance(profile, ModelProfile) else PLAIN
 
     @property
     def pids(self) -> list[int]:

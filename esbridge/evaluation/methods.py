@@ -1,6 +1,7 @@
 """The configurations an evaluation compares, by name: ``bm25``, ``rrf``, ``linear-z+graph``, ``default``, ...
 
-A name is a base method from ``METHODS`` followed by optional ``+graph`` / ``+recency`` switches. A base
+A name is a base method from ``METHODS`` followed by optional ``+graph`` / ``+recency`` / ``+rerank``
+switches (``+rerank``: the configured cross-encoder re-ranks the top ``pipeline.rerank.top``). A base
 method is a function from the configured pipeline to a ``Configuration``: it changes what decides the
 ranking (retrievers, fusion method, weights, fusion parameters) and leaves the rest of the pipeline
 (timeouts, graph and recency parameters, ...) as configured. Graph expansion and recency are off unless
@@ -17,7 +18,7 @@ from typing import Any
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.errors import ConfigError
 
-SWITCHES = ("graph", "recency")
+SWITCHES = ("graph", "recency", "rerank")
 
 _RANKING_FIELDS = ("retrievers", "fusion", "weights", "fusion_params", "fusion_level")
 
@@ -112,15 +113,19 @@ def configuration(name: str, base: PipelineSettings | None = None) -> Configurat
     method, *switches = name.strip().split("+")
     factory = METHODS.get(method)
     if factory is None:
-        raise ConfigError(f"unknown method {method!r}; known: {', '.join(METHODS)} (add +graph or +recency)")
+        raise ConfigError(f"unknown method {method!r}; known: {', '.join(METHODS)} (add +graph, +recency or +rerank)")
     unknown = sorted(set(switches) - set(SWITCHES))
     if unknown:
-        raise ConfigError(f"unknown switch {'+'.join(unknown)!r} in {name!r}; known: +graph, +recency")
+        raise ConfigError(f"unknown switch {'+'.join(unknown)!r} in {name!r}; known: +graph, +recency, +rerank")
     made = factory(name.strip(), base or PipelineSettings())
     on = dict.fromkeys(switches, True)
-    return Configuration(
-        made.name, made.pipeline, on.get("graph", made.graph), on.get("recency", made.recency), made.native
-    )
+    pipeline = made.pipeline
+    # Re-ranking is off unless switched on, except in ``default`` and ``configured`` (graph None), which keep
+    # their pipeline's own.
+    reranks = bool(on.get("rerank")) or (made.graph is None and pipeline.rerank.enabled)
+    if reranks != pipeline.rerank.enabled:
+        pipeline = pipeline.model_copy(update={"rerank": pipeline.rerank.model_copy(update={"enabled": reranks})})
+    return Configuration(made.name, pipeline, on.get("graph", made.graph), on.get("recency", made.recency), made.native)
 
 
 def configurations(names: str, base: PipelineSettings | None = None) -> list[Configuration]:

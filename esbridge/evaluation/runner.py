@@ -20,11 +20,13 @@ from typing import Any
 
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import CacheSettings
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, model_profile
+from esbridge.embeddings.profiles import ModelProfile
 from esbridge.engines.base import AsyncEngine, Dialect, SearchResult
 from esbridge.engines.capabilities import Capabilities
 from esbridge.errors import EsbridgeError
 from esbridge.evaluation.methods import Configuration
+from esbridge.evaluation.reranking import Rerankers
 from esbridge.query.factory import build_searcher
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
@@ -108,6 +110,10 @@ class MemoEmbedder:
     def count_tokens(self, text: str) -> int:
         return self._embedder.count_tokens(text)
 
+    @property
+    def prompts(self) -> ModelProfile:
+        return model_profile(self._embedder)
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         todo = [text for text in dict.fromkeys(texts) if text not in self._vectors]
         if todo:
@@ -161,6 +167,7 @@ async def run_configurations(
 
     memo = MemoEngine(engine)
     model = MemoEmbedder(embedder) if embedder is not None else None
+    rerankers = Rerankers()
     outcomes = [ConfigurationRuns(configuration) for configuration in configurations]
     searchers: list[tuple[HybridSearcher, HybridSearcher | None]] = []
     for outcome in outcomes:
@@ -173,12 +180,27 @@ async def run_configurations(
         deep_pipeline = pipeline.model_copy(
             update={"top_k_multiplier": max(pipeline.top_k_multiplier, depth.deep_multiplier)}
         )
+        reranker = rerankers.get(pipeline.rerank)
         top = build_searcher(
-            memo, index, model, pipeline, num_candidates=num_candidates, probe=capabilities, fields=fields
+            memo,
+            index,
+            model,
+            pipeline,
+            num_candidates=num_candidates,
+            probe=capabilities,
+            fields=fields,
+            reranker=reranker,
         )
         deep = (
             build_searcher(
-                memo, index, model, deep_pipeline, num_candidates=num_candidates, probe=capabilities, fields=fields
+                memo,
+                index,
+                model,
+                deep_pipeline,
+                num_candidates=num_candidates,
+                probe=capabilities,
+                fields=fields,
+                reranker=reranker,
             )
             if depth.deep
             else None

@@ -13,17 +13,19 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
 from esbridge import errors
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, embed_passages
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ids import doc_id_of
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source, index_document
 from esbridge.ingest.model import Chunk, Problem
+from esbridge.ingest.overlap import BackgroundWrites
 from esbridge.ingest.refusals import (
     MAX_DELETE_SHARE,
     refuse_foreign_documents,
@@ -191,16 +193,21 @@ def ingest(
     alias = manager.alias
     writer = BulkWriter(engine, alias, max_bytes=options.max_request_bytes, retry=options.retry)
     written_docs: set[str] = set()
-    with progress("indexing", len(todo)) as bar:
+
+    def write(actions: list[BulkAction]) -> None:
+        with _Timer(timings, "index_s"):
+            writer.write(actions)
+
+    with progress("indexing", len(todo)) as bar, BackgroundWrites() as writes:
         for window in _windows(todo, options.window):
             vectors = _embed(window, embedder, report)
             actions = [
                 BulkAction("index", chunk.chunk_id, index_document(chunk, source=source, vector=vector))
                 for chunk, vector in zip(window, vectors, strict=True)
             ]
-            with _Timer(timings, "index_s"):
-                writer.write(actions)
+            writes.submit(partial(write, actions))
             bar.update(len(window))
+        writes.wait()
         succeeded = set(writer.totals.succeeded)
         for chunk in todo:
             if chunk.chunk_id in succeeded:
@@ -280,7 +287,7 @@ def _embed(window: Sequence[Chunk], embedder: Embedder | None, report: IngestRep
     if embedder is None:
         return [None] * len(window)
     with _Timer(report.timings, "embed_s"):
-        vectors = embedder.embed([chunk.embedding_text for chunk in window])
+        vectors = embed_passages(embedder, [chunk.embedding_text for chunk in window])
     report.embedded += len(window)
     return list(vectors)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, embed_passages
 from esbridge.engines.base import AsyncEngine, BulkAction, Engine
 from esbridge.engines.dialect import index_settings, knn_body, vector_field
 
@@ -64,7 +64,7 @@ def build_concept_index(engine: Engine, alias: str, terms: Sequence[str], embedd
     )
     if not terms:
         return 0
-    vectors = embedder.embed(list(terms))
+    vectors = embed_passages(embedder, list(terms))
     actions = [
         BulkAction("index", term, {TERM_FIELD: term, CONCEPT_VECTOR: vector})
         for term, vector in zip(terms, vectors, strict=True)

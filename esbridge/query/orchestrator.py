@@ -332,8 +332,9 @@ class HybridSearcher:
             return scores, trail, notes
         started = time.perf_counter()
         texts = {item: _rerank_text(trail.sources.get(item, {})) for item in scores}
+        settings = self.pipeline.rerank
         reranked = await asyncio.to_thread(
-            rerank, scores, texts, request.query, self.reranker, self.pipeline.rerank.top
+            rerank, scores, texts, request.query, self.reranker, settings.top, weight=settings.weight
         )
         trail = replace(trail, rerank_scores=reranked.rerank_scores)
         return reranked.scores, trail, notes.add(timings={"rerank": _ms(started)})

@@ -60,8 +60,13 @@ class CrossEncoderReranker:
 
 
 def cross_encoder(settings: RerankSettings) -> Reranker:
+    """The configured cross-encoder on the configured backend (``pipeline.rerank.backend``)."""
     if not settings.model:
         raise ModelUnavailable("pipeline.rerank.model names no cross-encoder model")
+    if settings.backend == "onnx":
+        from esbridge.embeddings.onnx_cross_encoder import OnnxCrossEncoder
+
+        return OnnxCrossEncoder(settings.model, precision=settings.precision, batch_size=settings.batch_size)
     return CrossEncoderReranker(settings.model, device=settings.device, batch_size=settings.batch_size)
 
 
@@ -72,21 +77,44 @@ class Reranked:
     rerank_scores: dict[str, float]
 
 
-def rerank(scores: Mapping[str, float], texts: Mapping[str, str], query: str, reranker: Reranker, top: int) -> Reranked:
-    """Re-order the ``top`` best candidates by the re-ranker's scores; the rest stay below, as they were."""
+def rerank(
+    scores: Mapping[str, float],
+    texts: Mapping[str, str],
+    query: str,
+    reranker: Reranker,
+    top: int,
+    *,
+    weight: float = 1.0,
+) -> Reranked:
+    """Re-order the ``top`` best candidates; the rest stay below, as they were.
+
+    The head's new order is ``weight`` times the re-ranker's score plus ``1 - weight`` times the fused
+    score, each min-max normalized over the head (a convex combination of the two stages, as in
+    Nogueira et al. 2019, "Multi-Stage Document Ranking with BERT", applied to normalized scores).
+    ``weight`` 1 is the re-ranker's order alone.
+    """
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"weight must be in [0, 1], got {weight}")
     ordered = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
     head, tail = ordered[:top], ordered[top:]
     if not head:
         return Reranked(dict(ordered), {})
     raw = reranker.score(query, [texts.get(item, "") for item, _ in head])
     by_reranker = dict(zip((item for item, _ in head), raw, strict=True))
-    low, high = min(raw), max(raw)
-    spread = high - low
+    reranked = _min_max(by_reranker)
+    fused = _min_max(dict(head))
+    combined = {item: weight * reranked[item] + (1.0 - weight) * fused[item] for item in by_reranker}
     floor = max((score for _, score in tail), default=0.0)
     result: dict[str, float] = {}
-    # Above the best of the rest by a margin, keeping the re-ranker's order and relative gaps.
-    for item in sorted(by_reranker, key=lambda item: (-by_reranker[item], item)):
-        share = (by_reranker[item] - low) / spread if spread > 0 else 1.0
-        result[item] = floor + 1.0 + share
+    # Above the best of the rest by a margin, keeping the combined order and relative gaps.
+    for item in sorted(combined, key=lambda item: (-combined[item], -by_reranker[item], item)):
+        result[item] = floor + 1.0 + combined[item]
     result.update(tail)
     return Reranked(result, by_reranker)
+
+
+def _min_max(scores: Mapping[str, float]) -> dict[str, float]:
+    """Scores mapped onto [0, 1] by the lowest and highest; all 1 when they are equal."""
+    low, high = min(scores.values()), max(scores.values())
+    spread = high - low
+    return {item: (score - low) / spread if spread > 0 else 1.0 for item, score in scores.items()}

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from esbridge import errors
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, embed_passages
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
@@ -184,7 +184,7 @@ def _write(
         for start in range(0, len(flat), _EMBED_STEP):
             cancel.check("embedding")
             step = flat[start : start + _EMBED_STEP]
-            vectors[start : start + len(step)] = embedder.embed([chunk.embedding_text for chunk in step])
+            vectors[start : start + len(step)] = embed_passages(embedder, [chunk.embedding_text for chunk in step])
     before = {hit.id: str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, sorted(doc_ids))}
     cancel.check("writing")
     writer = BulkWriter(engine, index, retry=retry)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from esbridge.cli import main
-from esbridge.config.settings import EmbeddingSettings
+from esbridge.config.settings import EmbeddingSettings, load_settings
 from esbridge.embeddings.factory import EMBEDDERS
+from esbridge.engines import connect
 from tests.unit.evaluation.test_eval_command import beir_folder
 from tests.unit.test_embedded_engine import HashingEmbedder
 
@@ -51,3 +53,31 @@ def test_every_mode_skipped_says_nothing_was_measured(runner: CliRunner, energy:
         result.stderr
     )
     assert "queries/s" not in result.stdout
+
+
+def test_ingest_mode_measures_each_backend_on_a_scratch_index_and_drops_it(runner: CliRunner, energy: Path) -> None:
+    result = runner.invoke(
+        main,
+        ["bench", str(energy), "--engine", "embedded", "--modes", "ingest", "--backends", "torch,onnx-int8", "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["documents"] == 1
+    assert set(report["runs"]) == {"torch", "onnx-int8"}
+    assert all(run["chunks"] == 1 and run["chunks_per_s"] > 0 for run in report["runs"].values())
+    assert set(report["ratios"]) == {"onnx-int8 / torch"}
+    engine = connect(load_settings(engine="embedded"))
+    try:
+        assert engine.list_indices("*ingest-bench*") == []
+    finally:
+        engine.close()
+
+
+def test_ingest_mode_runs_alone_and_knows_its_backends(runner: CliRunner, energy: Path) -> None:
+    mixed = runner.invoke(main, ["bench", str(energy), "--engine", "embedded", "--modes", "ingest,bm25"])
+    assert mixed.exit_code == 2
+    assert "ingest runs alone" in mixed.output
+    arguments = ["bench", str(energy), "--engine", "embedded", "--modes", "ingest", "--backends", "tpu"]
+    unknown = runner.invoke(main, arguments)
+    assert unknown.exit_code == 2
+    assert "unknown backend(s) tpu; known: torch, onnx-fp32, onnx-int8" in unknown.output

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from esbridge.config.pipeline import GraphSettings, PipelineSettings
+from esbridge.config.pipeline import GraphSettings, PipelineSettings, RerankSettings
 from esbridge.errors import ConfigError
 from esbridge.evaluation.methods import METHODS, Configuration, configuration, configurations
 
@@ -42,6 +42,16 @@ def test_default_is_the_product_ranking_over_the_configured_rest() -> None:
     assert configuration("configured", base).pipeline == base
 
 
+def test_rerank_is_on_only_when_switched_on_or_configured() -> None:
+    assert configuration("default+rerank").pipeline.rerank.enabled
+    assert not configuration("default").pipeline.rerank.enabled
+    configured = PipelineSettings(rerank=RerankSettings(enabled=True, top=50))
+    assert configuration("default", configured).pipeline.rerank.top == 50
+    assert configuration("default", configured).pipeline.rerank.enabled
+    assert not configuration("bm25", configured).pipeline.rerank.enabled
+    assert configuration("bm25+graph+rerank", configured).pipeline.rerank.enabled
+
+
 def test_native_is_flagged() -> None:
     assert configuration("native").native
 
@@ -49,8 +59,8 @@ def test_native_is_flagged() -> None:
 def test_unknown_names_are_refused_with_the_known_ones() -> None:
     with pytest.raises(ConfigError, match=r"unknown method 'bm42'.*rrf"):
         configuration("bm42")
-    with pytest.raises(ConfigError, match="unknown switch 'rerank'"):
-        configuration("rrf+rerank")
+    with pytest.raises(ConfigError, match="unknown switch 'rescore'"):
+        configuration("rrf+rescore")
     with pytest.raises(ConfigError, match="no method"):
         configurations(" , ")
 

@@ -84,3 +84,22 @@ def test_search_with_a_reranker_explains_its_scores(tiny_cross_encoder: Path) ->
     assert len(reranked) == len(explained) == len(response.results)
     assert reranked == sorted(reranked, reverse=True), "results follow the cross-encoder's order"
     assert "rerank" in response.details.timings_ms
+
+
+class ByLength:
+    name = "length"
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        return [float(len(text)) for text in texts]
+
+
+def test_rerank_weight_mixes_normalized_reranker_and_fused_scores() -> None:
+    # reranker a 1, b 3, c 2 -> min-max 0, 1, 0.5; fused a 0.9, b 0.8, c 0.7 -> 1, 0.5, 0
+    scores = {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.1}
+    texts = {"a": "x", "b": "xxx", "c": "xx", "d": "xxxxxxxx"}
+    half = rerank(scores, texts, "q", ByLength(), top=3, weight=0.5)
+    assert half.scores == pytest.approx({"b": 1.85, "a": 1.6, "c": 1.35, "d": 0.1})
+    fused_only = rerank(scores, texts, "q", ByLength(), top=3, weight=0.0)
+    assert sorted(fused_only.scores, key=lambda item: -fused_only.scores[item]) == ["a", "b", "c", "d"]
+    with pytest.raises(ValueError, match="weight"):
+        rerank(scores, texts, "q", ByLength(), top=3, weight=1.5)

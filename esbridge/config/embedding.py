@@ -1,0 +1,66 @@
+"""The ``[embedding]`` settings: which model embeds chunks and queries, on which backend, and its profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Backend = Literal["torch", "onnx"]
+Precision = Literal["fp32", "int8"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EmbeddingSettings(_Section):
+    """The model that embeds chunks and queries.
+
+    ``pooling``, ``normalize``, ``query_prompt``, ``passage_prompt`` and ``max_tokens`` default to the
+    model's own profile (esbridge.embeddings.profiles); setting one replaces that field only.
+    """
+
+    provider: str = Field(
+        default="sentence-transformers", description="a registered embedder (entry-point group esbridge.embedders)"
+    )
+    model: str = Field(
+        default="sentence-transformers/all-MiniLM-L6-v2",
+        description="model name, or a path to a sentence-transformers model directory or an ONNX export",
+    )
+    backend: Backend = Field(
+        default="torch", description="torch (sentence-transformers) or onnx (ONNX Runtime, esbridge[onnx])"
+    )
+    precision: Precision = Field(
+        default="fp32", description="onnx backend: fp32 weights, or int8 (dynamically quantized) ones"
+    )
+    dimension: int | None = Field(default=None, ge=1, le=4096, description="defaults to the model's own")
+    batch_size: int = Field(default=32, ge=1, le=4096)
+    device: str = "cpu"
+    threads: int | None = Field(
+        default=None, ge=1, le=512, description="CPU threads when embedding documents; none = one per core"
+    )
+    query_threads: int | None = Field(
+        default=1,
+        ge=1,
+        le=512,
+        description="CPU threads of query-serving processes (search, serve, mcp, bench); none = one per core",
+    )
+    query_processes: int = Field(
+        default=1,
+        ge=0,
+        le=64,
+        description="child processes that embed queries in long-running query servers (serve, mcp, bench); "
+        "0 = in the server's own process",
+    )
+    cache_dir: Path | None = Field(
+        default=None, description="embedding cache; defaults to ~/.cache/esbridge/embeddings"
+    )
+    pooling: Literal["mean", "cls"] | None = Field(default=None, description="defaults to the model profile's")
+    normalize: bool | None = Field(default=None, description="unit-length vectors; defaults to the model profile's")
+    query_prompt: str | None = Field(default=None, description="put before every query; defaults to the profile's")
+    passage_prompt: str | None = Field(
+        default=None, description="put before every indexed text; defaults to the profile's"
+    )
+    max_tokens: int | None = Field(default=None, ge=8, le=8192, description="defaults to the profile's")

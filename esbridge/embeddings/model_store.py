@@ -1,0 +1,105 @@
+"""Where an ONNX model's files are: a folder the user names, esbridge's model folder, or the hub.
+
+esbridge's model folder (``~/.cache/esbridge/models``, or ``$ESBRIDGE_MODELS_DIR``) holds one folder
+per known model, named like its hub id with ``/`` as ``--``, with ``model.onnx`` (fp32) and/or
+``model_int8.onnx`` next to ``tokenizer.json``. ``scripts/fetch_models.py`` fills it on machines that
+cannot reach the hub; elsewhere a hub id is downloaded as usual (the ``onnx/`` files that
+sentence-transformers model repositories publish).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from esbridge.config.embedding import Precision
+from esbridge.embeddings.profiles import canonical_name
+from esbridge.errors import DependencyMissing, ModelUnavailable
+
+MODELS_DIR_ENV = "ESBRIDGE_MODELS_DIR"
+
+# Most specific first: a hub repository often has several int8 files, one per instruction set.
+ONNX_FILES: dict[Precision, tuple[str, ...]] = {
+    "fp32": ("model.onnx", "onnx/model.onnx"),
+    "int8": (
+        "model_int8.onnx",
+        "model_quantized.onnx",
+        "onnx/model_qint8_avx512_vnni.onnx",
+        "onnx/model_qint8_avx512.onnx",
+        "onnx/model_quint8_avx2.onnx",
+        "onnx/model_quantized.onnx",
+    ),
+}
+_TOKENIZER_FILES = ("tokenizer.json", "onnx/tokenizer.json")
+
+
+@dataclass(frozen=True)
+class OnnxFiles:
+    """The weights (``onnx``) and the fast tokenizer (``tokenizer``) of one model."""
+
+    name: str
+    folder: Path
+    onnx: Path
+    tokenizer: Path
+
+
+def models_dir() -> Path:
+    configured = os.environ.get(MODELS_DIR_ENV)
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "esbridge" / "models"
+
+
+def store_folder(name: str) -> Path:
+    """The folder in esbridge's model folder for hub id ``name``."""
+    return models_dir() / name.replace("/", "--")
+
+
+def locate_onnx(model: str, precision: Precision) -> OnnxFiles:
+    """The ONNX files of ``model`` (a folder, a known model's name, or a hub id) at ``precision``.
+
+    Raises ``ModelUnavailable`` naming the files looked for when there are none.
+    """
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return _in_folder(model, path.resolve(), precision)
+    if path.is_absolute() or model.startswith((".", "~")):
+        raise ModelUnavailable(f"model folder {path} does not exist", model=model)
+    name = canonical_name(model) or model
+    stored = store_folder(name)
+    if stored.is_dir() and _first(stored, ONNX_FILES[precision]) is not None:
+        return _in_folder(name, stored, precision)
+    return _in_folder(name, _from_hub(name, precision), precision)
+
+
+def _first(folder: Path, candidates: tuple[str, ...]) -> Path | None:
+    return next((folder / name for name in candidates if (folder / name).is_file()), None)
+
+
+def _in_folder(name: str, folder: Path, precision: Precision) -> OnnxFiles:
+    onnx = _first(folder, ONNX_FILES[precision])
+    if onnx is None:
+        present = sorted(str(file.relative_to(folder)) for file in folder.rglob("*.onnx"))
+        raise ModelUnavailable(
+            f"no {precision} ONNX weights in {folder} (looked for {', '.join(ONNX_FILES[precision])}; "
+            f"found {', '.join(present) or 'no .onnx file'})",
+            model=name,
+        )
+    tokenizer = _first(folder, _TOKENIZER_FILES)
+    if tokenizer is None:
+        raise ModelUnavailable(f"no tokenizer.json in {folder}", model=name)
+    return OnnxFiles(name=name, folder=folder, onnx=onnx, tokenizer=tokenizer)
+
+
+def _from_hub(model_id: str, precision: Precision) -> Path:
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError as exc:
+        raise DependencyMissing("huggingface-hub", purpose="downloading ONNX models") from exc
+    patterns = ["*.json", "*.txt", *ONNX_FILES[precision]]
+    try:
+        return Path(snapshot_download(model_id, allow_patterns=patterns))
+    except Exception as exc:  # offline, unknown repository, HTTP errors: all mean "no model"
+        raise ModelUnavailable(
+            f"not in {models_dir()} and not downloadable from the Hugging Face hub: {type(exc).__name__}: {exc}",
+            model=model_id,
+        ) from exc

