@@ -7,6 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+MODELS_DIR_ENV = "ESBRIDGE_MODELS_DIR"
+"""Where esbridge's model folder is, when not ``~/.cache/esbridge/models``."""
+
 Backend = Literal["torch", "onnx"]
 Precision = Literal["fp32", "int8"]
 

@@ -29,6 +29,7 @@ from pydantic_settings import (
 )
 
 from esbridge.config.connection import AuthSettings, TlsSettings
+from esbridge.config.embedding import MODELS_DIR_ENV
 from esbridge.config.embedding import EmbeddingSettings as EmbeddingSettings  # re-exported
 from esbridge.config.environment import nearest_setting, warn_unknown_variables
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
@@ -225,6 +226,9 @@ ENV_SHORTHANDS: dict[str, tuple[str, str]] = {
 }
 """Short environment names for settings operators change often -> (section, key)."""
 
+ALSO_READ = frozenset({CONFIG_FILE_ENV, MODELS_DIR_ENV, *ENV_SHORTHANDS})
+"""Environment variables esbridge reads besides its settings' own: never reported as unknown."""
+
 
 class _ShorthandEnv(PydanticBaseSettingsSource):
     """``ENV_SHORTHANDS``, below the full ``ESBRIDGE_SECTION__KEY`` names and above the TOML file."""
@@ -292,7 +296,7 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
     ``./esbridge.toml`` is optional. Each ``ESBRIDGE_*`` variable no setting reads is named in a
     ``SettingsWarning``.
     """
-    warn_unknown_variables(os.environ, Settings, also_read={CONFIG_FILE_ENV, *ENV_SHORTHANDS})
+    warn_unknown_variables(os.environ, Settings, also_read=ALSO_READ)
     explicit = config_file if config_file is not None else os.environ.get(CONFIG_FILE_ENV) or None
     path = Path(explicit) if explicit is not None else DEFAULT_CONFIG_FILE
     if explicit is not None and not path.is_file():

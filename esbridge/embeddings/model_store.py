@@ -13,11 +13,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from esbridge.config.embedding import Precision
+from esbridge.config.embedding import MODELS_DIR_ENV, Precision
 from esbridge.embeddings.profiles import canonical_name
 from esbridge.errors import DependencyMissing, ModelUnavailable
-
-MODELS_DIR_ENV = "ESBRIDGE_MODELS_DIR"
 
 # Most specific first: a hub repository often has several int8 files, one per instruction set.
 ONNX_FILES: dict[Precision, tuple[str, ...]] = {

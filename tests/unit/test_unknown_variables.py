@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from esbridge.cli import main
 from esbridge.config import load_settings
 from esbridge.config.environment import unknown_variables
-from esbridge.config.settings import CONFIG_FILE_ENV, ENV_SHORTHANDS, Settings
+from esbridge.config.settings import ALSO_READ, Settings
 from esbridge.errors import ConfigError, SettingsWarning
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,7 +99,7 @@ def test_no_variable_the_scripts_ci_or_containers_read_is_reported() -> None:
     named = variables_named_in("scripts", ".ci", "docker")
     assert {"ESBRIDGE_ENGINES_DIR", "ESBRIDGE_OPENSEARCH_PORT", "ESBRIDGE_CHECK_ENGINES"} <= named
     environ = dict.fromkeys(named, "x")
-    assert unknown_variables(environ, Settings, also_read={CONFIG_FILE_ENV, *ENV_SHORTHANDS}) == {}
+    assert unknown_variables(environ, Settings, also_read=ALSO_READ) == {}
 
 
 def test_an_unknown_key_under_a_section_stays_an_error_and_gets_the_nearest_setting(
