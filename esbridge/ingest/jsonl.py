@@ -222,8 +222,13 @@ class Tool(BaseModel):
 
     @property
     def line(self) -> str:
-        description = " ".join((self.description or "").split())
-        return f"{self.name}: {description}" if description else self.name
+        return named_line(self.name, self.description)
+
+
+def named_line(name: str, description: str | None) -> str:
+    """``name: description`` on one line (the description's whitespace collapsed), or the name alone."""
+    text = " ".join((description or "").split())
+    return f"{name}: {text}" if text else name
 
 
 class JsonlRecord(BaseModel):

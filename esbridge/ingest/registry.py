@@ -26,7 +26,7 @@ leave out unless asked (``include_disabled``); a record's own ``status`` (``depr
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,12 +35,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, f
 from esbridge.ingest.jsonl import (
     describe_validation_error,
     distinct,
+    entity_fields_text,
     known_id,
+    named_line,
     read_json_lines,
     record_id,
     require_file,
 )
-from esbridge.ingest.metadata import flatten_metadata
 from esbridge.ingest.model import Document, Problem, Section
 
 EntityType = Literal["mcp_server", "virtual_server", "a2a_agent", "skill"]
@@ -58,8 +59,7 @@ class RegistryTool(BaseModel):
 
     @property
     def line(self) -> str:
-        description = " ".join((self.description or "").split())
-        return f"{self.name}: {description}" if description else self.name
+        return named_line(self.name, self.description)
 
 
 class RegistrySkill(BaseModel):
@@ -72,8 +72,7 @@ class RegistrySkill(BaseModel):
 
     @property
     def line(self) -> str:
-        description = " ".join((self.description or "").split())
-        return f"{self.name}: {description}" if description else self.name
+        return named_line(self.name, self.description)
 
 
 class RegistryRecord(BaseModel):
@@ -200,7 +199,7 @@ def entity_sections(record: RegistryRecord) -> tuple[Section, ...]:
     sections: list[Section] = []
     if record.description and record.description.strip():
         sections.append(Section(record.description.strip()))
-    fields = _fields_text(record.tags, record.metadata)
+    fields = entity_fields_text(record.tags, record.metadata)
     if fields:
         sections.append(Section(fields))
     if record.tools:
@@ -234,11 +233,3 @@ def tool_document(server: RegistryRecord, key: str, tool: RegistryTool) -> Docum
         category=server.category,
         metadata=metadata,
     )
-
-
-def _fields_text(tags: Sequence[str], metadata: Mapping[str, Any]) -> str:
-    lines = [f"Tags: {', '.join(distinct(tags))}"] if distinct(tags) else []
-    flattened = flatten_metadata(metadata)
-    if flattened:
-        lines.append(flattened)
-    return "\n".join(lines)
