@@ -12,6 +12,7 @@ import pytest
 from esbridge.config import Settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine, connect_async
+from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
@@ -29,21 +30,57 @@ def gateway_servers() -> list[dict[str, Any]]:
     return [record for record in records if record["collection"] == "mcp-gateway-registry"]
 
 
-@pytest.mark.parametrize(
-    ("query", "tool"),
-    [
-        ("jira_get_transitions", "jira_get_transitions"),  # by its name
-        ("which status changes can a ticket go through", "jira_get_transitions"),  # by what it does
-        ("open a new ticket in the bug tracker", "jira_create_issue"),
-    ],
-)
+QUERIES = [
+    ("jira_get_transitions", "jira_get_transitions"),  # by its name
+    ("which status changes can a ticket go through", "jira_get_transitions"),  # by what it does
+    ("open a new ticket in the bug tracker", "jira_create_issue"),
+]
+
+
+def check_groups(groups: RegistryGroups | None, records: list[dict[str, Any]], tool: str) -> None:
+    assert groups is not None
+    atlassian = next(record for record in records if record["path"] == "/atlassian")
+    server = next(server for server in groups.servers if server.id == atlassian["id"])
+    assert tool in [match.tool_name for match in server.matching_tools]
+    assert len(server.matching_tools) < len(atlassian["tools"])  # the tools that did not match are left out
+    assert tool in [hit.tool_name for hit in groups.tools]  # the best 10 tools
+    listed = next(hit for hit in groups.tools if hit.tool_name == tool)
+    assert listed.server_path == "/atlassian" and listed.input_schema is not None
+
+
+def registry_file(folder: Path, records: list[dict[str, Any]]) -> Path:
+    path = folder / "registry.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("query", "tool"), QUERIES)
+def test_on_the_embedded_engine_a_query_naming_a_tool_finds_it_under_its_server(
+    embedder: CachedEmbedder, tmp_path: Path, query: str, tool: str
+) -> None:
+    records = gateway_servers()
+    engine = EmbeddedEngine(tmp_path / "db")
+    try:
+        manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
+        options = IngestOptions(source_format="registry", source="registry")
+        report = ingest(registry_file(tmp_path, records), engine=engine, manager=manager, embedder=embedder,
+                        options=options)  # fmt: skip
+        assert report.failed == []
+        searcher = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "registry", embedder)
+        response = asyncio.run(searcher.search(SearchRequest(query=query, group=True)))
+    finally:
+        engine.close()
+    assert response.search_mode == "hybrid"
+    check_groups(response.groups, records, tool)
+
+
+@pytest.mark.parametrize(("query", "tool"), QUERIES)
 def test_a_query_naming_a_tool_finds_it_under_its_server_and_in_tools(
     engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path, query: str,
     tool: str,
 ) -> None:  # fmt: skip
     records = gateway_servers()
-    path = tmp_path / "registry.jsonl"
-    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    path = registry_file(tmp_path, records)
     manager = IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension))
     options = IngestOptions(source_format="registry", source="registry")
     assert ingest(path, engine=engine, manager=manager, embedder=embedder, options=options).failed == []
@@ -57,12 +94,4 @@ def test_a_query_naming_a_tool_finds_it_under_its_server_and_in_tools(
         finally:
             await client.close()
 
-    groups = asyncio.run(run())
-    assert groups is not None
-    atlassian = next(record for record in records if record["path"] == "/atlassian")
-    server = next(server for server in groups.servers if server.id == atlassian["id"])
-    assert tool in [match.tool_name for match in server.matching_tools]
-    assert len(server.matching_tools) < len(atlassian["tools"])
-    assert tool in [hit.tool_name for hit in groups.tools]  # the best 10 tools
-    listed = next(hit for hit in groups.tools if hit.tool_name == tool)
-    assert listed.server_path == "/atlassian" and listed.input_schema is not None
+    check_groups(asyncio.run(run()), records, tool)
