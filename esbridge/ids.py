@@ -6,6 +6,9 @@ ids may hold ``#`` themselves, so the position is whatever follows the last one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 SEPARATOR = "#"
 
 
@@ -23,3 +26,8 @@ def doc_id_of(chunk: str) -> str:
     """The document id a chunk id was formatted from (an id without a position is taken as a document id)."""
     head, separator, position = chunk.rpartition(SEPARATOR)
     return head if separator and position.isdigit() else chunk
+
+
+def document_of(chunk: str, stored: Mapping[str, Any]) -> str:
+    """The document a search hit belongs to: its stored ``doc_id``, else read from its chunk id."""
+    return str(stored.get("doc_id") or doc_id_of(chunk))

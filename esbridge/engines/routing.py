@@ -42,7 +42,7 @@ def takes_search_type(body: Mapping[str, Any]) -> bool:
     Not with Elasticsearch's top-level ``knn`` section, which chooses its own (it runs a DFS phase of its own)
     and refuses one given with it, nor with its ``retriever`` tree; not with OpenSearch's ``hybrid`` query,
     whose score normalization runs between the query and fetch phases and is skipped by a DFS search on
-    several shards (neural-search issue 1490; newer versions refuse the combination).
+    several shards (a known neural-search defect; newer versions refuse the combination).
     """
     query = body.get("query")
     return not ("knn" in body or "retriever" in body or (isinstance(query, Mapping) and "hybrid" in query))

@@ -38,7 +38,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
 
@@ -231,7 +231,16 @@ def named_line(name: str, description: str | None) -> str:
     return f"{name}: {text}" if text else name
 
 
-class JsonlRecord(BaseModel):
+class IdentifiedRecord(BaseModel):
+    """A record with an ``id``, which must be unique in its file."""
+
+    id: str
+
+
+Record = TypeVar("Record", bound=IdentifiedRecord)
+
+
+class JsonlRecord(IdentifiedRecord):
     """One line of a JSONL source; see the module docstring for the fields."""
 
     model_config = ConfigDict(extra="allow")
@@ -299,16 +308,23 @@ def _documents(path: Path) -> Iterator[Document | Problem]:
 
 
 def _records(path: Path) -> Iterator[JsonlRecord | Problem]:
+    return unique_records(path, JsonlRecord, id_fields=("id",))
+
+
+def unique_records(path: Path, model: type[Record], *, id_fields: Sequence[str]) -> Iterator[Record | Problem]:
+    """Every line of ``path`` validated as ``model``; a line that fails, or repeats an earlier id, is a
+    ``Problem`` naming the line (and, when it can be read, the record's id from the first of ``id_fields``)."""
     first_line: dict[str, int] = {}
-    for item in _json_lines(path, "id"):
+    for item in _json_lines(path, id_fields[0]):
         if isinstance(item, Problem):
             yield item
             continue
         number, data = item
         try:
-            record = JsonlRecord.model_validate(data)
+            record = model.model_validate(data)
         except ValidationError as exc:
-            yield Problem(path.name, describe_validation_error(exc), number, doc_id=known_id(data, "id"))
+            doc_id = next((found for name in id_fields if (found := known_id(data, name))), None)
+            yield Problem(path.name, describe_validation_error(exc), number, doc_id=doc_id)
             continue
         if record.id in first_line:
             reason = f"duplicate id {record.id!r} (first on line {first_line[record.id]}); record skipped"

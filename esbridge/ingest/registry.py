@@ -30,17 +30,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
 
 from esbridge.ingest.jsonl import (
-    describe_validation_error,
+    IdentifiedRecord,
     distinct,
     entity_fields_text,
-    known_id,
     named_line,
-    read_json_lines,
     record_id,
     require_file,
+    unique_records,
 )
 from esbridge.ingest.model import Document, Problem, Section
 
@@ -75,7 +74,7 @@ class RegistrySkill(BaseModel):
         return named_line(self.name, self.description)
 
 
-class RegistryRecord(BaseModel):
+class RegistryRecord(IdentifiedRecord):
     """One line of a registry source; see the module docstring."""
 
     model_config = ConfigDict(extra="allow")
@@ -85,13 +84,13 @@ class RegistryRecord(BaseModel):
     name: StrictStr = Field(min_length=1)
     path: StrictStr | None = None
     description: StrictStr | None = None
-    tags: list[StrictStr] = []
+    tags: list[StrictStr] = Field(default_factory=list)
     is_enabled: bool = True
     status: StrictStr | None = None
     category: StrictStr | None = None
-    metadata: dict[str, Any] = {}
-    tools: list[RegistryTool] = []
-    skills: list[RegistrySkill] = []
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tools: list[RegistryTool] = Field(default_factory=list)
+    skills: list[RegistrySkill] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -133,24 +132,11 @@ def read_registry(path: Path) -> Iterator[Document | Problem]:
 
 
 def _documents(path: Path) -> Iterator[Document | Problem]:
-    first_line: dict[str, int] = {}
-    for item in read_json_lines(path, "id"):
+    for item in unique_records(path, RegistryRecord, id_fields=("id", "path")):
         if isinstance(item, Problem):
             yield item
-            continue
-        number, data = item
-        try:
-            record = RegistryRecord.model_validate(data)
-        except ValidationError as exc:
-            doc_id = known_id(data, "id") or known_id(data, "path")
-            yield Problem(path.name, describe_validation_error(exc), number, doc_id=doc_id)
-            continue
-        if record.id in first_line:
-            reason = f"duplicate id {record.id!r} (first on line {first_line[record.id]}); record skipped"
-            yield Problem(path.name, reason, number, doc_id=record.id)
-            continue
-        first_line[record.id] = number
-        yield from record_documents(record)
+        else:
+            yield from record_documents(item)
 
 
 def record_documents(record: RegistryRecord) -> list[Document]:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from esbridge.ids import doc_id_of
+from esbridge.ids import doc_id_of, document_of
 from esbridge.query.graph import GraphExpansion
 from esbridge.query.link_rescore import Rescored
 from esbridge.query.models import Explain, RetrieverExplain, SearchHit
@@ -28,11 +28,6 @@ class Trail:
     """id -> the engine's own explanation (native hybrid)"""
     fields: Mapping[str, list[str]] = field(default_factory=dict)
     """retriever name -> the index's fields it searched (with boosts)"""
-
-
-def document_of(item: str, source: Mapping[str, Any]) -> str:
-    """The document a result belongs to: its stored ``doc_id``, else read from its chunk id."""
-    return str(source.get("doc_id") or doc_id_of(item))
 
 
 def build_hit(item: str, score: float, trail: Trail, *, explain: bool) -> SearchHit:

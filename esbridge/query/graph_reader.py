@@ -20,6 +20,7 @@ from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier,
 from esbridge.query.link_graph import LINK_FIELDS, link_map
 from esbridge.query.link_rescore import Rescored, rescore
 from esbridge.query.models import Filters
+from esbridge.query.timing import elapsed_ms
 
 LINKED_CHUNKS = 500
 """How many chunks one graph-expansion request reads (the seeds' and those linking to them)."""
@@ -83,7 +84,7 @@ class LinkReader:
             admitted, admitted_sources = await self._admitted(expansion, filters)
         except errors.EngineError as exc:
             return Expanded(warnings=(f"graph expansion skipped: {exc}",))
-        return Expanded(admitted, admitted_sources, sources, warnings, _ms(started))
+        return Expanded(admitted, admitted_sources, sources, warnings, elapsed_ms(started))
 
     async def rescore(self, scores: Mapping[str, float], doc_of: Mapping[str, str], options: GraphOptions) -> Relinked:
         """The direct results re-scored by their links to each other; their own links are all it needs."""
@@ -96,7 +97,7 @@ class LinkReader:
         except errors.EngineError as exc:
             return Relinked(None, (f"graph re-scoring skipped: {exc}",))
         links = link_map(self._source(hit) for hit in result.hits)
-        return Relinked(rescore(scores, doc_of, links, options), (), _ms(started))
+        return Relinked(rescore(scores, doc_of, links, options), (), elapsed_ms(started))
 
     def _link_fields(self) -> list[str]:
         if self.fields is DEFAULT_FIELD_MAP:
@@ -152,7 +153,3 @@ class LinkReader:
             {item: neighbor for item, neighbor in expansion.neighbors.items() if item in found},
         )
         return admitted, found
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 2)

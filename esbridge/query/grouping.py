@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from esbridge.ids import doc_id_of
+from esbridge.ids import document_of
 
 SERVER_TYPES = {"mcp_server": "servers", "virtual_server": "virtual_servers"}
 LISTED_TYPES = {"a2a_agent": "agents", "skill": "skills"}
@@ -68,7 +68,7 @@ def group(scores: Mapping[str, float], sources: Mapping[str, Mapping[str, Any]],
     best: dict[str, tuple[str, float]] = {}  # document -> (its best chunk, score)
     for item, raw in scores.items():
         score = raw * scale
-        doc = str(sources.get(item, {}).get("doc_id") or doc_id_of(item))
+        doc = document_of(item, sources.get(item, {}))
         if doc not in best or score > best[doc][1]:
             best[doc] = (item, score)
     tools = [

@@ -30,8 +30,9 @@ from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import AsyncEngine
 from esbridge.engines.capabilities import Capabilities
+from esbridge.ids import document_of
 from esbridge.query.documents import per_document
-from esbridge.query.explain import Trail, build_hit, document_of, str_or_none
+from esbridge.query.explain import Trail, build_hit, str_or_none
 from esbridge.query.field_roles import features_off, searched_fields
 from esbridge.query.fusion import FusionContext, fuse, get_fusion
 from esbridge.query.graph import GraphOptions, with_neighbors
@@ -53,6 +54,7 @@ from esbridge.query.rerank import Reranker, rerank
 from esbridge.query.retrieval import Retrieval, Retrieved
 from esbridge.query.routing import Categories, route, routed_filters
 from esbridge.query.shaping import ShapeOptions, shape
+from esbridge.query.timing import elapsed_ms
 from esbridge.query.types import FusionResult, Runs
 
 Clock = Callable[[], datetime]
@@ -160,7 +162,7 @@ class HybridSearcher:
         response = SearchResponse(
             query=request.query,
             search_mode=mode,
-            took_ms=_ms(started),
+            took_ms=elapsed_ms(started),
             warnings=[*([self.model_problem] if self.model_problem else []), *off.asked, *notes.warnings],
             partial=retrieved.partial,
             results=[build_hit(item, score, trail, explain=request.explain) for item, score in final.items()],
@@ -193,7 +195,7 @@ class HybridSearcher:
         if self._responses is None or (cached := self._responses.get(key)) is None:
             return None
         fresh = cached.model_copy(deep=True)
-        fresh.took_ms = _ms(started)
+        fresh.took_ms = elapsed_ms(started)
         fresh.details.cached = True
         return fresh
 
@@ -337,7 +339,7 @@ class HybridSearcher:
             rerank, scores, texts, request.query, self.reranker, settings.top, weight=settings.weight
         )
         trail = replace(trail, rerank_scores=reranked.rerank_scores)
-        return reranked.scores, trail, notes.add(timings={"rerank": _ms(started)})
+        return reranked.scores, trail, notes.add(timings={"rerank": elapsed_ms(started)})
 
     def _shape(
         self, request: SearchRequest, scores: Mapping[str, float], trail: Trail, doc_of: Mapping[str, str]
@@ -378,7 +380,3 @@ def _mode(answered: Mapping[str, bool]) -> SearchMode | None:
     if lexical and semantic:
         return "hybrid"
     return "semantic-only" if semantic else "lexical-only"
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 2)

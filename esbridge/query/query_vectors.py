@@ -20,6 +20,7 @@ from esbridge.embeddings.base import Embedder, start_embedding
 from esbridge.engines.base import AsyncEngine
 from esbridge.query.concepts import expand_query
 from esbridge.query.deadline import within
+from esbridge.query.timing import elapsed_ms
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,9 @@ class QueryVectors:
                 self.engine, self.index, query, first.vector, terms=self.pipeline.concepts.terms
             )
         except errors.EngineError as exc:
-            timings = {**first.timings, "concepts": _ms(started)}
+            timings = {**first.timings, "concepts": elapsed_ms(started)}
             return QueryVector(first.vector, (*first.warnings, f"concept expansion skipped: {exc}"), timings)
-        timings = {**first.timings, "concepts": _ms(started)}
+        timings = {**first.timings, "concepts": elapsed_ms(started)}
         if not expansion.terms:
             return QueryVector(first.vector, first.warnings, timings)
         widened = await self._embed(expansion.text)
@@ -106,7 +107,7 @@ class QueryVectors:
             warning = f"the query was not embedded within {self.pipeline.embed_timeout_s:g}s"
         except errors.EsbridgeError as exc:
             warning = f"the query could not be embedded: {exc}"
-        timings = {"embed": _ms(embedding.started)}
+        timings = {"embed": elapsed_ms(embedding.started)}
         if vector is None:
             return QueryVector(None, (warning,) if warning else (), timings)
         if self._cache is not None:
@@ -117,7 +118,3 @@ class QueryVectors:
 def _embedding(embedder: Embedder, text: str) -> Embedding:
     started = time.perf_counter()
     return Embedding(text, start_embedding(embedder, [text]), started)
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 2)

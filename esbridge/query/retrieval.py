@@ -26,6 +26,7 @@ from esbridge.query.deadline import within
 from esbridge.query.native import plan as native
 from esbridge.query.query_vectors import QueryVector, QueryVectors
 from esbridge.query.retrievers import RETRIEVERS, RetrievalContext, Retriever, request_bodies
+from esbridge.query.timing import elapsed_ms
 
 _UNANSWERABLE = (errors.IndexNotFound, errors.IndexUnavailable)
 """Errors no other retriever can work around: the search fails with them (a missing or a red index)."""
@@ -164,8 +165,8 @@ class Retrieval:
                 raise
             reason = f"no answer within {deadline:g}s" if isinstance(exc, asyncio.TimeoutError) else str(exc)
             retried = await self.concurrent(context, chosen)
-            return _noted(retried, f"msearch failed ({reason}); retried as separate requests", _ms(started))
-        took = _ms(started)
+            return _noted(retried, f"msearch failed ({reason}); retried as separate requests", elapsed_ms(started))
+        took = elapsed_ms(started)
         parts: dict[str, list[_Answer]] = {}
         for (name, _), result in zip(searches, results, strict=True):
             if isinstance(result, Exception):
@@ -209,7 +210,7 @@ class Retrieval:
             runs={"native": {hit.id: hit.score for hit in result.hits[:size]}},
             sources=sources,
             warnings=(*query_vector.warnings, *([shards] if shards else [])),
-            timings={**query_vector.timings, "native": _ms(started)},
+            timings={**query_vector.timings, "native": elapsed_ms(started)},
             concept_terms=query_vector.concept_terms,
             native=True,
             explanations=native.explanations(result.raw) if explain else {},
@@ -228,13 +229,13 @@ class Retrieval:
         try:
             async with within(timeout_s):
                 result = await self.engine.search(self.index, body)
-            return _answered(name, result, _ms(started))
+            return _answered(name, result, elapsed_ms(started))
         except asyncio.TimeoutError:
-            return _Answer(None, f"{name} did not answer within {timeout_s:g}s", _ms(started))
+            return _Answer(None, f"{name} did not answer within {timeout_s:g}s", elapsed_ms(started))
         except errors.EngineError as exc:
             if isinstance(exc, _UNANSWERABLE):
                 raise
-            return _Answer(None, f"{name} failed: {exc}", _ms(started))
+            return _Answer(None, f"{name} failed: {exc}", elapsed_ms(started))
 
 
 def _merged(answers: Sequence[_Answer]) -> _Answer:
@@ -293,7 +294,3 @@ def _noted(retrieved: Retrieved, warning: str | None, msearch_ms: float) -> Retr
     """``retrieved`` with the msearch round trip's time, and a warning about it first."""
     warnings = (warning, *retrieved.warnings) if warning else retrieved.warnings
     return replace(retrieved, warnings=warnings, timings={**retrieved.timings, "msearch": msearch_ms})
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 2)

@@ -27,3 +27,10 @@ def test_the_document_id_is_read_back_from_a_chunk_id(chunk: str, document: str)
 def test_reading_back_inverts_formatting() -> None:
     for document in ("a", "x#y", "dir/file.md", "#", ""):
         assert doc_id_of(chunk_id(document, 7)) == document
+
+
+def test_a_hits_document_is_its_stored_doc_id_else_read_from_its_chunk_id() -> None:
+    from esbridge.ids import document_of
+
+    assert document_of("a#0", {"doc_id": "stored"}) == "stored"
+    assert document_of("notes/a.md#3", {}) == "notes/a.md"
