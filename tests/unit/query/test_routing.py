@@ -54,3 +54,13 @@ def test_an_unknown_category_is_an_error_listing_the_valid_ones() -> None:
         route("anything", CATEGORIES, asked="crypto", filters=Filters())
     with pytest.raises(ConfigError, match=r"none are configured"):
         route("anything", {}, asked="crypto", filters=Filters())
+
+
+def test_routing_settings_without_keywords_are_refused_naming_the_category() -> None:
+    from esbridge.config import load_settings
+
+    assert load_settings(routing={"security": ["cve"]}).routing == {"security": ["cve"]}
+    with pytest.raises(ConfigError, match=r"routing\.security: give it at least one keyword"):
+        load_settings(routing={"security": []})
+    with pytest.raises(ConfigError, match=r"routing\.ctf: give it at least one keyword, none of them blank"):
+        load_settings(routing={"ctf": ["flag", " "]})
