@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from index_study import study_parser, study_settings
 
 from esbridge.config.settings import Settings
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, embed_queries
 from esbridge.embeddings.factory import uncached_model
 from esbridge.engines import connect_async, resolve_kind
 from esbridge.engines.base import AsyncEngine
@@ -88,7 +88,7 @@ def per_document(chunks: Chunks, doc_of: Mapping[str, str], others: float = 0.0,
 async def retrieve(settings: Settings, embedder: Embedder, texts: Mapping[str, str], depth: int) -> dict[str, Lists]:
     engine = connect_async(settings, kind=resolve_kind(settings))
     candidates = max(settings.mapping.hnsw_ef_search, depth)
-    vectors = embedder.embed(list(texts.values()))
+    vectors = embed_queries(embedder, list(texts.values()))
     found: dict[str, Lists] = {}
     try:
         for (query, text), vector in zip(texts.items(), vectors, strict=True):

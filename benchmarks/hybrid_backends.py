@@ -1,9 +1,10 @@
 """Hybrid search p50 with the query embedded by torch or by ONNX Runtime, interleaved query by query in one run.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/hybrid_backends.py ../shared/data/beir/scifact \
-        --url http://127.0.0.1:9200 --index eval-scifact --queries 200
+        --url http://127.0.0.1:9200 --index minilm-scifact [--default-index eval-scifact] --queries 200
 
-The index is searched as it is (its vectors are all-MiniLM-L6-v2's); only the query's embedding differs.
+``--index`` holds all-MiniLM-L6-v2's vectors: its variants differ only in how the query is embedded.
+``--default-index`` (vectors of the default model, bge-small-en-v1.5 int8) adds the default's row.
 Each variant loads as a query-serving process would (one thread), in this process (no child process), and
 answers each query through the whole client-side pipeline with the response and vector caches off. The
 variants take turns per query so that load from other processes falls on all of them alike. Prints p50/p95
@@ -23,7 +24,7 @@ from esbridge.config.embedding import EmbeddingSettings
 from esbridge.config.pipeline import CacheSettings
 from esbridge.embeddings.base import Embedder
 from esbridge.embeddings.factory import load_model
-from esbridge.embeddings.profiles import MINILM
+from esbridge.embeddings.profiles import BGE_SMALL, MINILM
 from esbridge.engines import connect_async, resolve_kind
 from esbridge.evaluation.dataset import judged_queries
 from esbridge.query.factory import build_searcher
@@ -71,13 +72,19 @@ def main() -> None:
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--url", required=True)
     parser.add_argument("--index", required=True)
+    parser.add_argument("--default-index")
     parser.add_argument("--split", default="test")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=10)
     args = parser.parse_args()
     settings = load_settings(url=args.url, index=args.index)
     texts = list(judged_queries(args.dataset, args.split, args.queries + args.warmup).queries.values())
-    models: dict[str, Embedder] = {name: load_model(variant) for name, variant in VARIANTS.items()}
+    variants = dict(VARIANTS)
+    index_of = dict.fromkeys(variants, args.index)
+    if args.default_index:
+        variants["default (bge-small int8)"] = EmbeddingSettings(model=BGE_SMALL, threads=1)
+        index_of["default (bge-small int8)"] = args.default_index
+    models: dict[str, Embedder] = {name: load_model(variant) for name, variant in variants.items()}
     pipeline = settings.pipeline.model_copy(update={"cache": CacheSettings(embeddings=0, results=0), "mode": "client"})
 
     async def run() -> dict[str, dict[str, float]]:
@@ -85,7 +92,7 @@ def main() -> None:
         try:
             searchers = {
                 name: build_searcher(
-                    engine, args.index, model, pipeline, num_candidates=settings.mapping.hnsw_ef_search, probe=None
+                    engine, index_of[name], model, pipeline, num_candidates=settings.mapping.hnsw_ef_search, probe=None
                 )
                 for name, model in models.items()
             }

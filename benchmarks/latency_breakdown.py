@@ -22,7 +22,7 @@ from index_study import study_parser, study_settings
 
 from esbridge.config.pipeline import CacheSettings
 from esbridge.config.settings import Settings
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, embed_queries
 from esbridge.embeddings.factory import uncached_model
 from esbridge.engines import connect_async, resolve_kind
 from esbridge.evaluation.dataset import judged_queries
@@ -40,7 +40,7 @@ def embed_medians(embedder: Embedder, texts: list[str]) -> tuple[float, float]:
         samples = []
         for text in texts:
             started = time.perf_counter()
-            embedder.embed([text])
+            embed_queries(embedder, [text])
             samples.append((time.perf_counter() - started) * 1000)
         return statistics.median(samples[WARMUP:])
 

@@ -20,7 +20,7 @@ import networkx as nx
 
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.settings import Settings
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, embed_queries
 from esbridge.engines import connect, connect_async, resolve_kind
 from esbridge.query import retrievers
 from esbridge.query.fusion import get_fusion
@@ -44,7 +44,7 @@ class Lists:
 async def _retrieve(settings: Settings, embedder: Embedder, texts: Mapping[str, str], depth: int) -> dict[str, Lists]:
     engine = connect_async(settings, kind=resolve_kind(settings))
     candidates = max(settings.mapping.hnsw_ef_search, 2 * depth)
-    vectors = embedder.embed(list(texts.values()))
+    vectors = embed_queries(embedder, list(texts.values()))
     found: dict[str, Lists] = {}
     try:
         for (query, text), vector in zip(texts.items(), vectors, strict=True):

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from esbridge.config import load_settings
+from esbridge.embeddings.base import embed_queries
 from esbridge.engines import connect
 from esbridge.engines.vector_options import encodings
 from esbridge.evaluation.dataset import judged_queries
@@ -55,7 +56,7 @@ def run_engine(kind: str, url: str, queries: dict[str, str]) -> list[dict[str, A
     engine = connect(settings)
     embedder, _ = open_query_embedder(settings)
     assert embedder is not None
-    query_vectors = np.asarray(embedder.embed(list(queries.values())), dtype=np.float32)
+    query_vectors = np.asarray(embed_queries(embedder, list(queries.values())), dtype=np.float32)
     rows: list[dict[str, Any]] = []
     exact: list[set[str]] = []
     try:

@@ -30,7 +30,7 @@ from esbridge.query.api import query_embedding
     "--backends",
     default=",".join(BACKENDS),
     show_default=True,
-    help="--modes ingest: the embedding backends to compare.",
+    help="--modes ingest: the embedding backends to compare, each optionally @MODEL (torch@all-MiniLM-L6-v2).",
 )
 @click.option(
     "--documents",
@@ -134,10 +134,11 @@ def _bench_ingest(settings: Settings, dataset: Path, backends: str, documents: i
     from esbridge.evaluation.ingest_bench import measure_ingest
 
     chosen = [backend.strip() for backend in backends.split(",") if backend.strip()]
-    unknown = sorted(set(chosen) - set(BACKENDS))
+    unknown = sorted(name for name in chosen if name.partition("@")[0] not in BACKENDS or name.endswith("@"))
     if unknown or not chosen:
         raise click.BadParameter(
-            f"unknown backend(s) {', '.join(unknown) or '(none named)'}; known: {', '.join(BACKENDS)}",
+            f"unknown backend(s) {', '.join(unknown) or '(none named)'}; known: {', '.join(BACKENDS)}, "
+            "each optionally @MODEL",
             param_hint="'--backends'",
         )
 
@@ -154,13 +155,14 @@ def _bench_ingest(settings: Settings, dataset: Path, backends: str, documents: i
     if as_json:
         return
     click.echo(f"{report.documents} documents of {dataset} on {report.engine}, model {settings.embedding.model}")
-    click.echo(f"{'backend':<10} {'chunks':>7} {'wall s':>8} {'embed s':>8} {'index s':>8} {'chunks/s':>9}")
+    width = max(10, *(len(backend) for backend in [*report.runs, *report.skipped]))
+    click.echo(f"{'backend':<{width}} {'chunks':>7} {'wall s':>8} {'embed s':>8} {'index s':>8} {'chunks/s':>9}")
     for backend, run in report.runs.items():
         click.echo(
-            f"{backend:<10} {run['chunks']:>7.0f} {run['wall_s']:>8.2f} {run['embed_s']:>8.2f} "
+            f"{backend:<{width}} {run['chunks']:>7.0f} {run['wall_s']:>8.2f} {run['embed_s']:>8.2f} "
             f"{run['index_s']:>8.2f} {run['chunks_per_s']:>9.1f}"
         )
     for backend, reason in report.skipped.items():
-        click.echo(f"{backend:<10} skipped: {reason}")
+        click.echo(f"{backend:<{width}} skipped: {reason}")
     for name, value in report.ratios.items():
         click.echo(f"  {name:<24} {value:.2f}")

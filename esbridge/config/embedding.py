@@ -29,14 +29,12 @@ class EmbeddingSettings(_Section):
         default="sentence-transformers", description="a registered embedder (entry-point group esbridge.embedders)"
     )
     model: str = Field(
-        default="sentence-transformers/all-MiniLM-L6-v2",
+        default="BAAI/bge-small-en-v1.5",
         description="model name, or a path to a sentence-transformers model directory or an ONNX export",
     )
-    backend: Backend = Field(
-        default="torch", description="torch (sentence-transformers) or onnx (ONNX Runtime, esbridge[onnx])"
-    )
+    backend: Backend = Field(default="onnx", description="onnx (ONNX Runtime) or torch (sentence-transformers)")
     precision: Precision = Field(
-        default="fp32", description="onnx backend: fp32 weights, or int8 (dynamically quantized) ones"
+        default="int8", description="onnx backend: int8 (dynamically quantized) weights, or fp32 ones"
     )
     dimension: int | None = Field(default=None, ge=1, le=4096, description="defaults to the model's own")
     batch_size: int = Field(default=32, ge=1, le=4096)

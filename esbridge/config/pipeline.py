@@ -70,7 +70,7 @@ class RerankSettings(_Section):
         default="cross-encoder/ms-marco-MiniLM-L-12-v2", description="cross-encoder model name or local folder"
     )
     backend: Literal["torch", "onnx"] = Field(
-        default="torch", description="torch (sentence-transformers) or onnx (ONNX Runtime, esbridge[onnx])"
+        default="torch", description="torch (sentence-transformers) or onnx (ONNX Runtime)"
     )
     precision: Literal["fp32", "int8"] = Field(default="fp32", description="onnx backend: fp32 or int8 weights")
     # Chosen on 40 SciFact train queries with the ms-marco-MiniLM-L-12-v2 cross-encoder (docs/models.md):

@@ -4,7 +4,7 @@ A transformer encoder exported to ONNX computes the same token states as under t
 sentence-transformers adds on top (pooling, normalization) is a few lines of numpy here, as the
 model's profile says. Texts are sorted by token count and batched in that order, so a batch pads to
 about its own length instead of the longest text of the call (sentence-transformers sorts the same
-way). onnxruntime, tokenizers and numpy are imported when a model is loaded (``esbridge[onnx]``).
+way). onnxruntime, tokenizers and numpy are imported when a model is loaded (base dependencies of esbridge).
 """
 
 from __future__ import annotations

@@ -1,14 +1,16 @@
 """Ingest throughput per embedding backend, in one run on the same documents (``esbridge bench --modes ingest``).
 
-Each backend (``torch``, ``onnx-fp32``, ``onnx-int8``) ingests the same first ``limit`` documents of a
-BEIR corpus into its own scratch index, which is dropped afterwards. The model is loaded before the
-clock starts and embeds without the on-disk cache, so every chunk is embedded: what is timed is what
-a first ingest of new documents costs (chunking, embedding, bulk writes, refresh).
+Each backend (``torch``, ``onnx-fp32``, ``onnx-int8``, of the configured model, or of another model
+named after ``@``: ``torch@all-MiniLM-L6-v2``) ingests the same first ``limit`` documents of a BEIR
+corpus into its own scratch index, which is dropped afterwards. The model is loaded before the clock
+starts and embeds without the on-disk cache, so every chunk is embedded: what is timed is what a first
+ingest of new documents costs (chunking, embedding, bulk writes, refresh).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -43,12 +45,12 @@ class IngestBenchReport:
 
     @property
     def ratios(self) -> dict[str, float]:
-        """Each backend's chunks/s over torch's, when torch was measured."""
-        base = self.runs.get("torch", {}).get("chunks_per_s")
-        if not base:
+        """Each backend's chunks/s over the first measured one's."""
+        if not self.runs:
             return {}
-        others = {name: run for name, run in self.runs.items() if name != "torch"}
-        return {f"{name} / torch": round(run["chunks_per_s"] / base, 2) for name, run in others.items()}
+        first, *others = self.runs
+        base = self.runs[first]["chunks_per_s"]
+        return {f"{name} / {first}": round(self.runs[name]["chunks_per_s"] / base, 2) for name in others if base}
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -61,9 +63,15 @@ class IngestBenchReport:
 
 
 def backend_settings(base: EmbeddingSettings, backend: str) -> EmbeddingSettings:
-    if backend not in BACKENDS:
-        raise ConfigError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
-    return base.model_copy(update=BACKENDS[backend])
+    """``base`` on ``backend`` (``BACKEND`` or ``BACKEND@MODEL``); a model named after ``@`` gets its own
+    profile, not ``base``'s overrides."""
+    name, _, model = backend.partition("@")
+    if name not in BACKENDS or (backend.count("@") and not model):
+        raise ConfigError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}, each optionally @MODEL")
+    if not model:
+        return base.model_copy(update=BACKENDS[name])
+    own = {"model": model, "batch_size": base.batch_size, "threads": base.threads, "cache_dir": base.cache_dir}
+    return EmbeddingSettings.model_validate({**own, **BACKENDS[name]})
 
 
 def corpus_slice(dataset: Path, limit: int, into: Path) -> int:
@@ -100,7 +108,8 @@ def measure_ingest(
                 except EsbridgeError as exc:
                     report.skipped[backend] = str(exc)
                     continue
-                alias = f"{settings.index}-ingest-bench-{backend}-{os.getpid()}"
+                slug = re.sub(r"[^a-z0-9]+", "-", backend.lower()).strip("-")
+                alias = f"{settings.index}-ingest-bench-{slug}-{os.getpid()}"
                 manager = IndexManager(engine, alias, parameters_from(settings, model.dimension))
                 try:
                     started = time.perf_counter()

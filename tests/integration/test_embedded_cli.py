@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from esbridge.cli import main
 from esbridge.embeddings.cached import CachedEmbedder
+from esbridge.embeddings.profiles import MINILM
 from tests.integration.test_ingest import write_vault
 
 
@@ -82,7 +83,8 @@ def test_cache_prune_other_models_keeps_the_configured_models_vectors(tmp_path: 
     with EmbeddingCache(tmp_path) as store:
         store.put_many(embedder.identity, [(text_key("kept"), [0.5] * embedder.dimension)])
         store.put_many("replaced-model@0/384", [(text_key(f"old {n}"), [0.1] * 384) for n in range(3)])
-    env = {"ESBRIDGE_EMBEDDING__CACHE_DIR": str(tmp_path)}
+    configured = {"ESBRIDGE_EMBEDDING__MODEL": MINILM, "ESBRIDGE_EMBEDDING__BACKEND": "torch"}  # the fixture's
+    env = {"ESBRIDGE_EMBEDDING__CACHE_DIR": str(tmp_path), **configured}
     pruned = CliRunner().invoke(main, ["cache", "prune", "--other-models", "--yes"], env=env)
     assert pruned.exit_code == 0, pruned.output
     assert "deleted 3 vectors of 1 model(s)" in pruned.output

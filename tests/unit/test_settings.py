@@ -20,7 +20,11 @@ def test_defaults_without_any_source() -> None:
     assert settings.engine == "auto"
     assert settings.index == "esbridge"
     assert settings.tls.verify is True
-    assert settings.embedding.model == "sentence-transformers/all-MiniLM-L6-v2"
+    assert (settings.embedding.model, settings.embedding.backend, settings.embedding.precision) == (
+        "BAAI/bge-small-en-v1.5",
+        "onnx",
+        "int8",
+    )
 
 
 def test_precedence_flags_over_env_over_file_over_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

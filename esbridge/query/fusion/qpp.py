@@ -12,9 +12,9 @@ retrieval", CIKM 2012): a small ridge model maps them to the expected nDCG@10 of
 and the weight with the highest prediction fuses this query. Only a client can do this; an engine's
 hybrid query fixes its weights in the search pipeline.
 
-The model ships fitted on SciFact's train split (``default_model``); ``esbridge tune`` fits one on an
-operator's own judgements. Its candidate weights stay close to equal, so a model that predicts badly
-on other data costs little.
+The model ships fitted on the default embedding model's lists of three collections (SciFact train, CISI,
+MED; ``default_model``), with kNN shares from 0.2 to 0.8. Fitted on two of them, it beats RRF(60) on the
+third, for each of the three (docs/fusion.md). ``esbridge tune`` fits one on an operator's own judgements.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from esbridge.query.fusion.linear import linear
 from esbridge.query.fusion.params import reject_unknown, resolve_weights
 from esbridge.query.types import FusionDecision, FusionResult, Runs
 
-DEFAULT_MODEL_FILE = "qpp_scifact.json"
+DEFAULT_MODEL_FILE = "qpp_default.json"
 HEAD = 10
 """Predictors read the top ``HEAD`` hits of each list, so they do not depend on the retrieval depth."""
 
@@ -52,9 +52,12 @@ PREDICTORS = (
 
 - ``lexical_gap``: (s1 - s2) / s1 of BM25; ``lexical_tail``: sn / s1 of BM25 (both scale-free, as BM25
   scores are not comparable between indices);
-- ``semantic_gap``: s1 - s2 of kNN; ``semantic_drop``: s1 - sn of kNN (kNN scores are (1 + cos) / 2 on
-  every engine esbridge supports, so differences are comparable);
-- ``*_top_z``: (s1 - mean) / standard deviation of the list (0 when all are equal);
+- ``semantic_gap``: (s1 - s2) / sd and ``semantic_drop``: (s1 - sn) / sd of kNN, where sd is the standard
+  deviation of the list's scores (0 when all are equal). Raw kNN score differences depend on the model:
+  one model's cosines spread over 0.2-0.7, another's over 0.6-0.9. Divided by the list's own spread they
+  are unchanged by any shift or positive scaling of the scores, so a model fitted with one embedding
+  model or collection reads another's lists on the same scale;
+- ``*_top_z``: (s1 - mean) / sd of the list (0 when all are equal);
 - ``overlap``: the share of the top ``HEAD`` ids the two lists have in common (divided by ``HEAD``);
 - ``same_top``: 1.0 when both lists rank the same id first, else 0.0.
 """
@@ -186,19 +189,22 @@ def predictors(lexical: Mapping[str, float], semantic: Mapping[str, float]) -> t
     return (
         (top - lex_scores[1]) / top,
         lex_scores[-1] / top,
-        _top_z(lex_scores),
-        sem_scores[0] - sem_scores[1],
-        sem_scores[0] - sem_scores[-1],
-        _top_z(sem_scores),
+        _standardised(lex_scores[0], lex_scores),
+        _standardised(sem_scores[0] - sem_scores[1], sem_scores, centred=False),
+        _standardised(sem_scores[0] - sem_scores[-1], sem_scores, centred=False),
+        _standardised(sem_scores[0], sem_scores),
         len(common) / HEAD,
         1.0 if lex[0][0] == sem[0][0] else 0.0,
     )
 
 
-def _top_z(scores: Sequence[float]) -> float:
+def _standardised(value: float, scores: Sequence[float], *, centred: bool = True) -> float:
+    """``(value - mean) / sd`` of ``scores`` (a difference of two scores: ``value / sd``); 0 when sd is 0."""
     mean = math.fsum(scores) / len(scores)
     deviation = math.sqrt(math.fsum((score - mean) ** 2 for score in scores) / len(scores))
-    return (scores[0] - mean) / deviation if deviation > 0 else 0.0
+    if deviation <= 0:
+        return 0.0
+    return ((value - mean) if centred else value) / deviation
 
 
 def qpp(
@@ -244,8 +250,8 @@ def qpp(
     vectors_from = context.vectors_from if context is not None else None
     caution = None
     if chosen.embedding_model and vectors_from and vectors_from != chosen.embedding_model:
-        # Its kNN predictors read score gaps whose scale depends on the model; the shares stay within
-        # the model's candidates (0.4-0.6 for the shipped one), so a mismatch costs little, but it shows.
+        # The predictors are scale-free, but how a model's score shapes relate to its quality is not:
+        # fitted on one model and used on another, the shipped model scored like equal weights.
         caution = (
             f"the qpp model was fitted on kNN scores of {chosen.embedding_model}, this search's vectors come "
             f"from {vectors_from}: its choice of share may be off; esbridge tune fits one for this index"
@@ -263,7 +269,7 @@ def qpp(
 
 @functools.cache
 def default_model() -> QppModel:
-    """The model fitted on SciFact's train split (``qpp_scifact.json``; how it was made is in its ``source``)."""
+    """The shipped model (``qpp_default.json``; how it was made is in its ``source``)."""
     text = resources.files("esbridge.query.fusion").joinpath(DEFAULT_MODEL_FILE).read_text(encoding="utf-8")
     return QppModel.from_params(json.loads(text))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from esbridge.config.embedding import EmbeddingSettings
 from esbridge.embeddings import bundled_model_dir
 from esbridge.embeddings.base import embed_passages, embed_queries, model_profile
 from esbridge.embeddings.factory import load_model, uncached_model
+from esbridge.embeddings.model_store import locate_onnx
 from esbridge.embeddings.onnx_runtime import OnnxEmbedder
 from esbridge.embeddings.profiles import BGE_SMALL, E5_SMALL, MINILM, profile_for
 from esbridge.embeddings.sentence_transformer import SentenceTransformerEmbedder
@@ -139,3 +141,35 @@ def test_the_onnx_embedder_works_in_a_process_that_loaded_the_embedded_engine_fi
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert (done.returncode, done.stdout.strip()) == (0, "384"), done.stderr[-2000:]
+
+
+def test_a_hub_model_with_only_fp32_weights_is_quantized_once_into_the_model_folder(
+    torch_vectors: list[list[float]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hub cannot be reached here: a snapshot folder laid out like a repository that publishes only
+    ``onnx/model.onnx`` stands in for the download; the quantization and the vectors are real."""
+    from esbridge.embeddings import model_store
+
+    require_stored(MINILM, "fp32")
+    stored = locate_onnx(MINILM, "fp32")
+    snapshot = tmp_path / "snapshot"
+    (snapshot / "onnx").mkdir(parents=True)
+    shutil.copyfile(stored.onnx, snapshot / "onnx" / "model.onnx")
+    for name in ("tokenizer.json", "tokenizer_config.json", "config.json", "vocab.txt"):
+        shutil.copyfile(stored.folder / name, snapshot / name)
+    downloads: list[str] = []
+
+    def from_hub(model_id: str, precision: str) -> Path:
+        downloads.append(precision)
+        return snapshot
+
+    monkeypatch.setenv("ESBRIDGE_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setattr(model_store, "_from_hub", from_hub)
+    files = model_store.locate_onnx("someone/minilm-fp32-only", "int8")
+    assert files.onnx == tmp_path / "models" / "someone--minilm-fp32-only" / "model_int8.onnx"
+    assert files.onnx.stat().st_size < (snapshot / "onnx" / "model.onnx").stat().st_size / 2
+    profile = profile_for(MINILM)  # the same pooling and the same 256-token cut as torch
+    vectors = OnnxEmbedder(str(files.folder), precision="int8", profile=profile).embed(TEXTS)
+    assert min(cosine(a, b) for a, b in zip(torch_vectors, vectors, strict=True)) >= 0.98
+    assert model_store.locate_onnx("someone/minilm-fp32-only", "int8") == files
+    assert downloads == ["int8", "fp32"], "the second call finds the quantized copy in the model folder"

@@ -22,6 +22,7 @@ from esbridge.embeddings import (
     bundled_model_dir,
     open_embedder,
 )
+from esbridge.embeddings.profiles import MINILM
 from esbridge.errors import ConfigError, DependencyMissing, ModelUnavailable
 
 needs_model = pytest.mark.skipif(
@@ -99,7 +100,8 @@ def test_the_cache_makes_a_second_call_embed_nothing(minilm: SentenceTransformer
 
 @needs_model
 def test_open_embedder_uses_the_configured_cache_dir(minilm: SentenceTransformerEmbedder, tmp_path: Path) -> None:
-    with open_embedder(EmbeddingSettings(cache_dir=tmp_path / "cache", batch_size=4)) as embedder:
+    torch_minilm = EmbeddingSettings(model=MINILM, backend="torch", cache_dir=tmp_path / "cache", batch_size=4)
+    with open_embedder(torch_minilm) as embedder:
         assert embedder.identity == minilm.identity
         embedder.embed(["one text"])
         assert embedder.cache.path == tmp_path / "cache" / "embeddings.sqlite3"
@@ -161,7 +163,7 @@ def test_query_servers_run_the_model_in_a_child_process_with_the_same_vectors(
     from esbridge.embeddings.worker import ProcessEmbedder
     from esbridge.query.api import open_query_embedder
 
-    settings = load_settings(embedding={"cache_dir": str(tmp_path / "cache")})
+    settings = load_settings(embedding={"model": MINILM, "backend": "torch", "cache_dir": str(tmp_path / "cache")})
     served, problem = open_query_embedder(settings, serving=True)
     assert served is not None and problem is None
     with served:
@@ -180,7 +182,9 @@ def test_query_servers_run_the_model_in_a_child_process_with_the_same_vectors(
     assert child.pid is None, "closing the cached embedder stops the child"
 
     one_shot, _ = open_query_embedder(settings)
-    off, _ = open_query_embedder(load_settings(embedding={"query_processes": 0}), serving=True)
+    off, _ = open_query_embedder(
+        load_settings(embedding={"model": MINILM, "backend": "torch", "query_processes": 0}), serving=True
+    )
     for embedder in (one_shot, off):
         assert embedder is not None
         assert isinstance(embedder.embedder, SentenceTransformerEmbedder)

@@ -58,14 +58,17 @@ def test_every_mode_skipped_says_nothing_was_measured(runner: CliRunner, energy:
 def test_ingest_mode_measures_each_backend_on_a_scratch_index_and_drops_it(runner: CliRunner, energy: Path) -> None:
     result = runner.invoke(
         main,
-        ["bench", str(energy), "--engine", "embedded", "--modes", "ingest", "--backends", "torch,onnx-int8", "--json"],
-    )
+        [
+            "bench", str(energy), "--engine", "embedded", "--modes", "ingest",
+            "--backends", "torch@all-MiniLM-L6-v2,onnx-int8", "--json",
+        ],
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["documents"] == 1
-    assert set(report["runs"]) == {"torch", "onnx-int8"}
+    assert set(report["runs"]) == {"torch@all-MiniLM-L6-v2", "onnx-int8"}
     assert all(run["chunks"] == 1 and run["chunks_per_s"] > 0 for run in report["runs"].values())
-    assert set(report["ratios"]) == {"onnx-int8 / torch"}
+    assert set(report["ratios"]) == {"onnx-int8 / torch@all-MiniLM-L6-v2"}
     engine = connect(load_settings(engine="embedded"))
     try:
         assert engine.list_indices("*ingest-bench*") == []
@@ -80,4 +83,7 @@ def test_ingest_mode_runs_alone_and_knows_its_backends(runner: CliRunner, energy
     arguments = ["bench", str(energy), "--engine", "embedded", "--modes", "ingest", "--backends", "tpu"]
     unknown = runner.invoke(main, arguments)
     assert unknown.exit_code == 2
-    assert "unknown backend(s) tpu; known: torch, onnx-fp32, onnx-int8" in unknown.output
+    assert "unknown backend(s) tpu; known: torch, onnx-fp32, onnx-int8, each optionally @MODEL" in unknown.output
+    no_model = runner.invoke(main, [*arguments[:-1], "torch@"])
+    assert no_model.exit_code == 2
+    assert "unknown backend(s) torch@" in no_model.output

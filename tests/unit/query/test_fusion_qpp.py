@@ -20,9 +20,9 @@ def test_predictors_by_hand() -> None:
     read = predictors(RUNS["bm25"], RUNS["knn"])
     assert read is not None
     # bm25: gap (4 - 2) / 4, tail 1 / 4, top z (4 - 7/3) / (sqrt(14) / 3) = 5 / sqrt(14)
-    # knn: gap 0.1, drop 0.2, top z 0.1 / sqrt(0.02 / 3) = sqrt(1.5)
+    # knn: sd sqrt(0.02 / 3); gap 0.1 / sd = sqrt(1.5), drop 0.2 / sd = 2 sqrt(1.5), top z 0.1 / sd = sqrt(1.5)
     # overlap {a, b} of HEAD 10 = 0.2; different first hits
-    expected = (0.5, 0.25, 5 / math.sqrt(14), 0.1, 0.2, math.sqrt(1.5), 0.2, 0.0)
+    expected = (0.5, 0.25, 5 / math.sqrt(14), math.sqrt(1.5), 2 * math.sqrt(1.5), math.sqrt(1.5), 0.2, 0.0)
     assert read == pytest.approx(expected)
     assert len(read) == len(PREDICTORS)
 
@@ -49,10 +49,10 @@ def test_runs_too_short_to_read_have_no_predictors(lexical: dict[str, float], se
 
 
 def model(**change: Any) -> QppModel:
-    """A model that prefers kNN share 0.6 exactly when semantic_gap is above 0.05, else share 0.4."""
+    """A model that prefers kNN share 0.6 exactly when semantic_gap is above 1, else share 0.4."""
     params: dict[str, Any] = {
         "shares": [0.4, 0.6],
-        "center": [0.0, 0.0, 0.0, 0.05, 0.0, 0.0, 0.0, 0.0],
+        "center": [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0],
         "scale": [1.0] * 8,
         "intercepts": [0.5, 0.5],
         "coefficients": [[0.0, 0.0]] * 3 + [[-1.0, 1.0]] + [[0.0, 0.0]] * 4,
@@ -62,7 +62,7 @@ def model(**change: Any) -> QppModel:
 
 
 def test_the_share_with_the_best_prediction_weights_the_fusion() -> None:
-    # semantic_gap 0.1 > 0.05: share 0.6, so linear with bm25 0.4 and knn 0.6:
+    # semantic_gap sqrt(1.5) > 1: share 0.6, so linear with bm25 0.4 and knn 0.6:
     # min-max bm25 a 1, b 1/3, c 0; knn b 1, a 0.5, d 0
     # a 0.4 + 0.3 = 0.7; b 0.4/3 + 0.6 = 0.7333; c 0; d 0
     result = qpp(RUNS, model=model())
@@ -71,13 +71,23 @@ def test_the_share_with_the_best_prediction_weights_the_fusion() -> None:
     assert result.decision.effective_weights == pytest.approx({"bm25": 0.4, "knn": 0.6})
     assert result.scores == pytest.approx({"b": 0.4 / 3 + 0.6, "a": 0.7, "c": 0.0, "d": 0.0})
     assert result.scores == linear(RUNS, weights={"bm25": 0.4, "knn": 0.6}).scores
-    assert result.decision.predicted == pytest.approx({"0.4": 0.45, "0.6": 0.55})
+    lead = math.sqrt(1.5) - 1.0
+    assert result.decision.predicted == pytest.approx({"0.4": 0.5 - lead, "0.6": 0.5 + lead})
     assert "kNN share 0.6" in result.decision.reason
 
 
-def test_a_flat_knn_list_moves_the_weight_to_bm25() -> None:
-    flat: Runs = {"bm25": RUNS["bm25"], "knn": {"b": 0.81, "a": 0.8, "d": 0.79}}
-    result = qpp(flat, model=model())
+def test_knn_predictors_do_not_change_with_a_shift_or_scale_of_the_scores() -> None:
+    # Another model's cosines: 0.3 + 2 * s for the same list shape.
+    moved = {item: 0.3 + 2 * score for item, score in RUNS["knn"].items()}
+    assert predictors(RUNS["bm25"], moved) == pytest.approx(predictors(RUNS["bm25"], RUNS["knn"]))
+
+
+def test_a_knn_list_whose_first_hit_stands_out_less_moves_the_weight_to_bm25() -> None:
+    # knn 0.9, 0.89, 0.7: mean 0.83, sd sqrt(0.0254 / 3); gap 0.01 / sd = 0.109 < 1
+    close: Runs = {"bm25": RUNS["bm25"], "knn": {"b": 0.9, "a": 0.89, "d": 0.7}}
+    read = predictors(close["bm25"], close["knn"])
+    assert read is not None and read[3] == pytest.approx(0.01 / math.sqrt(0.0254 / 3))
+    result = qpp(close, model=model())
     assert result.decision.share == 0.4
     assert result.decision.effective_weights == pytest.approx({"bm25": 0.6, "knn": 0.4})
 
@@ -108,11 +118,11 @@ def test_other_run_names_can_be_read() -> None:
     assert result.decision.effective_weights == pytest.approx({"lex": 0.4, "dense": 0.6})
 
 
-def test_the_shipped_model_is_fitted_on_scifact_and_loads_from_the_package() -> None:
+def test_the_shipped_model_is_fitted_on_three_collections_and_loads_from_the_package() -> None:
     shipped = default_model()
-    assert shipped.shares == (0.4, 0.5, 0.6)
-    assert "scifact train" in shipped.source
-    assert shipped.embedding_model == "sentence-transformers/all-MiniLM-L6-v2"
+    assert shipped.shares == (0.2, 0.35, 0.5, 0.65, 0.8)
+    assert "scifact@train, cisi, med" in shipped.source
+    assert shipped.embedding_model == "BAAI/bge-small-en-v1.5"
     assert QppModel.from_params(shipped.as_params()) == shipped
     assert qpp(RUNS).decision.share in shipped.shares
     assert qpp(RUNS).decision.fitted_for == shipped.embedding_model
