@@ -71,7 +71,11 @@ def tune_command(
             outcome = session.run(
                 settings,
                 judged,
-                [*(point.configuration for point in grid), tuning.qpp_probe(settings.pipeline)],
+                [
+                    *(point.configuration for point in grid),
+                    *tuning.qpp_share_configurations(settings.pipeline),
+                    tuning.qpp_probe(settings.pipeline),
+                ],
                 embedder,
                 depth=Depth(deep=False),
                 progress=advance,

@@ -7,7 +7,6 @@ import pytest
 from esbridge.config import load_settings
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.errors import ConfigError
-from esbridge.evaluation.methods import Configuration
 from esbridge.evaluation.runner import ConfigurationRuns
 from esbridge.evaluation.tuning import (
     QPP_SHARES,
@@ -17,6 +16,7 @@ from esbridge.evaluation.tuning import (
     fit_qpp,
     grid,
     qpp_probe,
+    qpp_share_configurations,
     rank_points,
     write_pipeline,
 )
@@ -106,9 +106,12 @@ def test_an_edit_that_would_change_other_settings_is_not_written(
 
 
 def qpp_outcomes(count: int) -> list[ConfigurationRuns]:
-    """Grid outcomes at the three qpp shares and a probe: share 0.6 ranks the relevant document first
-    exactly when semantic_gap (the fourth predictor) is above 0.05, share 0.4 when it is not."""
-    outcomes = {share: ConfigurationRuns(point_configuration(share)) for share in QPP_SHARES}
+    """Grid outcomes at the qpp shares and a probe: share 0.8 ranks the relevant document first exactly
+    when semantic_gap (the fourth predictor) is above 0.05, the shares other than 0.8 and 0.5 when not."""
+    outcomes = {
+        share: ConfigurationRuns(configuration)
+        for share, configuration in zip(QPP_SHARES, qpp_share_configurations(PipelineSettings()), strict=True)
+    }
     probe = ConfigurationRuns(qpp_probe(PipelineSettings()))
     for i in range(count):
         query = f"q{i}"
@@ -117,14 +120,9 @@ def qpp_outcomes(count: int) -> list[ConfigurationRuns]:
             reason="test", predictors=dict(zip(PREDICTORS, (0.2, 0.5, 1.0, gap, 0.2, 1.5, 0.3, 0.0), strict=True))
         )
         for share, outcome in outcomes.items():
-            hit = (share == 0.6) == (gap > 0.05) and share != 0.5
+            hit = (share == 0.8) == (gap > 0.05) and share != 0.5
             outcome.top[query] = {"rel": 2.0, "other": 1.0} if hit else {"other": 2.0, "rel": 1.0}
     return [*outcomes.values(), probe]
-
-
-def point_configuration(knn_share: float) -> Configuration:
-    point = GridPoint("linear", round(1 - knn_share, 2), normalization="min_max")
-    return next(c.configuration for c in grid() if c.point == point)
 
 
 def test_qpp_is_fitted_on_the_grids_queries_and_beats_a_fixed_share_when_predictors_tell(tmp_path: Path) -> None:
@@ -151,3 +149,8 @@ def test_qpp_is_not_fitted_on_too_few_queries_or_without_its_probe() -> None:
         == "20 judged queries with predictors; fitting needs at least 50"
     )
     assert fit_qpp(judgements, outcomes[:-1], "small", embedding_model="m") == "no qpp probe configuration was run"
+    enough = {f"q{i}": {"rel": 1} for i in range(80)}
+    without_shares = qpp_outcomes(80)[1:]
+    assert fit_qpp(enough, without_shares, "train", embedding_model="m") == (
+        "the qpp share configurations were not run (qpp gains at kNN share 0.2)"
+    )
