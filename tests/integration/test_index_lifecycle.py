@@ -113,7 +113,7 @@ def test_reindex_copies_everything_then_swaps_the_alias(engine: Engine, alias: s
     assert not result.failed
     engine.refresh(alias)
 
-    outcome = manager(engine, alias, bm25_k1=1.2).reindex()
+    outcome = manager(engine, alias, bm25_k1=1.5).reindex()
     assert (outcome.old, outcome.new, outcome.documents) == (f"{alias}-v1", f"{alias}-v2", 25)
     # a build without server-side _reindex (Elasticsearch's integ-test build) is copied through the client
     assert outcome.server_side is engine.probe().features.get("reindex", True)
@@ -122,7 +122,7 @@ def test_reindex_copies_everything_then_swaps_the_alias(engine: Engine, alias: s
     assert len(engine.search(alias, knn).hits) == 25, "the copied chunks keep their vectors"
     assert indices.state().current == f"{alias}-v2"
     assert engine.count(alias) == 25
-    assert engine.get_index_settings(alias)["similarity"]["default"]["k1"] in ("1.2", 1.2)
+    assert engine.get_index_settings(alias)["similarity"]["default"]["k1"] in ("1.5", 1.5)
     assert engine.index_exists(f"{alias}-v1"), "the old version is kept unless --delete-old"
 
     assert indices.drop(version=1) == [f"{alias}-v1"]

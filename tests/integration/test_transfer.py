@@ -166,7 +166,7 @@ def test_import_of_a_line_that_is_not_utf8_loads_every_other_line(tmp_path: Path
 
 
 def test_an_export_carries_the_parameters_the_index_was_built_with(engine: Engine, alias: str, tmp_path: Path) -> None:
-    built = IndexParameters(dimension=4, hnsw_m=32, bm25_k1=1.2, bm25_b=0.75)
+    built = IndexParameters(dimension=4, hnsw_m=32, bm25_k1=1.5, bm25_b=0.75)
     header = {"format": "esbridge-export", "version": 1, "parameters": dataclasses.asdict(built), "chunks": 2}
     chunks = [
         {"_id": f"n{n}#0", "doc_id": f"n{n}", "chunk_id": f"n{n}#0", "title": f"Note {n}", "vector": [0.1 * n] * 4}
@@ -176,14 +176,14 @@ def test_an_export_carries_the_parameters_the_index_was_built_with(engine: Engin
     source.write_text("\n".join(json.dumps(line) for line in [header, *chunks]) + "\n", encoding="utf-8")
     assert import_chunks(engine, alias, source) == (2, [])
 
-    # The manager is configured with the defaults (384 dimensions, m 16, k1 0.9): the header must not be.
+    # The manager is configured with the defaults (384 dimensions, m 16, k1 1.2): the header must not be.
     exported = tmp_path / "out.jsonl"
     export_to(engine, alias, 384, exported)
     written = json.loads(exported.read_text(encoding="utf-8").splitlines()[0])
     assert {key: written["parameters"][key] for key in ("dimension", "hnsw_m", "bm25_k1", "bm25_b")} == {
         "dimension": 4,
         "hnsw_m": 32,
-        "bm25_k1": 1.2,
+        "bm25_k1": 1.5,
         "bm25_b": 0.75,
     }
     elsewhere = EmbeddedEngine(tmp_path / "embedded")

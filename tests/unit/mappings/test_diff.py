@@ -19,7 +19,7 @@ def as_engine_echoes(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
     settings = copy.deepcopy(body["settings"]["index"])
     settings["number_of_shards"] = "1"
     settings["knn"] = "true"
-    settings["similarity"]["default"] = {"type": "BM25", "k1": "0.9", "b": "0.4"}
+    settings["similarity"]["default"] = {"type": "BM25", "k1": "1.2", "b": "0.4"}
     settings["uuid"] = "x"
     settings["analysis"]["filter"]["esbridge_identifier_parts"]["preserve_original"] = "true"
     return mappings, settings
@@ -54,7 +54,7 @@ def test_another_vector_dimension_needs_a_new_version() -> None:
 
 def test_changed_bm25_parameters_need_a_new_version() -> None:
     live_mappings, live_settings = as_engine_echoes(wanted())
-    body = render_index("opensearch", IndexParameters(bm25_k1=1.2))
+    body = render_index("opensearch", IndexParameters(bm25_k1=1.5))
     result = diff_index(live_mappings, live_settings, body["mappings"], body["settings"])
     assert [change.path for change in result.needs_new_version] == ["settings.index.similarity.default.k1"]
 
