@@ -25,6 +25,7 @@ from esbridge.ids import doc_id_of
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source, index_document
 from esbridge.ingest.model import Chunk, Problem
+from esbridge.ingest.model_record import WITH_VECTOR, plan_model, record_model, reembed_stored, refuse_other_model
 from esbridge.ingest.overlap import BackgroundWrites
 from esbridge.ingest.refusals import (
     MAX_DELETE_SHARE,
@@ -88,6 +89,8 @@ class IngestReport:
     without_vectors: int = 0
     failed: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    model_recorded: str | None = None
+    """the model this run recorded in the index's ``_meta`` as the one that made its vectors"""
     timings: dict[str, float] = field(default_factory=lambda: {"parse_s": 0.0, "embed_s": 0.0, "index_s": 0.0})
 
     def as_json(self) -> dict[str, Any]:
@@ -102,6 +105,7 @@ class IngestReport:
             "without_vectors": self.without_vectors,
             "failed": self.failed,
             "warnings": self.warnings,
+            "model_recorded": self.model_recorded,
             "timings": {key: round(value, 3) for key, value in self.timings.items()},
         }
 
@@ -167,7 +171,8 @@ def ingest(
     report.failed.extend({"id": problem.id, "reason": problem.reason} for problem in problems)
 
     index = report.index = manager.ensure()
-    properties = engine.get_mapping(index).get("properties", {})
+    mapping = engine.get_mapping(index)
+    properties = mapping.get("properties", {})
     refuse_missing_fields(
         properties, index, weighted=any(chunk.document and chunk.document.link_weights for chunk in chunks)
     )
@@ -179,13 +184,15 @@ def ingest(
                 f"{dimension}; use the index's model, or build a new version (embedding.dimension and "
                 "`esbridge index reindex`, or a new --index)"
             )
+    model = plan_model(engine, index, mapping, embedder)
+    report.warnings.extend([model.warning] if model.warning else [])
 
     with _Timer(timings, "index_s"):
         refuse_foreign_documents(engine, path, index, source, chunks)
         before = indexed_chunks(engine, index, source)
     stale = _stale_chunks(before, chunks, problems, report)
     refuse_mass_delete(path, source, index, len(before), len(stale), options.max_delete_share)
-    todo = [chunk for chunk in chunks if _needs_write(chunk, before.get(chunk.chunk_id), embedder)]
+    todo = [chunk for chunk in chunks if model.reembed or _needs_write(chunk, before.get(chunk.chunk_id), embedder)]
     report.unchanged = len(chunks) - len(todo)
 
     # Writes go through the alias, not to the version it pointed to when the run began: a reindex that
@@ -224,6 +231,15 @@ def ingest(
             report.deleted = len(totals.succeeded)
             write_failures.extend(totals.failed)
         engine.refresh(alias)
+    if model.reembed and embedder is not None:  # the other sources' chunks, and kept ones of unreadable records
+        with _Timer(timings, "embed_s"):
+            count, failures = reembed_stored(engine, alias, embedder, query=WITH_VECTOR, skip=succeeded)
+        report.embedded += count
+        write_failures.extend(failures)
+        engine.refresh(alias)
+    if model.record is not None and not (model.reembed and write_failures):
+        record_model(engine, alias, model.record)
+        report.model_recorded = model.record.name
     report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in write_failures)
     report.warnings.extend(write_block_warnings(write_failures, alias))
     if options.concepts and embedder is not None:
@@ -334,6 +350,7 @@ def embed_missing(
         raise errors.ConfigError(
             f"the model {embedder.name} makes {embedder.dimension}-dimensional vectors but {index} maps {dimension}"
         )
+    refuse_other_model(engine, index, embedder)
     with _Timer(report.timings, "index_s"):
         hits = list(
             engine.scan(

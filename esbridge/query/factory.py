@@ -12,13 +12,16 @@ capabilities come from (``ProbeSource``) is the only thing the interfaces differ
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.identity import identity_of
 from esbridge.engines import Capabilities, Engine, connect
 from esbridge.engines.base import AsyncEngine
+from esbridge.query.model_check import ModelGuard
 from esbridge.query.orchestrator import HybridSearcher, Probe
 from esbridge.query.rerank import RERANKERS, Reranker
 from esbridge.query.routing import Categories
@@ -77,8 +80,13 @@ def build_searcher(
     model_problem: str | None = None,
     routing: Categories | None = None,
     fields: FieldMap = DEFAULT_FIELD_MAP,
+    allow_model_mismatch: bool = False,
 ) -> HybridSearcher:
-    """A searcher over ``index``; ``model_problem`` (why the model did not load) becomes a warning on every answer."""
+    """A searcher over ``index``; ``model_problem`` (why the model did not load) becomes a warning on every answer.
+
+    Where ``probe`` gives an engine (an ``Engine`` or ``Settings``), the searcher also checks the index's
+    recorded model against ``embedder`` before each search (``esbridge.query.model_check``).
+    """
     return HybridSearcher(
         engine,
         index,
@@ -90,7 +98,41 @@ def build_searcher(
         model_problem=model_problem,
         routing=routing,
         fields=fields,
+        model_guard=model_guard(probe, index, embedder, fields, allow_mismatch=allow_model_mismatch),
     )
+
+
+def model_guard(
+    source: ProbeSource, index: str, embedder: Embedder | None, fields: FieldMap, *, allow_mismatch: bool
+) -> ModelGuard | None:
+    """The check of ``embedder`` against ``index``'s recorded model; None when no query is embedded here (no
+    model, or the engine embeds queries) or ``source`` reaches no engine."""
+    if embedder is None or fields.vector is None or fields.query_embedding == "engine":
+        return None
+    if isinstance(source, Settings):
+        settings = source
+
+        def read_once() -> dict[str, Any]:
+            adapter = connect(settings)
+            try:
+                return adapter.get_mapping(index)
+            finally:
+                adapter.close()
+
+        async def connected_for_it() -> dict[str, Any]:
+            return await asyncio.to_thread(read_once)
+
+        reader = connected_for_it
+    elif isinstance(source, Engine):
+        engine = source
+
+        async def held() -> dict[str, Any]:
+            return await asyncio.to_thread(engine.get_mapping, index)
+
+        reader = held
+    else:
+        return None
+    return ModelGuard(index, identity_of(embedder), reader, allow_mismatch=allow_mismatch)
 
 
 def searcher_for(
@@ -113,4 +155,5 @@ def searcher_for(
         model_problem=model_problem,
         routing=settings.routing,
         fields=settings.field_map,
+        allow_model_mismatch=settings.search.allow_model_mismatch,
     )
