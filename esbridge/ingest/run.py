@@ -233,7 +233,8 @@ def ingest(
         engine.refresh(alias)
     if model.reembed and embedder is not None:  # the other sources' chunks, and kept ones of unreadable records
         with _Timer(timings, "embed_s"):
-            count, failures = reembed_stored(engine, alias, embedder, query=WITH_VECTOR, skip=succeeded)
+            attempted = {chunk.chunk_id for chunk in todo}
+            count, failures = reembed_stored(engine, alias, embedder, query=WITH_VECTOR, skip=attempted)
         report.embedded += count
         write_failures.extend(failures)
         engine.refresh(alias)

@@ -19,8 +19,10 @@ from typing import Any
 from esbridge.attach.guard import preflight
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.identity import identity_of
 from esbridge.engines.base import AsyncEngine, Engine
 from esbridge.engines.factory import Resolved, connect, connect_async, resolve_kind
+from esbridge.ingest.model_record import record_model
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
 from esbridge.query.api import open_query_embedder
 from esbridge.query.factory import searcher_for
@@ -104,6 +106,8 @@ class Backend:
             if not engine.index_exists(self.index):
                 dimension = self.embedder.dimension if self.embedder is not None else None
                 IndexManager(engine, self.index, parameters_from(self.settings, dimension)).ensure()
+                if self.embedder is not None:  # a new, empty index: every vector it gets is this model's
+                    record_model(engine, self.index, identity_of(self.embedder))
             self._index_ensured = True
 
     def index_status(self, engine: Engine) -> dict[str, Any]:
