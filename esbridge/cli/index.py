@@ -204,7 +204,7 @@ def record_model_command(
 
     settings = settings_from(config_file, url=url, engine=engine, index=index)
     refuse_attached_write(settings, write_attached, "record a model in")
-    with open_embedder(settings.embedding) as embedder:
+    with open_embedder(settings.index_embedding) as embedder:  # an attached index's field map may name its model
         identity = identity_of(embedder)
     with engine_session(settings) as adapter:
         recorded = recorded_identity(adapter.get_mapping(settings.index), settings.index)
