@@ -1,18 +1,23 @@
 """The one place a ``HybridSearcher`` is assembled: for the CLI, the sidecar, the MCP server, eval and bench.
 
-A searcher probes its engine's capabilities once, and only when a search may go native. Where those
-capabilities come from (``ProbeSource``) is the only thing the interfaces differ in:
+A searcher probes its engine's capabilities once, and only when a search may go native, and reads the
+index's model record before its first query (``esbridge.query.model_check``). Where both come from
+(``ProbeSource``) is the only thing the interfaces differ in:
 
 * ``Capabilities``: already known (``eval`` and ``bench`` probe before they start);
 * an ``Engine``: a connected synchronous adapter, probed in a worker thread (the sidecar holds one);
 * ``Settings``: an adapter connected for the probe and closed after it (a one-shot search);
-* None: not probed; native plans then fall back to client-side fusion with the reason.
+* None: not probed, no record read; native plans then fall back to client-side fusion with the reason.
+
+A ``Capabilities`` source reaches no engine, so no record is read either: ``eval`` ingests with its own
+model first, or with ``--reuse`` checks the record before it starts (``esbridge.evaluation.session``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import PipelineSettings
@@ -27,6 +32,7 @@ from esbridge.query.rerank import RERANKERS, Reranker
 from esbridge.query.routing import Categories
 
 ProbeSource = Capabilities | Engine | Settings | None
+T = TypeVar("T")
 
 
 def reranker_for(settings: Settings) -> Reranker | None:
@@ -46,26 +52,32 @@ def prober(source: ProbeSource) -> Probe | None:
             return known
 
         return given
+    return on_engine(source, lambda engine: engine.probe())
+
+
+def on_engine(source: Engine | Settings, call: Callable[[Engine], T]) -> Callable[[], Awaitable[T]]:
+    """``call`` in a worker thread on the engine ``source`` reaches: an ``Engine`` held by the caller, or one
+    connected for the call from ``Settings`` and closed after it."""
     if isinstance(source, Settings):
         settings = source
 
-        def probe_once() -> Capabilities:
+        def once() -> T:
             adapter = connect(settings)
             try:
-                return adapter.probe()
+                return call(adapter)
             finally:
                 adapter.close()
 
-        async def connected_for_it() -> Capabilities:
-            return await asyncio.to_thread(probe_once)
+    else:
+        engine = source
 
-        return connected_for_it
-    engine = source
+        def once() -> T:
+            return call(engine)
 
-    async def held() -> Capabilities:
-        return await asyncio.to_thread(engine.probe)
+    async def in_thread() -> T:
+        return await asyncio.to_thread(once)
 
-    return held
+    return in_thread
 
 
 def build_searcher(
@@ -109,29 +121,9 @@ def model_guard(
     model, or the engine embeds queries) or ``source`` reaches no engine."""
     if embedder is None or fields.vector is None or fields.query_embedding == "engine":
         return None
-    if isinstance(source, Settings):
-        settings = source
-
-        def read_once() -> dict[str, Any]:
-            adapter = connect(settings)
-            try:
-                return adapter.get_mapping(index)
-            finally:
-                adapter.close()
-
-        async def connected_for_it() -> dict[str, Any]:
-            return await asyncio.to_thread(read_once)
-
-        reader = connected_for_it
-    elif isinstance(source, Engine):
-        engine = source
-
-        async def held() -> dict[str, Any]:
-            return await asyncio.to_thread(engine.get_mapping, index)
-
-        reader = held
-    else:
+    if source is None or isinstance(source, Capabilities):
         return None
+    reader = on_engine(source, lambda engine: engine.get_mapping(index))
     return ModelGuard(index, identity_of(embedder), reader, allow_mismatch=allow_mismatch)
 
 
