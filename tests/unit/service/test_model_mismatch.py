@@ -65,3 +65,17 @@ def test_the_mcp_search_tool_reports_the_mismatch_as_a_tool_error_naming_both(ma
     assert block.type == "text"
     assert "made by hashing-32 (" in block.text
     assert "with other-hashing-32 (" in block.text
+
+
+def test_the_mcp_index_status_names_the_model_the_index_records(make_client: ClientFactory) -> None:
+    written_by_hashing(make_client)
+    server = build_server(service_settings(), embedder=OtherHashingEmbedder(), load_model=False)
+
+    async def session() -> CallToolResult:
+        async with Client(server) as client:
+            return await client.call_tool("index_status", {})
+
+    status = anyio.run(session).structured_content
+    assert status is not None
+    assert status["model"] == "other-hashing-32"
+    assert status["index_model"].startswith("hashing-32 (unknown fp32")
