@@ -110,3 +110,23 @@ def test_the_torch_model_searches_an_index_its_onnx_int8_export_made(tmp_path: P
     found = answer(CliRunner().invoke(main, ["search", "how is bread leavened", "--json", *where], env=torch))
     assert found["warnings"] == []
     assert found["results"][0]["doc_id"] == "bread"
+
+
+def test_record_model_records_an_unrecorded_index_and_asks_before_replacing_a_record(tmp_path: Path) -> None:
+    where = ["--engine", "embedded", "--index", "notes"]
+    created = run(["index", "create", *where], "all-minilm-l6-v2", tmp_path)
+    assert created.exit_code == 0, created.output
+    assert answer(run(["info", "--json", *where], "all-minilm-l6-v2", tmp_path))["index"]["model"] is None
+
+    recorded = run(["index", "record-model", *where], "all-minilm-l6-v2", tmp_path)
+    assert recorded.exit_code == 0, recorded.output
+    assert f"notes now records {MINILM} (onnx int8" in recorded.output
+    assert "already records" in run(["index", "record-model", *where], "all-minilm-l6-v2", tmp_path).output
+
+    declined = run(["index", "record-model", *where], "bge-small", tmp_path)
+    assert declined.exit_code == 1
+    assert "cancelled; nothing was changed" in declined.output
+    assert answer(run(["info", "--json", *where], "bge-small", tmp_path))["index"]["model"]["name"] == MINILM
+    replaced = run(["index", "record-model", "--yes", *where], "bge-small", tmp_path)
+    assert replaced.exit_code == 0, replaced.output
+    assert answer(run(["info", "--json", *where], "bge-small", tmp_path))["index"]["model"]["name"] == BGE_SMALL
