@@ -4,7 +4,9 @@ The index is the state: every chunk carries its ``source`` and a ``content_hash`
 indexed for it. A run reads what the index holds for the source, writes only new or changed chunks
 (embeddings of unchanged texts come from the cache), and then deletes the chunks that the source no
 longer produces (deleted notes, shrunk notes, renames). Writes come before deletes and are idempotent
-by chunk id, so an interrupted run that is run again converges to the same index.
+by chunk id, so an interrupted run that is run again converges to the same index. The index also
+records which model made its vectors; a run with another model embeds every chunk again and only
+then records it (``esbridge.ingest.model_record``).
 """
 
 from __future__ import annotations
