@@ -14,7 +14,7 @@ from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.identity import META_KEY, ModelIdentity, identity_of
 from esbridge.engines.base import BulkAction, SearchResult
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
-from esbridge.errors import ModelMismatch
+from esbridge.errors import AuthorizationError, ModelMismatch
 from esbridge.ingest.documents import EMBEDDED
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
@@ -137,3 +137,14 @@ def test_the_record_is_read_again_only_after_its_time_to_live() -> None:
     now[0] = 30.0
     with pytest.raises(ModelMismatch):
         asyncio.run(guard.check())
+
+
+def test_a_mapping_that_cannot_be_read_leaves_the_search_unchecked_with_a_warning() -> None:
+    async def forbidden() -> Mapping[str, Any]:
+        raise AuthorizationError("no view_index_metadata", url="http://127.0.0.1:9200", operation="read mapping")
+
+    guard = ModelGuard("notes", identity_of(HashingEmbedder()), forbidden)
+    warning = asyncio.run(guard.check())
+    assert warning is not None
+    assert warning.startswith("the query model was not checked against the index's: its mapping could not be read")
+    assert "no view_index_metadata" in warning
