@@ -68,6 +68,24 @@ class ModelRecordContract:
         with pytest.raises(ModelMismatch):
             search_with(engine, prefix, first)
 
+    def test_a_re_embedding_refused_by_a_write_block_keeps_the_old_record_and_converges_when_run_again(
+        self, engine: Engine, prefix: str, tmp_path: Path
+    ) -> None:
+        first, other = HashingEmbedder(), OtherHashingEmbedder()
+        ingest_with(engine, prefix, first, tmp_path)
+        (current,) = engine.alias_targets(prefix)
+        engine.set_write_block(current, True)
+        try:
+            refused = ingest_with(engine, prefix, other, tmp_path)
+        finally:
+            engine.set_write_block(current, False)
+        assert len(refused.failed) == len(RECORDS)
+        assert refused.model_recorded is None
+        assert recorded_identity(engine.get_mapping(prefix), prefix) == identity_of(first)
+        done = ingest_with(engine, prefix, other, tmp_path)
+        assert (done.failed, done.unchanged, done.model_recorded) == ([], 0, other.name)
+        assert recorded_identity(engine.get_mapping(prefix), prefix) == identity_of(other)
+
 
 def async_twin(engine: Engine) -> AsyncEngine:
     """The query path of the engine ``engine`` talks to."""
