@@ -287,9 +287,7 @@ class EmbeddedEngine(paging.ScanBySearch):
 
     def put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
         with self._writing("update mapping _meta", index):
-            record = self._write_target(index, "update mapping _meta")
-            self._store.replace_mappings(record, {**record.mappings, "_meta": copy.deepcopy(dict(meta))})
-        self._refresh(record)
+            self._store.replace_meta(self._write_target(index, "update mapping _meta"), copy.deepcopy(dict(meta)))
 
     def set_write_block(self, index: str, blocked: bool) -> None:
         operation = "block writes" if blocked else "allow writes"
