@@ -1,4 +1,4 @@
-"""``esbridge index create|list|drop|reindex``: versioned indices behind the alias."""
+"""``esbridge index create|list|inspect|drop|reindex|record-model``: versioned indices behind the alias."""
 
 from __future__ import annotations
 
