@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import subprocess
 import sys
@@ -14,8 +15,10 @@ from esbridge.config.embedding import EmbeddingSettings
 from esbridge.embeddings import bundled_model_dir
 from esbridge.embeddings.base import embed_passages, embed_queries, model_profile
 from esbridge.embeddings.factory import load_model, uncached_model
+from esbridge.embeddings.identity import identity_of
+from esbridge.embeddings.model_store import locate_onnx
 from esbridge.embeddings.onnx_runtime import OnnxEmbedder
-from esbridge.embeddings.profiles import BGE_SMALL, E5_SMALL, MINILM, profile_for
+from esbridge.embeddings.profiles import BGE_QUERY_INSTRUCTION, BGE_SMALL, E5_SMALL, MINILM, profile_for
 from esbridge.embeddings.sentence_transformer import SentenceTransformerEmbedder
 from esbridge.errors import ConfigError, ModelUnavailable
 from tests.support.models import require_stored
@@ -139,3 +142,14 @@ def test_the_onnx_embedder_works_in_a_process_that_loaded_the_embedded_engine_fi
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert (done.returncode, done.stdout.strip()) == (0, "384"), done.stderr[-2000:]
+
+
+def test_the_model_identity_names_backend_precision_pooling_prompts_and_the_onnx_files_digest() -> None:
+    require_stored(BGE_SMALL, "int8")
+    model = OnnxEmbedder(BGE_SMALL, precision="int8")
+    identity = identity_of(model)
+    onnx = locate_onnx(BGE_SMALL, "int8").onnx
+    expected = hashlib.sha256(f"{onnx.name}\0{hashlib.sha256(onnx.read_bytes()).hexdigest()}\n".encode())
+    assert identity.weights == expected.hexdigest()
+    assert (identity.backend, identity.precision, identity.pooling, identity.dimension) == ("onnx", "int8", "cls", 384)
+    assert identity.query_prompt == BGE_QUERY_INSTRUCTION
