@@ -8,8 +8,9 @@ The record must never name a model whose vectors are not all written. So an inge
 * it records a compatible model (the same one, or another backend or precision of it): nothing changes;
 * it records another model of the same dimension: every chunk is re-embedded, the source's own
   chunks by the run's writes and every other chunk from the text the index holds
-  (``reembed_stored``), and the new model is recorded only when all of that succeeded; a run that
-  failed half-way leaves the old record, so running it again re-embeds again and converges;
+  (``stored_with_vectors``, ``reembed_stored``), and the new model is recorded only when all of that
+  succeeded; a run that failed half-way leaves the old record, so running it again re-embeds again
+  and converges;
 * it records nothing but holds vectors (an index made before esbridge recorded models): nothing is
   recorded, since no one knows which model made them; ``esbridge index record-model`` records the
   configured one when the operator knows it is the right one.
@@ -17,7 +18,7 @@ The record must never name a model whose vectors are not all written. So an inge
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ from esbridge.embeddings.identity import (
     recorded_identity,
     with_identity,
 )
-from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
+from esbridge.engines.base import BulkAction, BulkItemFailure, Engine, Hit
 from esbridge.engines.bulk import BulkWriter
 from esbridge.ingest.documents import EMBEDDED, EMBEDDING_SOURCE_FIELDS, chunk_from_source
 from esbridge.mappings.schema import VECTOR_FIELD
@@ -93,23 +94,23 @@ def record_model(engine: Engine, index: str, identity: ModelIdentity) -> None:
         engine.put_meta(concrete, with_identity(meta, identity))
 
 
+def stored_with_vectors(engine: Engine, index: str, *, skip: Collection[str] = ()) -> list[Hit]:
+    """Every chunk of ``index`` that has a vector, but those ``skip`` names, with the fields its text is made of."""
+    hits = engine.scan(index, WITH_VECTOR, list(EMBEDDING_SOURCE_FIELDS), sort_field="chunk_id")
+    return [hit for hit in hits if hit.id not in skip]
+
+
 def reembed_stored(
     engine: Engine,
     index: str,
     embedder: Embedder,
+    hits: Sequence[Hit],
     *,
-    query: Mapping[str, Any],
-    skip: Collection[str] = (),
     window: int = 512,
     on_window: Callable[[int], None] = lambda n: None,
 ) -> tuple[int, list[BulkItemFailure]]:
-    """Embed again, from the text the index holds, every chunk ``query`` matches but ``skip`` does not name;
-    return how many were updated and the failures."""
-    hits = [
-        hit
-        for hit in engine.scan(index, query, list(EMBEDDING_SOURCE_FIELDS), sort_field="chunk_id")
-        if hit.id not in skip
-    ]
+    """Embed ``hits`` (from ``stored_with_vectors``) again from the text the index holds; return how many were
+    updated and the failures. ``on_window`` hears how many chunks each window updated."""
     writer = BulkWriter(engine, index)
     for start in range(0, len(hits), window):
         chunks = [chunk_from_source(hit.source) for hit in hits[start : start + window]]

@@ -27,7 +27,13 @@ from esbridge.ids import doc_id_of
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source, index_document
 from esbridge.ingest.model import Chunk, Problem
-from esbridge.ingest.model_record import WITH_VECTOR, plan_model, record_model, reembed_stored, refuse_other_model
+from esbridge.ingest.model_record import (
+    plan_model,
+    record_model,
+    reembed_stored,
+    refuse_other_model,
+    stored_with_vectors,
+)
 from esbridge.ingest.overlap import BackgroundWrites
 from esbridge.ingest.refusals import (
     MAX_DELETE_SHARE,
@@ -235,8 +241,9 @@ def ingest(
         engine.refresh(alias)
     if model.reembed and embedder is not None:  # the other sources' chunks, and kept ones of unreadable records
         with _Timer(timings, "embed_s"):
-            attempted = {chunk.chunk_id for chunk in todo}
-            count, failures = reembed_stored(engine, alias, embedder, query=WITH_VECTOR, skip=attempted)
+            rest = stored_with_vectors(engine, alias, skip={chunk.chunk_id for chunk in todo})
+            with progress("re-embedding the rest of the index", len(rest)) as bar:
+                count, failures = reembed_stored(engine, alias, embedder, rest, on_window=bar.update)
         report.embedded += count
         write_failures.extend(failures)
         engine.refresh(alias)
