@@ -1,10 +1,10 @@
 """The model an index records in its ``_meta``, as ingest keeps it true: record, re-embed, or leave alone.
 
 The record must never name a model whose vectors are not all written. So an ingest decides first
-(``plan_model``) and records last (``finish``):
+(``plan_model``) and records last (``record_model``, after its writes):
 
-* the index records no model and holds no vectors yet (a new index): the run's model is recorded once
-  every write succeeded;
+* the index records no model and holds no vectors yet (a new index): the run's model is recorded after
+  its writes (a chunk whose write failed has no vector at all, so the record is still true);
 * it records a compatible model (the same one, or another backend or precision of it): nothing changes;
 * it records another model of the same dimension: every chunk is re-embedded, the source's own
   chunks by the run's writes and every other chunk from the text the index holds
