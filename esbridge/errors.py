@@ -5,6 +5,7 @@ these at the engine boundary with ``raise ... from exc``, so callers catch esbri
 
     EsbridgeError
     ├── ConfigError                 bad or contradictory settings
+    │   └── ModelMismatch           the query model is not the model that made the index's vectors
     ├── DependencyMissing           an optional dependency is not installed (message has the pip hint)
     ├── SourceError                 an input file or folder is missing or unreadable as a whole
     ├── EmbeddingError              embedding texts or the embedding cache failed
@@ -47,6 +48,19 @@ class ReadOnlyIndex(ConfigError):
 
 class DimensionMismatch(ConfigError):
     """The query embedder's vectors do not have the dimension of the index's vector field."""
+
+
+class ModelMismatch(ConfigError):
+    """The model a search would embed the query with is not the model that made the index's vectors.
+
+    ``index_model`` and ``query_model`` are the two models' one-line descriptions; the message names both.
+    """
+
+    def __init__(self, message: str, *, index: str, index_model: str, query_model: str) -> None:
+        super().__init__(message)
+        self.index = index
+        self.index_model = index_model
+        self.query_model = query_model
 
 
 class DependencyMissing(EsbridgeError):

@@ -1,4 +1,4 @@
-"""``esbridge index create|list|drop|reindex``: versioned indices behind the alias."""
+"""``esbridge index create|list|inspect|drop|reindex|record-model``: versioned indices behind the alias."""
 
 from __future__ import annotations
 
@@ -185,3 +185,37 @@ def _size(size_bytes: int) -> str:
             return f"{value:.0f}{unit}" if unit == "B" else f"{value:.1f}{unit}"
         value /= 1024
     return f"{value:.1f}TB"
+
+
+@index.command("record-model")
+@engine_options
+@index_option
+@write_attached_option
+@yes_option
+def record_model_command(
+    url: str | None, engine: str | None, config_file: Path | None, index: str | None, write_attached: bool, yes: bool
+) -> None:
+    """Record the configured model as the one that made the index's vectors (for an index that predates model
+    records); from then on a search with another model is refused. `esbridge ingest` records it by itself
+    in a new index, and after re-embedding an index whose vectors another model made."""
+    from esbridge.embeddings.factory import open_embedder
+    from esbridge.embeddings.identity import identity_of, recorded_identity
+    from esbridge.ingest.model_record import record_model
+
+    settings = settings_from(config_file, url=url, engine=engine, index=index)
+    refuse_attached_write(settings, write_attached, "record a model in")
+    with open_embedder(settings.index_embedding) as embedder:  # an attached index's field map may name its model
+        identity = identity_of(embedder)
+    with engine_session(settings) as adapter:
+        recorded = recorded_identity(adapter.get_mapping(settings.index), settings.index)
+        if recorded == identity:
+            click.echo(f"{settings.index} already records {identity.describe()}")
+            return
+        if recorded is not None:
+            confirm(
+                f"{settings.index} records {recorded.describe()}; replace it with {identity.describe()} without "
+                "re-embedding (only right if that record is wrong)?",
+                yes,
+            )
+        record_model(adapter, settings.index, identity)
+    click.echo(f"{settings.index} now records {identity.describe()}")

@@ -130,6 +130,8 @@ def _print(report: IngestReport, as_json: bool) -> None:
         f"{report.unchanged} unchanged, {report.deleted} deleted, {len(report.failed)} failed "
         f"(parse {t['parse_s']:.1f}s, embed {t['embed_s']:.1f}s, index {t['index_s']:.1f}s)"
     )
+    if report.model_recorded:
+        click.echo(f"{report.index} records {report.model_recorded} as the model of its vectors")
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)
     for failure in report.failed:

@@ -38,6 +38,12 @@ _SWITCHES = ("include_deprecated", "include_draft", "include_disabled")
 @click.option("--category", help="Search only this category of [routing] (default: routed by the query's keywords).")
 @click.option("--explain", is_flag=True, help="Say how each result was found and scored.")
 @click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
+@click.option(
+    "--allow-model-mismatch",
+    is_flag=True,
+    default=None,
+    help="Search even if another model made the index's vectors; the answer warns (search.allow_model_mismatch).",
+)
 @engine_options
 @index_option
 def search_command(
@@ -54,6 +60,7 @@ def search_command(
     category: str | None,
     explain: bool,
     as_json: bool,
+    allow_model_mismatch: bool | None,
     url: str | None,
     engine: str | None,
     config_file: Path | None,
@@ -61,6 +68,9 @@ def search_command(
 ) -> None:
     """Search the index with BM25 and kNN together, fused."""
     settings = settings_from(config_file, url=url, engine=engine, index=index)
+    if allow_model_mismatch:
+        allowed = settings.search.model_copy(update={"allow_model_mismatch": True})
+        settings = settings.model_copy(update={"search": allowed})
     check_top_n(top_n, settings)
     try:
         request = SearchRequest(

@@ -31,3 +31,8 @@ class SearchSettings(BaseModel):
         "scores, load still spread over queries), 'session' = the same copies for one client, 'engine' = the "
         "engine's adaptive replica selection, anything else is passed to the engine as is (e.g. _local)",
     )
+    allow_model_mismatch: bool = Field(
+        default=False,
+        description="search an index whose vectors another model made (its mapping's _meta records which) instead "
+        "of refusing; the answer then carries a warning naming both models (docs/models.md)",
+    )

@@ -8,6 +8,7 @@ from types import TracebackType
 
 from esbridge.embeddings.base import Embedder, close_model, model_profile
 from esbridge.embeddings.cache import EmbeddingCache, text_key
+from esbridge.embeddings.identity import ModelIdentity, identity_of
 from esbridge.embeddings.profiles import ModelProfile
 from esbridge.errors import EmbeddingError
 
@@ -46,6 +47,10 @@ class CachedEmbedder:
     @property
     def identity(self) -> str:
         return self.embedder.identity
+
+    @property
+    def model_identity(self) -> ModelIdentity:
+        return identity_of(self.embedder)
 
     @property
     def dimension(self) -> int:

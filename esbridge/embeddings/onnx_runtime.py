@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from esbridge.config.embedding import EmbeddingSettings, Precision
+from esbridge.embeddings.identity import ModelIdentity
 from esbridge.embeddings.model_store import OnnxFiles, locate_onnx
 from esbridge.embeddings.profiles import ModelProfile, profile_for
 from esbridge.embeddings.resolve import files_fingerprint
+from esbridge.embeddings.weights import weights_digest
 from esbridge.errors import ConfigError, DependencyMissing, EmbeddingError, ModelUnavailable
 
 ONNX_MAX_TOKENS = 512
@@ -178,6 +181,27 @@ class OnnxEmbedder:
     @property
     def identity(self) -> str:
         return self._identity
+
+    @cached_property
+    def model_identity(self) -> ModelIdentity:
+        """What an index records about this model (``esbridge.embeddings.identity``)."""
+        files = self._session.files
+        try:
+            weights = weights_digest([files.onnx])
+        except OSError as exc:
+            raise ModelUnavailable(f"cannot read model files in {files.folder}: {exc}", model=self._name) from exc
+        return ModelIdentity(
+            name=self._name,
+            weights=weights,
+            dimension=self._dimension,
+            pooling=self.profile.pooling,
+            normalize=self.profile.normalize,
+            query_prompt=self.profile.query_prompt,
+            passage_prompt=self.profile.passage_prompt,
+            backend="onnx",
+            precision=self.precision,
+            max_tokens=self._max_tokens,
+        )
 
     @property
     def dimension(self) -> int:

@@ -10,12 +10,15 @@ import importlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from esbridge.config.embedding import EmbeddingSettings
+from esbridge.embeddings.identity import ModelIdentity
 from esbridge.embeddings.profiles import ModelProfile, profile_for
 from esbridge.embeddings.resolve import BUNDLED_MODEL, ModelSource, folder_fingerprint, hub_snapshot_dir, resolve_model
+from esbridge.embeddings.weights import torch_weight_files, weights_digest
 from esbridge.errors import ConfigError, DependencyMissing, EmbeddingError, ModelUnavailable
 
 
@@ -80,6 +83,30 @@ class SentenceTransformerEmbedder:
     @property
     def identity(self) -> str:
         return self._identity
+
+    @cached_property
+    def model_identity(self) -> ModelIdentity:
+        """What an index records about this model (``esbridge.embeddings.identity``); the weights are hashed on
+        first use and remembered by path, size and mtime."""
+        folder = Path(self._source.location) if self._source.local else hub_snapshot_dir(self._source.location)
+        try:
+            files = torch_weight_files(folder) if folder is not None else []
+            weights = weights_digest(files, folder) if files else None
+        except OSError as exc:
+            raise ModelUnavailable(f"cannot read model files in {folder}: {exc}", model=self.name) from exc
+        return ModelIdentity(
+            name=self._source.name,
+            weights=weights,
+            revision=folder.name if folder is not None and not self._source.local else None,
+            dimension=self._dimension,
+            pooling=_pooling(self._model, self.profile.pooling),
+            normalize=self.profile.normalize or _normalizes(self._model),
+            query_prompt=self.profile.query_prompt,
+            passage_prompt=self.profile.passage_prompt,
+            backend="torch",
+            precision="fp32",
+            max_tokens=self._max_tokens,
+        )
 
     @property
     def dimension(self) -> int:
@@ -204,6 +231,20 @@ def _token_counter(model: Any, name: str) -> Callable[[str], int]:
     if hasattr(tokenizer, "encode"):  # a bare `tokenizers.Tokenizer`, as static-embedding models have
         return lambda text: len(tokenizer.encode(prepare(text)).ids)
     raise ModelUnavailable("has no tokenizer to count tokens with", model=name)
+
+
+def _pooling(model: Any, fallback: str) -> str:
+    """The pooling of the folder's Pooling module (``cls``, ``mean``, ...); ``fallback`` when it has none."""
+    for module in model:
+        describe = getattr(module, "get_pooling_mode_str", None)
+        if callable(describe):
+            return str(describe())
+    return fallback
+
+
+def _normalizes(model: Any) -> bool:
+    """Whether the folder ends in a Normalize module, which normalizes whatever ``encode`` is told."""
+    return any(type(module).__name__ == "Normalize" for module in model)
 
 
 def _fingerprint(source: ModelSource) -> str:

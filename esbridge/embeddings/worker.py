@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import Any
 
 from esbridge.embeddings.base import Embedder, model_profile
+from esbridge.embeddings.identity import ModelIdentity, identity_of
 from esbridge.embeddings.profiles import PLAIN, ModelProfile
 from esbridge.errors import EmbeddingError, EsbridgeError, ModelUnavailable
 
@@ -64,6 +65,7 @@ def _answer(loader: EmbedderLoader, connection: Connection) -> None:
         "dimension": model.dimension,
         "max_tokens": model.max_tokens,
         "prompts": model_profile(model),
+        "model_identity": identity_of(model),
     }
     connection.send(("ready", description))
     while (request := connection.recv()) is not _STOP:
@@ -244,6 +246,12 @@ class ProcessEmbedder:
     def prompts(self) -> ModelProfile:
         profile = self._description.get("prompts")
         return profile if isinstance(profile, ModelProfile) else PLAIN
+
+    @property
+    def model_identity(self) -> ModelIdentity:
+        identity = self._description["model_identity"]
+        assert isinstance(identity, ModelIdentity)
+        return identity
 
     @property
     def pids(self) -> list[int]:

@@ -157,6 +157,10 @@ class Engine(Protocol):
 
     def put_mapping(self, index: str, properties: Mapping[str, Any]) -> None: ...
 
+    def put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
+        """Replace the mapping's ``_meta`` of ``index`` (a concrete index) with ``meta``; fields are untouched."""
+        ...
+
     def set_write_block(self, index: str, blocked: bool) -> None:
         """Refuse (``blocked``) or accept writes to ``index`` again; ``get_index_settings`` reports the block.
 

@@ -229,6 +229,10 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
         with self._call("update mapping", index):
             self._client.indices.put_mapping(index=index, properties=dict(properties))
 
+    def put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
+        with self._call("update mapping _meta", index):
+            self._client.indices.put_mapping(index=index, meta=dict(meta))
+
     def set_write_block(self, index: str, blocked: bool) -> None:
         if not blocked:
             with self._call("allow writes", index):

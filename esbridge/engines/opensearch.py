@@ -222,6 +222,10 @@ class OpenSearchEngine(paging.ScanBySearch, _Translating):
         with self._call("update mapping", index):
             self._client.indices.put_mapping(index=index, body={"properties": dict(properties)})
 
+    def put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
+        with self._call("update mapping _meta", index):
+            self._client.indices.put_mapping(index=index, body={"_meta": dict(meta)})
+
     def set_write_block(self, index: str, blocked: bool) -> None:
         if not blocked:
             with self._call("allow writes", index):

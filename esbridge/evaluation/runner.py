@@ -21,6 +21,7 @@ from typing import Any
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import CacheSettings
 from esbridge.embeddings.base import Embedder, model_profile
+from esbridge.embeddings.identity import ModelIdentity, identity_of
 from esbridge.embeddings.profiles import ModelProfile
 from esbridge.engines.base import AsyncEngine, Dialect, SearchResult
 from esbridge.engines.capabilities import Capabilities
@@ -98,6 +99,10 @@ class MemoEmbedder:
     @property
     def identity(self) -> str:
         return self._embedder.identity
+
+    @property
+    def model_identity(self) -> ModelIdentity:
+        return identity_of(self._embedder)
 
     @property
     def dimension(self) -> int:

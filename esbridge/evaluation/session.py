@@ -19,6 +19,7 @@ from esbridge.errors import IndexNotFound, ReadOnlyIndex
 from esbridge.evaluation.dataset import JudgedQueries
 from esbridge.evaluation.methods import Configuration
 from esbridge.evaluation.runner import ConfigurationRuns, Depth, run_configurations
+from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.run import IngestOptions, IngestReport, ProgressFactory, ingest, no_progress
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
 
@@ -55,6 +56,8 @@ def prepare_index(
                     index=settings.index,
                 )
             preflight(settings, adapter, embedder.dimension if embedder is not None else None)
+            if embedder is not None and not settings.search.allow_model_mismatch:
+                refuse_other_model(adapter, settings.index, embedder)  # scores of another model's vectors mislead
             return None
         manager = IndexManager(
             adapter, settings.index, parameters_from(settings, embedder.dimension if embedder else None)

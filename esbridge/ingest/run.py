@@ -4,7 +4,9 @@ The index is the state: every chunk carries its ``source`` and a ``content_hash`
 indexed for it. A run reads what the index holds for the source, writes only new or changed chunks
 (embeddings of unchanged texts come from the cache), and then deletes the chunks that the source no
 longer produces (deleted notes, shrunk notes, renames). Writes come before deletes and are idempotent
-by chunk id, so an interrupted run that is run again converges to the same index.
+by chunk id, so an interrupted run that is run again converges to the same index. The index also
+records which model made its vectors; a run with another model embeds every chunk again and only
+then records it (``esbridge.ingest.model_record``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,13 @@ from esbridge.ids import doc_id_of
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source, index_document
 from esbridge.ingest.model import Chunk, Problem
+from esbridge.ingest.model_record import (
+    plan_model,
+    record_model,
+    reembed_stored,
+    refuse_other_model,
+    stored_with_vectors,
+)
 from esbridge.ingest.overlap import BackgroundWrites
 from esbridge.ingest.refusals import (
     MAX_DELETE_SHARE,
@@ -88,6 +97,8 @@ class IngestReport:
     without_vectors: int = 0
     failed: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    model_recorded: str | None = None
+    """the model this run recorded in the index's ``_meta`` as the one that made its vectors"""
     timings: dict[str, float] = field(default_factory=lambda: {"parse_s": 0.0, "embed_s": 0.0, "index_s": 0.0})
 
     def as_json(self) -> dict[str, Any]:
@@ -102,6 +113,7 @@ class IngestReport:
             "without_vectors": self.without_vectors,
             "failed": self.failed,
             "warnings": self.warnings,
+            "model_recorded": self.model_recorded,
             "timings": {key: round(value, 3) for key, value in self.timings.items()},
         }
 
@@ -167,7 +179,8 @@ def ingest(
     report.failed.extend({"id": problem.id, "reason": problem.reason} for problem in problems)
 
     index = report.index = manager.ensure()
-    properties = engine.get_mapping(index).get("properties", {})
+    mapping = engine.get_mapping(index)
+    properties = mapping.get("properties", {})
     refuse_missing_fields(
         properties, index, weighted=any(chunk.document and chunk.document.link_weights for chunk in chunks)
     )
@@ -179,13 +192,15 @@ def ingest(
                 f"{dimension}; use the index's model, or build a new version (embedding.dimension and "
                 "`esbridge index reindex`, or a new --index)"
             )
+    model = plan_model(engine, index, mapping, embedder)
+    report.warnings.extend([model.warning] if model.warning else [])
 
     with _Timer(timings, "index_s"):
         refuse_foreign_documents(engine, path, index, source, chunks)
         before = indexed_chunks(engine, index, source)
     stale = _stale_chunks(before, chunks, problems, report)
     refuse_mass_delete(path, source, index, len(before), len(stale), options.max_delete_share)
-    todo = [chunk for chunk in chunks if _needs_write(chunk, before.get(chunk.chunk_id), embedder)]
+    todo = [chunk for chunk in chunks if model.reembed or _needs_write(chunk, before.get(chunk.chunk_id), embedder)]
     report.unchanged = len(chunks) - len(todo)
 
     # Writes go through the alias, not to the version it pointed to when the run began: a reindex that
@@ -224,6 +239,17 @@ def ingest(
             report.deleted = len(totals.succeeded)
             write_failures.extend(totals.failed)
         engine.refresh(alias)
+    if model.reembed and embedder is not None:  # the other sources' chunks, and kept ones of unreadable records
+        with _Timer(timings, "embed_s"):
+            rest = stored_with_vectors(engine, alias, skip={chunk.chunk_id for chunk in todo})
+            with progress("re-embedding the rest of the index", len(rest)) as bar:
+                count, failures = reembed_stored(engine, alias, embedder, rest, on_window=bar.update)
+        report.embedded += count
+        write_failures.extend(failures)
+        engine.refresh(alias)
+    if model.record is not None and not (model.reembed and write_failures):
+        record_model(engine, alias, model.record)
+        report.model_recorded = model.record.name
     report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in write_failures)
     report.warnings.extend(write_block_warnings(write_failures, alias))
     if options.concepts and embedder is not None:
@@ -334,6 +360,7 @@ def embed_missing(
         raise errors.ConfigError(
             f"the model {embedder.name} makes {embedder.dimension}-dimensional vectors but {index} maps {dimension}"
         )
+    refuse_other_model(engine, index, embedder)
     with _Timer(report.timings, "index_s"):
         hits = list(
             engine.scan(

@@ -20,11 +20,13 @@ from io import BufferedIOBase
 from pathlib import Path
 from typing import IO, Any
 
+from esbridge.embeddings.identity import parse_identity, recorded_identity
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter
 from esbridge.errors import SourceError
 from esbridge.ingest.json_values import json_type
 from esbridge.ingest.jsonl import json_error_location
+from esbridge.ingest.model_record import record_model
 from esbridge.mappings.lifecycle import IndexManager, live_parameters
 from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters
 
@@ -39,6 +41,9 @@ def export_chunks(engine: Engine, manager: IndexManager, out: IO[str]) -> int:
     index = manager.current()
     params = live_parameters(engine, index, manager.params)
     header = {"format": FORMAT, "version": VERSION, "parameters": asdict(params), "chunks": engine.count(index)}
+    recorded = recorded_identity(engine.get_mapping(index), index)
+    if recorded is not None:  # the importing index then records the model its vectors came from
+        header["model"] = recorded.to_meta()
     out.write(json.dumps(header) + "\n")
     written = 0
     for hit in engine.scan(index, {"match_all": {}}, STORED_FIELDS, sort_field="chunk_id"):
@@ -167,6 +172,8 @@ def import_chunks(
     """Load an export into ``alias`` (created with the export's parameters if missing); no re-embedding."""
     header, lines = read_export(path)
     params = parameters or header_parameters(header, path)
+    given = header.get("model")
+    model = parse_identity(given, f"the model in {path.name}'s header") if given is not None else None
     IndexManager(engine, alias, params).ensure()
     failed: list[dict[str, str]] = []
     seen = 0
@@ -191,6 +198,8 @@ def import_chunks(
     totals = BulkWriter(engine, alias).write(actions())
     failed.extend({"id": failure.id, "reason": failure.reason} for failure in totals.failed)
     engine.refresh(alias)
+    if model is not None and recorded_identity(engine.get_mapping(alias), alias) is None:
+        record_model(engine, alias, model)
     expected = header.get("chunks")
     if isinstance(expected, int) and not isinstance(expected, bool) and seen != expected:
         # An export cut short (an interrupted `esbridge export > FILE`) ends on a whole line and parses fine.

@@ -17,6 +17,7 @@ from typing import Any
 
 from esbridge import errors
 from esbridge.config.settings import Settings
+from esbridge.embeddings.identity import META_KEY
 from esbridge.engines.base import Engine, IndexInfo
 from esbridge.engines.blocks import write_blocked
 from esbridge.engines.capabilities import Capabilities
@@ -151,6 +152,14 @@ class IndexManager:
     def wanted_body(self) -> dict[str, Any]:
         return render_index(self.engine.dialect, self.params)
 
+    def body_carrying_model(self, source: str) -> dict[str, Any]:
+        """The wanted body, with the model ``source`` records: a copy holds the same vectors."""
+        body = self.wanted_body()
+        recorded = (self.engine.get_mapping(source).get("_meta") or {}).get(META_KEY)
+        if recorded is not None:
+            body["mappings"]["_meta"] = {**body["mappings"].get("_meta", {}), META_KEY: recorded}
+        return body
+
     def state(self) -> AliasState:
         versions = tuple(
             info for info in self.engine.list_indices(f"{self.alias}-v*") if version_of(self.alias, info.name)
@@ -247,7 +256,7 @@ class IndexManager:
         server_side = self.server_features.get("reindex", True)
         # A reindex killed before it could lift its block leaves it; the next one then finds it blocked.
         lift_block = not write_blocked(self.engine.get_index_settings(old))
-        self.engine.create_index(new, self.wanted_body())
+        self.engine.create_index(new, self.body_carrying_model(old))
         try:
             self.engine.set_write_block(old, True)
             self.engine.refresh(old)  # writes that finished before the block must be visible to the copy

@@ -1,29 +1,38 @@
 """The one place a ``HybridSearcher`` is assembled: for the CLI, the sidecar, the MCP server, eval and bench.
 
-A searcher probes its engine's capabilities once, and only when a search may go native. Where those
-capabilities come from (``ProbeSource``) is the only thing the interfaces differ in:
+A searcher probes its engine's capabilities once, and only when a search may go native, and reads the
+index's model record before its first query (``esbridge.query.model_check``). Where both come from
+(``ProbeSource``) is the only thing the interfaces differ in:
 
 * ``Capabilities``: already known (``eval`` and ``bench`` probe before they start);
 * an ``Engine``: a connected synchronous adapter, probed in a worker thread (the sidecar holds one);
 * ``Settings``: an adapter connected for the probe and closed after it (a one-shot search);
-* None: not probed; native plans then fall back to client-side fusion with the reason.
+* None: not probed, no record read; native plans then fall back to client-side fusion with the reason.
+
+A ``Capabilities`` source reaches no engine, so no record is read either: ``eval`` ingests with its own
+model first, or with ``--reuse`` checks the record before it starts (``esbridge.evaluation.session``).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.identity import identity_of
 from esbridge.engines import Capabilities, Engine, connect
 from esbridge.engines.base import AsyncEngine
+from esbridge.query.model_check import ModelGuard
 from esbridge.query.orchestrator import HybridSearcher, Probe
 from esbridge.query.rerank import RERANKERS, Reranker
 from esbridge.query.routing import Categories
 
 ProbeSource = Capabilities | Engine | Settings | None
+T = TypeVar("T")
 
 
 def reranker_for(settings: Settings) -> Reranker | None:
@@ -43,26 +52,32 @@ def prober(source: ProbeSource) -> Probe | None:
             return known
 
         return given
+    return on_engine(source, lambda engine: engine.probe())
+
+
+def on_engine(source: Engine | Settings, call: Callable[[Engine], T]) -> Callable[[], Awaitable[T]]:
+    """``call`` in a worker thread on the engine ``source`` reaches: an ``Engine`` held by the caller, or one
+    connected for the call from ``Settings`` and closed after it."""
     if isinstance(source, Settings):
         settings = source
 
-        def probe_once() -> Capabilities:
+        def once() -> T:
             adapter = connect(settings)
             try:
-                return adapter.probe()
+                return call(adapter)
             finally:
                 adapter.close()
 
-        async def connected_for_it() -> Capabilities:
-            return await asyncio.to_thread(probe_once)
+    else:
+        engine = source
 
-        return connected_for_it
-    engine = source
+        def once() -> T:
+            return call(engine)
 
-    async def held() -> Capabilities:
-        return await asyncio.to_thread(engine.probe)
+    async def in_thread() -> T:
+        return await asyncio.to_thread(once)
 
-    return held
+    return in_thread
 
 
 def build_searcher(
@@ -77,8 +92,13 @@ def build_searcher(
     model_problem: str | None = None,
     routing: Categories | None = None,
     fields: FieldMap = DEFAULT_FIELD_MAP,
+    allow_model_mismatch: bool = False,
 ) -> HybridSearcher:
-    """A searcher over ``index``; ``model_problem`` (why the model did not load) becomes a warning on every answer."""
+    """A searcher over ``index``; ``model_problem`` (why the model did not load) becomes a warning on every answer.
+
+    Where ``probe`` gives an engine (an ``Engine`` or ``Settings``), the searcher also checks the index's
+    recorded model against ``embedder`` before each search (``esbridge.query.model_check``).
+    """
     return HybridSearcher(
         engine,
         index,
@@ -90,7 +110,21 @@ def build_searcher(
         model_problem=model_problem,
         routing=routing,
         fields=fields,
+        model_guard=model_guard(probe, index, embedder, fields, allow_mismatch=allow_model_mismatch),
     )
+
+
+def model_guard(
+    source: ProbeSource, index: str, embedder: Embedder | None, fields: FieldMap, *, allow_mismatch: bool
+) -> ModelGuard | None:
+    """The check of ``embedder`` against ``index``'s recorded model; None when no query is embedded here (no
+    model, or the engine embeds queries) or ``source`` reaches no engine."""
+    if embedder is None or fields.vector is None or fields.query_embedding == "engine":
+        return None
+    if source is None or isinstance(source, Capabilities):
+        return None
+    reader = on_engine(source, lambda engine: engine.get_mapping(index))
+    return ModelGuard(index, identity_of(embedder), reader, allow_mismatch=allow_mismatch)
 
 
 def searcher_for(
@@ -113,4 +147,5 @@ def searcher_for(
         model_problem=model_problem,
         routing=settings.routing,
         fields=settings.field_map,
+        allow_model_mismatch=settings.search.allow_model_mismatch,
     )

@@ -38,6 +38,7 @@ from esbridge.query.fusion import FusionContext, fuse, get_fusion
 from esbridge.query.graph import GraphOptions, with_neighbors
 from esbridge.query.graph_reader import LinkReader
 from esbridge.query.grouping import group
+from esbridge.query.model_check import ModelGuard
 from esbridge.query.models import (
     NativeDetails,
     RoutingDetails,
@@ -82,8 +83,11 @@ class HybridSearcher:
         model_problem: str | None = None,
         routing: Categories | None = None,
         fields: FieldMap = DEFAULT_FIELD_MAP,
+        model_guard: ModelGuard | None = None,
     ) -> None:
         self.engine = engine
+        self.model_guard = model_guard
+        """refuses, before any engine query, a search whose query model is not the index's"""
         self.fields = fields
         """the index's fields by role; features whose field it does not name are off"""
         self.index = index
@@ -126,6 +130,7 @@ class HybridSearcher:
     async def search(self, request: SearchRequest) -> SearchResponse:
         started = time.perf_counter()
         key = self._checked_key(request)
+        mismatch = await self.model_guard.check() if self.model_guard is not None else None
         if (cached := self._cached(key, started)) is not None:
             return cached
         request, routed = self._route(request)
@@ -163,7 +168,7 @@ class HybridSearcher:
             query=request.query,
             search_mode=mode,
             took_ms=elapsed_ms(started),
-            warnings=[*([self.model_problem] if self.model_problem else []), *off.asked, *notes.warnings],
+            warnings=[*(problem for problem in (self.model_problem, mismatch) if problem), *off.asked, *notes.warnings],
             partial=retrieved.partial,
             results=[build_hit(item, score, trail, explain=request.explain) for item, score in final.items()],
             groups=groups,

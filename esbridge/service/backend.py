@@ -19,8 +19,10 @@ from typing import Any
 from esbridge.attach.guard import preflight
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.identity import identity_of, recorded_identity
 from esbridge.engines.base import AsyncEngine, Engine
 from esbridge.engines.factory import Resolved, connect, connect_async, resolve_kind
+from esbridge.ingest.model_record import record_model
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
 from esbridge.query.api import open_query_embedder
 from esbridge.query.factory import searcher_for
@@ -104,6 +106,8 @@ class Backend:
             if not engine.index_exists(self.index):
                 dimension = self.embedder.dimension if self.embedder is not None else None
                 IndexManager(engine, self.index, parameters_from(self.settings, dimension)).ensure()
+                if self.embedder is not None:  # a new, empty index: every vector it gets is this model's
+                    record_model(engine, self.index, identity_of(self.embedder))
             self._index_ensured = True
 
     def index_status(self, engine: Engine) -> dict[str, Any]:
@@ -117,6 +121,7 @@ class Backend:
             "indices": targets or ([self.index] if exists else []),
             "chunks": engine.count(self.index) if exists else 0,
             "model": self.embedder.name if self.embedder is not None else None,
+            "index_model": index_model(engine, self.index) if exists else None,
         }
         if self.model_problem:
             status["model_problem"] = self.model_problem
@@ -128,6 +133,12 @@ class Backend:
             return
         await connected.async_engine.close()  # the embedded one leaves the shared engine open
         await asyncio.to_thread(connected.engine.close)
+
+
+def index_model(engine: Engine, index: str) -> str | None:
+    """The model the index records as having made its vectors (one line), or None when it records none."""
+    recorded = recorded_identity(engine.get_mapping(index), index)
+    return recorded.describe() if recorded is not None else None
 
 
 @asynccontextmanager

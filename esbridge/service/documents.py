@@ -31,6 +31,7 @@ from esbridge.ingest.jsonl import (
     surrogate_location,
 )
 from esbridge.ingest.model import Chunk
+from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.run import DEFAULT_MAX_TOKENS
 from esbridge.service.models import DocumentResult
 from esbridge.service.writes import Cancellation, WriteControl, chunk_hashes
@@ -181,6 +182,7 @@ def _write(
     if embedder is None:
         outcome.warnings.append("no embedding model: documents were indexed for lexical search only")
     else:
+        refuse_other_model(engine, index, embedder)  # vectors of two models must not mix in one index
         for start in range(0, len(flat), _EMBED_STEP):
             cancel.check("embedding")
             step = flat[start : start + _EMBED_STEP]

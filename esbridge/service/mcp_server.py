@@ -4,7 +4,8 @@ Tools:
 
 - ``search``: the parameters of ``SearchRequest`` (the HTTP service's and the CLI's), answering the
   ``SearchResponse`` as structured JSON;
-- ``index_status``: the engine, the index behind the alias, its chunk count and the model in use.
+- ``index_status``: the engine, the index behind the alias, its chunk count, the model in use and the model
+  the index records as having made its vectors.
 
 The server holds one ``Backend`` (engine clients, searcher, embedding model loaded once) for the
 session. Errors, unknown arguments and arguments that fail validation reach the agent as tool errors with

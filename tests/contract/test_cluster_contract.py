@@ -10,6 +10,7 @@ import pytest
 from esbridge.config import load_settings
 from esbridge.engines import Engine, connect
 from tests.contract.contract import EngineContract
+from tests.contract.model_record import ModelRecordContract
 from tests.integration.engines import engine_url, require_live
 
 pytestmark = pytest.mark.integration
@@ -20,7 +21,7 @@ def live_engine(kind: str) -> Engine:
     return connect(load_settings(url=engine_url(kind), engine=kind, timeout_s=30))
 
 
-class TestOpenSearchEngine(EngineContract):
+class TestOpenSearchEngine(EngineContract, ModelRecordContract):
     @pytest.fixture
     def engine(self) -> Iterator[Engine]:
         engine = live_engine("opensearch")
@@ -28,7 +29,7 @@ class TestOpenSearchEngine(EngineContract):
         engine.close()
 
 
-class TestElasticsearchEngine(EngineContract):
+class TestElasticsearchEngine(EngineContract, ModelRecordContract):
     @pytest.fixture
     def engine(self) -> Iterator[Engine]:
         engine = live_engine("elasticsearch")

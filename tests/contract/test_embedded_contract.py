@@ -8,9 +8,10 @@ import pytest
 from esbridge.engines.base import Engine
 from esbridge.engines.embedded import EmbeddedEngine
 from tests.contract.contract import EngineContract
+from tests.contract.model_record import ModelRecordContract
 
 
-class TestEmbeddedEngine(EngineContract):
+class TestEmbeddedEngine(EngineContract, ModelRecordContract):
     @pytest.fixture
     def engine(self, tmp_path: Path) -> Iterator[Engine]:
         engine = EmbeddedEngine(tmp_path / "data")

@@ -8,6 +8,7 @@ The index has its own field names (``name``, ``body``, ``sku``, ``labels``, ``up
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -20,6 +21,7 @@ from click.testing import CliRunner
 from esbridge.cli import main
 from esbridge.embeddings.cached import CachedEmbedder
 from tests.integration.engines import engine_url
+from tests.integration.test_model_identity import model_env
 
 PRODUCTS = [
     ("p1", "SKU-1", "Solar panel kit", "Photovoltaic modules turn sunlight into electricity for a roof.", "energy"),
@@ -227,3 +229,34 @@ def test_a_vector_dimension_that_does_not_match_the_mapping_is_refused_before_an
     refused = CliRunner().invoke(main, ["search", "solar", "--index", name, *common])
     assert refused.exit_code != 0
     assert "says embedding has dimension 768, but the index maps it with 384" in refused.output, refused.output
+
+
+def test_an_attached_index_records_no_model_and_is_searched_as_before_until_one_is_recorded(
+    engine_kind: str, foreign: tuple[str, Any], tmp_path: Path
+) -> None:
+    name, client = foreign
+    common = _attached(engine_kind, name, tmp_path / "esbridge.toml")
+    minilm = {**model_env("all-minilm-l6-v2"), "HF_HUB_OFFLINE": "1"}
+    bge = {**model_env("bge-small"), "HF_HUB_OFFLINE": "1"}
+    info = CliRunner().invoke(main, ["info", "--index", name, *common], env=minilm)
+    assert info.exit_code == 0, info.output
+    assert re.search(r"^Model\s+not recorded", info.output, re.MULTILINE), info.output
+
+    found = CliRunner().invoke(main, ["search", "photovoltaic roof", "--json", "--index", name, *common], env=minilm)
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.output)["warnings"] == []
+
+    before = _mapping_and_count(client, name)
+    refused = CliRunner().invoke(main, ["index", "record-model", "--index", name, *common], env=minilm)
+    assert refused.exit_code != 0 and "--write-attached" in refused.output, refused.output
+    assert _mapping_and_count(client, name) == before
+
+    recorded = CliRunner().invoke(
+        main, ["index", "record-model", "--write-attached", "--index", name, *common], env=minilm
+    )
+    assert recorded.exit_code == 0, recorded.output
+    assert f"{name} now records sentence-transformers/all-MiniLM-L6-v2" in recorded.output
+    other = CliRunner().invoke(main, ["search", "photovoltaic roof", "--index", name, *common], env=bge)
+    assert other.exit_code == 1
+    assert "made by sentence-transformers/all-MiniLM-L6-v2" in other.output
+    assert "with BAAI/bge-small-en-v1.5" in other.output

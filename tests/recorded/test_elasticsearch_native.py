@@ -15,7 +15,7 @@ import pytest
 from esbridge.config import Settings, load_settings
 from esbridge.query.api import searcher
 from esbridge.query.models import SearchRequest, SearchResponse
-from tests.support.loopback import Recording, ReplayServer, load_recording, route_elasticsearch_probe
+from tests.support.loopback import ELASTIC_HEADERS, Recording, ReplayServer, load_recording, route_elasticsearch_probe
 from tests.unit.query.test_orchestrator import StubEmbedder
 
 INDEX = "retrievers_example"
@@ -25,6 +25,9 @@ INDEX = "retrievers_example"
 def server() -> Iterator[ReplayServer]:
     replay = ReplayServer()
     route_elasticsearch_probe(replay, major=9, licence="trial")
+    # An index that records no model: the searcher reads the mapping once before its first query.
+    mapping: dict[str, Any] = {INDEX: {"mappings": {"properties": {}}}}
+    replay.route("GET", f"/{INDEX}/_mapping", Recording(200, mapping, dict(ELASTIC_HEADERS)))
     with replay.running():
         yield replay
 

@@ -285,6 +285,10 @@ class EmbeddedEngine(paging.ScanBySearch):
             self._store.replace_mappings(record, record.mappings)
         self._refresh(record)
 
+    def put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
+        with self._writing("update mapping _meta", index):
+            self._store.replace_meta(self._write_target(index, "update mapping _meta"), copy.deepcopy(dict(meta)))
+
     def set_write_block(self, index: str, blocked: bool) -> None:
         operation = "block writes" if blocked else "allow writes"
         with self._writing(operation, index):

@@ -228,6 +228,11 @@ class Store:
         """Store new settings; only dynamic ones change (the write block), so nothing else is rebuilt."""
         self.db.execute("UPDATE indices SET settings = ? WHERE id = ?", (json.dumps(settings), record.id))
 
+    def replace_meta(self, record: IndexRecord, meta: Mapping[str, Any]) -> None:
+        """Store a new mapping ``_meta``; no search reads it, so nothing is rebuilt."""
+        mappings = {**record.mappings, "_meta": dict(meta)}
+        self.db.execute("UPDATE indices SET mappings = ? WHERE id = ?", (json.dumps(mappings), record.id))
+
     def replace_mappings(self, record: IndexRecord, mappings: Mapping[str, Any]) -> None:
         """Store new mappings and re-derive the filter values (the full-text index follows its layout digest)."""
         self.db.execute(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import shutil
 import subprocess
@@ -15,9 +16,10 @@ from esbridge.config.embedding import EmbeddingSettings
 from esbridge.embeddings import bundled_model_dir
 from esbridge.embeddings.base import embed_passages, embed_queries, model_profile
 from esbridge.embeddings.factory import load_model, uncached_model
+from esbridge.embeddings.identity import identity_of
 from esbridge.embeddings.model_store import locate_onnx
 from esbridge.embeddings.onnx_runtime import OnnxEmbedder
-from esbridge.embeddings.profiles import BGE_SMALL, E5_SMALL, MINILM, profile_for
+from esbridge.embeddings.profiles import BGE_QUERY_INSTRUCTION, BGE_SMALL, E5_SMALL, MINILM, profile_for
 from esbridge.embeddings.sentence_transformer import SentenceTransformerEmbedder
 from esbridge.errors import ConfigError, ModelUnavailable
 from tests.support.models import require_stored
@@ -173,3 +175,14 @@ def test_a_hub_model_with_only_fp32_weights_is_quantized_once_into_the_model_fol
     assert min(cosine(a, b) for a, b in zip(torch_vectors, vectors, strict=True)) >= 0.98
     assert model_store.locate_onnx("someone/minilm-fp32-only", "int8") == files
     assert downloads == ["int8", "fp32"], "the second call finds the quantized copy in the model folder"
+
+
+def test_the_model_identity_names_backend_precision_pooling_prompts_and_the_onnx_files_digest() -> None:
+    require_stored(BGE_SMALL, "int8")
+    model = OnnxEmbedder(BGE_SMALL, precision="int8")
+    identity = identity_of(model)
+    onnx = locate_onnx(BGE_SMALL, "int8").onnx
+    expected = hashlib.sha256(f"{onnx.name}\0{hashlib.sha256(onnx.read_bytes()).hexdigest()}\n".encode())
+    assert identity.weights == expected.hexdigest()
+    assert (identity.backend, identity.precision, identity.pooling, identity.dimension) == ("onnx", "int8", "cls", 384)
+    assert identity.query_prompt == BGE_QUERY_INSTRUCTION

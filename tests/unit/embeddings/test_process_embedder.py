@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from esbridge.embeddings import Embedder
+from esbridge.embeddings.identity import identity_of
 from esbridge.embeddings.worker import ProcessEmbedder
 from esbridge.errors import EmbeddingError, ModelUnavailable
 from tests.support.child_embedders import DIE, FAIL, HANG, WHOAMI, hash_embedder, missing_model, pid_embedder, vector_of
@@ -155,3 +156,8 @@ def test_the_child_ignores_ctrl_c_sent_to_its_process_group(worker: ProcessEmbed
     time.sleep(0.2)
     assert worker.embed(["still here"]) == [vector_of("still here")]
     assert worker.pid == child
+
+
+def test_the_child_reports_the_identity_of_the_model_it_runs(worker: ProcessEmbedder) -> None:
+    assert identity_of(worker) == identity_of(hash_embedder())
+    assert identity_of(worker).name == "hash-embedder"

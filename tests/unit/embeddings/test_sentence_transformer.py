@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import sys
@@ -22,6 +23,7 @@ from esbridge.embeddings import (
     bundled_model_dir,
     open_embedder,
 )
+from esbridge.embeddings.identity import identity_of
 from esbridge.embeddings.profiles import MINILM
 from esbridge.errors import ConfigError, DependencyMissing, ModelUnavailable
 
@@ -189,3 +191,22 @@ def test_query_servers_run_the_model_in_a_child_process_with_the_same_vectors(
         assert embedder is not None
         assert isinstance(embedder.embedder, SentenceTransformerEmbedder)
         embedder.close()
+
+
+@needs_model
+def test_the_model_identity_hashes_the_weights_it_loaded_and_reads_the_pooling_module(
+    minilm: SentenceTransformerEmbedder,
+) -> None:
+    identity = identity_of(minilm)
+    folder = bundled_model_dir()
+    assert folder is not None
+    weights = folder / "model.safetensors"
+    digest = hashlib.sha256(f"model.safetensors\0{hashlib.sha256(weights.read_bytes()).hexdigest()}\n".encode())
+    assert identity.weights == digest.hexdigest()
+    assert (identity.name, identity.backend, identity.precision, identity.revision) == (
+        BUNDLED_MODEL,
+        "torch",
+        "fp32",
+        None,
+    )
+    assert (identity.dimension, identity.pooling, identity.normalize, identity.max_tokens) == (384, "mean", True, 256)

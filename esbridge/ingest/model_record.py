@@ -1,0 +1,124 @@
+"""The model an index records in its ``_meta``, as ingest keeps it true: record, re-embed, or leave alone.
+
+The record must never name a model whose vectors are not all written. So an ingest decides first
+(``plan_model``) and records last (``record_model``, after its writes):
+
+* the index records no model and holds no vectors yet (a new index): the run's model is recorded after
+  its writes (a chunk whose write failed has no vector at all, so the record is still true);
+* it records a compatible model (the same one, or another backend or precision of it): nothing changes;
+* it records another model of the same dimension: every chunk is re-embedded, the source's own
+  chunks by the run's writes and every other chunk from the text the index holds
+  (``stored_with_vectors``, ``reembed_stored``), and the new model is recorded only when all of that
+  succeeded; a run that failed half-way leaves the old record, so running it again re-embeds again
+  and converges;
+* it records nothing but holds vectors (an index made before esbridge recorded models): nothing is
+  recorded, since no one knows which model made them; ``esbridge index record-model`` records the
+  configured one when the operator knows it is the right one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from esbridge.embeddings.base import Embedder, embed_passages
+from esbridge.embeddings.identity import (
+    ModelIdentity,
+    compare,
+    identity_of,
+    mismatch_error,
+    recorded_identity,
+    with_identity,
+)
+from esbridge.engines.base import BulkAction, BulkItemFailure, Engine, Hit
+from esbridge.engines.bulk import BulkWriter
+from esbridge.ingest.documents import EMBEDDED, EMBEDDING_SOURCE_FIELDS, chunk_from_source
+from esbridge.mappings.schema import VECTOR_FIELD
+
+WITH_VECTOR = {"term": {"embedding": EMBEDDED}}
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """What an ingest does about the index's model record."""
+
+    reembed: bool = False
+    """the index's vectors were made by another model: write every chunk again, whatever its hash"""
+    record: ModelIdentity | None = None
+    """record this identity once every write succeeded"""
+    warning: str | None = None
+
+
+def plan_model(engine: Engine, index: str, mapping: Mapping[str, Any], embedder: Embedder | None) -> ModelPlan:
+    """What to do about ``index``'s record for an ingest with ``embedder`` (see the module docstring)."""
+    if embedder is None:
+        return ModelPlan()
+    current = identity_of(embedder)
+    recorded = recorded_identity(mapping, index)
+    if recorded is None:
+        vectors = engine.search(index, {"size": 0, "track_total_hits": True, "query": WITH_VECTOR}).total
+        if vectors == 0:
+            return ModelPlan(record=current)
+        return ModelPlan(
+            warning=f"index {index} does not record which model made its {vectors} vector(s) (it predates model "
+            f"records); if it was {current.name}, record it with `esbridge index record-model`, so searches "
+            "with another model are refused"
+        )
+    verdict = compare(recorded, current)
+    if verdict.compatible:
+        return ModelPlan()
+    return ModelPlan(
+        reembed=True,
+        record=current,
+        warning=f"index {index}'s vectors were made by {recorded.name}, not {current.name} "
+        f"({'; '.join(verdict.differences)}): every chunk is embedded again with {current.name}",
+    )
+
+
+def refuse_other_model(engine: Engine, index: str, embedder: Embedder) -> None:
+    """Refuse to add vectors of ``embedder`` to an index whose vectors another model made (``embed --missing``)."""
+    recorded = recorded_identity(engine.get_mapping(index), index)
+    if recorded is None:
+        return
+    current = identity_of(embedder)
+    verdict = compare(recorded, current)
+    if not verdict.compatible:
+        raise mismatch_error(index, recorded, current, verdict)
+
+
+def record_model(engine: Engine, index: str, identity: ModelIdentity) -> None:
+    """Write ``identity`` into the ``_meta`` of the index behind ``index``, keeping the rest of ``_meta``."""
+    for concrete in engine.alias_targets(index) or [index]:
+        meta = engine.get_mapping(concrete).get("_meta") or {}
+        engine.put_meta(concrete, with_identity(meta, identity))
+
+
+def stored_with_vectors(engine: Engine, index: str, *, skip: Collection[str] = ()) -> list[Hit]:
+    """Every chunk of ``index`` that has a vector, but those ``skip`` names, with the fields its text is made of."""
+    hits = engine.scan(index, WITH_VECTOR, list(EMBEDDING_SOURCE_FIELDS), sort_field="chunk_id")
+    return [hit for hit in hits if hit.id not in skip]
+
+
+def reembed_stored(
+    engine: Engine,
+    index: str,
+    embedder: Embedder,
+    hits: Sequence[Hit],
+    *,
+    window: int = 512,
+    on_window: Callable[[int], None] = lambda n: None,
+) -> tuple[int, list[BulkItemFailure]]:
+    """Embed ``hits`` (from ``stored_with_vectors``) again from the text the index holds; return how many were
+    updated and the failures. ``on_window`` hears how many chunks each window updated."""
+    writer = BulkWriter(engine, index)
+    for start in range(0, len(hits), window):
+        chunks = [chunk_from_source(hit.source) for hit in hits[start : start + window]]
+        vectors = embed_passages(embedder, [chunk.embedding_text for chunk in chunks])
+        updates: Iterable[BulkAction] = (
+            BulkAction("update", chunk.chunk_id, {VECTOR_FIELD: vector, "embedding": EMBEDDED})
+            for chunk, vector in zip(chunks, vectors, strict=True)
+        )
+        writer.write(updates)
+        on_window(len(chunks))
+    return len(writer.totals.succeeded), list(writer.totals.failed)

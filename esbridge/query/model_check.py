@@ -1,0 +1,72 @@
+"""Before a search: is the query model the model that made the index's vectors?
+
+The index records its model in its mapping's ``_meta`` (``esbridge.embeddings.identity``). A searcher
+reads that record once and again at most every ``ttl_s`` seconds (an alias may move to a version built
+with another model), so a search pays for the read only on its searcher's first query. An index that
+records no model (made before records existed, or attached) is searched as before; so is one whose mapping
+cannot be read (a role allowed to search but not to read mappings), with a warning that says so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from esbridge import errors
+from esbridge.embeddings.identity import ModelIdentity, compare, mismatch_error, mismatch_warning, recorded_identity
+
+MappingReader = Callable[[], Awaitable[Mapping[str, Any]]]
+"""Reads the index's mapping (the alias resolved to its one concrete index)."""
+
+RECORD_TTL_S = 30.0
+
+
+class ModelGuard:
+    """Refuses (``ModelMismatch``) a search whose query model is not the index's, or with ``allow_mismatch``
+    answers it with a warning."""
+
+    def __init__(
+        self,
+        index: str,
+        query: ModelIdentity,
+        read_mapping: MappingReader,
+        *,
+        allow_mismatch: bool = False,
+        ttl_s: float = RECORD_TTL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.index = index
+        self.query = query
+        self.allow_mismatch = allow_mismatch
+        self._read = read_mapping
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._recorded: tuple[float, ModelIdentity | str | None] | None = None
+
+    async def recorded(self) -> ModelIdentity | str | None:
+        """The index's recorded model, read again when the last read is older than ``ttl_s``; or why it could
+        not be read."""
+        now = self._clock()
+        if self._recorded is None or now - self._recorded[0] >= self._ttl_s:
+            try:
+                found: ModelIdentity | str | None = recorded_identity(await self._read(), self.index)
+            except errors.EngineError as exc:
+                # A search-only role may lack the privilege to read mappings (view_index_metadata); the search
+                # itself may still be allowed, so it goes on, unchecked, and says so.
+                found = f"the query model was not checked against the index's: its mapping could not be read ({exc})"
+            self._recorded = (now, found)
+        return self._recorded[1]
+
+    async def check(self) -> str | None:
+        """None when the query model may search the index; a warning when it searches unchecked or with a forced
+        mismatch; else raises ``ModelMismatch``."""
+        recorded = await self.recorded()
+        if recorded is None or isinstance(recorded, str):
+            return recorded
+        verdict = compare(recorded, self.query)
+        if verdict.compatible:
+            return None
+        if not self.allow_mismatch:
+            raise mismatch_error(self.index, recorded, self.query, verdict)
+        return mismatch_warning(self.index, recorded, self.query, verdict)

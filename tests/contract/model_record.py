@@ -1,0 +1,115 @@
+"""What every engine must do for the model record: keep a ``_meta`` put on an index, leave its fields alone,
+and let a reindex carry it; and, through ingest and search, the whole refusal and re-embedding on each engine.
+Mixed into the engine contract classes, which provide ``engine`` and ``prefix``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from esbridge.config import load_settings
+from esbridge.config.pipeline import PipelineSettings
+from esbridge.embeddings.identity import META_KEY, ModelIdentity, identity_of, recorded_identity
+from esbridge.engines import connect_async
+from esbridge.engines.base import AsyncEngine, Engine
+from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
+from esbridge.errors import ModelMismatch
+from esbridge.ingest.model_record import record_model
+from esbridge.ingest.run import IngestOptions, IngestReport, ingest
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import SCHEMA_VERSION, IndexParameters
+from esbridge.query.factory import build_searcher
+from esbridge.query.models import SearchRequest, SearchResponse
+from tests.contract.contract import PARAMS
+from tests.unit.query.test_model_check import OtherHashingEmbedder
+from tests.unit.test_embedded_engine import RECORDS, HashingEmbedder
+
+RECORDED = ModelIdentity(name="contract/model", weights="f" * 64, dimension=4, pooling="mean", normalize=True)
+
+
+class ModelRecordContract:
+    def test_put_meta_replaces_meta_and_leaves_the_fields_alone(self, engine: Engine, prefix: str) -> None:
+        manager = IndexManager(engine, prefix, PARAMS)
+        name = manager.create()
+        record_model(engine, prefix, RECORDED)
+        mapping = engine.get_mapping(prefix)
+        assert mapping["_meta"] == {"esbridge_schema": SCHEMA_VERSION, META_KEY: RECORDED.to_meta()}
+        assert recorded_identity(mapping, prefix) == RECORDED
+        assert manager.diff().changes == ()
+        engine.put_meta(name, {"esbridge_schema": SCHEMA_VERSION})
+        assert engine.get_mapping(name)["_meta"] == {"esbridge_schema": SCHEMA_VERSION}
+
+    def test_a_reindex_carries_the_record_to_the_new_version(self, engine: Engine, prefix: str) -> None:
+        manager = IndexManager(engine, prefix, PARAMS)
+        manager.create()
+        record_model(engine, prefix, RECORDED)
+        outcome = manager.reindex(delete_old=True)
+        assert engine.alias_targets(prefix) == [outcome.new]
+        assert recorded_identity(engine.get_mapping(prefix), prefix) == RECORDED
+
+    def test_model_a_refuses_model_b_until_b_has_re_embedded_the_index(
+        self, engine: Engine, prefix: str, tmp_path: Path
+    ) -> None:
+        first, other = HashingEmbedder(), OtherHashingEmbedder()
+        assert ingest_with(engine, prefix, first, tmp_path).model_recorded == first.name
+        with pytest.raises(ModelMismatch) as refused:
+            search_with(engine, prefix, other)
+        assert f"made by {first.name} (" in str(refused.value)
+        assert f"with {other.name} (" in str(refused.value)
+        forced = search_with(engine, prefix, other, allow=True)
+        assert any(f"made by {first.name}, the query was embedded by {other.name}" in w for w in forced.warnings)
+        again = ingest_with(engine, prefix, other, tmp_path)
+        assert (again.unchanged, again.embedded, again.failed) == (0, len(RECORDS), [])
+        assert recorded_identity(engine.get_mapping(prefix), prefix) == identity_of(other)
+        assert search_with(engine, prefix, other).warnings == []
+        with pytest.raises(ModelMismatch):
+            search_with(engine, prefix, first)
+
+    def test_a_re_embedding_refused_by_a_write_block_keeps_the_old_record_and_converges_when_run_again(
+        self, engine: Engine, prefix: str, tmp_path: Path
+    ) -> None:
+        first, other = HashingEmbedder(), OtherHashingEmbedder()
+        ingest_with(engine, prefix, first, tmp_path)
+        (current,) = engine.alias_targets(prefix)
+        engine.set_write_block(current, True)
+        try:
+            refused = ingest_with(engine, prefix, other, tmp_path)
+        finally:
+            engine.set_write_block(current, False)
+        assert len(refused.failed) == len(RECORDS)
+        assert refused.model_recorded is None
+        assert recorded_identity(engine.get_mapping(prefix), prefix) == identity_of(first)
+        done = ingest_with(engine, prefix, other, tmp_path)
+        assert (done.failed, done.unchanged, done.model_recorded) == ([], 0, other.name)
+        assert recorded_identity(engine.get_mapping(prefix), prefix) == identity_of(other)
+
+
+def async_twin(engine: Engine) -> AsyncEngine:
+    """The query path of the engine ``engine`` talks to."""
+    if isinstance(engine, EmbeddedEngine):
+        return AsyncEmbeddedEngine(engine=engine)
+    return connect_async(load_settings(url=engine.url, engine=engine.dialect, timeout_s=30))
+
+
+def ingest_with(engine: Engine, alias: str, embedder: HashingEmbedder, folder: Path) -> IngestReport:
+    path = folder / "records.jsonl"
+    path.write_text("\n".join(json.dumps(record) for record in RECORDS), encoding="utf-8")
+    manager = IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension))
+    return ingest(path, engine=engine, manager=manager, embedder=embedder, options=IngestOptions(source="t"))
+
+
+def search_with(engine: Engine, alias: str, embedder: HashingEmbedder, *, allow: bool = False) -> SearchResponse:
+    async def run() -> SearchResponse:
+        twin = async_twin(engine)
+        try:
+            searcher = build_searcher(
+                twin, alias, embedder, PipelineSettings(), num_candidates=50, probe=engine, allow_model_mismatch=allow
+            )
+            return await searcher.search(SearchRequest(query="sourdough starter"))
+        finally:
+            await twin.close()
+
+    return asyncio.run(run())

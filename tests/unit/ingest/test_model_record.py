@@ -1,0 +1,130 @@
+"""Ingest keeps the index's model record true: recorded in a new index, every chunk re-embedded (and only then
+recorded) when another model of the same dimension ingests, a half-finished run converges, an index that
+predates records is left unrecorded. On the embedded engine, with two small deterministic models."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from esbridge.embeddings.identity import META_KEY, identity_of, recorded_identity
+from esbridge.engines.base import BulkAction
+from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.errors import ModelMismatch
+from esbridge.ingest.documents import EMBEDDED
+from esbridge.ingest.run import IngestOptions, IngestReport, embed_missing, ingest
+from esbridge.ingest.transfer import export_to_file, import_chunks
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
+from tests.unit.query.test_model_check import OtherHashingEmbedder
+from tests.unit.test_embedded_engine import RECORDS, HashingEmbedder
+
+FIRST, SECOND = RECORDS[:3], RECORDS[3:]
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[EmbeddedEngine]:
+    engine = EmbeddedEngine(tmp_path / "data")
+    yield engine
+    engine.close()
+
+
+def run(
+    engine: EmbeddedEngine, folder: Path, source: str, records: Sequence[Mapping[str, Any]], embedder: HashingEmbedder
+) -> IngestReport:
+    path = folder / f"{source}.jsonl"
+    path.write_text("\n".join(json.dumps(record) for record in records), encoding="utf-8")
+    manager = IndexManager(engine, "notes", IndexParameters(dimension=embedder.dimension))
+    return ingest(path, engine=engine, manager=manager, embedder=embedder, options=IngestOptions(source=source))
+
+
+def recorded_name(engine: EmbeddedEngine) -> str | None:
+    recorded = recorded_identity(engine.get_mapping("notes"), "notes")
+    return recorded.name if recorded is not None else None
+
+
+def vectors(engine: EmbeddedEngine) -> dict[str, list[float]]:
+    hits = engine.scan("notes", {"match_all": {}}, ["vector"], sort_field="chunk_id")
+    return {hit.id: list(hit.source["vector"]) for hit in hits}
+
+
+def test_a_new_index_records_the_model_of_its_first_ingest(engine: EmbeddedEngine, tmp_path: Path) -> None:
+    report = run(engine, tmp_path, "first", FIRST, HashingEmbedder())
+    assert report.model_recorded == "hashing-32"
+    assert recorded_identity(engine.get_mapping("notes"), "notes") == identity_of(HashingEmbedder())
+    again = run(engine, tmp_path, "first", FIRST, HashingEmbedder())
+    assert (again.unchanged, again.embedded, again.model_recorded) == (len(FIRST), 0, None)
+
+
+def test_another_model_of_the_same_dimension_re_embeds_every_chunk_of_every_source(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    run(engine, tmp_path, "first", FIRST, HashingEmbedder())
+    run(engine, tmp_path, "second", SECOND, HashingEmbedder())
+    before = vectors(engine)
+    other = OtherHashingEmbedder()
+    report = run(engine, tmp_path, "first", FIRST, other)
+    assert report.unchanged == 0
+    assert report.embedded == len(RECORDS)  # the first source by its writes, the second from the stored text
+    assert report.failed == []
+    assert report.model_recorded == "other-hashing-32"
+    assert any("made by hashing-32, not other-hashing-32" in warning for warning in report.warnings)
+    assert recorded_name(engine) == "other-hashing-32"
+    after = vectors(engine)
+    assert after.keys() == before.keys()
+    assert all(after[chunk] == list(reversed(before[chunk])) for chunk in after)  # every vector is the new model's
+    settled = run(engine, tmp_path, "first", FIRST, other)
+    assert (settled.unchanged, settled.embedded) == (len(FIRST), 0)
+
+
+def test_a_re_embedding_run_that_failed_half_way_keeps_the_old_record_and_converges_when_run_again(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    run(engine, tmp_path, "first", FIRST, HashingEmbedder())
+    current = IndexManager(engine, "notes", IndexParameters(dimension=32)).current()
+    engine.set_write_block(current, True)
+    failed = run(engine, tmp_path, "first", FIRST, OtherHashingEmbedder())
+    assert len(failed.failed) == len(FIRST)
+    assert failed.model_recorded is None
+    assert recorded_name(engine) == "hashing-32"  # no claim for vectors that were not written
+    engine.set_write_block(current, False)
+    done = run(engine, tmp_path, "first", FIRST, OtherHashingEmbedder())
+    assert (done.failed, done.unchanged, done.model_recorded) == ([], 0, "other-hashing-32")
+    assert recorded_name(engine) == "other-hashing-32"
+
+
+def test_an_index_with_vectors_but_no_record_is_left_unrecorded_with_a_warning(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    IndexManager(engine, "notes", IndexParameters(dimension=32)).create()
+    vector = HashingEmbedder().embed(["old"])[0]
+    old = {"doc_id": "old", "chunk_id": "old#0", "source": "legacy", "body": "old", "vector": vector}
+    engine.bulk("notes", [BulkAction("index", "old#0", {**old, "embedding": EMBEDDED})])
+    engine.refresh("notes")
+    report = run(engine, tmp_path, "first", FIRST, HashingEmbedder())
+    assert report.model_recorded is None
+    assert META_KEY not in engine.get_mapping("notes")["_meta"]
+    assert any("does not record which model made its 1 vector(s)" in warning for warning in report.warnings)
+    assert any("esbridge index record-model" in warning for warning in report.warnings)
+
+
+def test_embed_missing_with_another_model_is_refused_naming_both(engine: EmbeddedEngine, tmp_path: Path) -> None:
+    run(engine, tmp_path, "first", FIRST, HashingEmbedder())
+    with pytest.raises(ModelMismatch, match=r"made by hashing-32 .* with other-hashing-32"):
+        embed_missing(engine, "notes", OtherHashingEmbedder())
+
+
+def test_a_reindex_and_an_export_carry_the_record(engine: EmbeddedEngine, tmp_path: Path) -> None:
+    run(engine, tmp_path, "first", FIRST, HashingEmbedder())
+    manager = IndexManager(engine, "notes", IndexParameters(dimension=32))
+    assert manager.reindex(delete_old=True).new == "notes-v2"
+    assert recorded_name(engine) == "hashing-32"
+    export = tmp_path / "notes.jsonl"
+    export_to_file(engine, manager, export)
+    imported, failed = import_chunks(engine, "copy", export)
+    assert (imported, failed) == (len(FIRST), [])
+    assert recorded_identity(engine.get_mapping("copy"), "copy") == identity_of(HashingEmbedder())

@@ -1,0 +1,81 @@
+"""The sidecar and the MCP server with a model other than the index's: 409 ``model_mismatch`` and a tool error,
+both naming the two models; a service allowed to search anyway answers with a warning."""
+
+from __future__ import annotations
+
+import anyio
+from fastapi.testclient import TestClient
+from mcp import Client
+from mcp.types import CallToolResult
+
+from esbridge.config import load_settings
+from esbridge.service.mcp_server import build_server
+from tests.unit.query.test_model_check import OtherHashingEmbedder
+from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, service_settings
+
+WRITE = {"X-API-Key": KEY}
+
+
+def written_by_hashing(make_client: ClientFactory) -> None:
+    """The index, created by the sidecar's first write, records the model that wrote it (hashing-32)."""
+    writer = make_client(api_keys=[KEY])
+    assert writer.post("/v1/documents", json={"documents": RECORDS}, headers=WRITE).status_code == 200
+
+
+def test_a_search_with_another_model_is_409_naming_both(make_client: ClientFactory) -> None:
+    written_by_hashing(make_client)
+    other: TestClient = make_client(embedder=OtherHashingEmbedder())
+    answer = other.post("/v1/search", json={"query": "sourdough"})
+    assert answer.status_code == 409
+    error = answer.json()["error"]
+    assert error["kind"] == "model_mismatch"
+    assert "made by hashing-32 (" in error["message"]
+    assert "with other-hashing-32 (" in error["message"]
+
+
+def test_a_write_with_another_model_is_409_and_writes_nothing(make_client: ClientFactory) -> None:
+    written_by_hashing(make_client)
+    other = make_client(embedder=OtherHashingEmbedder(), api_keys=[KEY])
+    new = {"id": "tide", "title": "Tides", "text": "The moon pulls the sea."}
+    answer = other.post("/v1/documents", json={"documents": [new]}, headers=WRITE)
+    assert (answer.status_code, answer.json()["error"]["kind"]) == (409, "model_mismatch")
+    found = make_client().post("/v1/search", json={"query": "tides moon"}).json()
+    assert "tide" not in {hit["doc_id"] for hit in found["results"]}
+
+
+def test_a_service_allowed_to_mismatch_answers_with_a_warning(make_client: ClientFactory) -> None:
+    written_by_hashing(make_client)
+    allowed = load_settings(index="notes", search={"allow_model_mismatch": True})
+    answer = make_client(allowed, embedder=OtherHashingEmbedder()).post("/v1/search", json={"query": "sourdough"})
+    assert answer.status_code == 200
+    assert any(warning.startswith("model mismatch") for warning in answer.json()["warnings"])
+
+
+def test_the_mcp_search_tool_reports_the_mismatch_as_a_tool_error_naming_both(make_client: ClientFactory) -> None:
+    written_by_hashing(make_client)
+    server = build_server(service_settings(), embedder=OtherHashingEmbedder(), load_model=False)
+
+    async def session() -> CallToolResult:
+        async with Client(server) as client:
+            return await client.call_tool("search", {"query": "sourdough"})
+
+    result = anyio.run(session)
+    assert result.is_error
+    block = result.content[0]
+    assert block.type == "text"
+    assert "made by hashing-32 (" in block.text
+    assert "with other-hashing-32 (" in block.text
+
+
+def test_the_mcp_index_status_names_the_model_the_index_records(make_client: ClientFactory) -> None:
+    written_by_hashing(make_client)
+    server = build_server(service_settings(), embedder=OtherHashingEmbedder(), load_model=False)
+
+    async def session() -> CallToolResult:
+        async with Client(server) as client:
+            return await client.call_tool("index_status", {})
+
+    status = anyio.run(session).structured_content
+    assert status is not None
+    assert status["model"] == "other-hashing-32"
+    assert status["index_model"].startswith("hashing-32 (unknown fp32")
