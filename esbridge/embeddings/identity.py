@@ -32,6 +32,11 @@ from esbridge.errors import ConfigError, ModelMismatch
 META_KEY = "esbridge_model"
 """The key of the identity in the index mapping's ``_meta``."""
 
+SAME_MODEL_COSINE = 0.9
+"""Stored vectors whose cosine with a model's vectors of the same texts is at least this were made by that
+model: between backends and precisions of one model the lowest cosine measured was 0.9875, between two
+models it is near 0 (``esbridge.ingest.vector_agreement`` reads it for indices that record no model)."""
+
 
 class ModelIdentity(BaseModel):
     """What makes a model's vectors what they are, as written into an index's ``_meta``."""
@@ -183,4 +188,24 @@ def mismatch_warning(index: str, indexed: ModelIdentity, query: ModelIdentity, v
         f"model mismatch (allowed by allow_model_mismatch): {index}'s vectors were made by {indexed.name}, the query "
         f"was embedded by {query.name} ({'; '.join(verdict.differences)}); kNN results compare vectors of two "
         "different spaces and may be meaningless"
+    )
+
+
+def unrecorded_mismatch(index: str, query: ModelIdentity, agreement: float) -> ModelMismatch:
+    """The refusal of a search of ``index``, which records no model, whose stored vectors ``query`` did not make."""
+    message = (
+        f"index {index} records no embedding model, and its vectors were not made by {query.describe()}: stored "
+        f"vectors have cosine {agreement:.2f} with its vectors of the same texts (the same model gives "
+        f"{SAME_MODEL_COSINE} or more). Search with the model that made them ([embedding] model; esbridge's default "
+        "was sentence-transformers/all-MiniLM-L6-v2 before BAAI/bge-small-en-v1.5), re-embed the index with this "
+        "one (`esbridge ingest` with it re-embeds every chunk), or search anyway with --allow-model-mismatch"
+    )
+    return ModelMismatch(message, index=index, index_model="not recorded", query_model=query.describe())
+
+
+def unrecorded_mismatch_warning(index: str, query: ModelIdentity, agreement: float) -> str:
+    """What a forced search of such an index says in its answer."""
+    return (
+        f"model mismatch (allowed by allow_model_mismatch): {index} records no model and its vectors were not made "
+        f"by {query.name} (cosine {agreement:.2f} on stored chunks); kNN results may be meaningless"
     )

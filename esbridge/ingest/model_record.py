@@ -11,9 +11,10 @@ The record must never name a model whose vectors are not all written. So an inge
   (``stored_with_vectors``, ``reembed_stored``), and the new model is recorded only when all of that
   succeeded; a run that failed half-way leaves the old record, so running it again re-embeds again
   and converges;
-* it records nothing but holds vectors (an index made before esbridge recorded models): nothing is
-  recorded, since no one knows which model made them; ``esbridge index record-model`` records the
-  configured one when the operator knows it is the right one.
+* it records nothing but holds vectors (an index made before esbridge recorded models): the vectors
+  say which model made them (``vector_agreement``). If the run's model gives the same vectors for
+  a few stored chunks' texts, it is recorded after the writes; if not, every chunk is re-embedded as for
+  a recorded other model. ``esbridge index record-model`` records the configured model by hand.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from esbridge.embeddings.base import Embedder, embed_passages
 from esbridge.embeddings.identity import (
+    SAME_MODEL_COSINE,
     ModelIdentity,
     compare,
     identity_of,
@@ -34,6 +36,7 @@ from esbridge.embeddings.identity import (
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine, Hit
 from esbridge.engines.bulk import BulkWriter
 from esbridge.ingest.documents import EMBEDDED, EMBEDDING_SOURCE_FIELDS, chunk_from_source
+from esbridge.ingest.vector_agreement import agreement
 from esbridge.mappings.schema import VECTOR_FIELD
 
 WITH_VECTOR = {"term": {"embedding": EMBEDDED}}
@@ -60,10 +63,15 @@ def plan_model(engine: Engine, index: str, mapping: Mapping[str, Any], embedder:
         vectors = engine.search(index, {"size": 0, "track_total_hits": True, "query": WITH_VECTOR}).total
         if vectors == 0:
             return ModelPlan(record=current)
+        agreed = agreement(engine, index, embedder)
+        if agreed is None or agreed >= SAME_MODEL_COSINE:
+            return ModelPlan(record=current)
         return ModelPlan(
-            warning=f"index {index} does not record which model made its {vectors} vector(s) (it predates model "
-            f"records); if it was {current.name}, record it with `esbridge index record-model`, so searches "
-            "with another model are refused"
+            reembed=True,
+            record=current,
+            warning=f"index {index} records no model, and its {vectors} vector(s) were not made by {current.name} "
+            f"(stored vectors have cosine {agreed:.2f} with its vectors of the same texts): every chunk is "
+            f"embedded again with {current.name}",
         )
     verdict = compare(recorded, current)
     if verdict.compatible:

@@ -26,6 +26,7 @@ from esbridge.embeddings.base import Embedder
 from esbridge.embeddings.identity import identity_of
 from esbridge.engines import Capabilities, Engine, connect
 from esbridge.engines.base import AsyncEngine
+from esbridge.ingest.vector_agreement import agreement
 from esbridge.query.model_check import ModelGuard
 from esbridge.query.orchestrator import HybridSearcher, Probe
 from esbridge.query.rerank import RERANKERS, Reranker
@@ -124,7 +125,10 @@ def model_guard(
     if source is None or isinstance(source, Capabilities):
         return None
     reader = on_engine(source, lambda engine: engine.get_mapping(index))
-    return ModelGuard(index, identity_of(embedder), reader, allow_mismatch=allow_mismatch)
+    by_vectors = None
+    if fields is DEFAULT_FIELD_MAP:  # an attached index's vectors were made from texts esbridge cannot rebuild
+        by_vectors = on_engine(source, lambda engine: agreement(engine, index, embedder))
+    return ModelGuard(index, identity_of(embedder), reader, allow_mismatch=allow_mismatch, agreement=by_vectors)
 
 
 def searcher_for(

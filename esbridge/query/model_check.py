@@ -2,9 +2,11 @@
 
 The index records its model in its mapping's ``_meta`` (``esbridge.embeddings.identity``). A searcher
 reads that record once and again at most every ``ttl_s`` seconds (an alias may move to a version built
-with another model), so a search pays for the read only on its searcher's first query. An index that
-records no model (made before records existed, or attached) is searched as before; so is one whose mapping
-cannot be read (a role allowed to search but not to read mappings), with a warning that says so.
+with another model), so a search pays for the read only on its searcher's first query. An index esbridge
+made before records existed is checked by its vectors instead (``agreement``: a few stored vectors
+against the query model's vectors of the same texts, read as seldom). An attached index that records no
+model is searched as before; so is one whose mapping cannot be read (a role allowed to search but not to
+read mappings), with a warning that says so.
 """
 
 from __future__ import annotations
@@ -14,10 +16,22 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from esbridge import errors
-from esbridge.embeddings.identity import ModelIdentity, compare, mismatch_error, mismatch_warning, recorded_identity
+from esbridge.embeddings.identity import (
+    SAME_MODEL_COSINE,
+    ModelIdentity,
+    compare,
+    mismatch_error,
+    mismatch_warning,
+    recorded_identity,
+    unrecorded_mismatch,
+    unrecorded_mismatch_warning,
+)
 
 MappingReader = Callable[[], Awaitable[Mapping[str, Any]]]
 """Reads the index's mapping (the alias resolved to its one concrete index)."""
+AgreementReader = Callable[[], Awaitable[float | None]]
+"""The lowest cosine between a few stored vectors and the query model's vectors of their texts; None when
+the index holds none."""
 
 RECORD_TTL_S = 30.0
 
@@ -33,6 +47,7 @@ class ModelGuard:
         read_mapping: MappingReader,
         *,
         allow_mismatch: bool = False,
+        agreement: AgreementReader | None = None,
         ttl_s: float = RECORD_TTL_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -43,6 +58,8 @@ class ModelGuard:
         self._ttl_s = ttl_s
         self._clock = clock
         self._recorded: tuple[float, ModelIdentity | str | None] | None = None
+        self._agreement = agreement
+        self._agreed: tuple[float, float | None] | None = None
 
     async def recorded(self) -> ModelIdentity | str | None:
         """The index's recorded model, read again when the last read is older than ``ttl_s``; or why it could
@@ -62,7 +79,9 @@ class ModelGuard:
         """None when the query model may search the index; a warning when it searches unchecked or with a forced
         mismatch; else raises ``ModelMismatch``."""
         recorded = await self.recorded()
-        if recorded is None or isinstance(recorded, str):
+        if recorded is None:
+            return await self._check_vectors()
+        if isinstance(recorded, str):
             return recorded
         verdict = compare(recorded, self.query)
         if verdict.compatible:
@@ -70,3 +89,17 @@ class ModelGuard:
         if not self.allow_mismatch:
             raise mismatch_error(self.index, recorded, self.query, verdict)
         return mismatch_warning(self.index, recorded, self.query, verdict)
+
+    async def _check_vectors(self) -> str | None:
+        """``check`` for an index that records no model: its stored vectors against the query model's."""
+        if self._agreement is None:
+            return None
+        now = self._clock()
+        if self._agreed is None or now - self._agreed[0] >= self._ttl_s:
+            self._agreed = (now, await self._agreement())
+        agreed = self._agreed[1]
+        if agreed is None or agreed >= SAME_MODEL_COSINE:
+            return None
+        if not self.allow_mismatch:
+            raise unrecorded_mismatch(self.index, self.query, agreed)
+        return unrecorded_mismatch_warning(self.index, self.query, agreed)

@@ -130,3 +130,32 @@ def test_record_model_records_an_unrecorded_index_and_asks_before_replacing_a_re
     replaced = run(["index", "record-model", "--yes", *where], "bge-small", tmp_path)
     assert replaced.exit_code == 0, replaced.output
     assert answer(run(["info", "--json", *where], "bge-small", tmp_path))["index"]["model"]["name"] == BGE_SMALL
+
+
+def test_an_index_made_before_model_records_is_checked_by_its_vectors(where: list[str], tmp_path: Path) -> None:
+    """An index esbridge wrote before it recorded models (the record removed here, as such an index never had
+    one): the default model changed, so its old vectors must not be searched silently with the new one."""
+    source = tmp_path / "records.jsonl"
+    source.write_text("\n".join(json.dumps(record) for record in RECORDS), encoding="utf-8")
+    answer(run(["ingest", str(source), "--json", *where], "all-minilm-l6-v2", tmp_path))
+    settings = {"url": where[1], "engine": where[3]} if where[0] == "--url" else {"engine": "embedded"}
+    alias = where[-1]
+    engine = connect(load_settings(**settings, embedding={"cache_dir": str(tmp_path / "cache")}))
+    try:
+        for concrete in engine.alias_targets(alias) or [alias]:
+            meta = dict(engine.get_mapping(concrete).get("_meta") or {})
+            meta.pop("esbridge_model")
+            engine.put_meta(concrete, meta)
+    finally:
+        engine.close()
+    assert answer(run(["info", "--json", *where], "all-minilm-l6-v2", tmp_path))["index"]["model"] is None
+
+    found = answer(run(["search", "how is bread leavened", "--json", *where], "all-minilm-l6-v2", tmp_path))
+    assert found["warnings"] == [] and found["results"][0]["doc_id"] == "bread"
+    refused = run(["search", "how is bread leavened", *where], "bge-small", tmp_path)
+    assert refused.exit_code == 1
+    assert f"records no embedding model, and its vectors were not made by {BGE_SMALL} (onnx int8" in refused.output
+
+    again = answer(run(["ingest", str(source), "--json", *where], "bge-small", tmp_path))
+    assert (again["unchanged"], again["embedded"], again["model_recorded"]) == (0, len(RECORDS), BGE_SMALL)
+    assert answer(run(["search", "bread", "--json", *where], "bge-small", tmp_path))["results"]

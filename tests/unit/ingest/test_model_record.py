@@ -1,6 +1,7 @@
 """Ingest keeps the index's model record true: recorded in a new index, every chunk re-embedded (and only then
 recorded) when another model of the same dimension ingests, a half-finished run converges, an index that
-predates records is left unrecorded. On the embedded engine, with two small deterministic models."""
+predates records is recorded or re-embedded by what its vectors say. On the embedded engine, with two small
+deterministic models."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from esbridge.embeddings.identity import META_KEY, identity_of, recorded_identity
+from esbridge.embeddings.identity import identity_of, recorded_identity
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import ModelMismatch
@@ -97,19 +98,34 @@ def test_a_re_embedding_run_that_failed_half_way_keeps_the_old_record_and_conver
     assert recorded_name(engine) == "other-hashing-32"
 
 
-def test_an_index_with_vectors_but_no_record_is_left_unrecorded_with_a_warning(
-    engine: EmbeddedEngine, tmp_path: Path
-) -> None:
+def unrecorded_index_with_one_vector(engine: EmbeddedEngine, made_by: HashingEmbedder) -> None:
+    """An index as esbridge made it before model records: one chunk with a vector, no record."""
     IndexManager(engine, "notes", IndexParameters(dimension=32)).create()
-    vector = HashingEmbedder().embed(["old"])[0]
+    vector = made_by.embed(["old"])[0]
     old = {"doc_id": "old", "chunk_id": "old#0", "source": "legacy", "body": "old", "vector": vector}
     engine.bulk("notes", [BulkAction("index", "old#0", {**old, "embedding": EMBEDDED})])
     engine.refresh("notes")
+
+
+def test_an_unrecorded_index_whose_vectors_the_model_made_gets_the_record_without_re_embedding(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    unrecorded_index_with_one_vector(engine, HashingEmbedder())
     report = run(engine, tmp_path, "first", FIRST, HashingEmbedder())
-    assert report.model_recorded is None
-    assert META_KEY not in engine.get_mapping("notes")["_meta"]
-    assert any("does not record which model made its 1 vector(s)" in warning for warning in report.warnings)
-    assert any("esbridge index record-model" in warning for warning in report.warnings)
+    assert (report.embedded, report.model_recorded, report.warnings) == (len(FIRST), "hashing-32", [])
+    assert recorded_name(engine) == "hashing-32"
+    assert vectors(engine)["old#0"] == HashingEmbedder().embed(["old"])[0]
+
+
+def test_an_unrecorded_index_whose_vectors_another_model_made_is_re_embedded_and_recorded(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    unrecorded_index_with_one_vector(engine, OtherHashingEmbedder())
+    report = run(engine, tmp_path, "first", FIRST, HashingEmbedder())
+    assert report.model_recorded == "hashing-32"
+    assert report.embedded == len(FIRST) + 1  # the run's chunks and the stored one
+    assert any("records no model, and its 1 vector(s) were not made by hashing-32" in w for w in report.warnings)
+    assert vectors(engine)["old#0"] == HashingEmbedder().embed(["old"])[0]
 
 
 def test_embed_missing_with_another_model_is_refused_naming_both(engine: EmbeddedEngine, tmp_path: Path) -> None:

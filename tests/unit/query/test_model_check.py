@@ -101,16 +101,38 @@ def test_a_forced_search_with_another_model_answers_with_a_warning_naming_both(
     assert "embedded by other-hashing-32" in warning
 
 
-def test_an_index_that_records_no_model_is_searched_as_before(engine: EmbeddedEngine) -> None:
+def unrecorded_index(engine: EmbeddedEngine) -> None:
+    """A chunk as esbridge wrote it before model records: its vector is HashingEmbedder's of its embedding
+    text (title, then body), and the index records no model."""
     IndexManager(engine, "notes", IndexParameters(dimension=32)).create()
-    vector = HashingEmbedder().embed(["Sourdough bread starter"])[0]
+    vector = HashingEmbedder().embed(["Sourdough bread\nstarter"])[0]
     document = {"doc_id": "bread", "chunk_id": "bread#0", "title": "Sourdough bread", "body": "starter"}
     engine.bulk("notes", [BulkAction("index", "bread#0", {**document, "vector": vector, "embedding": EMBEDDED})])
     engine.refresh("notes")
     assert META_KEY not in engine.get_mapping("notes")["_meta"]
-    response, _ = search(engine, OtherHashingEmbedder())
+
+
+def test_an_index_that_records_no_model_is_searched_as_before_by_the_model_its_vectors_agree_with(
+    engine: EmbeddedEngine,
+) -> None:
+    unrecorded_index(engine)
+    response, _ = search(engine, HashingEmbedder())
     assert response.warnings == []
     assert [hit.doc_id for hit in response.results] == ["bread"]
+
+
+def test_an_index_that_records_no_model_is_refused_to_a_model_its_vectors_disagree_with(
+    engine: EmbeddedEngine,
+) -> None:
+    unrecorded_index(engine)
+    error, searches = search(engine, OtherHashingEmbedder())
+    assert isinstance(error, ModelMismatch)
+    assert "index notes records no embedding model, and its vectors were not made by other-hashing-32 (" in str(error)
+    assert "stored vectors have cosine" in str(error)
+    assert searches == 0
+    response, _ = search(engine, OtherHashingEmbedder(), allow=True)
+    (warning,) = [warning for warning in response.warnings if warning.startswith("model mismatch")]
+    assert "notes records no model and its vectors were not made by other-hashing-32" in warning
 
 
 def test_no_check_where_no_query_is_embedded_here(engine: EmbeddedEngine) -> None:

@@ -1,0 +1,47 @@
+"""Whether the vectors an index holds were made by a given model, read from the vectors themselves.
+
+An index made before esbridge recorded models in ``_meta`` says nothing about its model. Its vectors do:
+the same model embeds the same text to the same vector (cosine 0.98 or more across torch, ONNX fp32 and
+int8, docs/models.md), while two different models put it in unrelated spaces (cosine near 0). So the
+stored vectors of a few chunks are compared with the model's vectors of the texts they were made from;
+the lowest cosine decides (``esbridge.embeddings.identity.SAME_MODEL_COSINE``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from esbridge.embeddings.base import Embedder, embed_passages
+from esbridge.engines.base import Engine
+from esbridge.ingest.documents import EMBEDDED, EMBEDDING_SOURCE_FIELDS, chunk_from_source
+from esbridge.mappings.schema import VECTOR_FIELD
+
+SAMPLE = 3
+
+
+def sample_body(size: int = SAMPLE) -> dict[str, object]:
+    """The request for ``size`` stored chunks that have a vector, with their vector and embedding text."""
+    return {
+        "size": size,
+        "query": {"term": {"embedding": EMBEDDED}},
+        "_source": [*EMBEDDING_SOURCE_FIELDS, VECTOR_FIELD],
+    }
+
+
+def agreement(engine: Engine, index: str, embedder: Embedder) -> float | None:
+    """The lowest cosine between a few stored vectors of ``index`` and ``embedder``'s vectors of the same
+    texts; None when the index holds no vector to compare."""
+    hits = [hit for hit in engine.search(index, sample_body()).hits if hit.source.get(VECTOR_FIELD)]
+    if not hits:
+        return None
+    fresh = embed_passages(embedder, [chunk_from_source(hit.source).embedding_text for hit in hits])
+    return min(cosine(hit.source[VECTOR_FIELD], vector) for hit, vector in zip(hits, fresh, strict=True))
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """cos(a, b); 0 when either is the zero vector or their lengths differ."""
+    if len(a) != len(b):
+        return 0.0
+    norms = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    return math.fsum(x * y for x, y in zip(a, b, strict=True)) / norms if norms > 0 else 0.0
