@@ -10,6 +10,7 @@ import pytest
 from esbridge.config import Settings, load_settings
 from esbridge.embeddings.cache import EmbeddingCache
 from esbridge.embeddings.cached import CachedEmbedder
+from esbridge.embeddings.profiles import MINILM
 from esbridge.embeddings.sentence_transformer import SentenceTransformerEmbedder
 from esbridge.engines import Engine, connect
 from tests.integration.engines import engine_url, require_live
@@ -21,6 +22,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/integration/" in str(item.path).replace(os.sep, "/"):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True)
+def interfaces_embed_with_the_fixture_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Indices here are written with the ``embedder`` fixture (all-MiniLM-L6-v2 on torch, whose vectors of the
+    shared data are cached); the CLI, sidecar and MCP servers the tests start must embed queries with that
+    model, not the default one, or the index's model record refuses them. A test that names a model in its
+    own environment still gets it."""
+    monkeypatch.setenv("ESBRIDGE_EMBEDDING__MODEL", MINILM)
+    monkeypatch.setenv("ESBRIDGE_EMBEDDING__BACKEND", "torch")
 
 
 @pytest.fixture(params=LIVE_ENGINES)

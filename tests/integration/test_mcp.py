@@ -43,6 +43,8 @@ def test_the_mcp_server_answers_search_and_index_status_over_stdio(embedder: Cac
             "PYTHONPATH": str(ROOT),
             "ESBRIDGE_DATA_DIR": str(data),
             "ESBRIDGE_EMBEDDING__CACHE_DIR": str(tmp_path / "cache"),
+            "ESBRIDGE_EMBEDDING__MODEL": os.environ["ESBRIDGE_EMBEDDING__MODEL"],  # the fixture's model
+            "ESBRIDGE_EMBEDDING__BACKEND": os.environ["ESBRIDGE_EMBEDDING__BACKEND"],
             "HOME": os.environ.get("HOME", str(tmp_path)),
         },
         cwd=tmp_path,
