@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from esbridge.config.fields import FieldMap
+from esbridge.mappings.schema import SCHEMA_META_KEY
 
 TEXT_TYPES = frozenset({"text", "match_only_text"})
 KEYWORD_TYPES = frozenset({"keyword", "constant_keyword", "wildcard"})
@@ -133,7 +134,7 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             semantic.append(name)
     text, keywords, dates = by_type["text"], by_type["keyword"], by_type["date"]
     notes: list[str] = []
-    is_esbridge = isinstance(meta, Mapping) and "esbridge_schema" in meta
+    is_esbridge = isinstance(meta, Mapping) and SCHEMA_META_KEY in meta
     if is_esbridge:
         notes.append("this index was created by esbridge: search it as it is, without a field map")
     if not text:

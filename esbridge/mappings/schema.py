@@ -125,7 +125,7 @@ def _render_subfield(sub: JSON, params: IndexParameters) -> JSON:
 def render_mappings(dialect: Dialect, params: IndexParameters) -> JSON:
     return {
         "dynamic": "strict",
-        "_meta": {"esbridge_schema": SCHEMA_VERSION},
+        "_meta": {SCHEMA_META_KEY: SCHEMA_VERSION},
         "properties": {spec.name: _render_field(spec, dialect, params) for spec in FIELDS},
     }
 
@@ -151,6 +151,8 @@ def render_index(dialect: Dialect, params: IndexParameters | None = None) -> JSO
 
 
 SCHEMA_VERSION = 1
+SCHEMA_META_KEY = "esbridge_schema"
+"""The ``_meta`` key that marks an index esbridge created, holding ``SCHEMA_VERSION``."""
 
 
 def field_doc() -> list[tuple[str, str, Any]]:

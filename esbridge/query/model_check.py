@@ -26,6 +26,7 @@ from esbridge.embeddings.identity import (
     unrecorded_mismatch,
     unrecorded_mismatch_warning,
 )
+from esbridge.mappings.schema import SCHEMA_META_KEY
 
 MappingReader = Callable[[], Awaitable[Mapping[str, Any]]]
 """Reads the index's mapping (the alias resolved to its one concrete index)."""
@@ -59,6 +60,7 @@ class ModelGuard:
         self._clock = clock
         self._recorded: tuple[float, ModelIdentity | str | None] | None = None
         self._agreement = agreement
+        self._esbridge_made = False
         self._agreed: tuple[float, float | None] | None = None
 
     async def recorded(self) -> ModelIdentity | str | None:
@@ -67,7 +69,10 @@ class ModelGuard:
         now = self._clock()
         if self._recorded is None or now - self._recorded[0] >= self._ttl_s:
             try:
-                found: ModelIdentity | str | None = recorded_identity(await self._read(), self.index)
+                mapping = await self._read()
+                found: ModelIdentity | str | None = recorded_identity(mapping, self.index)
+                meta = mapping.get("_meta")
+                self._esbridge_made = isinstance(meta, Mapping) and SCHEMA_META_KEY in meta
             except errors.EngineError as exc:
                 # A search-only role may lack the privilege to read mappings (view_index_metadata); the search
                 # itself may still be allowed, so it goes on, unchecked, and says so.
@@ -91,8 +96,9 @@ class ModelGuard:
         return mismatch_warning(self.index, recorded, self.query, verdict)
 
     async def _check_vectors(self) -> str | None:
-        """``check`` for an index that records no model: its stored vectors against the query model's."""
-        if self._agreement is None:
+        """``check`` for an index that records no model: its stored vectors against the query model's, when
+        esbridge made the index (its mapping's ``_meta`` names esbridge's schema)."""
+        if self._agreement is None or not self._esbridge_made:
             return None
         now = self._clock()
         if self._agreed is None or now - self._agreed[0] >= self._ttl_s:
