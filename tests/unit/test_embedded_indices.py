@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine, ann
 from esbridge.engines.embedded.datadir import DataDir
+from esbridge.engines.embedded.lexical import COMMIT_AFTER_S
 from esbridge.errors import EngineUnavailable
 
 DIMENSION = 8
@@ -243,6 +245,10 @@ def test_a_second_process_cannot_write_but_can_read_and_writes_once_the_first_cl
         second = EmbeddedEngine(tmp_path)
         with pytest.raises(EngineUnavailable, match=rf"written by another process \(pid {holder.pid}\)"):
             second.bulk("idx", [BulkAction("index", "mine", {"body": "mine"})])
+        # The writer commits its full text within COMMIT_AFTER_S of writing; the reader sees it then.
+        deadline = time.monotonic() + COMMIT_AFTER_S + 5
+        while not second.search("idx", {"query": {"match": {"body": "other"}}}).hits and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert [hit.id for hit in second.search("idx", {"query": {"match": {"body": "other"}}}).hits] == ["theirs"]
     finally:
         holder.stdin.write("\n")

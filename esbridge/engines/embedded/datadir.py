@@ -27,7 +27,7 @@ import numpy as np
 
 from esbridge.engines.embedded import ann, lexical
 from esbridge.engines.embedded.ann import VectorIndex
-from esbridge.engines.embedded.lexical import Layout, LexicalIndex
+from esbridge.engines.embedded.lexical import COMMIT_AFTER_S, Layout, LexicalIndex
 from esbridge.engines.embedded.store import IndexRecord, Store
 
 LOCK_FILE = "writer.lock"
@@ -79,6 +79,8 @@ class DataDir:
         self._handles: dict[int, Handles] = {}
         self._filters: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._workers = ThreadPoolExecutor(1, thread_name_prefix="esbridge-graphs")
+        self._timer: threading.Timer | None = None
+        self._timer_lock = threading.Lock()
 
     # The writer lock
 
@@ -114,13 +116,33 @@ class DataDir:
 
     # Structures per index
 
-    def ready(self, store: Store, record: IndexRecord) -> Handles:
-        """The index's tantivy index and graphs, with every committed change applied."""
+    def ready(self, store: Store, record: IndexRecord, *, searching: bool = True) -> Handles:
+        """The index's tantivy index and graphs, with every committed change applied; for a search (not a
+        write) the full-text changes the writer holds are committed first, so a search sees every write."""
         found = self._handles.get(record.id)
-        if found is not None and found.generation == record.generation:
-            return found
+        if found is None or found.generation != record.generation:
+            with self._guard:
+                found = self._catch_up(store, record)
+        if searching:
+            found.lexical.commit()
+        else:
+            self._commit_later()
+        return found
+
+    def _commit_later(self) -> None:
+        """Commit what the full-text writers hold once writing pauses for ``COMMIT_AFTER_S``, so other
+        processes see the last writes too."""
+        with self._timer_lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(COMMIT_AFTER_S, self._commit_all)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _commit_all(self) -> None:
         with self._guard:
-            return self._catch_up(store, record)
+            for found in self._handles.values():
+                found.lexical.commit()
 
     def _catch_up(self, store: Store, record: IndexRecord) -> Handles:
         layout = Layout(record.schema)
@@ -146,7 +168,7 @@ class DataDir:
             for path, graph in found.vectors.items()
         ]
         try:
-            if (text.fresh or text.applied < latest) and self._try_writer():
+            if (text.fresh or text.held < latest) and self._try_writer():
                 text.recheck()  # this process may have read the state before another writer moved it
                 rebuilt = text.fresh
                 self._apply_text(store, record, text)
@@ -167,13 +189,13 @@ class DataDir:
                 rows = [row for (row,) in db.execute("SELECT row FROM docs WHERE index_id = ?", (record.id,))]
                 removed: list[int] = []
             else:
-                rows = _changed(db, record.id, text.applied)
+                rows = _changed(db, record.id, text.held)
                 removed = rows
             for start in range(0, max(len(rows), 1), _BATCH):
                 chunk = rows[start : start + _BATCH]
                 documents = [(row, doc_id, source) for row, (doc_id, source) in store.hits(chunk).items()]
                 last = start + _BATCH >= len(rows)
-                seq = latest if last else text.applied
+                seq = latest if last else text.held
                 text.apply(removed[start : start + _BATCH], documents, seq, clear=text.fresh and start == 0)
         text.fresh = False
 
@@ -235,6 +257,9 @@ class DataDir:
                 del self._filters[key]
 
     def close(self, store: Store) -> None:
+        with self._timer_lock:
+            if self._timer is not None:
+                self._timer.cancel()
         with self._guard:
             for index_id, found in self._handles.items():
                 found.lexical.close()

@@ -263,32 +263,55 @@ class Store:
         return source
 
     def put_document(self, record: IndexRecord, schema: Schema, doc_id: str, source: Mapping[str, Any]) -> None:
-        stored = dict(source)
-        vectors: list[tuple[str, bytes]] = []
-        for field in schema.vector_fields:
-            value = schema.value(stored, field)
-            if value is not None:
-                vectors.append((field.path, np.asarray(value, dtype=np.float32).tobytes()))
-                stored = _without(stored, list(field.source_path))
-        text = json.dumps(stored)
-        row = self.document_row(record.id, doc_id)
-        if row is None:
-            cursor = self.db.execute(
-                "INSERT INTO docs (index_id, id, source) VALUES (?, ?, ?)", (record.id, doc_id, text)
-            )
-            assert cursor.lastrowid is not None
-            row = cursor.lastrowid
-        else:
-            self.db.execute("UPDATE docs SET source = ? WHERE row = ?", (text, row))
-            self._delete_dependents(record.id, row)
-        self.db.executemany(
-            "INSERT INTO vectors (row, field, data) VALUES (?, ?, ?)", [(row, f, d) for f, d in vectors]
-        )
-        self.db.executemany(
-            "INSERT OR IGNORE INTO fieldvals (field, value, row) VALUES (?, ?, ?)",
-            [(path, value, row) for path, value in field_values(schema, stored)],
-        )
-        self.db.execute("INSERT INTO changes (index_id, row) VALUES (?, ?)", (record.id, row))
+        self.put_documents(record, schema, [(doc_id, source)])
+
+    def put_documents(
+        self, record: IndexRecord, schema: Schema, documents: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> None:
+        """Store ``documents`` (``_id``, checked source; each ``_id`` once) with one statement per table."""
+        if not documents:
+            return
+        db = self.db
+        existing = self._rows_of(record.id, [doc_id for doc_id, _ in documents])
+        following = int(db.execute("SELECT coalesce(max(row), 0) FROM docs").fetchone()[0]) + 1
+        inserted: list[tuple[int, int, str, str]] = []
+        updated: list[tuple[str, int]] = []
+        vectors: list[tuple[int, str, bytes]] = []
+        values: list[tuple[str, Any, int]] = []
+        for doc_id, source in documents:
+            stored = dict(source)
+            row = existing.get(doc_id)
+            if row is None:
+                row, following = following, following + 1
+            for field in schema.vector_fields:
+                value = schema.value(stored, field)
+                if value is not None:
+                    vectors.append((row, field.path, np.asarray(value, dtype=np.float32).tobytes()))
+                    stored = _without(stored, list(field.source_path))
+            text = json.dumps(stored)
+            if doc_id in existing:
+                updated.append((text, row))
+            else:
+                inserted.append((row, record.id, doc_id, text))
+            values.extend((path, value, row) for path, value in field_values(schema, stored))
+        if updated:
+            db.executemany("UPDATE docs SET source = ? WHERE row = ?", updated)
+            for table in ("vectors", "fieldvals"):
+                db.executemany(f"DELETE FROM {table} WHERE row = ?", [(row,) for _, row in updated])  # noqa: S608
+        db.executemany("INSERT INTO docs (row, index_id, id, source) VALUES (?, ?, ?, ?)", inserted)
+        db.executemany("INSERT INTO vectors (row, field, data) VALUES (?, ?, ?)", vectors)
+        db.executemany("INSERT OR IGNORE INTO fieldvals (field, value, row) VALUES (?, ?, ?)", values)
+        rows = [(record.id, row) for row, *_ in inserted] + [(record.id, row) for _, row in updated]
+        db.executemany("INSERT INTO changes (index_id, row) VALUES (?, ?)", rows)
+
+    def _rows_of(self, index_id: int, doc_ids: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for start in range(0, len(doc_ids), 500):
+            chunk = doc_ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            query = f"SELECT id, row FROM docs WHERE index_id = ? AND id IN ({marks})"  # noqa: S608
+            found.update(self.db.execute(query, (index_id, *chunk)))
+        return found
 
     def delete_document(self, record: IndexRecord, doc_id: str) -> bool:
         row = self.document_row(record.id, doc_id)
@@ -376,10 +399,12 @@ def indexed_value(field: Field, value: Any) -> Any:
 
 
 def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-    for field in schema.fields.values():
-        if field.type in ("text", "object", "knn_vector"):
-            continue
+    for field in schema.filterable_fields:
         value = schema.value(source, field)
-        for item in value if isinstance(value, list) else [value]:
-            if item is not None and not isinstance(item, (Mapping, list)):
+        if value is None:
+            continue
+        for item in value if type(value) is list else [value]:
+            if type(item) is str and field.type == "keyword":
+                yield field.path, item
+            elif item is not None and not isinstance(item, (Mapping, list)):
                 yield field.path, indexed_value(field, item)
