@@ -153,9 +153,12 @@ def test_writes_update_the_graph_in_place_and_a_reopen_loads_it_from_its_file(tm
     shared: DataDir = engine._shared
     graph = next(iter(shared._handles.values())).vectors["v"]
     engine.bulk("idx", [BulkAction("index", "new", {"v": [1.0] * DIMENSION})])
-    assert next(iter(shared._handles.values())).vectors["v"] is graph, "no reload on write"
+    handles = next(iter(shared._handles.values()))
+    assert handles.vectors["v"] is graph, "no reload on write"
+    handles.settle()  # the graph grows in the worker thread after the write returns
     assert len(graph) == 201
     engine.bulk("idx", [BulkAction("delete", "new")])
+    handles.settle()
     assert len(graph) == 200
     assert "new" not in {hit.id for hit in engine.search("idx", knn([1.0] * DIMENSION, 3)).hits}
     engine.close()

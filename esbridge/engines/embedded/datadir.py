@@ -18,8 +18,8 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,14 @@ class Handles:
     generation: int
     lexical: LexicalIndex
     vectors: dict[str, VectorIndex]
+    growing: list[Future[None]] = field(default_factory=list)
+    """The graph updates of the last write, still running (see ``DataDir.ready``)."""
+
+    def settle(self) -> None:
+        """Wait for the graph updates under way; raise what one of them raised."""
+        growing, self.growing = self.growing, []
+        for update in growing:
+            update.result()
 
 
 def open_shared(root: Path) -> DataDir:
@@ -122,8 +130,11 @@ class DataDir:
         found = self._handles.get(record.id)
         if found is None or found.generation != record.generation:
             with self._guard:
-                found = self._catch_up(store, record)
+                found = self._catch_up(store, record, wait=searching)
         if searching:
+            if found.growing:
+                with self._guard:
+                    found.settle()
             found.lexical.commit()
         else:
             self._commit_later()
@@ -144,7 +155,10 @@ class DataDir:
             for found in self._handles.values():
                 found.lexical.commit()
 
-    def _catch_up(self, store: Store, record: IndexRecord) -> Handles:
+    def _catch_up(self, store: Store, record: IndexRecord, *, wait: bool) -> Handles:
+        """Apply the changes logged since the structures were last current. The graphs grow in a worker
+        thread while tantivy indexes in this one; after a write (``wait`` false) they go on growing while
+        the caller prepares its next write, and the next write or search waits for them first."""
         layout = Layout(record.schema)
         found = self._handles.get(record.id)
         if found is None or found.lexical.layout.digest != layout.digest:
@@ -159,11 +173,11 @@ class DataDir:
             text = LexicalIndex(folder, layout, writer=self._try_writer() if fresh else self.writing)
             found = Handles(-1, text, vectors)
             self._handles[record.id] = found
+        found.settle()
         db = store.db
         latest = _latest(db, record.id)
         text = found.lexical
-        # The graphs grow in another thread while tantivy indexes here: both spend their time outside the GIL.
-        graphs = [
+        found.growing = [
             self._workers.submit(self._apply_vectors, store, record, path, graph)
             for path, graph in found.vectors.items()
         ]
@@ -177,8 +191,8 @@ class DataDir:
             else:
                 text.reload()
         finally:
-            for graph in graphs:
-                graph.result()
+            if wait:
+                found.settle()
         found.generation = record.generation
         return found
 
@@ -250,6 +264,7 @@ class DataDir:
         with self._guard:
             found = self._handles.pop(index_id, None)
             if found is not None:
+                wait(found.growing)  # what becomes of them no longer matters, only that they are done
                 found.lexical.close()
             lexical.remove_all(self.root, index_id)
             ann.remove_all(self.root, index_id)
@@ -261,19 +276,22 @@ class DataDir:
             if self._timer is not None:
                 self._timer.cancel()
         with self._guard:
-            for index_id, found in self._handles.items():
-                found.lexical.close()
-                if self.writing:
-                    for graph in found.vectors.values():
-                        if graph.applied != graph.saved:
-                            graph.save()
-                    with contextlib.suppress(sqlite3.Error):  # the log stays; the next writer trims it
-                        self._trim(store, index_id)
-            self._handles.clear()
-            self._workers.shutdown()
-            if self._lock_fd is not None:
-                os.close(self._lock_fd)
-                self._lock_fd = None
+            try:
+                for index_id, found in self._handles.items():
+                    found.lexical.close()
+                    found.settle()
+                    if self.writing:
+                        for graph in found.vectors.values():
+                            if graph.applied != graph.saved:
+                                graph.save()
+                        with contextlib.suppress(sqlite3.Error):  # the log stays; the next writer trims it
+                            self._trim(store, index_id)
+            finally:
+                self._handles.clear()
+                self._workers.shutdown()
+                if self._lock_fd is not None:
+                    os.close(self._lock_fd)
+                    self._lock_fd = None
 
 
 def _latest(db: sqlite3.Connection, index_id: int) -> int:

@@ -233,7 +233,7 @@ class LexicalIndex:
             self.applied = self.held
             self._waiting = 0
             self.fresh = False
-        self.index.reload()
+            self.index.reload()  # under the lock: whoever finds nothing left to commit finds it searchable too
 
     def reload(self) -> None:
         self.index.reload()
