@@ -253,7 +253,7 @@ def main() -> None:
 
     print(f"hybrid (BM25 + kNN, fused; no embedding): {_ms(asyncio.run(fused()))}", flush=True)
 
-    after_write = []
+    after_write, writes, together = [], [], []
     for round_ in range(5):
         extra = [
             BulkAction(
@@ -267,13 +267,44 @@ def main() -> None:
             )
             for i in range(100)
         ]
+        wrote = time.perf_counter()
         engine.bulk(ALIAS, extra)
         began = time.perf_counter()
+        writes.append(began - wrote)
         hits = engine.search(ALIAS, bodies.knn_body("opensearch", queries[0].tolist(), k=10, filters=Filters(),
                                                     num_candidates=100)).hits  # fmt: skip
         after_write.append(time.perf_counter() - began)
+        together.append(time.perf_counter() - wrote)
         assert hits[0].id == f"w{round_}-0" or hits[0].id.startswith("w"), hits[0].id
     print(f"kNN right after a 100-chunk write: {_ms(after_write)}; {_rss()}", flush=True)
+    print(f"  the write itself: {_ms(writes)}; write and search together: {_ms(together)}", flush=True)
+
+    def native_qps(concurrency: int, seconds: float = 4.0) -> float:
+        """The ceiling: the same half-BM25, half-kNN load on tantivy and usearch directly, no esbridge code."""
+        record = engine._store.index(engine.alias_targets(ALIAS)[0])
+        assert record is not None
+        handles = engine._shared.ready(engine._store, record)
+        graph, text = handles.vectors["vector"].graph, handles.lexical
+        parsed = [text.index.parse_query(phrase, [text.layout.text["body"]]) for phrase in phrases]
+        done = 0
+        lock = threading.Lock()
+        stop = time.perf_counter() + seconds
+
+        def work(worker: int) -> None:
+            nonlocal done
+            i = worker
+            while time.perf_counter() < stop:
+                if i % 2:
+                    text.searcher().search(parsed[i % len(parsed)], limit=10)
+                else:
+                    graph.search(queries[i % len(queries)], 10)
+                i += concurrency
+                with lock:
+                    done += 1
+
+        with ThreadPoolExecutor(concurrency) as pool:
+            list(pool.map(work, range(concurrency)))
+        return done / seconds
 
     def qps(concurrency: int, seconds: float = 10.0) -> float:
         done = 0
@@ -306,6 +337,15 @@ def main() -> None:
         four += qps(many, 4.0) / 3
     print(
         f"QPS (half BM25, half kNN): concurrency 1 {one:.0f}/s, concurrency {many} {four:.0f}/s = {four / one:.2f}x",
+        flush=True,
+    )
+    bare_one = bare_many = 0.0
+    for _ in range(3):
+        bare_one += native_qps(1) / 3
+        bare_many += native_qps(many) / 3
+    print(
+        f"  tantivy and usearch alone: concurrency 1 {bare_one:.0f}/s, concurrency {many} {bare_many:.0f}/s "
+        f"= {bare_many / bare_one:.2f}x",
         flush=True,
     )
     print(f"final: {_rss()}; {_load()}", flush=True)

@@ -307,3 +307,37 @@ def test_a_new_text_field_rebuilds_the_full_text_index_once_and_drops_the_old_on
         assert [hit.id for hit in engine.search("idx", {"query": {"match": {"body": "words"}}}).hits] == ["a"]
     finally:
         engine.close()
+
+
+def test_a_write_is_searchable_while_the_graph_is_still_taking_it_in(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ann, "EXACT_BELOW", 10)  # search the graph, not a brute-force scan
+    engine.create_index("idx", mapping(approximate=True))
+    vectors = points(300)
+    load(engine, "idx", vectors)
+    engine.search("idx", knn(vectors[0], 1))
+    gate = threading.Event()
+    engine._shared._workers.submit(gate.wait)  # the graph worker is busy: the next updates queue behind this
+    try:
+        target = vectors[7] + 0.001
+        engine.bulk(
+            "idx",
+            [
+                BulkAction("index", "fresh", {"tag": "rare", "n": 1000, "v": target.tolist()}),
+                BulkAction("delete", "d7"),
+                BulkAction("index", "d8", {"tag": "common", "n": 8, "v": (-vectors[8]).tolist()}),
+            ],
+        )
+        handles = next(iter(engine._shared._handles.values()))
+        assert handles.growing and not any(update.done() for update in handles.growing)
+        assert engine.search("idx", knn(target, 2)).hits[0].id == "fresh"
+        assert "d7" not in {hit.id for hit in engine.search("idx", knn(vectors[7], 5)).hits}
+        moved = engine.search("idx", knn(-vectors[8], 1)).hits
+        assert moved[0].id == "d8" and moved[0].score == pytest.approx(1.0, abs=1e-6)
+        filtered = engine.search("idx", knn(target, 3, filter={"term": {"tag": "common"}})).hits
+        assert "fresh" not in {hit.id for hit in filtered} and len(filtered) == 3
+    finally:
+        gate.set()
+    handles.settle()
+    assert [hit.id for hit in engine.search("idx", knn(target, 1)).hits] == ["fresh"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -154,13 +154,30 @@ class VectorIndex:
         excluded: Collection[int] = (),
         exact: bool = False,
         subset: Hashable = None,
+        behind: Mapping[int, npt.NDArray[np.float32] | None] | None = None,
     ) -> dict[int, float]:
         """Row -> score of the ``k`` rows nearest ``vector`` among ``allowed`` (or all), never ``excluded``.
 
         ``subset`` names ``allowed`` (it must change when the rows or the index do): an allowed set searched
-        exactly keeps its vectors in memory under that name for the next search with the same filter."""
+        exactly keeps its vectors in memory under that name for the next search with the same filter.
+        ``behind``: the rows written since the graph's last completed update, with their vectors now (None
+        when gone); the graph's answer for them is dropped and they are scored exactly instead, so a write
+        is searchable before the graph has taken it in."""
+        if not behind:
+            with self._gate.searching():
+                return self._nearest(vector, k, allowed, excluded, exact, subset)
         with self._gate.searching():
-            return self._nearest(vector, k, allowed, excluded, exact, subset)
+            found = self._nearest(vector, k + len(behind), allowed, excluded, exact, subset)
+        found = {row: score for row, score in found.items() if row not in behind}
+        query = np.asarray(vector, dtype=np.float32)
+        query = query / np.linalg.norm(query)
+        for row, value in behind.items():
+            if value is None or row in excluded or (allowed is not None and row not in allowed):
+                continue
+            norm = float(np.linalg.norm(value))
+            if norm:
+                found[row] = (1.0 + float(value @ query) / norm) / 2.0
+        return dict(sorted(found.items(), key=lambda item: (-item[1], item[0]))[:k])
 
     def _nearest(
         self,

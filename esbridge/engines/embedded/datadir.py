@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from esbridge.engines.embedded import ann, lexical
 from esbridge.engines.embedded.ann import VectorIndex
@@ -132,12 +133,25 @@ class DataDir:
             with self._guard:
                 found = self._catch_up(store, record, wait=searching)
         if searching:
-            if found.growing:
+            if found.growing and all(update.done() for update in found.growing):
                 with self._guard:
-                    found.settle()
+                    found.settle()  # (raises what a finished update raised)
             found.lexical.commit()
         else:
             self._commit_later()
+        return found
+
+    def behind(
+        self, store: Store, record: IndexRecord, handles: Handles, path: str
+    ) -> dict[int, npt.NDArray[np.float32] | None]:
+        """The rows written since the graph of ``path`` last completed an update (none when no update is under
+        way), with their vectors as the database has them now (None when deleted or without one)."""
+        if not handles.growing:
+            return {}
+        rows = _changed(store.db, record.id, handles.vectors[path].applied)
+        found: dict[int, npt.NDArray[np.float32] | None] = dict.fromkeys(rows)
+        for row, blob in store.vector_blobs(rows, path):
+            found[row] = np.frombuffer(blob, dtype=np.float32)
         return found
 
     def _commit_later(self) -> None:
