@@ -35,6 +35,8 @@ LOCK_FILE = "writer.lock"
 SAVE_EVERY = 200_000
 """Changes a graph takes in memory before it is written to its file again."""
 _BATCH = 20_000
+COMMIT_AT_ONCE_BELOW = 1_000
+"""A write that leaves fewer full-text changes waiting commits them before it returns; larger ones gather."""
 _SHARED: dict[Path, DataDir] = {}
 _SHARED_LOCK = threading.Lock()
 
@@ -137,6 +139,8 @@ class DataDir:
                 with self._guard:
                     found.settle()  # (raises what a finished update raised)
             found.lexical.commit()
+        elif found.lexical.waiting < COMMIT_AT_ONCE_BELOW:
+            found.lexical.commit()  # a few changes: visible at once, the way a small write is expected to be
         else:
             self._commit_later()
         return found

@@ -174,6 +174,11 @@ class LexicalIndex:
         self._since = 0.0
 
     @property
+    def waiting(self) -> int:
+        """Changes in the writer since the last commit."""
+        return self._waiting
+
+    @property
     def dirty(self) -> bool:
         """Changes sit in the writer, invisible to searches until ``commit``."""
         return self._waiting > 0 or self.held != self.applied
