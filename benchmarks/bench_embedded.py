@@ -20,7 +20,7 @@ import re
 import statistics
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,26 @@ def _rss() -> str:
     rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
     peak = int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
     return f"RSS {rss:,.0f} MB (peak {peak:,.0f} MB)"
+
+
+def _throughput(concurrency: int, search: Callable[[int], None], seconds: float = 4.0) -> float:
+    """Searches per second when ``concurrency`` threads call ``search(i)`` with their own sequence of ``i``."""
+    done = 0
+    lock = threading.Lock()
+    stop = time.perf_counter() + seconds
+
+    def work(worker: int) -> None:
+        nonlocal done
+        i = worker
+        while time.perf_counter() < stop:
+            search(i)
+            i += concurrency
+            with lock:
+                done += 1
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(work, range(concurrency)))
+    return done / seconds
 
 
 def _load() -> str:
@@ -279,62 +299,39 @@ def main() -> None:
     print(f"kNN right after a 100-chunk write: {_ms(after_write)}; {_rss()}", flush=True)
     print(f"  the write itself: {_ms(writes)}; write and search together: {_ms(together)}", flush=True)
 
-    def native_qps(concurrency: int, seconds: float = 4.0) -> float:
+    def native_qps(concurrency: int) -> float:
         """The ceiling: the same half-BM25, half-kNN load on tantivy and usearch directly, no esbridge code."""
         record = engine._store.index(engine.alias_targets(ALIAS)[0])
         assert record is not None
         handles = engine._shared.ready(engine._store, record)
         graph, text = handles.vectors["vector"].graph, handles.lexical
         parsed = [text.index.parse_query(phrase, [text.layout.text["body"]]) for phrase in phrases]
-        done = 0
-        lock = threading.Lock()
-        stop = time.perf_counter() + seconds
 
-        def work(worker: int) -> None:
-            nonlocal done
-            i = worker
-            while time.perf_counter() < stop:
-                if i % 2:
-                    text.searcher().search(parsed[i % len(parsed)], limit=10)
-                else:
-                    graph.search(queries[i % len(queries)], 10)
-                i += concurrency
-                with lock:
-                    done += 1
+        def one(i: int) -> None:
+            if i % 2:
+                text.searcher().search(parsed[i % len(parsed)], limit=10)
+            else:
+                graph.search(queries[i % len(queries)], 10)
 
-        with ThreadPoolExecutor(concurrency) as pool:
-            list(pool.map(work, range(concurrency)))
-        return done / seconds
+        return _throughput(concurrency, one)
 
-    def qps(concurrency: int, seconds: float = 10.0) -> float:
-        done = 0
-        lock = threading.Lock()
-        stop = time.perf_counter() + seconds
+    def qps(concurrency: int) -> float:
+        def one(i: int) -> None:
+            if i % 2:
+                body = bodies.bm25_body("opensearch", phrases[i % len(phrases)], size=10, filters=Filters())
+            else:
+                body = bodies.knn_body("opensearch", queries[i % len(queries)].tolist(), k=10, filters=Filters(),
+                                       num_candidates=100)  # fmt: skip
+            engine.search(ALIAS, body)
 
-        def work(worker: int) -> None:
-            nonlocal done
-            i = worker
-            while time.perf_counter() < stop:
-                if i % 2:
-                    body = bodies.bm25_body("opensearch", phrases[i % len(phrases)], size=10, filters=Filters())
-                else:
-                    body = bodies.knn_body("opensearch", queries[i % len(queries)].tolist(), k=10, filters=Filters(),
-                                           num_candidates=100)  # fmt: skip
-                engine.search(ALIAS, body)
-                i += concurrency
-                with lock:
-                    done += 1
-
-        with ThreadPoolExecutor(concurrency) as pool:
-            list(pool.map(work, range(concurrency)))
-        return done / seconds
+        return _throughput(concurrency, one)
 
     # Alternated, so a change in what else the machine runs weighs on both alike.
     many = args.concurrency
     one = four = 0.0
     for _ in range(3):
-        one += qps(1, 4.0) / 3
-        four += qps(many, 4.0) / 3
+        one += qps(1) / 3
+        four += qps(many) / 3
     print(
         f"QPS (half BM25, half kNN): concurrency 1 {one:.0f}/s, concurrency {many} {four:.0f}/s = {four / one:.2f}x",
         flush=True,

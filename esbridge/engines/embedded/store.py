@@ -305,13 +305,14 @@ class Store:
         db.executemany("INSERT INTO changes (index_id, row) VALUES (?, ?)", rows)
 
     def _rows_of(self, index_id: int, doc_ids: Sequence[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for start in range(0, len(doc_ids), 500):
-            chunk = doc_ids[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
-            query = f"SELECT id, row FROM docs WHERE index_id = ? AND id IN ({marks})"  # noqa: S608
-            found.update(self.db.execute(query, (index_id, *chunk)))
-        return found
+        return dict(self._where_in("SELECT id, row FROM docs WHERE index_id = ? AND id IN ({})", doc_ids, index_id))
+
+    def _where_in(self, query: str, values: Sequence[Any], *leading: Any) -> Iterator[Any]:
+        """The rows ``query`` returns for ``values``, asked 500 at a time: its ``{}`` becomes their placeholders
+        (never the values themselves), after the ``leading`` parameters."""
+        for start in range(0, len(values), 500):
+            chunk = values[start : start + 500]
+            yield from self.db.execute(query.format(", ".join("?" * len(chunk))), (*leading, *chunk))
 
     def delete_document(self, record: IndexRecord, doc_id: str) -> bool:
         row = self.document_row(record.id, doc_id)
@@ -328,34 +329,19 @@ class Store:
 
     def hits(self, rows: Sequence[int]) -> dict[int, tuple[str, dict[str, Any]]]:
         """Row -> (``_id``, stored source without vectors)."""
-        found: dict[int, tuple[str, dict[str, Any]]] = {}
-        for start in range(0, len(rows), 500):
-            chunk = rows[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
-            query = f"SELECT row, id, source FROM docs WHERE row IN ({marks})"  # noqa: S608
-            for row, doc_id, source in self.db.execute(query, chunk):
-                found[row] = (doc_id, json.loads(source))
-        return found
+        query = "SELECT row, id, source FROM docs WHERE row IN ({})"
+        return {row: (doc_id, json.loads(source)) for row, doc_id, source in self._where_in(query, rows)}
 
     def vectors_of(self, rows: Sequence[int], field: Field) -> dict[int, list[float]]:
-        found: dict[int, list[float]] = {}
-        for start in range(0, len(rows), 500):
-            chunk = rows[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
-            query = f"SELECT row, data FROM vectors WHERE field = ? AND row IN ({marks})"  # noqa: S608
-            for row, data in self.db.execute(query, (field.path, *chunk)):
-                found[row] = np.frombuffer(data, dtype=np.float32).tolist()
-        return found
+        query = "SELECT row, data FROM vectors WHERE field = ? AND row IN ({})"
+        return {
+            row: np.frombuffer(data, dtype=np.float32).tolist() for row, data in self._where_in(query, rows, field.path)
+        }
 
     def vector_blobs(self, rows: Sequence[int], field: str) -> list[tuple[int, bytes]]:
         """(row, float32 bytes) of ``field`` for those of ``rows`` that have it, in row order."""
-        found: list[tuple[int, bytes]] = []
-        for start in range(0, len(rows), 500):
-            chunk = rows[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
-            query = f"SELECT row, data FROM vectors WHERE field = ? AND row IN ({marks}) ORDER BY row"  # noqa: S608
-            found.extend(self.db.execute(query, (field, *chunk)))
-        return found
+        query = "SELECT row, data FROM vectors WHERE field = ? AND row IN ({}) ORDER BY row"
+        return list(self._where_in(query, rows, field))
 
     def count(self, index_id: int) -> int:
         return int(self.db.execute("SELECT count(*) FROM docs WHERE index_id = ?", (index_id,)).fetchone()[0])
