@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from esbridge.engines.base import BulkAction
-from esbridge.engines.embedded import EmbeddedEngine, ann
+from esbridge.engines.embedded import EmbeddedEngine, ann, store
 from esbridge.engines.embedded.datadir import DataDir
 from esbridge.engines.embedded.lexical import COMMIT_AFTER_S
 from esbridge.errors import EngineUnavailable
@@ -341,3 +341,17 @@ def test_a_write_is_searchable_while_the_graph_is_still_taking_it_in(
         gate.set()
     handles.settle()
     assert [hit.id for hit in engine.search("idx", knn(target, 1)).hits] == ["fresh"]
+
+
+def test_the_write_ahead_log_is_emptied_once_it_passes_its_limit(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine.create_index("idx", mapping(approximate=True))
+    load(engine, "idx", points(100))
+    log = engine.data_dir / "esbridge.sqlite3-wal"
+    assert log.stat().st_size > 0
+    monkeypatch.setattr(store, "LOG_LIMIT", 1)
+    load(engine, "idx", points(10, seed=5), prefix="more")
+    assert log.stat().st_size == 0
+    assert engine.count("idx") == 110
+    assert engine.search("idx", knn(points(10, seed=5)[3], 1)).hits[0].id == "more3"

@@ -192,6 +192,8 @@ class DataDir:
             found = Handles(-1, text, vectors)
             self._handles[record.id] = found
         found.settle()
+        if self.writing:
+            store.empty_log()  # (now, while the graph worker reads nothing)
         db = store.db
         latest = _latest(db, record.id)
         text = found.lexical

@@ -36,6 +36,7 @@ from esbridge.engines.blocks import write_blocked
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, parse_date
 
 DB_FILE = "esbridge.sqlite3"
+LOG_LIMIT = 256 * 1024 * 1024
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS indices (
@@ -171,6 +172,17 @@ class Store:
             yield db
         finally:
             db.execute("COMMIT")
+
+    def empty_log(self) -> None:
+        """Copy the write-ahead log into the database and empty it once it passes ``LOG_LIMIT`` bytes. SQLite's
+        own checkpoints cannot restart a log that some reader always uses, as the graph worker's reads
+        overlapping each next write would: the log then grows by every write."""
+        try:
+            size = self.path.with_name(self.path.name + "-wal").stat().st_size
+        except FileNotFoundError:
+            return
+        if size > LOG_LIMIT:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         with self.lock:
