@@ -57,17 +57,13 @@ def test_a_bulk_that_fails_midway_leaves_nothing_half_written(
 ) -> None:
     engine.create_index("crash", BODY)
     engine.bulk("crash", docs("before", 3))
-    real = Store.put_document
-    calls = 0
+    real = Store.put_documents
 
-    def failing(self: Store, *args: Any) -> None:
-        nonlocal calls
-        calls += 1
-        if calls == 3:
-            raise sqlite3.OperationalError("disk I/O error")
-        real(self, *args)
+    def failing(self: Store, record: Any, schema: Any, documents: Any) -> None:
+        real(self, record, schema, documents[:2])  # two documents written, then the disk fails
+        raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(Store, "put_document", failing)
+    monkeypatch.setattr(Store, "put_documents", failing)
     with pytest.raises(EngineResponseError, match="disk I/O error"):
         engine.bulk("crash", docs("during", 5))
     monkeypatch.undo()

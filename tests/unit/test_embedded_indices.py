@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,9 @@ import numpy as np
 import pytest
 
 from esbridge.engines.base import BulkAction
-from esbridge.engines.embedded import EmbeddedEngine, ann
+from esbridge.engines.embedded import EmbeddedEngine, ann, store
 from esbridge.engines.embedded.datadir import DataDir
+from esbridge.engines.embedded.lexical import COMMIT_AFTER_S
 from esbridge.errors import EngineUnavailable
 
 DIMENSION = 8
@@ -151,9 +153,12 @@ def test_writes_update_the_graph_in_place_and_a_reopen_loads_it_from_its_file(tm
     shared: DataDir = engine._shared
     graph = next(iter(shared._handles.values())).vectors["v"]
     engine.bulk("idx", [BulkAction("index", "new", {"v": [1.0] * DIMENSION})])
-    assert next(iter(shared._handles.values())).vectors["v"] is graph, "no reload on write"
+    handles = next(iter(shared._handles.values()))
+    assert handles.vectors["v"] is graph, "no reload on write"
+    handles.settle()  # the graph grows in the worker thread after the write returns
     assert len(graph) == 201
     engine.bulk("idx", [BulkAction("delete", "new")])
+    handles.settle()
     assert len(graph) == 200
     assert "new" not in {hit.id for hit in engine.search("idx", knn([1.0] * DIMENSION, 3)).hits}
     engine.close()
@@ -243,6 +248,10 @@ def test_a_second_process_cannot_write_but_can_read_and_writes_once_the_first_cl
         second = EmbeddedEngine(tmp_path)
         with pytest.raises(EngineUnavailable, match=rf"written by another process \(pid {holder.pid}\)"):
             second.bulk("idx", [BulkAction("index", "mine", {"body": "mine"})])
+        # The writer commits its full text within COMMIT_AFTER_S of writing; the reader sees it then.
+        deadline = time.monotonic() + COMMIT_AFTER_S + 5
+        while not second.search("idx", {"query": {"match": {"body": "other"}}}).hits and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert [hit.id for hit in second.search("idx", {"query": {"match": {"body": "other"}}}).hits] == ["theirs"]
     finally:
         holder.stdin.write("\n")
@@ -298,3 +307,51 @@ def test_a_new_text_field_rebuilds_the_full_text_index_once_and_drops_the_old_on
         assert [hit.id for hit in engine.search("idx", {"query": {"match": {"body": "words"}}}).hits] == ["a"]
     finally:
         engine.close()
+
+
+def test_a_write_is_searchable_while_the_graph_is_still_taking_it_in(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ann, "EXACT_BELOW", 10)  # search the graph, not a brute-force scan
+    engine.create_index("idx", mapping(approximate=True))
+    vectors = points(300)
+    load(engine, "idx", vectors)
+    engine.search("idx", knn(vectors[0], 1))
+    gate = threading.Event()
+    engine._shared._workers.submit(gate.wait)  # the graph worker is busy: the next updates queue behind this
+    try:
+        target = vectors[7] + 0.001
+        engine.bulk(
+            "idx",
+            [
+                BulkAction("index", "fresh", {"tag": "rare", "n": 1000, "v": target.tolist()}),
+                BulkAction("delete", "d7"),
+                BulkAction("index", "d8", {"tag": "common", "n": 8, "v": (-vectors[8]).tolist()}),
+            ],
+        )
+        handles = next(iter(engine._shared._handles.values()))
+        assert handles.growing and not any(update.done() for update in handles.growing)
+        assert engine.search("idx", knn(target, 2)).hits[0].id == "fresh"
+        assert "d7" not in {hit.id for hit in engine.search("idx", knn(vectors[7], 5)).hits}
+        moved = engine.search("idx", knn(-vectors[8], 1)).hits
+        assert moved[0].id == "d8" and moved[0].score == pytest.approx(1.0, abs=1e-6)
+        filtered = engine.search("idx", knn(target, 3, filter={"term": {"tag": "common"}})).hits
+        assert "fresh" not in {hit.id for hit in filtered} and len(filtered) == 3
+    finally:
+        gate.set()
+    handles.settle()
+    assert [hit.id for hit in engine.search("idx", knn(target, 1)).hits] == ["fresh"]
+
+
+def test_the_write_ahead_log_is_emptied_once_it_passes_its_limit(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine.create_index("idx", mapping(approximate=True))
+    load(engine, "idx", points(100))
+    log = engine.data_dir / "esbridge.sqlite3-wal"
+    assert log.stat().st_size > 0
+    monkeypatch.setattr(store, "LOG_LIMIT", 1)
+    load(engine, "idx", points(10, seed=5), prefix="more")
+    assert log.stat().st_size == 0
+    assert engine.count("idx") == 110
+    assert engine.search("idx", knn(points(10, seed=5)[3], 1)).hits[0].id == "more3"

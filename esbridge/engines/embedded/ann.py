@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,43 @@ SUBSET_CACHE_SLOTS = 4
 EXPANSION_SEARCH = 256
 
 
+class _Gate:
+    """Any number of searches at once, or one growth of the graph's storage: usearch's ``reserve`` moves
+    memory that a search running beside it would still read."""
+
+    def __init__(self) -> None:
+        self._state = threading.Condition()
+        self._searches = 0
+        self._growing = False
+
+    @contextmanager
+    def searching(self) -> Iterator[None]:
+        with self._state:
+            while self._growing:
+                self._state.wait()
+            self._searches += 1
+        try:
+            yield
+        finally:
+            with self._state:
+                self._searches -= 1
+                if not self._searches:
+                    self._state.notify_all()
+
+    @contextmanager
+    def growing(self) -> Iterator[None]:
+        with self._state:
+            self._growing = True
+            while self._searches:
+                self._state.wait()
+        try:
+            yield
+        finally:
+            with self._state:
+                self._growing = False
+                self._state.notify_all()
+
+
 class VectorIndex:
     """The vectors of one field of one index; thread-safe for concurrent searches and one writer."""
 
@@ -45,6 +83,7 @@ class VectorIndex:
         self.path = path
         self.dimension = dimension
         self.lock = threading.Lock()
+        self._gate = _Gate()
         self._subsets_lock = threading.Lock()
         self.reopen()
 
@@ -87,7 +126,12 @@ class VectorIndex:
                 if len(present):
                     self.graph.remove(present)
             if len(rows):
-                self.graph.add(np.asarray(rows, dtype=np.uint64), vectors)
+                keys = np.asarray(rows, dtype=np.uint64)
+                if len(self.graph) + len(rows) >= self.graph.capacity:  # usearch reserves inside this add
+                    with self._gate.growing():
+                        self.graph.add(keys, vectors)
+                else:
+                    self.graph.add(keys, vectors)
             self.applied = seq
 
     def save(self) -> None:
@@ -110,11 +154,40 @@ class VectorIndex:
         excluded: Collection[int] = (),
         exact: bool = False,
         subset: Hashable = None,
+        behind: Mapping[int, npt.NDArray[np.float32] | None] | None = None,
     ) -> dict[int, float]:
         """Row -> score of the ``k`` rows nearest ``vector`` among ``allowed`` (or all), never ``excluded``.
 
         ``subset`` names ``allowed`` (it must change when the rows or the index do): an allowed set searched
-        exactly keeps its vectors in memory under that name for the next search with the same filter."""
+        exactly keeps its vectors in memory under that name for the next search with the same filter.
+        ``behind``: the rows written since the graph's last completed update, with their vectors now (None
+        when gone); the graph's answer for them is dropped and they are scored exactly instead, so a write
+        is searchable before the graph has taken it in."""
+        if not behind:
+            with self._gate.searching():
+                return self._nearest(vector, k, allowed, excluded, exact, subset)
+        with self._gate.searching():
+            found = self._nearest(vector, k + len(behind), allowed, excluded, exact, subset)
+        found = {row: score for row, score in found.items() if row not in behind}
+        query = np.asarray(vector, dtype=np.float32)
+        query = query / np.linalg.norm(query)
+        for row, value in behind.items():
+            if value is None or row in excluded or (allowed is not None and row not in allowed):
+                continue
+            norm = float(np.linalg.norm(value))
+            if norm:
+                found[row] = (1.0 + float(value @ query) / norm) / 2.0
+        return dict(sorted(found.items(), key=lambda item: (-item[1], item[0]))[:k])
+
+    def _nearest(
+        self,
+        vector: Sequence[float],
+        k: int,
+        allowed: Collection[int] | None,
+        excluded: Collection[int],
+        exact: bool,
+        subset: Hashable,
+    ) -> dict[int, float]:
         query = np.asarray(vector, dtype=np.float32)
         size = len(self)
         if size == 0 or k < 1 or (allowed is not None and not allowed):

@@ -18,22 +18,25 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from esbridge.engines.embedded import ann, lexical
 from esbridge.engines.embedded.ann import VectorIndex
-from esbridge.engines.embedded.lexical import Layout, LexicalIndex
+from esbridge.engines.embedded.lexical import COMMIT_AFTER_S, Layout, LexicalIndex
 from esbridge.engines.embedded.store import IndexRecord, Store
 
 LOCK_FILE = "writer.lock"
 SAVE_EVERY = 200_000
 """Changes a graph takes in memory before it is written to its file again."""
 _BATCH = 20_000
+COMMIT_AT_ONCE_BELOW = 1_000
+"""A write that leaves fewer full-text changes waiting commits them before it returns; larger ones gather."""
 _SHARED: dict[Path, DataDir] = {}
 _SHARED_LOCK = threading.Lock()
 
@@ -49,6 +52,14 @@ class Handles:
     generation: int
     lexical: LexicalIndex
     vectors: dict[str, VectorIndex]
+    growing: list[Future[None]] = field(default_factory=list)
+    """The graph updates of the last write, still running (see ``DataDir.ready``)."""
+
+    def settle(self) -> None:
+        """Wait for the graph updates under way; raise what one of them raised."""
+        growing, self.growing = self.growing, []
+        for update in growing:
+            update.result()
 
 
 def open_shared(root: Path) -> DataDir:
@@ -79,6 +90,8 @@ class DataDir:
         self._handles: dict[int, Handles] = {}
         self._filters: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._workers = ThreadPoolExecutor(1, thread_name_prefix="esbridge-graphs")
+        self._timer: threading.Timer | None = None
+        self._timer_lock = threading.Lock()
 
     # The writer lock
 
@@ -114,15 +127,56 @@ class DataDir:
 
     # Structures per index
 
-    def ready(self, store: Store, record: IndexRecord) -> Handles:
-        """The index's tantivy index and graphs, with every committed change applied."""
+    def ready(self, store: Store, record: IndexRecord, *, searching: bool = True) -> Handles:
+        """The index's tantivy index and graphs, with every committed change applied; for a search (not a
+        write) the full-text changes the writer holds are committed first, so a search sees every write."""
         found = self._handles.get(record.id)
-        if found is not None and found.generation == record.generation:
-            return found
-        with self._guard:
-            return self._catch_up(store, record)
+        if found is None or found.generation != record.generation:
+            with self._guard:
+                found = self._catch_up(store, record, wait=searching)
+        if searching:
+            if found.growing and all(update.done() for update in found.growing):
+                with self._guard:
+                    found.settle()  # (raises what a finished update raised)
+            found.lexical.commit()
+        elif found.lexical.waiting < COMMIT_AT_ONCE_BELOW:
+            found.lexical.commit()  # a few changes: visible at once, the way a small write is expected to be
+        else:
+            self._commit_later()
+        return found
 
-    def _catch_up(self, store: Store, record: IndexRecord) -> Handles:
+    def behind(
+        self, store: Store, record: IndexRecord, handles: Handles, path: str
+    ) -> dict[int, npt.NDArray[np.float32] | None]:
+        """The rows written since the graph of ``path`` last completed an update (none when no update is under
+        way), with their vectors as the database has them now (None when deleted or without one)."""
+        if not handles.growing:
+            return {}
+        rows = _changed(store.db, record.id, handles.vectors[path].applied)
+        found: dict[int, npt.NDArray[np.float32] | None] = dict.fromkeys(rows)
+        for row, blob in store.vector_blobs(rows, path):
+            found[row] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def _commit_later(self) -> None:
+        """Commit what the full-text writers hold once writing pauses for ``COMMIT_AFTER_S``, so other
+        processes see the last writes too."""
+        with self._timer_lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(COMMIT_AFTER_S, self._commit_all)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _commit_all(self) -> None:
+        with self._guard:
+            for found in self._handles.values():
+                found.lexical.commit()
+
+    def _catch_up(self, store: Store, record: IndexRecord, *, wait: bool) -> Handles:
+        """Apply the changes logged since the structures were last current. The graphs grow in a worker
+        thread while tantivy indexes in this one; after a write (``wait`` false) they go on growing while
+        the caller prepares its next write, and the next write or search waits for them first."""
         layout = Layout(record.schema)
         found = self._handles.get(record.id)
         if found is None or found.lexical.layout.digest != layout.digest:
@@ -137,16 +191,18 @@ class DataDir:
             text = LexicalIndex(folder, layout, writer=self._try_writer() if fresh else self.writing)
             found = Handles(-1, text, vectors)
             self._handles[record.id] = found
+        found.settle()
+        if self.writing:
+            store.empty_log()  # (now, while the graph worker reads nothing)
         db = store.db
         latest = _latest(db, record.id)
         text = found.lexical
-        # The graphs grow in another thread while tantivy indexes here: both spend their time outside the GIL.
-        graphs = [
+        found.growing = [
             self._workers.submit(self._apply_vectors, store, record, path, graph)
             for path, graph in found.vectors.items()
         ]
         try:
-            if (text.fresh or text.applied < latest) and self._try_writer():
+            if (text.fresh or text.held < latest) and self._try_writer():
                 text.recheck()  # this process may have read the state before another writer moved it
                 rebuilt = text.fresh
                 self._apply_text(store, record, text)
@@ -155,8 +211,8 @@ class DataDir:
             else:
                 text.reload()
         finally:
-            for graph in graphs:
-                graph.result()
+            if wait:
+                found.settle()
         found.generation = record.generation
         return found
 
@@ -167,13 +223,13 @@ class DataDir:
                 rows = [row for (row,) in db.execute("SELECT row FROM docs WHERE index_id = ?", (record.id,))]
                 removed: list[int] = []
             else:
-                rows = _changed(db, record.id, text.applied)
+                rows = _changed(db, record.id, text.held)
                 removed = rows
             for start in range(0, max(len(rows), 1), _BATCH):
                 chunk = rows[start : start + _BATCH]
                 documents = [(row, doc_id, source) for row, (doc_id, source) in store.hits(chunk).items()]
                 last = start + _BATCH >= len(rows)
-                seq = latest if last else text.applied
+                seq = latest if last else text.held
                 text.apply(removed[start : start + _BATCH], documents, seq, clear=text.fresh and start == 0)
         text.fresh = False
 
@@ -228,6 +284,7 @@ class DataDir:
         with self._guard:
             found = self._handles.pop(index_id, None)
             if found is not None:
+                wait(found.growing)  # what becomes of them no longer matters, only that they are done
                 found.lexical.close()
             lexical.remove_all(self.root, index_id)
             ann.remove_all(self.root, index_id)
@@ -235,20 +292,26 @@ class DataDir:
                 del self._filters[key]
 
     def close(self, store: Store) -> None:
+        with self._timer_lock:
+            if self._timer is not None:
+                self._timer.cancel()
         with self._guard:
-            for index_id, found in self._handles.items():
-                found.lexical.close()
-                if self.writing:
-                    for graph in found.vectors.values():
-                        if graph.applied != graph.saved:
-                            graph.save()
-                    with contextlib.suppress(sqlite3.Error):  # the log stays; the next writer trims it
-                        self._trim(store, index_id)
-            self._handles.clear()
-            self._workers.shutdown()
-            if self._lock_fd is not None:
-                os.close(self._lock_fd)
-                self._lock_fd = None
+            try:
+                for index_id, found in self._handles.items():
+                    found.lexical.close()
+                    found.settle()
+                    if self.writing:
+                        for graph in found.vectors.values():
+                            if graph.applied != graph.saved:
+                                graph.save()
+                        with contextlib.suppress(sqlite3.Error):  # the log stays; the next writer trims it
+                            self._trim(store, index_id)
+            finally:
+                self._handles.clear()
+                self._workers.shutdown()
+                if self._lock_fd is not None:
+                    os.close(self._lock_fd)
+                    self._lock_fd = None
 
 
 def _latest(db: sqlite3.Connection, index_id: int) -> int:

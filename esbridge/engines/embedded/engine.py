@@ -86,7 +86,7 @@ class EmbeddedEngine(paging.ScanBySearch):
         """Bring the index's full-text index and graphs up to the write just committed."""
         current = self._store.index(record.name)
         if current is not None:
-            self._shared.ready(self._store, current)
+            self._shared.ready(self._store, current, searching=False)
 
     def _missing(self, operation: str, name: str) -> errors.IndexNotFound:
         return errors.IndexNotFound(
@@ -344,12 +344,21 @@ class EmbeddedEngine(paging.ScanBySearch):
                 reason = cluster_block_reason(record.name)
                 return BulkResult(succeeded=[], failed=[BulkItemFailure(a.id, BLOCKED_STATUS, reason) for a in actions])
             schema = record.schema
+            batch: dict[str, Mapping[str, Any]] = {}  # whole documents, stored together
             for action in actions:
-                problem = self._apply(record, schema, action)
+                if action.op != "index" or action.document is None or action.id in batch:
+                    self._store.put_documents(record, schema, list(batch.items()))
+                    batch.clear()
+                    problem = self._apply(record, schema, action)
+                else:
+                    problem = self._check(schema, action.id, action.document)
+                    if problem is None:
+                        batch[action.id] = action.document
                 if problem is None:
                     succeeded.append(action.id)
                 else:
                     failed.append(problem)
+            self._store.put_documents(record, schema, list(batch.items()))
             self._store.bump(record.id)
         with self._call(operation, index):
             self._refresh(record)
@@ -369,11 +378,17 @@ class EmbeddedEngine(paging.ScanBySearch):
             if row is None:
                 return BulkItemFailure(action.id, 404, f"document_missing_exception: [{action.id}]: document missing")
             document = merge(self._store.full_source(row), document)
+        problem = self._check(schema, action.id, document)
+        if problem is None:
+            self._store.put_document(record, schema, action.id, document)
+        return problem
+
+    @staticmethod
+    def _check(schema: Schema, doc_id: str, document: Mapping[str, Any]) -> BulkItemFailure | None:
         try:
             schema.check(document)
         except DocumentError as exc:
-            return BulkItemFailure(action.id, 400, f"{exc.kind}: {exc}")
-        self._store.put_document(record, schema, action.id, document)
+            return BulkItemFailure(doc_id, 400, f"{exc.kind}: {exc}")
         return None
 
     def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:

@@ -18,6 +18,7 @@ import hashlib
 import json
 import shutil
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,11 @@ STATE = "state.json"
 FORMAT = 1
 """Part of every layout digest: a change to how documents are indexed here builds new directories."""
 _WRITER_HEAP = 256_000_000
+COMMIT_EVERY = 100_000
+"""Changes the writer gathers before it commits on its own."""
+COMMIT_AFTER_S = 1.0
+"""The longest a change waits in the writer while writing goes on, and the pause in writing that commits it
+(the role of OpenSearch's refresh interval: other processes see a write this late at most)."""
 
 
 def _tokenizer() -> tantivy.TextAnalyzer:
@@ -68,43 +74,59 @@ class Layout:
                 name = self.number[field.path] = f"n{len(self.number)}"
                 builder.add_float_field(name, indexed=True, fast=True)
         self.schema = builder.build()
-        self._texts = [(name, schema.fields[path]) for path, name in self.text.items()]
-        self._scalars = [
-            (name, schema.fields[path], kinds is self.number)
-            for kinds in (self.keyword, self.number)
-            for path, name in kinds.items()
-        ]
+        # Per place in _source, every tantivy field that reads it: a sub-field reads its parent's value,
+        # so each value is looked up (and its strings listed) once per document, not once per field.
+        self._sources: dict[tuple[str, ...], _Readers] = {}
+        for path, name in self.text.items():
+            field = schema.fields[path]
+            readers = self._sources.setdefault(field.source_path, _Readers())
+            assert field.analysis is not None
+            if field.analysis.native is not None:
+                readers.native.append(name)
+            else:
+                readers.custom.append((name, field))
+        for kinds, numeric in ((self.keyword, False), (self.number, True)):
+            for path, name in kinds.items():
+                field = schema.fields[path]
+                self._sources.setdefault(field.source_path, _Readers()).scalars.append((name, field, numeric))
         described = json.dumps([FORMAT, self.text, tokenizers, self.keyword, self.number], sort_keys=True)
         self.digest = hashlib.sha256(described.encode()).hexdigest()[:12]
 
     def document(self, row: int, doc_id: str, source: Mapping[str, Any]) -> tantivy.Document:
         values: dict[str, list[Any]] = {ROW: [row], ID: [doc_id]}
-        for name, field in self._texts:
-            value = _value(source, field)
+        for path, readers in self._sources.items():
+            value = source.get(path[0]) if len(path) == 1 else _value(source, path)
             if value is None:
                 continue
-            texts = _strings(value)
-            assert field.analysis is not None
-            if field.analysis.native is not None:
+            items = value if type(value) is list else [value]
+            if readers.native or readers.custom:
+                texts = [item for item in items if type(item) is str or isinstance(item, str)]
                 if texts:
-                    values[name] = texts
-                continue
-            tokens = [token for text in texts for token in _analyze(field, text)]
-            if tokens:
-                values[name] = [SEPARATOR.join(tokens)]
-        for name, field, numeric in self._scalars:
-            value = _value(source, field)
-            if value is None:
-                continue
-            found = [indexed_value(field, item) for item in _scalars(value)]
-            if found:
-                values[name] = [float(v) for v in found] if numeric else [str(v) for v in found]
+                    for name in readers.native:
+                        values[name] = texts
+                    for name, field in readers.custom:
+                        tokens = [token for text in texts for token in _analyze(field, text)]
+                        if tokens:
+                            values[name] = [SEPARATOR.join(tokens)]
+            for name, field, numeric in readers.scalars:
+                found = _indexed(field, items, numeric)
+                if found:
+                    values[name] = found
         return tantivy.Document.from_dict(values, self.schema)
 
 
-def _value(source: Mapping[str, Any], field: Field) -> Any:
+class _Readers:
+    """The tantivy fields that index one place in ``_source``."""
+
+    def __init__(self) -> None:
+        self.native: list[str] = []
+        self.custom: list[tuple[str, Field]] = []
+        self.scalars: list[tuple[str, Field, bool]] = []
+
+
+def _value(source: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     current: Any = source
-    for part in field.source_path:
+    for part in path:
         if not isinstance(current, dict):
             return None
         current = current.get(part)
@@ -116,13 +138,16 @@ def _analyze(field: Field, text: str) -> list[str]:
     return [token for token in field.analysis.analyze(text) if token and SEPARATOR not in token]
 
 
-def _strings(value: Any) -> list[str]:
-    return [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
-
-
-def _scalars(value: Any) -> list[Any]:
-    items = value if isinstance(value, list) else [value]
-    return [v for v in items if v is not None and not isinstance(v, (Mapping, list))]
+def _indexed(field: Field, items: list[Any], numeric: bool) -> list[Any]:
+    """The values tantivy indexes for a keyword (text) or number (float) field; strings skip the conversion."""
+    found: list[Any] = []
+    for item in items:
+        if type(item) is str and not numeric and field.type == "keyword":
+            found.append(item)
+        elif item is not None and not isinstance(item, (Mapping, list)):
+            value = indexed_value(field, item)
+            found.append(float(value) if numeric else str(value))
+    return found
 
 
 class LexicalIndex:
@@ -143,18 +168,30 @@ class LexicalIndex:
         self._writer: tantivy.IndexWriter | None = None
         self._lock = threading.Lock()
         self.applied = self._read_state()
+        self.held = self.applied
+        """The last change in the writer: committed (``applied``) or waiting for the next ``commit``."""
+        self._waiting = 0
+        self._since = 0.0
+
+    @property
+    def waiting(self) -> int:
+        """Changes in the writer since the last commit."""
+        return self._waiting
+
+    @property
+    def dirty(self) -> bool:
+        """Changes sit in the writer, invisible to searches until ``commit``."""
+        return self._waiting > 0 or self.held != self.applied
 
     def recheck(self) -> None:
         """Read the recorded state again (another process may have written since this one opened)."""
-        self.applied = self._read_state()
+        if self.dirty:
+            return  # this process holds uncommitted changes, so it has been the writer all along
+        self.applied = self.held = self._read_state()
         self.fresh = not (self.folder / STATE).exists()
 
     def _read_state(self) -> int:
         return read_applied(self.folder / STATE) or 0
-
-    def _write_state(self, applied: int) -> None:
-        write_applied(self.folder / STATE, applied)
-        self.applied = applied
 
     def apply(
         self,
@@ -164,8 +201,13 @@ class LexicalIndex:
         *,
         clear: bool = False,
     ) -> None:
-        """Replace the documents of rows ``changed`` (gone when not in ``documents``); commit; record ``seq``.
-        ``clear``: delete every document first (a full build over whatever a crashed build left)."""
+        """Replace the documents of rows ``changed`` (gone when not in ``documents``) and note ``seq`` as held.
+        ``clear``: delete every document first (a full build over whatever a crashed build left).
+
+        Nothing is committed here: a tantivy commit costs as much for a hundred documents as for tens of
+        thousands, so the writer gathers changes until ``COMMIT_EVERY`` of them or ``COMMIT_AFTER_S`` seconds
+        of them wait, or ``commit`` is called (before a search of this process, after a pause in writing, at
+        close). A crash loses nothing: the change log replays what was not committed."""
         with self._lock:
             if self._writer is None:
                 self._writer = self.index.writer(heap_size=_WRITER_HEAP)
@@ -174,11 +216,29 @@ class LexicalIndex:
                 writer.delete_all_documents()
             if changed:  # (delete_documents_by_term does not match an int against a u64 field)
                 writer.delete_documents_by_query(tantivy.Query.term_set_query(self.layout.schema, ROW, list(changed)))
+            added = 0
             for row, doc_id, source in documents:
                 writer.add_document(self.layout.document(row, doc_id, source))
-            writer.commit()
-            self._write_state(seq)
-        self.index.reload()
+                added += 1
+            self.held = seq
+            if not self._waiting:
+                self._since = time.monotonic()
+            self._waiting += added + len(changed) + int(clear)
+            full = self._waiting >= COMMIT_EVERY or time.monotonic() - self._since >= COMMIT_AFTER_S
+        if full:
+            self.commit()
+
+    def commit(self) -> None:
+        """Make the changes held in the writer durable and searchable, and record the last one."""
+        with self._lock:
+            if not self.dirty or self._writer is None:
+                return
+            self._writer.commit()
+            write_applied(self.folder / STATE, self.held)
+            self.applied = self.held
+            self._waiting = 0
+            self.fresh = False
+            self.index.reload()  # under the lock: whoever finds nothing left to commit finds it searchable too
 
     def reload(self) -> None:
         self.index.reload()
@@ -208,6 +268,7 @@ class LexicalIndex:
         return int(self.index.searcher().num_docs)
 
     def close(self) -> None:
+        self.commit()
         with self._lock:
             if self._writer is not None:
                 self._writer.wait_merging_threads()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -112,9 +113,14 @@ class Schema:
     def text_fields(self) -> list[Field]:
         return sorted((f for f in self.fields.values() if f.type == "text"), key=lambda f: f.path)
 
-    @property
+    @functools.cached_property
     def vector_fields(self) -> list[Field]:
         return [f for f in self.fields.values() if f.type == "knn_vector"]
+
+    @functools.cached_property
+    def filterable_fields(self) -> list[Field]:
+        """The fields whose values filters and sorts read (keywords, numbers, dates, booleans)."""
+        return [f for f in self.fields.values() if f.type not in ("text", "object", "knn_vector")]
 
     def value(self, source: Mapping[str, Any], field: Field) -> Any:
         current: Any = source

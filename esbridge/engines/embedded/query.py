@@ -215,7 +215,13 @@ class Searcher:
         boost = float(options.get("boost", 1.0))
         graph = self.handles.vectors[field.path]
         found = graph.nearest(
-            vector, k, allowed=allowed, excluded=excluded, exact=not approximate(self.record), subset=subset
+            vector,
+            k,
+            allowed=allowed,
+            excluded=excluded,
+            exact=not approximate(self.record),
+            subset=subset,
+            behind=self.shared.behind(self.store, self.record, self.handles, field.path),
         )
         return {row: score * boost for row, score in found.items()} if boost != 1.0 else found
 

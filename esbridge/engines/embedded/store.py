@@ -36,6 +36,7 @@ from esbridge.engines.blocks import write_blocked
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, parse_date
 
 DB_FILE = "esbridge.sqlite3"
+LOG_LIMIT = 256 * 1024 * 1024
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS indices (
@@ -172,6 +173,17 @@ class Store:
         finally:
             db.execute("COMMIT")
 
+    def empty_log(self) -> None:
+        """Copy the write-ahead log into the database and empty it once it passes ``LOG_LIMIT`` bytes. SQLite's
+        own checkpoints cannot restart a log that some reader always uses, as the graph worker's reads
+        overlapping each next write would: the log then grows by every write."""
+        try:
+            size = self.path.with_name(self.path.name + "-wal").stat().st_size
+        except FileNotFoundError:
+            return
+        if size > LOG_LIMIT:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def close(self) -> None:
         with self.lock:
             self._closed = True
@@ -268,32 +280,56 @@ class Store:
         return source
 
     def put_document(self, record: IndexRecord, schema: Schema, doc_id: str, source: Mapping[str, Any]) -> None:
-        stored = dict(source)
-        vectors: list[tuple[str, bytes]] = []
-        for field in schema.vector_fields:
-            value = schema.value(stored, field)
-            if value is not None:
-                vectors.append((field.path, np.asarray(value, dtype=np.float32).tobytes()))
-                stored = _without(stored, list(field.source_path))
-        text = json.dumps(stored)
-        row = self.document_row(record.id, doc_id)
-        if row is None:
-            cursor = self.db.execute(
-                "INSERT INTO docs (index_id, id, source) VALUES (?, ?, ?)", (record.id, doc_id, text)
-            )
-            assert cursor.lastrowid is not None
-            row = cursor.lastrowid
-        else:
-            self.db.execute("UPDATE docs SET source = ? WHERE row = ?", (text, row))
-            self._delete_dependents(record.id, row)
-        self.db.executemany(
-            "INSERT INTO vectors (row, field, data) VALUES (?, ?, ?)", [(row, f, d) for f, d in vectors]
-        )
-        self.db.executemany(
-            "INSERT OR IGNORE INTO fieldvals (field, value, row) VALUES (?, ?, ?)",
-            [(path, value, row) for path, value in field_values(schema, stored)],
-        )
-        self.db.execute("INSERT INTO changes (index_id, row) VALUES (?, ?)", (record.id, row))
+        self.put_documents(record, schema, [(doc_id, source)])
+
+    def put_documents(
+        self, record: IndexRecord, schema: Schema, documents: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> None:
+        """Store ``documents`` (``_id``, checked source; each ``_id`` once) with one statement per table."""
+        if not documents:
+            return
+        db = self.db
+        existing = self._rows_of(record.id, [doc_id for doc_id, _ in documents])
+        following = int(db.execute("SELECT coalesce(max(row), 0) FROM docs").fetchone()[0]) + 1
+        inserted: list[tuple[int, int, str, str]] = []
+        updated: list[tuple[str, int]] = []
+        vectors: list[tuple[int, str, bytes]] = []
+        values: list[tuple[str, Any, int]] = []
+        for doc_id, source in documents:
+            stored = dict(source)
+            row = existing.get(doc_id)
+            if row is None:
+                row, following = following, following + 1
+            for field in schema.vector_fields:
+                value = schema.value(stored, field)
+                if value is not None:
+                    vectors.append((row, field.path, np.asarray(value, dtype=np.float32).tobytes()))
+                    stored = _without(stored, list(field.source_path))
+            text = json.dumps(stored)
+            if doc_id in existing:
+                updated.append((text, row))
+            else:
+                inserted.append((row, record.id, doc_id, text))
+            values.extend((path, value, row) for path, value in field_values(schema, stored))
+        if updated:
+            db.executemany("UPDATE docs SET source = ? WHERE row = ?", updated)
+            for table in ("vectors", "fieldvals"):
+                db.executemany(f"DELETE FROM {table} WHERE row = ?", [(row,) for _, row in updated])  # noqa: S608
+        db.executemany("INSERT INTO docs (row, index_id, id, source) VALUES (?, ?, ?, ?)", inserted)
+        db.executemany("INSERT INTO vectors (row, field, data) VALUES (?, ?, ?)", vectors)
+        db.executemany("INSERT OR IGNORE INTO fieldvals (field, value, row) VALUES (?, ?, ?)", values)
+        rows = [(record.id, row) for row, *_ in inserted] + [(record.id, row) for _, row in updated]
+        db.executemany("INSERT INTO changes (index_id, row) VALUES (?, ?)", rows)
+
+    def _rows_of(self, index_id: int, doc_ids: Sequence[str]) -> dict[str, int]:
+        return dict(self._where_in("SELECT id, row FROM docs WHERE index_id = ? AND id IN ({})", doc_ids, index_id))
+
+    def _where_in(self, query: str, values: Sequence[Any], *leading: Any) -> Iterator[Any]:
+        """The rows ``query`` returns for ``values``, asked 500 at a time: its ``{}`` becomes their placeholders
+        (never the values themselves), after the ``leading`` parameters."""
+        for start in range(0, len(values), 500):
+            chunk = values[start : start + 500]
+            yield from self.db.execute(query.format(", ".join("?" * len(chunk))), (*leading, *chunk))
 
     def delete_document(self, record: IndexRecord, doc_id: str) -> bool:
         row = self.document_row(record.id, doc_id)
@@ -310,34 +346,19 @@ class Store:
 
     def hits(self, rows: Sequence[int]) -> dict[int, tuple[str, dict[str, Any]]]:
         """Row -> (``_id``, stored source without vectors)."""
-        found: dict[int, tuple[str, dict[str, Any]]] = {}
-        for start in range(0, len(rows), 500):
-            chunk = rows[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
-            query = f"SELECT row, id, source FROM docs WHERE row IN ({marks})"  # noqa: S608
-            for row, doc_id, source in self.db.execute(query, chunk):
-                found[row] = (doc_id, json.loads(source))
-        return found
+        query = "SELECT row, id, source FROM docs WHERE row IN ({})"
+        return {row: (doc_id, json.loads(source)) for row, doc_id, source in self._where_in(query, rows)}
 
     def vectors_of(self, rows: Sequence[int], field: Field) -> dict[int, list[float]]:
-        found: dict[int, list[float]] = {}
-        for start in range(0, len(rows), 500):
-            chunk = rows[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
-            query = f"SELECT row, data FROM vectors WHERE field = ? AND row IN ({marks})"  # noqa: S608
-            for row, data in self.db.execute(query, (field.path, *chunk)):
-                found[row] = np.frombuffer(data, dtype=np.float32).tolist()
-        return found
+        query = "SELECT row, data FROM vectors WHERE field = ? AND row IN ({})"
+        return {
+            row: np.frombuffer(data, dtype=np.float32).tolist() for row, data in self._where_in(query, rows, field.path)
+        }
 
     def vector_blobs(self, rows: Sequence[int], field: str) -> list[tuple[int, bytes]]:
         """(row, float32 bytes) of ``field`` for those of ``rows`` that have it, in row order."""
-        found: list[tuple[int, bytes]] = []
-        for start in range(0, len(rows), 500):
-            chunk = rows[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
-            query = f"SELECT row, data FROM vectors WHERE field = ? AND row IN ({marks}) ORDER BY row"  # noqa: S608
-            found.extend(self.db.execute(query, (field, *chunk)))
-        return found
+        query = "SELECT row, data FROM vectors WHERE field = ? AND row IN ({}) ORDER BY row"
+        return list(self._where_in(query, rows, field))
 
     def count(self, index_id: int) -> int:
         return int(self.db.execute("SELECT count(*) FROM docs WHERE index_id = ?", (index_id,)).fetchone()[0])
@@ -381,10 +402,12 @@ def indexed_value(field: Field, value: Any) -> Any:
 
 
 def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-    for field in schema.fields.values():
-        if field.type in ("text", "object", "knn_vector"):
-            continue
+    for field in schema.filterable_fields:
         value = schema.value(source, field)
-        for item in value if isinstance(value, list) else [value]:
-            if item is not None and not isinstance(item, (Mapping, list)):
+        if value is None:
+            continue
+        for item in value if type(value) is list else [value]:
+            if type(item) is str and field.type == "keyword":
+                yield field.path, item
+            elif item is not None and not isinstance(item, (Mapping, list)):
                 yield field.path, indexed_value(field, item)
