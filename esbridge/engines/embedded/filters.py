@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from esbridge.engines.embedded.mapping import Field, Schema
-from esbridge.engines.embedded.store import IndexRecord, Store, indexed_value
+from esbridge.engines.embedded.store import IndexRecord, Store
+from esbridge.engines.embedded.values import indexed_value
 
 SQL = tuple[str, list[Any]]
 _FILTERS = frozenset({"match_all", "match_none", "term", "terms", "range", "ids", "exists"})
@@ -51,7 +52,7 @@ def minimum_should_match(spec: Mapping[str, Any], *, default: int) -> int:
 
 
 def coerce(field: Field, value: Any) -> Any:
-    """``value`` as the index stores it for ``field`` (see ``store.indexed_value``); Unsupported when it cannot be."""
+    """``value`` as the index stores it for ``field`` (see ``values.indexed_value``); Unsupported when it cannot be."""
     if isinstance(value, (Mapping, list)):
         raise Unsupported(f"value {value!r} for field [{field.path}] must be a scalar")
     if field.type == "date" and isinstance(value, str) and ("now" in value or "||" in value):

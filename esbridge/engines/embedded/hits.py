@@ -10,6 +10,7 @@ from typing import Any
 from esbridge.engines.embedded.filters import Unsupported, check_keys, clauses, one
 from esbridge.engines.embedded.mapping import Schema
 from esbridge.engines.embedded.store import IndexRecord, Store
+from esbridge.engines.embedded.values import put_path
 
 Rows = dict[int, float]
 
@@ -121,7 +122,7 @@ class Results:
             doc_id, source = stored[row]
             for field in wanted_vectors:
                 if row in vectors[field.path]:
-                    _put(source, list(field.source_path), vectors[field.path][row])
+                    put_path(source, list(field.source_path), vectors[field.path][row])
             hit: dict[str, Any] = {"_index": self.record.name, "_id": doc_id, "_score": scores[row]}
             if includes is not None:
                 hit["_source"] = _filter_source(source, includes, excludes, "", chosen)
@@ -199,9 +200,3 @@ def _filter_source(
             if inner:
                 kept[key] = inner
     return kept
-
-
-def _put(target: dict[str, Any], path: list[str], value: Any) -> None:
-    for part in path[:-1]:
-        target = target.setdefault(part, {})
-    target[path[-1]] = value

@@ -28,7 +28,7 @@ import tantivy
 from esbridge.engines.embedded.analysis import NATIVE
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema
 from esbridge.engines.embedded.progress import read_applied, write_applied
-from esbridge.engines.embedded.store import indexed_value
+from esbridge.engines.embedded.values import indexed_value
 
 SEPARATOR = "\x1f"
 TOKENIZER = "esbridge_tokens"

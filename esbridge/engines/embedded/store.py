@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from esbridge.engines.blocks import write_blocked
-from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, parse_date
+from esbridge.engines.embedded.mapping import Field, Schema
+from esbridge.engines.embedded.values import field_values, put_path, sql_date, without_path
 
 DB_FILE = "esbridge.sqlite3"
 LOG_LIMIT = 256 * 1024 * 1024
@@ -85,13 +86,6 @@ CREATE TABLE IF NOT EXISTS change_floor (
 """
 
 
-def _sql_date(value: Any) -> float | None:
-    try:
-        return parse_date(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
 @dataclass(frozen=True)
 class IndexRecord:
     id: int
@@ -132,7 +126,7 @@ class Store:
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA foreign_keys=ON")
         db.execute("PRAGMA busy_timeout=30000")
-        db.create_function("esb_date", 1, _sql_date, deterministic=True)
+        db.create_function("esb_date", 1, sql_date, deterministic=True)
         return db
 
     @property
@@ -276,7 +270,7 @@ class Store:
             self.db.execute("SELECT source FROM docs WHERE row = ?", (row,)).fetchone()[0]
         )
         for field, data in self.db.execute("SELECT field, data FROM vectors WHERE row = ?", (row,)):
-            _put(source, field.split("."), np.frombuffer(data, dtype=np.float32).tolist())
+            put_path(source, field.split("."), np.frombuffer(data, dtype=np.float32).tolist())
         return source
 
     def put_document(self, record: IndexRecord, schema: Schema, doc_id: str, source: Mapping[str, Any]) -> None:
@@ -304,7 +298,7 @@ class Store:
                 value = schema.value(stored, field)
                 if value is not None:
                     vectors.append((row, field.path, np.asarray(value, dtype=np.float32).tobytes()))
-                    stored = _without(stored, list(field.source_path))
+                    stored = without_path(stored, list(field.source_path))
             text = json.dumps(stored)
             if doc_id in existing:
                 updated.append((text, row))
@@ -370,44 +364,3 @@ class Store:
             (index_id,),
         )
         return int(docs.fetchone()[0]) + int(vectors.fetchone()[0])
-
-
-def _put(target: dict[str, Any], path: list[str], value: Any) -> None:
-    for part in path[:-1]:
-        target = target.setdefault(part, {})
-    target[path[-1]] = value
-
-
-def _without(source: Mapping[str, Any], path: list[str]) -> dict[str, Any]:
-    """``source`` without the value at ``path``, copying only the objects on the way."""
-    copy = dict(source)
-    if len(path) == 1:
-        copy.pop(path[0], None)
-    elif isinstance(copy.get(path[0]), Mapping):
-        copy[path[0]] = _without(copy[path[0]], path[1:])
-    return copy
-
-
-def indexed_value(field: Field, value: Any) -> Any:
-    """The value a filter compares: keywords as text, dates as epoch milliseconds, numbers and booleans as numbers."""
-    if field.type == "date":
-        return parse_date(value)
-    if field.type == "boolean":
-        return 1 if value in (True, "true") else 0
-    if field.type in NUMERIC:
-        return float(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-    for field in schema.filterable_fields:
-        value = schema.value(source, field)
-        if value is None:
-            continue
-        for item in value if type(value) is list else [value]:
-            if type(item) is str and field.type == "keyword":
-                yield field.path, item
-            elif item is not None and not isinstance(item, (Mapping, list)):
-                yield field.path, indexed_value(field, item)

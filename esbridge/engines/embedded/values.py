@@ -1,0 +1,58 @@
+"""How a document's values are kept by the embedded engine: as the values filters compare, and back into its
+``_source`` (vectors are stored apart from it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, parse_date
+
+
+def sql_date(value: Any) -> float | None:
+    """A date value as epoch milliseconds for SQL (the ``esb_date`` function); None when it is none."""
+    try:
+        return parse_date(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def put_path(target: dict[str, Any], path: list[str], value: Any) -> None:
+    for part in path[:-1]:
+        target = target.setdefault(part, {})
+    target[path[-1]] = value
+
+
+def without_path(source: Mapping[str, Any], path: list[str]) -> dict[str, Any]:
+    """``source`` without the value at ``path``, copying only the objects on the way."""
+    copy = dict(source)
+    if len(path) == 1:
+        copy.pop(path[0], None)
+    elif isinstance(copy.get(path[0]), Mapping):
+        copy[path[0]] = without_path(copy[path[0]], path[1:])
+    return copy
+
+
+def indexed_value(field: Field, value: Any) -> Any:
+    """The value a filter compares: keywords as text, dates as epoch milliseconds, numbers and booleans as numbers."""
+    if field.type == "date":
+        return parse_date(value)
+    if field.type == "boolean":
+        return 1 if value in (True, "true") else 0
+    if field.type in NUMERIC:
+        return float(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    for field in schema.filterable_fields:
+        value = schema.value(source, field)
+        if value is None:
+            continue
+        for item in value if type(value) is list else [value]:
+            if type(item) is str and field.type == "keyword":
+                yield field.path, item
+            elif item is not None and not isinstance(item, (Mapping, list)):
+                yield field.path, indexed_value(field, item)
