@@ -11,7 +11,7 @@ from esbridge.cli.options import check_top_n, engine_options, index_option, sett
 from esbridge.cli.progress import query_progress
 from esbridge.config.settings import Settings
 from esbridge.evaluation.dataset import judged_queries
-from esbridge.evaluation.ingest_bench import BACKENDS
+from esbridge.evaluation.ingest_bench import BACKENDS, known_backend
 from esbridge.evaluation.latency_bench import DEFAULT_MODES, MODES, measure
 from esbridge.query.api import query_embedding
 
@@ -134,7 +134,7 @@ def _bench_ingest(settings: Settings, dataset: Path, backends: str, documents: i
     from esbridge.evaluation.ingest_bench import measure_ingest
 
     chosen = [backend.strip() for backend in backends.split(",") if backend.strip()]
-    unknown = sorted(name for name in chosen if name.partition("@")[0] not in BACKENDS or name.endswith("@"))
+    unknown = sorted(name for name in chosen if not known_backend(name))
     if unknown or not chosen:
         raise click.BadParameter(
             f"unknown backend(s) {', '.join(unknown) or '(none named)'}; known: {', '.join(BACKENDS)}, "

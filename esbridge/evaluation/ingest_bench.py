@@ -62,11 +62,17 @@ class IngestBenchReport:
         }
 
 
+def known_backend(backend: str) -> bool:
+    """Whether ``backend`` is one of ``BACKENDS``, optionally followed by ``@MODEL`` (a model named)."""
+    name, at, model = backend.partition("@")
+    return name in BACKENDS and (not at or bool(model))
+
+
 def backend_settings(base: EmbeddingSettings, backend: str) -> EmbeddingSettings:
     """``base`` on ``backend`` (``BACKEND`` or ``BACKEND@MODEL``); a model named after ``@`` gets its own
     profile, not ``base``'s overrides."""
     name, _, model = backend.partition("@")
-    if name not in BACKENDS or (backend.count("@") and not model):
+    if not known_backend(backend):
         raise ConfigError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}, each optionally @MODEL")
     if not model:
         return base.model_copy(update=BACKENDS[name])
