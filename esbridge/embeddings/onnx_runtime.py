@@ -5,12 +5,20 @@ sentence-transformers adds on top (pooling, normalization) is a few lines of num
 model's profile says. Texts are sorted by token count and batched in that order, so a batch pads to
 about its own length instead of the longest text of the call (sentence-transformers sorts the same
 way). onnxruntime, tokenizers and numpy are imported when a model is loaded (base dependencies of esbridge).
+
+Several CPU threads work on several batches at once, each batch on one thread, rather than on one batch
+together: ONNX Runtime's threads synchronise after every operator and spin while they wait, which cost
+half as much CPU again per chunk as single-threaded runs on 2 cores, CPU that an ingest's bulk writes
+and the engine beside it need (docs/models.md, "Threads"). Batches are the same whatever the thread
+count, so a text's int8 vector does not depend on it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -39,19 +47,30 @@ def _imports(purpose: str) -> tuple[Any, Any]:
     return onnxruntime, tokenizers
 
 
+def available_cores() -> int:
+    """The CPUs this process may run on (its affinity mask, where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
 class OnnxSession:
-    """An ONNX encoder and its tokenizer: token ids in, the model's first output out, batched by length."""
+    """An ONNX encoder and its tokenizer: token ids in, the model's first output out, batched by length.
+
+    ``threads`` batches run at once (none: one per available core), each on one thread of its own.
+    """
 
     def __init__(self, files: OnnxFiles, *, max_tokens: int, threads: int | None, purpose: str) -> None:
         onnxruntime, tokenizers = _imports(purpose)
         self.files = files
+        self.threads = threads or available_cores()
+        self._pool: ThreadPoolExecutor | None = None
         try:
             self.tokenizer = tokenizers.Tokenizer.from_file(str(files.tokenizer))
             self.counter = tokenizers.Tokenizer.from_file(str(files.tokenizer))
             options = onnxruntime.SessionOptions()
-            if threads is not None:
-                options.intra_op_num_threads = threads
-                options.inter_op_num_threads = 1
+            options.intra_op_num_threads = 1
+            options.inter_op_num_threads = 1
             self.session = onnxruntime.InferenceSession(
                 str(files.onnx), sess_options=options, providers=["CPUExecutionProvider"]
             )
@@ -71,26 +90,36 @@ class OnnxSession:
 
     def run(self, encodings: Sequence[Any], batch_size: int) -> list[tuple[NDArray[np.float32], NDArray[np.int64]]]:
         """(first output, attention mask) per batch, in the order of the batches of ``length_order``."""
+        batches = [encodings[start : start + batch_size] for start in range(0, len(encodings), batch_size)]
+        if self.threads == 1 or len(batches) < 2:
+            return [self._run_batch(batch) for batch in batches]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="esbridge-onnx")
+        return list(self._pool.map(self._run_batch, batches))
+
+    def close(self) -> None:
+        """Ends the threads that run batches side by side (a later ``run`` starts them again)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def _run_batch(self, batch: Sequence[Any]) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
         import numpy as np
 
-        result = []
-        for start in range(0, len(encodings), batch_size):
-            batch = encodings[start : start + batch_size]
-            width = max(len(encoding.ids) for encoding in batch)
-            ids = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            types = np.zeros((len(batch), width), dtype=np.int64)
-            for row, encoding in enumerate(batch):
-                length = len(encoding.ids)
-                ids[row, :length] = encoding.ids
-                mask[row, :length] = 1
-                types[row, :length] = encoding.type_ids
-            feed = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self.inputs:
-                feed["token_type_ids"] = types
-            output = self.session.run(None, feed)[0]
-            result.append((np.asarray(output, dtype=np.float32), mask))
-        return result
+        width = max(len(encoding.ids) for encoding in batch)
+        ids = np.zeros((len(batch), width), dtype=np.int64)
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        types = np.zeros((len(batch), width), dtype=np.int64)
+        for row, encoding in enumerate(batch):
+            length = len(encoding.ids)
+            ids[row, :length] = encoding.ids
+            mask[row, :length] = 1
+            types[row, :length] = encoding.type_ids
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self.inputs:
+            feed["token_type_ids"] = types
+        output = self.session.run(None, feed)[0]
+        return np.asarray(output, dtype=np.float32), mask
 
 
 def length_order(lengths: Sequence[int]) -> list[int]:
@@ -217,6 +246,9 @@ class OnnxEmbedder:
 
     def count_tokens(self, text: str) -> int:
         return self._session.count_tokens(text)
+
+    def close(self) -> None:
+        self._session.close()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:

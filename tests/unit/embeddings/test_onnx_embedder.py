@@ -7,6 +7,7 @@ import math
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -79,6 +80,29 @@ def test_int8_vectors_depend_a_little_on_the_batch() -> None:
     batched = model.embed(TEXTS)
     assert min(cosine(a, b) for a, b in zip(one_by_one, batched, strict=True)) > 0.98
     assert model.embed(TEXTS) == batched
+
+
+def test_batches_run_side_by_side_on_threads_of_their_own_with_the_same_vectors() -> None:
+    """``threads`` batches run at once, each on one thread; the batches (so the int8 vectors) do not change."""
+    require_stored(MINILM, "int8")
+    texts = [f"{text} ({n})" for n in range(4) for text in TEXTS]
+    alone = OnnxEmbedder(MINILM, precision="int8", batch_size=3, threads=1)
+    together = OnnxEmbedder(MINILM, precision="int8", batch_size=3, threads=2)
+    threads_used: set[str] = set()
+    run_batch = together._session._run_batch
+
+    def recording(batch: Sequence[object]) -> object:
+        threads_used.add(threading.current_thread().name)
+        return run_batch(batch)
+
+    together._session._run_batch = recording  # type: ignore[method-assign,assignment]
+    try:
+        assert together.embed(texts) == alone.embed(texts)
+        assert len(threads_used) == 2 and all(name.startswith("esbridge-onnx") for name in threads_used)
+        assert together.embed(texts[:2]) == alone.embed(texts[:2])  # one batch: run in the calling thread
+    finally:
+        together.close()
+        alone.close()
 
 
 def test_backends_keep_separate_identities() -> None:
