@@ -48,8 +48,15 @@ from esbridge.query.fusion.qpp import HEAD, predictors
 
 TOP = 10
 EMPTY = nx.DiGraph()
-SHARES = {"narrow": (0.4, 0.5, 0.6), "wide": (0.2, 0.35, 0.5, 0.65, 0.8), "full": (0.0, 0.2, 0.35, 0.5, 0.65, 0.8, 1.0)}
+SHARES = {
+    "narrow": (0.4, 0.5, 0.6),
+    "wide": (0.2, 0.35, 0.5, 0.65, 0.8),
+    "wider": (0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9),
+    "full": (0.0, 0.2, 0.35, 0.5, 0.65, 0.8, 1.0),
+}
 FIXED: dict[str, dict[str, object]] = {
+    "bm25 alone": {"fusion": "linear", "retrievers": ["bm25"]},
+    "knn alone": {"fusion": "linear", "retrievers": ["knn"]},
     "rrf k=60": {"fusion": "rrf", "fusion_params": {"k": 60}},
     "linear knn=0.5": {"fusion": "linear"},
     "qpp shipped": {"fusion": "qpp"},

@@ -33,12 +33,16 @@ class GraphSettings(_Section):
     min_link_weight: float = Field(
         default=0.0, ge=0, description="links lighter than this are not followed (a link without a weight weighs 1)"
     )
-    mode: Literal["expand", "rescore"] = Field(
+    mode: Literal["expand", "rescore", "lift"] = Field(
         default="expand",
         description="expand: linked documents join the results; rescore: results linked with other results "
-        "gain rescore_weight x their mean score, nothing joins",
+        "gain rescore_weight x their mean score, nothing joins; lift: results below the first keep_top gain "
+        "rescore_weight x the link-weighted scores of the top seeds they are linked with, nothing joins",
     )
-    rescore_weight: float = Field(default=0.5, ge=0, description="rescore: share of the linked results' mean score")
+    rescore_weight: float = Field(
+        default=0.5, ge=0, description="rescore and lift: how much of the linked results' scores a result gains"
+    )
+    keep_top: int = Field(default=10, ge=1, le=1000, description="lift: documents that keep their places")
     link_weighting: Literal["none", "proportional"] = Field(
         default="none",
         description="proportional: a neighbour's share is also multiplied by its link's weight over its seed's "

@@ -52,11 +52,11 @@ from esbridge.query.link_graph import (
 
 Placement = Literal["below_seeds", "below_all"]
 Weighting = Literal["none", "proportional"]
-Mode = Literal["expand", "rescore"]
+Mode = Literal["expand", "rescore", "lift"]
 
 PLACEMENTS: tuple[Placement, ...] = ("below_seeds", "below_all")
 WEIGHTINGS: tuple[Weighting, ...] = ("none", "proportional")
-MODES: tuple[Mode, ...] = ("expand", "rescore")
+MODES: tuple[Mode, ...] = ("expand", "rescore", "lift")
 
 
 @dataclass(frozen=True)
@@ -87,13 +87,18 @@ class GraphOptions:
     """``proportional``: a neighbor's share is also multiplied by its strength (see the module docstring)."""
     mode: Mode = "expand"
     """``expand``: neighbors join the list; ``rescore``: the direct results are re-scored by their links to
-    each other and nothing joins (``esbridge.query.link_rescore``)."""
+    each other and nothing joins; ``lift``: only the direct results below the first ``keep_top`` documents
+    are re-scored, by their links to the top ``seeds`` (``esbridge.query.link_rescore``)."""
     rescore_weight: float = 0.5
-    """``rescore`` only: the share of the linked results' mean score a result gains."""
+    """``rescore`` and ``lift``: how much of the linked results' scores a result gains."""
+    keep_top: int = 10
+    """``lift`` only: how many of the best documents keep their places (nothing is lifted above them)."""
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
             raise ValueError(f"graph seeds must be >= 1, got {self.seeds}")
+        if self.keep_top < 1:
+            raise ValueError(f"graph keep_top must be >= 1, got {self.keep_top}")
         if self.per_seed < 1:
             raise ValueError(f"graph per_seed must be >= 1, got {self.per_seed}")
         if self.hops not in (1, 2):

@@ -18,7 +18,7 @@ from esbridge.ids import first_chunk
 from esbridge.query import bodies
 from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, seed_docs
 from esbridge.query.link_graph import LINK_FIELDS, link_map
-from esbridge.query.link_rescore import Rescored, rescore
+from esbridge.query.link_rescore import Rescored, lift, rescore
 from esbridge.query.models import Filters
 from esbridge.query.timing import elapsed_ms
 
@@ -87,7 +87,8 @@ class LinkReader:
         return Expanded(admitted, admitted_sources, sources, warnings, elapsed_ms(started))
 
     async def rescore(self, scores: Mapping[str, float], doc_of: Mapping[str, str], options: GraphOptions) -> Relinked:
-        """The direct results re-scored by their links to each other; their own links are all it needs."""
+        """The direct results re-scored by their links to each other (``rescore``, or ``lift`` below the kept
+        top); their own links are all it needs."""
         started = time.perf_counter()
         # Every chunk of a document carries its links, and every document has a chunk 0.
         firsts = sorted({self._item_of(doc_of[item]) for item in scores})
@@ -97,7 +98,8 @@ class LinkReader:
         except errors.EngineError as exc:
             return Relinked(None, (f"graph re-scoring skipped: {exc}",))
         links = link_map(self._source(hit) for hit in result.hits)
-        return Relinked(rescore(scores, doc_of, links, options), (), elapsed_ms(started))
+        relink = lift if options.mode == "lift" else rescore
+        return Relinked(relink(scores, doc_of, links, options), (), elapsed_ms(started))
 
     def _link_fields(self) -> list[str]:
         if self.fields is DEFAULT_FIELD_MAP:

@@ -11,8 +11,16 @@ over the other retrieved documents ``e`` it is linked with (either way, links of
 gets the same lift, so a document's own chunks keep their order. A document linked with none keeps its
 score. Nothing enters the list that retrieval did not find.
 
-On CISI's co-citation links it was the one use of links that raised nDCG@10 (docs/evaluation.md); the
-gain was not significant on 76 queries, so it is an option, not the default.
+With ``mode = "lift"`` (``lift``) the first ``keep_top`` documents keep their places, and each document
+below them gets
+
+    lift(d) = rescore_weight * sum_s t(d, s) * s(s)
+
+over the top ``seeds`` documents ``s`` it is linked with (links of at least ``min_link_weight``; ``t`` the
+link's weight over the heaviest link of ``d`` with ``link_weighting = "proportional"``, else 1): a result
+tied to several strong results rises among the weaker ones. Nothing is lifted above the kept documents
+(when a lifted score would reach the last kept one, every item below is shifted down by the same
+amount), so a search of ``keep_top`` results or fewer is unchanged: this is for recall.
 """
 
 from __future__ import annotations
@@ -61,4 +69,40 @@ def rescore(
             lifts[doc_id] = options.rescore_weight * mean
             linked[doc_id] = [best[other][0] for other in sorted(tied, key=lambda other: (-tied[other], other))]
     new = {item: score + lifts.get(doc_of[item], 0.0) for item, score in scores.items()}
-    return Rescored(dict(sorted(new.items(), key=lambda entry: (-entry[1], entry[0]))), lifts, linked)
+    return Rescored(_ordered(new), lifts, linked)
+
+
+def lift(
+    scores: Mapping[str, float], doc_of: Mapping[str, str], links: LinkMap | nx.DiGraph, options: GraphOptions
+) -> Rescored:
+    """The direct results below the first ``options.keep_top`` documents lifted by their links to the top
+    ``options.seeds`` (see the module docstring)."""
+    graph = links if isinstance(links, nx.DiGraph) else build_graph(links)
+    best = best_items(scores, doc_of)
+    order = list(best)
+    if len(order) <= options.keep_top or options.rescore_weight == 0:
+        return Rescored(_ordered(scores), {}, {})
+    kept = set(order[: options.keep_top])
+    seeds = [doc_id for doc_id in order[: options.seeds] if best[doc_id][1] > 0]
+    proportional = options.link_weighting == "proportional"
+    lifts: dict[str, float] = {}
+    linked: dict[str, list[str]] = {}
+    for doc_id in order[options.keep_top :]:
+        tied = adjacent(graph, doc_id, options.direction, options.min_link_weight)
+        from_seeds = {seed: tied[seed] for seed in seeds if seed in tied and seed != doc_id}
+        if not from_seeds:
+            continue
+        heaviest = max(tied.values())
+        strength = {seed: weight / heaviest if proportional else 1.0 for seed, weight in from_seeds.items()}
+        lifts[doc_id] = options.rescore_weight * math.fsum(strength[seed] * best[seed][1] for seed in from_seeds)
+        linked[doc_id] = [best[seed][0] for seed in sorted(from_seeds, key=lambda seed: (-strength[seed], seed))]
+    raised = {item: score + lifts.get(doc_of[item], 0.0) for item, score in scores.items() if doc_of[item] not in kept}
+    cutoff = best[order[options.keep_top - 1]][1]
+    shift = max(0.0, max(raised.values()) - cutoff)
+    below = math.nextafter(cutoff, -math.inf)
+    new = {**scores, **{item: min(score - shift, below) for item, score in raised.items()}}
+    return Rescored(_ordered(new), lifts, linked)
+
+
+def _ordered(scores: Mapping[str, float]) -> dict[str, float]:
+    return dict(sorted(scores.items(), key=lambda entry: (-entry[1], entry[0])))

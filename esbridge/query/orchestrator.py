@@ -318,7 +318,9 @@ class HybridSearcher:
         if not wanted or not scores or self.fields.links is None:  # no links mapped: off, and details.off says so
             return scores, trail, doc_of, notes
         options = GraphOptions(**self.pipeline.graph.model_dump(exclude={"enabled"}))
-        if options.mode == "rescore":
+        if options.mode == "lift" and request.top_n <= options.keep_top:  # it cannot change what is returned
+            return scores, trail, doc_of, notes
+        if options.mode in ("rescore", "lift"):
             relinked = await self.links.rescore(scores, doc_of, options)
             notes = notes.add(*relinked.warnings, timings={"graph": relinked.ms} if relinked.ms is not None else {})
             if relinked.rescored is None:

@@ -221,6 +221,45 @@ def test_rescoring_by_links_lifts_linked_results_by_hand_and_adds_none(
     assert solar.explain is not None and solar.explain.neighbour_of[0] == "grid#0"
 
 
+def test_lift_raises_results_linked_with_the_top_below_the_kept_ones(
+    engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    records: list[dict[str, Any]] = [
+        {"id": "solar", "title": "Solar panels", "text": "Photovoltaic cells turn sunlight into electricity.",
+         "links": [{"id": "grid", "weight": 3}, "wind"]},
+        {"id": "wind", "title": "Wind turbines", "text": "Offshore wind farms generate electricity.",
+         "links": ["solar"]},
+        {"id": "grid", "title": "Power grid", "text": "Transmission lines carry electricity between regions."},
+        {"id": "bread", "title": "Sourdough bread", "text": "A starter of flour and water leavens the dough.",
+         "links": ["solar"]},
+        {"id": "hydro", "title": "Hydroelectric dams", "text": "Dams turn falling water into electricity."},
+    ]  # fmt: skip
+    loaded = load_records(engine, alias, embedder, tmp_path, records)
+    request = SearchRequest(query="electricity from sunlight and wind", top_n=10, explain=True)
+    plain = search(engine_settings, loaded, embedder, request)
+    fused = {hit.doc_id: hit.explain.fused_score for hit in plain.results if hit.explain}
+    order = list(fused)
+    assert order.index("hydro") < order.index("bread")
+    graph = GraphSettings(enabled=True, mode="lift", keep_top=1, seeds=2, rescore_weight=1.0)
+    lifted = search(engine_settings, loaded, embedder, request, graph=graph)
+    assert_invariants(lifted, 10)
+    # Links either way: solar-grid, solar-wind, bread-solar. Each result below the first gains the scores of
+    # the top two it is linked with (every link counts 1).
+    ties = {"solar": {"grid", "wind", "bread"}, "wind": {"solar"}, "grid": {"solar"}, "bread": {"solar"}}
+    expected = {
+        doc: sum(fused[seed] for seed in order[:2] if seed in ties.get(doc, set()))
+        for doc in order[1:]
+        if ties.get(doc, set()) & set(order[:2])
+    }
+    lifts = {hit.doc_id: hit.explain.link_lift for hit in lifted.results if hit.explain}
+    assert {doc: lift for doc, lift in lifts.items() if lift is not None} == pytest.approx(expected)
+    below = sorted(order[1:], key=lambda doc: -(fused[doc] + expected.get(doc, 0.0)))
+    assert [hit.doc_id for hit in lifted.results] == [order[0], *below]
+    assert below.index("bread") < below.index("hydro"), "bread, linked with a seed, passes hydro"
+    assert [hit.doc_id for hit in search(engine_settings, loaded, embedder, request.model_copy(update={"top_n": 1}),
+                                         graph=graph).results] == order[:1]  # fmt: skip
+
+
 def test_lifecycle_statuses_match_in_any_casing_and_a_status_filter_lets_its_status_in(
     engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
 ) -> None:

@@ -1,11 +1,17 @@
-"""Re-scoring the direct results by their links (graph mode ``rescore``), by hand."""
+"""Re-scoring the direct results by their links (graph modes ``rescore`` and ``lift``), by hand."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 
+from esbridge.config.pipeline import GraphSettings
+from esbridge.engines.base import SearchResult
 from esbridge.query.graph import GraphOptions
-from esbridge.query.link_rescore import rescore
+from esbridge.query.link_rescore import lift, rescore
+from tests.unit.query.test_orchestrator import MemoryEngine, doc, run, searcher
 
 # a has two chunks; c is linked with nothing among the results; x is not a result.
 SCORES = {"a#0": 0.8, "a#1": 0.6, "b#0": 0.5, "c#0": 0.4}
@@ -42,3 +48,57 @@ def test_light_links_and_a_zero_weight_change_nothing() -> None:
 def test_bad_rescore_options_are_refused(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=field):
         GraphOptions(**{field: value})  # type: ignore[arg-type]
+
+
+# lift: a and b are kept (keep_top 2); the seeds are a, b and c (seeds 3). c is tied to a (weight 2) and to x
+# (4, not a result); e to a and b (1 each); d to nothing.
+LIFT_SCORES = {"a#0": 1.0, "b#0": 0.8, "c#0": 0.5, "d#0": 0.4, "d#1": 0.35, "e#0": 0.3}
+LIFT_LINKS = {"c": {"a": 2.0, "x": 4.0}, "e": {"a": 1.0, "b": 1.0}}
+LIFTING = GraphOptions(mode="lift", keep_top=2, seeds=3, rescore_weight=0.5, link_weighting="proportional")
+
+
+def test_lift_adds_the_link_weighted_scores_of_the_top_seeds_below_the_kept_documents() -> None:
+    result = lift(LIFT_SCORES, {k: k[0] for k in LIFT_SCORES}, LIFT_LINKS, LIFTING)
+    # c: 0.5 x (2/4 x 1.0) = 0.25; e: 0.5 x (1 x 1.0 + 1 x 0.8) = 0.9.
+    assert result.lifts == pytest.approx({"c": 0.25, "e": 0.9})
+    assert result.linked == {"c": ["a#0"], "e": ["a#0", "b#0"]}
+    # Raised: c 0.75, d 0.4 and 0.35, e 1.2 would pass b (0.8), so everything below the kept is shifted down
+    # by 0.4 and e lands just under b.
+    assert list(result.scores) == ["a#0", "b#0", "e#0", "c#0", "d#0", "d#1"]
+    assert result.scores == pytest.approx({"a#0": 1.0, "b#0": 0.8, "e#0": 0.8, "c#0": 0.35, "d#0": 0.0, "d#1": -0.05})
+    assert result.scores["e#0"] < 0.8
+
+
+def test_lift_without_proportional_weighting_counts_each_link_alike() -> None:
+    options = GraphOptions(mode="lift", keep_top=2, seeds=3, rescore_weight=0.5)
+    assert lift(LIFT_SCORES, {k: k[0] for k in LIFT_SCORES}, LIFT_LINKS, options).lifts == pytest.approx(
+        {"c": 0.5, "e": 0.9}
+    )
+
+
+def test_lift_leaves_a_list_no_longer_than_the_kept_documents_alone() -> None:
+    scores = {"a#0": 1.0, "e#0": 0.3}
+    result = lift(scores, {"a#0": "a", "e#0": "e"}, LIFT_LINKS, LIFTING)
+    assert (result.scores, result.lifts) == (scores, {})
+    with pytest.raises(ValueError, match="keep_top"):
+        GraphOptions(mode="lift", keep_top=0)
+
+
+def test_lift_reads_links_only_for_a_search_longer_than_the_kept_documents() -> None:
+    sources = {"a#0": doc("a"), "b#0": doc("b"), "c#0": doc("c", links=["a"])}
+    engine = CountingEngine([("a#0", 9.0), ("b#0", 7.0), ("c#0", 3.0)], [], sources)
+    graph = GraphSettings(enabled=True, mode="lift", keep_top=1, seeds=2, rescore_weight=1.0)
+    short = run(searcher(engine, fusion="rrf", graph=graph), top_n=1)
+    assert [hit.id for hit in short.results] == ["a#0"] and engine.link_reads == 0
+    # RRF(60) x 2 lists: a 1/61, b 1/62, c 1/63; c lifted by a: 1/63 + 1/61 > 1/62, and b is not kept.
+    longer = run(searcher(engine, fusion="rrf", graph=graph), top_n=3)
+    assert [hit.id for hit in longer.results] == ["a#0", "c#0", "b#0"] and engine.link_reads == 1
+
+
+class CountingEngine(MemoryEngine):
+    link_reads = 0
+
+    async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+        if "ids" in body.get("query", {}):
+            self.link_reads += 1
+        return await super().search(index, body)
