@@ -64,7 +64,11 @@ class OnnxSession:
         onnxruntime, tokenizers = _imports(purpose)
         self.files = files
         self.threads = threads or available_cores()
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool = (
+            ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="esbridge-onnx")
+            if self.threads > 1
+            else None
+        )
         try:
             self.tokenizer = tokenizers.Tokenizer.from_file(str(files.tokenizer))
             self.counter = tokenizers.Tokenizer.from_file(str(files.tokenizer))
@@ -91,14 +95,12 @@ class OnnxSession:
     def run(self, encodings: Sequence[Any], batch_size: int) -> list[tuple[NDArray[np.float32], NDArray[np.int64]]]:
         """(first output, attention mask) per batch, in the order of the batches of ``length_order``."""
         batches = [encodings[start : start + batch_size] for start in range(0, len(encodings), batch_size)]
-        if self.threads == 1 or len(batches) < 2:
+        if self._pool is None or len(batches) < 2:
             return [self._run_batch(batch) for batch in batches]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="esbridge-onnx")
         return list(self._pool.map(self._run_batch, batches))
 
     def close(self) -> None:
-        """Ends the threads that run batches side by side (a later ``run`` starts them again)."""
+        """Ends the threads that run batches side by side; later calls run their batches one after another."""
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
