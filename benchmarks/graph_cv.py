@@ -24,13 +24,10 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from offline import graph_options, link_graph, lists, rank
+from offline import DEEP, TOP, graph_options, linked_study, rank
 from scipy import stats
 
-from esbridge.config import load_settings
-from esbridge.embeddings.factory import open_embedder
 from esbridge.evaluation import metrics
-from esbridge.evaluation.dataset import judged_queries
 from esbridge.evaluation.significance import randomization_p_value
 
 GRID: dict[str, tuple[object, ...]] = {
@@ -45,7 +42,6 @@ GRID: dict[str, tuple[object, ...]] = {
 """2 hops over every link (weight >= 1: 53 neighbours a document on CISI) reach nearly the whole collection,
 so 2 hops are tried only above a minimum weight of 1."""
 FOLDS, REPEATS = 5, 5
-TOP, DEEP = 10, 100
 
 
 def points() -> list[dict[str, object]]:
@@ -84,13 +80,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write every point's means here")
     parser.add_argument("--limit", type=int, help="only the first N grid points (a quick look)")
     args = parser.parse_args()
-    settings = load_settings(url=args.url, index=args.index or f"eval-{args.dataset.resolve().name.lower()}")
-    pipeline = settings.pipeline
-    judged = judged_queries(args.dataset, "test")
-    depths = (pipeline.top_k(TOP), max(pipeline.top_k_min, int(max(pipeline.top_k_multiplier, 3.0) * DEEP)))
-    with open_embedder(settings.embedding) as embedder:
-        found = lists(settings, embedder, judged.queries, depths, args.lists)
-    links = link_graph(settings)
+    study = linked_study(args.dataset, args.url, args.index, args.lists)
+    pipeline, judged, depths = study.settings.pipeline, study.judged, study.depths
+    found, links = study.found, study.graph
     # The same graph without the links each point would not follow: fewer edges to walk, same expansion.
     pruned = {
         weight: links.edge_subgraph([(a, b) for a, b, w in links.edges(data="weight") if w >= weight]).copy()

@@ -23,14 +23,11 @@ from pathlib import Path
 
 import networkx as nx
 from graph_cv import FOLDS, REPEATS, cross_validate
-from offline import Lists, fuse, graph_options, link_graph, lists
+from offline import DEEP, TOP, Lists, fuse, graph_options, linked_study
 from scipy import stats
 
-from esbridge.config import load_settings
 from esbridge.config.pipeline import PipelineSettings
-from esbridge.embeddings.factory import open_embedder
 from esbridge.evaluation import metrics
-from esbridge.evaluation.dataset import judged_queries
 from esbridge.evaluation.significance import randomization_p_value
 from esbridge.query.graph import GraphOptions
 from esbridge.query.link_graph import adjacent
@@ -43,7 +40,6 @@ GRID: dict[str, tuple[object, ...]] = {
     "min_link_weight": (1.0, 2.0, 3.0),
     "link_weighting": ("none", "proportional"),
 }
-TOP, DEEP = 10, 100
 
 
 def ranked(
@@ -89,13 +85,9 @@ def main() -> None:
     parser.add_argument("--index", help="default: eval-<dataset folder>")
     parser.add_argument("--lists", type=Path, help="file keeping the fetched lists between runs")
     args = parser.parse_args()
-    settings = load_settings(url=args.url, index=args.index or f"eval-{args.dataset.resolve().name.lower()}")
-    pipeline = settings.pipeline
-    judged = judged_queries(args.dataset, "test")
-    depths = (pipeline.top_k(TOP), max(pipeline.top_k_min, int(max(pipeline.top_k_multiplier, 3.0) * DEEP)))
-    with open_embedder(settings.embedding) as embedder:
-        found = lists(settings, embedder, judged.queries, depths, args.lists)
-    graph = link_graph(settings)
+    study = linked_study(args.dataset, args.url, args.index, args.lists)
+    pipeline, judged, depths = study.settings.pipeline, study.judged, study.depths
+    found, graph = study.found, study.graph
     qrels = metrics.qrels(judged.qrels)
     queries = list(judged.queries)
     relevant = {query: {doc for doc, grade in judged.qrels[query].items() if grade > 0} for query in queries}

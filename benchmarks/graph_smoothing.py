@@ -19,20 +19,16 @@ from pathlib import Path
 
 import networkx as nx
 from graph_cv import FOLDS, REPEATS, cross_validate
-from offline import Lists, fuse, link_graph, lists
+from offline import DEEP, TOP, Lists, fuse, linked_study
 from scipy import stats
 
-from esbridge.config import load_settings
 from esbridge.config.pipeline import PipelineSettings
-from esbridge.embeddings.factory import open_embedder
 from esbridge.evaluation import metrics
-from esbridge.evaluation.dataset import judged_queries
 from esbridge.evaluation.significance import randomization_p_value
 from esbridge.query.link_graph import adjacent
 
 LAMBDAS = (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0)
 MIN_WEIGHTS = (1.0, 2.0, 3.0)
-TOP, DEEP = 10, 100
 
 
 def smoothed(
@@ -62,13 +58,9 @@ def main() -> None:
     parser.add_argument("--url")
     parser.add_argument("--lists", type=Path)
     args = parser.parse_args()
-    settings = load_settings(url=args.url, index=f"eval-{args.dataset.resolve().name.lower()}")
-    pipeline = settings.pipeline
-    judged = judged_queries(args.dataset, "test")
-    depths = (pipeline.top_k(TOP), max(pipeline.top_k_min, int(max(pipeline.top_k_multiplier, 3.0) * DEEP)))
-    with open_embedder(settings.embedding) as embedder:
-        found = lists(settings, embedder, judged.queries, depths, args.lists)
-    graph = link_graph(settings)
+    study = linked_study(args.dataset, args.url, None, args.lists)
+    pipeline, judged, depths = study.settings.pipeline, study.judged, study.depths
+    found, graph = study.found, study.graph
     qrels = metrics.qrels(judged.qrels)
     queries = list(judged.queries)
     for metric, depth, top_n in (("ndcg@10", depths[0], TOP), ("recall@100", depths[1], DEEP)):

@@ -18,10 +18,13 @@ from typing import Any
 
 import networkx as nx
 
+from esbridge.config import load_settings
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder, embed_queries
+from esbridge.embeddings.factory import open_embedder
 from esbridge.engines import connect, connect_async, resolve_kind
+from esbridge.evaluation.dataset import JudgedQueries, judged_queries
 from esbridge.query import retrievers
 from esbridge.query.fusion import get_fusion
 from esbridge.query.graph import GraphOptions, expand, with_neighbors
@@ -91,6 +94,32 @@ def link_graph(settings: Settings) -> nx.DiGraph:
         return build_graph(link_map(hit.source for hit in hits))
     finally:
         engine.close()
+
+
+TOP, DEEP = 10, 100
+"""The two searches ``esbridge eval`` scores: nDCG@10 from a 10-result one, Recall@100 from a 100-result one."""
+
+
+@dataclass(frozen=True)
+class LinkedStudy:
+    """What the graph studies start from: a collection's judged queries, their lists at both depths, its links."""
+
+    settings: Settings
+    judged: JudgedQueries
+    depths: tuple[int, int]
+    found: dict[int, dict[str, Lists]]
+    graph: nx.DiGraph
+
+
+def linked_study(dataset: Path, url: str | None, index: str | None, cache: Path | None) -> LinkedStudy:
+    """The lists of ``dataset``'s test queries from its index (``eval-<folder>`` by default) and the index's links."""
+    settings = load_settings(url=url, index=index or f"eval-{dataset.resolve().name.lower()}")
+    pipeline = settings.pipeline
+    judged = judged_queries(dataset, "test")
+    depths = (pipeline.top_k(TOP), max(pipeline.top_k_min, int(max(pipeline.top_k_multiplier, 3.0) * DEEP)))
+    with open_embedder(settings.embedding) as embedder:
+        found = lists(settings, embedder, judged.queries, depths, cache)
+    return LinkedStudy(settings, judged, depths, found, link_graph(settings))
 
 
 def fuse(pipeline: PipelineSettings, found: Lists) -> Chunks:
