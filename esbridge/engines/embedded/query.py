@@ -222,6 +222,7 @@ class Searcher:
             exact=not approximate(self.record),
             subset=subset,
             behind=self.shared.behind(self.store, self.record, self.handles, field.path),
+            floats=lambda rows: self.store.vector_blobs(rows, field.path),
         )
         return {row: score * boost for row, score in found.items()} if boost != 1.0 else found
 
