@@ -263,3 +263,38 @@ def test_its_errors_keep_the_engine_status_but_do_not_claim_an_http_answer(engin
         engine.create_index("twice", BODY)
     assert twice.value.status == 400
     assert "HTTP" not in str(twice.value)
+
+
+def test_documents_that_do_not_fit_the_mapping_are_refused_one_by_one(engine: EmbeddedEngine) -> None:
+    engine.create_index(
+        "idx",
+        {"mappings": {"properties": {**BODY["mappings"]["properties"], "k": {"type": "keyword"},
+                                     "d": {"type": "date"}, "b": {"type": "boolean"}}}},
+    )  # fmt: skip
+    refused: dict[str, dict[str, Any]] = {
+        "nan": {"v": [float("nan"), 1.0]},
+        "words": {"v": ["a", "b"]},
+        "short": {"v": [1.0]},
+        "zero": {"v": [0.0, 0]},
+        "not-a-list": {"v": 3.0},
+        "bool-number": {"n": True},
+        "object-number": {"n": {"x": 1}},
+        "object-keyword": {"k": {"x": 1}},
+        "bad-date": {"d": "yesterday"},
+    }
+    accepted: dict[str, dict[str, Any]] = {
+        "ints": {"v": [1, 2], "n": 3, "k": 7, "d": 1_700_000_000_000, "b": True},
+        "numeric-strings": {"v": ["1.5", "2"], "n": "4", "k": ["a", "b"], "d": "2026-11-26T10:00:00Z"},
+        "floats": {"v": [0.5, -0.25], "n": 2.0, "k": "x"},
+    }
+    actions = [BulkAction("index", doc_id, source) for doc_id, source in {**refused, **accepted}.items()]
+    result = engine.bulk("idx", actions)
+    assert {failure.id for failure in result.failed} == set(refused)
+    assert all(failure.status == 400 and "mapper_parsing_exception" in failure.reason for failure in result.failed)
+    reasons = {failure.id: failure.reason for failure in result.failed}
+    assert "must be an array of numbers" in reasons["words"]
+    assert "zero vector" in reasons["zero"]
+    assert set(result.succeeded) == set(accepted)
+    assert {hit.id for hit in engine.search("idx", {"query": {"range": {"n": {"gte": 2}}}}).hits} == set(accepted)
+    nearest = engine.search("idx", {"size": 1, "query": {"knn": {"v": {"vector": [1.5, 2.0], "k": 1}}}}).hits
+    assert nearest[0].id == "numeric-strings"
