@@ -329,6 +329,8 @@ def main() -> None:
         return _throughput(concurrency, one)
 
     loops = threading.local()
+    opened: list[asyncio.AbstractEventLoop] = []
+    hybrid._responses = None  # every search answered, none from the response cache
 
     def hybrid_qps(concurrency: int) -> tuple[float, float]:
         """Whole hybrid searches (BM25 and kNN in two threads at once, fused), each thread with its own loop."""
@@ -337,6 +339,7 @@ def main() -> None:
             loop = getattr(loops, "loop", None)
             if loop is None:
                 loop = loops.loop = asyncio.new_event_loop()
+                opened.append(loop)
             loop.run_until_complete(hybrid.search(SearchRequest(query=phrases[i % len(phrases)])))
 
         return _throughput(concurrency, one)
@@ -359,6 +362,8 @@ def main() -> None:
             f"({cores_four:.2f} cores) = {four / one:.2f}x; {_load()}",
             flush=True,
         )
+    for loop in opened:
+        loop.close()
     print(f"final: {_rss()}; {_load()}", flush=True)
     engine.close()
 

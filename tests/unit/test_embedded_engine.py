@@ -20,6 +20,7 @@ from esbridge.engines.analysis import analysis
 from esbridge.engines.base import AsyncEngine, BulkAction, Engine
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.engines.embedded.analysis import field_analysis
+from esbridge.engines.embedded.lexical import LexicalIndex
 from esbridge.engines.embedded.store import DB_FILE, Store
 from esbridge.errors import EngineResponseError, IndexAlreadyExists, IndexNotFound, RequestRejected
 from esbridge.ingest.run import IngestOptions, ingest
@@ -298,3 +299,42 @@ def test_documents_that_do_not_fit_the_mapping_are_refused_one_by_one(engine: Em
     assert {hit.id for hit in engine.search("idx", {"query": {"range": {"n": {"gte": 2}}}}).hits} == set(accepted)
     nearest = engine.search("idx", {"size": 1, "query": {"knn": {"v": {"vector": [1.5, 2.0], "k": 1}}}}).hits
     assert nearest[0].id == "numeric-strings"
+
+
+@pytest.mark.parametrize("vector", [[1.0, True], [1.0, "2"], [1.0], [1.0, None], "1,2"])
+def test_a_knn_query_vector_must_be_numbers_of_the_fields_dimension(engine: EmbeddedEngine, vector: Any) -> None:
+    engine.create_index("idx", BODY)
+    engine.bulk("idx", [BulkAction("index", "a", {"v": [1.0, 2.0]})])
+    with pytest.raises(RequestRejected, match="query vector must be 2 numbers"):
+        engine.search("idx", {"query": {"knn": {"v": {"vector": vector, "k": 1}}}})
+    subclass = [FloatSubclass(1.0), 2]  # a float subclass counts as a number
+    assert [hit.id for hit in engine.search("idx", {"query": {"knn": {"v": {"vector": subclass, "k": 1}}}}).hits] == [
+        "a"
+    ]
+
+
+class FloatSubclass(float):
+    """A float subclass, as numpy's float64 is."""
+
+
+def test_equal_bm25_scores_come_in_row_order_across_pages_without_scoring_every_match(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine.create_index("idx", BODY)
+    engine.bulk("idx", [BulkAction("index", f"top{i}", {"text": "alpha alpha alpha beta"}) for i in range(3)])
+    engine.bulk("idx", [BulkAction("index", f"tie{i:02}", {"text": "alpha beta gamma"}) for i in range(40)])
+
+    def everything(self: Any, query: Any) -> dict[int, float]:
+        raise AssertionError("every match scored")
+
+    monkeypatch.setattr(LexicalIndex, "scores", everything)
+    pages = [
+        [hit.id for hit in engine.search("idx", {"from": start, "size": 5, "query": {"match": {"text": "alpha"}}}).hits]
+        for start in range(0, 15, 5)
+    ]
+    assert pages == [
+        ["top0", "top1", "top2", "tie00", "tie01"],
+        ["tie02", "tie03", "tie04", "tie05", "tie06"],
+        ["tie07", "tie08", "tie09", "tie10", "tie11"],
+    ]
+    assert engine.search("idx", {"size": 0, "query": {"match": {"text": "gamma"}}}).total == 40

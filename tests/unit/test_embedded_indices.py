@@ -197,6 +197,36 @@ def test_writes_update_the_graph_in_place_and_a_reopen_loads_it_from_its_file(tm
         reopened.close()
 
 
+def test_re_scoring_uses_the_float_copies_only_where_they_agree_with_the_graph(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ann, "EXACT_BELOW", 20)
+    engine.create_index("idx", mapping(approximate=True))
+    vectors = points(300)
+    load(engine, "idx", vectors)
+    query = points(1, seed=12)[0]
+    expected = exact_top(vectors, query, 10, list(range(300)))
+    graph = next(iter(engine._shared._handles.values())).vectors["v"]
+    assert graph.copies.path.exists()
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    def answer() -> list[tuple[str, float]]:
+        return [(hit.id, hit.score) for hit in engine.search("idx", knn(query, 10)).hits]
+
+    right = answer()
+    assert [doc for doc, _ in right] == expected
+    for doc, score in right:
+        assert score == pytest.approx((1 + float(unit[int(doc[1:])] @ (query / np.linalg.norm(query)))) / 2, abs=1e-6)
+    # Wrong copies (the nearest rows' vectors pointing away from the query) are noticed and read from the database.
+    record = engine._store.index("idx")
+    assert record is not None
+    rows = sorted(engine._store.document_row(record.id, doc) or 0 for doc, _ in right)
+    graph.copies.write(rows, -np.ones((len(rows), DIMENSION), dtype=np.float32))
+    assert answer() == right
+    graph.copies.path.unlink()  # no copies at all (a data directory from before them): the database alone
+    assert answer() == right
+
+
 def test_a_graph_file_written_with_bfloat16_vectors_is_loaded_and_searched_as_it_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 from usearch.index import Index
 
+from esbridge.engines.embedded.floats import AGREEMENT, FloatCopies
 from esbridge.engines.embedded.progress import read_applied, write_applied
 
 EXACT_BELOW = 10_000
@@ -94,6 +95,7 @@ class VectorIndex:
         self.lock = threading.Lock()
         self._gate = _Gate()
         self._subsets_lock = threading.Lock()
+        self.copies = FloatCopies(path.with_suffix(".f32"), dimension)
         self.reopen()
 
     def reopen(self) -> None:
@@ -151,6 +153,7 @@ class VectorIndex:
             scratch = self.path.with_suffix(".tmp")
             self.graph.save(str(scratch))
             os.replace(scratch, self.path)
+            self.copies.sync()
             write_applied(self.path.with_suffix(".json"), applied)
             self.saved = applied
 
@@ -194,19 +197,37 @@ class VectorIndex:
     def _rescored(
         self, query: npt.NDArray[np.float32], found: dict[int, float], k: int, floats: Floats | None
     ) -> dict[int, float]:
-        """The best ``k`` of ``found``, scored from ``floats`` when given (rows without a vector there are gone)."""
+        """The best ``k`` of ``found``, scored from their float32 vectors when ``floats`` is given: the copies
+        beside the graph where they agree with it, the database's otherwise (rows without a vector are gone)."""
         if floats is None or not found:
             return dict(sorted(found.items(), key=lambda item: (-item[1], item[0]))[:k])
-        stored = floats(sorted(found))
-        if not stored:
-            return {}
-        matrix = np.frombuffer(b"".join(blob for _, blob in stored), dtype=np.float32)
-        matrix = matrix.reshape(len(stored), self.dimension)
+        rows = sorted(found)
+        matrix = self.copies.read(rows)
+        keys = np.asarray(rows, dtype=np.uint64)
+        with self._gate.searching():
+            present = np.asarray(self.graph.contains(keys), dtype=bool)
+            compact = np.zeros_like(matrix)
+            if present.any():
+                stored = self.graph.get(keys[present], dtype="f32")
+                compact[present] = np.asarray(stored, dtype=np.float32).reshape(-1, self.dimension)
         norms = np.linalg.norm(matrix, axis=1)
-        norms[norms == 0] = 1.0
-        scores = ((1.0 + (matrix @ query) / norms) / 2.0).tolist()
-        ranked = sorted(zip((row for row, _ in stored), scores, strict=True), key=lambda item: (-item[1], item[0]))
-        return dict(ranked[:k])
+        lengths = np.linalg.norm(compact, axis=1)
+        agree = (norms > 0) & (lengths > 0)
+        agree[agree] = np.einsum("ij,ij->i", matrix[agree], compact[agree]) >= (
+            AGREEMENT * norms[agree] * lengths[agree]
+        )
+        scored = dict(zip(keys[agree].tolist(), (matrix[agree] @ query / norms[agree]).tolist(), strict=True))
+        missing = [row for row, ok in zip(rows, agree.tolist(), strict=True) if not ok]
+        if missing:
+            stored_rows = floats(missing)
+            if stored_rows:
+                exact = np.frombuffer(b"".join(blob for _, blob in stored_rows), dtype=np.float32)
+                exact = exact.reshape(len(stored_rows), self.dimension)
+                lengths = np.linalg.norm(exact, axis=1)
+                lengths[lengths == 0] = 1.0
+                scored.update(zip((row for row, _ in stored_rows), ((exact @ query) / lengths).tolist(), strict=True))
+        ranked = sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:k]
+        return {row: (1.0 + cosine) / 2.0 for row, cosine in ranked}
 
     def _nearest(
         self,
