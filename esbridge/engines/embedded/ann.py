@@ -1,7 +1,7 @@
 """Approximate kNN: a usearch HNSW graph per vector field, persisted beside the database.
 
 ``<data_dir>/vectors/<index id>.<field>.usearch`` holds the graph and its vectors (int8, cosine; M = 24,
-64 candidates while building, 256 while searching: see benchmarks/graph_build.py), keyed by database row;
+64 candidates while building, 512 while searching: see benchmarks/graph_build.py), keyed by database row;
 ``.json`` beside it records the last change the file holds. The int8 vectors only choose candidates: the
 ``RESCORE`` best are ranked and scored by the float32 vectors the database keeps. A file written with
 bfloat16 vectors (M = 16) by an earlier esbridge is loaded and searched as it is. Writes update the graph
@@ -39,7 +39,7 @@ EXPANSION_ADD = 64
 SUBSET_CACHE_ROWS = 50_000
 """Allowed sets up to this size keep their vectors in memory (``SUBSET_CACHE_SLOTS`` of them, newest first)."""
 SUBSET_CACHE_SLOTS = 4
-EXPANSION_SEARCH = 256
+EXPANSION_SEARCH = 512
 RESCORE = 100
 """Candidates the graph (or a scan of its stored vectors) proposes, re-scored from the float32 vectors."""
 DTYPE = "i8"
