@@ -49,8 +49,9 @@ def _rss() -> str:
     return f"RSS {rss:,.0f} MB (peak {peak:,.0f} MB)"
 
 
-def _throughput(concurrency: int, search: Callable[[int], None], seconds: float = 4.0) -> float:
-    """Searches per second when ``concurrency`` threads call ``search(i)`` with their own sequence of ``i``."""
+def _throughput(concurrency: int, search: Callable[[int], None], seconds: float = 4.0) -> tuple[float, float]:
+    """Searches per second when ``concurrency`` threads call ``search(i)`` with their own sequence of ``i``, and
+    the cores the process kept busy meanwhile (its CPU seconds per second)."""
     done = 0
     lock = threading.Lock()
     stop = time.perf_counter() + seconds
@@ -64,9 +65,10 @@ def _throughput(concurrency: int, search: Callable[[int], None], seconds: float 
             with lock:
                 done += 1
 
+    cpu = time.process_time()
     with ThreadPoolExecutor(concurrency) as pool:
         list(pool.map(work, range(concurrency)))
-    return done / seconds
+    return done / seconds, (time.process_time() - cpu) / seconds
 
 
 def _load() -> str:
@@ -299,7 +301,7 @@ def main() -> None:
     print(f"kNN right after a 100-chunk write: {_ms(after_write)}; {_rss()}", flush=True)
     print(f"  the write itself: {_ms(writes)}; write and search together: {_ms(together)}", flush=True)
 
-    def native_qps(concurrency: int) -> float:
+    def native_qps(concurrency: int) -> tuple[float, float]:
         """The ceiling: the same half-BM25, half-kNN load on tantivy and usearch directly, no esbridge code."""
         record = engine._store.index(engine.alias_targets(ALIAS)[0])
         assert record is not None
@@ -315,7 +317,7 @@ def main() -> None:
 
         return _throughput(concurrency, one)
 
-    def qps(concurrency: int) -> float:
+    def qps(concurrency: int) -> tuple[float, float]:
         def one(i: int) -> None:
             if i % 2:
                 body = bodies.bm25_body("opensearch", phrases[i % len(phrases)], size=10, filters=Filters())
@@ -326,25 +328,42 @@ def main() -> None:
 
         return _throughput(concurrency, one)
 
+    loops = threading.local()
+    opened: list[asyncio.AbstractEventLoop] = []
+    hybrid._responses = None  # every search answered, none from the response cache
+
+    def hybrid_qps(concurrency: int) -> tuple[float, float]:
+        """Whole hybrid searches (BM25 and kNN in two threads at once, fused), each thread with its own loop."""
+
+        def one(i: int) -> None:
+            loop = getattr(loops, "loop", None)
+            if loop is None:
+                loop = loops.loop = asyncio.new_event_loop()
+                opened.append(loop)
+            loop.run_until_complete(hybrid.search(SearchRequest(query=phrases[i % len(phrases)])))
+
+        return _throughput(concurrency, one)
+
     # Alternated, so a change in what else the machine runs weighs on both alike.
     many = args.concurrency
-    one = four = 0.0
-    for _ in range(3):
-        one += qps(1) / 3
-        four += qps(many) / 3
-    print(
-        f"QPS (half BM25, half kNN): concurrency 1 {one:.0f}/s, concurrency {many} {four:.0f}/s = {four / one:.2f}x",
-        flush=True,
-    )
-    bare_one = bare_many = 0.0
-    for _ in range(3):
-        bare_one += native_qps(1) / 3
-        bare_many += native_qps(many) / 3
-    print(
-        f"  tantivy and usearch alone: concurrency 1 {bare_one:.0f}/s, concurrency {many} {bare_many:.0f}/s "
-        f"= {bare_many / bare_one:.2f}x",
-        flush=True,
-    )
+    for label, measure in (
+        ("QPS (half BM25, half kNN)", qps),
+        ("  tantivy and usearch alone", native_qps),
+        ("  hybrid searches", hybrid_qps),
+    ):
+        one = four = cores_one = cores_four = 0.0
+        for _ in range(3):
+            rate, cores = measure(1)
+            one, cores_one = one + rate / 3, cores_one + cores / 3
+            rate, cores = measure(many)
+            four, cores_four = four + rate / 3, cores_four + cores / 3
+        print(
+            f"{label}: concurrency 1 {one:.0f}/s ({cores_one:.2f} cores busy), concurrency {many} {four:.0f}/s "
+            f"({cores_four:.2f} cores) = {four / one:.2f}x; {_load()}",
+            flush=True,
+        )
+    for loop in opened:
+        loop.close()
     print(f"final: {_rss()}; {_load()}", flush=True)
     engine.close()
 

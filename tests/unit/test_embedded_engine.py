@@ -20,6 +20,7 @@ from esbridge.engines.analysis import analysis
 from esbridge.engines.base import AsyncEngine, BulkAction, Engine
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.engines.embedded.analysis import field_analysis
+from esbridge.engines.embedded.lexical import LexicalIndex
 from esbridge.engines.embedded.store import DB_FILE, Store
 from esbridge.errors import EngineResponseError, IndexAlreadyExists, IndexNotFound, RequestRejected
 from esbridge.ingest.run import IngestOptions, ingest
@@ -263,3 +264,77 @@ def test_its_errors_keep_the_engine_status_but_do_not_claim_an_http_answer(engin
         engine.create_index("twice", BODY)
     assert twice.value.status == 400
     assert "HTTP" not in str(twice.value)
+
+
+def test_documents_that_do_not_fit_the_mapping_are_refused_one_by_one(engine: EmbeddedEngine) -> None:
+    engine.create_index(
+        "idx",
+        {"mappings": {"properties": {**BODY["mappings"]["properties"], "k": {"type": "keyword"},
+                                     "d": {"type": "date"}, "b": {"type": "boolean"}}}},
+    )  # fmt: skip
+    refused: dict[str, dict[str, Any]] = {
+        "nan": {"v": [float("nan"), 1.0]},
+        "words": {"v": ["a", "b"]},
+        "short": {"v": [1.0]},
+        "zero": {"v": [0.0, 0]},
+        "not-a-list": {"v": 3.0},
+        "bool-number": {"n": True},
+        "object-number": {"n": {"x": 1}},
+        "object-keyword": {"k": {"x": 1}},
+        "bad-date": {"d": "yesterday"},
+    }
+    accepted: dict[str, dict[str, Any]] = {
+        "ints": {"v": [1, 2], "n": 3, "k": 7, "d": 1_700_000_000_000, "b": True},
+        "numeric-strings": {"v": ["1.5", "2"], "n": "4", "k": ["a", "b"], "d": "2026-11-26T10:00:00Z"},
+        "floats": {"v": [0.5, -0.25], "n": 2.0, "k": "x"},
+    }
+    actions = [BulkAction("index", doc_id, source) for doc_id, source in {**refused, **accepted}.items()]
+    result = engine.bulk("idx", actions)
+    assert {failure.id for failure in result.failed} == set(refused)
+    assert all(failure.status == 400 and "mapper_parsing_exception" in failure.reason for failure in result.failed)
+    reasons = {failure.id: failure.reason for failure in result.failed}
+    assert "must be an array of numbers" in reasons["words"]
+    assert "zero vector" in reasons["zero"]
+    assert set(result.succeeded) == set(accepted)
+    assert {hit.id for hit in engine.search("idx", {"query": {"range": {"n": {"gte": 2}}}}).hits} == set(accepted)
+    nearest = engine.search("idx", {"size": 1, "query": {"knn": {"v": {"vector": [1.5, 2.0], "k": 1}}}}).hits
+    assert nearest[0].id == "numeric-strings"
+
+
+@pytest.mark.parametrize("vector", [[1.0, True], [1.0, "2"], [1.0], [1.0, None], "1,2"])
+def test_a_knn_query_vector_must_be_numbers_of_the_fields_dimension(engine: EmbeddedEngine, vector: Any) -> None:
+    engine.create_index("idx", BODY)
+    engine.bulk("idx", [BulkAction("index", "a", {"v": [1.0, 2.0]})])
+    with pytest.raises(RequestRejected, match="query vector must be 2 numbers"):
+        engine.search("idx", {"query": {"knn": {"v": {"vector": vector, "k": 1}}}})
+    subclass = [FloatSubclass(1.0), 2]  # a float subclass counts as a number
+    assert [hit.id for hit in engine.search("idx", {"query": {"knn": {"v": {"vector": subclass, "k": 1}}}}).hits] == [
+        "a"
+    ]
+
+
+class FloatSubclass(float):
+    """A float subclass, as numpy's float64 is."""
+
+
+def test_equal_bm25_scores_come_in_row_order_across_pages_without_scoring_every_match(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine.create_index("idx", BODY)
+    engine.bulk("idx", [BulkAction("index", f"top{i}", {"text": "alpha alpha alpha beta"}) for i in range(3)])
+    engine.bulk("idx", [BulkAction("index", f"tie{i:02}", {"text": "alpha beta gamma"}) for i in range(40)])
+
+    def everything(self: Any, query: Any) -> dict[int, float]:
+        raise AssertionError("every match scored")
+
+    monkeypatch.setattr(LexicalIndex, "scores", everything)
+    pages = [
+        [hit.id for hit in engine.search("idx", {"from": start, "size": 5, "query": {"match": {"text": "alpha"}}}).hits]
+        for start in range(0, 15, 5)
+    ]
+    assert pages == [
+        ["top0", "top1", "top2", "tie00", "tie01"],
+        ["tie02", "tie03", "tie04", "tie05", "tie06"],
+        ["tie07", "tie08", "tie09", "tie10", "tie11"],
+    ]
+    assert engine.search("idx", {"size": 0, "query": {"match": {"text": "gamma"}}}).total == 40

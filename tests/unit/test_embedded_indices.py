@@ -146,6 +146,29 @@ def test_the_graph_returns_k_under_selective_and_broad_filters(
     assert len(unfiltered & set(exact_top(vectors, query, 10, list(range(1000))))) >= 8
 
 
+@pytest.mark.parametrize("approximate", [False, True])
+def test_knn_ranks_and_scores_by_the_stored_float_vectors_not_the_graphs_compact_copy(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch, approximate: bool
+) -> None:
+    monkeypatch.setattr(ann, "EXACT_BELOW", 20)  # so that the approximate index uses its graph
+    engine.create_index("idx", mapping(approximate=approximate))
+    query = points(1, seed=4)[0]
+    # Near-duplicates of the query, apart by less than an int8 (or bfloat16) step per dimension: only the
+    # float32 vectors order them. Nearest first: d0, d1, ..., d9; then 200 others.
+    rng = np.random.default_rng(1)
+    direction = rng.standard_normal(DIMENSION).astype(np.float32)
+    close = np.stack([query + (i + 1) * 1e-3 * direction for i in range(10)])
+    vectors = np.concatenate([close, points(200, seed=8)])
+    load(engine, "idx", vectors)
+    hits = engine.search("idx", knn(query, 10)).hits
+    assert [hit.id for hit in hits] == exact_top(vectors, query, 10, list(range(210)))
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    for hit in hits:
+        cosine = float(unit[int(hit.id[1:])] @ (query / np.linalg.norm(query)))
+        assert hit.score == pytest.approx((1 + cosine) / 2, abs=1e-6)
+    assert [hit.id for hit in hits] == [f"d{i}" for i in range(10)]
+
+
 def test_writes_update_the_graph_in_place_and_a_reopen_loads_it_from_its_file(tmp_path: Path) -> None:
     engine = EmbeddedEngine(tmp_path)
     engine.create_index("idx", mapping(approximate=True))
@@ -170,6 +193,61 @@ def test_writes_update_the_graph_in_place_and_a_reopen_loads_it_from_its_file(tm
         assert reopened.search("idx", knn(points(1, seed=3)[0], 5)).total == 5
         loaded = next(iter(reopened._shared._handles.values())).vectors["v"]
         assert (loaded.built, loaded.saved, len(loaded)) == (True, loaded.applied, 200)
+    finally:
+        reopened.close()
+
+
+def test_re_scoring_uses_the_float_copies_only_where_they_agree_with_the_graph(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ann, "EXACT_BELOW", 20)
+    engine.create_index("idx", mapping(approximate=True))
+    vectors = points(300)
+    load(engine, "idx", vectors)
+    query = points(1, seed=12)[0]
+    expected = exact_top(vectors, query, 10, list(range(300)))
+    graph = next(iter(engine._shared._handles.values())).vectors["v"]
+    assert graph.copies.path.exists()
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    def answer() -> list[tuple[str, float]]:
+        return [(hit.id, hit.score) for hit in engine.search("idx", knn(query, 10)).hits]
+
+    right = answer()
+    assert [doc for doc, _ in right] == expected
+    for doc, score in right:
+        assert score == pytest.approx((1 + float(unit[int(doc[1:])] @ (query / np.linalg.norm(query)))) / 2, abs=1e-6)
+    # Wrong copies (the nearest rows' vectors pointing away from the query) are noticed and read from the database.
+    record = engine._store.index("idx")
+    assert record is not None
+    rows = sorted(engine._store.document_row(record.id, doc) or 0 for doc, _ in right)
+    graph.copies.write(rows, -np.ones((len(rows), DIMENSION), dtype=np.float32))
+    assert answer() == right
+    graph.copies.path.unlink()  # no copies at all (a data directory from before them): the database alone
+    assert answer() == right
+
+
+def test_a_graph_file_written_with_bfloat16_vectors_is_loaded_and_searched_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ann, "EXACT_BELOW", 20)
+    with monkeypatch.context() as earlier:  # how the previous release built its graphs
+        earlier.setattr(ann, "DTYPE", "bf16")
+        earlier.setattr(ann, "CONNECTIVITY", 16)
+        engine = EmbeddedEngine(tmp_path)
+        engine.create_index("idx", mapping(approximate=True))
+        vectors = points(300)
+        load(engine, "idx", vectors)
+        engine.close()
+    reopened = EmbeddedEngine(tmp_path)
+    try:
+        query = points(1, seed=6)[0]
+        hits = reopened.search("idx", knn(query, 5)).hits
+        graph = next(iter(reopened._shared._handles.values())).vectors["v"]
+        assert (str(graph.graph.dtype), len(graph)) == ("ScalarKind.BF16", 300), "loaded, not rebuilt"
+        assert [hit.id for hit in hits] == exact_top(vectors, query, 5, list(range(300)))
+        reopened.bulk("idx", [BulkAction("index", "new", {"v": query.tolist()})])
+        assert reopened.search("idx", knn(query, 1)).hits[0].id == "new"
     finally:
         reopened.close()
 

@@ -1,17 +1,19 @@
 """Approximate kNN: a usearch HNSW graph per vector field, persisted beside the database.
 
-``<data_dir>/vectors/<index id>.<field>.usearch`` holds the graph and its vectors (bfloat16, cosine;
-M = 16, 128 candidates while building, 256 while searching: see benchmarks/graph_build.py), keyed by database
-row; ``.json`` beside it records the last change the file holds. Writes update the graph in memory; the
-file is rewritten now and then (``save``), and a process that opens it replays the changes since
-(``changes`` in the database), so a crash loses no vector and a reopen rebuilds nothing.
+``<data_dir>/vectors/<index id>.<field>.usearch`` holds the graph and its vectors (int8, cosine; M = 24,
+64 candidates while building, 512 while searching: see benchmarks/graph_build.py), keyed by database row;
+``.json`` beside it records the last change the file holds. The int8 vectors only choose candidates: the
+``RESCORE`` best are ranked and scored by the float32 vectors the database keeps. A file written with
+bfloat16 vectors (M = 16) by an earlier esbridge is loaded and searched as it is. Writes update the graph
+in memory; the file is rewritten now and then (``save``), and a process that opens it replays the changes
+since (``changes`` in the database), so a crash loses no vector and a reopen rebuilds nothing.
 
 A filter is met in one of three ways, whichever is cheapest for its selectivity: a small allowed set is
-searched exactly (its vectors read from the graph once, kept for the next search with the same filter,
-one matrix product); a large allowed set or a few excluded rows widen the graph search until ``k`` pass;
-when widening would approach the whole index the search is exact over the allowed set. Small indices and
-indices without ``index.knn`` are searched exactly (usearch's brute-force scan). Scores are OpenSearch's
-cosinesimil, (1 + cos) / 2.
+scanned whole (its vectors read from the graph once, kept for the next search with the same filter, one
+matrix product); a large allowed set or a few excluded rows widen the graph search until enough pass;
+when widening would approach the whole index the allowed set is scanned. Small indices and indices
+without ``index.knn`` are scanned whole (usearch's brute-force scan). Every way ends with the float32
+re-scoring. Scores are OpenSearch's cosinesimil, (1 + cos) / 2.
 """
 
 from __future__ import annotations
@@ -27,16 +29,24 @@ import numpy as np
 import numpy.typing as npt
 from usearch.index import Index
 
+from esbridge.engines.embedded.floats import AGREEMENT, FloatCopies
 from esbridge.engines.embedded.progress import read_applied, write_applied
 
 EXACT_BELOW = 10_000
 """Indices and allowed sets this small are searched exactly: as fast as the graph, and exact."""
-CONNECTIVITY = 16
-EXPANSION_ADD = 128
+CONNECTIVITY = 24
+EXPANSION_ADD = 64
 SUBSET_CACHE_ROWS = 50_000
 """Allowed sets up to this size keep their vectors in memory (``SUBSET_CACHE_SLOTS`` of them, newest first)."""
 SUBSET_CACHE_SLOTS = 4
-EXPANSION_SEARCH = 256
+EXPANSION_SEARCH = 512
+RESCORE = 100
+"""Candidates the graph (or a scan of its stored vectors) proposes, re-scored from the float32 vectors."""
+DTYPE = "i8"
+"""How a new graph stores its vectors; a file written with another kind (bfloat16) keeps its own."""
+
+Floats = Callable[[Sequence[int]], Sequence[tuple[int, bytes]]]
+"""(row, float32 bytes) of those of the given rows that still have a vector: the database's copy."""
 
 
 class _Gate:
@@ -85,6 +95,7 @@ class VectorIndex:
         self.lock = threading.Lock()
         self._gate = _Gate()
         self._subsets_lock = threading.Lock()
+        self.copies = FloatCopies(path.with_suffix(".f32"), dimension)
         self.reopen()
 
     def reopen(self) -> None:
@@ -108,7 +119,7 @@ class VectorIndex:
         return Index(
             ndim=self.dimension,
             metric="cos",
-            dtype="bf16",
+            dtype=DTYPE,
             connectivity=CONNECTIVITY,
             expansion_add=EXPANSION_ADD,
             expansion_search=EXPANSION_SEARCH,
@@ -142,6 +153,7 @@ class VectorIndex:
             scratch = self.path.with_suffix(".tmp")
             self.graph.save(str(scratch))
             os.replace(scratch, self.path)
+            self.copies.sync()
             write_applied(self.path.with_suffix(".json"), applied)
             self.saved = applied
 
@@ -155,6 +167,7 @@ class VectorIndex:
         exact: bool = False,
         subset: Hashable = None,
         behind: Mapping[int, npt.NDArray[np.float32] | None] | None = None,
+        floats: Floats | None = None,
     ) -> dict[int, float]:
         """Row -> score of the ``k`` rows nearest ``vector`` among ``allowed`` (or all), never ``excluded``.
 
@@ -162,16 +175,18 @@ class VectorIndex:
         exactly keeps its vectors in memory under that name for the next search with the same filter.
         ``behind``: the rows written since the graph's last completed update, with their vectors now (None
         when gone); the graph's answer for them is dropped and they are scored exactly instead, so a write
-        is searchable before the graph has taken it in."""
-        if not behind:
-            with self._gate.searching():
-                return self._nearest(vector, k, allowed, excluded, exact, subset)
-        with self._gate.searching():
-            found = self._nearest(vector, k + len(behind), allowed, excluded, exact, subset)
-        found = {row: score for row, score in found.items() if row not in behind}
+        is searchable before the graph has taken it in. ``floats``: the float32 vectors by row; with it the
+        graph proposes ``RESCORE`` candidates (at least ``k``) and they are ranked by those vectors, so the
+        graph's compact vectors decide only which rows are candidates, never a score."""
         query = np.asarray(vector, dtype=np.float32)
         query = query / np.linalg.norm(query)
-        for row, value in behind.items():
+        pool = max(k, RESCORE) if floats is not None else k
+        with self._gate.searching():
+            found = self._nearest(query, pool + len(behind or ()), allowed, excluded, exact, subset)
+        if behind:
+            found = {row: score for row, score in found.items() if row not in behind}
+        found = self._rescored(query, found, k, floats)
+        for row, value in (behind or {}).items():
             if value is None or row in excluded or (allowed is not None and row not in allowed):
                 continue
             norm = float(np.linalg.norm(value))
@@ -179,16 +194,50 @@ class VectorIndex:
                 found[row] = (1.0 + float(value @ query) / norm) / 2.0
         return dict(sorted(found.items(), key=lambda item: (-item[1], item[0]))[:k])
 
+    def _rescored(
+        self, query: npt.NDArray[np.float32], found: dict[int, float], k: int, floats: Floats | None
+    ) -> dict[int, float]:
+        """The best ``k`` of ``found``, scored from their float32 vectors when ``floats`` is given: the copies
+        beside the graph where they agree with it, the database's otherwise (rows without a vector are gone)."""
+        if floats is None or not found:
+            return dict(sorted(found.items(), key=lambda item: (-item[1], item[0]))[:k])
+        rows = sorted(found)
+        matrix = self.copies.read(rows)
+        keys = np.asarray(rows, dtype=np.uint64)
+        with self._gate.searching():
+            present = np.asarray(self.graph.contains(keys), dtype=bool)
+            compact = np.zeros_like(matrix)
+            if present.any():
+                stored = self.graph.get(keys[present], dtype="f32")
+                compact[present] = np.asarray(stored, dtype=np.float32).reshape(-1, self.dimension)
+        norms = np.linalg.norm(matrix, axis=1)
+        lengths = np.linalg.norm(compact, axis=1)
+        agree = (norms > 0) & (lengths > 0)
+        agree[agree] = np.einsum("ij,ij->i", matrix[agree], compact[agree]) >= (
+            AGREEMENT * norms[agree] * lengths[agree]
+        )
+        scored = dict(zip(keys[agree].tolist(), (matrix[agree] @ query / norms[agree]).tolist(), strict=True))
+        missing = [row for row, ok in zip(rows, agree.tolist(), strict=True) if not ok]
+        if missing:
+            stored_rows = floats(missing)
+            if stored_rows:
+                exact = np.frombuffer(b"".join(blob for _, blob in stored_rows), dtype=np.float32)
+                exact = exact.reshape(len(stored_rows), self.dimension)
+                lengths = np.linalg.norm(exact, axis=1)
+                lengths[lengths == 0] = 1.0
+                scored.update(zip((row for row, _ in stored_rows), ((exact @ query) / lengths).tolist(), strict=True))
+        ranked = sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:k]
+        return {row: (1.0 + cosine) / 2.0 for row, cosine in ranked}
+
     def _nearest(
         self,
-        vector: Sequence[float],
+        query: npt.NDArray[np.float32],
         k: int,
         allowed: Collection[int] | None,
         excluded: Collection[int],
         exact: bool,
         subset: Hashable,
     ) -> dict[int, float]:
-        query = np.asarray(vector, dtype=np.float32)
         size = len(self)
         if size == 0 or k < 1 or (allowed is not None and not allowed):
             return {}  # usearch refuses a search for 0 results

@@ -248,6 +248,8 @@ class DataDir:
             for start in range(0, max(len(rows), 1), _BATCH):
                 found = store.vector_blobs(rows[start : start + _BATCH], path)
                 matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
+                if self.writing:  # the copies re-scoring reads, before the graph can propose these rows
+                    graph.copies.write([row for row, _ in found], matrix.reshape(-1, graph.dimension))
                 last = start + _BATCH >= len(rows)
                 graph.apply(
                     removed[start : start + _BATCH],

@@ -142,8 +142,11 @@ def _indexed(field: Field, items: list[Any], numeric: bool) -> list[Any]:
     """The values tantivy indexes for a keyword (text) or number (float) field; strings skip the conversion."""
     found: list[Any] = []
     for item in items:
-        if type(item) is str and not numeric and field.type == "keyword":
+        plain = type(item)
+        if plain is str and not numeric and field.type == "keyword":
             found.append(item)
+        elif (plain is int or plain is float) and field.type in NUMERIC:
+            found.append(float(item))
         elif item is not None and not isinstance(item, (Mapping, list)):
             value = indexed_value(field, item)
             found.append(float(value) if numeric else str(value))

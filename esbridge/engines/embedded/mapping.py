@@ -17,6 +17,10 @@ SUPPORTED_TYPES = frozenset({"text", "keyword", "boolean", "date", "object", "kn
 SPACE_TYPES = frozenset({"cosinesimil"})
 
 
+_ANY_STRING = frozenset({"text", "keyword"})
+_NUMBERS = (int, float)
+
+
 class MappingError(ValueError):
     """A mapping the embedded engine cannot hold."""
 
@@ -159,28 +163,18 @@ class Schema:
 
     @staticmethod
     def _check_value(field: Field, value: Any) -> None:
-        if field.type == "knn_vector":
-            try:
-                numbers = np.asarray(value, dtype=np.float64)
-            except (TypeError, ValueError):
-                numbers = np.empty(0)
-            if not isinstance(value, list) or numbers.ndim != 1 or not np.isfinite(numbers).all():
-                raise DocumentError("mapper_parsing_exception", f"field [{field.path}] must be an array of numbers")
-            if len(value) != field.dimension:
-                raise DocumentError(
-                    "mapper_parsing_exception",
-                    f"Vector dimension mismatch. Expected: {field.dimension}, Given: {len(value)}",
-                )
-            if not any(value):
-                raise DocumentError("mapper_parsing_exception", f"zero vector in [{field.path}] has no cosine")
+        kind = field.type
+        if kind == "knn_vector":
+            _check_vector(field, value)
             return
-        for item in value if isinstance(value, list) else [value]:
-            if item is None:
+        for item in value if type(value) is list else (value,):
+            plain = type(item)  # the JSON scalars, which most values are, pass without the general checks
+            if item is None or (plain is str and kind in _ANY_STRING) or (plain in _NUMBERS and kind in NUMERIC):
                 continue
             try:
-                if field.type == "date":
+                if kind == "date":
                     parse_date(item)
-                elif field.type in NUMERIC:
+                elif kind in NUMERIC:
                     float(item)
                     if isinstance(item, (bool, Mapping, list)):
                         raise ValueError(item)
@@ -190,3 +184,19 @@ class Schema:
                 raise DocumentError(
                     "mapper_parsing_exception", f"failed to parse field [{field.path}] of type [{field.type}]: {item!r}"
                 ) from exc
+
+
+def _check_vector(field: Field, value: Any) -> None:
+    try:
+        numbers = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        numbers = None  # (not an empty array: that would pass the checks below as no numbers at all)
+    if not isinstance(value, list) or numbers is None or numbers.ndim != 1 or not np.isfinite(numbers).all():
+        raise DocumentError("mapper_parsing_exception", f"field [{field.path}] must be an array of numbers")
+    if len(value) != field.dimension:
+        raise DocumentError(
+            "mapper_parsing_exception",
+            f"Vector dimension mismatch. Expected: {field.dimension}, Given: {len(value)}",
+        )
+    if not numbers.any():
+        raise DocumentError("mapper_parsing_exception", f"zero vector in [{field.path}] has no cosine")

@@ -50,6 +50,13 @@ MAX_RESULT_WINDOW = 10_000
 __all__ = ["BODY_KEYS", "MAX_RESULT_WINDOW", "Searcher", "Unsupported"]
 
 
+_NUMBER_TYPES = {float, int}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def approximate(record: IndexRecord) -> bool:
     """Whether kNN may use the graph: OpenSearch's ``index.knn`` setting; without it the search is exact."""
     return str(record.settings.get("index", {}).get("knn", "false")).lower() == "true"
@@ -201,7 +208,7 @@ class Searcher:
         if (
             not isinstance(vector, list)
             or len(vector) != field.dimension
-            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector)
+            or not (set(map(type, vector)) <= _NUMBER_TYPES or all(_is_number(x) for x in vector))
         ):
             raise Unsupported(f"the query vector must be {field.dimension} numbers for field [{name}]")
         if not any(vector):
@@ -222,6 +229,7 @@ class Searcher:
             exact=not approximate(self.record),
             subset=subset,
             behind=self.shared.behind(self.store, self.record, self.handles, field.path),
+            floats=lambda rows: self.store.vector_blobs(rows, field.path),
         )
         return {row: score * boost for row, score in found.items()} if boost != 1.0 else found
 
@@ -284,10 +292,14 @@ class Searcher:
         query = self.translator.translate(clause)
         if query is None:
             return None
-        found, total = self.handles.lexical.top(query, wanted)
+        # Equal scores in row order, as the clause-by-clause path orders them: read on until the scores tied
+        # with the last wanted row are all in (a longer list only when ties cross that boundary).
+        limit = wanted + 1
+        while True:
+            found, total = self.handles.lexical.top(query, limit)
+            if not wanted or total <= limit or len(found) <= wanted or found[-1][1] != found[wanted - 1][1]:
+                break
+            limit *= 4
         scores = dict(found)
-        # Equal scores in row order, as the clause-by-clause path orders them.
-        ordered = sorted(scores, key=lambda row: (-scores[row], row))
-        if total <= wanted or not found or found[-1][1] != found[0][1]:
-            return ordered, scores, total
-        return None
+        ordered = sorted(scores, key=lambda row: (-scores[row], row))[:wanted]
+        return ordered, scores, total

@@ -51,8 +51,12 @@ def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[st
         value = schema.value(source, field)
         if value is None:
             continue
-        for item in value if type(value) is list else [value]:
-            if type(item) is str and field.type == "keyword":
+        kind = field.type
+        for item in value if type(value) is list else (value,):
+            plain = type(item)
+            if plain is str and kind == "keyword":
                 yield field.path, item
+            elif (plain is int or plain is float) and kind in NUMERIC:
+                yield field.path, float(item)
             elif item is not None and not isinstance(item, (Mapping, list)):
                 yield field.path, indexed_value(field, item)

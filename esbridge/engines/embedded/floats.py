@@ -1,0 +1,74 @@
+"""The float32 copies of one vector field's vectors that kNN re-scoring reads, beside its graph.
+
+``<data_dir>/vectors/<index id>.<field>.f32`` holds each vector at ``row * dimension * 4`` (database rows,
+so the file is sparse where other indices' rows fall). Only the process holding the writer lock writes it,
+before the graph takes the same vectors in; every process reads it. It is a cache of the database: a
+vector read from it is used only when it agrees with the graph's own compact copy of that row (cosine at
+least ``AGREEMENT``), and otherwise (a row not written yet, a data directory made before the file existed, a
+file cut short) the row is read from the database. Reading 100 rows costs about a tenth of a millisecond
+here, against milliseconds through SQLite.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+AGREEMENT = 0.99
+"""Cosine between a copy and the graph's int8 (or bfloat16) vector of the row above which the copy is used;
+quantization alone keeps it above 0.999."""
+
+
+class FloatCopies:
+    """Opened per call: nothing stays open to leak when the index goes, and an open costs microseconds."""
+
+    def __init__(self, path: Path, dimension: int) -> None:
+        self.path = path
+        self.dimension = dimension
+        self._width = dimension * 4
+
+    def write(self, rows: Sequence[int], vectors: npt.NDArray[np.float32]) -> None:
+        """Store ``vectors`` (one per row, in order) at their rows; runs of consecutive rows in one write."""
+        if not len(rows):
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = np.ascontiguousarray(vectors, dtype=np.float32)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            start = 0
+            for end in range(1, len(rows) + 1):
+                if end == len(rows) or rows[end] != rows[end - 1] + 1:
+                    os.pwrite(fd, data[start:end].tobytes(), rows[start] * self._width)
+                    start = end
+        finally:
+            os.close(fd)
+
+    def sync(self) -> None:
+        """Make what was written durable (before the graph's file records the changes it holds)."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def read(self, rows: Sequence[int]) -> npt.NDArray[np.float32]:
+        """The copies of ``rows``, one per row in order; zeros where the file has none."""
+        width = self._width
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return np.zeros((len(rows), self.dimension), dtype=np.float32)
+        try:
+            parts = [os.pread(fd, width, row * width) for row in rows]
+        finally:
+            os.close(fd)
+        if any(len(part) != width for part in parts):  # past the end of the file: none there
+            parts = [part if len(part) == width else bytes(width) for part in parts]
+        return np.frombuffer(b"".join(parts), dtype=np.float32).reshape(len(rows), self.dimension)
