@@ -12,10 +12,9 @@ similarity is switched by closing the index, as ``bm25_similarity.py`` does, and
 from __future__ import annotations
 
 import argparse
-import statistics
 
 from bm25_similarity import engine_client, restored_similarity, set_similarity
-from plain_bm25 import plain_index, plain_run
+from plain_bm25 import plain_index, plain_run, print_against_plain
 
 from esbridge.config import load_settings
 from esbridge.config.fields import DEFAULT_FIELD_MAP
@@ -88,15 +87,7 @@ def main() -> None:
         finally:
             client.close()
             engine.close()
-    print(f"{'BM25 nDCG@10':<36}" + "".join(f"{label:>15}" for label in [*labels, "mean", "worst vs plain"]))
-    for key, row in table.items():
-        cells = [row[label] for label in labels]
-        worst = min(row[label] - table["plain"][label] for label in labels)
-        print(
-            f"{key:<36}"
-            + "".join(f"{value:>15.4f}" for value in [*cells, statistics.fmean(cells)])
-            + f"{worst:>+15.4f}"
-        )
+    print_against_plain(table, labels, 36)
 
 
 if __name__ == "__main__":

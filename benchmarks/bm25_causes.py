@@ -18,13 +18,12 @@ asked for (the pipeline asks 20 for a top 10); nDCG@10 is over the first 10 docu
 from __future__ import annotations
 
 import argparse
-import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bm25_similarity import engine_client, restored_similarity, set_similarity
-from plain_bm25 import plain_index, plain_run
+from plain_bm25 import plain_index, plain_run, print_against_plain
 
 from esbridge.config import load_settings
 from esbridge.config.fields import DEFAULT_FIELD_MAP
@@ -154,15 +153,7 @@ def main() -> None:
         finally:
             client.close()
             engine.close()
-    print(f"{'BM25 nDCG@10':<48}" + "".join(f"{label:>14}" for label in [*labels, "mean", "worst vs plain"]))
-    for key, row in table.items():
-        cells = [row[label] for label in labels]
-        worst = min(row[label] - table["plain"][label] for label in labels)
-        print(
-            f"{key:<48}"
-            + "".join(f"{value:>14.4f}" for value in [*cells, statistics.fmean(cells)])
-            + f"{worst:>+14.4f}"
-        )
+    print_against_plain(table, labels, 48)
 
 
 if __name__ == "__main__":

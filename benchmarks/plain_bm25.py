@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from typing import Any
 
 from esbridge.config import load_settings
@@ -92,6 +93,20 @@ def main() -> None:
             outcome = session.run(settings, judged, configurations("bm25", settings.pipeline), embedder)
         ours = metrics.mean_scores(qrels, outcome.outcomes[0].top, ["ndcg@10"])["ndcg@10"]
         print(f"{collection.label:<16}{plain_ndcg:>12.4f}{ours:>15.4f}{ours - plain_ndcg:>+12.4f}")
+
+
+def print_against_plain(table: dict[str, dict[str, float]], labels: list[str], width: int) -> None:
+    """One row of nDCG@10 per configuration of ``table`` (which holds a ``plain`` row): each collection, the
+    mean, and the configuration's worst difference from plain BM25 over the collections."""
+    print(f"{'BM25 nDCG@10':<{width}}" + "".join(f"{label:>15}" for label in [*labels, "mean", "worst vs plain"]))
+    for key, row in table.items():
+        cells = [row[label] for label in labels]
+        worst = min(row[label] - table["plain"][label] for label in labels)
+        print(
+            f"{key:<{width}}"
+            + "".join(f"{value:>15.4f}" for value in [*cells, statistics.fmean(cells)])
+            + f"{worst:>+15.4f}"
+        )
 
 
 if __name__ == "__main__":
