@@ -23,6 +23,7 @@ import random
 import statistics
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from offline import DEEP, TOP, graph_options, linked_study, rank
 from scipy import stats
@@ -71,6 +72,35 @@ def cross_validate(values: dict[str, dict[str, float]], queries: list[str]) -> t
     return {query: statistics.fmean(found) for query, found in held.items()}, chosen
 
 
+def held_out(
+    metric: str, label: str, baseline: dict[str, float], per_point: dict[str, dict[str, float]], queries: list[str]
+) -> dict[str, Any]:
+    """Cross-validates the choice among ``per_point``, prints it against ``baseline`` (paired t-test and
+    randomization test over the queries, the best point in-sample, the points the folds chose) and returns it."""
+    validated, chosen = cross_validate(per_point, queries)
+    differences = [validated[query] - baseline[query] for query in queries]
+    t_p = float(stats.ttest_rel([validated[q] for q in queries], [baseline[q] for q in queries]).pvalue)
+    r_p = randomization_p_value([differences])
+    overall = max(sorted(per_point), key=lambda name: statistics.fmean(per_point[name].values()))
+    print(
+        f"{metric}: default {statistics.fmean(baseline.values()):.4f}; "
+        f"{label}, cross-validated {statistics.fmean(validated.values()):.4f} "
+        f"(t-test p={t_p:.4f}, randomization p={r_p:.4f}); "
+        f"best in-sample {statistics.fmean(per_point[overall].values()):.4f} at {overall}"
+    )
+    for name, count in chosen.most_common(3):
+        mean = statistics.fmean(per_point[name].values())
+        print(f"  chosen in {count}/{FOLDS * REPEATS} folds: {name} ({mean:.4f})")
+    return {
+        "default": statistics.fmean(baseline.values()),
+        "cross_validated": statistics.fmean(validated.values()),
+        "t_test_p": t_p,
+        "randomization_p": r_p,
+        "chosen_on_all": overall,
+        "chosen_in_folds": dict(chosen.most_common(5)),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("dataset", type=Path)
@@ -107,28 +137,7 @@ def main() -> None:
         baseline = per_point.pop("default")
         for name, found_values in per_point.items():
             means.setdefault(name, {})[metric] = statistics.fmean(found_values.values())
-        validated, chosen = cross_validate(per_point, queries)
-        differences = [validated[query] - baseline[query] for query in queries]
-        t_p = float(stats.ttest_rel([validated[q] for q in queries], [baseline[q] for q in queries]).pvalue)
-        r_p = randomization_p_value([differences])
-        overall = max(sorted(per_point), key=lambda name: statistics.fmean(per_point[name].values()))
-        print(
-            f"{metric}: default {statistics.fmean(baseline.values()):.4f}; "
-            f"graph, cross-validated {statistics.fmean(validated.values()):.4f} "
-            f"(t-test p={t_p:.4f}, randomization p={r_p:.4f}); "
-            f"best in-sample {statistics.fmean(per_point[overall].values()):.4f} at {overall}"
-        )
-        for name, count in chosen.most_common(3):
-            mean = statistics.fmean(per_point[name].values())
-            print(f"  chosen in {count}/{FOLDS * REPEATS} folds: {name} ({mean:.4f})")
-        summary[metric] = {
-            "default": statistics.fmean(baseline.values()),
-            "cross_validated": statistics.fmean(validated.values()),
-            "t_test_p": t_p,
-            "randomization_p": r_p,
-            "chosen_on_all": overall,
-            "chosen_in_folds": dict(chosen.most_common(5)),
-        }
+        summary[metric] = held_out(metric, "graph", baseline, per_point, queries)
     if args.json:
         args.json.write_text(json.dumps({**summary, "means": means}, indent=2), encoding="utf-8")
 

@@ -22,13 +22,11 @@ import statistics
 from pathlib import Path
 
 import networkx as nx
-from graph_cv import FOLDS, REPEATS, cross_validate
+from graph_cv import held_out
 from offline import DEEP, TOP, Lists, fuse, graph_options, linked_study
-from scipy import stats
 
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.evaluation import metrics
-from esbridge.evaluation.significance import randomization_p_value
 from esbridge.query.graph import GraphOptions
 from esbridge.query.link_graph import adjacent
 from esbridge.query.link_rescore import lift
@@ -110,19 +108,7 @@ def main() -> None:
             )
             for name, options in grid.items()
         }
-        validated, chosen = cross_validate(per_point, queries)
-        differences = [validated[query] - baseline[query] for query in queries]
-        t_p = float(stats.ttest_rel([validated[q] for q in queries], [baseline[q] for q in queries]).pvalue)
-        overall = max(sorted(per_point), key=lambda name: statistics.fmean(per_point[name].values()))
-        print(
-            f"{metric}: default {statistics.fmean(baseline.values()):.4f}; lift, cross-validated "
-            f"{statistics.fmean(validated.values()):.4f} (t-test p={t_p:.4f}, randomization "
-            f"p={randomization_p_value([differences]):.4f}); best in-sample "
-            f"{statistics.fmean(per_point[overall].values()):.4f} at {overall}"
-        )
-        for name, count in chosen.most_common(3):
-            mean = statistics.fmean(per_point[name].values())
-            print(f"  chosen in {count}/{FOLDS * REPEATS} folds: {name} ({mean:.4f})")
+        held_out(metric, "lift", baseline, per_point, queries)
 
 
 if __name__ == "__main__":

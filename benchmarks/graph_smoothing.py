@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import statistics
 from pathlib import Path
 
 import networkx as nx
-from graph_cv import FOLDS, REPEATS, cross_validate
+from graph_cv import held_out
 from offline import DEEP, TOP, Lists, fuse, linked_study
-from scipy import stats
 
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.evaluation import metrics
-from esbridge.evaluation.significance import randomization_p_value
 from esbridge.query.link_graph import adjacent
 
 LAMBDAS = (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0)
@@ -69,18 +66,7 @@ def main() -> None:
             run = {q: smoothed(pipeline, found[depth][q], graph, lam, minimum, top_n) for q in queries}
             per_point[f"lam={lam:g},min={minimum:g}"] = metrics.per_query(qrels, run, metric)
         baseline = per_point["lam=0,min=1"]
-        validated, chosen = cross_validate(per_point, queries)
-        differences = [validated[q] - baseline[q] for q in queries]
-        t_p = float(stats.ttest_rel([validated[q] for q in queries], [baseline[q] for q in queries]).pvalue)
-        print(
-            f"{metric}: default {statistics.fmean(baseline.values()):.4f}; cross-validated "
-            f"{statistics.fmean(validated.values()):.4f} (t-test p={t_p:.4f}, "
-            f"randomization p={randomization_p_value([differences]):.4f})"
-        )
-        for name in sorted(per_point, key=lambda n: -statistics.fmean(per_point[n].values()))[:5]:
-            print(f"  {name}: {statistics.fmean(per_point[name].values()):.4f}")
-        for name, count in chosen.most_common(2):
-            print(f"  chosen in {count}/{FOLDS * REPEATS} folds: {name}")
+        held_out(metric, "re-scoring", baseline, per_point, queries)
 
 
 if __name__ == "__main__":
