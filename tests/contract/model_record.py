@@ -23,7 +23,7 @@ from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import SCHEMA_VERSION, IndexParameters
 from esbridge.query.factory import build_searcher
 from esbridge.query.models import SearchRequest, SearchResponse
-from tests.contract.contract import PARAMS
+from tests.contract.records import PARAMS
 from tests.unit.query.test_model_check import OtherHashingEmbedder
 from tests.unit.test_embedded_engine import RECORDS, HashingEmbedder
 

@@ -16,7 +16,7 @@ from esbridge.config import Settings, load_settings
 from esbridge.query.api import searcher
 from esbridge.query.models import SearchRequest, SearchResponse
 from tests.support.loopback import ELASTIC_HEADERS, Recording, ReplayServer, load_recording, route_elasticsearch_probe
-from tests.unit.query.test_orchestrator import StubEmbedder
+from tests.support.memory_engine import StubEmbedder
 
 INDEX = "retrievers_example"
 

@@ -13,7 +13,7 @@ from esbridge.errors import ConfigError
 from esbridge.plugins import FUSION_GROUP, Registry
 from esbridge.query.fusion import registry as fusion_registry
 from esbridge.query.models import SearchRequest
-from tests.unit.query.test_orchestrator import LEX, SEM, MemoryEngine, searcher
+from tests.support.memory_engine import LEX, SEM, MemoryEngine, searcher
 
 PLUGIN = '''
 from esbridge.query.types import FusionResult
@@ -125,7 +125,7 @@ def test_a_plugin_that_declares_context_gets_the_query_and_the_candidates_texts(
     from esbridge.query.fusion.linear import linear
     from esbridge.query.fusion.result import ranked
     from esbridge.query.types import FusionResult, Runs
-    from tests.unit.query.test_orchestrator import doc
+    from tests.support.memory_engine import doc
 
     seen: list[FusionContext] = []
 

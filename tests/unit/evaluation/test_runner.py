@@ -13,7 +13,7 @@ from esbridge.engines.base import SearchResult
 from esbridge.evaluation.methods import configuration
 from esbridge.evaluation.runner import Depth, MemoEngine, doc_run, run_configurations
 from esbridge.query.models import SearchHit, SearchResponse
-from tests.unit.query.test_orchestrator import MemoryEngine, StubEmbedder
+from tests.support.memory_engine import MemoryEngine, StubEmbedder
 
 # Chunks of documents a, b, c, d; b has two chunks.
 LEX = [("a#0", 9.0), ("b#1", 8.0), ("b#0", 7.0), ("c#0", 3.0)]

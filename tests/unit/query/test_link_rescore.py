@@ -11,7 +11,7 @@ from esbridge.config.pipeline import GraphSettings
 from esbridge.engines.base import SearchResult
 from esbridge.query.graph import GraphOptions
 from esbridge.query.link_rescore import lift, rescore
-from tests.unit.query.test_orchestrator import MemoryEngine, doc, run, searcher
+from tests.support.memory_engine import MemoryEngine, doc, run, searcher
 
 # a has two chunks; c is linked with nothing among the results; x is not a result.
 SCORES = {"a#0": 0.8, "a#1": 0.6, "b#0": 0.5, "c#0": 0.4}

@@ -1,7 +1,7 @@
 """The orchestrator over an in-memory engine: degradation, depth, explain, caches and invariants.
 
-The in-memory engine answers by the kind of body it gets (BM25, kNN, links, ids) from fixed result
-lists, and can fail or stall per retriever; tests assert on the responses, not on calls made.
+The in-memory engine (tests/support/memory_engine.py) answers each kind of body from fixed result
+lists and can fail or stall per retriever; tests assert on the responses, not on calls made.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import gc
 import itertools
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -22,122 +22,10 @@ from hypothesis import strategies as st
 
 from esbridge import errors
 from esbridge.config.pipeline import GraphSettings, PipelineSettings
-from esbridge.engines.base import Dialect, Hit, SearchResult
+from esbridge.engines.base import SearchResult
 from esbridge.query.graph_reader import LINKED_CHUNKS
 from esbridge.query.models import Filters, SearchRequest
-from esbridge.query.orchestrator import HybridSearcher
-
-NOW = datetime(2026, 11, 21, tzinfo=timezone.utc)
-
-
-def doc(doc_id: str, **fields: Any) -> dict[str, Any]:
-    return {"doc_id": doc_id, "title": doc_id.title(), "links": [], **fields}
-
-
-class MemoryEngine:
-    def __init__(
-        self,
-        bm25: Sequence[tuple[str, float]] = (),
-        knn: Sequence[tuple[str, float]] = (),
-        sources: Mapping[str, dict[str, Any]] | None = None,
-        *,
-        fail: Sequence[str] = (),
-        stall: Sequence[str] = (),
-    ) -> None:
-        self.lists = {"bm25": list(bm25), "knn": list(knn)}
-        self.sources = dict(sources or {})
-        self.fail = set(fail)
-        self.stall = set(stall)
-        self.started: dict[str, float] = {}
-
-    @property
-    def dialect(self) -> Dialect:
-        return "opensearch"
-
-    @property
-    def url(self) -> str:
-        return "memory://"
-
-    def _source(self, item: str) -> dict[str, Any]:
-        return self.sources.get(item) or doc(item.split("#")[0])
-
-    async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
-        query = body.get("query", {})
-        if "ids" in query:
-            ids = query["ids"]["values"]
-            return SearchResult([Hit(i, 1.0, self._source(i)) for i in ids if i in self.sources], len(ids), 0)
-        filters = query.get("bool", {}).get("filter", [])
-        if wanted := next((clause["ids"]["values"] for clause in filters if "ids" in clause), None):
-            excluded = {v for clause in query["bool"].get("must_not", []) for v in clause["terms"]["status"]}
-            known = [item for item in wanted if item in self.sources]
-            hits = [Hit(i, 1.0, self.sources[i]) for i in known if self.sources[i].get("status") not in excluded]
-            return SearchResult(hits, len(hits), 0)
-        if "should" in query.get("bool", {}) and "terms" in query["bool"]["should"][0]:
-            seeds = set(query["bool"]["should"][0]["terms"]["doc_id"])
-            hits = [
-                Hit(item, 1.0, source)
-                for item, source in self.sources.items()
-                if source["doc_id"] in seeds or seeds & set(source.get("links", []))
-            ]
-            return SearchResult(hits[: int(body["size"])], len(hits), 0)
-        kind = "knn" if "knn" in query else "bm25"
-        self.started[kind] = asyncio.get_running_loop().time()
-        if kind in self.stall:
-            await asyncio.sleep(10)
-        if kind in self.fail:
-            raise errors.EngineResponseError("boom", url=self.url, operation="search", index=index, status=500)
-        size = int(body["size"])
-        hits = [Hit(item, score, self._source(item)) for item, score in self.lists[kind][:size]]
-        return SearchResult(hits, len(hits), 1)
-
-    async def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
-        answers: list[SearchResult | Exception] = []
-        for body in bodies:
-            try:
-                answers.append(await self.search(index, body))
-            except errors.EngineError as exc:
-                answers.append(exc)
-        return answers
-
-    async def close(self) -> None:
-        pass
-
-
-class StubEmbedder:
-    name = identity = "stub"
-    dimension = 3
-    max_tokens = 256
-
-    def __init__(self, *, fail: bool = False, delay: float = 0.0) -> None:
-        self.fail = fail
-        self.delay = delay
-        self.calls = 0
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.calls += 1
-        if self.delay:
-            import time
-
-            time.sleep(self.delay)
-        if self.fail:
-            raise errors.ModelUnavailable("weights missing", model="stub")
-        return [[1.0, 0.0, 0.0] for _ in texts]
-
-
-def searcher(engine: MemoryEngine, embedder: StubEmbedder | None = None, **pipeline: Any) -> HybridSearcher:
-    settings = PipelineSettings(**pipeline)
-    return HybridSearcher(engine, "idx", embedder or StubEmbedder(), settings, clock=lambda: NOW)
-
-
-def run(hybrid: HybridSearcher, **request: Any) -> Any:
-    return asyncio.run(hybrid.search(SearchRequest(**{"query": "solar energy", **request})))
-
-
-LEX = [("a#0", 9.0), ("b#0", 7.0), ("c#0", 3.0)]
-SEM = [("b#0", 0.9), ("d#0", 0.8), ("a#0", 0.5)]
+from tests.support.memory_engine import LEX, NOW, SEM, MemoryEngine, StubEmbedder, doc, run, searcher
 
 
 def test_hybrid_fuses_both_lists_and_explains() -> None:

@@ -9,7 +9,7 @@ from esbridge.config.fields import FieldMap
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
-from tests.unit.query.test_orchestrator import NOW, MemoryEngine, StubEmbedder
+from tests.support.memory_engine import NOW, MemoryEngine, StubEmbedder
 
 CATALOGUE = FieldMap(
     text={"name": 2.0, "body": 1.0}, content=["body"], vector="embedding", dimension=3, title="name", date="updated"

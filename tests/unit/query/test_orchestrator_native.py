@@ -19,8 +19,8 @@ from esbridge.engines.capabilities import Capabilities, elasticsearch_native_hyb
 from esbridge.query.fusion.qpp import default_model
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
+from tests.support.memory_engine import NOW, MemoryEngine, StubEmbedder, doc
 from tests.support.native_emulation import EmulatedNativeEngine, same_ranking_ties_aside
-from tests.unit.query.test_orchestrator import NOW, MemoryEngine, StubEmbedder, doc
 
 LEX = [(f"l{i}#0", 20.0 - i) for i in range(15)] + [("both1#0", 4.0), ("both2#0", 3.5)]
 SEM = [("both2#0", 0.95), ("both1#0", 0.9)] + [(f"s{i}#0", 0.85 - i / 50) for i in range(15)]

@@ -13,7 +13,7 @@ from esbridge.errors import ModelUnavailable
 from esbridge.query.models import SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from esbridge.query.rerank import RERANKERS, CrossEncoderReranker, rerank
-from tests.unit.query.test_orchestrator import LEX, SEM, MemoryEngine, StubEmbedder, searcher
+from tests.support.memory_engine import LEX, SEM, MemoryEngine, StubEmbedder, searcher
 
 WORDS = ["solar", "wind", "energy", "bread", "panel", "turbine", "grid", "a", "b", "c", "d"]
 

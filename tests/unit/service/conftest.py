@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -57,3 +58,19 @@ def client(make_client: ClientFactory) -> TestClient:
     answer = client.post("/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY})
     assert answer.status_code == 200, answer.text
     return client
+
+
+def fields(answer: Any) -> list[str]:
+    """The fields a 422 answer names."""
+    return [item["field"] for item in answer.json()["error"]["fields"]]
+
+
+class SlowEmbedder(HashingEmbedder):
+    """Answers after ``delay_s``: a model slower than the request timeout."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        time.sleep(self.delay_s)
+        return super().embed(texts)

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from fastapi.testclient import TestClient
 
 from esbridge.config import load_settings
-from esbridge.engines.embedded import EmbeddedEngine
-from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, service_settings
+from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, SlowEmbedder, fields, service_settings
 from tests.unit.test_embedded_engine import HashingEmbedder
 
 WRITE = {"X-API-Key": KEY}
@@ -51,10 +49,6 @@ def test_search_without_a_model_degrades_to_lexical_and_says_why(make_client: Cl
     assert body["search_mode"] == "lexical-only"
     assert body["results"][0]["doc_id"] == "bread"
     assert any("model" in warning for warning in body["warnings"])
-
-
-def fields(answer: Any) -> list[str]:
-    return [item["field"] for item in answer.json()["error"]["fields"]]
 
 
 def test_bad_search_requests_are_422_with_the_fields_named(client: TestClient) -> None:
@@ -154,15 +148,6 @@ def test_an_unreachable_engine_is_503_with_retry_after(make_client: ClientFactor
     assert ready.json()["checks"]["engine"] != "ok"
 
 
-class SlowEmbedder(HashingEmbedder):
-    def __init__(self, delay_s: float) -> None:
-        self.delay_s = delay_s
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        time.sleep(self.delay_s)
-        return super().embed(texts)
-
-
 def test_no_answer_within_the_request_timeout_is_504(make_client: ClientFactory) -> None:
     writer = make_client(api_keys=[KEY])
     assert writer.post("/v1/documents", json={"documents": RECORDS}, headers=WRITE).status_code == 200
@@ -187,124 +172,6 @@ def test_readyz_needs_engine_index_and_model(make_client: ClientFactory) -> None
     without_model = make_client(model=False).get("/readyz")
     assert without_model.status_code == 503
     assert without_model.json()["checks"]["model"] != "ok"
-
-
-def test_upsert_answers_per_document_and_one_bad_record_does_not_fail_the_batch(make_client: ClientFactory) -> None:
-    client = make_client(api_keys=[KEY])
-    documents = [
-        {"id": "a", "title": "Alpha", "text": "first document about tides"},
-        {"id": 3.5, "title": "bad id"},
-        {"title": "no id"},
-        {"id": "a", "title": "again"},
-        {"id": "b", "title": "Beta", "text": "second", "links": ["a", "elsewhere"], "tags": "one-tag"},
-        {"id": "c", "modified_at": "not a date"},
-    ]
-    answer = client.post("/v1/documents", json={"documents": documents}, headers=WRITE)
-    assert answer.status_code == 200
-    body = answer.json()
-    assert (body["index"], body["written"], body["failed"]) == ("notes", 2, 4)
-    results = body["results"]
-    assert [result["status"] for result in results] == ["ok", "error", "error", "error", "ok", "error"]
-    assert [result["position"] for result in results] == list(range(6))
-    assert "field 'id'" in results[1]["error"]
-    assert "field 'id' is missing" in results[2]["error"]
-    assert "duplicate id 'a'" in results[3]["error"]
-    assert results[5]["id"] == "c"
-    assert "modified_at" in results[5]["error"]
-    assert results[0]["chunks"] == 1
-    hit = search(client, query="tides", explain=True).json()["results"][0]
-    assert hit["doc_id"] == "a"
-
-
-def test_an_upsert_replaces_the_document_and_drops_chunks_it_no_longer_has(make_client: ClientFactory) -> None:
-    client = make_client(api_keys=[KEY])
-    long_text = " ".join(f"paragraph {n} about glaciers and ice sheets moving slowly." for n in range(120))
-    first = client.post("/v1/documents", json={"documents": [{"id": "g", "text": long_text}]}, headers=WRITE)
-    chunks = first.json()["results"][0]["chunks"]
-    assert chunks > 1
-    second = client.post("/v1/documents", json={"documents": [{"id": "g", "text": "now about deserts"}]}, headers=WRITE)
-    assert second.json()["results"][0]["chunks"] == 1
-    glaciers = search(client, query="glaciers", explain=True, collapse=False).json()["results"]
-    assert [hit["id"] for hit in glaciers] == ["g#0"]  # the other chunks are gone
-    assert "bm25" not in glaciers[0]["explain"]["retrievers"]  # and the new text has no glaciers
-    assert search(client, query="deserts").json()["results"][0]["id"] == "g#0"
-    deleted = client.delete("/v1/documents/g", headers=WRITE)
-    assert deleted.json() == {"id": "g", "deleted_chunks": 1}
-
-
-def test_links_to_documents_written_earlier_resolve(make_client: ClientFactory) -> None:
-    client = make_client(api_keys=[KEY])
-    client.post("/v1/documents", json={"documents": [{"id": "target", "text": "the target"}]}, headers=WRITE)
-    client.post(
-        "/v1/documents",
-        json={"documents": [{"id": "source", "text": "points on", "links": ["target", "missing"]}]},
-        headers=WRITE,
-    )
-    engine = EmbeddedEngine.from_settings(load_settings())
-    try:
-        stored = engine.search("notes", {"query": {"ids": {"values": ["source#0"]}}}).hits[0].source
-    finally:
-        engine.close()
-    assert stored["links"] == ["target"]
-    assert stored["metadata"]["unresolved_links"] == ["missing"]
-    assert stored["source"] == "api"
-
-
-def test_batch_size_and_emptiness_are_validated(make_client: ClientFactory) -> None:
-    client = make_client(api_keys=[KEY], max_documents=2)
-    too_many = client.post("/v1/documents", json={"documents": [{"id": str(n)} for n in range(3)]}, headers=WRITE)
-    assert (too_many.status_code, fields(too_many)) == (422, ["body.documents"])
-    empty = client.post("/v1/documents", json={"documents": []}, headers=WRITE)
-    assert (empty.status_code, fields(empty)) == (422, ["body.documents"])
-    not_objects = client.post("/v1/documents", json={"documents": ["a"]}, headers=WRITE)
-    assert not_objects.status_code == 422
-
-
-def test_delete_removes_every_chunk_and_a_missing_document_is_404(client: TestClient) -> None:
-    deleted = client.delete("/v1/documents/bread", headers=WRITE)
-    assert deleted.status_code == 200
-    assert deleted.json() == {"id": "bread", "deleted_chunks": 1}
-    assert all(hit["doc_id"] != "bread" for hit in search(client, query="sourdough").json()["results"])
-    again = client.delete("/v1/documents/bread", headers=WRITE)
-    assert (again.status_code, again.json()["error"]["kind"]) == (404, "not_found")
-
-
-def test_writes_to_a_write_blocked_index_are_refused_by_name_and_land_when_sent_again(client: TestClient) -> None:
-    engine = EmbeddedEngine.from_settings(load_settings())
-    try:
-        (current,) = engine.alias_targets("notes")
-        engine.set_write_block(current, True)  # as `esbridge index reindex` does while it copies
-        upsert = client.post("/v1/documents", json={"documents": [{"id": "tea", "text": "Green tea"}]}, headers=WRITE)
-        assert upsert.status_code == 200
-        assert (upsert.json()["written"], upsert.json()["failed"]) == (0, 1)
-        (result,) = upsert.json()["results"]
-        assert result["status"] == "error"
-        assert "notes is write-blocked, probably because `esbridge index reindex`" in result["error"]
-        assert "nothing was written" in result["error"]
-        deleted = client.delete("/v1/documents/bread", headers=WRITE)
-        assert (deleted.status_code, deleted.json()["error"]["kind"]) == (503, "write_blocked")
-        assert "Retry-After" in deleted.headers
-        assert "notes is write-blocked" in deleted.json()["error"]["message"]
-        assert engine.count("notes") == len(RECORDS)
-
-        engine.set_write_block(current, False)
-    finally:
-        engine.close()
-    again = client.post("/v1/documents", json={"documents": [{"id": "tea", "text": "Green tea"}]}, headers=WRITE)
-    assert again.json()["written"] == 1
-    assert client.delete("/v1/documents/bread", headers=WRITE).status_code == 200
-
-
-def test_a_document_whose_id_has_a_slash_can_be_deleted(make_client: ClientFactory) -> None:
-    client = make_client(api_keys=[KEY])
-    records = [{"id": "Projects/Alpha", "text": "alpha plan"}, {"id": "Projects/Beta", "text": "beta plan"}]
-    assert client.post("/v1/documents", json={"documents": records}, headers=WRITE).status_code == 200
-    encoded = client.delete("/v1/documents/Projects%2FAlpha", headers=WRITE)
-    assert (encoded.status_code, encoded.json()) == (200, {"id": "Projects/Alpha", "deleted_chunks": 1})
-    plain = client.delete("/v1/documents/Projects/Beta", headers=WRITE)
-    assert (plain.status_code, plain.json()) == (200, {"id": "Projects/Beta", "deleted_chunks": 1})
-    gone = client.delete("/v1/documents/Projects/Beta", headers=WRITE)
-    assert (gone.status_code, gone.json()["error"]["message"]) == (404, "no document 'Projects/Beta' in notes")
 
 
 def test_unknown_routes_and_methods_answer_json_errors(client: TestClient) -> None:

@@ -9,8 +9,7 @@ import httpx
 
 from esbridge.service.app import create_app
 from tests.support.serving import uvicorn_thread
-from tests.unit.service.conftest import KEY, RECORDS, service_settings
-from tests.unit.service.test_routes import SlowEmbedder
+from tests.unit.service.conftest import KEY, RECORDS, SlowEmbedder, service_settings
 
 
 def test_a_request_in_flight_finishes_after_the_stop_signal() -> None:
