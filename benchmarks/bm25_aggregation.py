@@ -22,7 +22,9 @@ collection on the other collections (leave-one-collection-out, mean nDCG@10 of B
 the collection scored. ``--hybrid`` also fuses each aggregated BM25 list with the kNN list by qpp, its
 ridge model refitted on the other collections' lists with the same aggregation (``qpp_predictors``),
 and compares it per query with today's (MaxP) held-out figures: paired t-test per collection,
-stratified randomization test on the mean.
+stratified randomization test on the mean. The row ``plain BM25 documents`` puts plain BM25's 20
+documents (``plain-<folder>``, ``plain_bm25.py``) in place of the chunk list and the kNN list collapsed
+to documents.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ Combine = Callable[[Sequence[float], float], float]
 DEPTHS = (20, 100, 300)
 TOP_DEPTHS = (20, 100)
 RECALL_DEPTH = 300
+DOCUMENTS = "plain BM25 documents"
+"""The hybrid row whose BM25 list is plain BM25's (one document per record), the kNN list collapsed to documents."""
 
 
 def maxp(_: float) -> Combine:
@@ -116,6 +120,7 @@ class Collection:
     qrels: Qrels
     found: dict[int, dict[str, Lists]]
     plain: float
+    documents: dict[str, Lists]
 
 
 def load(argument: str, url: str | None, lists_dir: Path, embedder: Embedder) -> Collection:
@@ -129,9 +134,21 @@ def load(argument: str, url: str | None, lists_dir: Path, embedder: Embedder) ->
     try:
         plain_index(engine, collection.folder, f"plain-{name}")
         plain = metrics.mean_scores(qrels, plain_run(engine, f"plain-{name}", judged.queries), ["ndcg@10"])
+        depth = DEPTHS[0]
+        lexical = plain_run(engine, f"plain-{name}", judged.queries, size=depth)
     finally:
         engine.close()
-    return Collection(collection.label, qrels, found, plain["ndcg@10"])
+    documents = {query: document_lists(lexical.get(query, {}), item) for query, item in found[depth].items()}
+    return Collection(collection.label, qrels, found, plain["ndcg@10"], documents)
+
+
+def document_lists(lexical: dict[str, float], found: Lists) -> Lists:
+    """Plain BM25's documents beside the kNN list collapsed to documents (each by its best chunk)."""
+    semantic: dict[str, float] = {}
+    for chunk, score in found.runs["knn"].items():
+        doc = found.doc_of[chunk]
+        semantic[doc] = max(score, semantic.get(doc, score))
+    return Lists({"bm25": lexical, "knn": semantic}, {doc: doc for doc in [*lexical, *semantic]})
 
 
 def bm25_alone(
@@ -223,11 +240,14 @@ def bm25_study(pipeline: PipelineSettings, data: list[Collection]) -> dict[str, 
 
 def collected(base: PipelineSettings, item: Collection, combine: Combine) -> Collected:
     found = {query: aggregated(value, combine) for query, value in item.found[TOP_DEPTHS[0]].items()}
+    return collected_lists(base, found, item.qrels)
 
+
+def collected_lists(base: PipelineSettings, found: dict[str, Lists], qrels: Qrels) -> Collected:
     def scored(update: dict[str, object]) -> dict[str, float]:
         pipeline = base.model_copy(update={**NEUTRAL, **update})
         run = {query: rank(pipeline, value, 10, None, EMPTY) for query, value in found.items()}
-        return metrics.per_query(item.qrels, run, "ndcg@10")
+        return metrics.per_query(qrels, run, "ndcg@10")
 
     shares = SHARES["wide"]
     return Collected(
@@ -242,6 +262,7 @@ def hybrid_study(base: PipelineSettings, data: list[Collection], bm25_table: Map
     built = {
         name: {item.label: collected(base, item, combine) for item in data} for name, (_, combine) in SETTINGS.items()
     }
+    built[DOCUMENTS] = {item.label: collected_lists(base, item.documents, item.qrels) for item in data}
     held: dict[str, dict[str, dict[str, float]]] = {}
     for name, by_label in built.items():
         held[name] = {
@@ -261,7 +282,7 @@ def hybrid_study(base: PipelineSettings, data: list[Collection], bm25_table: Map
     )
     knn = [mean(built["maxp"][label].scores["knn alone"]) for label in labels]
     print_row("knn alone", [*knn, statistics.fmean(knn)])
-    rows = {name: held[name] for name in SETTINGS}
+    rows = {name: held[name] for name in [*SETTINGS, DOCUMENTS]}
     for family in [*FAMILIES, None]:
         picks = {label: held_out_choice(bm25_table, family, label) for label in labels}
         rows[f"bm25-chosen: {family or 'any'}"] = {label: held[picks[label]][label] for label in labels}
