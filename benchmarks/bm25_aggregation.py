@@ -22,20 +22,25 @@ collection on the other collections (leave-one-collection-out, mean nDCG@10 of B
 the collection scored. ``--hybrid`` also fuses each aggregated BM25 list with the kNN list by qpp, its
 ridge model refitted on the other collections' lists with the same aggregation (``qpp_predictors``),
 and compares it per query with today's (MaxP) held-out figures: paired t-test per collection,
-stratified randomization test on the mean. The row ``plain BM25 documents`` puts plain BM25's 20
-documents (``plain-<folder>``, ``plain_bm25.py``) in place of the chunk list and the kNN list collapsed
-to documents.
+stratified randomization test on the mean. The rows ``plain BM25 documents`` put plain BM25's 20
+documents (``plain-<folder>``, ``plain_bm25.py``) in place of the chunk list, beside the kNN list of 20
+chunks collapsed to documents, or the first 20 documents of the kNN list of 100 chunks; with ``--whole``,
+``whole-document BM25`` does the same with esbridge's request over whole documents at k1 1.2, b 0.75
+(``wholedoc-<folder>``, built on first use without vectors, as ``bm25_causes.py`` builds its indices).
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from bm25_causes import CHUNKINGS, QUERIES, build, chunk_sources
 from offline import Lists, lists, rank
 from plain_bm25 import plain_index, plain_run
 from qpp_predictors import EMPTY, FIXED, NEUTRAL, SHARES, Collected, fitted
@@ -59,6 +64,8 @@ DEPTHS = (20, 100, 300)
 TOP_DEPTHS = (20, 100)
 RECALL_DEPTH = 300
 DOCUMENTS = "plain BM25 documents"
+WHOLE = "whole-document BM25"
+WHOLE_K1_B = (1.2, 0.75)
 """The hybrid row whose BM25 list is plain BM25's (one document per record), the kNN list collapsed to documents."""
 
 
@@ -120,10 +127,10 @@ class Collection:
     qrels: Qrels
     found: dict[int, dict[str, Lists]]
     plain: float
-    documents: dict[str, Lists]
+    documents: dict[str, dict[str, Lists]]  # hybrid row -> query -> a document-level BM25 list beside kNN's
 
 
-def load(argument: str, url: str | None, lists_dir: Path, embedder: Embedder) -> Collection:
+def load(argument: str, url: str | None, lists_dir: Path, embedder: Embedder, whole: bool) -> Collection:
     collection = parse_collection(argument, "test")
     name = collection.folder.resolve().name.lower()
     settings = load_settings(url=url, index=f"eval-{name}")
@@ -135,19 +142,41 @@ def load(argument: str, url: str | None, lists_dir: Path, embedder: Embedder) ->
         plain_index(engine, collection.folder, f"plain-{name}")
         plain = metrics.mean_scores(qrels, plain_run(engine, f"plain-{name}", judged.queries), ["ndcg@10"])
         depth = DEPTHS[0]
-        lexical = plain_run(engine, f"plain-{name}", judged.queries, size=depth)
+        runs = {DOCUMENTS: plain_run(engine, f"plain-{name}", judged.queries, size=depth)}
+        if whole:
+            index = f"wholedoc-{name}"
+            if not engine.index_exists(index):
+                build(engine, index, chunk_sources(collection.folder, *CHUNKINGS["doc"]), *WHOLE_K1_B)
+            runs[WHOLE] = whole_run(engine, index, judged.queries, depth)
     finally:
         engine.close()
-    documents = {query: document_lists(lexical.get(query, {}), item) for query, item in found[depth].items()}
+    documents = {}
+    for row, run in runs.items():
+        documents[row] = {query: document_lists(run.get(query, {}), item) for query, item in found[depth].items()}
+        documents[f"{row}, kNN {depth} docs"] = {
+            query: document_lists(run.get(query, {}), item, depth) for query, item in found[TOP_DEPTHS[1]].items()
+        }
     return Collection(collection.label, qrels, found, plain["ndcg@10"], documents)
 
 
-def document_lists(lexical: dict[str, float], found: Lists) -> Lists:
-    """Plain BM25's documents beside the kNN list collapsed to documents (each by its best chunk)."""
+def whole_run(engine: Any, index: str, queries: Mapping[str, str], size: int) -> dict[str, dict[str, float]]:
+    """esbridge's BM25 request over whole documents: document id -> score per query."""
+    run = {}
+    for query, text in queries.items():
+        hits = engine.search(index, QUERIES["esbridge body"](text, size)).hits
+        run[query] = {str(hit.source["doc_id"]): hit.score for hit in hits}
+    return run
+
+
+def document_lists(lexical: dict[str, float], found: Lists, documents: int | None = None) -> Lists:
+    """A document-level BM25 list beside the kNN list collapsed to documents (each by its best chunk), the
+    first ``documents`` of them if given."""
     semantic: dict[str, float] = {}
     for chunk, score in found.runs["knn"].items():
         doc = found.doc_of[chunk]
         semantic[doc] = max(score, semantic.get(doc, score))
+    if documents is not None:
+        semantic = dict(heapq.nlargest(documents, semantic.items(), key=lambda pair: pair[1]))
     return Lists({"bm25": lexical, "knn": semantic}, {doc: doc for doc in [*lexical, *semantic]})
 
 
@@ -262,7 +291,8 @@ def hybrid_study(base: PipelineSettings, data: list[Collection], bm25_table: Map
     built = {
         name: {item.label: collected(base, item, combine) for item in data} for name, (_, combine) in SETTINGS.items()
     }
-    built[DOCUMENTS] = {item.label: collected_lists(base, item.documents, item.qrels) for item in data}
+    for kind in data[0].documents:
+        built[kind] = {item.label: collected_lists(base, item.documents[kind], item.qrels) for item in data}
     held: dict[str, dict[str, dict[str, float]]] = {}
     for name, by_label in built.items():
         held[name] = {
@@ -282,7 +312,7 @@ def hybrid_study(base: PipelineSettings, data: list[Collection], bm25_table: Map
     )
     knn = [mean(built["maxp"][label].scores["knn alone"]) for label in labels]
     print_row("knn alone", [*knn, statistics.fmean(knn)])
-    rows = {name: held[name] for name in [*SETTINGS, DOCUMENTS]}
+    rows = {name: held[name] for name in [*SETTINGS, *data[0].documents]}
     for family in [*FAMILIES, None]:
         picks = {label: held_out_choice(bm25_table, family, label) for label in labels}
         rows[f"bm25-chosen: {family or 'any'}"] = {label: held[picks[label]][label] for label in labels}
@@ -301,11 +331,12 @@ def main() -> None:
     parser.add_argument("--url")
     parser.add_argument("--lists-dir", type=Path, required=True)
     parser.add_argument("--hybrid", action="store_true", help="also the default hybrid, qpp refitted held out")
+    parser.add_argument("--whole", action="store_true", help="also esbridge's BM25 over whole documents (--hybrid)")
     args = parser.parse_args()
     args.lists_dir.mkdir(parents=True, exist_ok=True)
     base = load_settings(url=args.url)
     with open_embedder(base.embedding) as embedder:
-        data = [load(argument, args.url, args.lists_dir, embedder) for argument in args.datasets]
+        data = [load(argument, args.url, args.lists_dir, embedder, args.whole) for argument in args.datasets]
     bm25_pipeline = base.pipeline.model_copy(update={**NEUTRAL, **FIXED["bm25 alone"]})
     table = bm25_study(bm25_pipeline, data)
     if args.hybrid:
