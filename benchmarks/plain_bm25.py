@@ -55,11 +55,11 @@ def plain_index(engine: Any, folder: Any, index: str) -> None:
     engine.refresh(index)
 
 
-def plain_run(engine: Any, index: str, queries: dict[str, str]) -> dict[str, dict[str, float]]:
+def plain_run(engine: Any, index: str, queries: dict[str, str], size: int = 10) -> dict[str, dict[str, float]]:
     run = {}
     for query, text in queries.items():
         body = {
-            "size": 10,
+            "size": size,
             "_source": False,
             "query": {
                 "multi_match": {"query": text, "type": "best_fields", "fields": ["title", "text"], "tie_breaker": 0.5}
