@@ -24,8 +24,7 @@ from esbridge.mappings.schema import SCHEMA_VERSION, IndexParameters
 from esbridge.query.factory import build_searcher
 from esbridge.query.models import SearchRequest, SearchResponse
 from tests.contract.records import PARAMS
-from tests.unit.query.test_model_check import OtherHashingEmbedder
-from tests.unit.test_embedded_engine import RECORDS, HashingEmbedder
+from tests.support.hashing import RECORDS, HashingEmbedder, OtherHashingEmbedder
 
 RECORDED = ModelIdentity(name="contract/model", weights="f" * 64, dimension=4, pooling="mean", normalize=True)
 

@@ -11,7 +11,7 @@ from esbridge.cli import main
 from esbridge.config import load_settings
 from esbridge.engines.embedded import EmbeddedEngine
 from tests.integration.engines import load_records
-from tests.unit.test_embedded_engine import RECORDS, HashingEmbedder
+from tests.support.hashing import RECORDS, HashingEmbedder
 
 NOTES = ["--engine", "embedded", "--index", "notes"]
 

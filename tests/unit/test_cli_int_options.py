@@ -14,7 +14,7 @@ from esbridge.config import load_settings
 from esbridge.embeddings.factory import EMBEDDERS
 from esbridge.engines.embedded import EmbeddedEngine
 from tests.integration.engines import load_records
-from tests.unit.test_embedded_engine import RECORDS, HashingEmbedder
+from tests.support.hashing import RECORDS, HashingEmbedder
 
 
 @pytest.fixture

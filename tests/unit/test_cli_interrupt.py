@@ -18,8 +18,7 @@ from click.testing import CliRunner
 from esbridge.cli import main
 from esbridge.config.settings import EmbeddingSettings
 from esbridge.embeddings.factory import EMBEDDERS
-from tests.unit.evaluation.test_eval_command import beir_folder
-from tests.unit.test_embedded_engine import HashingEmbedder
+from tests.support.hashing import HashingEmbedder, beir_folder
 
 REPO = Path(__file__).resolve().parents[2]
 

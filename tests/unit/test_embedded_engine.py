@@ -4,12 +4,11 @@ own ingest and hybrid search running on it unchanged. The engine contract is in 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import re
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from esbridge.mappings.schema import IndexParameters
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from tests.integration.engines import load_records
+from tests.support.hashing import RECORDS, HashingEmbedder
 
 BODY = {"mappings": {"properties": {"n": {"type": "integer"}, "text": {"type": "text"}, "v": {
     "type": "knn_vector", "dimension": 2, "method": {"name": "hnsw", "space_type": "cosinesimil"}}}}}  # fmt: skip
@@ -187,37 +187,6 @@ def test_the_async_engine_answers_like_the_sync_one(engine: EmbeddedEngine) -> N
         return [hit.id for hit in one.hits], [hit.id for hit in many[0].hits]
 
     assert asyncio.run(run()) == (["d3"], ["d3"])
-
-
-class HashingEmbedder:
-    """A deterministic bag-of-words embedder: texts sharing words get close vectors."""
-
-    name = identity = "hashing-32"
-    dimension = 32
-    max_tokens = 512
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors = []
-        for text in texts:
-            vector = [0.0] * self.dimension
-            for word in re.findall(r"\w+", text.lower()):
-                vector[hashlib.sha1(word.encode()).digest()[0] % self.dimension] += 1.0  # noqa: S324
-            norm = sum(x * x for x in vector) ** 0.5 or 1.0
-            vectors.append([x / norm for x in vector])
-        return vectors
-
-
-RECORDS: list[dict[str, Any]] = [
-    {"id": "solar", "title": "Solar panels", "text": "Photovoltaic cells turn sunlight into electricity.",
-     "tags": ["energy"], "links": ["grid"]},
-    {"id": "wind", "title": "Wind turbines", "text": "Offshore wind farms generate power.", "tags": ["energy"]},
-    {"id": "grid", "title": "Power grid", "text": "Transmission lines carry current between regions."},
-    {"id": "bread", "title": "Sourdough bread", "text": "A starter of flour and water leavens the dough."},
-    {"id": "old", "title": "Old energy memo", "text": "Coal plants burn fuel.", "status": "deprecated"},
-]  # fmt: skip
 
 
 def test_esbridge_ingests_and_searches_hybrid_on_it_unchanged(engine: EmbeddedEngine, tmp_path: Path) -> None:

@@ -9,8 +9,7 @@ from click.testing import CliRunner
 
 from esbridge.config.settings import EmbeddingSettings
 from esbridge.embeddings.factory import EMBEDDERS
-from tests.unit.evaluation.test_eval_command import beir_folder
-from tests.unit.test_embedded_engine import HashingEmbedder
+from tests.support.hashing import HashingEmbedder, beir_folder
 
 
 @pytest.fixture

@@ -12,8 +12,7 @@ from esbridge.cli import main
 from esbridge.config.settings import EmbeddingSettings, load_settings
 from esbridge.embeddings.factory import EMBEDDERS
 from esbridge.engines import connect
-from tests.unit.evaluation.test_eval_command import beir_folder
-from tests.unit.test_embedded_engine import HashingEmbedder
+from tests.support.hashing import HashingEmbedder, beir_folder
 
 
 @pytest.fixture

@@ -16,18 +16,6 @@ from esbridge.evaluation import plot, session
 from esbridge.evaluation.dataset import judged_queries
 
 
-def beir_folder(folder: Path, docs: dict[str, str], queries: dict[str, tuple[str, str]]) -> Path:
-    """A BEIR folder; ``queries`` maps a query id to its text and the one relevant document."""
-    (folder / "qrels").mkdir(parents=True)
-    corpus = [json.dumps({"_id": doc, "title": "", "text": text}) for doc, text in docs.items()]
-    (folder / "corpus.jsonl").write_text("\n".join(corpus) + "\n", encoding="utf-8")
-    lines = [json.dumps({"_id": query, "text": text}) for query, (text, _) in queries.items()]
-    (folder / "queries.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    rows = [f"{query}\t{doc}\t1" for query, (_, doc) in queries.items()]
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n", "utf-8")
-    return folder
-
-
 @pytest.fixture
 def no_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fails the test if the evaluation run starts: what is checked must be refused before it."""

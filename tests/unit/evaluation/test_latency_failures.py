@@ -12,7 +12,7 @@ from esbridge.config import load_settings
 from esbridge.engines import connect
 from esbridge.evaluation.latency_bench import measure
 from tests.integration.engines import load_records
-from tests.unit.test_embedded_engine import RECORDS, HashingEmbedder
+from tests.support.hashing import RECORDS, HashingEmbedder
 
 QUERIES = ["sunlight electricity", "wind power", "bread dough"]
 

@@ -21,8 +21,7 @@ from esbridge.ingest.run import IngestOptions, IngestReport, embed_missing, inge
 from esbridge.ingest.transfer import export_to_file, import_chunks
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
-from tests.unit.query.test_model_check import OtherHashingEmbedder
-from tests.unit.test_embedded_engine import RECORDS, HashingEmbedder
+from tests.support.hashing import RECORDS, HashingEmbedder, OtherHashingEmbedder
 
 FIRST, SECOND = RECORDS[:3], RECORDS[3:]
 

@@ -18,7 +18,7 @@ from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
-from tests.unit.test_embedded_engine import HashingEmbedder
+from tests.support.hashing import HashingEmbedder
 
 REGISTRY = Path(__file__).resolve().parents[4] / "shared" / "data" / "registry"
 

@@ -17,7 +17,7 @@ from esbridge.errors import EngineResponseError, EngineUnavailable, IndexWriteBl
 from esbridge.ingest.run import IngestOptions, IngestReport, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
-from tests.unit.test_embedded_engine import HashingEmbedder
+from tests.support.hashing import HashingEmbedder
 
 PARAMS = IndexParameters(dimension=HashingEmbedder.dimension)
 

@@ -15,7 +15,7 @@ from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.models import SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
-from tests.unit.test_embedded_engine import HashingEmbedder
+from tests.support.hashing import HashingEmbedder
 
 TYPES = ("mcp_server", "a2a_agent", "skill")
 

@@ -22,16 +22,7 @@ from esbridge.query.factory import build_searcher, model_guard
 from esbridge.query.model_check import ModelGuard
 from esbridge.query.models import SearchRequest
 from tests.integration.engines import load_records
-from tests.unit.test_embedded_engine import RECORDS, HashingEmbedder
-
-
-class OtherHashingEmbedder(HashingEmbedder):
-    """Another 32-dimensional model: same size, other vectors."""
-
-    name = identity = "other-hashing-32"
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [list(reversed(vector)) for vector in super().embed(texts)]
+from tests.support.hashing import RECORDS, HashingEmbedder, OtherHashingEmbedder
 
 
 class CountingEngine(AsyncEmbeddedEngine):

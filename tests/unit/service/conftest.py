@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from esbridge.config import Settings, load_settings
 from esbridge.embeddings.base import Embedder
 from esbridge.service.app import create_app
-from tests.unit.test_embedded_engine import HashingEmbedder
+from tests.support.hashing import HashingEmbedder
 
 KEY = "test-key-0123456789"
 OTHER_KEY = "second-key-9876543210"

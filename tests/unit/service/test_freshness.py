@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 
 from esbridge.engines.base import Engine, Hit
 from esbridge.service.writes import Cancellation, make_visible
+from tests.support.hashing import HashingEmbedder
 from tests.unit.service.conftest import KEY, ClientFactory
-from tests.unit.test_embedded_engine import HashingEmbedder
 
 TIDES = {"id": "tides", "title": "Tidal power", "text": "The moon pulls the ocean past turbines."}
 QUERY = {"query": "moon ocean turbines", "top_n": 5}

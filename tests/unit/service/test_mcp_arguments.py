@@ -12,8 +12,8 @@ from mcp import Client
 from mcp.types import CallToolResult
 
 from esbridge.service.mcp_server import build_server
+from tests.support.hashing import HashingEmbedder
 from tests.unit.service.conftest import service_settings
-from tests.unit.test_embedded_engine import HashingEmbedder
 
 
 def call(name: str, arguments: dict[str, Any]) -> CallToolResult:

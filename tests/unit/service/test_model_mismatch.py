@@ -10,7 +10,7 @@ from mcp.types import CallToolResult
 
 from esbridge.config import load_settings
 from esbridge.service.mcp_server import build_server
-from tests.unit.query.test_model_check import OtherHashingEmbedder
+from tests.support.hashing import OtherHashingEmbedder
 from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, service_settings
 
 WRITE = {"X-API-Key": KEY}

@@ -25,8 +25,8 @@ from esbridge.config import load_settings
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.service.app import create_app
 from tests.integration.engines import load_records
+from tests.support.hashing import HashingEmbedder
 from tests.unit.service.conftest import KEY, RECORDS
-from tests.unit.test_embedded_engine import HashingEmbedder
 
 # The schema is loaded at import, before any fixture runs, so the app gets its own data directory.
 _DATA = tempfile.TemporaryDirectory(prefix="esbridge-fuzz-")

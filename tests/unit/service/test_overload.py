@@ -12,9 +12,9 @@ import pytest
 
 from esbridge.service.app import create_app
 from esbridge.service.limits import ConcurrencyGate, TokenBuckets, refill
+from tests.support.hashing import HashingEmbedder
 from tests.support.serving import uvicorn_thread
 from tests.unit.service.conftest import KEY, OTHER_KEY, RECORDS, ClientFactory, service_settings
-from tests.unit.test_embedded_engine import HashingEmbedder
 
 
 class SlowEmbedder(HashingEmbedder):

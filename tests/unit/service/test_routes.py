@@ -9,8 +9,8 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from esbridge.config import load_settings
+from tests.support.hashing import HashingEmbedder
 from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, SlowEmbedder, fields, service_settings
-from tests.unit.test_embedded_engine import HashingEmbedder
 
 WRITE = {"X-API-Key": KEY}
 
