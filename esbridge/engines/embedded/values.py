@@ -48,7 +48,8 @@ def indexed_value(field: Field, value: Any) -> Any:
 
 def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
     for field in schema.filterable_fields:
-        value = schema.value(source, field)
+        place = field.source_path
+        value = source.get(place[0]) if len(place) == 1 else schema.value(source, field)
         if value is None:
             continue
         kind = field.type
