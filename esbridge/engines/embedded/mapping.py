@@ -131,6 +131,15 @@ class Schema:
         """The fields whose values filters and sorts read (keywords, numbers, dates, booleans)."""
         return [f for f in self.fields.values() if f.type not in ("text", "object", "knn_vector")]
 
+    @functools.cached_property
+    def filterable_by_key(self) -> dict[str, list[Field]]:
+        """``filterable_fields`` by the first key of their place in ``_source``: a document is read by its own
+        keys, which are fewer than the mapping's fields."""
+        found: dict[str, list[Field]] = {}
+        for field in self.filterable_fields:
+            found.setdefault(field.source_path[0], []).append(field)
+        return found
+
     def value(self, source: Mapping[str, Any], field: Field) -> Any:
         current: Any = source
         for part in field.source_path:
