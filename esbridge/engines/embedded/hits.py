@@ -115,7 +115,7 @@ class Results:
         ]
         vectors = {f.path: self.store.vectors_of(rows, f) for f in wanted_vectors}
         hits = []
-        chosen: dict[str, int] = {}  # a page's sources share their keys: decide each path once
+        chosen = _decisions(includes or [], excludes)
         for row in rows:
             if row not in stored:  # written or deleted between this search's database snapshot and its indices
                 continue
@@ -185,6 +185,20 @@ def _selected(path: str, includes: Sequence[str], excludes: Sequence[str]) -> bo
 
 
 _DROP, _KEEP, _DESCEND = 0, 1, 2
+_DECISIONS: dict[tuple[tuple[str, ...], tuple[str, ...]], dict[str, int]] = {}
+"""Per ``_source`` request, each path's decision: searches ask for the same few, so each path is decided once."""
+_KEPT_DECISIONS = 64
+_KEPT_PATHS = 4096
+
+
+def _decisions(includes: Sequence[str], excludes: Sequence[str]) -> dict[str, int]:
+    key = (tuple(includes), tuple(excludes))
+    found = _DECISIONS.get(key)
+    if found is None or len(found) > _KEPT_PATHS:
+        if len(_DECISIONS) >= _KEPT_DECISIONS:
+            _DECISIONS.clear()
+        found = _DECISIONS[key] = {}
+    return found
 
 
 def _filter_source(

@@ -311,7 +311,7 @@ class Store:
                 updated.append((text, row))
             else:
                 inserted.append((row, record.id, doc_id, text))
-            values.extend((path, value, row) for path, value in field_values(schema, stored))
+            values.extend([(path, value, row) for path, value in field_values(schema, stored)])
         if updated:
             db.executemany("UPDATE docs SET source = ? WHERE row = ?", updated)
             for table in ("vectors", "fieldvals"):
@@ -330,7 +330,7 @@ class Store:
         (never the values themselves), after the ``leading`` parameters."""
         for start in range(0, len(values), 500):
             chunk = values[start : start + 500]
-            yield from self.db.execute(query.format(", ".join("?" * len(chunk))), (*leading, *chunk))
+            yield from self.db.execute(query.format(", ".join("?" * len(chunk))), (*leading, *chunk)).fetchall()
 
     def delete_document(self, record: IndexRecord, doc_id: str) -> bool:
         row = self.document_row(record.id, doc_id)
