@@ -251,11 +251,14 @@ def test_documents_that_do_not_fit_the_mapping_are_refused_one_by_one(engine: Em
         "object-number": {"n": {"x": 1}},
         "object-keyword": {"k": {"x": 1}},
         "bad-date": {"d": "yesterday"},
+        "list-with-a-word-for-a-number": {"n": [1, "x"]},
+        "list-with-an-object-keyword": {"k": ["a", {"x": 1}]},
     }
     accepted: dict[str, dict[str, Any]] = {
         "ints": {"v": [1, 2], "n": 3, "k": 7, "d": 1_700_000_000_000, "b": True},
         "numeric-strings": {"v": ["1.5", "2"], "n": "4", "k": ["a", "b"], "d": "2026-11-26T10:00:00Z"},
         "floats": {"v": [0.5, -0.25], "n": 2.0, "k": "x"},
+        "lists": {"v": [1, 1], "n": [2, 3.5, None], "k": ["y", True, 5]},
     }
     actions = [BulkAction("index", doc_id, source) for doc_id, source in {**refused, **accepted}.items()]
     result = engine.bulk("idx", actions)

@@ -25,6 +25,7 @@ from esbridge.engines.blocks import BLOCKED_STATUS, cluster_block_reason
 from esbridge.engines.capabilities import OPENSEARCH_NEURAL_FEATURES, Capabilities
 from esbridge.engines.embedded.datadir import WriterBusy, close_shared, open_shared
 from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema
+from esbridge.engines.embedded.names import Names
 from esbridge.engines.embedded.query import Searcher, Unsupported
 from esbridge.engines.embedded.settings import index_settings, merge
 from esbridge.engines.embedded.store import IndexRecord, Store
@@ -44,6 +45,7 @@ class EmbeddedEngine(paging.ScanBySearch):
         except (OSError, sqlite3.Error) as exc:
             raise errors.EngineUnavailable(f"cannot open the database: {exc}", url=self._url, operation="open") from exc
         self._shared = open_shared(self._dir)
+        self._names = Names(self._store)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EmbeddedEngine:
@@ -98,14 +100,10 @@ class EmbeddedEngine(paging.ScanBySearch):
 
     def _concrete(self, name: str, operation: str) -> list[IndexRecord]:
         """The indices ``name`` (an index or an alias) stands for; IndexNotFound when neither."""
-        record = self._store.index(name)
-        if record is not None:
-            return [record]
-        targets = [self._store.index(target) for target, _ in self._store.alias_targets(name)]
-        found = [target for target in targets if target is not None]
+        found = self._names.indices(name)
         if not found:
             raise self._missing(operation, name)
-        return found
+        return list(found)
 
     def _one(self, name: str, operation: str) -> IndexRecord:
         found = self._concrete(name, operation)

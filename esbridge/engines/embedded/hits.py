@@ -115,7 +115,7 @@ class Results:
         ]
         vectors = {f.path: self.store.vectors_of(rows, f) for f in wanted_vectors}
         hits = []
-        chosen: dict[str, bool] = {}  # a page's sources share their keys: decide each path once
+        chosen = _decisions(includes or [], excludes)
         for row in rows:
             if row not in stored:  # written or deleted between this search's database snapshot and its indices
                 continue
@@ -184,19 +184,43 @@ def _selected(path: str, includes: Sequence[str], excludes: Sequence[str]) -> bo
     return not includes or any(_matches(path, p) or path.startswith(p + ".") for p in includes)
 
 
+_DROP, _KEEP, _DESCEND = 0, 1, 2
+_DECISIONS: dict[tuple[tuple[str, ...], tuple[str, ...]], dict[str, int]] = {}
+"""Per ``_source`` request, each path's decision: searches ask for the same few, so each path is decided once."""
+_KEPT_DECISIONS = 64
+_KEPT_PATHS = 4096
+
+
+def _decisions(includes: Sequence[str], excludes: Sequence[str]) -> dict[str, int]:
+    key = (tuple(includes), tuple(excludes))
+    found = _DECISIONS.get(key)
+    if found is None or len(found) > _KEPT_PATHS:
+        if len(_DECISIONS) >= _KEPT_DECISIONS:
+            _DECISIONS.clear()
+        found = _DECISIONS[key] = {}
+    return found
+
+
 def _filter_source(
-    source: Mapping[str, Any], includes: Sequence[str], excludes: Sequence[str], prefix: str, chosen: dict[str, bool]
+    source: Mapping[str, Any], includes: Sequence[str], excludes: Sequence[str], prefix: str, chosen: dict[str, int]
 ) -> dict[str, Any]:
     kept: dict[str, Any] = {}
     for key, value in source.items():
         path = prefix + key
-        selected = chosen.get(path)
-        if selected is None:
-            selected = chosen[path] = _selected(path, includes, excludes)
-        if selected:
+        decision = chosen.get(path)
+        if decision is None:
+            decision = chosen[path] = _decide(path, includes, excludes)
+        if decision == _KEEP:
             kept[key] = value
-        elif isinstance(value, Mapping) and any(p.startswith(path + ".") for p in includes):
+        elif decision == _DESCEND and isinstance(value, Mapping):
             inner = _filter_source(value, includes, excludes, path + ".", chosen)
             if inner:
                 kept[key] = inner
     return kept
+
+
+def _decide(path: str, includes: Sequence[str], excludes: Sequence[str]) -> int:
+    """Whether the value at ``path`` is kept whole, searched for included paths inside it, or dropped."""
+    if _selected(path, includes, excludes):
+        return _KEEP
+    return _DESCEND if any(p.startswith(path + ".") for p in includes) else _DROP

@@ -89,18 +89,30 @@ class Layout:
             for path, name in kinds.items():
                 field = schema.fields[path]
                 self._sources.setdefault(field.source_path, _Readers()).scalars.append((name, field, numeric))
+        # The same, by the first key of each place: a document is read by its own keys, which are fewer than
+        # the mapping's fields.
+        self._by_key: dict[str, list[tuple[tuple[str, ...], _Readers]]] = {}
+        for place, readers in self._sources.items():
+            self._by_key.setdefault(place[0], []).append((place, readers))
         described = json.dumps([FORMAT, self.text, tokenizers, self.keyword, self.number], sort_keys=True)
         self.digest = hashlib.sha256(described.encode()).hexdigest()[:12]
 
     def document(self, row: int, doc_id: str, source: Mapping[str, Any]) -> tantivy.Document:
         values: dict[str, list[Any]] = {ROW: [row], ID: [doc_id]}
-        for path, readers in self._sources.items():
-            value = source.get(path[0]) if len(path) == 1 else _value(source, path)
-            if value is None:
+        by_key = self._by_key
+        for key, top in source.items():
+            places = by_key.get(key)
+            if places is None:
                 continue
-            items = value if type(value) is list else [value]
-            if readers.native or readers.custom:
-                texts = [item for item in items if type(item) is str or isinstance(item, str)]
+            for path, readers in places:
+                value = top if len(path) == 1 else _value(source, path)
+                if value is None:
+                    continue
+                if type(value) is str:
+                    items = texts = [value]
+                else:
+                    items = value if type(value) is list else [value]
+                    texts = [item for item in items if isinstance(item, str)]
                 if texts:
                     for name in readers.native:
                         values[name] = texts
@@ -108,10 +120,10 @@ class Layout:
                         tokens = [token for text in texts for token in _analyze(field, text)]
                         if tokens:
                             values[name] = [SEPARATOR.join(tokens)]
-            for name, field, numeric in readers.scalars:
-                found = _indexed(field, items, numeric)
-                if found:
-                    values[name] = found
+                for name, field, numeric in readers.scalars:
+                    found = _indexed(field, items, numeric)
+                    if found:
+                        values[name] = found
         return tantivy.Document.from_dict(values, self.schema)
 
 

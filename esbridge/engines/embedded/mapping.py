@@ -74,6 +74,11 @@ class Schema:
         self._by_source: dict[tuple[str, ...], list[Field]] = {}
         for field in self.fields.values():
             self._by_source.setdefault(field.source_path, []).append(field)
+        # Per place in _source, the value types every field reading it takes without a closer look.
+        self._passing: dict[tuple[str, ...], frozenset[type]] = {
+            place: frozenset.intersection(*(_passing(field.type) for field in fields))
+            for place, fields in self._by_source.items()
+        }
 
     def _walk(
         self, properties: Mapping[str, Any], parent: tuple[str, ...], analysis: Mapping[str, Any]
@@ -126,6 +131,15 @@ class Schema:
         """The fields whose values filters and sorts read (keywords, numbers, dates, booleans)."""
         return [f for f in self.fields.values() if f.type not in ("text", "object", "knn_vector")]
 
+    @functools.cached_property
+    def filterable_by_key(self) -> dict[str, list[Field]]:
+        """``filterable_fields`` by the first key of their place in ``_source``: a document is read by its own
+        keys, which are fewer than the mapping's fields."""
+        found: dict[str, list[Field]] = {}
+        for field in self.filterable_fields:
+            found.setdefault(field.source_path[0], []).append(field)
+        return found
+
     def value(self, source: Mapping[str, Any], field: Field) -> Any:
         current: Any = source
         for part in field.source_path:
@@ -158,6 +172,10 @@ class Schema:
                         self._check_object(value, (*parent, key))
                     continue
                 raise DocumentError("mapper_parsing_exception", f"object mapping for [{path}] got a non-object value")
+            passing = self._passing[field.source_path]
+            plain = type(value)
+            if plain in passing or (plain is list and all(type(item) in passing for item in value)):
+                continue
             for checked in self._by_source[field.source_path]:
                 self._check_value(checked, value)
 
@@ -184,6 +202,15 @@ class Schema:
                 raise DocumentError(
                     "mapper_parsing_exception", f"failed to parse field [{field.path}] of type [{field.type}]: {item!r}"
                 ) from exc
+
+
+def _passing(kind: str) -> frozenset[type]:
+    """The value types ``Schema._check_value`` lets through for a field of ``kind`` before any conversion."""
+    if kind in _ANY_STRING:
+        return frozenset({str})
+    if kind in NUMERIC:
+        return frozenset(_NUMBERS)
+    return frozenset()
 
 
 def _check_vector(field: Field, value: Any) -> None:

@@ -114,6 +114,7 @@ class Store:
         self._connections: list[sqlite3.Connection] = []
         self._closed = False
         self._records: dict[str, tuple[tuple[Any, ...], IndexRecord]] = {}
+        self._commits = 0
         self.db.execute("PRAGMA journal_mode=WAL")
         with self.write():
             for statement in _SCHEMA.split(";"):
@@ -153,6 +154,12 @@ class Store:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+            self._commits += 1
+
+    def version(self) -> tuple[int, int]:
+        """A value that changes whenever a write commits: in this process (counted here) or in another (SQLite's
+        ``data_version``, which does not count the commits of the connection that asks)."""
+        return self._commits, int(self.db.execute("PRAGMA data_version").fetchone()[0])
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -304,7 +311,7 @@ class Store:
                 updated.append((text, row))
             else:
                 inserted.append((row, record.id, doc_id, text))
-            values.extend((path, value, row) for path, value in field_values(schema, stored))
+            values.extend([(path, value, row) for path, value in field_values(schema, stored)])
         if updated:
             db.executemany("UPDATE docs SET source = ? WHERE row = ?", updated)
             for table in ("vectors", "fieldvals"):
@@ -323,7 +330,7 @@ class Store:
         (never the values themselves), after the ``leading`` parameters."""
         for start in range(0, len(values), 500):
             chunk = values[start : start + 500]
-            yield from self.db.execute(query.format(", ".join("?" * len(chunk))), (*leading, *chunk))
+            yield from self.db.execute(query.format(", ".join("?" * len(chunk))), (*leading, *chunk)).fetchall()
 
     def delete_document(self, record: IndexRecord, doc_id: str) -> bool:
         row = self.document_row(record.id, doc_id)

@@ -47,16 +47,21 @@ def indexed_value(field: Field, value: Any) -> Any:
 
 
 def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-    for field in schema.filterable_fields:
-        value = schema.value(source, field)
-        if value is None:
+    by_key = schema.filterable_by_key
+    for key, top in source.items():
+        fields = by_key.get(key)
+        if fields is None:
             continue
-        kind = field.type
-        for item in value if type(value) is list else (value,):
-            plain = type(item)
-            if plain is str and kind == "keyword":
-                yield field.path, item
-            elif (plain is int or plain is float) and kind in NUMERIC:
-                yield field.path, float(item)
-            elif item is not None and not isinstance(item, (Mapping, list)):
-                yield field.path, indexed_value(field, item)
+        for field in fields:
+            value = top if len(field.source_path) == 1 else schema.value(source, field)
+            if value is None:
+                continue
+            kind = field.type
+            for item in value if type(value) is list else (value,):
+                plain = type(item)
+                if plain is str and kind == "keyword":
+                    yield field.path, item
+                elif (plain is int or plain is float) and kind in NUMERIC:
+                    yield field.path, float(item)
+                elif item is not None and not isinstance(item, (Mapping, list)):
+                    yield field.path, indexed_value(field, item)

@@ -1,0 +1,42 @@
+"""Index and alias names resolved to index records, remembered between searches until the database changes."""
+
+from __future__ import annotations
+
+import threading
+
+from esbridge.engines.embedded.store import IndexRecord, Store
+
+_KEPT = 256
+"""Names remembered per thread; more are forgotten all at once (a search names one or two)."""
+
+
+class Names:
+    """The indices a name stands for. Outside a transaction the answer is remembered per thread (SQLite's
+    ``data_version`` is per connection) and asked again once ``Store.version`` moves: any commit, by this
+    process or another, so an alias moved anywhere is followed by the next search."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._local = threading.local()
+
+    def indices(self, name: str) -> tuple[IndexRecord, ...]:
+        """The index ``name``, or the indices of the alias ``name``; empty when it is neither."""
+        if self._store.db.in_transaction:  # (a write sees its own uncommitted changes, which move no version)
+            return self._read(name)
+        version = self._store.version()
+        remembered: tuple[tuple[int, int], dict[str, tuple[IndexRecord, ...]]] | None = getattr(
+            self._local, "remembered", None
+        )
+        if remembered is None or remembered[0] != version or len(remembered[1]) >= _KEPT:
+            remembered = self._local.remembered = (version, {})
+        found = remembered[1].get(name)
+        if found is None:
+            found = remembered[1][name] = self._read(name)
+        return found
+
+    def _read(self, name: str) -> tuple[IndexRecord, ...]:
+        record = self._store.index(name)
+        if record is not None:
+            return (record,)
+        targets = [self._store.index(target) for target, _ in self._store.alias_targets(name)]
+        return tuple(target for target in targets if target is not None)
