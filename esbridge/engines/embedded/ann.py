@@ -95,7 +95,7 @@ class VectorIndex:
         self.lock = threading.Lock()
         self._gate = _Gate()
         self._subsets_lock = threading.Lock()
-        self.copies = FloatCopies(path.with_suffix(".f32"), dimension)
+        self.copies = FloatCopies(copies_path(path), dimension)
         self.reopen()
 
     def reopen(self) -> None:
@@ -313,6 +313,11 @@ class VectorIndex:
 
 def path_for(root: Path, index_id: int, field: str) -> Path:
     return root / "vectors" / f"{index_id}.{field}.usearch"
+
+
+def copies_path(path: Path) -> Path:
+    """The float32 copies beside the graph at ``path``."""
+    return path.with_suffix(".f32")
 
 
 def remove_all(root: Path, index_id: int) -> None:

@@ -28,8 +28,10 @@ import numpy.typing as npt
 
 from esbridge.engines.embedded import ann, lexical
 from esbridge.engines.embedded.ann import VectorIndex
+from esbridge.engines.embedded.backfill import Backfills, log, mark_complete
+from esbridge.engines.embedded.floats import FloatCopies
 from esbridge.engines.embedded.lexical import COMMIT_AFTER_S, Layout, LexicalIndex
-from esbridge.engines.embedded.store import IndexRecord, Store
+from esbridge.engines.embedded.store import DB_FILE, IndexRecord, Store
 
 LOCK_FILE = "writer.lock"
 SAVE_EVERY = 200_000
@@ -90,6 +92,7 @@ class DataDir:
         self._handles: dict[int, Handles] = {}
         self._filters: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._workers = ThreadPoolExecutor(1, thread_name_prefix="esbridge-graphs")
+        self._backfills = Backfills(root / DB_FILE, self._workers)
         self._timer: threading.Timer | None = None
         self._timer_lock = threading.Lock()
 
@@ -214,6 +217,8 @@ class DataDir:
             if wait:
                 found.settle()
         found.generation = record.generation
+        if self.writing:  # only the writer writes the copies: it fills in those an earlier esbridge never wrote
+            self._backfills.start(record.id, record.name, found.vectors)
         return found
 
     def _apply_text(self, store: Store, record: IndexRecord, text: LexicalIndex) -> None:
@@ -281,8 +286,19 @@ class DataDir:
                 self._filters.popitem(last=False)
         return found
 
+    def created(self, record: IndexRecord) -> None:
+        """A new index: nothing of an earlier one with its id, and copies complete (the writer writes each one)."""
+        self.forget(record.id)
+        for vector in record.schema.vector_fields:
+            copies = FloatCopies(ann.copies_path(ann.path_for(self.root, record.id, vector.path)), vector.dimension)
+            try:
+                mark_complete(copies)
+            except OSError as exc:  # the index stands; its first writer back-fills its few rows instead
+                log.warning("index [%s]: the marker of complete float32 copies was not written: %s", record.name, exc)
+
     def forget(self, index_id: int) -> None:
         """Drop the structures of a deleted (or re-created) index, on disk too."""
+        self._backfills.stop(index_id)
         with self._guard:
             found = self._handles.pop(index_id, None)
             if found is not None:
@@ -294,6 +310,7 @@ class DataDir:
                 del self._filters[key]
 
     def close(self, store: Store) -> None:
+        self._backfills.stop()
         with self._timer_lock:
             if self._timer is not None:
                 self._timer.cancel()

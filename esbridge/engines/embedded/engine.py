@@ -176,7 +176,7 @@ class EmbeddedEngine(paging.ScanBySearch):
             self._store.create_index(index, settings, mappings, schema)
             created = self._store.index(index)
         assert created is not None
-        self._shared.forget(created.id)  # structures a database without id reuse protection may have left
+        self._shared.created(created)  # (drops what a database without id reuse protection may have left)
 
     def delete_index(self, index: str, *, missing_ok: bool = False) -> bool:
         operation = "delete index"

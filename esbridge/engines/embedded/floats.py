@@ -4,9 +4,9 @@
 so the file is sparse where other indices' rows fall). Only the process holding the writer lock writes it,
 before the graph takes the same vectors in; every process reads it. It is a cache of the database: a
 vector read from it is used only when it agrees with the graph's own compact copy of that row (cosine at
-least ``AGREEMENT``), and otherwise (a row not written yet, a data directory made before the file existed, a
-file cut short) the row is read from the database. Reading 100 rows costs about a tenth of a millisecond
-here, against milliseconds through SQLite.
+least ``AGREEMENT``), and otherwise (a row not written yet, a data directory made before the file existed
+and not back-filled yet (``backfill``), a file cut short) the row is read from the database. Reading 100
+rows costs about a tenth of a millisecond here, against milliseconds through SQLite.
 """
 
 from __future__ import annotations

@@ -1,0 +1,307 @@
+"""The writer fills in the float32 copies a data directory made before them lacks: once, in the background,
+without changing an answer, safe beside writes, stopped by close and finished by the next writer."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from esbridge.engines.base import BulkAction
+from esbridge.engines.embedded import EmbeddedEngine, ann, backfill
+from esbridge.engines.embedded.floats import FloatCopies
+from esbridge.engines.embedded.store import Store
+from esbridge.errors import EngineUnavailable
+
+DIMENSION = 8
+ROWS = 300
+MAPPING = {
+    "settings": {"index": {"knn": True}},
+    "mappings": {
+        "properties": {
+            "tag": {"type": "keyword"},
+            "v": {"type": "knn_vector", "dimension": DIMENSION, "method": {"space_type": "cosinesimil"}},
+        }
+    },
+}
+QUERIES = np.random.default_rng(7).standard_normal((5, DIMENSION)).astype(np.float32)
+
+Answers = list[list[tuple[str, float]]]
+
+
+@pytest.fixture(autouse=True)
+def _small(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ann, "EXACT_BELOW", 20)  # the graph proposes, as at scale
+    monkeypatch.setattr(backfill, "PAGE", 16)
+
+
+def vectors(count: int, seed: int = 0) -> np.ndarray[Any, np.dtype[np.float32]]:
+    found: np.ndarray[Any, np.dtype[np.float32]] = (
+        np.random.default_rng(seed).standard_normal((count, DIMENSION)).astype(np.float32)
+    )
+    return found
+
+
+def older_directory(root: Path) -> None:
+    """An index of ROWS vectors as the previous release left it: graph and database, no copies, no marker."""
+    engine = EmbeddedEngine(root)
+    engine.create_index("idx", MAPPING)
+    actions = [BulkAction("index", f"d{i}", {"tag": "t", "v": v.tolist()}) for i, v in enumerate(vectors(ROWS))]
+    for start in range(0, ROWS, 100):
+        assert not engine.bulk("idx", actions[start : start + 100]).failed
+    engine.close()
+    for path in (root / "vectors").glob("*.f32*"):
+        path.unlink()
+
+
+def answers(engine: EmbeddedEngine) -> Answers:
+    found = []
+    for query in QUERIES:
+        body = {"size": 10, "query": {"knn": {"v": {"vector": query.tolist(), "k": 10}}}}
+        found.append([(hit.id, hit.score) for hit in engine.search("idx", body).hits])
+    return found
+
+
+def become_writer(engine: EmbeddedEngine) -> None:
+    """A write that changes no vector: the process takes the writer lock and catches the index up."""
+    assert not engine.bulk("idx", [BulkAction("index", "plain", {"tag": "plain"})]).failed
+
+
+def copies_of(engine: EmbeddedEngine) -> FloatCopies:
+    return next(iter(engine._shared._handles.values())).vectors["v"].copies
+
+
+def rows_and_vectors(store: Store) -> tuple[list[int], np.ndarray[Any, Any]]:
+    record = store.index("idx")
+    assert record is not None
+    rows = [row for (row,) in store.db.execute("SELECT row FROM docs WHERE index_id = ?", (record.id,))]
+    found = store.vector_blobs(sorted(rows), "v")
+    matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32).reshape(len(found), DIMENSION)
+    return [row for row, _ in found], matrix
+
+
+def finish(engine: EmbeddedEngine) -> None:
+    for thread, _ in list(engine._shared._backfills._running.values()):
+        thread.join(30)
+    assert not engine._shared._backfills._running
+
+
+def complete(root: Path) -> bool:
+    markers = list((root / "vectors").glob("*.f32.complete"))
+    assert len(markers) <= 1
+    return bool(markers)
+
+
+def counting_pages(monkeypatch: pytest.MonkeyPatch, then: Callable[[int], None] | None = None) -> list[int]:
+    """Count (and optionally follow with ``then``) each page the back-fill writes."""
+    pages: list[int] = []
+    original = backfill._copy_page
+
+    def counted(db: Any, copies: FloatCopies, path: str, rows: Sequence[int]) -> None:
+        original(db, copies, path, rows)
+        pages.append(len(rows))
+        if then is not None:
+            then(len(pages))
+
+    monkeypatch.setattr(backfill, "_copy_page", counted)
+    return pages
+
+
+def test_the_first_writer_fills_in_an_older_directorys_copies_and_searches_then_skip_the_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    older_directory(tmp_path)
+    pages = counting_pages(monkeypatch)
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        before = answers(engine)  # a process that only searches takes no writer lock: nothing back-filled
+        assert (pages, complete(tmp_path)) == ([], False)
+        become_writer(engine)
+        finish(engine)
+        assert complete(tmp_path)
+        assert sum(pages) == ROWS + 1
+        rows, stored = rows_and_vectors(engine._store)
+        assert len(rows) == ROWS
+        np.testing.assert_array_equal(copies_of(engine).read(rows), stored)
+        next(iter(engine._shared._handles.values())).settle()
+        reads: list[int] = []
+        original = Store.vector_blobs
+
+        def counted(self: Store, rows: Sequence[int], field: str) -> list[tuple[int, bytes]]:
+            reads.append(len(rows))
+            return original(self, rows, field)
+
+        monkeypatch.setattr(Store, "vector_blobs", counted)
+        assert answers(engine) == before
+        assert reads == [], "re-scored from the copies, not the database"
+    finally:
+        engine.close()
+
+
+def test_a_completed_back_fill_is_not_redone_and_a_new_index_needs_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages = counting_pages(monkeypatch)
+    engine = EmbeddedEngine(tmp_path)
+    engine.create_index("idx", MAPPING)
+    assert complete(tmp_path), "marked at creation: the writer writes every copy from the first row"
+    actions = [BulkAction("index", f"d{i}", {"v": v.tolist()}) for i, v in enumerate(vectors(ROWS))]
+    assert not engine.bulk("idx", actions).failed
+    finish(engine)
+    assert pages == []
+    rows, stored = rows_and_vectors(engine._store)
+    np.testing.assert_array_equal(copies_of(engine).read(rows), stored)
+    engine.close()
+    for path in (tmp_path / "vectors").glob("*.f32"):
+        path.unlink()  # the copies of an older directory again...
+    older_directory(tmp_path / "older")
+    for root in (tmp_path, tmp_path / "older"):
+        engine = EmbeddedEngine(root)
+        try:
+            become_writer(engine)
+            finish(engine)
+        finally:
+            engine.close()
+    assert sum(pages) == ROWS + 1, "...but the marker says they are complete: only the older directory's filled"
+    engine = EmbeddedEngine(tmp_path / "older")
+    try:
+        become_writer(engine)
+        assert not engine._shared._backfills._running
+    finally:
+        engine.close()
+    assert sum(pages) == ROWS + 1
+
+
+def test_closing_mid_way_leaves_an_index_that_answers_and_the_next_writer_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    older_directory(tmp_path)
+    midway = threading.Event()
+    engine = EmbeddedEngine(tmp_path)
+
+    def hold(count: int) -> None:
+        if count == 3:  # keep the back-fill under way until close asks it to stop
+            midway.set()
+            deadline = time.monotonic() + 10
+            while not engine._shared._backfills._closed and time.monotonic() < deadline:
+                time.sleep(0.01)
+
+    pages = counting_pages(monkeypatch, hold)
+    before = answers(engine)
+    become_writer(engine)
+    assert midway.wait(10)
+    assert answers(engine) == before, "searches during the back-fill"
+    rows, stored = rows_and_vectors(engine._store)
+    engine.close()
+    assert len(pages) == 3
+    assert not complete(tmp_path)
+    assert not engine._shared._backfills._running
+    partial = FloatCopies(next((tmp_path / "vectors").glob("*.f32")), DIMENSION).read(rows)
+    np.testing.assert_array_equal(partial[: 3 * 16], stored[: 3 * 16])
+    assert not partial[3 * 16 :].any()
+    monkeypatch.undo()
+    monkeypatch.setattr(ann, "EXACT_BELOW", 20)
+    monkeypatch.setattr(backfill, "PAGE", 16)
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        assert answers(engine) == before
+        become_writer(engine)
+        finish(engine)
+        assert complete(tmp_path)
+        np.testing.assert_array_equal(copies_of(engine).read(rows), stored)
+        assert answers(engine) == before
+    finally:
+        engine.close()
+
+
+def test_writes_during_a_back_fill_leave_every_copy_equal_to_the_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    older_directory(tmp_path)
+    counting_pages(monkeypatch, lambda _: time.sleep(0.05))  # slow enough for writes to land between pages
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        become_writer(engine)
+        changed = vectors(ROWS, seed=5)
+        for start in range(0, ROWS, 30):  # each row once, new vectors, while the back-fill pages through
+            batch = [BulkAction("index", f"d{i}", {"v": changed[i].tolist()}) for i in range(start, start + 20)]
+            batch += [BulkAction("delete", f"d{i}") for i in range(start + 20, start + 25)]
+            assert not engine.bulk("idx", batch).failed
+        assert engine._shared._backfills._running, "the writes landed while the back-fill was under way"
+        finish(engine)
+        next(iter(engine._shared._handles.values())).settle()
+        rows, stored = rows_and_vectors(engine._store)
+        np.testing.assert_array_equal(copies_of(engine).read(rows), stored)
+        kept = [i for i in range(ROWS) if i % 30 < 20 or i % 30 >= 25]
+        current = {f"d{i}": (changed[i] if i % 30 < 20 else vectors(ROWS)[i]) for i in kept}
+        for query, hits in zip(QUERIES, answers(engine), strict=True):
+            unit = query / np.linalg.norm(query)
+            for doc, score in hits:
+                vector = current[doc]
+                assert score == pytest.approx((1 + float(vector @ unit / np.linalg.norm(vector))) / 2, abs=1e-6)
+    finally:
+        engine.close()
+
+
+def test_a_failed_back_fill_is_logged_naming_the_index_and_searches_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    older_directory(tmp_path)
+
+    def broken(*_: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(backfill, "_copy_page", broken)
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        before = answers(engine)
+        with caplog.at_level(logging.WARNING, logger="esbridge.embedded"):
+            become_writer(engine)
+            finish(engine)
+        assert "index [idx] field [v] were not back-filled" in caplog.text
+        assert "No space left on device" in caplog.text
+        assert not complete(tmp_path)
+        assert answers(engine) == before
+    finally:
+        engine.close()
+
+
+_HOLDER = """
+import sys
+from esbridge.engines.embedded import EmbeddedEngine
+engine = EmbeddedEngine(sys.argv[1])
+engine._shared.hold_writer()
+print("holding", flush=True)
+sys.stdin.readline()
+engine.close()
+"""
+
+
+def test_a_process_without_the_writer_lock_does_not_back_fill(tmp_path: Path) -> None:
+    older_directory(tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdin is not None and holder.stdout is not None
+    reader = EmbeddedEngine(tmp_path)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        assert len(answers(reader)[0]) == 10
+        with pytest.raises(EngineUnavailable, match="written by another process"):
+            become_writer(reader)
+        assert not reader._shared._backfills._running
+        assert not list((tmp_path / "vectors").glob("*.f32*"))
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait()
+        holder.stdout.close()
+        reader.close()
