@@ -1,0 +1,32 @@
+"""The float32 copies beside a graph: rows read back as written, zeros where the file has none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from esbridge.engines.embedded.floats import FloatCopies
+
+
+def test_rows_read_back_as_written_in_the_order_asked_and_zeros_past_the_end_or_between(tmp_path: Path) -> None:
+    copies = FloatCopies(tmp_path / "vectors" / "1.v.f32", 3)
+    vectors = np.arange(12, dtype=np.float32).reshape(4, 3) + 1
+    copies.write([2, 3, 7, 8], vectors)  # two runs, with a hole between (rows 4-6) and none before row 2
+    assert copies.path.stat().st_size == 9 * 3 * 4
+    found = copies.read([8, 2, 5, 0, 3, 7, 40])
+    expected = np.zeros((7, 3), dtype=np.float32)
+    expected[[0, 1, 4, 5]] = vectors[[3, 0, 1, 2]]
+    np.testing.assert_array_equal(found, expected)
+
+
+def test_a_missing_empty_or_cut_short_file_gives_zeros(tmp_path: Path) -> None:
+    copies = FloatCopies(tmp_path / "1.v.f32", 2)
+    np.testing.assert_array_equal(copies.read([0, 1]), np.zeros((2, 2), dtype=np.float32))
+    copies.path.write_bytes(b"")
+    np.testing.assert_array_equal(copies.read([0]), np.zeros((1, 2), dtype=np.float32))
+    copies.write([0, 1], np.array([[1, 2], [3, 4]], dtype=np.float32))
+    with copies.path.open("r+b") as file:
+        file.truncate(2 * 4 + 4)  # row 1 cut in half: not a whole row, so not read
+    np.testing.assert_array_equal(copies.read([1, 0]), np.array([[0, 0], [1, 2]], dtype=np.float32))
+    assert copies.read([]).shape == (0, 2)
