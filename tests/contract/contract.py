@@ -266,6 +266,31 @@ class EngineContract:
             "owl#0": {"title": "Owls"},
         }
 
+    def test_source_filtering_takes_excluded_paths_out_of_included_objects_and_their_arrays(
+        self, engine: Engine, loaded: str
+    ) -> None:
+        metadata = {"a": 1, "b": {"c": 2, "d": 3}, "list": [{"x": 1, "y": 2}, {"y": 3}], "words": ["p", "q"]}
+        assert list(engine.bulk(loaded, [BulkAction("update", "fox#0", {"metadata": metadata})]).failed) == []
+        engine.refresh(loaded)
+
+        def source(spec: object) -> dict[str, object]:
+            body = {"size": 1, "_source": spec, "query": {"ids": {"values": ["fox#0"]}}}
+            return dict(engine.search(loaded, body).hits[0].source)
+
+        excluded = {"includes": ["metadata"], "excludes": ["metadata.b.c", "metadata.list.y"]}
+        assert source(excluded) == {"metadata": {"a": 1, "b": {"d": 3}, "list": [{"x": 1}], "words": ["p", "q"]}}
+        assert source(["metadata.list.x", "metadata.b.d"]) == {"metadata": {"b": {"d": 3}, "list": [{"x": 1}]}}
+        assert source({"includes": ["title", "metadata.*"], "excludes": ["*.c", "*.y"]}) == {
+            "title": "Foxes",
+            "metadata": {"a": 1, "b": {"d": 3}, "list": [{"x": 1}], "words": ["p", "q"]},
+        }
+        emptied = {"excludes": ["metadata.b.c", "metadata.b.d", "metadata.list.x", "metadata.list.y"]}
+        kept = {"a": 1, "words": ["p", "q"]}
+        if engine.dialect == "opensearch":  # Elasticsearch drops what exclusions empty; OpenSearch keeps it
+            kept |= {"b": {}, "list": []}
+        assert source(emptied)["metadata"] == kept
+        assert source({"includes": ["metadata.b.z"]}) == {}
+
     def test_size_zero_counts_matches(self, engine: Engine, loaded: str) -> None:
         result = engine.search(loaded, {"size": 0, "query": {"term": {"tags": "rare"}}})
         assert (result.hits, result.total) == ([], 3)

@@ -184,7 +184,9 @@ def _selected(path: str, includes: Sequence[str], excludes: Sequence[str]) -> bo
     return not includes or any(_matches(path, p) or path.startswith(p + ".") for p in includes)
 
 
-_DROP, _KEEP, _DESCEND = 0, 1, 2
+_DROP, _KEEP, _DESCEND, _KEEP_INSIDE = 0, 1, 2, 3
+_WILDCARDS = frozenset("*?[")
+_NOTHING = object()
 _DECISIONS: dict[tuple[tuple[str, ...], tuple[str, ...]], dict[str, int]] = {}
 """Per ``_source`` request, each path's decision: searches ask for the same few, so each path is decided once."""
 _KEPT_DECISIONS = 64
@@ -212,15 +214,35 @@ def _filter_source(
             decision = chosen[path] = _decide(path, includes, excludes)
         if decision == _KEEP:
             kept[key] = value
-        elif decision == _DESCEND and isinstance(value, Mapping):
-            inner = _filter_source(value, includes, excludes, path + ".", chosen)
-            if inner:
+        elif decision != _DROP:
+            inner = _filter_value(value, includes, excludes, path, chosen, whole=decision == _KEEP_INSIDE)
+            if inner is not _NOTHING:
                 kept[key] = inner
     return kept
 
 
+def _filter_value(
+    value: Any, includes: Sequence[str], excludes: Sequence[str], path: str, chosen: dict[str, int], *, whole: bool
+) -> Any:
+    """An object filtered by the paths below ``path``, a list item by item; any other value is kept only where
+    ``path`` itself was selected (``whole``). As OpenSearch does: a selected object emptied by its exclusions
+    stays (``{}``), an object in a list that ends up empty goes."""
+    if isinstance(value, Mapping):
+        inner = _filter_source(value, includes, excludes, path + ".", chosen)
+        return inner if inner or whole else _NOTHING
+    if isinstance(value, list):
+        items = [_filter_value(item, includes, excludes, path, chosen, whole=whole) for item in value]
+        kept = [item for item in items if item is not _NOTHING and item != {}]
+        return kept if kept or whole else _NOTHING
+    return value if whole else _NOTHING
+
+
 def _decide(path: str, includes: Sequence[str], excludes: Sequence[str]) -> int:
-    """Whether the value at ``path`` is kept whole, searched for included paths inside it, or dropped."""
+    """Whether the value at ``path`` is kept whole, kept with what is excluded below it taken out, searched for
+    included paths inside it, or dropped."""
     if _selected(path, includes, excludes):
+        below = path + "."
+        if any(p.startswith(below) or _WILDCARDS.intersection(p) for p in excludes):
+            return _KEEP_INSIDE
         return _KEEP
     return _DESCEND if any(p.startswith(path + ".") for p in includes) else _DROP
