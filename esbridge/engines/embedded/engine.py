@@ -13,16 +13,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import tantivy
-import usearch
-
-import esbridge
 from esbridge import errors
 from esbridge.config.settings import Settings
 from esbridge.engines import paging, responses
 from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Dialect, IndexInfo, SearchResult
 from esbridge.engines.blocks import BLOCKED_STATUS, cluster_block_reason
-from esbridge.engines.capabilities import OPENSEARCH_NEURAL_FEATURES, Capabilities
+from esbridge.engines.capabilities import Capabilities
+from esbridge.engines.embedded.capabilities import describe
 from esbridge.engines.embedded.datadir import WriterBusy, close_shared, open_shared
 from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema
 from esbridge.engines.embedded.names import Names
@@ -132,25 +129,7 @@ class EmbeddedEngine(paging.ScanBySearch):
     # Engine protocol
 
     def probe(self) -> Capabilities:
-        return Capabilities(
-            distribution="embedded",
-            version=esbridge.__version__,
-            url=self._url,
-            health="green",
-            knn=True,
-            plugins={
-                "sqlite": sqlite3.sqlite_version,
-                "tantivy": str(getattr(tantivy, "__version__", "?")),
-                "usearch": str(getattr(usearch, "__version__", "?")),
-            },
-            native_hybrid=dict.fromkeys(OPENSEARCH_NEURAL_FEATURES, False),
-            features={"text_analysis": True, "reindex": True},
-            notes=[
-                "embedded: BM25 from tantivy (k1=1.2, b=0.75), HNSW kNN from usearch (exact without index.knn), "
-                "analysers emulated in Python",
-                "no native hybrid query: esbridge fuses results client-side",
-            ],
-        )
+        return describe(self._url)
 
     def index_exists(self, index: str) -> bool:
         with self._call("check index", index), self._store.read():

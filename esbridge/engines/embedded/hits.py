@@ -240,9 +240,8 @@ def _filter_value(
 def _decide(path: str, includes: Sequence[str], excludes: Sequence[str]) -> int:
     """Whether the value at ``path`` is kept whole, kept with what is excluded below it taken out, searched for
     included paths inside it, or dropped."""
+    below = path + "."
     if _selected(path, includes, excludes):
-        below = path + "."
-        if any(p.startswith(below) or _WILDCARDS.intersection(p) for p in excludes):
-            return _KEEP_INSIDE
-        return _KEEP
-    return _DESCEND if any(p.startswith(path + ".") for p in includes) else _DROP
+        inside = any(p.startswith(below) or _WILDCARDS.intersection(p) for p in excludes)
+        return _KEEP_INSIDE if inside else _KEEP
+    return _DESCEND if any(p.startswith(below) for p in includes) else _DROP
