@@ -1,18 +1,22 @@
 """Reading the float32 copies for re-scoring: a ``pread`` per row (the engine's) against a map of the file made
-and dropped per search, alternated in one process on a data directory ``bench_embedded.py`` left.
+and dropped per search and against libc's ``pread`` called with Python's lock held, alternated in one process
+on a data directory ``bench_embedded.py`` left.
 
     .venv/bin/python benchmarks/bench_embedded.py --size 1000000 --folder /tmp/emb-b1m --queries 100
     .venv/bin/python benchmarks/rescore_reads.py --folder /tmp/emb-b1m
 
 A ``pread`` per row hands Python's lock to other threads and waits for it back, a hundred times a search; a
 map kept open avoids that but becomes resident as it is touched (docs/benchmarks.md). A map per search keeps
-nothing resident. Both reads must give the same answers (checked first); then each takes four turns of the
-half-BM25, half-kNN load at concurrency 1 and 4, in alternating order, and 50 kNN searches timed alone.
+nothing resident; ``ctypes.PyDLL`` calls never let the lock go. All reads must give the same answers (checked
+first); then each takes four turns of the half-BM25, half-kNN load at concurrency 1 and 4, in alternating
+order, and 50 kNN searches timed alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import mmap
 import os
 import random
@@ -56,12 +60,38 @@ def map_per_search(copies: floats.FloatCopies, rows: Sequence[int]) -> npt.NDArr
     return found
 
 
+_LIBC = ctypes.PyDLL(ctypes.util.find_library("c"), use_errno=True)  # PyDLL: calls keep Python's lock
+_PREAD = _LIBC.pread
+_PREAD.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_long)
+_PREAD.restype = ctypes.c_ssize_t
+
+
+def pread_holding_lock(copies: floats.FloatCopies, rows: Sequence[int]) -> npt.NDArray[np.float32]:
+    found = np.zeros((len(rows), copies.dimension), dtype=np.float32)
+    try:
+        fd = os.open(copies.path, os.O_RDONLY)
+    except FileNotFoundError:
+        return found
+    width = copies.dimension * 4
+    base = found.ctypes.data
+    try:
+        for i, row in enumerate(rows):
+            _PREAD(fd, base + i * width, width, row * width)
+    finally:
+        os.close(fd)
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--folder", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args()
-    reads: dict[str, Read] = {"pread per row": floats.FloatCopies.read, "map per search": map_per_search}
+    reads: dict[str, Read] = {
+        "pread per row": floats.FloatCopies.read,
+        "map per search": map_per_search,
+        "pread holding the lock": pread_holding_lock,
+    }
     engine = EmbeddedEngine(args.folder)
     engine.bulk(ALIAS, [BulkAction("delete", "no-such-chunk")])  # the writer: a pending back-fill runs now
     began = time.perf_counter()
@@ -87,7 +117,7 @@ def main() -> None:
         floats.FloatCopies.read = read  # type: ignore[method-assign,assignment]
         answers[name] = [[(hit.id, hit.score) for hit in engine.search(ALIAS, knn(i)).hits] for i in range(20)]
     if len({repr(found) for found in answers.values()}) != 1:
-        raise SystemExit("the two reads gave different answers")
+        raise SystemExit("the reads gave different answers")
     rates: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in reads}
     alone: dict[str, list[float]] = {name: [] for name in reads}
     for turn in range(args.rounds):
