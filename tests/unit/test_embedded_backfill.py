@@ -20,34 +20,25 @@ from esbridge.engines.embedded import EmbeddedEngine, ann, backfill
 from esbridge.engines.embedded.floats import FloatCopies
 from esbridge.engines.embedded.store import Store
 from esbridge.errors import EngineUnavailable
-
-DIMENSION = 8
-ROWS = 300
-MAPPING = {
-    "settings": {"index": {"knn": True}},
-    "mappings": {
-        "properties": {
-            "tag": {"type": "keyword"},
-            "v": {"type": "knn_vector", "dimension": DIMENSION, "method": {"space_type": "cosinesimil"}},
-        }
-    },
-}
-QUERIES = np.random.default_rng(7).standard_normal((5, DIMENSION)).astype(np.float32)
-
-Answers = list[list[tuple[str, float]]]
+from tests.support.embedded_index import (
+    DIMENSION,
+    MAPPING,
+    QUERIES,
+    ROWS,
+    answers,
+    become_writer,
+    complete,
+    copies_of,
+    finish,
+    rows_and_vectors,
+    vectors,
+)
 
 
 @pytest.fixture(autouse=True)
 def _small(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ann, "EXACT_BELOW", 20)  # the graph proposes, as at scale
     monkeypatch.setattr(backfill, "PAGE", 16)
-
-
-def vectors(count: int, seed: int = 0) -> np.ndarray[Any, np.dtype[np.float32]]:
-    found: np.ndarray[Any, np.dtype[np.float32]] = (
-        np.random.default_rng(seed).standard_normal((count, DIMENSION)).astype(np.float32)
-    )
-    return found
 
 
 def older_directory(root: Path) -> None:
@@ -60,44 +51,6 @@ def older_directory(root: Path) -> None:
     engine.close()
     for path in (root / "vectors").glob("*.f32*"):
         path.unlink()
-
-
-def answers(engine: EmbeddedEngine) -> Answers:
-    found = []
-    for query in QUERIES:
-        body = {"size": 10, "query": {"knn": {"v": {"vector": query.tolist(), "k": 10}}}}
-        found.append([(hit.id, hit.score) for hit in engine.search("idx", body).hits])
-    return found
-
-
-def become_writer(engine: EmbeddedEngine) -> None:
-    """A write that changes no vector: the process takes the writer lock and catches the index up."""
-    assert not engine.bulk("idx", [BulkAction("index", "plain", {"tag": "plain"})]).failed
-
-
-def copies_of(engine: EmbeddedEngine) -> FloatCopies:
-    return next(iter(engine._shared._handles.values())).vectors["v"].copies
-
-
-def rows_and_vectors(store: Store) -> tuple[list[int], np.ndarray[Any, Any]]:
-    record = store.index("idx")
-    assert record is not None
-    rows = [row for (row,) in store.db.execute("SELECT row FROM docs WHERE index_id = ?", (record.id,))]
-    found = store.vector_blobs(sorted(rows), "v")
-    matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32).reshape(len(found), DIMENSION)
-    return [row for row, _ in found], matrix
-
-
-def finish(engine: EmbeddedEngine) -> None:
-    for thread, _ in list(engine._shared._backfills._running.values()):
-        thread.join(30)
-    assert not engine._shared._backfills._running
-
-
-def complete(root: Path) -> bool:
-    markers = list((root / "vectors").glob("*.f32.complete"))
-    assert len(markers) <= 1
-    return bool(markers)
 
 
 def counting_pages(monkeypatch: pytest.MonkeyPatch, then: Callable[[int], None] | None = None) -> list[int]:
@@ -160,8 +113,6 @@ def test_a_completed_back_fill_is_not_redone_and_a_new_index_needs_none(
     rows, stored = rows_and_vectors(engine._store)
     np.testing.assert_array_equal(copies_of(engine).read(rows), stored)
     engine.close()
-    for path in (tmp_path / "vectors").glob("*.f32"):
-        path.unlink()  # the copies of an older directory again...
     older_directory(tmp_path / "older")
     for root in (tmp_path, tmp_path / "older"):
         engine = EmbeddedEngine(root)
@@ -170,7 +121,7 @@ def test_a_completed_back_fill_is_not_redone_and_a_new_index_needs_none(
             finish(engine)
         finally:
             engine.close()
-    assert sum(pages) == ROWS + 1, "...but the marker says they are complete: only the older directory's filled"
+    assert sum(pages) == ROWS + 1, "only the older directory's copies are filled in"
     engine = EmbeddedEngine(tmp_path / "older")
     try:
         become_writer(engine)

@@ -87,7 +87,11 @@ class _Gate:
 
 
 class VectorIndex:
-    """The vectors of one field of one index; thread-safe for concurrent searches and one writer."""
+    """The vectors of one field of one index; thread-safe for concurrent searches and one writer.
+
+    ``applied``: the last change the graph holds; ``saved``: the last its file holds; ``copied``: the last
+    whose float32 copies are known written (only a writer writes them, so a process that took changes in
+    before it became the writer has ``copied`` below ``applied`` until it writes the ones it skipped)."""
 
     def __init__(self, path: Path, dimension: int) -> None:
         self.path = path
@@ -102,7 +106,7 @@ class VectorIndex:
         """Start again from the file (empty, and not ``built``, when there is none or it is unreadable)."""
         self.graph = self._empty()
         self._subsets: OrderedDict[Hashable, tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]] = OrderedDict()
-        self.applied = self.saved = 0
+        self.applied = self.saved = self.copied = 0
         self.built = False
         applied = read_applied(self.path.with_suffix(".json"))
         if self.path.exists() and applied is not None:
@@ -112,7 +116,7 @@ class VectorIndex:
             except (OSError, ValueError, RuntimeError):
                 self.graph = self._empty()  # unreadable: the caller rebuilds it from the database
             else:
-                self.applied = self.saved = applied
+                self.applied = self.saved = self.copied = applied
                 self.built = True
 
     def _empty(self) -> Index:

@@ -239,8 +239,11 @@ class DataDir:
         text.fresh = False
 
     def _apply_vectors(self, store: Store, record: IndexRecord, path: str, graph: VectorIndex) -> None:
+        writing = self.writing  # once: the lock may be taken while this runs, and then the next update copies
         with store.read() as db:
             latest = _latest(db, record.id)
+            if writing and graph.built and graph.copied < graph.applied:
+                _write_copies(store, record.id, path, graph)
             if graph.built and graph.applied >= latest:
                 return
             if graph.built and graph.applied < _floor(db, record.id):
@@ -253,7 +256,7 @@ class DataDir:
             for start in range(0, max(len(rows), 1), _BATCH):
                 found = store.vector_blobs(rows[start : start + _BATCH], path)
                 matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
-                if self.writing:  # the copies re-scoring reads, before the graph can propose these rows
+                if writing:  # the copies re-scoring reads, before the graph can propose these rows
                     graph.copies.write([row for row, _ in found], matrix.reshape(-1, graph.dimension))
                 last = start + _BATCH >= len(rows)
                 graph.apply(
@@ -263,7 +266,9 @@ class DataDir:
                     latest if last else graph.applied,
                 )
             graph.built = True
-        if self.writing and graph.applied - graph.saved >= SAVE_EVERY:
+            if writing:
+                graph.copied = graph.applied
+        if writing and graph.applied - graph.saved >= SAVE_EVERY:
             graph.save()
             self._trim(store, record.id)
 
@@ -320,8 +325,11 @@ class DataDir:
                     found.lexical.close()
                     found.settle()
                     if self.writing:
-                        for graph in found.vectors.values():
+                        for path, graph in found.vectors.items():
                             if graph.applied != graph.saved:
+                                if graph.copied < graph.applied:
+                                    with store.read():
+                                        _write_copies(store, index_id, path, graph)
                                 graph.save()
                         with contextlib.suppress(sqlite3.Error):  # the log stays; the next writer trims it
                             self._trim(store, index_id)
@@ -341,6 +349,20 @@ def _latest(db: sqlite3.Connection, index_id: int) -> int:
 def _floor(db: sqlite3.Connection, index_id: int) -> int:
     found = db.execute("SELECT seq FROM change_floor WHERE index_id = ?", (index_id,)).fetchone()
     return int(found[0]) if found is not None else 0
+
+
+def _write_copies(store: Store, index_id: int, path: str, graph: VectorIndex) -> None:
+    """Write the copies of the rows the graph took in before this process held the writer lock (rows a killed
+    writer committed before writing their copies, replayed by a reader), so that a save never records rows
+    without copies. Rows up to the log's floor were saved by a writer, after their copies were."""
+    applied = graph.applied
+    rows = _changed(store.db, index_id, max(graph.copied, _floor(store.db, index_id)))
+    for start in range(0, len(rows), _BATCH):
+        found = store.vector_blobs(rows[start : start + _BATCH], path)
+        if found:
+            matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
+            graph.copies.write([row for row, _ in found], matrix.reshape(-1, graph.dimension))
+    graph.copied = applied
 
 
 def _changed(db: sqlite3.Connection, index_id: int, after: int) -> list[int]:

@@ -1,0 +1,73 @@
+"""A small embedded index with one vector field, and what tests of its float32 copies read back from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from esbridge.engines.base import BulkAction
+from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.engines.embedded.floats import FloatCopies
+from esbridge.engines.embedded.store import Store
+
+DIMENSION = 8
+ROWS = 300
+MAPPING = {
+    "settings": {"index": {"knn": True}},
+    "mappings": {
+        "properties": {
+            "tag": {"type": "keyword"},
+            "v": {"type": "knn_vector", "dimension": DIMENSION, "method": {"space_type": "cosinesimil"}},
+        }
+    },
+}
+QUERIES = np.random.default_rng(7).standard_normal((5, DIMENSION)).astype(np.float32)
+
+Answers = list[list[tuple[str, float]]]
+
+
+def vectors(count: int, seed: int = 0) -> np.ndarray[Any, np.dtype[np.float32]]:
+    found: np.ndarray[Any, np.dtype[np.float32]] = (
+        np.random.default_rng(seed).standard_normal((count, DIMENSION)).astype(np.float32)
+    )
+    return found
+
+
+def answers(engine: EmbeddedEngine) -> Answers:
+    found = []
+    for query in QUERIES:
+        body = {"size": 10, "query": {"knn": {"v": {"vector": query.tolist(), "k": 10}}}}
+        found.append([(hit.id, hit.score) for hit in engine.search("idx", body).hits])
+    return found
+
+
+def become_writer(engine: EmbeddedEngine) -> None:
+    """A write that changes no vector: the process takes the writer lock and catches the index up."""
+    assert not engine.bulk("idx", [BulkAction("index", "plain", {"tag": "plain"})]).failed
+
+
+def copies_of(engine: EmbeddedEngine) -> FloatCopies:
+    return next(iter(engine._shared._handles.values())).vectors["v"].copies
+
+
+def rows_and_vectors(store: Store) -> tuple[list[int], np.ndarray[Any, Any]]:
+    record = store.index("idx")
+    assert record is not None
+    rows = [row for (row,) in store.db.execute("SELECT row FROM docs WHERE index_id = ?", (record.id,))]
+    found = store.vector_blobs(sorted(rows), "v")
+    matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32).reshape(len(found), DIMENSION)
+    return [row for row, _ in found], matrix
+
+
+def finish(engine: EmbeddedEngine) -> None:
+    for thread, _ in list(engine._shared._backfills._running.values()):
+        thread.join(30)
+    assert not engine._shared._backfills._running
+
+
+def complete(root: Path) -> bool:
+    markers = list((root / "vectors").glob("*.f32.complete"))
+    assert len(markers) <= 1
+    return bool(markers)
