@@ -177,16 +177,25 @@ def test_writes_during_a_back_fill_leave_every_copy_equal_to_the_database(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     older_directory(tmp_path)
-    counting_pages(monkeypatch, lambda _: time.sleep(0.05))  # slow enough for writes to land between pages
+    pages = counting_pages(monkeypatch)
+    permits = threading.Semaphore(0)
+    monkeypatch.setattr(backfill, "threading", _PagedThreading(permits))
     engine = EmbeddedEngine(tmp_path)
     try:
         become_writer(engine)
         changed = vectors(ROWS, seed=5)
-        for start in range(0, ROWS, 30):  # each row once, new vectors, while the back-fill pages through
+        seen = []
+        for start in range(0, ROWS, 30):  # each row once, new vectors, one page of the back-fill after each
             batch = [BulkAction("index", f"d{i}", {"v": changed[i].tolist()}) for i in range(start, start + 20)]
             batch += [BulkAction("delete", f"d{i}") for i in range(start + 20, start + 25)]
             assert not engine.bulk("idx", batch).failed
-        assert engine._shared._backfills._running, "the writes landed while the back-fill was under way"
+            seen.append(len(pages))
+            permits.release()
+            deadline = time.monotonic() + 10
+            while len(pages) == seen[-1] and time.monotonic() < deadline:
+                time.sleep(0.005)
+        assert seen == list(range(10)), "each write landed between two pages of the back-fill"
+        permits.release(1_000)
         finish(engine)
         next(iter(engine._shared._handles.values())).settle()
         rows, stored = rows_and_vectors(engine._store)
@@ -223,6 +232,26 @@ def test_a_failed_back_fill_is_logged_naming_the_index_and_searches_go_on(
         assert answers(engine) == before
     finally:
         engine.close()
+
+
+class _PagedThreading:
+    """``threading`` for the back-fill, whose stop event lets it write a page only when the test allows one."""
+
+    Lock = threading.Lock
+    Thread = threading.Thread
+
+    def __init__(self, permits: threading.Semaphore) -> None:
+        class Event(threading.Event):
+            def is_set(self) -> bool:
+                if not super().is_set():
+                    permits.acquire(timeout=10)
+                return super().is_set()
+
+            def set(self) -> None:
+                super().set()
+                permits.release()
+
+        self.Event = Event
 
 
 _HOLDER = """

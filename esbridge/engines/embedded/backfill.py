@@ -5,11 +5,12 @@ re-scoring would read those rows from the database on every search. The process 
 them in: when it catches up an index whose copies file has no ``.complete`` marker beside it, a daemon thread
 lists the rows the index has then and hands them, a page at a time in row order, to the graph worker, which
 reads their vectors from the database and writes them. Once every page is written the file is synced and the
-marker created (and synced), so later opens do nothing; a new index gets its marker when it is created, as the
-writer writes every row's copy from the first. A marker whose file is gone is not trusted. Closing stops the thread between pages and waits for it; a process
-killed part-way leaves no marker, and the next writer starts again from the first row (copying a row again
-writes what the database has). A failure is logged and leaves no marker; searches are unaffected either way, since a row
-without a copy that agrees with its graph is read from the database.
+marker created (and synced), so later opens do nothing; a new index gets its marker (and an empty file) when it
+is created, as the writer writes every row's copy from the first. A marker whose file is gone is not trusted.
+Closing stops the thread between pages and waits for it; a process killed part-way leaves no marker, and the
+next writer starts again from the first row (copying a row again writes what the database has). A failure is
+logged and leaves no marker; searches are unaffected either way, since a row without a copy that agrees with
+its graph is read from the database.
 """
 
 from __future__ import annotations
@@ -40,11 +41,13 @@ def marker_for(copies: Path) -> Path:
 
 
 def mark_complete(copies: FloatCopies) -> None:
-    """Record that every row has its copy: the copies are made durable first, then the (empty) marker and its
-    directory entry, so a crash leaves either no marker or a marker over synced copies."""
-    copies.sync()
+    """Record that every row has its copy: the copies are made durable first (an index without rows gets an
+    empty file, so that a marker always has its file), then the (empty) marker and its directory entry, so a
+    crash leaves either no marker or a marker over synced copies."""
     marker = marker_for(copies.path)
     marker.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(copies.path, os.O_WRONLY | os.O_CREAT, 0o644))
+    copies.sync()
     fd = os.open(marker, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
         os.fsync(fd)
@@ -78,7 +81,7 @@ class Backfills:
                     continue
                 self._seen.add(key)
                 if marker_for(graph.copies.path).exists() and graph.copies.path.exists():
-                    continue  # (a marker over no file: the copies were deleted, or the index has no rows yet)
+                    continue  # (a marker over no file: the copies were deleted)
                 stop = threading.Event()
                 thread = threading.Thread(
                     target=self._run,
