@@ -20,12 +20,13 @@ from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Diale
 from esbridge.engines.blocks import BLOCKED_STATUS, cluster_block_reason
 from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.embedded.capabilities import describe
-from esbridge.engines.embedded.datadir import WriterBusy, close_shared, open_shared
+from esbridge.engines.embedded.datadir import close_shared, open_shared
 from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema
 from esbridge.engines.embedded.names import Names
 from esbridge.engines.embedded.query import Searcher, Unsupported
 from esbridge.engines.embedded.settings import index_settings, merge
 from esbridge.engines.embedded.store import IndexRecord, Store
+from esbridge.engines.embedded.writer import WriterBusy
 
 _INVALID_NAME = re.compile(r'[\\/*?"<>| ,#:A-Z]')
 

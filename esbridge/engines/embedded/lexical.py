@@ -199,11 +199,13 @@ class LexicalIndex:
         return self._waiting > 0 or self.held != self.applied
 
     def recheck(self) -> None:
-        """Read the recorded state again (another process may have written since this one opened)."""
+        """Read the recorded state again and search what it records (another process may have written since
+        this one last looked)."""
         if self.dirty:
             return  # this process holds uncommitted changes, so it has been the writer all along
         self.applied = self.held = self._read_state()
         self.fresh = not (self.folder / STATE).exists()
+        self.index.reload()  # (the state is written after the commit it records: this holds at least that)
 
     def _read_state(self) -> int:
         return read_applied(self.folder / STATE) or 0
@@ -254,9 +256,6 @@ class LexicalIndex:
             self._waiting = 0
             self.fresh = False
             self.index.reload()  # under the lock: whoever finds nothing left to commit finds it searchable too
-
-    def reload(self) -> None:
-        self.index.reload()
 
     def searcher(self) -> tantivy.Searcher:
         return self.index.searcher()

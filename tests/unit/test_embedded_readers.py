@@ -1,0 +1,131 @@
+"""A process that only searches a data directory while other processes write it, one after another: it sees each
+writer's commits, repairs what a killed one left without keeping the writer lock, and lets go of the indices
+they delete."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+from pathlib import Path
+
+from esbridge.engines.embedded import EmbeddedEngine
+
+_WRITER = """
+import os, sys
+from esbridge.engines.base import BulkAction
+from esbridge.engines.embedded import EmbeddedEngine
+root, index, first, count, end = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+engine = EmbeddedEngine(root)
+if not engine.index_exists(index):
+    engine.create_index(index, {"mappings": {"properties": {"body": {"type": "text"}}}})
+actions = [BulkAction("index", f"d{i}", {"body": f"common word{i}"}) for i in range(first, first + count)]
+assert not engine.bulk(index, actions).failed
+if end == "kill":
+    os._exit(0)  # killed: a write of this size leaves its full text uncommitted for a while
+engine.close()
+"""
+
+_DELETER = """
+import sys
+from esbridge.engines.embedded import EmbeddedEngine
+engine = EmbeddedEngine(sys.argv[1])
+engine.delete_index(sys.argv[2])
+engine.close()
+"""
+
+
+def write(root: Path, first: int, count: int, *, index: str = "idx", end: str = "close") -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _WRITER, str(root), index, str(first), str(count), end],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def matching(engine: EmbeddedEngine, index: str = "idx") -> int:
+    return engine.search(index, {"size": 0, "query": {"match": {"body": "common"}}}).total
+
+
+def test_a_searching_process_sees_each_writer_processs_writes_and_never_keeps_the_writer_lock(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, 0, 1)
+    reader = EmbeddedEngine(tmp_path)
+    try:
+        assert matching(reader) == 1
+        write(tmp_path, 1, 1)
+        assert matching(reader) == 2
+        write(tmp_path, 2, 1)  # the reader did not take the lock: the next writer writes
+        assert matching(reader) == 3
+    finally:
+        reader.close()
+
+
+def test_a_searching_process_repairs_what_a_killed_writer_left_and_gives_the_lock_back(tmp_path: Path) -> None:
+    write(tmp_path, 0, 10)
+    reader = EmbeddedEngine(tmp_path)
+    try:
+        assert matching(reader) == 10
+        write(tmp_path, 10, 1500, end="kill")  # committed to the database, not to the full-text index
+        assert matching(reader) == 1510
+        assert reader.search("idx", {"query": {"match": {"body": "word1234"}}}).hits[0].id == "d1234"
+        write(tmp_path, 1510, 5)  # the ingest run again: not refused
+        assert matching(reader) == 1515
+        assert reader.count("idx") == 1515
+    finally:
+        reader.close()
+
+
+def _mapped(root: Path) -> list[str]:
+    """The files under ``root`` this process maps that are deleted."""
+    with open("/proc/self/maps") as maps:
+        return [line for line in maps if str(root) in line and line.rstrip().endswith("(deleted)")]
+
+
+def test_a_searching_process_lets_go_of_an_index_another_process_deleted(tmp_path: Path) -> None:
+    write(tmp_path, 0, 50, index="old")
+    write(tmp_path, 0, 50, index="new")
+    reader = EmbeddedEngine(tmp_path)
+    try:
+        assert matching(reader, "old") == matching(reader, "new") == 50
+        done = subprocess.run([sys.executable, "-c", _DELETER, str(tmp_path), "old"], check=False, timeout=120)
+        assert done.returncode == 0
+        write(tmp_path, 50, 1, index="new")
+        assert matching(reader, "new") == 51
+        gc.collect()
+        assert _mapped(tmp_path) == []  # the deleted index's files: their disk space is given back
+    finally:
+        reader.close()
+
+
+def _owners(root: Path) -> set[int]:
+    """The index ids that files in ``lexical/`` and ``vectors/`` belong to."""
+    return {
+        int(path.name.split("-")[0].split(".")[0])
+        for path in root.glob("*/*")
+        if path.parent.name in ("lexical", "vectors")
+    }
+
+
+def test_the_files_of_an_index_whose_deletion_was_killed_go_with_the_next_writer(tmp_path: Path) -> None:
+    write(tmp_path, 0, 50, index="gone")
+    write(tmp_path, 0, 50)
+    killed = """
+import os, sys
+from esbridge.engines.embedded import EmbeddedEngine, datadir
+datadir.DataDir.forget = lambda self, index_id: os._exit(0)  # killed after the database's commit
+EmbeddedEngine(sys.argv[1]).delete_index("gone")
+"""
+    assert subprocess.run([sys.executable, "-c", killed, str(tmp_path)], check=False, timeout=120).returncode == 0
+    assert _owners(tmp_path) == {1, 2}  # "gone" is index 1
+    write(tmp_path, 50, 1)
+    assert _owners(tmp_path) == {2}
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        assert matching(engine) == 51
+    finally:
+        engine.close()
