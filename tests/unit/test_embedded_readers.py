@@ -100,32 +100,3 @@ def test_a_searching_process_lets_go_of_an_index_another_process_deleted(tmp_pat
         assert _mapped(tmp_path) == []  # the deleted index's files: their disk space is given back
     finally:
         reader.close()
-
-
-def _owners(root: Path) -> set[int]:
-    """The index ids that files in ``lexical/`` and ``vectors/`` belong to."""
-    return {
-        int(path.name.split("-")[0].split(".")[0])
-        for path in root.glob("*/*")
-        if path.parent.name in ("lexical", "vectors")
-    }
-
-
-def test_the_files_of_an_index_whose_deletion_was_killed_go_with_the_next_writer(tmp_path: Path) -> None:
-    write(tmp_path, 0, 50, index="gone")
-    write(tmp_path, 0, 50)
-    killed = """
-import os, sys
-from esbridge.engines.embedded import EmbeddedEngine, datadir
-datadir.DataDir.forget = lambda self, index_id: os._exit(0)  # killed after the database's commit
-EmbeddedEngine(sys.argv[1]).delete_index("gone")
-"""
-    assert subprocess.run([sys.executable, "-c", killed, str(tmp_path)], check=False, timeout=120).returncode == 0
-    assert _owners(tmp_path) == {1, 2}  # "gone" is index 1
-    write(tmp_path, 50, 1)
-    assert _owners(tmp_path) == {2}
-    engine = EmbeddedEngine(tmp_path)
-    try:
-        assert matching(engine) == 51
-    finally:
-        engine.close()

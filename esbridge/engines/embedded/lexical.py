@@ -224,7 +224,8 @@ class LexicalIndex:
         Nothing is committed here: a tantivy commit costs as much for a hundred documents as for tens of
         thousands, so the writer gathers changes until ``COMMIT_EVERY`` of them or ``COMMIT_AFTER_S`` seconds
         of them wait, or ``commit`` is called (before a search of this process, after a pause in writing, at
-        close). A crash loses nothing: the change log replays what was not committed."""
+        close). A crash loses nothing: the change log replays what was not committed, and a first build (``fresh``)
+        records no state before it is whole, so one killed part-way is built again."""
         with self._lock:
             if self._writer is None:
                 self._writer = self.index.writer(heap_size=_WRITER_HEAP)
@@ -251,10 +252,10 @@ class LexicalIndex:
             if not self.dirty or self._writer is None:
                 return
             self._writer.commit()
-            write_applied(self.folder / STATE, self.held)
+            if not self.fresh:  # a first build records no state until it is whole: killed part-way, it starts over
+                write_applied(self.folder / STATE, self.held)
             self.applied = self.held
             self._waiting = 0
-            self.fresh = False
             self.index.reload()  # under the lock: whoever finds nothing left to commit finds it searchable too
 
     def searcher(self) -> tantivy.Searcher:
