@@ -131,6 +131,25 @@ def test_a_completed_back_fill_is_not_redone_and_a_new_index_needs_none(
     assert sum(pages) == ROWS + 1
 
 
+def test_a_new_index_is_not_back_filled_when_its_first_copies_are_still_being_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages = counting_pages(monkeypatch)
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        engine.create_index("idx", MAPPING)
+        busy = threading.Event()
+        engine._shared._workers.submit(busy.wait, 60)  # the graph worker, which writes the copies, is busy
+        actions = [BulkAction("index", f"d{i}", {"v": v.tolist()}) for i, v in enumerate(vectors(ROWS))]
+        assert not engine.bulk("idx", actions).failed
+        busy.set()
+        finish(engine)
+        assert pages == []
+        assert len(answers(engine)[0]) == 10
+    finally:
+        engine.close()
+
+
 def test_closing_mid_way_leaves_an_index_that_answers_and_the_next_writer_completes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -173,12 +192,27 @@ def test_closing_mid_way_leaves_an_index_that_answers_and_the_next_writer_comple
         engine.close()
 
 
-def test_writes_during_a_back_fill_leave_every_copy_equal_to_the_database(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def held_after_two_pages(engine: EmbeddedEngine, release: threading.Event) -> None:
+    """Hold the back-fill after its first two pages until ``release``: its own thread waits, never the graph
+    worker that the writes meanwhile need."""
+    backfills = engine._shared._backfills
+    workers, handed = backfills._workers, []
+
+    class Held:
+        def submit(self, *args: Any) -> Any:
+            handed.append(1)
+            if len(handed) > 2:
+                release.wait(60)
+            return workers.submit(*args)
+
+    backfills._workers = Held()  # type: ignore[assignment]
+
+
+def test_writes_during_a_back_fill_leave_every_copy_equal_to_the_database(tmp_path: Path) -> None:
     older_directory(tmp_path)
-    counting_pages(monkeypatch, lambda _: time.sleep(0.05))  # slow enough for writes to land between pages
     engine = EmbeddedEngine(tmp_path)
+    written = threading.Event()
+    held_after_two_pages(engine, written)
     try:
         become_writer(engine)
         changed = vectors(ROWS, seed=5)
@@ -187,6 +221,7 @@ def test_writes_during_a_back_fill_leave_every_copy_equal_to_the_database(
             batch += [BulkAction("delete", f"d{i}") for i in range(start + 20, start + 25)]
             assert not engine.bulk("idx", batch).failed
         assert engine._shared._backfills._running, "the writes landed while the back-fill was under way"
+        written.set()
         finish(engine)
         next(iter(engine._shared._handles.values())).settle()
         rows, stored = rows_and_vectors(engine._store)

@@ -5,12 +5,12 @@ re-scoring would read those rows from the database on every search. The process 
 them in: when it catches up an index whose copies file has no ``.complete`` marker beside it, a daemon thread
 lists the rows the index has then and hands them, a page at a time in row order, to the graph worker, which
 reads their vectors from the database and writes them. Once every page is written the file is synced and the
-marker created (and synced), so later opens do nothing; a new index gets its marker when it is created, as the
-writer writes every row's copy from the first. A marker whose file is gone is not trusted. Closing stops the
-thread between pages and waits for it; a process killed part-way leaves no marker, and the next writer starts
-again from the first row (copying a row again writes what the database has). A failure is logged and leaves no
-marker; searches are unaffected either way, since a row without a copy that agrees with its graph is read from
-the database.
+marker created (and synced), so later opens do nothing; a new index gets its marker (and an empty file) when it
+is created, as the writer writes every row's copy from the first. A marker whose file is gone is not trusted.
+Closing stops the thread between pages and waits for it; a process killed part-way leaves no marker, and the
+next writer starts again from the first row (copying a row again writes what the database has). A failure is
+logged and leaves no marker; searches are unaffected either way, since a row without a copy that agrees with its
+graph is read from the database.
 """
 
 from __future__ import annotations

@@ -323,6 +323,7 @@ class DataDir:
         for vector in record.schema.vector_fields:
             copies = FloatCopies(ann.copies_path(ann.path_for(self.root, record.id, vector.path)), vector.dimension)
             try:
+                copies.create()  # (before the first write's copies: a marker without its file is not trusted)
                 mark_complete(copies)
             except OSError as exc:  # the index stands; its first writer back-fills its few rows instead
                 log.warning("index [%s]: the marker of complete float32 copies was not written: %s", record.name, exc)
