@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.engines.embedded import EmbeddedEngine, lexical
 
 _WRITER = """
 import os, sys
@@ -66,6 +66,21 @@ def test_a_full_text_index_whose_first_build_was_killed_is_built_whole_by_the_ne
     assert answers_like_the_database(tmp_path) == 301
     write(tmp_path, 301, 1)
     assert answers_like_the_database(tmp_path) == 302
+
+
+def test_a_full_text_index_rebuilt_in_pages_is_kept_by_the_next_process(tmp_path: Path) -> None:
+    write(tmp_path, 0, 300)
+    shutil.rmtree(tmp_path / "lexical")
+    write(tmp_path, 0, 1)  # rebuilt in 15 pages of 20: committed every 3 pages, the last time by the build itself
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        record = engine._store.index("idx")
+        assert record is not None
+        folder = lexical.folder_for(tmp_path, record.id, lexical.Layout(record.schema))
+        assert not lexical.LexicalIndex(folder, lexical.Layout(record.schema), writer=False).fresh
+    finally:
+        engine.close()
+    assert answers_like_the_database(tmp_path) == 300
 
 
 def _owners(root: Path) -> set[int]:

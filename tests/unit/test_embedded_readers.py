@@ -100,3 +100,40 @@ def test_a_searching_process_lets_go_of_an_index_another_process_deleted(tmp_pat
         assert _mapped(tmp_path) == []  # the deleted index's files: their disk space is given back
     finally:
         reader.close()
+
+
+_REMAPPER = """
+import sys
+from esbridge.engines.embedded import EmbeddedEngine, lexical
+apply = lexical.LexicalIndex.apply
+def paused(self, *args, **kwargs):
+    if self.fresh and kwargs.get("clear"):  # the new layout's build: wait for the test to let it go on
+        print("building", flush=True)
+        sys.stdin.readline()
+    apply(self, *args, **kwargs)
+lexical.LexicalIndex.apply = paused
+engine = EmbeddedEngine(sys.argv[1])
+engine.put_mapping("idx", {"extra": {"type": "keyword"}})  # a new field: the full text is built again
+engine.close()
+"""
+
+
+def test_a_searching_process_finds_everything_once_another_process_has_rebuilt_the_full_text(tmp_path: Path) -> None:
+    write(tmp_path, 0, 50)
+    reader = EmbeddedEngine(tmp_path)
+    remapper = subprocess.Popen(
+        [sys.executable, "-c", _REMAPPER, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert remapper.stdin is not None and remapper.stdout is not None
+    try:
+        assert matching(reader) == 50
+        assert remapper.stdout.readline().strip() == "building"
+        matching(reader)  # while the other process builds: it finds what has been built
+        remapper.stdin.write("\n")
+        remapper.stdin.close()
+        assert remapper.wait(120) == 0
+        assert matching(reader) == 50
+        assert reader.search("idx", {"query": {"match": {"body": "word7"}}}).hits[0].id == "d7"
+    finally:
+        remapper.stdout.close()
+        reader.close()

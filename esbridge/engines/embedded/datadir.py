@@ -114,9 +114,10 @@ class DataDir:
 
     def ready(self, store: Store, record: IndexRecord, *, searching: bool = True) -> Handles:
         """The index's tantivy index and graphs, with every committed change applied; for a search (not a
-        write) the full-text changes the writer holds are committed first, so a search sees every write."""
+        write) the full-text changes the writer holds are committed first, so a search sees every write. A
+        full-text index another process is still building is looked at again by each search until it is whole."""
         found = self._handles.get(record.id)
-        if found is None or found.generation != record.generation:
+        if found is None or found.generation != record.generation or found.lexical.fresh:
             with self._guard:
                 found = self._catch_up(store, record, wait=searching)
         if searching:
@@ -262,7 +263,7 @@ class DataDir:
                 last = start + _BATCH >= len(rows)
                 seq = latest if last else text.held
                 text.apply(removed[start : start + _BATCH], documents, seq, clear=text.fresh and start == 0)
-        text.fresh = False
+        text.built()
 
     def _apply_vectors(self, store: Store, record: IndexRecord, path: str, graph: VectorIndex) -> None:
         writing = self.writing  # once: the lock may be taken while this runs, and then the next update copies

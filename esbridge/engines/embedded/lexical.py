@@ -207,6 +207,14 @@ class LexicalIndex:
         self.fresh = not (self.folder / STATE).exists()
         self.index.reload()  # (the state is written after the commit it records: this holds at least that)
 
+    def built(self) -> None:
+        """A first build is whole: its state is recorded now if its last commit (which recorded none) held it all,
+        and by each commit from now on."""
+        with self._lock:
+            if self.fresh and not self.dirty:
+                write_applied(self.folder / STATE, self.applied)
+            self.fresh = False
+
     def _read_state(self) -> int:
         return read_applied(self.folder / STATE) or 0
 
