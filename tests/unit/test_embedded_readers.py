@@ -8,7 +8,9 @@ import gc
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine
 
 _WRITER = """
@@ -137,3 +139,41 @@ def test_a_searching_process_finds_everything_once_another_process_has_rebuilt_t
     finally:
         remapper.stdout.close()
         reader.close()
+
+
+def test_a_search_that_meets_the_deletion_of_the_index_it_found_answers_from_where_the_alias_points_now(
+    tmp_path: Path,
+) -> None:
+    for name in ("v1", "v2"):
+        write(tmp_path, 0, 20, index=name)
+    engine = EmbeddedEngine(tmp_path)
+    other = EmbeddedEngine(tmp_path)  # another thread's engine: between this search's lookup and its answer
+    try:
+        engine.update_aliases([{"add": {"index": "v1", "alias": "live"}}])
+        assert matching(engine, "live") == 20
+        engine.bulk("v2", [BulkAction("delete", f"d{i}") for i in range(10)])
+        ready = engine._shared.ready
+        moved: list[int] = []
+
+        def moving(*args: Any, **kwargs: Any) -> Any:
+            if not moved:
+                moved.append(1)
+                other.update_aliases(
+                    [{"remove": {"index": "v1", "alias": "live"}}, {"add": {"index": "v2", "alias": "live"}}]
+                )
+                other.delete_index("v1")
+            return ready(*args, **kwargs)
+
+        engine._shared.ready = moving  # type: ignore[method-assign]
+        found = engine.search("live", {"size": 20, "_source": False, "query": {"match": {"body": "common"}}})
+        assert moved
+        assert (found.total, sorted(hit.id for hit in found.hits)) == (10, sorted(f"d{i}" for i in range(10, 20)))
+        assert _owners(tmp_path) == {2}, "nothing made again for the deleted index"
+    finally:
+        other.close()
+        engine.close()
+
+
+def _owners(root: Path) -> set[int]:
+    """The index ids that folders in ``lexical/`` belong to."""
+    return {int(path.name.split("-")[0].split(".")[0]) for path in root.glob("lexical/*")}

@@ -42,6 +42,10 @@ _SHARED: dict[Path, DataDir] = {}
 _SHARED_LOCK = threading.Lock()
 
 
+class IndexGone(LookupError):
+    """The index was deleted (by another thread or process) after its name was looked up."""
+
+
 @dataclass
 class Handles:
     """One index's search structures, current as of ``generation``."""
@@ -169,7 +173,8 @@ class DataDir:
         refuses the next writer; it also lets go of the indices other processes deleted."""
         borrowing = not self.writing
         try:
-            self._drop_deleted(store)
+            if record.id not in self._drop_deleted(store):
+                raise IndexGone(record.name)  # (rather than build anything for it)
             return self._bring_up(store, record, wait=wait, borrowing=borrowing)
         finally:
             if borrowing and self.writing:
@@ -225,12 +230,12 @@ class DataDir:
             found.lexical.close()
         self._writer.release()
 
-    def _drop_deleted(self, store: Store) -> None:
+    def _drop_deleted(self, store: Store) -> set[int]:
         """Let go of the structures of indices no longer in the database (deleted by another process, whose
         files stay on disk while this process keeps them open); the first time this process writes, also
-        remove the files of such indices that a writer killed while deleting them left behind."""
+        remove the files of such indices that a writer killed while deleting them left behind. The ids there are."""
         sweep = self.writing and not self._swept
-        listed = _file_owners(self.root) if sweep else set()  # listed first: files appear after their index
+        listed = lexical.owners(self.root) | ann.owners(self.root) if sweep else set()  # (before: files follow)
         live = {index_id for (index_id,) in store.db.execute("SELECT id FROM indices")}
         for index_id in [index_id for index_id in self._handles if index_id not in live]:
             self._drop(index_id)
@@ -238,6 +243,7 @@ class DataDir:
             lexical.remove_all(self.root, index_id)
             ann.remove_all(self.root, index_id)
         self._swept = self._swept or sweep
+        return live
 
     def _drop(self, index_id: int) -> None:
         self._backfills.stop(index_id)
@@ -384,16 +390,6 @@ def _write_copies(store: Store, index_id: int, path: str, graph: VectorIndex) ->
             matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
             graph.copies.write([row for row, _ in found], matrix.reshape(-1, graph.dimension))
     graph.copied = applied
-
-
-def _file_owners(root: Path) -> set[int]:
-    """The index ids the files in ``lexical/`` (``<id>-<layout>``) and ``vectors/`` (``<id>.<field>...``) are of."""
-    found = set()
-    for path in [*root.glob("lexical/*"), *root.glob("vectors/*")]:
-        head = path.name.split("-" if path.parent.name == "lexical" else ".", 1)[0]
-        if head.isdigit():
-            found.add(int(head))
-    return found
 
 
 def _changed(db: sqlite3.Connection, index_id: int, after: int) -> list[int]:

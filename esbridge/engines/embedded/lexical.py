@@ -322,3 +322,10 @@ def remove_all(root: Path, index_id: int, *, keep: Path | None = None) -> None:
         for folder in base.glob(f"{index_id}-*"):
             if folder != keep:
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def owners(root: Path) -> set[int]:
+    """The index ids of the directories in ``lexical/``."""
+    return {
+        int(path.name.split("-", 1)[0]) for path in root.glob("lexical/*-*") if path.name.split("-", 1)[0].isdigit()
+    }
