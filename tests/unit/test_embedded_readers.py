@@ -177,3 +177,23 @@ def test_a_search_that_meets_the_deletion_of_the_index_it_found_answers_from_whe
 def _owners(root: Path) -> set[int]:
     """The index ids that folders in ``lexical/`` belong to."""
     return {int(path.name.split("-")[0].split(".")[0]) for path in root.glob("lexical/*")}
+
+
+def test_a_write_whose_index_is_deleted_before_it_is_searchable_reports_what_it_wrote(tmp_path: Path) -> None:
+    write(tmp_path, 0, 1, index="gone")
+    engine = EmbeddedEngine(tmp_path)
+    other = EmbeddedEngine(tmp_path)
+    try:
+        ready = engine._shared.ready
+
+        def deleted_first(*args: Any, **kwargs: Any) -> Any:
+            other.delete_index("gone")  # by another thread, between the write's commit and its indexing
+            return ready(*args, **kwargs)
+
+        engine._shared.ready = deleted_first  # type: ignore[method-assign]
+        written = engine.bulk("gone", [BulkAction("index", "late", {"body": "common"})])
+        assert (list(written.succeeded), list(written.failed)) == (["late"], [])
+        assert not engine.index_exists("gone")
+    finally:
+        other.close()
+        engine.close()

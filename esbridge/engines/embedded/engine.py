@@ -4,6 +4,7 @@ tantivy indices for full text and usearch graphs for vectors beside it (see ``da
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import fnmatch
 import re
@@ -86,7 +87,8 @@ class EmbeddedEngine(paging.ScanBySearch):
         """Bring the index's full-text index and graphs up to the write just committed."""
         current = self._store.index(record.name)
         if current is not None:
-            self._shared.ready(self._store, current, searching=False)
+            with contextlib.suppress(IndexGone):  # deleted since by another thread or process: nothing to bring up
+                self._shared.ready(self._store, current, searching=False)
 
     def _missing(self, operation: str, name: str) -> errors.IndexNotFound:
         return errors.IndexNotFound(
