@@ -231,9 +231,9 @@ class DataDir:
         self._writer.release()
 
     def _drop_deleted(self, store: Store) -> set[int]:
-        """Let go of the structures of indices no longer in the database (deleted by another process, whose
-        files stay on disk while this process keeps them open); the first time this process writes, also
-        remove the files of such indices that a writer killed while deleting them left behind. The ids there are."""
+        """The ids of the indices the database holds. Lets go of the structures of the others (deleted by another
+        process: their files take disk space while this process keeps them open); the first time this process
+        writes, also removes the files of such indices that a writer killed while deleting them left behind."""
         sweep = self.writing and not self._swept
         listed = lexical.owners(self.root) | ann.owners(self.root) if sweep else set()  # (before: files follow)
         live = {index_id for (index_id,) in store.db.execute("SELECT id FROM indices")}
