@@ -131,6 +131,25 @@ def test_a_completed_back_fill_is_not_redone_and_a_new_index_needs_none(
     assert sum(pages) == ROWS + 1
 
 
+def test_a_new_index_is_not_back_filled_when_its_first_copies_are_still_being_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages = counting_pages(monkeypatch)
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        engine.create_index("idx", MAPPING)
+        busy = threading.Event()
+        engine._shared._workers.submit(busy.wait, 60)  # the graph worker, which writes the copies, is busy
+        actions = [BulkAction("index", f"d{i}", {"v": v.tolist()}) for i, v in enumerate(vectors(ROWS))]
+        assert not engine.bulk("idx", actions).failed
+        busy.set()
+        finish(engine)
+        assert pages == []
+        assert len(answers(engine)[0]) == 10
+    finally:
+        engine.close()
+
+
 def test_closing_mid_way_leaves_an_index_that_answers_and_the_next_writer_completes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

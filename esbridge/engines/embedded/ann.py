@@ -329,3 +329,10 @@ def remove_all(root: Path, index_id: int) -> None:
     if base.exists():
         for path in base.glob(f"{index_id}.*"):
             path.unlink(missing_ok=True)
+
+
+def owners(root: Path) -> set[int]:
+    """The index ids of the files in ``vectors/``."""
+    return {
+        int(path.name.split(".", 1)[0]) for path in root.glob("vectors/*.*") if path.name.split(".", 1)[0].isdigit()
+    }

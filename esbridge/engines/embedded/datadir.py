@@ -2,7 +2,8 @@
 
 The writer lock (``<data_dir>/writer.lock``, an advisory ``flock`` the kernel drops when the process dies):
 the first write takes it and the process keeps it until its last engine on the directory closes; a second
-process that tries to write gets ``WriterBusy`` naming the holder, while reading stays open to all. The
+process that tries to write gets ``WriterBusy`` naming the holder, while reading stays open to all (a process
+that only searches holds the lock only while it indexes what a killed writer left uncommitted). The
 tantivy indices and HNSW graphs live here once per process, and ``ready`` brings them up to date from the
 database's change log: the writer applies changes to tantivy and commits; every process applies them to
 its graphs in memory. Writes therefore never reload anything whole, and a crash at any point is repaired by
@@ -12,8 +13,6 @@ the next process to open the directory, which replays the changes the indices ha
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -32,8 +31,8 @@ from esbridge.engines.embedded.backfill import Backfills, log, mark_complete
 from esbridge.engines.embedded.floats import FloatCopies
 from esbridge.engines.embedded.lexical import COMMIT_AFTER_S, Layout, LexicalIndex
 from esbridge.engines.embedded.store import DB_FILE, IndexRecord, Store
+from esbridge.engines.embedded.writer import WriterBusy, WriterLock
 
-LOCK_FILE = "writer.lock"
 SAVE_EVERY = 200_000
 """Changes a graph takes in memory before it is written to its file again."""
 _BATCH = 20_000
@@ -43,8 +42,8 @@ _SHARED: dict[Path, DataDir] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-class WriterBusy(RuntimeError):
-    """Another process holds the data directory's writer lock."""
+class IndexGone(LookupError):
+    """The index was deleted (by another thread or process) after its name was looked up."""
 
 
 @dataclass
@@ -87,7 +86,7 @@ class DataDir:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.users = 0
-        self._lock_fd: int | None = None
+        self._writer = WriterLock(root)
         self._guard = threading.RLock()
         self._handles: dict[int, Handles] = {}
         self._filters: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
@@ -95,31 +94,18 @@ class DataDir:
         self._backfills = Backfills(root / DB_FILE, self._workers)
         self._timer: threading.Timer | None = None
         self._timer_lock = threading.Lock()
+        self._swept = False
 
     # The writer lock
 
     @property
     def writing(self) -> bool:
-        return self._lock_fd is not None
+        return self._writer.held
 
     def hold_writer(self) -> None:
         """Take the writer lock for this process, or raise WriterBusy naming the process that has it."""
         with self._guard:
-            if self._lock_fd is not None:
-                return
-            fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
-                os.close(fd)
-                raise WriterBusy(
-                    f"the data directory {self.root} is being written by another process (pid {holder}); "
-                    "the embedded engine takes one writer at a time: stop that process or wait for it to close"
-                ) from None
-            os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode())
-            self._lock_fd = fd
+            self._writer.take()
 
     def _try_writer(self) -> bool:
         try:
@@ -132,9 +118,10 @@ class DataDir:
 
     def ready(self, store: Store, record: IndexRecord, *, searching: bool = True) -> Handles:
         """The index's tantivy index and graphs, with every committed change applied; for a search (not a
-        write) the full-text changes the writer holds are committed first, so a search sees every write."""
+        write) the full-text changes the writer holds are committed first, so a search sees every write. A
+        full-text index another process is still building is looked at again by each search until it is whole."""
         found = self._handles.get(record.id)
-        if found is None or found.generation != record.generation:
+        if found is None or found.generation != record.generation or found.lexical.fresh:
             with self._guard:
                 found = self._catch_up(store, record, wait=searching)
         if searching:
@@ -179,7 +166,21 @@ class DataDir:
     def _catch_up(self, store: Store, record: IndexRecord, *, wait: bool) -> Handles:
         """Apply the changes logged since the structures were last current. The graphs grow in a worker
         thread while tantivy indexes in this one; after a write (``wait`` false) they go on growing while
-        the caller prepares its next write, and the next write or search waits for them first."""
+        the caller prepares its next write, and the next write or search waits for them first.
+
+        A process that does not write takes the writer lock only to index changes no writer holds (a killed
+        writer's, a full-text index to build) and gives it back once they are committed, so that it never
+        refuses the next writer; it also lets go of the indices other processes deleted."""
+        borrowing = not self.writing
+        try:
+            if record.id not in self._drop_deleted(store):
+                raise IndexGone(record.name)  # (rather than build anything for it)
+            return self._bring_up(store, record, wait=wait, borrowing=borrowing)
+        finally:
+            if borrowing and self.writing:
+                self._give_back()
+
+    def _bring_up(self, store: Store, record: IndexRecord, *, wait: bool, borrowing: bool) -> Handles:
         layout = Layout(record.schema)
         found = self._handles.get(record.id)
         if found is None or found.lexical.layout.digest != layout.digest:
@@ -212,14 +213,46 @@ class DataDir:
                 if rebuilt:  # a new layout (the mapping changed) or a first build: earlier layouts are stale
                     lexical.remove_all(self.root, record.id, keep=text.folder)
             else:
-                text.reload()
+                text.recheck()  # and search what the writer has committed since
         finally:
             if wait:
                 found.settle()
         found.generation = record.generation
-        if self.writing:  # only the writer writes the copies: it fills in those an earlier esbridge never wrote
+        if self.writing and not borrowing:  # only the writer writes copies: it fills in those never written
             self._backfills.start(record.id, record.name, found.vectors)
         return found
+
+    def _give_back(self) -> None:
+        """Release a writer lock taken to catch an index up: tantivy's writers first (each holds tantivy's own
+        lock on its directory), once what they hold is committed."""
+        for found in self._handles.values():
+            wait(found.growing)  # (a graph update decides once whether it writes copies and saves)
+            found.lexical.close()
+        self._writer.release()
+
+    def _drop_deleted(self, store: Store) -> set[int]:
+        """The ids of the indices the database holds. Lets go of the structures of the others (deleted by another
+        process: their files take disk space while this process keeps them open); the first time this process
+        writes, also removes the files of such indices that a writer killed while deleting them left behind."""
+        sweep = self.writing and not self._swept
+        listed = lexical.owners(self.root) | ann.owners(self.root) if sweep else set()  # (before: files follow)
+        live = {index_id for (index_id,) in store.db.execute("SELECT id FROM indices")}
+        for index_id in [index_id for index_id in self._handles if index_id not in live]:
+            self._drop(index_id)
+        for index_id in listed - live:
+            lexical.remove_all(self.root, index_id)
+            ann.remove_all(self.root, index_id)
+        self._swept = self._swept or sweep
+        return live
+
+    def _drop(self, index_id: int) -> None:
+        self._backfills.stop(index_id)
+        found = self._handles.pop(index_id, None)
+        if found is not None:
+            wait(found.growing)  # what becomes of them no longer matters, only that they are done
+            found.lexical.close()
+        for key in [key for key in self._filters if key[0] == index_id]:
+            del self._filters[key]
 
     def _apply_text(self, store: Store, record: IndexRecord, text: LexicalIndex) -> None:
         with store.read() as db:
@@ -236,7 +269,7 @@ class DataDir:
                 last = start + _BATCH >= len(rows)
                 seq = latest if last else text.held
                 text.apply(removed[start : start + _BATCH], documents, seq, clear=text.fresh and start == 0)
-        text.fresh = False
+        text.built()
 
     def _apply_vectors(self, store: Store, record: IndexRecord, path: str, graph: VectorIndex) -> None:
         writing = self.writing  # once: the lock may be taken while this runs, and then the next update copies
@@ -297,6 +330,7 @@ class DataDir:
         for vector in record.schema.vector_fields:
             copies = FloatCopies(ann.copies_path(ann.path_for(self.root, record.id, vector.path)), vector.dimension)
             try:
+                copies.create()  # (before the first write's copies: a marker without its file is not trusted)
                 mark_complete(copies)
             except OSError as exc:  # the index stands; its first writer back-fills its few rows instead
                 log.warning("index [%s]: the marker of complete float32 copies was not written: %s", record.name, exc)
@@ -305,14 +339,9 @@ class DataDir:
         """Drop the structures of a deleted (or re-created) index, on disk too."""
         self._backfills.stop(index_id)
         with self._guard:
-            found = self._handles.pop(index_id, None)
-            if found is not None:
-                wait(found.growing)  # what becomes of them no longer matters, only that they are done
-                found.lexical.close()
+            self._drop(index_id)
             lexical.remove_all(self.root, index_id)
             ann.remove_all(self.root, index_id)
-            for key in [key for key in self._filters if key[0] == index_id]:
-                del self._filters[key]
 
     def close(self, store: Store) -> None:
         self._backfills.stop()
@@ -336,9 +365,7 @@ class DataDir:
             finally:
                 self._handles.clear()
                 self._workers.shutdown()
-                if self._lock_fd is not None:
-                    os.close(self._lock_fd)
-                    self._lock_fd = None
+                self._writer.release()
 
 
 def _latest(db: sqlite3.Connection, index_id: int) -> int:

@@ -4,6 +4,7 @@ tantivy indices for full text and usearch graphs for vectors beside it (see ``da
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import fnmatch
 import re
@@ -20,12 +21,13 @@ from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Diale
 from esbridge.engines.blocks import BLOCKED_STATUS, cluster_block_reason
 from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.embedded.capabilities import describe
-from esbridge.engines.embedded.datadir import WriterBusy, close_shared, open_shared
+from esbridge.engines.embedded.datadir import IndexGone, close_shared, open_shared
 from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema
 from esbridge.engines.embedded.names import Names
 from esbridge.engines.embedded.query import Searcher, Unsupported
 from esbridge.engines.embedded.settings import index_settings, merge
 from esbridge.engines.embedded.store import IndexRecord, Store
+from esbridge.engines.embedded.writer import WriterBusy
 
 _INVALID_NAME = re.compile(r'[\\/*?"<>| ,#:A-Z]')
 
@@ -85,7 +87,8 @@ class EmbeddedEngine(paging.ScanBySearch):
         """Bring the index's full-text index and graphs up to the write just committed."""
         current = self._store.index(record.name)
         if current is not None:
-            self._shared.ready(self._store, current, searching=False)
+            with contextlib.suppress(IndexGone):  # deleted since by another thread or process: nothing to bring up
+                self._shared.ready(self._store, current, searching=False)
 
     def _missing(self, operation: str, name: str) -> errors.IndexNotFound:
         return errors.IndexNotFound(
@@ -373,9 +376,26 @@ class EmbeddedEngine(paging.ScanBySearch):
         with self._call("search", index):
             if not isinstance(index, str) or "," in index or "*" in index:
                 raise Unsupported(f"the embedded engine searches one index or alias, not [{index}]")
-            record = self._one(index, "search")
-            answer = Searcher(self._store, record, self._shared.ready(self._store, record), self._shared).run(body)
+            answer = self._answer(index, body, last=False) or self._answer(index, body, last=True)
+            assert answer is not None  # (the last attempt answers or raises)
         return responses.search_result(answer, url=self._url, index=index)
+
+    def _answer(self, index: str, body: Mapping[str, Any], *, last: bool) -> dict[str, Any] | None:
+        """The answer of the index ``index`` stands for; None (unless ``last``) when that index was deleted after
+        the lookup, so that the name is looked up again, as an alias moved before the deletion leads elsewhere."""
+        record = self._one(index, "search")
+        seen = self._names.seen()
+        try:
+            handles = self._shared.ready(self._store, record)
+        except IndexGone:
+            if last:
+                raise self._missing("search", index) from None
+            return None
+        answer = Searcher(self._store, record, handles, self._shared).run(body)
+        if last or self._store.version() == seen:
+            return answer
+        current = self._store.index(record.name)
+        return answer if current is not None and current.id == record.id else None
 
     def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
         results: list[SearchResult | Exception] = []

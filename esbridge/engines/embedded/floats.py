@@ -31,6 +31,12 @@ class FloatCopies:
         self.dimension = dimension
         self._width = dimension * 4
 
+    def create(self) -> None:
+        """The file, empty when there was none: a new index's, so that its marker (``backfill``) stands over a file
+        from the first, as a marker whose copies were deleted does not."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644))
+
     def write(self, rows: Sequence[int], vectors: npt.NDArray[np.float32]) -> None:
         """Store ``vectors`` (one per row, in order) at their rows; runs of consecutive rows in one write."""
         if not len(rows):

@@ -199,11 +199,21 @@ class LexicalIndex:
         return self._waiting > 0 or self.held != self.applied
 
     def recheck(self) -> None:
-        """Read the recorded state again (another process may have written since this one opened)."""
+        """Read the recorded state again and search what it records (another process may have written since
+        this one last looked)."""
         if self.dirty:
             return  # this process holds uncommitted changes, so it has been the writer all along
         self.applied = self.held = self._read_state()
         self.fresh = not (self.folder / STATE).exists()
+        self.index.reload()  # (the state is written after the commit it records: this holds at least that)
+
+    def built(self) -> None:
+        """A first build is whole: its state is recorded now if its last commit (which recorded none) held it all,
+        and by each commit from now on."""
+        with self._lock:
+            if self.fresh and not self.dirty:
+                write_applied(self.folder / STATE, self.applied)
+            self.fresh = False
 
     def _read_state(self) -> int:
         return read_applied(self.folder / STATE) or 0
@@ -222,7 +232,8 @@ class LexicalIndex:
         Nothing is committed here: a tantivy commit costs as much for a hundred documents as for tens of
         thousands, so the writer gathers changes until ``COMMIT_EVERY`` of them or ``COMMIT_AFTER_S`` seconds
         of them wait, or ``commit`` is called (before a search of this process, after a pause in writing, at
-        close). A crash loses nothing: the change log replays what was not committed."""
+        close). A crash loses nothing: the change log replays what was not committed, and a first build (``fresh``)
+        records no state before it is whole, so one killed part-way is built again."""
         with self._lock:
             if self._writer is None:
                 self._writer = self.index.writer(heap_size=_WRITER_HEAP)
@@ -249,14 +260,11 @@ class LexicalIndex:
             if not self.dirty or self._writer is None:
                 return
             self._writer.commit()
-            write_applied(self.folder / STATE, self.held)
+            if not self.fresh:  # a first build records no state until it is whole: killed part-way, it starts over
+                write_applied(self.folder / STATE, self.held)
             self.applied = self.held
             self._waiting = 0
-            self.fresh = False
             self.index.reload()  # under the lock: whoever finds nothing left to commit finds it searchable too
-
-    def reload(self) -> None:
-        self.index.reload()
 
     def searcher(self) -> tantivy.Searcher:
         return self.index.searcher()
@@ -314,3 +322,10 @@ def remove_all(root: Path, index_id: int, *, keep: Path | None = None) -> None:
         for folder in base.glob(f"{index_id}-*"):
             if folder != keep:
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def owners(root: Path) -> set[int]:
+    """The index ids of the directories in ``lexical/``."""
+    return {
+        int(path.name.split("-", 1)[0]) for path in root.glob("lexical/*-*") if path.name.split("-", 1)[0].isdigit()
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from esbridge.engines.embedded.store import IndexRecord, Store
 
@@ -33,6 +34,11 @@ class Names:
         if found is None:
             found = remembered[1][name] = self._read(name)
         return found
+
+    def seen(self) -> tuple[int, int] | None:
+        """The database version this thread's last lookup outside a transaction was current at."""
+        remembered: tuple[tuple[int, int], Any] | None = getattr(self._local, "remembered", None)
+        return None if remembered is None else remembered[0]
 
     def _read(self, name: str) -> tuple[IndexRecord, ...]:
         record = self._store.index(name)
