@@ -55,7 +55,7 @@ def prepare(
         if problem is not None:
             raise click.BadParameter(problem, param_hint="'--plot'")
     judged = judged_queries(dataset, split, limit)
-    settings = settings_from(index=index or f"eval-{dataset.resolve().name.lower()}", **flags)
+    settings = settings_from(index=index or collections.default_index(dataset), **flags)
     return settings, judged
 
 
@@ -116,6 +116,7 @@ def eval_command(
     """
     try:
         chosen_collections = [collections.parse_collection(argument, split) for argument in datasets]
+        collections.refuse_clashes(chosen_collections)
     except ConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="'DATASET'") from exc
     if len(chosen_collections) > 1 and index is not None:
@@ -149,17 +150,18 @@ def _evaluate(
     judged: JudgedQueries,
     chosen: list[Configuration],
     embedder: CachedEmbedder,
+    ingested: IngestReport | None,
     *,
     reuse: bool,
     as_json: bool,
     baseline: str,
 ) -> tuple[list[report.ResultRow], dict[str, Any], session.Session, list[str]]:
-    """One collection through every configuration: its rows, its summary, the session, and its warnings."""
-    ingested = session.prepare_index(settings, folder, embedder, reuse=reuse, progress=progress_for(as_json))
+    """One collection, its index prepared, through every configuration: its rows, its summary, the
+    session, and its warnings."""
     with query_progress(as_json, "queries", len(judged.queries)) as advance:
         outcome = session.run(settings, judged, chosen, embedder, progress=advance)
     rows = report.score(judged.qrels, outcome.outcomes, baseline)
-    warnings = []
+    warnings = session.ingest_warnings(folder, ingested)
     if (missing := report.baseline_missing(rows, baseline)) is not None:
         warnings.append(missing)
     if not report.any_judged(judged.qrels, outcome.outcomes):
@@ -192,8 +194,18 @@ def _eval_one(
     settings, judged = prepare(dataset, split, limit, index, plot, flags)
     chosen = _chosen(settings, methods, baseline)
     with open_model(settings) as embedder:
+        ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
         rows, summary, outcome, warnings = _evaluate(
-            settings, dataset, split, judged, chosen, embedder, reuse=reuse, as_json=as_json, baseline=baseline
+            settings,
+            dataset,
+            split,
+            judged,
+            chosen,
+            embedder,
+            ingested,
+            reuse=reuse,
+            as_json=as_json,
+            baseline=baseline,
         )
     if as_json:
         click.echo(json.dumps(summary, indent=2))
@@ -230,7 +242,12 @@ def _eval_several(
     results: list[collections.CollectionResult] = []
     warnings: list[str] = []
     with open_model(prepared[0][1]) as embedder:
-        for (collection, settings, judged), configs in zip(prepared, chosen, strict=True):
+        # Every index first (ingested, or checked with --reuse), so none is found missing after a long run.
+        ingests = [
+            session.prepare_index(settings, collection.folder, embedder, reuse=reuse, progress=progress_for(as_json))
+            for collection, settings, _ in prepared
+        ]
+        for (collection, settings, judged), configs, ingested in zip(prepared, chosen, ingests, strict=True):
             rows, summary, outcome, found = _evaluate(
                 settings,
                 collection.folder,
@@ -238,6 +255,7 @@ def _eval_several(
                 judged,
                 configs,
                 embedder,
+                ingested,
                 reuse=reuse,
                 as_json=as_json,
                 baseline=baseline,

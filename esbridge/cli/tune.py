@@ -67,6 +67,8 @@ def tune_command(
     with open_model(settings) as embedder:
         embedding_model = embedder.name
         ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
+        for warning in session.ingest_warnings(dataset, ingested):
+            click.echo(f"warning: {warning}", err=True)
         with query_progress(as_json, "queries", len(judged.queries)) as advance:
             outcome = session.run(
                 settings,

@@ -46,6 +46,30 @@ def parse_collection(argument: str, default_split: str) -> Collection:
     return Collection(folder, split, name if split == "test" else f"{name}@{split}")
 
 
+def default_index(folder: Path) -> str:
+    """The index a dataset folder is evaluated in unless ``--index`` names one: ``eval-<folder name>``."""
+    return f"eval-{folder.resolve().name.lower()}"
+
+
+def refuse_clashes(chosen: Sequence[Collection]) -> None:
+    """Refuse a collection given twice, and different folders that would share an ``eval-<folder>`` index
+    (the second ingest would mix its corpus into the first's, and each would be scored on both)."""
+    seen: dict[tuple[Path, str], Collection] = {}
+    indices: dict[str, Collection] = {}
+    for collection in chosen:
+        folder = collection.folder.resolve()
+        if (folder, collection.split) in seen:
+            raise ConfigError(f"{folder} split {collection.split} is given twice; name each collection once")
+        seen[(folder, collection.split)] = collection
+        index = default_index(folder)
+        first = indices.setdefault(index, collection)
+        if first.folder.resolve() != folder:
+            raise ConfigError(
+                f"{first.folder} and {collection.folder} would share index {index}; rename one folder, "
+                "or evaluate them one at a time with --index"
+            )
+
+
 def per_query(judgements: Mapping[str, Mapping[str, int]], outcomes: Sequence[ConfigurationRuns]) -> PerQuery:
     """Each metric of each configuration that answered, per judged query (ranking metrics from ``top``,
     Recall@100 from ``deep``)."""

@@ -92,3 +92,53 @@ def test_several_collections_refuse_one_index_and_a_missing_split(
     no_split = runner.invoke(main, ["eval", str(energy), f"{baking}@train", "--engine", "embedded"])
     assert no_split.exit_code == 1
     assert "qrels" in no_split.output and "train" in no_split.output
+
+
+def test_folders_that_would_share_an_index_or_a_folder_given_twice_are_refused_before_the_run(
+    runner: CliRunner, energy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from esbridge.evaluation import session
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(session, "prepare_index", refuse)
+    alias = tmp_path / "alias"
+    alias.symlink_to(energy)
+    clash = tmp_path / "more" / "energy"
+    clash.mkdir(parents=True)
+    common = ["--engine", "embedded", "--methods", "bm25"]
+
+    for again in (f"{energy}@test", str(alias)):
+        twice = runner.invoke(main, ["eval", str(energy), again, *common])
+        assert twice.exit_code == 2, twice.output
+        assert f"{energy.resolve()} split test is given twice" in twice.output
+
+    same_name = runner.invoke(main, ["eval", str(energy), str(clash), *common])
+    assert same_name.exit_code == 2, same_name.output
+    assert f"{energy} and {clash} would share index eval-energy" in same_name.output
+
+
+def test_the_same_folder_with_two_splits_shares_its_index(runner: CliRunner, energy: Path) -> None:
+    (energy / "qrels" / "dev.tsv").write_text("q1\tsolar\t1\nq2\twind\t1\n", encoding="utf-8")
+    result = runner.invoke(main, ["eval", str(energy), f"{energy}@dev", "--engine", "embedded", "--methods", "bm25"])
+    assert result.exit_code == 0, result.output
+    assert "energy: 2 queries on embedded index eval-energy" in result.stdout
+    assert "energy@dev: 2 queries on embedded index eval-energy" in result.stdout
+
+
+def test_several_collections_with_reuse_check_every_index_before_the_first_run(
+    runner: CliRunner, energy: Path, baking: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from esbridge.evaluation import session
+
+    common = ["--engine", "embedded", "--methods", "bm25"]
+    assert runner.invoke(main, ["eval", str(energy), *common]).exit_code == 0
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(session, "run", refuse)
+    result = runner.invoke(main, ["eval", str(energy), str(baking), "--reuse", *common])
+    assert result.exit_code == 1, result.output
+    assert "index 'eval-baking' does not exist" in result.output

@@ -181,3 +181,44 @@ def test_a_baseline_that_ran_gives_no_such_warning(runner: CliRunner, energy: Pa
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["warnings"] == []
+
+
+def test_corpus_records_that_were_not_ingested_are_named_in_the_warnings(runner: CliRunner, energy: Path) -> None:
+    with (energy / "corpus.jsonl").open("a", encoding="utf-8") as corpus:
+        corpus.write('{"_id": "solar", "text": "a second record with the same id"}\n{not json\n')
+    for reuse in ([], ["--reuse"]):
+        result = runner.invoke(main, ["eval", str(energy), "--engine", "embedded", "--methods", "bm25", *reuse])
+        assert result.exit_code == 0, result.output
+        assert ("not ingested" in result.stderr) is not reuse  # --reuse reads no corpus
+    result = runner.invoke(main, ["eval", str(energy), "--engine", "embedded", "--methods", "bm25", "--json"])
+    warning = json.loads(result.stdout)["warnings"][0]
+    assert warning.startswith("2 corpus records of energy were not ingested (corpus.jsonl:3: duplicate _id 'solar'")
+    assert "the figures are over the rest" in warning
+
+
+def test_a_corpus_without_any_document_is_refused_before_the_queries_run(
+    runner: CliRunner, energy: Path, no_run: None
+) -> None:
+    (energy / "corpus.jsonl").write_text('{"_id": "solar", "text": 3}\n', encoding="utf-8")
+    for command in (["eval", "--methods", "bm25"], ["tune", "--split", "test", "--dry-run"]):
+        result = runner.invoke(main, [command[0], str(energy), "--engine", "embedded", *command[1:]])
+        assert result.exit_code == 1, result.output
+        assert f"{energy / 'corpus.jsonl'} gave no document to evaluate on" in result.output
+        assert "corpus.jsonl:1:" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["eval", "{folder}@../test"],
+        ["eval", "{folder}", "--split", "a/b"],
+        ["tune", "{folder}", "--split", "..", "--dry-run"],
+        ["bench", "{folder}", "--split", "../test", "--index", "eval-energy"],
+    ],
+)
+def test_a_split_that_is_a_path_is_an_error_not_a_traceback(
+    runner: CliRunner, energy: Path, no_run: None, args: list[str]
+) -> None:
+    result = runner.invoke(main, [arg.format(folder=energy) for arg in args] + ["--engine", "embedded"])
+    assert result.exit_code == 1, result.output
+    assert "Error: split must be a plain name such as 'test'" in result.output
