@@ -16,6 +16,9 @@ queries it was chosen on, so the comparison favours the grid); qpp is written on
 
 from __future__ import annotations
 
+import os
+import shutil
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -309,4 +312,26 @@ def write_pipeline(path: Path, point: PipelineChoice) -> None:
             f"cannot update {path} without changing its other settings; nothing was written. "
             f"Put these lines in its [pipeline] table by hand:\n{lines}"
         )
-    path.write_text(written, encoding="utf-8")
+    _replace(path, written)
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``, so a failure or a
+    crash midway leaves the old settings file whole. A symlink stays one (its target is replaced), and the
+    file keeps its mode (a settings file with credentials may be owner-only)."""
+    target = path.resolve()
+    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        if target.exists():
+            shutil.copymode(target, temporary)
+        os.replace(temporary, target)
+    except BaseException as exc:
+        temporary.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ConfigError(f"cannot write config file {path}: {exc}; it is unchanged") from exc
+        raise
