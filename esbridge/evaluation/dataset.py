@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from esbridge.errors import ConfigError, SourceError
-from esbridge.ingest.beir import read_beir_queries, read_qrels
+from esbridge.ingest.beir import QRELS_FOLDER, read_beir_queries, read_qrels
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,8 @@ class JudgedQueries:
 
 
 def judged_queries(folder: Path, split: str = "test", limit: int | None = None) -> JudgedQueries:
-    """The split's queries that have text and at least one relevant document; the first ``limit`` of them."""
+    """The split's queries that have text and at least one relevant document; the first ``limit`` of them.
+    A split without any is refused (``SourceError``)."""
     if limit is not None and limit < 1:
         raise ConfigError(f"limit must be at least 1, got {limit}")
     texts = read_beir_queries(folder)
@@ -27,6 +28,11 @@ def judged_queries(folder: Path, split: str = "test", limit: int | None = None) 
     if missing:
         raise SourceError(f"qrels/{split}.tsv names {len(missing)} queries not in queries.jsonl, e.g. {missing[0]!r}")
     chosen = [query for query, docs in judgements.items() if any(relevance > 0 for relevance in docs.values())]
+    if not chosen:
+        raise SourceError(
+            f"{folder / QRELS_FOLDER / f'{split}.tsv'} judges no document relevant to any query "
+            "(no row with a score above 0); there is nothing to evaluate"
+        )
     if limit is not None:
         chosen = chosen[:limit]
     return JudgedQueries({query: texts[query] for query in chosen}, {query: judgements[query] for query in chosen})

@@ -222,3 +222,21 @@ def test_a_split_that_is_a_path_is_an_error_not_a_traceback(
     result = runner.invoke(main, [arg.format(folder=energy) for arg in args] + ["--engine", "embedded"])
     assert result.exit_code == 1, result.output
     assert "Error: split must be a plain name such as 'test'" in result.output
+
+
+@pytest.mark.parametrize("qrels", ["", "query-id\tcorpus-id\tscore\n", "q1\tsolar\t0\nq2\twind\t0\n"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["eval", "--methods", "bm25"],
+        ["tune", "--split", "test", "--dry-run"],
+        ["bench", "--index", "eval-energy"],
+    ],
+)
+def test_a_split_without_a_relevant_judgement_is_refused_before_the_run(
+    runner: CliRunner, energy: Path, no_run: None, qrels: str, args: list[str]
+) -> None:
+    (energy / "qrels" / "test.tsv").write_text(qrels, encoding="utf-8")
+    result = runner.invoke(main, [args[0], str(energy), *args[1:], "--engine", "embedded"])
+    assert result.exit_code == 1, result.output
+    assert f"{energy / 'qrels' / 'test.tsv'} judges no document relevant to any query" in result.output
