@@ -282,6 +282,9 @@ def _eval_several(
         for metric in ("ndcg@10", "recall@100", "mrr@10"):
             click.echo("")
             click.echo(collections.matrix_table(results, means, metric, baseline))
+        if unavailable := collections.unavailable_lines(results):
+            click.echo("")
+            click.echo("\n".join(unavailable))
         for result in results:
             _echo_row_warnings(result.rows, prefix=f"{result.collection.label}: ")
     for warning in warnings:

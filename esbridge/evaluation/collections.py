@@ -167,6 +167,16 @@ def matrix_table(
     return "\n".join(lines)
 
 
+def unavailable_lines(results: Sequence[CollectionResult]) -> list[str]:
+    """Why a configuration has no figures: ``native: not run on med, cisi: <reason>``, one line per reason."""
+    where: dict[tuple[str, str], list[str]] = {}
+    for result in results:
+        for row in result.rows:
+            if row.unavailable:
+                where.setdefault((row.name, row.unavailable), []).append(result.collection.label)
+    return [f"{name}: not run on {', '.join(labels)}: {reason}" for (name, reason), labels in where.items()]
+
+
 def _cell(value: float | None, p_value: float | None, width: int) -> str:
     if value is None:
         return f"{'-':>{width}}"

@@ -142,3 +142,10 @@ def test_several_collections_with_reuse_check_every_index_before_the_first_run(
     result = runner.invoke(main, ["eval", str(energy), str(baking), "--reuse", *common])
     assert result.exit_code == 1, result.output
     assert "index 'eval-baking' does not exist" in result.output
+
+
+def test_the_table_says_why_a_configuration_has_no_figures(runner: CliRunner, energy: Path, baking: Path) -> None:
+    args = ["eval", str(energy), str(baking), "--engine", "embedded", "--methods", "bm25,native"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "native: not run on energy, baking: not available on this engine: " in result.stdout
