@@ -1,6 +1,6 @@
 """``esbridge eval DATASET[@SPLIT]...``: quality of configurations on one judged collection, or on several.
 
-``dataset_options``, ``prepare`` and ``run_summary`` are shared with ``esbridge tune``.
+``dataset_options``, ``prepare``, ``run_summary`` and ``not_held`` are shared with ``esbridge tune``.
 """
 
 from __future__ import annotations
@@ -70,6 +70,14 @@ def run_summary(dataset: Path, split: str, outcome: session.Session, ingested: I
         "run_s": outcome.run_s,
         "ingest": ingested.as_json() if ingested is not None else None,
     }
+
+
+def not_held(folder: Path, split: str, index: str, *, reuse: bool) -> str:
+    """What to say when no configuration returned a judged document: the index likely holds another dataset."""
+    return (
+        f"no configuration returned any judged document of {folder.resolve().name} {split}; "
+        f"index {index} may not hold this dataset" + (" (run without --reuse to ingest it)" if reuse else "")
+    )
 
 
 @click.command(name="eval")
@@ -165,11 +173,7 @@ def _evaluate(
     if (missing := report.baseline_missing(rows, baseline)) is not None:
         warnings.append(missing)
     if not report.any_judged(judged.qrels, outcome.outcomes):
-        warnings.append(
-            f"no configuration returned any judged document of {folder.resolve().name} {split}; "
-            f"index {outcome.index} may not hold this dataset"
-            + (" (run without --reuse to ingest it)" if reuse else "")
-        )
+        warnings.append(not_held(folder, split, outcome.index, reuse=reuse))
     summary = {
         **run_summary(folder, split, outcome, ingested),
         "baseline": baseline,

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from esbridge.cli.evaluate import dataset_options, open_model, prepare, run_summary
+from esbridge.cli.evaluate import dataset_options, not_held, open_model, prepare, run_summary
 from esbridge.cli.options import engine_options
 from esbridge.cli.progress import progress_for, query_progress
 from esbridge.config.settings import CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE
 from esbridge.errors import DependencyMissing
-from esbridge.evaluation import session, tuning
+from esbridge.evaluation import report, session, tuning
 from esbridge.evaluation.runner import Depth
 
 
@@ -82,6 +82,10 @@ def tune_command(
                 depth=Depth(deep=False),
                 progress=advance,
             )
+    if not report.any_judged(judged.qrels, outcome.outcomes):
+        # Every point scores 0, so the "best" would be a tie-break; writing it would replace real settings.
+        held = not_held(dataset, split, outcome.index, reuse=reuse)
+        raise click.ClickException(f"{held}; nothing was written")
     result = tuning.choose(grid, judged.qrels, outcome.outcomes)
     fitted = tuning.fit_qpp(
         judged.qrels, outcome.outcomes, f"{dataset.resolve().name} {split}", embedding_model=embedding_model

@@ -240,3 +240,18 @@ def test_a_split_without_a_relevant_judgement_is_refused_before_the_run(
     result = runner.invoke(main, [args[0], str(energy), *args[1:], "--engine", "embedded"])
     assert result.exit_code == 1, result.output
     assert f"{energy / 'qrels' / 'test.tsv'} judges no document relevant to any query" in result.output
+
+
+def test_tune_on_an_index_without_the_dataset_writes_nothing(
+    runner: CliRunner, energy: Path, baking: Path, tmp_path: Path
+) -> None:
+    ingested = runner.invoke(main, ["eval", str(energy), "--engine", "embedded", "--index", "shared"])
+    assert ingested.exit_code == 0, ingested.output
+    settings_file = tmp_path / "esbridge.toml"
+    settings_file.write_text("[pipeline]\ntop_n = 10\n", encoding="utf-8")
+    args = ["tune", str(baking), "--split", "test", "--engine", "embedded", "--reuse", "--index", "shared"]
+    result = runner.invoke(main, [*args, "--output", str(settings_file)])
+    assert result.exit_code == 1, result.output
+    assert "no configuration returned any judged document of baking test; index shared may not hold" in result.output
+    assert "nothing was written" in result.output
+    assert settings_file.read_text(encoding="utf-8") == "[pipeline]\ntop_n = 10\n"
