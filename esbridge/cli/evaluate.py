@@ -19,7 +19,7 @@ from esbridge.config.settings import Settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.errors import ConfigError
 from esbridge.evaluation import collections, report, session
-from esbridge.evaluation.dataset import JudgedQueries, judged_queries
+from esbridge.evaluation.dataset import JudgedQueries, judged_queries, outside_corpus
 from esbridge.evaluation.methods import METHODS, Configuration, configurations
 from esbridge.ingest.run import IngestReport
 
@@ -170,6 +170,8 @@ def _evaluate(
         outcome = session.run(settings, judged, chosen, embedder, progress=advance)
     rows = report.score(judged.qrels, outcome.outcomes, baseline)
     warnings = session.ingest_warnings(folder, ingested)
+    if ingested is not None and (outside := outside_corpus(folder, split, judged)) is not None:
+        warnings.append(outside)  # with --reuse the index, not corpus.jsonl, holds the documents
     if (missing := report.baseline_missing(rows, baseline)) is not None:
         warnings.append(missing)
     if not report.any_judged(judged.qrels, outcome.outcomes):

@@ -14,6 +14,7 @@ from esbridge.cli.progress import progress_for, query_progress
 from esbridge.config.settings import CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE
 from esbridge.errors import DependencyMissing
 from esbridge.evaluation import report, session, tuning
+from esbridge.evaluation.dataset import outside_corpus
 from esbridge.evaluation.runner import Depth
 
 
@@ -67,7 +68,10 @@ def tune_command(
     with open_model(settings) as embedder:
         embedding_model = embedder.name
         ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
-        for warning in session.ingest_warnings(dataset, ingested):
+        warnings = session.ingest_warnings(dataset, ingested)
+        if ingested is not None and (outside := outside_corpus(dataset, split, judged)) is not None:
+            warnings.append(outside)
+        for warning in warnings:
             click.echo(f"warning: {warning}", err=True)
         with query_progress(as_json, "queries", len(judged.queries)) as advance:
             outcome = session.run(

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from esbridge.errors import ConfigError, SourceError
-from esbridge.ingest.beir import QRELS_FOLDER, read_beir_queries, read_qrels
+from esbridge.ingest.beir import CORPUS_FILE, ID_FIELD, QRELS_FOLDER, read_beir_queries, read_qrels
+from esbridge.ingest.jsonl import read_json_lines, record_id
+from esbridge.ingest.model import Problem
 
 
 @dataclass(frozen=True)
@@ -36,3 +38,26 @@ def judged_queries(folder: Path, split: str = "test", limit: int | None = None) 
     if limit is not None:
         chosen = chosen[:limit]
     return JudgedQueries({query: texts[query] for query in chosen}, {query: judgements[query] for query in chosen})
+
+
+def outside_corpus(folder: Path, split: str, judged: JudgedQueries) -> str | None:
+    """A warning naming the documents judged relevant that ``corpus.jsonl`` lacks (no configuration can find
+    them, so they cap every score), or None. A line that is not a valid record still counts by its id."""
+    missing = {doc for docs in judged.qrels.values() for doc, relevance in docs.items() if relevance > 0}
+    for item in read_json_lines(folder / CORPUS_FILE, ID_FIELD):
+        if not missing:
+            break
+        if isinstance(item, Problem):
+            missing.discard(item.doc_id or "")
+            continue
+        try:
+            missing.discard(record_id(item[1].get(ID_FIELD)))
+        except ValueError:
+            continue
+    if not missing:
+        return None
+    shown = ", ".join(repr(doc) for doc in sorted(missing)[:3])
+    return (
+        f"{QRELS_FOLDER}/{split}.tsv judges {len(missing)} documents relevant that are not in {CORPUS_FILE} "
+        f"(e.g. {shown}); no configuration can find them"
+    )

@@ -255,3 +255,16 @@ def test_tune_on_an_index_without_the_dataset_writes_nothing(
     assert "no configuration returned any judged document of baking test; index shared may not hold" in result.output
     assert "nothing was written" in result.output
     assert settings_file.read_text(encoding="utf-8") == "[pipeline]\ntop_n = 10\n"
+
+
+def test_judged_documents_missing_from_the_corpus_are_named_in_the_warnings(runner: CliRunner, energy: Path) -> None:
+    with (energy / "qrels" / "test.tsv").open("a", encoding="utf-8") as qrels:
+        qrels.write("q1\tgone\t1\nq2\tgone\t2\nq2\talso-gone\t1\nq2\tirrelevant\t0\n")
+    result = runner.invoke(main, ["eval", str(energy), "--engine", "embedded", "--methods", "bm25", "--json"])
+    assert result.exit_code == 0, result.output
+    warning = (
+        "qrels/test.tsv judges 2 documents relevant that are not in corpus.jsonl (e.g. 'also-gone', 'gone'); "
+        "no configuration can find them"
+    )
+    assert json.loads(result.stdout)["warnings"] == [warning]
+    assert f"warning: {warning}" in result.stderr
