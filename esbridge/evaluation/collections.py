@@ -40,6 +40,8 @@ def parse_collection(argument: str, default_split: str) -> Collection:
         folder, split = Path(head), tail
         if not split:
             raise ConfigError(f"{argument!r}: nothing after '@'; write FOLDER@SPLIT, e.g. scifact@train")
+        if not head:
+            raise ConfigError(f"{argument!r}: no folder before '@'; write FOLDER@SPLIT, e.g. scifact@train")
     if not folder.is_dir():
         raise ConfigError(f"dataset folder not found: {folder}")
     name = folder.resolve().name

@@ -28,6 +28,8 @@ def test_a_dataset_is_a_folder_with_an_optional_split(tmp_path: Path) -> None:
         parse_collection(str(tmp_path / "missing"), "test")
     with pytest.raises(ConfigError, match="nothing after '@'"):
         parse_collection(f"{folder}@", "test")
+    with pytest.raises(ConfigError, match="no folder before '@'"):
+        parse_collection("@train", "test")
 
 
 def result(label: str, values: dict[str, dict[str, float]]) -> CollectionResult:
