@@ -12,7 +12,7 @@ from esbridge.cli.evaluate import dataset_options, not_held, open_model, prepare
 from esbridge.cli.options import engine_options
 from esbridge.cli.progress import progress_for, query_progress
 from esbridge.config.settings import CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE
-from esbridge.errors import DependencyMissing
+from esbridge.errors import ConfigError, DependencyMissing
 from esbridge.evaluation import report, session, tuning
 from esbridge.evaluation.dataset import outside_corpus
 from esbridge.evaluation.runner import Depth
@@ -166,3 +166,7 @@ def _check_writable_settings(target: Path, chosen_by: str) -> None:
         tomlkit.parse(target.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
         raise click.ClickException(f"cannot read settings file {target} ({chosen_by}): {exc}") from exc
+    try:  # whatever the grid chooses is written the same way, so one point tells
+        tuning.updated_settings(target, tuning.GridPoint("rrf", 0.5, k=60))
+    except ConfigError as exc:
+        raise click.ClickException(f"cannot write settings file {target} ({chosen_by}): {exc}") from exc

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -281,6 +281,12 @@ def write_pipeline(path: Path, point: PipelineChoice) -> None:
     capture the top-level keys that follow ``pipeline.*`` dotted keys. The result is read back and
     compared with the original before anything is written, so no other setting can change.
     """
+    _replace(path, updated_settings(path, point))
+
+
+def updated_settings(path: Path, point: PipelineChoice) -> str:
+    """The text ``write_pipeline`` would write, or ``ConfigError`` saying why it cannot; writes nothing,
+    so ``tune`` can find out before its grid runs."""
     try:
         import tomlkit
     except ImportError as exc:
@@ -294,6 +300,8 @@ def write_pipeline(path: Path, point: PipelineChoice) -> None:
     if pipeline is None:
         pipeline = tomlkit.table()
         document["pipeline"] = pipeline
+    if not isinstance(pipeline, MutableMapping):
+        raise ConfigError(f"cannot update {path}: its pipeline is not a table but {type(pipeline).__name__}")
     tuned: dict[str, Any] = {"fusion": point.fusion, "weights": point.weights, "fusion_params": point.fusion_params}
     for key, value in tuned.items():
         if isinstance(value, Mapping):
@@ -312,7 +320,7 @@ def write_pipeline(path: Path, point: PipelineChoice) -> None:
             f"cannot update {path} without changing its other settings; nothing was written. "
             f"Put these lines in its [pipeline] table by hand:\n{lines}"
         )
-    _replace(path, written)
+    return written
 
 
 def _replace(path: Path, text: str) -> None:

@@ -91,6 +91,8 @@ def test_tune_writes_the_settings_file_named_by_esbridge_config(
     [
         ("missing/esbridge.toml", None, "does not exist"),
         ("broken.toml", "[pipeline\n", "cannot read settings file"),
+        ("number.toml", "pipeline = 3\n", "its pipeline is not a table"),
+        ("list.toml", "[[pipeline]]\ntop_n = 3\n", "its pipeline is not a table"),
     ],
 )
 def test_tune_refuses_an_unwritable_settings_file_before_the_grid_runs(
