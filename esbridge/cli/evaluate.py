@@ -174,7 +174,8 @@ def _evaluate(
         warnings.append(outside)  # with --reuse the index, not corpus.jsonl, holds the documents
     if (missing := report.baseline_missing(rows, baseline)) is not None:
         warnings.append(missing)
-    if not report.any_judged(judged.qrels, outcome.outcomes):
+    answered = any(not runs.unavailable for runs in outcome.outcomes)
+    if answered and not report.any_judged(judged.qrels, outcome.outcomes):
         warnings.append(not_held(folder, split, outcome.index, reuse=reuse))
     summary = {
         **run_summary(folder, split, outcome, ingested),

@@ -270,3 +270,12 @@ def test_judged_documents_missing_from_the_corpus_are_named_in_the_warnings(runn
     )
     assert json.loads(result.stdout)["warnings"] == [warning]
     assert f"warning: {warning}" in result.stderr
+
+
+def test_when_no_configuration_ran_the_index_is_not_blamed(runner: CliRunner, energy: Path) -> None:
+    args = ["eval", str(energy), "--engine", "embedded", "--methods", "native", "--baseline", "native", "--json"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    warnings = json.loads(result.stdout)["warnings"]
+    assert [warning.split(":")[0] for warning in warnings] == ["no significance against native"]
+    assert "may not hold this dataset" not in result.stderr
