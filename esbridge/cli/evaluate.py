@@ -249,12 +249,16 @@ def _eval_several(
     results: list[collections.CollectionResult] = []
     warnings: list[str] = []
     with open_model(prepared[0][1]) as embedder:
-        # Every index first (ingested, or checked with --reuse), so none is found missing after a long run.
-        ingests = [
-            session.prepare_index(settings, collection.folder, embedder, reuse=reuse, progress=progress_for(as_json))
-            for collection, settings, _ in prepared
-        ]
-        for (collection, settings, judged), configs, ingested in zip(prepared, chosen, ingests, strict=True):
+        # Every index first (ingested, or checked with --reuse), so none is found missing after a long run;
+        # once each: two splits of one folder share it.
+        ingests: dict[str, IngestReport | None] = {}
+        for collection, settings, _ in prepared:
+            if settings.index not in ingests:
+                ingests[settings.index] = session.prepare_index(
+                    settings, collection.folder, embedder, reuse=reuse, progress=progress_for(as_json)
+                )
+        for (collection, settings, judged), configs in zip(prepared, chosen, strict=True):
+            ingested = ingests[settings.index]
             rows, summary, outcome, found = _evaluate(
                 settings,
                 collection.folder,

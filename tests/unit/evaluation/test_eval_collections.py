@@ -129,6 +129,15 @@ def test_the_same_folder_with_two_splits_shares_its_index(runner: CliRunner, ene
     assert "energy@dev: 2 queries on embedded index eval-energy" in result.stdout
 
 
+def test_a_folder_with_two_splits_is_ingested_once(runner: CliRunner, energy: Path) -> None:
+    (energy / "qrels" / "dev.tsv").write_text("q1\tsolar\t1\n", encoding="utf-8")
+    args = ["eval", str(energy), f"{energy}@dev", "--engine", "embedded", "--methods", "bm25", "--json"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    ingests = [entry["ingest"] for entry in json.loads(result.stdout)["collections"]]
+    assert [(ingest["chunks_indexed"], ingest["unchanged"]) for ingest in ingests] == [(2, 0), (2, 0)]
+
+
 def test_several_collections_with_reuse_check_every_index_before_the_first_run(
     runner: CliRunner, energy: Path, baking: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
