@@ -102,3 +102,19 @@ def test_a_missing_index_is_refused_before_the_model_loads(
     result = runner.invoke(main, ["bench", str(energy), "--engine", "embedded", "--index", "missing"])
     assert result.exit_code == 1, result.output
     assert "index 'missing' does not exist; bench searches an index that holds the corpus" in result.output
+
+
+@pytest.mark.parametrize(("corpus", "message"), [(None, "BEIR corpus not found"), ("\n\n", "has no document")])
+def test_ingest_mode_refuses_a_missing_or_empty_corpus(
+    runner: CliRunner, energy: Path, corpus: str | None, message: str
+) -> None:
+    path = energy / "corpus.jsonl"
+    if corpus is None:
+        path.unlink()
+    else:
+        path.write_text(corpus, encoding="utf-8")
+    args = ["bench", str(energy), "--engine", "embedded", "--modes", "ingest", "--backends", "onnx-int8"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert message in result.output
+    assert f"Error: {path}" in result.output or f"Error: {message}: {path}" in result.output
