@@ -304,13 +304,11 @@ def _eval_several(
         from esbridge.evaluation.plot import grouped_chart
 
         columns = [*(result.collection.label for result in results), "mean"]
-        table = {
-            row.name: {
-                **{result.collection.label: _ndcg(result, row.name) for result in results},
-                "mean": row.scores.get("ndcg@10", 0.0),
-            }
-            for row in means
-        }
+        table: dict[str, dict[str, float]] = {}
+        for row in means:  # only where it ran: a configuration that did not run did not score 0
+            ran = {result.collection.label: _ndcg(result, row.name) for result in results if row.name in result.values}
+            if ran:
+                table[row.name] = {**ran, **({} if row.missing else {"mean": row.scores.get("ndcg@10", 0.0)})}
         grouped_chart(table, columns, plot, "nDCG@10 per collection and the mean over collections")
 
 

@@ -160,3 +160,18 @@ def test_the_table_says_why_a_configuration_has_no_figures(runner: CliRunner, en
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output
     assert "native: not run on energy, baking: not available on this engine: " in result.stdout
+
+
+def test_the_chart_leaves_out_a_configuration_that_did_not_run(
+    runner: CliRunner, energy: Path, baking: Path, tmp_path: Path
+) -> None:
+    import matplotlib
+
+    chart = tmp_path / "chart.svg"
+    args = ["eval", str(energy), str(baking), "--engine", "embedded", "--methods", "bm25,native", "--plot", str(chart)]
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # labels as <text>, not glyph paths
+        result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    svg = chart.read_text(encoding="utf-8")
+    assert ">bm25<" in svg and "1.000" in svg
+    assert ">native<" not in svg and "0.000" not in svg  # it did not run; it did not score 0
