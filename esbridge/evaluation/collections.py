@@ -55,7 +55,8 @@ def default_index(folder: Path) -> str:
 
 def refuse_clashes(chosen: Sequence[Collection]) -> None:
     """Refuse a collection given twice, and different folders that would share an ``eval-<folder>`` index
-    (the second ingest would mix its corpus into the first's, and each would be scored on both)."""
+    (one index holds one folder's corpus: the second ingest replaces the first's, and with ``--reuse``
+    both would be scored on whichever it holds)."""
     seen: dict[tuple[Path, str], Collection] = {}
     indices: dict[str, Collection] = {}
     for collection in chosen:
