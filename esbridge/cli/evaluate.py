@@ -87,7 +87,7 @@ def not_held(folder: Path, split: str, index: str, *, reuse: bool) -> str:
     "--methods",
     default=DEFAULT_METHODS,
     show_default=True,
-    help=f"Comma-separated configurations: {', '.join(METHODS)}; add +graph or +recency, e.g. rrf+graph.",
+    help=f"Comma-separated configurations: {', '.join(METHODS)}; add +graph, +recency or +rerank, e.g. rrf+graph.",
 )
 @click.option(
     "--baseline", default="bm25", show_default=True, help="Configuration the significance tests compare with."
