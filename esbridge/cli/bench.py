@@ -10,6 +10,8 @@ import click
 from esbridge.cli.options import check_top_n, engine_options, index_option, settings_from, top_n_option
 from esbridge.cli.progress import query_progress
 from esbridge.config.settings import Settings
+from esbridge.engines import connect
+from esbridge.errors import IndexNotFound
 from esbridge.evaluation.dataset import judged_queries
 from esbridge.evaluation.ingest_bench import BACKENDS, known_backend
 from esbridge.evaluation.latency_bench import DEFAULT_MODES, MODES, measure
@@ -85,6 +87,7 @@ def bench_command(
     settings = settings_from(config_file, url=url, engine=engine, index=index)
     check_top_n(top_n, settings)
     texts = list(judged_queries(dataset, split, limit).queries.values())
+    _require_index(settings)
     # The model itself, not behind the on-disk cache: embedding time is part of what is measured. Like
     # `esbridge serve`, in child processes unless embedding.query_processes is 0.
     from esbridge.embeddings.factory import uncached_model
@@ -128,6 +131,22 @@ def bench_command(
     click.echo("ratios of p50:")
     for name, value in report.ratios.items():
         click.echo(f"  {name:<40} {value:.3f}")
+
+
+def _require_index(settings: Settings) -> None:
+    """Refuse a missing index before the model loads: a cluster would answer every search with a 404."""
+    adapter = connect(settings)
+    try:
+        if not adapter.index_exists(settings.index):
+            raise IndexNotFound(
+                f"index {settings.index!r} does not exist; bench searches an index that holds the corpus "
+                f"(`esbridge eval DATASET --index {settings.index}` ingests it)",
+                url=adapter.url,
+                operation="bench",
+                index=settings.index,
+            )
+    finally:
+        adapter.close()
 
 
 def _bench_ingest(settings: Settings, dataset: Path, backends: str, documents: int, as_json: bool) -> None:

@@ -1,6 +1,6 @@
 """``esbridge eval DATASET[@SPLIT]...``: quality of configurations on one judged collection, or on several.
 
-``dataset_options``, ``prepare`` and ``run_summary`` are shared with ``esbridge tune``.
+``dataset_options``, ``prepare``, ``run_summary`` and ``not_held`` are shared with ``esbridge tune``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from esbridge.config.settings import Settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.errors import ConfigError
 from esbridge.evaluation import collections, report, session
-from esbridge.evaluation.dataset import JudgedQueries, judged_queries
+from esbridge.evaluation.dataset import JudgedQueries, judged_queries, outside_corpus
 from esbridge.evaluation.methods import METHODS, Configuration, configurations
 from esbridge.ingest.run import IngestReport
 
@@ -55,7 +55,7 @@ def prepare(
         if problem is not None:
             raise click.BadParameter(problem, param_hint="'--plot'")
     judged = judged_queries(dataset, split, limit)
-    settings = settings_from(index=index or f"eval-{dataset.resolve().name.lower()}", **flags)
+    settings = settings_from(index=index or collections.default_index(dataset), **flags)
     return settings, judged
 
 
@@ -72,6 +72,14 @@ def run_summary(dataset: Path, split: str, outcome: session.Session, ingested: I
     }
 
 
+def not_held(folder: Path, split: str, index: str, *, reuse: bool) -> str:
+    """What to say when no configuration returned a judged document: the index likely holds another dataset."""
+    return (
+        f"no configuration returned any judged document of {folder.resolve().name} {split}; "
+        f"index {index} may not hold this dataset" + (" (run without --reuse to ingest it)" if reuse else "")
+    )
+
+
 @click.command(name="eval")
 @click.argument("datasets", nargs=-1, required=True, metavar="DATASET[@SPLIT]...")
 @click.option("--split", default="test", show_default=True, help="qrels/<split>.tsv of datasets named without @SPLIT.")
@@ -79,7 +87,7 @@ def run_summary(dataset: Path, split: str, outcome: session.Session, ingested: I
     "--methods",
     default=DEFAULT_METHODS,
     show_default=True,
-    help=f"Comma-separated configurations: {', '.join(METHODS)}; add +graph or +recency, e.g. rrf+graph.",
+    help=f"Comma-separated configurations: {', '.join(METHODS)}; add +graph, +recency or +rerank, e.g. rrf+graph.",
 )
 @click.option(
     "--baseline", default="bm25", show_default=True, help="Configuration the significance tests compare with."
@@ -116,6 +124,7 @@ def eval_command(
     """
     try:
         chosen_collections = [collections.parse_collection(argument, split) for argument in datasets]
+        collections.refuse_clashes(chosen_collections)
     except ConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="'DATASET'") from exc
     if len(chosen_collections) > 1 and index is not None:
@@ -149,25 +158,25 @@ def _evaluate(
     judged: JudgedQueries,
     chosen: list[Configuration],
     embedder: CachedEmbedder,
+    ingested: IngestReport | None,
     *,
     reuse: bool,
     as_json: bool,
     baseline: str,
 ) -> tuple[list[report.ResultRow], dict[str, Any], session.Session, list[str]]:
-    """One collection through every configuration: its rows, its summary, the session, and its warnings."""
-    ingested = session.prepare_index(settings, folder, embedder, reuse=reuse, progress=progress_for(as_json))
+    """One collection, its index prepared, through every configuration: its rows, its summary, the
+    session, and its warnings."""
     with query_progress(as_json, "queries", len(judged.queries)) as advance:
         outcome = session.run(settings, judged, chosen, embedder, progress=advance)
     rows = report.score(judged.qrels, outcome.outcomes, baseline)
-    warnings = []
+    warnings = session.ingest_warnings(folder, ingested)
+    if ingested is not None and (outside := outside_corpus(folder, split, judged)) is not None:
+        warnings.append(outside)  # with --reuse the index, not corpus.jsonl, holds the documents
     if (missing := report.baseline_missing(rows, baseline)) is not None:
         warnings.append(missing)
-    if not report.any_judged(judged.qrels, outcome.outcomes):
-        warnings.append(
-            f"no configuration returned any judged document of {folder.resolve().name} {split}; "
-            f"index {outcome.index} may not hold this dataset"
-            + (" (run without --reuse to ingest it)" if reuse else "")
-        )
+    answered = any(not runs.unavailable for runs in outcome.outcomes)
+    if answered and not report.any_judged(judged.qrels, outcome.outcomes):
+        warnings.append(not_held(folder, split, outcome.index, reuse=reuse))
     summary = {
         **run_summary(folder, split, outcome, ingested),
         "baseline": baseline,
@@ -192,8 +201,18 @@ def _eval_one(
     settings, judged = prepare(dataset, split, limit, index, plot, flags)
     chosen = _chosen(settings, methods, baseline)
     with open_model(settings) as embedder:
+        ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
         rows, summary, outcome, warnings = _evaluate(
-            settings, dataset, split, judged, chosen, embedder, reuse=reuse, as_json=as_json, baseline=baseline
+            settings,
+            dataset,
+            split,
+            judged,
+            chosen,
+            embedder,
+            ingested,
+            reuse=reuse,
+            as_json=as_json,
+            baseline=baseline,
         )
     if as_json:
         click.echo(json.dumps(summary, indent=2))
@@ -230,7 +249,16 @@ def _eval_several(
     results: list[collections.CollectionResult] = []
     warnings: list[str] = []
     with open_model(prepared[0][1]) as embedder:
+        # Every index first (ingested, or checked with --reuse), so none is found missing after a long run;
+        # once each: two splits of one folder share it.
+        ingests: dict[str, IngestReport | None] = {}
+        for collection, settings, _ in prepared:
+            if settings.index not in ingests:
+                ingests[settings.index] = session.prepare_index(
+                    settings, collection.folder, embedder, reuse=reuse, progress=progress_for(as_json)
+                )
         for (collection, settings, judged), configs in zip(prepared, chosen, strict=True):
+            ingested = ingests[settings.index]
             rows, summary, outcome, found = _evaluate(
                 settings,
                 collection.folder,
@@ -238,6 +266,7 @@ def _eval_several(
                 judged,
                 configs,
                 embedder,
+                ingested,
                 reuse=reuse,
                 as_json=as_json,
                 baseline=baseline,
@@ -264,6 +293,9 @@ def _eval_several(
         for metric in ("ndcg@10", "recall@100", "mrr@10"):
             click.echo("")
             click.echo(collections.matrix_table(results, means, metric, baseline))
+        if unavailable := collections.unavailable_lines(results):
+            click.echo("")
+            click.echo("\n".join(unavailable))
         for result in results:
             _echo_row_warnings(result.rows, prefix=f"{result.collection.label}: ")
     for warning in warnings:
@@ -272,13 +304,11 @@ def _eval_several(
         from esbridge.evaluation.plot import grouped_chart
 
         columns = [*(result.collection.label for result in results), "mean"]
-        table = {
-            row.name: {
-                **{result.collection.label: _ndcg(result, row.name) for result in results},
-                "mean": row.scores.get("ndcg@10", 0.0),
-            }
-            for row in means
-        }
+        table: dict[str, dict[str, float]] = {}
+        for row in means:  # only where it ran: a configuration that did not run did not score 0
+            ran = {result.collection.label: _ndcg(result, row.name) for result in results if row.name in result.values}
+            if ran:
+                table[row.name] = {**ran, **({} if row.missing else {"mean": row.scores.get("ndcg@10", 0.0)})}
         grouped_chart(table, columns, plot, "nDCG@10 per collection and the mean over collections")
 
 

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import click
 
-from esbridge.cli.evaluate import dataset_options, open_model, prepare, run_summary
+from esbridge.cli.evaluate import dataset_options, not_held, open_model, prepare, run_summary
 from esbridge.cli.options import engine_options
 from esbridge.cli.progress import progress_for, query_progress
 from esbridge.config.settings import CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE
-from esbridge.errors import DependencyMissing
-from esbridge.evaluation import session, tuning
+from esbridge.errors import ConfigError, DependencyMissing
+from esbridge.evaluation import report, session, tuning
+from esbridge.evaluation.dataset import outside_corpus
 from esbridge.evaluation.runner import Depth
 
 
@@ -67,6 +68,11 @@ def tune_command(
     with open_model(settings) as embedder:
         embedding_model = embedder.name
         ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
+        warnings = session.ingest_warnings(dataset, ingested)
+        if ingested is not None and (outside := outside_corpus(dataset, split, judged)) is not None:
+            warnings.append(outside)
+        for warning in warnings:
+            click.echo(f"warning: {warning}", err=True)
         with query_progress(as_json, "queries", len(judged.queries)) as advance:
             outcome = session.run(
                 settings,
@@ -80,6 +86,10 @@ def tune_command(
                 depth=Depth(deep=False),
                 progress=advance,
             )
+    if not report.any_judged(judged.qrels, outcome.outcomes):
+        # Every point scores 0, so the "best" would be a tie-break; writing it would replace real settings.
+        held = not_held(dataset, split, outcome.index, reuse=reuse)
+        raise click.ClickException(f"{held}; nothing was written")
     result = tuning.choose(grid, judged.qrels, outcome.outcomes)
     fitted = tuning.fit_qpp(
         judged.qrels, outcome.outcomes, f"{dataset.resolve().name} {split}", embedding_model=embedding_model
@@ -156,3 +166,7 @@ def _check_writable_settings(target: Path, chosen_by: str) -> None:
         tomlkit.parse(target.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
         raise click.ClickException(f"cannot read settings file {target} ({chosen_by}): {exc}") from exc
+    try:  # whatever the grid chooses is written the same way, so one point tells
+        tuning.updated_settings(target, tuning.GridPoint("rrf", 0.5, k=60))
+    except ConfigError as exc:
+        raise click.ClickException(f"cannot write settings file {target} ({chosen_by}): {exc}") from exc

@@ -40,10 +40,37 @@ def parse_collection(argument: str, default_split: str) -> Collection:
         folder, split = Path(head), tail
         if not split:
             raise ConfigError(f"{argument!r}: nothing after '@'; write FOLDER@SPLIT, e.g. scifact@train")
+        if not head:
+            raise ConfigError(f"{argument!r}: no folder before '@'; write FOLDER@SPLIT, e.g. scifact@train")
     if not folder.is_dir():
         raise ConfigError(f"dataset folder not found: {folder}")
     name = folder.resolve().name
     return Collection(folder, split, name if split == "test" else f"{name}@{split}")
+
+
+def default_index(folder: Path) -> str:
+    """The index a dataset folder is evaluated in unless ``--index`` names one: ``eval-<folder name>``."""
+    return f"eval-{folder.resolve().name.lower()}"
+
+
+def refuse_clashes(chosen: Sequence[Collection]) -> None:
+    """Refuse a collection given twice, and different folders that would share an ``eval-<folder>`` index
+    (one index holds one folder's corpus: the second ingest replaces the first's, and with ``--reuse``
+    both would be scored on whichever it holds)."""
+    seen: dict[tuple[Path, str], Collection] = {}
+    indices: dict[str, Collection] = {}
+    for collection in chosen:
+        folder = collection.folder.resolve()
+        if (folder, collection.split) in seen:
+            raise ConfigError(f"{folder} split {collection.split} is given twice; name each collection once")
+        seen[(folder, collection.split)] = collection
+        index = default_index(folder)
+        first = indices.setdefault(index, collection)
+        if first.folder.resolve() != folder:
+            raise ConfigError(
+                f"{first.folder} and {collection.folder} would share index {index}; rename one folder, "
+                "or evaluate them one at a time with --index"
+            )
 
 
 def per_query(judgements: Mapping[str, Mapping[str, int]], outcomes: Sequence[ConfigurationRuns]) -> PerQuery:
@@ -141,6 +168,16 @@ def matrix_table(
             "mean: stratified randomization test)"
         )
     return "\n".join(lines)
+
+
+def unavailable_lines(results: Sequence[CollectionResult]) -> list[str]:
+    """Why a configuration has no figures: ``native: not run on med, cisi: <reason>``, one line per reason."""
+    where: dict[tuple[str, str], list[str]] = {}
+    for result in results:
+        for row in result.rows:
+            if row.unavailable:
+                where.setdefault((row.name, row.unavailable), []).append(result.collection.label)
+    return [f"{name}: not run on {', '.join(labels)}: {reason}" for (name, reason), labels in where.items()]
 
 
 def _cell(value: float | None, p_value: float | None, width: int) -> str:

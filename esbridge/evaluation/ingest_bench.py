@@ -23,8 +23,9 @@ from esbridge.config.settings import Settings
 from esbridge.embeddings.base import close_model
 from esbridge.embeddings.factory import load_model
 from esbridge.engines import connect
-from esbridge.errors import ConfigError, EsbridgeError
+from esbridge.errors import ConfigError, EsbridgeError, SourceError
 from esbridge.ingest.beir import CORPUS_FILE
+from esbridge.ingest.jsonl import require_file
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
 
@@ -81,15 +82,20 @@ def backend_settings(base: EmbeddingSettings, backend: str) -> EmbeddingSettings
 
 
 def corpus_slice(dataset: Path, limit: int, into: Path) -> int:
-    """The first ``limit`` lines of the dataset's corpus as a BEIR folder in ``into``; how many."""
+    """The first ``limit`` lines of the dataset's corpus as a BEIR folder in ``into``; how many. A corpus
+    without any is refused (``SourceError``): there would be nothing to time."""
+    corpus = dataset / CORPUS_FILE
+    require_file(corpus, "BEIR corpus")
     count = 0
-    with (dataset / CORPUS_FILE).open(encoding="utf-8") as source, (into / CORPUS_FILE).open("w") as sink:
+    with corpus.open(encoding="utf-8") as source, (into / CORPUS_FILE).open("w") as sink:
         for line in source:
             if count >= limit:
                 break
             if line.strip():
                 sink.write(line)
                 count += 1
+    if count == 0:
+        raise SourceError(f"{corpus} has no document to ingest")
     return count
 
 

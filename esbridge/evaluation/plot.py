@@ -64,14 +64,16 @@ def tuning_chart(curves: Mapping[str, Sequence[tuple[float, float]]], path: Path
 
 def grouped_chart(table: Mapping[str, Mapping[str, float]], columns: Sequence[str], path: Path, title: str) -> Path:
     """Grouped horizontal bars: one group per configuration (``table``'s keys, in order), one bar per
-    column (metrics; or collections and their mean) with the value ``table[configuration][column]``."""
+    column (metrics; or collections and their mean) with the value ``table[configuration][column]``; no
+    bar where a configuration has no value for the column."""
     plt = _pyplot()
     names = list(table)
     height = 0.8 / max(1, len(columns))
     figure, axes = plt.subplots(figsize=(8, 1.0 + 0.5 * len(names) * max(1, len(columns)) / 2))
     for offset, column in enumerate(columns):
-        positions = [index + offset * height for index in range(len(names))]
-        values = [table[name].get(column, 0.0) for name in names]
+        present = [(index, table[name][column]) for index, name in enumerate(names) if column in table[name]]
+        positions = [index + offset * height for index, _ in present]
+        values = [value for _, value in present]
         bars = axes.barh(positions, values, height=height, label=column)
         axes.bar_label(bars, fmt="%.3f", fontsize=7, padding=2)
     axes.set_yticks([index + height * (len(columns) - 1) / 2 for index in range(len(names))])

@@ -15,10 +15,11 @@ from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.engines import Engine, connect, connect_async, resolve_kind
 from esbridge.engines.capabilities import Capabilities
-from esbridge.errors import IndexNotFound, ReadOnlyIndex
+from esbridge.errors import IndexNotFound, ReadOnlyIndex, SourceError
 from esbridge.evaluation.dataset import JudgedQueries
 from esbridge.evaluation.methods import Configuration
 from esbridge.evaluation.runner import ConfigurationRuns, Depth, run_configurations
+from esbridge.ingest.beir import CORPUS_FILE
 from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.run import IngestOptions, IngestReport, ProgressFactory, ingest, no_progress
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
@@ -39,7 +40,7 @@ def prepare_index(
     settings: Settings, folder: Path, embedder: Embedder | None, *, reuse: bool, progress: ProgressFactory = no_progress
 ) -> IngestReport | None:
     """Ingest the corpus into ``settings.index`` (creating it if needed; unchanged chunks are skipped),
-    or with ``reuse`` only check that the index exists."""
+    or with ``reuse`` only check that the index exists. A corpus that gave no document is refused."""
     adapter = connect(settings)
     try:
         if settings.attached and not reuse:
@@ -62,7 +63,7 @@ def prepare_index(
         manager = IndexManager(
             adapter, settings.index, parameters_from(settings, embedder.dimension if embedder else None)
         )
-        return ingest(
+        report = ingest(
             folder,
             engine=adapter,
             manager=manager,
@@ -72,6 +73,25 @@ def prepare_index(
         )
     finally:
         adapter.close()
+    if report.chunks_indexed == 0 and report.unchanged == 0:
+        raise SourceError(f"{folder / CORPUS_FILE} gave no document to evaluate on{_examples(report.failed)}")
+    return report
+
+
+def ingest_warnings(folder: Path, ingested: IngestReport | None) -> list[str]:
+    """What an evaluation must say about its ingest: corpus records it could not ingest, which no
+    configuration can find."""
+    if ingested is None or not ingested.failed:
+        return []
+    return [
+        f"{len(ingested.failed)} corpus records of {folder.resolve().name} were not ingested"
+        f"{_examples(ingested.failed)}; the figures are over the rest (the JSON's ingest.failed lists them)"
+    ]
+
+
+def _examples(failed: Sequence[dict[str, str]]) -> str:
+    shown = "; ".join(f"{failure['id']}: {failure['reason']}" for failure in failed[:3])
+    return f" ({shown}{'; ...' if len(failed) > 3 else ''})" if failed else ""
 
 
 # Capabilities.native_hybrid entries that fuse lexical and vector results on the server; `retrievers`

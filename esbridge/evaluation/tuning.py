@@ -16,7 +16,10 @@ queries it was chosen on, so the comparison favours the grid); qpp is written on
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+import shutil
+import uuid
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -278,6 +281,12 @@ def write_pipeline(path: Path, point: PipelineChoice) -> None:
     capture the top-level keys that follow ``pipeline.*`` dotted keys. The result is read back and
     compared with the original before anything is written, so no other setting can change.
     """
+    _replace(path, updated_settings(path, point))
+
+
+def updated_settings(path: Path, point: PipelineChoice) -> str:
+    """The text ``write_pipeline`` would write, or ``ConfigError`` saying why it cannot; writes nothing,
+    so ``tune`` can find out before its grid runs."""
     try:
         import tomlkit
     except ImportError as exc:
@@ -291,6 +300,8 @@ def write_pipeline(path: Path, point: PipelineChoice) -> None:
     if pipeline is None:
         pipeline = tomlkit.table()
         document["pipeline"] = pipeline
+    if not isinstance(pipeline, MutableMapping):
+        raise ConfigError(f"cannot update {path}: its pipeline is not a table but {type(pipeline).__name__}")
     tuned: dict[str, Any] = {"fusion": point.fusion, "weights": point.weights, "fusion_params": point.fusion_params}
     for key, value in tuned.items():
         if isinstance(value, Mapping):
@@ -309,4 +320,26 @@ def write_pipeline(path: Path, point: PipelineChoice) -> None:
             f"cannot update {path} without changing its other settings; nothing was written. "
             f"Put these lines in its [pipeline] table by hand:\n{lines}"
         )
-    path.write_text(written, encoding="utf-8")
+    return written
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``, so a failure or a
+    crash midway leaves the old settings file whole. A symlink stays one (its target is replaced), and the
+    file keeps its mode (a settings file with credentials may be owner-only)."""
+    target = path.resolve()
+    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        if target.exists():
+            shutil.copymode(target, temporary)
+        os.replace(temporary, target)
+    except BaseException as exc:
+        temporary.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ConfigError(f"cannot write config file {path}: {exc}; it is unchanged") from exc
+        raise

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
 
-from esbridge.errors import SourceError
+from esbridge.errors import ConfigError, SourceError
 from esbridge.ingest.jsonl import describe_validation_error, known_id, read_json_lines, record_id, require_file
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
@@ -131,7 +131,7 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
     for any malformed row.
     """
     if not split or Path(split).name != split or split in (".", ".."):
-        raise ValueError(f"split must be a plain name such as 'test', got {split!r}")
+        raise ConfigError(f"split must be a plain name such as 'test', got {split!r}")
     path = folder / QRELS_FOLDER / f"{split}.tsv"
     if not path.is_file():
         available = sorted(file.stem for file in (folder / QRELS_FOLDER).glob("*.tsv"))

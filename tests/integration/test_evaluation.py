@@ -15,6 +15,7 @@ from esbridge.cli import main
 from esbridge.config import Settings, load_settings
 from esbridge.embeddings.cached import CachedEmbedder
 from tests.support.data import SCIFACT, require
+from tests.support.hashing import beir_folder
 
 QUERIES = 30
 DISTRACTORS = 400
@@ -106,3 +107,12 @@ def test_tune_writes_the_best_grid_point_into_the_settings_file(tmp_path: Path, 
     )
     assert pipeline.top_n_max == 80
     assert load_settings(settings_file).index == "mine"
+
+
+def test_bench_refuses_an_index_that_does_not_exist(tmp_path: Path, engine_settings: Settings, alias: str) -> None:
+    # A cluster answers each search with a 404 that bench counted as a failed search, and it exited 0.
+    folder = beir_folder(tmp_path / "energy", {"solar": "Sunlight into electricity."}, {"q1": ("sunlight", "solar")})
+    args = ["bench", str(folder), "--url", str(engine_settings.url), "--index", alias, "--warmup", "0"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert f"index '{alias}' does not exist" in result.output

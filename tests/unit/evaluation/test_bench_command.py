@@ -45,8 +45,10 @@ def test_an_unknown_mode_is_a_usage_error(runner: CliRunner, energy: Path) -> No
 
 @pytest.mark.parametrize("as_json", [[], ["--json"]])
 def test_every_mode_skipped_says_nothing_was_measured(runner: CliRunner, energy: Path, as_json: list[str]) -> None:
-    args = ["bench", str(energy), "--engine", "embedded", "--modes", "native", "--warmup", "0", *as_json]
-    result = runner.invoke(main, args)
+    ingested = runner.invoke(main, ["ingest", str(energy), "--engine", "embedded", "--index", "energy"])
+    assert ingested.exit_code == 0, ingested.output
+    args = ["bench", str(energy), "--engine", "embedded", "--index", "energy", "--modes", "native", "--warmup", "0"]
+    result = runner.invoke(main, [*args, *as_json])
     assert result.exit_code == 1, result.output
     assert "nothing was measured: every chosen mode was skipped (native: not available on this engine" in (
         result.stderr
@@ -86,3 +88,33 @@ def test_ingest_mode_runs_alone_and_knows_its_backends(runner: CliRunner, energy
     no_model = runner.invoke(main, [*arguments[:-1], "torch@"])
     assert no_model.exit_code == 2
     assert "unknown backend(s) torch@" in no_model.output
+
+
+def test_a_missing_index_is_refused_before_the_model_loads(
+    runner: CliRunner, energy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from esbridge.embeddings import factory
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(factory, "uncached_model", refuse)
+    result = runner.invoke(main, ["bench", str(energy), "--engine", "embedded", "--index", "missing"])
+    assert result.exit_code == 1, result.output
+    assert "index 'missing' does not exist; bench searches an index that holds the corpus" in result.output
+
+
+@pytest.mark.parametrize(("corpus", "message"), [(None, "BEIR corpus not found"), ("\n\n", "has no document")])
+def test_ingest_mode_refuses_a_missing_or_empty_corpus(
+    runner: CliRunner, energy: Path, corpus: str | None, message: str
+) -> None:
+    path = energy / "corpus.jsonl"
+    if corpus is None:
+        path.unlink()
+    else:
+        path.write_text(corpus, encoding="utf-8")
+    args = ["bench", str(energy), "--engine", "embedded", "--modes", "ingest", "--backends", "onnx-int8"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert message in result.output
+    assert f"Error: {path}" in result.output or f"Error: {message}: {path}" in result.output

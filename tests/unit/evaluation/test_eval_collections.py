@@ -28,6 +28,8 @@ def test_a_dataset_is_a_folder_with_an_optional_split(tmp_path: Path) -> None:
         parse_collection(str(tmp_path / "missing"), "test")
     with pytest.raises(ConfigError, match="nothing after '@'"):
         parse_collection(f"{folder}@", "test")
+    with pytest.raises(ConfigError, match="no folder before '@'"):
+        parse_collection("@train", "test")
 
 
 def result(label: str, values: dict[str, dict[str, float]]) -> CollectionResult:
@@ -92,3 +94,84 @@ def test_several_collections_refuse_one_index_and_a_missing_split(
     no_split = runner.invoke(main, ["eval", str(energy), f"{baking}@train", "--engine", "embedded"])
     assert no_split.exit_code == 1
     assert "qrels" in no_split.output and "train" in no_split.output
+
+
+def test_folders_that_would_share_an_index_or_a_folder_given_twice_are_refused_before_the_run(
+    runner: CliRunner, energy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from esbridge.evaluation import session
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(session, "prepare_index", refuse)
+    alias = tmp_path / "alias"
+    alias.symlink_to(energy)
+    clash = tmp_path / "more" / "energy"
+    clash.mkdir(parents=True)
+    common = ["--engine", "embedded", "--methods", "bm25"]
+
+    for again in (f"{energy}@test", str(alias)):
+        twice = runner.invoke(main, ["eval", str(energy), again, *common])
+        assert twice.exit_code == 2, twice.output
+        assert f"{energy.resolve()} split test is given twice" in twice.output
+
+    same_name = runner.invoke(main, ["eval", str(energy), str(clash), *common])
+    assert same_name.exit_code == 2, same_name.output
+    assert f"{energy} and {clash} would share index eval-energy" in same_name.output
+
+
+def test_the_same_folder_with_two_splits_shares_its_index(runner: CliRunner, energy: Path) -> None:
+    (energy / "qrels" / "dev.tsv").write_text("q1\tsolar\t1\nq2\twind\t1\n", encoding="utf-8")
+    result = runner.invoke(main, ["eval", str(energy), f"{energy}@dev", "--engine", "embedded", "--methods", "bm25"])
+    assert result.exit_code == 0, result.output
+    assert "energy: 2 queries on embedded index eval-energy" in result.stdout
+    assert "energy@dev: 2 queries on embedded index eval-energy" in result.stdout
+
+
+def test_a_folder_with_two_splits_is_ingested_once(runner: CliRunner, energy: Path) -> None:
+    (energy / "qrels" / "dev.tsv").write_text("q1\tsolar\t1\n", encoding="utf-8")
+    args = ["eval", str(energy), f"{energy}@dev", "--engine", "embedded", "--methods", "bm25", "--json"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    ingests = [entry["ingest"] for entry in json.loads(result.stdout)["collections"]]
+    assert [(ingest["chunks_indexed"], ingest["unchanged"]) for ingest in ingests] == [(2, 0), (2, 0)]
+
+
+def test_several_collections_with_reuse_check_every_index_before_the_first_run(
+    runner: CliRunner, energy: Path, baking: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from esbridge.evaluation import session
+
+    common = ["--engine", "embedded", "--methods", "bm25"]
+    assert runner.invoke(main, ["eval", str(energy), *common]).exit_code == 0
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(session, "run", refuse)
+    result = runner.invoke(main, ["eval", str(energy), str(baking), "--reuse", *common])
+    assert result.exit_code == 1, result.output
+    assert "index 'eval-baking' does not exist" in result.output
+
+
+def test_the_table_says_why_a_configuration_has_no_figures(runner: CliRunner, energy: Path, baking: Path) -> None:
+    args = ["eval", str(energy), str(baking), "--engine", "embedded", "--methods", "bm25,native"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "native: not run on energy, baking: not available on this engine: " in result.stdout
+
+
+def test_the_chart_leaves_out_a_configuration_that_did_not_run(
+    runner: CliRunner, energy: Path, baking: Path, tmp_path: Path
+) -> None:
+    import matplotlib
+
+    chart = tmp_path / "chart.svg"
+    args = ["eval", str(energy), str(baking), "--engine", "embedded", "--methods", "bm25,native", "--plot", str(chart)]
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # labels as <text>, not glyph paths
+        result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    svg = chart.read_text(encoding="utf-8")
+    assert ">bm25<" in svg and "1.000" in svg
+    assert ">native<" not in svg and "0.000" not in svg  # it did not run; it did not score 0

@@ -91,6 +91,8 @@ def test_tune_writes_the_settings_file_named_by_esbridge_config(
     [
         ("missing/esbridge.toml", None, "does not exist"),
         ("broken.toml", "[pipeline\n", "cannot read settings file"),
+        ("number.toml", "pipeline = 3\n", "its pipeline is not a table"),
+        ("list.toml", "[[pipeline]]\ntop_n = 3\n", "its pipeline is not a table"),
     ],
 )
 def test_tune_refuses_an_unwritable_settings_file_before_the_grid_runs(
@@ -181,3 +183,99 @@ def test_a_baseline_that_ran_gives_no_such_warning(runner: CliRunner, energy: Pa
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["warnings"] == []
+
+
+def test_corpus_records_that_were_not_ingested_are_named_in_the_warnings(runner: CliRunner, energy: Path) -> None:
+    with (energy / "corpus.jsonl").open("a", encoding="utf-8") as corpus:
+        corpus.write('{"_id": "solar", "text": "a second record with the same id"}\n{not json\n')
+    for reuse in ([], ["--reuse"]):
+        result = runner.invoke(main, ["eval", str(energy), "--engine", "embedded", "--methods", "bm25", *reuse])
+        assert result.exit_code == 0, result.output
+        assert ("not ingested" in result.stderr) is not reuse  # --reuse reads no corpus
+    result = runner.invoke(main, ["eval", str(energy), "--engine", "embedded", "--methods", "bm25", "--json"])
+    warning = json.loads(result.stdout)["warnings"][0]
+    assert warning.startswith("2 corpus records of energy were not ingested (corpus.jsonl:3: duplicate _id 'solar'")
+    assert "the figures are over the rest" in warning
+
+
+def test_a_corpus_without_any_document_is_refused_before_the_queries_run(
+    runner: CliRunner, energy: Path, no_run: None
+) -> None:
+    (energy / "corpus.jsonl").write_text('{"_id": "solar", "text": 3}\n', encoding="utf-8")
+    for command in (["eval", "--methods", "bm25"], ["tune", "--split", "test", "--dry-run"]):
+        result = runner.invoke(main, [command[0], str(energy), "--engine", "embedded", *command[1:]])
+        assert result.exit_code == 1, result.output
+        assert f"{energy / 'corpus.jsonl'} gave no document to evaluate on" in result.output
+        assert "corpus.jsonl:1:" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["eval", "{folder}@../test"],
+        ["eval", "{folder}", "--split", "a/b"],
+        ["tune", "{folder}", "--split", "..", "--dry-run"],
+        ["bench", "{folder}", "--split", "../test", "--index", "eval-energy"],
+    ],
+)
+def test_a_split_that_is_a_path_is_an_error_not_a_traceback(
+    runner: CliRunner, energy: Path, no_run: None, args: list[str]
+) -> None:
+    result = runner.invoke(main, [arg.format(folder=energy) for arg in args] + ["--engine", "embedded"])
+    assert result.exit_code == 1, result.output
+    assert "Error: split must be a plain name such as 'test'" in result.output
+
+
+@pytest.mark.parametrize("qrels", ["", "query-id\tcorpus-id\tscore\n", "q1\tsolar\t0\nq2\twind\t0\n"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["eval", "--methods", "bm25"],
+        ["tune", "--split", "test", "--dry-run"],
+        ["bench", "--index", "eval-energy"],
+    ],
+)
+def test_a_split_without_a_relevant_judgement_is_refused_before_the_run(
+    runner: CliRunner, energy: Path, no_run: None, qrels: str, args: list[str]
+) -> None:
+    (energy / "qrels" / "test.tsv").write_text(qrels, encoding="utf-8")
+    result = runner.invoke(main, [args[0], str(energy), *args[1:], "--engine", "embedded"])
+    assert result.exit_code == 1, result.output
+    assert f"{energy / 'qrels' / 'test.tsv'} judges no document relevant to any query" in result.output
+
+
+def test_tune_on_an_index_without_the_dataset_writes_nothing(
+    runner: CliRunner, energy: Path, baking: Path, tmp_path: Path
+) -> None:
+    ingested = runner.invoke(main, ["eval", str(energy), "--engine", "embedded", "--index", "shared"])
+    assert ingested.exit_code == 0, ingested.output
+    settings_file = tmp_path / "esbridge.toml"
+    settings_file.write_text("[pipeline]\ntop_n = 10\n", encoding="utf-8")
+    args = ["tune", str(baking), "--split", "test", "--engine", "embedded", "--reuse", "--index", "shared"]
+    result = runner.invoke(main, [*args, "--output", str(settings_file)])
+    assert result.exit_code == 1, result.output
+    assert "no configuration returned any judged document of baking test; index shared may not hold" in result.output
+    assert "nothing was written" in result.output
+    assert settings_file.read_text(encoding="utf-8") == "[pipeline]\ntop_n = 10\n"
+
+
+def test_judged_documents_missing_from_the_corpus_are_named_in_the_warnings(runner: CliRunner, energy: Path) -> None:
+    with (energy / "qrels" / "test.tsv").open("a", encoding="utf-8") as qrels:
+        qrels.write("q1\tgone\t1\nq2\tgone\t2\nq2\talso-gone\t1\nq2\tirrelevant\t0\n")
+    result = runner.invoke(main, ["eval", str(energy), "--engine", "embedded", "--methods", "bm25", "--json"])
+    assert result.exit_code == 0, result.output
+    warning = (
+        "qrels/test.tsv judges 2 documents relevant that are not in corpus.jsonl (e.g. 'also-gone', 'gone'); "
+        "no configuration can find them"
+    )
+    assert json.loads(result.stdout)["warnings"] == [warning]
+    assert f"warning: {warning}" in result.stderr
+
+
+def test_when_no_configuration_ran_the_index_is_not_blamed(runner: CliRunner, energy: Path) -> None:
+    args = ["eval", str(energy), "--engine", "embedded", "--methods", "native", "--baseline", "native", "--json"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    warnings = json.loads(result.stdout)["warnings"]
+    assert [warning.split(":")[0] for warning in warnings] == ["no significance against native"]
+    assert "may not hold this dataset" not in result.stderr

@@ -105,6 +105,56 @@ def test_an_edit_that_would_change_other_settings_is_not_written(
     assert path.read_text(encoding="utf-8") == before
 
 
+_WRITE_UNDER_A_SIZE_LIMIT = """
+import resource, signal, sys
+from pathlib import Path
+from esbridge.errors import ConfigError
+from esbridge.evaluation.tuning import GridPoint, write_pipeline
+path = Path(sys.argv[1])
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG, as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + 20, resource.RLIM_INFINITY))
+try:
+    write_pipeline(path, GridPoint("rrf", 0.6, k=20))
+except ConfigError as exc:
+    print(exc)
+"""
+
+
+def test_a_write_that_fails_midway_leaves_the_settings_file_as_it_was(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[3]
+    path = tmp_path / "esbridge.toml"
+    before = 'index = "notes"\n# ' + "a long comment " * 20 + "\n[pipeline]\ntop_n_max = 80\n"
+    path.write_text(before, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", _WRITE_UNDER_A_SIZE_LIMIT, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    )
+    assert done.stdout.startswith(f"cannot write config file {path}:"), done.stdout + done.stderr
+    assert "it is unchanged" in done.stdout
+    assert path.read_text(encoding="utf-8") == before
+    assert [file.name for file in tmp_path.iterdir()] == ["esbridge.toml"]
+
+
+def test_writing_keeps_the_files_mode_and_a_symlink(tmp_path: Path) -> None:
+    real = tmp_path / "conf" / "esbridge.toml"
+    real.parent.mkdir()
+    real.write_text('url = "http://elastic:secret@127.0.0.1:9201"\n', encoding="utf-8")
+    real.chmod(0o600)
+    link = tmp_path / "esbridge.toml"
+    link.symlink_to(real)
+    write_pipeline(link, GridPoint("rrf", 0.6, k=20))
+    assert link.is_symlink()
+    assert real.stat().st_mode & 0o777 == 0o600
+    assert load_settings(link).pipeline.fusion == "rrf"
+
+
 def qpp_outcomes(count: int) -> list[ConfigurationRuns]:
     """Grid outcomes at the qpp shares and a probe: share 0.8 ranks the relevant document first exactly
     when semantic_gap (the fourth predictor) is above 0.05, the shares other than 0.8 and 0.5 when not."""

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from esbridge.errors import SourceError
+from esbridge.errors import ConfigError, SourceError
 from esbridge.ingest.beir import read_beir_corpus, read_beir_queries, read_qrels
 from esbridge.ingest.model import Document, Problem, Section
 from tests.support.data import SCIFACT, require
@@ -119,8 +119,9 @@ def test_a_bad_qrels_row_raises_naming_the_line(tmp_path: Path, row: str, reason
 
 
 def test_a_split_is_a_name_not_a_path(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="plain name"):
-        read_qrels(tmp_path, "../test")
+    for split in ("../test", "a/b", ".", ""):
+        with pytest.raises(ConfigError, match="plain name"):
+            read_qrels(tmp_path, split)
 
 
 def test_the_real_scifact_corpus_reads_completely() -> None:
