@@ -20,7 +20,14 @@ from esbridge.embeddings.factory import load_model, uncached_model
 from esbridge.embeddings.identity import identity_of
 from esbridge.embeddings.model_store import locate_onnx
 from esbridge.embeddings.onnx_runtime import OnnxEmbedder
-from esbridge.embeddings.profiles import BGE_QUERY_INSTRUCTION, BGE_SMALL, E5_SMALL, MINILM, profile_for
+from esbridge.embeddings.profiles import (
+    BGE_QUERY_INSTRUCTION,
+    BGE_SMALL,
+    E5_SMALL,
+    MINILM,
+    MS_MARCO_RERANKER,
+    profile_for,
+)
 from esbridge.embeddings.sentence_transformer import SentenceTransformerEmbedder
 from esbridge.errors import ConfigError, ModelUnavailable
 from tests.support.models import require_stored
@@ -210,3 +217,11 @@ def test_the_model_identity_names_backend_precision_pooling_prompts_and_the_onnx
     assert identity.weights == expected.hexdigest()
     assert (identity.backend, identity.precision, identity.pooling, identity.dimension) == ("onnx", "int8", "cls", 384)
     assert identity.query_prompt == BGE_QUERY_INSTRUCTION
+
+
+def test_a_cross_encoder_named_as_the_embedding_model_is_refused() -> None:
+    """Its export answers one logit per text, [batch, 1]: taken as 1-dimensional vectors it made an index
+    of dimension 1 whose every search ranked all documents alike."""
+    require_stored(MS_MARCO_RERANKER, "int8")
+    with pytest.raises(ModelUnavailable, match=r"one number per text .*cross-encoder.*\[pipeline\.rerank\]"):
+        load_model(EmbeddingSettings(model=MS_MARCO_RERANKER, backend="onnx", precision="int8"))
