@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from esbridge.config.pipeline import RerankSettings
-from esbridge.errors import ModelUnavailable
+from esbridge.errors import EmbeddingError, ModelUnavailable
 from esbridge.query.models import SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from esbridge.query.rerank import RERANKERS, CrossEncoderReranker, rerank
@@ -49,9 +49,33 @@ def test_the_cross_encoder_loads_from_a_folder_and_scores_pairs(tiny_cross_encod
     assert reranker.score("solar", []) == []
 
 
+def test_a_scoring_failure_is_an_esbridge_error_naming_the_re_ranker(tiny_cross_encoder: Path) -> None:
+    """Texts longer than the model's positions (64 here) make torch fail; the error names the re-ranker."""
+    reranker = CrossEncoderReranker(str(tiny_cross_encoder), max_length=512)
+    with pytest.raises(EmbeddingError, match=rf"^re-ranker '{tiny_cross_encoder}': re-ranking 1 text\(s\) failed"):
+        reranker.score("solar", [" ".join(["solar"] * 200)])
+
+
 def test_a_missing_model_is_model_unavailable(tmp_path: Path) -> None:
     with pytest.raises(ModelUnavailable, match="cross-encoder"):
         CrossEncoderReranker(str(tmp_path / "nothing-here"))
+
+
+def test_an_encoder_without_a_classification_head_is_refused(tmp_path: Path) -> None:
+    """sentence-transformers gives such a model (an embedding model's folder, a plain BERT) a freshly
+    initialised head: it re-ranked every search by random scores, with no word from esbridge."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]), encoding="utf-8")
+    transformers.BertTokenizer(str(vocab)).save_pretrained(tmp_path)
+    config = transformers.BertConfig(
+        vocab_size=len(WORDS) + 5, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(tmp_path)
+    with pytest.raises(ModelUnavailable, match=r"BertModel.*no cross-encoder"):
+        RERANKERS.get_named("cross-encoder")(RerankSettings(enabled=True, model=str(tmp_path)))
 
 
 def test_the_cross_encoder_is_registered_as_a_plugin(tiny_cross_encoder: Path) -> None:
