@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine
-from esbridge.errors import ConfigError, EsbridgeError, IndexNotFound
+from esbridge.errors import ConfigError, EmbeddingError, EsbridgeError, IndexNotFound
 from esbridge.query.deadline import within
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.service import documents
@@ -238,6 +238,8 @@ async def readyz(request: Request) -> Response:
     checks = {"engine": "ok", "index": "ok", "model": "ok"}
     try:
         await backend.check_index()
+    except EmbeddingError as exc:  # the searcher needs the re-ranker's model, which cannot load
+        checks.update(engine="unknown", index="unknown", model=str(exc))
     except EsbridgeError as exc:
         kind = "index" if isinstance(exc, IndexNotFound) else "engine"
         checks[kind] = str(exc)
@@ -246,7 +248,7 @@ async def readyz(request: Request) -> Response:
     except (asyncio.TimeoutError, TimeoutError):
         checks["engine"] = "no answer within 5s"
         checks["index"] = "unknown"
-    if backend.embedder is None:
+    if backend.embedder is None and checks["model"] == "ok":
         checks["model"] = backend.model_problem or "not loaded"
     ready = all(value == "ok" for value in checks.values())
     health = Health(status="ready" if ready else "not ready", checks=checks)
