@@ -211,6 +211,7 @@ class ProcessEmbedder:
         self._reply_timeout_s = reply_timeout_s
         self._start_timeout_s = start_timeout_s
         self._closed = False
+        self._load_problem: str | None = None
         self._state = threading.Lock()
         """Guards ``_closed`` and ``_children`` against a close racing a replacement."""
         self._free: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -252,6 +253,11 @@ class ProcessEmbedder:
         identity = self._description["model_identity"]
         assert isinstance(identity, ModelIdentity)
         return identity
+
+    @property
+    def load_problem(self) -> str | None:
+        """Why the latest child to load the model could not (a replacement, after one died); None once one has."""
+        return self._load_problem
 
     @property
     def pids(self) -> list[int]:
@@ -298,7 +304,12 @@ class ProcessEmbedder:
             ) from None
         try:
             child = self._child_in(slot)
-            self._description = child.ready(self._start_timeout_s)  # waits only while a new child loads
+            try:
+                self._description = child.ready(self._start_timeout_s)  # waits only while a new child loads
+            except ModelUnavailable as exc:
+                self._load_problem = str(exc)
+                raise
+            self._load_problem = None
             try:
                 return child.call(operation, argument, self._reply_timeout_s + _PER_TEXT_S * _count(argument))
             except EmbeddingError as exc:

@@ -248,11 +248,20 @@ async def readyz(request: Request) -> Response:
     except (asyncio.TimeoutError, TimeoutError):
         checks["engine"] = "no answer within 5s"
         checks["index"] = "unknown"
-    if backend.embedder is None and checks["model"] == "ok":
-        checks["model"] = backend.model_problem or "not loaded"
+    if checks["model"] == "ok":
+        checks["model"] = _model_problem(backend) or "ok"
     ready = all(value == "ok" for value in checks.values())
     health = Health(status="ready" if ready else "not ready", checks=checks)
     return JSONResponse(health.model_dump(), status_code=200 if ready else 503)
+
+
+def _model_problem(backend: Backend) -> str | None:
+    """Why the query model is not loaded: it never was, or its child process died and the replacement
+    cannot load it (``ProcessEmbedder.load_problem``)."""
+    if backend.embedder is None:
+        return backend.model_problem or "not loaded"
+    problem = getattr(backend.embedder, "load_problem", None)
+    return problem if isinstance(problem, str) else None
 
 
 @router.get(
