@@ -32,6 +32,8 @@ class RerankerFactory(Protocol):
 
 RERANKERS: Registry[RerankerFactory] = Registry("re-ranker", RERANKER_GROUP)
 
+_SCORING_HEADS = ("ForSequenceClassification", "ForCausalLM")
+
 
 class CrossEncoderReranker:
     """Scores (query, text) pairs jointly with a cross-encoder model from a name or a local folder."""
@@ -67,14 +69,15 @@ class CrossEncoderReranker:
 
 
 def _require_classification_head(model: Any, name: str) -> None:
-    """Refuse a model whose configuration names no sequence-classification head (an embedding model, a bare
-    encoder): sentence-transformers gives it a head of random weights, which would re-rank by noise."""
-    architectures = getattr(getattr(model, "config", None), "architectures", None) or []
-    if not architectures or any(str(kind).endswith("ForSequenceClassification") for kind in architectures):
+    """Refuse a model whose configuration names no head to score with (an embedding model, a bare encoder):
+    sentence-transformers gives it a sequence-classification head of random weights, which would re-rank by
+    noise. A causal language model scores with its "yes" and "no" tokens (sentence-transformers' LogitScore)."""
+    architectures = [str(kind) for kind in getattr(getattr(model, "config", None), "architectures", None) or []]
+    if not architectures or any(kind.endswith(_SCORING_HEADS) for kind in architectures):
         return
     raise ModelUnavailable(
-        f"its config.json names {', '.join(map(str, architectures))}, a model without a sequence-classification "
-        "head (...ForSequenceClassification): it is no cross-encoder, and loaded as one it would score with a head "
+        f"its config.json names {', '.join(architectures)}, a model without a sequence-classification head "
+        "(...ForSequenceClassification): it is no cross-encoder, and loaded as one it would score with a head "
         "of random weights (an embedding model belongs in [embedding] model)",
         model=name,
         role=ROLE,
