@@ -78,6 +78,29 @@ def test_an_encoder_without_a_classification_head_is_refused(tmp_path: Path) -> 
         RERANKERS.get_named("cross-encoder")(RerankSettings(enabled=True, model=str(tmp_path)))
 
 
+def test_a_causal_language_model_scored_by_its_yes_and_no_tokens_is_accepted(tmp_path: Path) -> None:
+    """sentence-transformers scores a ...ForCausalLM re-ranker (Qwen3-Reranker's kind) by its "yes" and "no" tokens."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, "yes", "no"]), encoding="utf-8")
+    transformers.BertTokenizer(str(vocab)).save_pretrained(tmp_path)
+    config = transformers.LlamaConfig(
+        vocab_size=len(WORDS) + 7,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        pad_token_id=0,
+    )
+    torch.manual_seed(0)
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path)
+    reranker = CrossEncoderReranker(str(tmp_path), max_length=64)
+    assert len(reranker.score("solar", ["solar panel", "bread"])) == 2
+
+
 def test_the_cross_encoder_is_registered_as_a_plugin(tiny_cross_encoder: Path) -> None:
     factory = RERANKERS.get_named("cross-encoder")
     reranker = factory(RerankSettings(enabled=True, model=str(tiny_cross_encoder)))
