@@ -13,7 +13,7 @@ from esbridge.errors import EmbeddingError, ModelUnavailable
 from esbridge.query.models import SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from esbridge.query.rerank import RERANKERS, CrossEncoderReranker, rerank
-from tests.support.memory_engine import LEX, SEM, MemoryEngine, StubEmbedder, searcher
+from tests.support.memory_engine import LEX, SEM, MemoryEngine, StubEmbedder, doc, searcher
 
 WORDS = ["solar", "wind", "energy", "bread", "panel", "turbine", "grid", "a", "b", "c", "d"]
 
@@ -131,6 +131,24 @@ def test_search_with_a_reranker_explains_its_scores(tiny_cross_encoder: Path) ->
     assert len(reranked) == len(explained) == len(response.results)
     assert reranked == sorted(reranked, reverse=True), "results follow the cross-encoder's order"
     assert "rerank" in response.details.timings_ms
+
+
+def test_a_re_ranker_that_fails_on_a_search_leaves_the_fused_order_with_a_warning(tiny_cross_encoder: Path) -> None:
+    """A search degrades before it fails: the cross-encoder reading past its 64 positions costs the
+    re-ranking, not the answer."""
+    reranker = CrossEncoderReranker(str(tiny_cross_encoder), max_length=512)
+    long_body = " ".join(["solar"] * 200)
+    sources = {item: doc(item.split("#")[0], body=long_body) for item in ("a#0", "b#0", "c#0", "d#0")}
+    base = searcher(MemoryEngine(LEX, SEM, sources))
+    fused = asyncio.run(base.search(SearchRequest(query="solar energy")))
+    hybrid = HybridSearcher(base.engine, "idx", StubEmbedder(), base.pipeline, reranker=reranker)
+    response = asyncio.run(hybrid.search(SearchRequest(query="solar energy")))
+    assert [(hit.id, hit.score) for hit in response.results] == [(hit.id, hit.score) for hit in fused.results]
+    assert response.search_mode == "hybrid"
+    assert any(
+        warning.startswith(f"re-ranking failed, the fused order is kept: re-ranker '{tiny_cross_encoder}'")
+        for warning in response.warnings
+    ), response.warnings
 
 
 class ByLength:
