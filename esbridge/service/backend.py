@@ -101,6 +101,12 @@ class Backend:
         connected = await self.connected()
         await asyncio.wait_for(connected.async_engine.search(self.index, _READY_QUERY), timeout_s)
 
+    async def check_model(self, timeout_s: float = 5.0) -> None:
+        """Raise ``ModelMismatch`` when every search would be refused: the query model is not the index's."""
+        guard = (await self.connected()).searcher.model_guard
+        if guard is not None:
+            await asyncio.wait_for(guard.check(), timeout_s)
+
     def ensure_index(self, engine: Engine) -> None:
         """Create the versioned index behind the alias on the first write, as ``esbridge ingest`` does."""
         with self._ensure_lock:

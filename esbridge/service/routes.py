@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine
-from esbridge.errors import ConfigError, EmbeddingError, EsbridgeError, IndexNotFound
+from esbridge.errors import ConfigError, EmbeddingError, EsbridgeError, IndexNotFound, ModelMismatch
 from esbridge.query.deadline import within
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.service import documents
@@ -233,11 +233,14 @@ async def healthz() -> Health:
     summary="Ready",
 )
 async def readyz(request: Request) -> Response:
-    """Ready when the engine answers, the index exists and the embedding model is loaded."""
+    """Ready when the engine answers, the index exists and the embedding model is loaded and may search it."""
     backend = _backend(request)
     checks = {"engine": "ok", "index": "ok", "model": "ok"}
     try:
         await backend.check_index()
+        await backend.check_model()
+    except ModelMismatch as exc:  # every search would answer 409 model_mismatch
+        checks["model"] = str(exc)
     except EmbeddingError as exc:  # the searcher needs the re-ranker's model, which cannot load
         checks.update(engine="unknown", index="unknown", model=str(exc))
     except EsbridgeError as exc:
