@@ -305,11 +305,12 @@ class ProcessEmbedder:
         try:
             child = self._child_in(slot)
             try:
-                self._description = child.ready(self._start_timeout_s)  # waits only while a new child loads
+                description = child.ready(self._start_timeout_s)  # waits only while a new child loads
+                self._same_model(description, child)
             except ModelUnavailable as exc:
                 self._load_problem = str(exc)
                 raise
-            self._load_problem = None
+            self._description, self._load_problem = description, None
             try:
                 return child.call(operation, argument, self._reply_timeout_s + _PER_TEXT_S * _count(argument))
             except EmbeddingError as exc:
@@ -323,6 +324,19 @@ class ProcessEmbedder:
                         self._child_in(slot)
         finally:
             self._free.put(slot)
+
+    def _same_model(self, description: dict[str, Any], child: _Child) -> None:
+        """A replacement child must run the model the first ones loaded: searchers checked the index against
+        that one (``model_identity``), so other weights (its files replaced meanwhile) are stopped, not used."""
+        started, loaded = self.model_identity, description["model_identity"]
+        if loaded == started:
+            return
+        child.stop(graceful=True)
+        raise ModelUnavailable(
+            f"the embedding process loaded {loaded.describe()}, not {started.describe()}, which this process "
+            "started with and checked the index against (its files changed); restart it to use the new model",
+            model=self._model,
+        )
 
     def _child_in(self, slot: int) -> _Child:
         """The slot's child, a new one if it has stopped; never started once the embedder is closed."""

@@ -21,6 +21,7 @@ from tests.support.child_embedders import (
     FAIL,
     HANG,
     WHOAMI,
+    embedder_of_version,
     embedder_while,
     hash_embedder,
     missing_model,
@@ -116,6 +117,25 @@ def test_a_replacement_that_cannot_load_the_model_is_reported_until_one_can(tmp_
         assert embedder.load_problem == f"embedding model 'vanishing': model folder {folder} does not exist"
         folder.mkdir()
         assert embedder.embed(["found"]) == [vector_of("found")]
+        assert embedder.load_problem is None
+
+
+def test_a_replacement_that_loads_other_weights_is_refused_not_used(tmp_path: Path) -> None:
+    """The searcher checked the index against the model the service started with; a replacement child that
+    loads other weights (the files were replaced) would embed queries into another space without a word."""
+    version = tmp_path / "version"
+    version.write_text("a1", encoding="utf-8")
+    with ProcessEmbedder(partial(embedder_of_version, str(version)), model="versioned", reply_timeout_s=5) as embedder:
+        assert embedder.model_identity.weights == "a1"
+        version.write_text("b2", encoding="utf-8")
+        with pytest.raises(EmbeddingError, match="died"):
+            embedder.embed([DIE])
+        with pytest.raises(ModelUnavailable, match=r"weights sha256 b2.*not .*weights sha256 a1.*restart"):
+            embedder.embed(["other space"])
+        assert embedder.load_problem is not None and "restart" in embedder.load_problem
+        assert embedder.model_identity.weights == "a1"
+        version.write_text("a1", encoding="utf-8")
+        assert embedder.embed(["same space"]) == [vector_of("same space")]
         assert embedder.load_problem is None
 
 
