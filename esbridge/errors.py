@@ -81,12 +81,19 @@ class SourceError(EsbridgeError):
 
 
 class EmbeddingError(EsbridgeError):
-    """Embedding (or its cache) failed; the message names the model, when one is involved, and the cause."""
+    """Embedding (or its cache) failed; the message names the model, when one is involved, and the cause.
 
-    def __init__(self, reason: str, *, model: str | None = None) -> None:
+    ``role`` says which model it is (a re-ranker's cross-encoder fails with these errors too).
+    """
+
+    def __init__(self, reason: str, *, model: str | None = None, role: str = "embedding model") -> None:
         self.model = model
         self.reason = reason
-        super().__init__(f"embedding model {model!r}: {reason}" if model else reason)
+        super().__init__(f"{role} {model!r}: {reason}" if model else reason)
+
+
+RERANKER_ROLE = "re-ranker"
+"""``EmbeddingError``'s ``role`` for the cross-encoder of ``[pipeline.rerank]``."""
 
 
 class ModelUnavailable(EmbeddingError):

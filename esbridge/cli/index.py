@@ -198,8 +198,10 @@ def record_model_command(
     """Record the configured model as the one that made the index's vectors (for an index that predates model
     records); from then on a search with another model is refused. `esbridge ingest` records it by itself
     in a new index, and after re-embedding an index whose vectors another model made."""
+    from esbridge.attach.guard import mapped_dimension
     from esbridge.embeddings.factory import open_embedder
     from esbridge.embeddings.identity import identity_of, recorded_identity
+    from esbridge.errors import ConfigError
     from esbridge.ingest.model_record import record_model
 
     settings = settings_from(config_file, url=url, engine=engine, index=index)
@@ -207,7 +209,15 @@ def record_model_command(
     with open_embedder(settings.index_embedding) as embedder:  # an attached index's field map may name its model
         identity = identity_of(embedder)
     with engine_session(settings) as adapter:
-        recorded = recorded_identity(adapter.get_mapping(settings.index), settings.index)
+        mapping = adapter.get_mapping(settings.index)
+        vector = settings.field_map.vector
+        dimension = mapped_dimension(mapping, vector) if vector is not None else None
+        if dimension is not None and dimension != identity.dimension:
+            raise ConfigError(
+                f"the model {identity.name} makes {identity.dimension}-dimensional vectors but index "
+                f"{settings.index} maps {dimension}: it cannot have made them; nothing was changed"
+            )
+        recorded = recorded_identity(mapping, settings.index)
         if recorded == identity:
             click.echo(f"{settings.index} already records {identity.describe()}")
             return

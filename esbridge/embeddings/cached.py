@@ -64,6 +64,12 @@ class CachedEmbedder:
         return self.embedder.count_tokens(text)
 
     @property
+    def load_problem(self) -> str | None:
+        """Why the model could not be loaded again after it was (``ProcessEmbedder``); None otherwise."""
+        problem = getattr(self.embedder, "load_problem", None)
+        return problem if isinstance(problem, str) else None
+
+    @property
     def prompts(self) -> ModelProfile:
         return model_profile(self.embedder)
 

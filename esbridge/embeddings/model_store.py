@@ -70,10 +70,24 @@ def locate_onnx(model: str, precision: Precision) -> OnnxFiles:
     stored = store_folder(name)
     if stored.is_dir() and _first(stored, ONNX_FILES[precision]) is not None:
         return _in_folder(name, stored, precision)
-    downloaded = _from_hub(name, precision)
-    if precision == "int8" and _first(downloaded, ONNX_FILES["int8"]) is None:
-        return _in_folder(name, _quantized_copy(name, _from_hub(name, "fp32")), precision)
+    try:
+        downloaded = _from_hub(name, precision)
+        if precision == "int8" and _first(downloaded, ONNX_FILES["int8"]) is None:
+            return _in_folder(name, _quantized_copy(name, _from_hub(name, "fp32")), precision)
+    except ModelUnavailable as exc:
+        raise ModelUnavailable(f"{_not_stored(stored, precision)}, and {exc.reason}", model=name) from exc
     return _in_folder(name, downloaded, precision)
+
+
+def _not_stored(stored: Path, precision: Precision) -> str:
+    """What esbridge's model folder lacks: the model's folder, or its weights at ``precision``."""
+    if not stored.is_dir():
+        return f"not in {models_dir()}"
+    other: Precision = "int8" if precision == "fp32" else "fp32"
+    found = _first(stored, ONNX_FILES[other])
+    uses = f"; precision = {other!r} uses them" if found is not None else ""
+    present = ", ".join(sorted(str(file.relative_to(stored)) for file in stored.rglob("*.onnx"))) or "no .onnx file"
+    return f"{stored} has no {precision} ONNX weights (found {present}{uses})"
 
 
 def _first(folder: Path, candidates: tuple[str, ...]) -> Path | None:
@@ -105,8 +119,7 @@ def _from_hub(model_id: str, precision: Precision) -> Path:
         return Path(snapshot_download(model_id, allow_patterns=patterns))
     except Exception as exc:  # offline, unknown repository, HTTP errors: all mean "no model"
         raise ModelUnavailable(
-            f"not in {models_dir()} and not downloadable from the Hugging Face hub: {type(exc).__name__}: {exc}",
-            model=model_id,
+            f"the Hugging Face hub cannot provide it: {type(exc).__name__}: {exc}", model=model_id
         ) from exc
 
 

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from esbridge.config.embedding import Precision
 from esbridge.embeddings.model_store import locate_onnx
 from esbridge.embeddings.onnx_runtime import OnnxSession, length_order
-from esbridge.errors import EmbeddingError
+from esbridge.errors import RERANKER_ROLE as ROLE
+from esbridge.errors import EmbeddingError, ModelUnavailable
 
 
 def sigmoid(value: float) -> float:
@@ -21,6 +22,22 @@ def sigmoid(value: float) -> float:
         return 1.0 / (1.0 + math.exp(-value))
     exponential = math.exp(value)
     return exponential / (1.0 + exponential)
+
+
+def _require_one_logit(session: OnnxSession, name: str) -> None:
+    """An export that answers anything but one number per pair (an embedding model's token states) is no
+    cross-encoder; scoring with it would fail on every search, so it is refused when it loads."""
+    output = session.session.get_outputs()[0]
+    shape = list(output.shape or [])
+    if not shape or (len(shape) == 2 and (shape[1] == 1 or not isinstance(shape[1], int))):
+        return  # its rank is not declared, or one logit (or an undeclared width) per pair
+    raise ModelUnavailable(
+        f"{session.files.onnx} answers {output.name} of shape [{', '.join(map(str, shape))}], not one relevance "
+        "logit per (query, text) pair ([batch, 1]): it is no cross-encoder (an embedding model belongs in "
+        "[embedding] model)",
+        model=name,
+        role=ROLE,
+    )
 
 
 class OnnxCrossEncoder:
@@ -35,10 +52,16 @@ class OnnxCrossEncoder:
         max_length: int = 512,
         threads: int | None = None,
     ) -> None:
-        files = locate_onnx(model, precision)
-        self._session = OnnxSession(files, max_tokens=max_length, threads=threads, purpose="cross-encoder re-ranking")
+        try:
+            files = locate_onnx(model, precision)
+            self._session = OnnxSession(
+                files, max_tokens=max_length, threads=threads, purpose="cross-encoder re-ranking"
+            )
+        except ModelUnavailable as exc:
+            raise ModelUnavailable(exc.reason, model=exc.model or model, role=ROLE) from exc
         self.name = files.name
         self.batch_size = batch_size
+        _require_one_logit(self._session, files.name)
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         if not texts:
@@ -52,7 +75,7 @@ class OnnxCrossEncoder:
                 for row in output
             ]
         except Exception as exc:  # onnxruntime's own exception types
-            raise EmbeddingError(f"re-ranking {len(texts)} text(s) failed: {exc}", model=self.name) from exc
+            raise EmbeddingError(f"re-ranking {len(texts)} text(s) failed: {exc}", model=self.name, role=ROLE) from exc
         scores = [0.0] * len(texts)
         for logit, position in zip(logits, order, strict=True):
             scores[position] = sigmoid(logit)

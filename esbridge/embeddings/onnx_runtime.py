@@ -183,6 +183,14 @@ class OnnxEmbedder:
         self._batch_size = batch_size
         self._name = files.name
         self._dimension = len(self._embed_raw(["dimension probe"])[0])
+        if self._dimension == 1:
+            output = self._session.session.get_outputs()[0]
+            raise ModelUnavailable(
+                f"{files.onnx} answers one number per text ({output.name} [batch, 1]), as a cross-encoder does: "
+                "it scores (query, text) pairs and makes no vectors; name it in [pipeline.rerank] model, and an "
+                "embedding model here",
+                model=self._name,
+            )
         if dimension is not None and dimension != self._dimension:
             raise ConfigError(
                 f"embedding.dimension is {dimension}, but model {self._name!r} produces "

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from esbridge.embeddings.profiles import canonical_name
 from esbridge.errors import ModelUnavailable
 
 BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -51,7 +52,8 @@ def bundled_model_dir() -> Path | None:
 
 
 def resolve_model(model: str) -> ModelSource:
-    """A folder if ``model`` names one (or is the bundled default), else a hub id.
+    """A folder if ``model`` names one (or is the bundled default), else a hub id (a known model's alias
+    becomes its id).
 
     Raises ``ModelUnavailable`` for a path-like name (absolute, ``./``, ``../``, ``~``) that is no folder,
     which the hub would otherwise answer with a confusing "repository not found".
@@ -61,11 +63,12 @@ def resolve_model(model: str) -> ModelSource:
         return ModelSource(name=model, location=str(path.resolve()), local=True)
     if path.is_absolute() or model.startswith((".", "~")):
         raise ModelUnavailable(f"model folder {path} does not exist", model=model)
-    if model.casefold() in _BUNDLED_NAMES:
+    name = canonical_name(model) or model  # a known model's short alias is no hub repository
+    if name.casefold() in _BUNDLED_NAMES:
         folder = bundled_model_dir()
         if folder is not None:
             return ModelSource(name=BUNDLED_MODEL, location=str(folder), local=True)
-    return ModelSource(name=model, location=model, local=False)
+    return ModelSource(name=name, location=name, local=False)
 
 
 def hub_snapshot_dir(model_id: str, cache_dir: Path | None = None) -> Path | None:

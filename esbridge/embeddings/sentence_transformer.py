@@ -7,6 +7,7 @@ takes seconds, and lexical-only use of esbridge needs none of it.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -43,6 +44,8 @@ class SentenceTransformerEmbedder:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self._source = resolve_model(model)
+        if self._source.local:
+            _refuse_a_classifier(Path(self._source.location), self._source.name)
         self._batch_size = batch_size
         self._model = _load(self._source, device)
         if threads is not None and self._model.device.type == "cpu":
@@ -198,6 +201,29 @@ def _no_weight_loading_progress_bar() -> Iterator[None]:
     finally:
         if was_enabled:
             transformers_logging.enable_progress_bar()
+
+
+def _refuse_a_classifier(folder: Path, name: str) -> None:
+    """A folder that is no sentence-transformers model (no ``modules.json``) and whose ``config.json`` names only
+    sequence classifiers is a cross-encoder: sentence-transformers would drop its head and mean-pool token
+    states it was never trained to make vectors of."""
+    if (folder / "modules.json").is_file():
+        return
+    try:
+        architectures = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures")
+    except (OSError, ValueError, AttributeError):
+        return  # the loader reports a folder it cannot read
+    if (
+        isinstance(architectures, list)
+        and architectures
+        and all(str(kind).endswith("ForSequenceClassification") for kind in architectures)
+    ):
+        raise ModelUnavailable(
+            f"{folder} holds a {', '.join(map(str, architectures))} and no sentence-transformers modules: a "
+            "cross-encoder (or another classifier) scores texts and makes no vectors; name it in [pipeline.rerank] "
+            "model, and an embedding model here",
+            model=name,
+        )
 
 
 def _model_dimension(model: Any, name: str) -> int:

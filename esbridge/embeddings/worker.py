@@ -211,6 +211,7 @@ class ProcessEmbedder:
         self._reply_timeout_s = reply_timeout_s
         self._start_timeout_s = start_timeout_s
         self._closed = False
+        self._load_problem: str | None = None
         self._state = threading.Lock()
         """Guards ``_closed`` and ``_children`` against a close racing a replacement."""
         self._free: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -252,6 +253,11 @@ class ProcessEmbedder:
         identity = self._description["model_identity"]
         assert isinstance(identity, ModelIdentity)
         return identity
+
+    @property
+    def load_problem(self) -> str | None:
+        """Why the latest child to load the model could not (a replacement, after one died); None once one has."""
+        return self._load_problem
 
     @property
     def pids(self) -> list[int]:
@@ -298,7 +304,13 @@ class ProcessEmbedder:
             ) from None
         try:
             child = self._child_in(slot)
-            self._description = child.ready(self._start_timeout_s)  # waits only while a new child loads
+            try:
+                description = child.ready(self._start_timeout_s)  # waits only while a new child loads
+                self._same_model(description, child)
+            except ModelUnavailable as exc:
+                self._load_problem = str(exc)
+                raise
+            self._description, self._load_problem = description, None
             try:
                 return child.call(operation, argument, self._reply_timeout_s + _PER_TEXT_S * _count(argument))
             except EmbeddingError as exc:
@@ -312,6 +324,19 @@ class ProcessEmbedder:
                         self._child_in(slot)
         finally:
             self._free.put(slot)
+
+    def _same_model(self, description: dict[str, Any], child: _Child) -> None:
+        """A replacement child must run the model the first ones loaded: searchers checked the index against
+        that one (``model_identity``), so other weights (its files replaced meanwhile) are stopped, not used."""
+        started, loaded = self.model_identity, description["model_identity"]
+        if loaded == started:
+            return
+        child.stop(graceful=True)
+        raise ModelUnavailable(
+            f"the embedding process loaded {loaded.describe()}, not {started.describe()}, which this process "
+            "started with and checked the index against (its files changed); restart it to use the new model",
+            model=self._model,
+        )
 
     def _child_in(self, slot: int) -> _Child:
         """The slot's child, a new one if it has stopped; never started once the embedder is closed."""

@@ -342,9 +342,12 @@ class HybridSearcher:
         started = time.perf_counter()
         texts = {item: _rerank_text(trail.sources.get(item, {})) for item in scores}
         settings = self.pipeline.rerank
-        reranked = await asyncio.to_thread(
-            rerank, scores, texts, request.query, self.reranker, settings.top, weight=settings.weight
-        )
+        try:
+            reranked = await asyncio.to_thread(
+                rerank, scores, texts, request.query, self.reranker, settings.top, weight=settings.weight
+            )
+        except errors.EmbeddingError as exc:  # the model failed on these texts: the answer stands without it
+            return scores, trail, notes.add(f"re-ranking failed, the fused order is kept: {exc}")
         trail = replace(trail, rerank_scores=reranked.rerank_scores)
         return reranked.scores, trail, notes.add(timings={"rerank": elapsed_ms(started)})
 

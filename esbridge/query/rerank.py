@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from esbridge.config.pipeline import RerankSettings
-from esbridge.errors import DependencyMissing, ModelUnavailable
+from esbridge.errors import RERANKER_ROLE as ROLE
+from esbridge.errors import DependencyMissing, EmbeddingError, ModelUnavailable
 from esbridge.plugins import RERANKER_GROUP, Registry
 
 
@@ -31,6 +32,8 @@ class RerankerFactory(Protocol):
 
 RERANKERS: Registry[RerankerFactory] = Registry("re-ranker", RERANKER_GROUP)
 
+_SCORING_HEADS = ("ForSequenceClassification", "ForCausalLM")
+
 
 class CrossEncoderReranker:
     """Scores (query, text) pairs jointly with a cross-encoder model from a name or a local folder."""
@@ -46,17 +49,39 @@ class CrossEncoderReranker:
         try:
             self._model = CrossEncoder(model, device=device, max_length=max_length, local_files_only=local)
         except Exception as exc:  # the library raises many kinds; all mean "no model"
-            raise ModelUnavailable(f"cannot load the cross-encoder: {type(exc).__name__}: {exc}", model=model) from exc
+            raise ModelUnavailable(
+                f"cannot load the cross-encoder: {type(exc).__name__}: {exc}", model=model, role=ROLE
+            ) from exc
+        _require_classification_head(self._model, model)
         self.name = model
         self.batch_size = batch_size
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         if not texts:
             return []
-        scores: Any = self._model.predict(
-            [(query, text) for text in texts], batch_size=self.batch_size, show_progress_bar=False
-        )
+        try:
+            scores: Any = self._model.predict(
+                [(query, text) for text in texts], batch_size=self.batch_size, show_progress_bar=False
+            )
+        except Exception as exc:  # torch and transformers raise their own kinds
+            raise EmbeddingError(f"re-ranking {len(texts)} text(s) failed: {exc}", model=self.name, role=ROLE) from exc
         return [float(value) for value in scores]
+
+
+def _require_classification_head(model: Any, name: str) -> None:
+    """Refuse a model whose configuration names no head to score with (an embedding model, a bare encoder):
+    sentence-transformers gives it a sequence-classification head of random weights, which would re-rank by
+    noise. A causal language model scores with its "yes" and "no" tokens (sentence-transformers' LogitScore)."""
+    architectures = [str(kind) for kind in getattr(getattr(model, "config", None), "architectures", None) or []]
+    if not architectures or any(kind.endswith(_SCORING_HEADS) for kind in architectures):
+        return
+    raise ModelUnavailable(
+        f"its config.json names {', '.join(architectures)}, a model without a sequence-classification head "
+        "(...ForSequenceClassification): it is no cross-encoder, and loaded as one it would score with a head "
+        "of random weights (an embedding model belongs in [embedding] model)",
+        model=name,
+        role=ROLE,
+    )
 
 
 def cross_encoder(settings: RerankSettings) -> Reranker:

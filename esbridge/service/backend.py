@@ -77,26 +77,35 @@ class Backend:
         kind = resolve_kind(self.settings)
         settings = self.settings.model_copy(update={"engine": kind})
         engine = connect(settings)
+        async_engine: AsyncEngine
         try:  # an attached index's vector field against the query model, before any search
             preflight(settings, engine, self.embedder.dimension if self.embedder is not None else None)
-        except BaseException:
+            if kind == "embedded":
+                from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
+
+                assert isinstance(engine, EmbeddedEngine)
+                async_engine = AsyncEmbeddedEngine(engine=engine)
+            else:
+                async_engine = connect_async(settings, kind)
+            # Raises when the re-ranker's model cannot load; the next request tries again.
+            searcher = searcher_for(
+                settings, async_engine, self.embedder, probe=engine, model_problem=self.model_problem
+            )
+        except BaseException:  # the async adapter has opened nothing yet; the embedded one shares ``engine``
             engine.close()
             raise
-        async_engine: AsyncEngine
-        if kind == "embedded":
-            from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
-
-            assert isinstance(engine, EmbeddedEngine)
-            async_engine = AsyncEmbeddedEngine(engine=engine)
-        else:
-            async_engine = connect_async(settings, kind)
-        searcher = searcher_for(settings, async_engine, self.embedder, probe=engine, model_problem=self.model_problem)
         return Connected(kind, engine, async_engine, searcher)
 
     async def check_index(self, timeout_s: float = 5.0) -> None:
         """Raise unless the engine answers a search on the index within ``timeout_s``."""
         connected = await self.connected()
         await asyncio.wait_for(connected.async_engine.search(self.index, _READY_QUERY), timeout_s)
+
+    async def check_model(self, timeout_s: float = 5.0) -> None:
+        """Raise ``ModelMismatch`` when every search would be refused: the query model is not the index's."""
+        guard = (await self.connected()).searcher.model_guard
+        if guard is not None:
+            await asyncio.wait_for(guard.check(), timeout_s)
 
     def ensure_index(self, engine: Engine) -> None:
         """Create the versioned index behind the alias on the first write, as ``esbridge ingest`` does."""

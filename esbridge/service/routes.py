@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine
-from esbridge.errors import ConfigError, EsbridgeError, IndexNotFound
+from esbridge.errors import ConfigError, EmbeddingError, EsbridgeError, IndexNotFound, ModelMismatch
 from esbridge.query.deadline import within
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.service import documents
@@ -233,11 +233,16 @@ async def healthz() -> Health:
     summary="Ready",
 )
 async def readyz(request: Request) -> Response:
-    """Ready when the engine answers, the index exists and the embedding model is loaded."""
+    """Ready when the engine answers, the index exists and the embedding model is loaded and may search it."""
     backend = _backend(request)
     checks = {"engine": "ok", "index": "ok", "model": "ok"}
     try:
         await backend.check_index()
+        await backend.check_model()
+    except ModelMismatch as exc:  # every search would answer 409 model_mismatch
+        checks["model"] = str(exc)
+    except EmbeddingError as exc:  # the searcher needs the re-ranker's model, which cannot load
+        checks.update(engine="unknown", index="unknown", model=str(exc))
     except EsbridgeError as exc:
         kind = "index" if isinstance(exc, IndexNotFound) else "engine"
         checks[kind] = str(exc)
@@ -246,11 +251,20 @@ async def readyz(request: Request) -> Response:
     except (asyncio.TimeoutError, TimeoutError):
         checks["engine"] = "no answer within 5s"
         checks["index"] = "unknown"
-    if backend.embedder is None:
-        checks["model"] = backend.model_problem or "not loaded"
+    if checks["model"] == "ok":
+        checks["model"] = _model_problem(backend) or "ok"
     ready = all(value == "ok" for value in checks.values())
     health = Health(status="ready" if ready else "not ready", checks=checks)
     return JSONResponse(health.model_dump(), status_code=200 if ready else 503)
+
+
+def _model_problem(backend: Backend) -> str | None:
+    """Why the query model is not loaded: it never was, or its child process died and the replacement
+    cannot load it (``ProcessEmbedder.load_problem``)."""
+    if backend.embedder is None:
+        return backend.model_problem or "not loaded"
+    problem = getattr(backend.embedder, "load_problem", None)
+    return problem if isinstance(problem, str) else None
 
 
 @router.get(

@@ -20,6 +20,7 @@ from esbridge.embeddings.profiles import BGE_SMALL, MINILM
 from esbridge.embeddings.weights import weights_digest
 from esbridge.engines import connect
 from tests.integration.engines import engine_url, require_live
+from tests.support.tiny_onnx import tiny_encoder
 
 RECORDS = [
     {"id": "bread", "title": "Sourdough bread", "text": "A starter of flour and water leavens the dough."},
@@ -130,6 +131,21 @@ def test_record_model_records_an_unrecorded_index_and_asks_before_replacing_a_re
     replaced = run(["index", "record-model", "--yes", *where], "bge-small", tmp_path)
     assert replaced.exit_code == 0, replaced.output
     assert answer(run(["info", "--json", *where], "bge-small", tmp_path))["index"]["model"]["name"] == BGE_SMALL
+
+
+def test_record_model_refuses_a_model_of_another_dimension_than_the_index_maps(
+    where: list[str], tmp_path: Path
+) -> None:
+    """It cannot have made the vectors; recorded anyway (the user said yes), the record named an 8-d model for
+    384-d vectors: the index's own model was refused and the recorded one's kNN failed."""
+    created = run(["index", "create", *where], "all-minilm-l6-v2", tmp_path)
+    assert created.exit_code == 0, created.output
+    eight = str(tiny_encoder(tmp_path / "eight", 8))
+    refused = run(["index", "record-model", "--yes", *where], eight, tmp_path)
+    assert refused.exit_code == 1
+    assert f"the model {eight} makes 8-dimensional vectors but index {where[-1]} maps 384" in refused.output
+    assert "nothing was changed" in refused.output
+    assert answer(run(["info", "--json", *where], "all-minilm-l6-v2", tmp_path))["index"]["model"] is None
 
 
 def test_an_index_made_before_model_records_is_checked_by_its_vectors(where: list[str], tmp_path: Path) -> None:

@@ -64,3 +64,25 @@ def pid_embedder() -> HashEmbedder:
             return super().embed(texts)
 
     return Pid()
+
+
+def embedder_while(folder: str) -> HashEmbedder:
+    """Loads while ``folder`` exists: a model folder that goes away under a running server."""
+    if not os.path.isdir(folder):
+        raise ModelUnavailable(f"model folder {folder} does not exist", model="vanishing")
+    return HashEmbedder()
+
+
+def embedder_of_version(version_file: str) -> HashEmbedder:
+    """Its weights are what ``version_file`` says when it loads: model files replaced under a running server."""
+    from esbridge.embeddings.identity import ModelIdentity
+
+    class Versioned(HashEmbedder):
+        def __init__(self, weights: str) -> None:
+            super().__init__()
+            self.model_identity = ModelIdentity(
+                name="versioned", weights=weights, dimension=4, pooling="mean", normalize=False, max_tokens=8
+            )
+
+    with open(version_file, encoding="utf-8") as handle:
+        return Versioned(handle.read().strip())

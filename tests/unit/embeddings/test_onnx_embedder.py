@@ -20,7 +20,14 @@ from esbridge.embeddings.factory import load_model, uncached_model
 from esbridge.embeddings.identity import identity_of
 from esbridge.embeddings.model_store import locate_onnx
 from esbridge.embeddings.onnx_runtime import OnnxEmbedder
-from esbridge.embeddings.profiles import BGE_QUERY_INSTRUCTION, BGE_SMALL, E5_SMALL, MINILM, profile_for
+from esbridge.embeddings.profiles import (
+    BGE_QUERY_INSTRUCTION,
+    BGE_SMALL,
+    E5_SMALL,
+    MINILM,
+    MS_MARCO_RERANKER,
+    profile_for,
+)
 from esbridge.embeddings.sentence_transformer import SentenceTransformerEmbedder
 from esbridge.errors import ConfigError, ModelUnavailable
 from tests.support.models import require_stored
@@ -210,3 +217,36 @@ def test_the_model_identity_names_backend_precision_pooling_prompts_and_the_onnx
     assert identity.weights == expected.hexdigest()
     assert (identity.backend, identity.precision, identity.pooling, identity.dimension) == ("onnx", "int8", "cls", 384)
     assert identity.query_prompt == BGE_QUERY_INSTRUCTION
+
+
+def test_a_cross_encoder_named_as_the_embedding_model_is_refused() -> None:
+    """Its export answers one logit per text, [batch, 1]: taken as 1-dimensional vectors it made an index
+    of dimension 1 whose every search ranked all documents alike."""
+    require_stored(MS_MARCO_RERANKER, "int8")
+    with pytest.raises(ModelUnavailable, match=r"one number per text .*cross-encoder.*\[pipeline\.rerank\]"):
+        load_model(EmbeddingSettings(model=MS_MARCO_RERANKER, backend="onnx", precision="int8"))
+
+
+def test_a_stored_model_without_the_asked_precision_says_which_weights_its_folder_has(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bge-small-en-v1.5 is stored as int8 only; asked for fp32 with no hub, the error said the model was
+    "not in" a model folder that holds it."""
+    from esbridge.embeddings import model_store
+
+    folder = tmp_path / "BAAI--bge-small-en-v1.5"
+    folder.mkdir()
+    (folder / "model_int8.onnx").write_bytes(b"int8 weights")
+    (folder / "tokenizer.json").write_text("{}")
+
+    def unreachable(model_id: str, precision: str) -> Path:
+        raise ModelUnavailable("the Hugging Face hub cannot provide it: offline", model=model_id)
+
+    monkeypatch.setenv("ESBRIDGE_MODELS_DIR", str(tmp_path))
+    monkeypatch.setattr(model_store, "_from_hub", unreachable)
+    with pytest.raises(ModelUnavailable) as raised:
+        locate_onnx("bge-small", "fp32")
+    assert str(raised.value).startswith(
+        f"embedding model 'BAAI/bge-small-en-v1.5': {folder} has no fp32 ONNX weights (found model_int8.onnx; "
+        "precision = 'int8' uses them)"
+    )

@@ -7,6 +7,8 @@ import signal
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +16,18 @@ from esbridge.embeddings import Embedder
 from esbridge.embeddings.identity import identity_of
 from esbridge.embeddings.worker import ProcessEmbedder
 from esbridge.errors import EmbeddingError, ModelUnavailable
-from tests.support.child_embedders import DIE, FAIL, HANG, WHOAMI, hash_embedder, missing_model, pid_embedder, vector_of
+from tests.support.child_embedders import (
+    DIE,
+    FAIL,
+    HANG,
+    WHOAMI,
+    embedder_of_version,
+    embedder_while,
+    hash_embedder,
+    missing_model,
+    pid_embedder,
+    vector_of,
+)
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +102,41 @@ def test_a_hung_child_is_abandoned_after_the_reply_timeout() -> None:
 def test_a_model_that_cannot_load_is_model_unavailable_with_the_childs_reason() -> None:
     with pytest.raises(ModelUnavailable, match=r"'missing-model': cannot be loaded from folder /nowhere"):
         ProcessEmbedder(missing_model, model="missing-model")
+
+
+def test_a_replacement_that_cannot_load_the_model_is_reported_until_one_can(tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    with ProcessEmbedder(partial(embedder_while, str(folder)), model="vanishing", reply_timeout_s=5) as embedder:
+        assert embedder.load_problem is None
+        folder.rmdir()
+        with pytest.raises(EmbeddingError, match="died"):
+            embedder.embed([DIE])
+        with pytest.raises(ModelUnavailable, match="does not exist"):
+            embedder.embed(["lost"])
+        assert embedder.load_problem == f"embedding model 'vanishing': model folder {folder} does not exist"
+        folder.mkdir()
+        assert embedder.embed(["found"]) == [vector_of("found")]
+        assert embedder.load_problem is None
+
+
+def test_a_replacement_that_loads_other_weights_is_refused_not_used(tmp_path: Path) -> None:
+    """The searcher checked the index against the model the service started with; a replacement child that
+    loads other weights (the files were replaced) would embed queries into another space without a word."""
+    version = tmp_path / "version"
+    version.write_text("a1", encoding="utf-8")
+    with ProcessEmbedder(partial(embedder_of_version, str(version)), model="versioned", reply_timeout_s=5) as embedder:
+        assert embedder.model_identity.weights == "a1"
+        version.write_text("b2", encoding="utf-8")
+        with pytest.raises(EmbeddingError, match="died"):
+            embedder.embed([DIE])
+        with pytest.raises(ModelUnavailable, match=r"weights sha256 b2.*not .*weights sha256 a1.*restart"):
+            embedder.embed(["other space"])
+        assert embedder.load_problem is not None and "restart" in embedder.load_problem
+        assert embedder.model_identity.weights == "a1"
+        version.write_text("a1", encoding="utf-8")
+        assert embedder.embed(["same space"]) == [vector_of("same space")]
+        assert embedder.load_problem is None
 
 
 def test_close_stops_the_child_and_later_calls_fail() -> None:

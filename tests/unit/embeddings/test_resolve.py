@@ -45,6 +45,19 @@ def test_other_names_go_to_the_hub() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("alias", "hub_id"), [("bge-small", "BAAI/bge-small-en-v1.5"), ("E5-Small-v2", "intfloat/e5-small-v2")]
+)
+def test_a_short_alias_goes_to_the_hub_as_its_id(alias: str, hub_id: str) -> None:
+    """The hub has no repository "bge-small"; the alias names BAAI/bge-small-en-v1.5 on torch as on ONNX."""
+    assert resolve_model(alias) == ModelSource(hub_id, hub_id, False)
+
+
+@needs_bundled
+def test_the_minilm_alias_finds_the_bundled_folder() -> None:
+    assert resolve_model("minilm") == ModelSource(name=BUNDLED_MODEL, location=str(BUNDLED), local=True)
+
+
 def test_a_folder_is_loaded_from_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "my-model").mkdir()
     monkeypatch.chdir(tmp_path)

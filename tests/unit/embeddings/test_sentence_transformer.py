@@ -133,6 +133,23 @@ def test_without_sentence_transformers_the_error_says_how_to_install(monkeypatch
         SentenceTransformerEmbedder()
 
 
+def test_a_cross_encoder_folder_named_as_the_embedding_model_is_refused(tmp_path: Path) -> None:
+    """sentence-transformers would drop its classification head and mean-pool its token states: vectors of a
+    model never trained to make them, given without a word."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "solar", "wind"]), encoding="utf-8")
+    transformers.BertTokenizer(str(vocab)).save_pretrained(tmp_path)
+    config = transformers.BertConfig(
+        vocab_size=7, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, num_labels=1
+    )
+    torch.manual_seed(0)
+    transformers.BertForSequenceClassification(config).save_pretrained(tmp_path)
+    with pytest.raises(ModelUnavailable, match=r"BertForSequenceClassification.*cross-encoder.*\[pipeline\.rerank\]"):
+        SentenceTransformerEmbedder(str(tmp_path))
+
+
 def test_a_missing_model_folder_fails_before_any_import(tmp_path: Path) -> None:
     with pytest.raises(ModelUnavailable, match="does not exist"):
         SentenceTransformerEmbedder(str(tmp_path / "nope"))

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from esbridge.config.pipeline import RerankSettings
-from esbridge.errors import ModelUnavailable
+from esbridge.errors import EmbeddingError, ModelUnavailable
 from esbridge.query.models import SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from esbridge.query.rerank import RERANKERS, CrossEncoderReranker, rerank
-from tests.support.memory_engine import LEX, SEM, MemoryEngine, StubEmbedder, searcher
+from tests.support.memory_engine import LEX, SEM, MemoryEngine, StubEmbedder, doc, searcher
 
 WORDS = ["solar", "wind", "energy", "bread", "panel", "turbine", "grid", "a", "b", "c", "d"]
 
@@ -49,9 +49,56 @@ def test_the_cross_encoder_loads_from_a_folder_and_scores_pairs(tiny_cross_encod
     assert reranker.score("solar", []) == []
 
 
+def test_a_scoring_failure_is_an_esbridge_error_naming_the_re_ranker(tiny_cross_encoder: Path) -> None:
+    """Texts longer than the model's positions (64 here) make torch fail; the error names the re-ranker."""
+    reranker = CrossEncoderReranker(str(tiny_cross_encoder), max_length=512)
+    with pytest.raises(EmbeddingError, match=rf"^re-ranker '{tiny_cross_encoder}': re-ranking 1 text\(s\) failed"):
+        reranker.score("solar", [" ".join(["solar"] * 200)])
+
+
 def test_a_missing_model_is_model_unavailable(tmp_path: Path) -> None:
     with pytest.raises(ModelUnavailable, match="cross-encoder"):
         CrossEncoderReranker(str(tmp_path / "nothing-here"))
+
+
+def test_an_encoder_without_a_classification_head_is_refused(tmp_path: Path) -> None:
+    """sentence-transformers gives such a model (an embedding model's folder, a plain BERT) a freshly
+    initialised head: it re-ranked every search by random scores, with no word from esbridge."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]), encoding="utf-8")
+    transformers.BertTokenizer(str(vocab)).save_pretrained(tmp_path)
+    config = transformers.BertConfig(
+        vocab_size=len(WORDS) + 5, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(tmp_path)
+    with pytest.raises(ModelUnavailable, match=r"BertModel.*no cross-encoder"):
+        RERANKERS.get_named("cross-encoder")(RerankSettings(enabled=True, model=str(tmp_path)))
+
+
+def test_a_causal_language_model_scored_by_its_yes_and_no_tokens_is_accepted(tmp_path: Path) -> None:
+    """sentence-transformers scores a ...ForCausalLM re-ranker (Qwen3-Reranker's kind) by its "yes" and "no" tokens."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, "yes", "no"]), encoding="utf-8")
+    transformers.BertTokenizer(str(vocab)).save_pretrained(tmp_path)
+    config = transformers.LlamaConfig(
+        vocab_size=len(WORDS) + 7,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        pad_token_id=0,
+    )
+    torch.manual_seed(0)
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path)
+    reranker = CrossEncoderReranker(str(tmp_path), max_length=64)
+    assert len(reranker.score("solar", ["solar panel", "bread"])) == 2
 
 
 def test_the_cross_encoder_is_registered_as_a_plugin(tiny_cross_encoder: Path) -> None:
@@ -84,6 +131,24 @@ def test_search_with_a_reranker_explains_its_scores(tiny_cross_encoder: Path) ->
     assert len(reranked) == len(explained) == len(response.results)
     assert reranked == sorted(reranked, reverse=True), "results follow the cross-encoder's order"
     assert "rerank" in response.details.timings_ms
+
+
+def test_a_re_ranker_that_fails_on_a_search_leaves_the_fused_order_with_a_warning(tiny_cross_encoder: Path) -> None:
+    """A search degrades before it fails: the cross-encoder reading past its 64 positions costs the
+    re-ranking, not the answer."""
+    reranker = CrossEncoderReranker(str(tiny_cross_encoder), max_length=512)
+    long_body = " ".join(["solar"] * 200)
+    sources = {item: doc(item.split("#")[0], body=long_body) for item in ("a#0", "b#0", "c#0", "d#0")}
+    base = searcher(MemoryEngine(LEX, SEM, sources))
+    fused = asyncio.run(base.search(SearchRequest(query="solar energy")))
+    hybrid = HybridSearcher(base.engine, "idx", StubEmbedder(), base.pipeline, reranker=reranker)
+    response = asyncio.run(hybrid.search(SearchRequest(query="solar energy")))
+    assert [(hit.id, hit.score) for hit in response.results] == [(hit.id, hit.score) for hit in fused.results]
+    assert response.search_mode == "hybrid"
+    assert any(
+        warning.startswith(f"re-ranking failed, the fused order is kept: re-ranker '{tiny_cross_encoder}'")
+        for warning in response.warnings
+    ), response.warnings
 
 
 class ByLength:

@@ -10,7 +10,8 @@ import pytest
 
 from esbridge.config.pipeline import RerankSettings
 from esbridge.embeddings.onnx_cross_encoder import OnnxCrossEncoder, sigmoid
-from esbridge.embeddings.profiles import MS_MARCO_RERANKER
+from esbridge.embeddings.profiles import BGE_SMALL, MS_MARCO_RERANKER
+from esbridge.errors import ModelUnavailable
 from esbridge.query.rerank import RERANKERS
 from tests.support.models import require_stored
 
@@ -76,3 +77,20 @@ def test_scores_do_not_depend_on_the_batch(reranker: OnnxCrossEncoder) -> None:
     assert together == pytest.approx(alone, abs=0.02)
     assert together[0] > together[1]
     assert reranker.score("q", []) == []
+
+
+def test_an_embedding_model_named_as_the_re_ranker_is_refused_when_it_loads() -> None:
+    """An embedding export answers token states, not one logit per pair; it failed each search with
+    numpy's "only 0-dimensional arrays can be converted to Python scalars"."""
+    require_stored(BGE_SMALL, "int8")
+    settings = RerankSettings(model=BGE_SMALL, backend="onnx", precision="int8")
+    with pytest.raises(ModelUnavailable, match=r"re-ranker 'BAAI/bge-small-en-v1.5'.*no cross-encoder"):
+        RERANKERS.get_named("cross-encoder")(settings)
+
+
+def test_a_missing_re_ranker_is_named_as_the_re_ranker_not_as_the_embedding_model(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    settings = RerankSettings(model=str(missing), backend="onnx", precision="int8")
+    with pytest.raises(ModelUnavailable) as raised:
+        RERANKERS.get_named("cross-encoder")(settings)
+    assert str(raised.value) == f"re-ranker {str(missing)!r}: model folder {missing} does not exist"

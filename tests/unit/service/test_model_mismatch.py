@@ -79,3 +79,16 @@ def test_the_mcp_index_status_names_the_model_the_index_records(make_client: Cli
     assert status is not None
     assert status["model"] == "other-hashing-32"
     assert status["index_model"].startswith("hashing-32 (unknown fp32")
+
+
+def test_readyz_is_503_while_every_search_would_be_refused_for_its_model(make_client: ClientFactory) -> None:
+    """A sidecar deployed with another model than the index's would answer 409 to every search: not ready."""
+    written_by_hashing(make_client)
+    ready = make_client(embedder=OtherHashingEmbedder()).get("/readyz")
+    assert ready.status_code == 503
+    checks = ready.json()["checks"]
+    assert (checks["engine"], checks["index"]) == ("ok", "ok")
+    assert "made by hashing-32 (" in checks["model"] and "with other-hashing-32 (" in checks["model"]
+    allowed = load_settings(index="notes", search={"allow_model_mismatch": True})
+    assert make_client(allowed, embedder=OtherHashingEmbedder()).get("/readyz").status_code == 200
+    assert make_client().get("/readyz").status_code == 200
