@@ -9,6 +9,7 @@ from typing import Any
 from esbridge import errors
 from esbridge.attach.proposal import toml_table
 from esbridge.config.fields import FieldMap
+from esbridge.config.files import replace_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,7 +28,8 @@ def write_field_map(path: Path, index: str, fields: FieldMap) -> None:
     """Append ``[fields.<index>]`` to the TOML file at ``path`` (created if missing).
 
     An index that already has a table is refused rather than overwritten: the operator may have edited it.
-    The new text is parsed and compared with the old before it is written, so no other setting can change.
+    The new text is parsed and compared with the old before it is written, so no other setting can change,
+    and it replaces the file whole (``replace_text``).
     """
     try:
         original = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -48,7 +50,4 @@ def write_field_map(path: Path, index: str, fields: FieldMap) -> None:
             f"cannot add [fields.{index}] to {path} without changing its other settings (a dotted fields.* key?); "
             f"nothing was written. Add this table by hand:\n{toml_table(index, fields)}"
         )
-    try:
-        path.write_text(written, encoding="utf-8")
-    except OSError as exc:
-        raise errors.ConfigError(f"cannot write config file {path}: {exc}") from exc
+    replace_text(path, written)

@@ -16,14 +16,12 @@ queries it was chosen on, so the comparison favours the grid); qpp is written on
 
 from __future__ import annotations
 
-import os
-import shutil
-import uuid
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from esbridge.config.files import replace_text
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.errors import ConfigError, DependencyMissing
 from esbridge.evaluation import metrics
@@ -281,7 +279,7 @@ def write_pipeline(path: Path, point: PipelineChoice) -> None:
     capture the top-level keys that follow ``pipeline.*`` dotted keys. The result is read back and
     compared with the original before anything is written, so no other setting can change.
     """
-    _replace(path, updated_settings(path, point))
+    replace_text(path, updated_settings(path, point))
 
 
 def updated_settings(path: Path, point: PipelineChoice) -> str:
@@ -321,25 +319,3 @@ def updated_settings(path: Path, point: PipelineChoice) -> str:
             f"Put these lines in its [pipeline] table by hand:\n{lines}"
         )
     return written
-
-
-def _replace(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``, so a failure or a
-    crash midway leaves the old settings file whole. A symlink stays one (its target is replaced), and the
-    file keeps its mode (a settings file with credentials may be owner-only)."""
-    target = path.resolve()
-    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
-    try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
-        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        if target.exists():
-            shutil.copymode(target, temporary)
-        os.replace(temporary, target)
-    except BaseException as exc:
-        temporary.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise ConfigError(f"cannot write config file {path}: {exc}; it is unchanged") from exc
-        raise

@@ -139,3 +139,43 @@ def test_the_query_dimension_is_checked_against_the_mapping() -> None:
         check_dimension("products", fields.model_copy(update={"vector": "vec"}), OPENSEARCH_CATALOGUE, 384)
     with pytest.raises(errors.ConfigError, match="is a float field, not a vector field"):
         check_dimension("products", fields.model_copy(update={"vector": "price"}), OPENSEARCH_CATALOGUE, 384)
+
+
+_WRITE_UNDER_A_SIZE_LIMIT = """
+import resource, signal, sys
+from pathlib import Path
+from esbridge.attach.settings_file import write_field_map
+from esbridge.config.fields import FieldMap
+from esbridge.errors import ConfigError
+path = Path(sys.argv[1])
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG, as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + 10, resource.RLIM_INFINITY))
+try:
+    write_field_map(path, "products", FieldMap(text={"name": 2.0, "body": 1.0}))
+except ConfigError as exc:
+    print(exc)
+"""
+
+
+def test_a_write_that_fails_midway_leaves_the_settings_file_whole_and_its_mode_kept(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "esbridge.toml"
+    before = 'url = "http://elastic:secret@127.0.0.1:9201"\n\n[pipeline]\nfusion = "rrf"\n'
+    path.write_text(before, encoding="utf-8")
+    path.chmod(0o600)
+    done = subprocess.run(
+        [sys.executable, "-c", _WRITE_UNDER_A_SIZE_LIMIT, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
+    )
+    assert "it is unchanged" in done.stdout, done.stdout + done.stderr
+    assert path.read_text(encoding="utf-8") == before
+    assert [file.name for file in tmp_path.iterdir()] == ["esbridge.toml"]
+    write_field_map(path, "products", FieldMap(text={"name": 2.0, "body": 1.0}))
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert load_settings(path, index="products").field_map == FieldMap(text={"name": 2.0, "body": 1.0})
