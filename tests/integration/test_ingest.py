@@ -262,6 +262,22 @@ def test_bad_records_are_reported_and_every_good_one_indexed(
     assert tool[0].source["doc_id"] == "r7"
 
 
+def test_a_record_whose_id_the_engine_refuses_fails_alone(
+    engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    """The engines refuse a whole bulk request when one _id is over 512 bytes; its neighbours must still land."""
+    records = tmp_path / "records.jsonl"
+    long_id = "x" * 600
+    rows = [{"id": f"r{n}", "title": f"Record {n}", "text": f"Tidal turbine number {n}."} for n in range(5)]
+    rows.insert(2, {"id": long_id, "title": "Long id", "text": "Its id is too long for any engine."})
+    records.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    report = run(records, engine, alias, embedder)
+    engine.refresh(alias)
+    assert sorted(index_state(engine, alias)) == [f"r{n}#0" for n in range(5)]
+    assert [failure["id"] for failure in report.failed] == [f"{long_id}#0"]
+    assert "512" in report.failed[0]["reason"]
+
+
 def embedder_cache(embedder: CachedEmbedder) -> Path:
     return embedder.cache.path.parent
 
