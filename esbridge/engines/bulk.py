@@ -47,6 +47,8 @@ class BulkTotals:
     failed: list[BulkItemFailure] = field(default_factory=list)
     requests: int = 0
     retries: int = 0
+    unreachable: errors.EngineUnavailable | None = None
+    """Set when a request was given up because the engine could not be reached: what the last attempt raised."""
 
 
 def batches_by_bytes(actions: Iterable[BulkAction], max_bytes: int, max_actions: int) -> Iterator[list[BulkAction]]:
@@ -109,10 +111,12 @@ class BulkWriter:
         failed: list[BulkItemFailure] = []
         delays = self.retry.delays()
         while True:
+            unreachable: errors.EngineUnavailable | None = None
             try:
                 self.totals.requests += 1
                 result = self.engine.bulk(self.index, pending)
             except errors.EngineError as exc:
+                unreachable = exc if isinstance(exc, errors.EngineUnavailable) else None
                 if not _retryable_request(exc):
                     # The request as a whole was refused (too large, malformed): retrying cannot help.
                     reason = f"bulk request refused: {exc.reason}"
@@ -127,6 +131,7 @@ class BulkWriter:
                 return BulkResult(succeeded, failed)
             delay = next(delays, None)
             if delay is None:
+                self.totals.unreachable = unreachable or self.totals.unreachable
                 attempts = self.retry.attempts
                 failed.extend(
                     BulkItemFailure(f.id, f.status, f"{f.reason} (gave up after {attempts} attempts)") for f in again

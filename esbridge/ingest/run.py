@@ -212,6 +212,16 @@ def ingest(
     def write(actions: list[BulkAction]) -> None:
         with _Timer(timings, "index_s"):
             writer.write(actions)
+        gone = writer.totals.unreachable
+        if gone is not None:  # every later window would wait out its retries too, and then the refresh fails
+            written = len(writer.totals.succeeded)
+            raise errors.EngineUnavailable(
+                f"the engine stopped answering ({gone.reason}) after {written} of {len(todo)} chunk writes; the "
+                f"{written} written are kept. Run the command again once it answers: it writes only what is missing",
+                url=gone.url,
+                operation="ingest",
+                index=alias,
+            ) from gone
 
     with progress("indexing", len(todo)) as bar, BackgroundWrites() as writes:
         for window in _windows(todo, options.window):
