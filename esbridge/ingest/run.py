@@ -241,6 +241,9 @@ def ingest(
     report.documents_indexed = len(written_docs)
     report.without_vectors = sum(1 for chunk in todo if chunk.chunk_id in succeeded) if embedder is None else 0
     write_failures = list(writer.totals.failed)
+    # A document whose new chunks were refused keeps its old ones whole, as an unreadable one does.
+    refused_docs = {doc_id_of(failure.id) for failure in write_failures}
+    stale = [chunk_id for chunk_id in stale if doc_id_of(chunk_id) not in refused_docs]
 
     with _Timer(timings, "index_s"):
         if stale:

@@ -280,6 +280,23 @@ def test_a_record_whose_id_the_engine_refuses_fails_alone(
     assert "512" in report.failed[0]["reason"]
 
 
+def test_a_shrunk_record_whose_new_chunk_is_refused_keeps_its_old_chunks(
+    engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps({"id": "tide", "title": "Tides", "text": LONG_SECTION}) + "\n", encoding="utf-8")
+    first = run(records, engine, alias, embedder)
+    old = index_state(engine, alias)
+    assert first.failed == [] and len(old) >= 3
+    # The new version is one chunk, which the engine refuses (a keyword term over 32,766 bytes).
+    shrunk = {"id": "tide", "title": "Tides", "text": "Short now.", "tags": ["t" * 40_000]}
+    records.write_text(json.dumps(shrunk) + "\n", encoding="utf-8")
+    second = run(records, engine, alias, embedder)
+    assert [failure["id"] for failure in second.failed] == ["tide#0"]
+    assert second.deleted == 0
+    assert index_state(engine, alias) == old, "the old version stays whole until the new one can be written"
+
+
 def embedder_cache(embedder: CachedEmbedder) -> Path:
     return embedder.cache.path.parent
 
