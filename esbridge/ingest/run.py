@@ -223,20 +223,28 @@ def ingest(
                 index=alias,
             ) from gone
 
-    with progress("indexing", len(todo)) as bar, BackgroundWrites() as writes:
-        for window in _windows(todo, options.window):
-            vectors = _embed(window, embedder, report)
-            actions = [
-                BulkAction("index", chunk.chunk_id, index_document(chunk, source=source, vector=vector))
-                for chunk, vector in zip(window, vectors, strict=True)
-            ]
-            writes.submit(partial(write, actions))
-            bar.update(len(window))
-        writes.wait()
-        succeeded = set(writer.totals.succeeded)
-        for chunk in todo:
-            if chunk.chunk_id in succeeded:
-                written_docs.add(chunk.doc_id)
+    try:
+        with progress("indexing", len(todo)) as bar, BackgroundWrites() as writes:
+            for window in _windows(todo, options.window):
+                vectors = _embed(window, embedder, report)
+                actions = [
+                    BulkAction("index", chunk.chunk_id, index_document(chunk, source=source, vector=vector))
+                    for chunk, vector in zip(window, vectors, strict=True)
+                ]
+                writes.submit(partial(write, actions))
+                bar.update(len(window))
+            writes.wait()
+            succeeded = set(writer.totals.succeeded)
+            for chunk in todo:
+                if chunk.chunk_id in succeeded:
+                    written_docs.add(chunk.doc_id)
+    except errors.EmbeddingError as exc:  # raised once the write in flight has finished: the count is final
+        written = len(writer.totals.succeeded)
+        raise type(exc)(
+            f"{exc.reason}; {written} of {len(todo)} chunks were written before it and are kept. Run the command "
+            "again once the model works: it writes only what is missing",
+            model=exc.model,
+        ) from exc
     report.chunks_indexed = len(writer.totals.succeeded)
     report.documents_indexed = len(written_docs)
     report.without_vectors = sum(1 for chunk in todo if chunk.chunk_id in succeeded) if embedder is None else 0
