@@ -25,13 +25,12 @@ from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ids import doc_id_of
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
-from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source, index_document
+from esbridge.ingest.documents import EMBEDDED, index_document
 from esbridge.ingest.model import Chunk, Problem
 from esbridge.ingest.model_record import (
     plan_model,
     record_model,
     reembed_stored,
-    refuse_other_model,
     stored_with_vectors,
 )
 from esbridge.ingest.overlap import BackgroundWrites
@@ -364,47 +363,3 @@ def _stale_chunks(
 def _windows(chunks: Sequence[Chunk], size: int) -> Iterator[Sequence[Chunk]]:
     for start in range(0, len(chunks), size):
         yield chunks[start : start + size]
-
-
-def embed_missing(
-    engine: Engine,
-    index: str,
-    embedder: Embedder,
-    *,
-    window: int = 512,
-    progress: ProgressFactory = no_progress,
-) -> IngestReport:
-    """Give a vector to every chunk indexed without one (ingested while the model was unavailable)."""
-    report = IngestReport(source="*", index=index)
-    dimension = mapped_dimension(engine, index)
-    if dimension is not None and dimension != embedder.dimension:
-        raise errors.ConfigError(
-            f"the model {embedder.name} makes {embedder.dimension}-dimensional vectors but {index} maps {dimension}"
-        )
-    refuse_other_model(engine, index, embedder)
-    with _Timer(report.timings, "index_s"):
-        hits = list(
-            engine.scan(
-                index,
-                {"term": {"embedding": AWAITING_VECTOR}},
-                ["chunk_id", "doc_id", "chunk_index", "title", "headings", "body"],
-                sort_field="chunk_id",
-            )
-        )
-    writer = BulkWriter(engine, index)
-    with progress("embedding", len(hits)) as bar:
-        for start in range(0, len(hits), window):
-            chunks = [chunk_from_source(hit.source) for hit in hits[start : start + window]]
-            vectors = _embed(chunks, embedder, report)
-            updates: Iterable[BulkAction] = (
-                BulkAction("update", chunk.chunk_id, {VECTOR_FIELD: vector, "embedding": EMBEDDED})
-                for chunk, vector in zip(chunks, vectors, strict=True)
-            )
-            with _Timer(report.timings, "index_s"):
-                writer.write(updates)
-            bar.update(len(chunks))
-        engine.refresh(index)
-    report.chunks_indexed = len(writer.totals.succeeded)
-    report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in writer.totals.failed)
-    report.warnings.extend(write_block_warnings(writer.totals.failed, index))
-    return report

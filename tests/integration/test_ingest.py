@@ -20,7 +20,8 @@ from esbridge.engines.bulk import RetryPolicy
 from esbridge.engines.dialect import knn_body, match_body
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import ConfigError, EngineUnavailable
-from esbridge.ingest.run import IngestOptions, IngestReport, Progress, embed_missing, ingest
+from esbridge.ingest.embed_missing import embed_missing
+from esbridge.ingest.run import IngestOptions, IngestReport, Progress, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters, render_index
 from tests.support.loopback import ForwardingProxy, busy_for
