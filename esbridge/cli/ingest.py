@@ -20,8 +20,9 @@ from esbridge.cli.progress import progress_for
 from esbridge.config.settings import Settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.errors import ModelUnavailable
+from esbridge.ingest.embed_missing import embed_missing
 from esbridge.ingest.refusals import MAX_DELETE_SHARE
-from esbridge.ingest.run import IngestOptions, IngestReport, embed_missing, ingest
+from esbridge.ingest.run import IngestOptions, IngestReport, ingest
 from esbridge.ingest.sources import FORMATS
 
 

@@ -4,7 +4,8 @@ A whole request that meets an overloaded or unreachable engine (429, 502-504, ti
 connections) is retried with exponential backoff; so are single items the engine rejected as
 overloaded. What still fails is returned per document with its reason; it never stops the load. An
 item refused by the index's write block (``esbridge index reindex`` is copying it) is not retried:
-its reason is rewritten to say so and what to do.
+its reason is rewritten to say so and what to do. An action whose id is longer than the engines allow
+is failed here, before sending: the engines refuse the whole request for it, with every other action in it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from dataclasses import dataclass, field
 from esbridge import errors
 from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Engine
 from esbridge.engines.blocks import explain_write_block
+
+MAX_ID_BYTES = 512
+"""The longest ``_id`` OpenSearch and Elasticsearch accept, in UTF-8 bytes."""
 
 
 def _retryable_request(exc: errors.EngineError) -> bool:
@@ -43,6 +47,8 @@ class BulkTotals:
     failed: list[BulkItemFailure] = field(default_factory=list)
     requests: int = 0
     retries: int = 0
+    unreachable: errors.EngineUnavailable | None = None
+    """Set when a request was given up because the engine could not be reached: what the last attempt raised."""
 
 
 def batches_by_bytes(actions: Iterable[BulkAction], max_bytes: int, max_actions: int) -> Iterator[list[BulkAction]]:
@@ -82,7 +88,7 @@ class BulkWriter:
         self.totals = BulkTotals()
 
     def write(self, actions: Iterable[BulkAction], on_batch: Callable[[int], None] | None = None) -> BulkTotals:
-        for batch in batches_by_bytes(actions, self.max_bytes, self.max_actions):
+        for batch in batches_by_bytes(self._refuse_long_ids(actions), self.max_bytes, self.max_actions):
             result = self._write_batch(batch)
             self.totals.succeeded.extend(result.succeeded)
             self.totals.failed.extend(explain_write_block(failure, self.index) for failure in result.failed)
@@ -90,16 +96,27 @@ class BulkWriter:
                 on_batch(len(batch))
         return self.totals
 
+    def _refuse_long_ids(self, actions: Iterable[BulkAction]) -> Iterator[BulkAction]:
+        for action in actions:
+            size = len(action.id.encode("utf-8"))
+            if size <= MAX_ID_BYTES:
+                yield action
+                continue
+            reason = f"id is {size} bytes long; engines accept at most {MAX_ID_BYTES} (shorten the record's id)"
+            self.totals.failed.append(BulkItemFailure(action.id, 400, reason))
+
     def _write_batch(self, batch: Sequence[BulkAction]) -> BulkResult:
         pending = list(batch)
         succeeded: list[str] = []
         failed: list[BulkItemFailure] = []
         delays = self.retry.delays()
         while True:
+            unreachable: errors.EngineUnavailable | None = None
             try:
                 self.totals.requests += 1
                 result = self.engine.bulk(self.index, pending)
             except errors.EngineError as exc:
+                unreachable = exc if isinstance(exc, errors.EngineUnavailable) else None
                 if not _retryable_request(exc):
                     # The request as a whole was refused (too large, malformed): retrying cannot help.
                     reason = f"bulk request refused: {exc.reason}"
@@ -114,6 +131,7 @@ class BulkWriter:
                 return BulkResult(succeeded, failed)
             delay = next(delays, None)
             if delay is None:
+                self.totals.unreachable = unreachable or self.totals.unreachable
                 attempts = self.retry.attempts
                 failed.extend(
                     BulkItemFailure(f.id, f.status, f"{f.reason} (gave up after {attempts} attempts)") for f in again

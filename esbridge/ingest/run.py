@@ -25,13 +25,12 @@ from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ids import doc_id_of
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
-from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source, index_document
+from esbridge.ingest.documents import EMBEDDED, index_document
 from esbridge.ingest.model import Chunk, Problem
 from esbridge.ingest.model_record import (
     plan_model,
     record_model,
     reembed_stored,
-    refuse_other_model,
     stored_with_vectors,
 )
 from esbridge.ingest.overlap import BackgroundWrites
@@ -212,25 +211,46 @@ def ingest(
     def write(actions: list[BulkAction]) -> None:
         with _Timer(timings, "index_s"):
             writer.write(actions)
+        gone = writer.totals.unreachable
+        if gone is not None:  # every later window would wait out its retries too, and then the refresh fails
+            written = len(writer.totals.succeeded)
+            raise errors.EngineUnavailable(
+                f"the engine stopped answering ({gone.reason}) after {written} of {len(todo)} chunk writes; the "
+                f"{written} written are kept. Run the command again once it answers: it writes only what is missing",
+                url=gone.url,
+                operation="ingest",
+                index=alias,
+            ) from gone
 
-    with progress("indexing", len(todo)) as bar, BackgroundWrites() as writes:
-        for window in _windows(todo, options.window):
-            vectors = _embed(window, embedder, report)
-            actions = [
-                BulkAction("index", chunk.chunk_id, index_document(chunk, source=source, vector=vector))
-                for chunk, vector in zip(window, vectors, strict=True)
-            ]
-            writes.submit(partial(write, actions))
-            bar.update(len(window))
-        writes.wait()
-        succeeded = set(writer.totals.succeeded)
-        for chunk in todo:
-            if chunk.chunk_id in succeeded:
-                written_docs.add(chunk.doc_id)
+    try:
+        with progress("indexing", len(todo)) as bar, BackgroundWrites() as writes:
+            for window in _windows(todo, options.window):
+                vectors = _embed(window, embedder, report)
+                actions = [
+                    BulkAction("index", chunk.chunk_id, index_document(chunk, source=source, vector=vector))
+                    for chunk, vector in zip(window, vectors, strict=True)
+                ]
+                writes.submit(partial(write, actions))
+                bar.update(len(window))
+            writes.wait()
+            succeeded = set(writer.totals.succeeded)
+            for chunk in todo:
+                if chunk.chunk_id in succeeded:
+                    written_docs.add(chunk.doc_id)
+    except errors.EmbeddingError as exc:  # raised once the write in flight has finished: the count is final
+        written = len(writer.totals.succeeded)
+        raise type(exc)(
+            f"{exc.reason}; {written} of {len(todo)} chunks were written before it and are kept. Run the command "
+            "again once the model works: it writes only what is missing",
+            model=exc.model,
+        ) from exc
     report.chunks_indexed = len(writer.totals.succeeded)
     report.documents_indexed = len(written_docs)
     report.without_vectors = sum(1 for chunk in todo if chunk.chunk_id in succeeded) if embedder is None else 0
     write_failures = list(writer.totals.failed)
+    # A document whose new chunks were refused keeps its old ones whole, as an unreadable one does.
+    refused_docs = {doc_id_of(failure.id) for failure in write_failures}
+    stale = [chunk_id for chunk_id in stale if doc_id_of(chunk_id) not in refused_docs]
 
     with _Timer(timings, "index_s"):
         if stale:
@@ -343,47 +363,3 @@ def _stale_chunks(
 def _windows(chunks: Sequence[Chunk], size: int) -> Iterator[Sequence[Chunk]]:
     for start in range(0, len(chunks), size):
         yield chunks[start : start + size]
-
-
-def embed_missing(
-    engine: Engine,
-    index: str,
-    embedder: Embedder,
-    *,
-    window: int = 512,
-    progress: ProgressFactory = no_progress,
-) -> IngestReport:
-    """Give a vector to every chunk indexed without one (ingested while the model was unavailable)."""
-    report = IngestReport(source="*", index=index)
-    dimension = mapped_dimension(engine, index)
-    if dimension is not None and dimension != embedder.dimension:
-        raise errors.ConfigError(
-            f"the model {embedder.name} makes {embedder.dimension}-dimensional vectors but {index} maps {dimension}"
-        )
-    refuse_other_model(engine, index, embedder)
-    with _Timer(report.timings, "index_s"):
-        hits = list(
-            engine.scan(
-                index,
-                {"term": {"embedding": AWAITING_VECTOR}},
-                ["chunk_id", "doc_id", "chunk_index", "title", "headings", "body"],
-                sort_field="chunk_id",
-            )
-        )
-    writer = BulkWriter(engine, index)
-    with progress("embedding", len(hits)) as bar:
-        for start in range(0, len(hits), window):
-            chunks = [chunk_from_source(hit.source) for hit in hits[start : start + window]]
-            vectors = _embed(chunks, embedder, report)
-            updates: Iterable[BulkAction] = (
-                BulkAction("update", chunk.chunk_id, {VECTOR_FIELD: vector, "embedding": EMBEDDED})
-                for chunk, vector in zip(chunks, vectors, strict=True)
-            )
-            with _Timer(report.timings, "index_s"):
-                writer.write(updates)
-            bar.update(len(chunks))
-        engine.refresh(index)
-    report.chunks_indexed = len(writer.totals.succeeded)
-    report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in writer.totals.failed)
-    report.warnings.extend(write_block_warnings(writer.totals.failed, index))
-    return report

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -14,11 +15,13 @@ from esbridge.cli import main
 from esbridge.config import Settings, load_settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine, connect
+from esbridge.engines.base import BulkAction, BulkResult
 from esbridge.engines.bulk import RetryPolicy
 from esbridge.engines.dialect import knn_body, match_body
 from esbridge.engines.embedded import EmbeddedEngine
-from esbridge.errors import ConfigError
-from esbridge.ingest.run import IngestOptions, IngestReport, Progress, embed_missing, ingest
+from esbridge.errors import ConfigError, EngineUnavailable
+from esbridge.ingest.embed_missing import embed_missing
+from esbridge.ingest.run import IngestOptions, IngestReport, Progress, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters, render_index
 from tests.support.loopback import ForwardingProxy, busy_for
@@ -262,6 +265,39 @@ def test_bad_records_are_reported_and_every_good_one_indexed(
     assert tool[0].source["doc_id"] == "r7"
 
 
+def test_a_record_whose_id_the_engine_refuses_fails_alone(
+    engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    """The engines refuse a whole bulk request when one _id is over 512 bytes; its neighbours must still land."""
+    records = tmp_path / "records.jsonl"
+    long_id = "x" * 600
+    rows = [{"id": f"r{n}", "title": f"Record {n}", "text": f"Tidal turbine number {n}."} for n in range(5)]
+    rows.insert(2, {"id": long_id, "title": "Long id", "text": "Its id is too long for any engine."})
+    records.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    report = run(records, engine, alias, embedder)
+    engine.refresh(alias)
+    assert sorted(index_state(engine, alias)) == [f"r{n}#0" for n in range(5)]
+    assert [failure["id"] for failure in report.failed] == [f"{long_id}#0"]
+    assert "512" in report.failed[0]["reason"]
+
+
+def test_a_shrunk_record_whose_new_chunk_is_refused_keeps_its_old_chunks(
+    engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps({"id": "tide", "title": "Tides", "text": LONG_SECTION}) + "\n", encoding="utf-8")
+    first = run(records, engine, alias, embedder)
+    old = index_state(engine, alias)
+    assert first.failed == [] and len(old) >= 3
+    # The new version is one chunk, which the engine refuses (a keyword term over 32,766 bytes).
+    shrunk = {"id": "tide", "title": "Tides", "text": "Short now.", "tags": ["t" * 40_000]}
+    records.write_text(json.dumps(shrunk) + "\n", encoding="utf-8")
+    second = run(records, engine, alias, embedder)
+    assert [failure["id"] for failure in second.failed] == ["tide#0"]
+    assert second.deleted == 0
+    assert index_state(engine, alias) == old, "the old version stays whole until the new one can be written"
+
+
 def embedder_cache(embedder: CachedEmbedder) -> Path:
     return embedder.cache.path.parent
 
@@ -299,6 +335,50 @@ def test_an_engine_answering_429_for_a_while_loses_nothing(
     assert report.failed == []
     assert report.chunks_indexed == len(index_state(engine, alias))
     assert report.documents_indexed == 3
+
+
+class GoesAwayAfter:
+    """The engine behind ``proxy``, which stops listening once ``bulks`` bulk requests were answered."""
+
+    def __init__(self, engine: Engine, proxy: ForwardingProxy, bulks: int) -> None:
+        self._engine, self._proxy, self._left = engine, proxy, bulks
+
+    def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
+        result = self._engine.bulk(index, actions)
+        self._left -= 1
+        if self._left == 0:
+            self._proxy.stop()
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+
+def test_an_engine_gone_mid_run_stops_it_with_the_count_and_a_rerun_writes_the_rest(
+    engine_settings: Settings, engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    records = tmp_path / "records.jsonl"
+    rows = [{"id": f"r{n:02d}", "title": f"Record {n}", "text": f"Tidal turbine number {n}."} for n in range(12)]
+    records.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    with ForwardingProxy(engine_settings.url or "", lambda *_: None).running() as proxy:
+        through_proxy = connect(load_settings(url=proxy.url, engine=engine_settings.engine, retries=0))
+        going: Engine = GoesAwayAfter(through_proxy, proxy, bulks=2)
+        with pytest.raises(EngineUnavailable, match=r"stopped answering .* after 4 of 12 chunk writes"):
+            ingest(
+                records,
+                engine=going,
+                manager=manager_for(engine, alias),
+                embedder=embedder,
+                options=IngestOptions(source="t", window=2, retry=RetryPolicy(attempts=2, initial_delay_s=0.01)),
+            )
+        through_proxy.close()
+    engine.refresh(alias)
+    assert sorted(index_state(engine, alias)) == ["r00#0", "r01#0", "r02#0", "r03#0"]
+
+    again = ingest(records, engine=engine, manager=manager_for(engine, alias), embedder=embedder,
+                   options=IngestOptions(source="t"))  # fmt: skip
+    assert (again.failed, again.unchanged, again.chunks_indexed) == ([], 4, 8)
+    assert sorted(index_state(engine, alias)) == [f"r{n:02d}#0" for n in range(12)]
 
 
 def test_without_a_model_chunks_are_lexical_until_embedded(

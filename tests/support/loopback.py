@@ -133,12 +133,21 @@ class ForwardingProxy:
         self.intercept = intercept
         self.forwarded = 0
         self.intercepted = 0
+        self.stopped = False
         self._server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
         assert self._server is not None
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def stop(self) -> None:
+        """Stop listening: later connections are refused, and open ones closed unanswered, as by an engine that
+        went away."""
+        assert self._server is not None
+        self.stopped = True
+        self._server.shutdown()
+        self._server.server_close()
 
     @contextmanager
     def running(self) -> Iterator[ForwardingProxy]:
@@ -147,6 +156,9 @@ class ForwardingProxy:
         class Handler(_QuietHandler):
             def handle_any(self) -> None:
                 body = self.read_body()
+                if proxy.stopped:
+                    self.close_connection = True
+                    return
                 answer = proxy.intercept(self.command, self.path, dict(self.headers.items()))
                 if answer is not None:
                     proxy.intercepted += 1

@@ -121,3 +121,24 @@ def test_a_gateway_or_unavailable_answer_to_the_whole_request_is_retried() -> No
     totals = writer(store).write(actions(3))
     assert sorted(store.documents) == ["d0", "d1", "d2"]
     assert (totals.failed, totals.retries) == ([], 2)
+
+
+def test_an_id_longer_than_the_engines_allow_fails_alone_before_sending() -> None:
+    long_id = "é" * 300  # 600 bytes in UTF-8: OpenSearch and Elasticsearch refuse the whole bulk request for it
+    store = FlakyStore()
+    totals = writer(store).write([*actions(2), BulkAction("index", long_id, {"n": 9}), *actions(4)[2:]])
+    assert sorted(store.documents) == ["d0", "d1", "d2", "d3"]
+    assert [(f.id, f.status) for f in totals.failed] == [(long_id, 400)]
+    assert "600 bytes" in totals.failed[0].reason and "512" in totals.failed[0].reason
+
+
+def test_giving_up_on_an_unreachable_engine_is_told_apart_from_an_overloaded_one() -> None:
+    class Gone(FlakyStore):
+        def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
+            self.requests += 1
+            raise errors.EngineUnavailable("connection refused", url="u", operation="bulk write", index=index)
+
+    gone = writer(Gone(), retry=RetryPolicy(attempts=2)).write(actions(2))
+    assert gone.unreachable is not None and gone.unreachable.reason == "connection refused"
+    busy = writer(FlakyStore(busy=100), retry=RetryPolicy(attempts=2)).write(actions(2))
+    assert len(busy.failed) == 2 and busy.unreachable is None

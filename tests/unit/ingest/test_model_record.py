@@ -17,7 +17,8 @@ from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import ModelMismatch
 from esbridge.ingest.documents import EMBEDDED
-from esbridge.ingest.run import IngestOptions, IngestReport, embed_missing, ingest
+from esbridge.ingest.embed_missing import embed_missing
+from esbridge.ingest.run import IngestOptions, IngestReport, ingest
 from esbridge.ingest.transfer import export_to_file, import_chunks
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters

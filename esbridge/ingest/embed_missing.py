@@ -1,0 +1,66 @@
+"""``esbridge embed --missing``: give a vector to every chunk indexed while the model was unavailable."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from esbridge import errors
+from esbridge.embeddings.base import Embedder
+from esbridge.engines.base import BulkAction, Engine
+from esbridge.engines.bulk import BulkWriter
+from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source
+from esbridge.ingest.model_record import refuse_other_model
+from esbridge.ingest.run import (
+    IngestReport,
+    ProgressFactory,
+    _embed,
+    _Timer,
+    mapped_dimension,
+    no_progress,
+    write_block_warnings,
+)
+from esbridge.mappings.schema import VECTOR_FIELD
+
+
+def embed_missing(
+    engine: Engine,
+    index: str,
+    embedder: Embedder,
+    *,
+    window: int = 512,
+    progress: ProgressFactory = no_progress,
+) -> IngestReport:
+    """Give a vector to every chunk indexed without one (ingested while the model was unavailable)."""
+    report = IngestReport(source="*", index=index)
+    dimension = mapped_dimension(engine, index)
+    if dimension is not None and dimension != embedder.dimension:
+        raise errors.ConfigError(
+            f"the model {embedder.name} makes {embedder.dimension}-dimensional vectors but {index} maps {dimension}"
+        )
+    refuse_other_model(engine, index, embedder)
+    with _Timer(report.timings, "index_s"):
+        hits = list(
+            engine.scan(
+                index,
+                {"term": {"embedding": AWAITING_VECTOR}},
+                ["chunk_id", "doc_id", "chunk_index", "title", "headings", "body"],
+                sort_field="chunk_id",
+            )
+        )
+    writer = BulkWriter(engine, index)
+    with progress("embedding", len(hits)) as bar:
+        for start in range(0, len(hits), window):
+            chunks = [chunk_from_source(hit.source) for hit in hits[start : start + window]]
+            vectors = _embed(chunks, embedder, report)
+            updates: Iterable[BulkAction] = (
+                BulkAction("update", chunk.chunk_id, {VECTOR_FIELD: vector, "embedding": EMBEDDED})
+                for chunk, vector in zip(chunks, vectors, strict=True)
+            )
+            with _Timer(report.timings, "index_s"):
+                writer.write(updates)
+            bar.update(len(chunks))
+        engine.refresh(index)
+    report.chunks_indexed = len(writer.totals.succeeded)
+    report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in writer.totals.failed)
+    report.warnings.extend(write_block_warnings(writer.totals.failed, index))
+    return report
