@@ -106,9 +106,19 @@ def _target(value: Any, where: str) -> str:
 
 
 def _weight(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    number = _as_float(value)
+    if number is None or not math.isfinite(number) or number <= 0:
         raise ValueError(f"field {where!r}: a link weight must be a finite number > 0, got {describe_value(value)}")
-    return float(value)
+    return number
+
+
+def _as_float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # a JSON integer beyond the largest float
+        return None
 
 
 def consume_links(data: Any) -> Any:
