@@ -26,6 +26,9 @@ from esbridge.query.timing import elapsed_ms
 LINKED_CHUNKS = 500
 """How many chunks one graph-expansion request reads (the seeds', or those linking to them)."""
 
+ADMIT_ROUNDS = 4
+"""How many times an expansion is made, each time without the neighbours found missing or filtered out."""
+
 NO_EXPANSION = GraphExpansion({}, {})
 
 
@@ -81,8 +84,7 @@ class LinkReader:
                 links = {**links, **further}
                 sources = {**more_sources, **sources}
                 warnings = (*warnings, *more_warnings)
-            expansion = expand(scores, doc_of, links, options, item_of=self._item_of)
-            admitted, admitted_sources = await self._admitted(expansion, filters)
+            admitted, admitted_sources = await self._neighbours(scores, doc_of, links, filters, options)
         except errors.EngineError as exc:
             return Expanded(warnings=(f"graph expansion skipped: {exc}",))
         return Expanded(admitted, admitted_sources, sources, warnings, elapsed_ms(started))
@@ -143,6 +145,27 @@ class LinkReader:
             for hit in result.hits:
                 sources.setdefault(hit.id, self._source(hit))
         return link_map(sources.values()), sources, warnings
+
+    async def _neighbours(
+        self,
+        scores: Mapping[str, float],
+        doc_of: Mapping[str, str],
+        links: Mapping[str, Mapping[str, float]],
+        filters: Filters,
+        options: GraphOptions,
+    ) -> tuple[GraphExpansion, dict[str, Mapping[str, Any]]]:
+        """The expansion over ``links`` with only neighbours that exist and pass ``filters``. One a seed kept
+        that is missing or filtered out frees its place under ``per_seed`` for the next, so the expansion is
+        made again without it (at most ``ADMIT_ROUNDS`` times)."""
+        excluded: set[str] = set()
+        for _ in range(ADMIT_ROUNDS):
+            expansion = expand(scores, doc_of, links, options, item_of=self._item_of, exclude=excluded)
+            admitted, sources = await self._admitted(expansion, filters)
+            refused = {neighbour.doc_id for item, neighbour in expansion.neighbors.items() if item not in sources}
+            if not refused:
+                break
+            excluded |= refused
+        return admitted, sources
 
     async def _admitted(
         self, expansion: GraphExpansion, filters: Filters
