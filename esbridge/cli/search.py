@@ -12,7 +12,7 @@ from esbridge.cli.options import check_top_n, engine_options, index_option, sett
 from esbridge.config.pipeline import FusionMode
 from esbridge.query.api import open_query_embedder, search
 from esbridge.query.grouping import RegistryGroups
-from esbridge.query.models import Filters, SearchRequest, SearchResponse
+from esbridge.query.models import Explain, Filters, SearchRequest, SearchResponse
 
 _DATE_FILTERS = ("modified_after", "modified_before", "created_after", "created_before")
 _SWITCHES = ("include_deprecated", "include_draft", "include_disabled")
@@ -159,12 +159,23 @@ def render(response: SearchResponse, explain: bool) -> str:
         label = hit.title or hit.doc_id
         lines.append(f"{rank:>3}. {hit.score:.3f}  {label}  [{hit.id}]")
         if explain and hit.explain is not None:
-            found = ", ".join(f"{name} #{r.rank} ({r.score:.3f})" for name, r in hit.explain.retrievers.items())
-            how = f"found by {found}" if found else f"neighbour of {', '.join(hit.explain.neighbour_of)}"
-            lines.append(f"       {how}; recency x{hit.explain.recency_multiplier:g}")
+            lines.append(f"       {_how(hit.explain)}; recency x{hit.explain.recency_multiplier:g}")
     if response.groups is not None:
         lines.extend(render_groups(response.groups))
     return "\n".join(lines)
+
+
+def _how(explain: Explain) -> str:
+    """How a result entered the list: its retrievers, with what links added (graph re-scoring), or the
+    results it neighbours (graph expansion)."""
+    found = ", ".join(f"{name} #{r.rank} ({r.score:.3f})" for name, r in explain.retrievers.items())
+    linked = ", ".join(explain.neighbour_of)
+    if not found:
+        hops = f" ({explain.hops} hops)" if explain.hops and explain.hops > 1 else ""
+        return f"neighbour of {linked}{hops}"
+    if explain.link_lift:
+        return f"found by {found}; lifted +{explain.link_lift:.3f} by links with {linked}"
+    return f"found by {found}"
 
 
 def render_groups(groups: RegistryGroups) -> list[str]:

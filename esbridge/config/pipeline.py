@@ -21,17 +21,20 @@ class GraphSettings(_Section):
     hops: int = Field(default=1, ge=1, le=2)
     per_seed: int = Field(default=5, ge=1, le=100, description="neighbours kept per seed")
     direction: Literal["out", "in", "both"] = "both"
-    weight: float = Field(default=0.5, ge=0)
+    weight: float = Field(default=0.5, ge=0, allow_inf_nan=False)
     decay: float = Field(default=0.5, gt=0, le=1)
     prior: Literal["none", "degree", "pagerank"] = "none"
-    prior_weight: float = Field(default=0.1, ge=0)
+    prior_weight: float = Field(default=0.1, ge=0, allow_inf_nan=False)
     placement: Literal["below_seeds", "below_all"] = Field(
         default="below_seeds",
         description="below_seeds: a neighbour scores weight x its seed's score and may outrank weaker direct "
         "results, never its seeds; below_all: only below every direct result",
     )
     min_link_weight: float = Field(
-        default=0.0, ge=0, description="links lighter than this are not followed (a link without a weight weighs 1)"
+        default=0.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="links lighter than this are not followed (a link without a weight weighs 1)",
     )
     mode: Literal["expand", "rescore", "lift"] = Field(
         default="expand",
@@ -40,7 +43,10 @@ class GraphSettings(_Section):
         "rescore_weight x the link-weighted scores of the top seeds they are linked with, nothing joins",
     )
     rescore_weight: float = Field(
-        default=0.5, ge=0, description="rescore and lift: how much of the linked results' scores a result gains"
+        default=0.5,
+        ge=0,
+        allow_inf_nan=False,
+        description="rescore and lift: how much of the linked results' scores a result gains",
     )
     keep_top: int = Field(default=10, ge=1, le=1000, description="lift: documents that keep their places")
     link_weighting: Literal["none", "proportional"] = Field(

@@ -17,8 +17,11 @@ def describe_value(value: Any) -> str:
     if value is None or isinstance(value, bool):
         return json.dumps(value)
     if isinstance(value, (int, float)):
-        return f"number {value}"
+        return f"number {_short(str(value))}"
     if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"string {shown!r}"
+        return f"string {_short(value)!r}"
     return json_type(value)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."

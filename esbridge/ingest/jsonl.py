@@ -20,7 +20,8 @@ server describes itself through fields; and ``tools`` as a section under the hea
 Links. ``links`` (a list of ids, or of ``{"id", "weight"}`` objects) and ``link_weights`` (``{id: weight}``)
 are read from the top level or from ``metadata`` (see ``esbridge.ingest.record_links``). Ids that are
 records of the same file go into ``Document.links`` with their weights (deduplicated, self-links
-dropped); the others go into ``metadata["unresolved_links"]``. Resolving needs every id, so a file in
+dropped), a line that fails counting when its id can be read; the others go into
+``metadata["unresolved_links"]``. Resolving needs every id, so a file in
 which any record has links is read twice.
 
 Robustness. The file is read as bytes and decoded line by line, so one invalid UTF-8 sequence spoils

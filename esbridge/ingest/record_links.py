@@ -106,9 +106,19 @@ def _target(value: Any, where: str) -> str:
 
 
 def _weight(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    number = _as_float(value)
+    if number is None or not math.isfinite(number) or number <= 0:
         raise ValueError(f"field {where!r}: a link weight must be a finite number > 0, got {describe_value(value)}")
-    return float(value)
+    return number
+
+
+def _as_float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # a JSON integer beyond the largest float
+        return None
 
 
 def consume_links(data: Any) -> Any:
@@ -162,12 +172,17 @@ def documents_with_links(
     read: Callable[[], Iterable[Record | Problem]], document: Callable[[Record, set[str]], Document]
 ) -> Iterator[Document | Problem]:
     """``document(record, known ids)`` for each record ``read()`` yields, problems passed through. Resolving
-    links needs every id of the source, so the first record with links makes a second pass for them."""
+    links needs every id of the source, so the first record with links makes a second pass for them. The id
+    a problem names counts: what was indexed for it is kept, so links to it must not be lost."""
     known: set[str] | None = None
     for item in read():
         if isinstance(item, Problem):
             yield item
             continue
         if item.links.targets and known is None:
-            known = {record.id for record in read() if not isinstance(record, Problem)}
+            known = {found for found in map(_id_of, read()) if found is not None}
         yield document(item, known or set())
+
+
+def _id_of(item: LinkedRecord | Problem) -> str | None:
+    return item.doc_id if isinstance(item, Problem) else item.id

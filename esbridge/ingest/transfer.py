@@ -20,6 +20,7 @@ from io import BufferedIOBase
 from pathlib import Path
 from typing import IO, Any
 
+from esbridge import errors
 from esbridge.embeddings.identity import parse_identity, recorded_identity
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter
@@ -166,10 +167,30 @@ def parse_chunk_line(raw: bytes) -> dict[str, Any] | str:
     return chunk
 
 
+def refuse_unmapped_fields(engine: Engine, alias: str, path: Path) -> None:
+    """An index made by an older esbridge may lack a field the export's chunks carry (``link_weights``); its
+    strict mapping would refuse each such chunk. Refuse the import first, naming the way out, as ingest does."""
+    try:
+        mapping = engine.get_mapping(alias)
+    except errors.IndexNotFound:  # import creates it, with every field
+        return
+    lacking = set(STORED_FIELDS) - set(mapping.get("properties", {}))
+    if mapping.get("dynamic") != "strict" or not lacking:
+        return
+    _, lines = read_export(path)  # read a second time only for such an index
+    missing = sorted({name for _, chunk in lines if isinstance(chunk, dict) for name in chunk} & lacking)
+    if missing:
+        raise errors.ConfigError(
+            f"index {alias} has no mapping for {', '.join(missing)}, which {path.name}'s chunks carry; nothing was "
+            "written. Add the fields with `esbridge mapping apply` (`esbridge mapping diff` shows the change)"
+        )
+
+
 def import_chunks(
     engine: Engine, alias: str, path: Path, *, parameters: IndexParameters | None = None
 ) -> tuple[int, list[dict[str, str]]]:
     """Load an export into ``alias`` (created with the export's parameters if missing); no re-embedding."""
+    refuse_unmapped_fields(engine, alias, path)
     header, lines = read_export(path)
     params = parameters or header_parameters(header, path)
     given = header.get("model")

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from esbridge import errors
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.engines.base import JSON, Dialect
 from esbridge.query.models import Filters, status_spellings
+
+if TYPE_CHECKING:  # networkx, which link_graph imports, is not needed to build bodies
+    from esbridge.query.link_graph import Direction
 
 # Fields analysed alike (English): scored together as one field, BM25F-style (the default field map's).
 DEFAULT_TEXT_BOOSTS: Mapping[str, float] = DEFAULT_FIELD_MAP.text
@@ -232,18 +236,37 @@ def engine_embedded_body(
     return {"size": k, "_source": list(source_fields), "knn": knn}
 
 
-def links_body(doc_ids: Sequence[str], *, size: int, filters: Filters, fields: FieldMap = DEFAULT_FIELD_MAP) -> JSON:
-    """One request for graph expansion: the seed documents (their out-links) and every chunk linking to them.
+def links_body(
+    doc_ids: Sequence[str],
+    *,
+    size: int,
+    filters: Filters,
+    fields: FieldMap = DEFAULT_FIELD_MAP,
+    direction: Direction = "both",
+) -> JSON:
+    """The link data of ``doc_ids`` for graph expansion: their own chunks (``out``: the links they make), the
+    chunks linking to them (``in``), or both in one request.
 
-    Without a mapped id field, documents are found by the engine's ``_id``."""
+    On esbridge's schema only first chunks are read (every chunk of a document carries its links), so one
+    hit is one document; hits come in document id order, so an answer cut at ``size`` keeps the same
+    documents on every engine. Without a mapped id field, documents are found by the engine's ``_id``."""
     if fields.links is None:
         raise errors.ConfigError("graph expansion needs a links field, and the index's field map names none")
-    seeds: JSON = {"terms": {fields.id: list(doc_ids)}} if fields.id else {"ids": {"values": list(doc_ids)}}
+    own: JSON = {"terms": {fields.id: list(doc_ids)}} if fields.id else {"ids": {"values": list(doc_ids)}}
+    linking: JSON = {"terms": {fields.links: list(doc_ids)}}
     query = filter_query(filters, fields)
-    query["bool"]["should"] = [seeds, {"terms": {fields.links: list(doc_ids)}}]
-    query["bool"]["minimum_should_match"] = 1
+    if direction == "both":
+        query["bool"]["should"] = [own, linking]
+        query["bool"]["minimum_should_match"] = 1
+    else:
+        query["bool"]["filter"].append(own if direction == "out" else linking)
     stored = RESULT_FIELDS if fields is DEFAULT_FIELD_MAP else fields.stored_fields(with_texts=False)
-    return {"size": size, "_source": [*stored, "link_weights"], "query": query}
+    body: JSON = {"size": size, "_source": [*stored, "link_weights"], "query": query}
+    if fields is DEFAULT_FIELD_MAP:
+        query["bool"]["filter"].append({"term": {"chunk_index": 0}})
+    if fields.id:  # sorting on _id is refused by Elasticsearch
+        body["sort"] = [{fields.id: "asc"}]
+    return body
 
 
 def _at_least_one(boosts: Mapping[str, float]) -> dict[str, float]:

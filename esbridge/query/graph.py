@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -220,6 +220,7 @@ def expand(
     *,
     prior: Mapping[str, float] | None = None,
     item_of: Callable[[str], str] = first_chunk,
+    exclude: Collection[str] = (),
 ) -> GraphExpansion:
     """The neighbors of the seed documents as an extra ranked list, placed as ``options.placement`` says.
 
@@ -227,7 +228,9 @@ def expand(
     the link data fetched for the seeds (and the frontier, for 2 hops). Documents with a direct result
     are never neighbors. ``prior`` (values in [0, 1], e.g. ``prior_values`` of the whole index's graph)
     replaces the prior computed on the fetched graph when ``options.prior`` is on. A neighbor document
-    enters the list as ``item_of(doc_id)``, by default its first chunk.
+    enters the list as ``item_of(doc_id)``, by default its first chunk. Documents in ``exclude`` (missing
+    from the index, or filtered out) are never kept, so they take no seed's place under ``per_seed``; the
+    links to them still count for the strengths.
     """
     options = options or GraphOptions()
     best = best_items(scores, doc_of)
@@ -244,7 +247,7 @@ def expand(
     strongest: dict[str, float] = {}
     for seed in seeds:
         item, score = best[seed]
-        for doc_id, (hops, strength) in _kept_neighbors(graph, seed, best, options, boost, step):
+        for doc_id, (hops, strength) in _kept_neighbors(graph, seed, best.keys() | exclude, options, boost, step):
             share = score * options.weight * options.decay ** (hops - 1) * (strength if proportional else 1.0)
             total[doc_id] = total.get(doc_id, 0.0) + share
             via.setdefault(doc_id, {})[item] = hops
@@ -335,13 +338,14 @@ def _strengths(weights: Mapping[str, float]) -> dict[str, float]:
 def _kept_neighbors(
     graph: nx.DiGraph,
     seed: str,
-    direct: Mapping[str, object],
+    left_out: Collection[str],
     options: GraphOptions,
     boost: Callable[[str], float],
     step: Callable[[str], Mapping[str, float]],
 ) -> list[tuple[str, tuple[int, float]]]:
-    """The ``per_seed`` neighbors of ``seed`` without a direct result: nearest, strongest, higher prior, by id."""
-    found = [(doc_id, entry) for doc_id, entry in reach(graph, seed, options, step).items() if doc_id not in direct]
+    """The ``per_seed`` neighbors of ``seed`` not ``left_out`` (direct results, excluded documents): nearest,
+    strongest, higher prior, by id."""
+    found = [(doc_id, entry) for doc_id, entry in reach(graph, seed, options, step).items() if doc_id not in left_out]
     found.sort(key=lambda pair: (pair[1][0], -pair[1][1], -boost(pair[0]), pair[0]))
     return found[: options.per_seed]
 

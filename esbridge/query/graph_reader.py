@@ -6,6 +6,7 @@ asks the engine for what it needs. A failed read skips the stage with a warning,
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -13,17 +14,20 @@ from typing import Any
 
 from esbridge import errors
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap, canonical_source
-from esbridge.engines.base import AsyncEngine, Hit
+from esbridge.engines.base import AsyncEngine, Hit, SearchResult
 from esbridge.ids import first_chunk
 from esbridge.query import bodies
 from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, seed_docs
-from esbridge.query.link_graph import LINK_FIELDS, link_map
+from esbridge.query.link_graph import LINK_FIELDS, Direction, link_map
 from esbridge.query.link_rescore import Rescored, lift, rescore
 from esbridge.query.models import Filters
 from esbridge.query.timing import elapsed_ms
 
 LINKED_CHUNKS = 500
-"""How many chunks one graph-expansion request reads (the seeds' and those linking to them)."""
+"""How many chunks one graph-expansion request reads (the seeds', or those linking to them)."""
+
+ADMIT_ROUNDS = 4
+"""How many times an expansion is made, each time without the neighbours found missing or filtered out."""
 
 NO_EXPANSION = GraphExpansion({}, {})
 
@@ -74,14 +78,13 @@ class LinkReader:
             return Expanded()
         started = time.perf_counter()
         try:
-            links, sources, warnings = await self._links(seeds, filters)
+            links, sources, warnings = await self._links(seeds, filters, options.direction)
             if options.hops > 1 and (more := frontier(scores, doc_of, links, options)):
-                further, more_sources, more_warnings = await self._links(more, filters)
+                further, more_sources, more_warnings = await self._links(more, filters, options.direction)
                 links = {**links, **further}
                 sources = {**more_sources, **sources}
                 warnings = (*warnings, *more_warnings)
-            expansion = expand(scores, doc_of, links, options, item_of=self._item_of)
-            admitted, admitted_sources = await self._admitted(expansion, filters)
+            admitted, admitted_sources = await self._neighbours(scores, doc_of, links, filters, options)
         except errors.EngineError as exc:
             return Expanded(warnings=(f"graph expansion skipped: {exc}",))
         return Expanded(admitted, admitted_sources, sources, warnings, elapsed_ms(started))
@@ -113,20 +116,56 @@ class LinkReader:
         return {"terms": {self.fields.id: list(items)}}
 
     async def _links(
-        self, doc_ids: Sequence[str], filters: Filters
+        self, doc_ids: Sequence[str], filters: Filters, direction: Direction
     ) -> tuple[dict[str, dict[str, float]], dict[str, Mapping[str, Any]], tuple[str, ...]]:
-        body = bodies.links_body(doc_ids, size=LINKED_CHUNKS, filters=filters, fields=self.fields)
-        result = await self.engine.search(self.index, body)
+        """The links of ``doc_ids`` and of the documents linking to them, as ``direction`` needs. For
+        ``both`` the two are separate requests, so that many backlinks cannot crowd out the seeds' own links."""
+        sides: tuple[Direction, ...] = ("out", "in") if direction == "both" else (direction,)
+        requests = [
+            bodies.links_body(doc_ids, size=LINKED_CHUNKS, filters=filters, fields=self.fields, direction=side)
+            for side in sides
+        ]
+        # Both answers are awaited before a failure is raised, so no request is left running unobserved.
+        answers = await asyncio.gather(
+            *(self.engine.search(self.index, body) for body in requests), return_exceptions=True
+        )
+        results: list[SearchResult] = []
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                raise answer
+            results.append(answer)
         warnings: tuple[str, ...] = ()
-        if result.total > len(result.hits):
-            warnings = (
-                f"graph expansion read {len(result.hits)} of the {result.total} chunks linked with its seeds; "
-                "some neighbours may be missing",
-            )
         sources: dict[str, Mapping[str, Any]] = {}
-        for hit in result.hits:
-            sources.setdefault(hit.id, self._source(hit))
+        for result in results:
+            if result.total > len(result.hits):
+                warnings += (
+                    f"graph expansion read {len(result.hits)} of the {result.total} chunks linked with its seeds; "
+                    "some neighbours may be missing",
+                )
+            for hit in result.hits:
+                sources.setdefault(hit.id, self._source(hit))
         return link_map(sources.values()), sources, warnings
+
+    async def _neighbours(
+        self,
+        scores: Mapping[str, float],
+        doc_of: Mapping[str, str],
+        links: Mapping[str, Mapping[str, float]],
+        filters: Filters,
+        options: GraphOptions,
+    ) -> tuple[GraphExpansion, dict[str, Mapping[str, Any]]]:
+        """The expansion over ``links`` with only neighbours that exist and pass ``filters``. One a seed kept
+        that is missing or filtered out frees its place under ``per_seed`` for the next, so the expansion is
+        made again without it (at most ``ADMIT_ROUNDS`` times)."""
+        excluded: set[str] = set()
+        for _ in range(ADMIT_ROUNDS):
+            expansion = expand(scores, doc_of, links, options, item_of=self._item_of, exclude=excluded)
+            admitted, sources = await self._admitted(expansion, filters)
+            refused = {neighbour.doc_id for item, neighbour in expansion.neighbors.items() if item not in sources}
+            if not refused:
+                break
+            excluded |= refused
+        return admitted, sources
 
     async def _admitted(
         self, expansion: GraphExpansion, filters: Filters

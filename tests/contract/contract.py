@@ -17,7 +17,7 @@ from esbridge.mappings.copy import COPIED_FIELDS, copy_documents
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters, render_index
 from esbridge.query import bodies
-from esbridge.query.link_graph import link_map
+from esbridge.query.link_graph import Direction, link_map
 from esbridge.query.models import Filters
 from tests.contract.records import CHUNKS, DIMENSION, PARAMS, UTC, ids
 
@@ -245,6 +245,25 @@ class EngineContract:
         engine.refresh(loaded)
         body = bodies.links_body(["fox"], size=10, filters=Filters())
         assert sorted(ids(engine.search(loaded, body))) == ["fox#0", "owl#0"]
+
+    def test_links_bodies_read_first_chunks_in_document_order_one_direction_at_a_time(
+        self, engine: Engine, loaded: str
+    ) -> None:
+        linking = ["owl#0", "archive#0", "archive#1", "archive#2", "astro#0", "astro#1"]
+        engine.bulk(loaded, [BulkAction("update", item, {"links": ["fox"]}) for item in linking])
+        engine.bulk(loaded, [BulkAction("update", "fox#0", {"links": ["bread"]})])
+        engine.refresh(loaded)
+
+        def read(direction: Direction, size: int) -> SearchResult:
+            body = bodies.links_body(["fox"], size=size, filters=Filters(), direction=direction)
+            return engine.search(loaded, body)
+
+        assert ids(read("out", 10)) == ["fox#0"]
+        assert ids(read("in", 10)) == ["archive#0", "astro#0", "owl#0"]
+        # Cut short, every engine keeps the same documents: the first by id.
+        cut = read("in", 2)
+        assert (ids(cut), cut.total) == (["archive#0", "astro#0"], 3)
+        assert ids(read("both", 10)) == ["archive#0", "astro#0", "fox#0", "owl#0"]
 
     def test_link_weights_are_stored_and_read_back_by_the_links_request(self, engine: Engine, loaded: str) -> None:
         # Ids with dots and spaces are keys of an unindexed object: stored as given, never mapped as fields.

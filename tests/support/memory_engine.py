@@ -68,12 +68,14 @@ class MemoryEngine:
             known = [item for item in wanted if item in self.sources]
             hits = [Hit(i, 1.0, self.sources[i]) for i in known if self.sources[i].get("status") not in excluded]
             return SearchResult(hits, len(hits), 0)
-        if "should" in query.get("bool", {}) and "terms" in query["bool"]["should"][0]:
-            seeds = set(query["bool"]["should"][0]["terms"]["doc_id"])
+        if "link_weights" in body.get("_source", []):  # bodies.links_body: own links, backlinks, or both
+            clauses = [*query["bool"].get("should", []), *query["bool"]["filter"]]
+            own = {v for clause in clauses for v in clause.get("terms", {}).get("doc_id", [])}
+            linked = {v for clause in clauses for v in clause.get("terms", {}).get("links", [])}
             hits = [
                 Hit(item, 1.0, source)
-                for item, source in self.sources.items()
-                if source["doc_id"] in seeds or seeds & set(source.get("links", []))
+                for item, source in sorted(self.sources.items(), key=lambda entry: entry[1]["doc_id"])
+                if item.endswith("#0") and (source["doc_id"] in own or linked & set(source.get("links", [])))
             ]
             return SearchResult(hits[: int(body["size"])], len(hits), 0)
         kind = "knn" if "knn" in query else "bm25"

@@ -106,6 +106,14 @@ def test_invalid_settings_are_named(overrides: dict[str, Any], message: str) -> 
         load_settings(**overrides)
 
 
+@pytest.mark.parametrize("name", ["weight", "prior_weight", "min_link_weight", "rescore_weight"])
+def test_an_infinite_graph_setting_is_refused_when_the_file_is_read(tmp_path: Path, name: str) -> None:
+    # TOML has inf; these once passed the settings and crashed every search with graph expansion on.
+    path = write_toml(tmp_path / "graph.toml", f"[pipeline.graph]\nenabled = true\n{name} = inf\n")
+    with pytest.raises(ConfigError, match=rf"pipeline\.graph\.{name}: .*finite"):
+        load_settings(path)
+
+
 def test_credentials_in_url_move_into_auth() -> None:
     settings = load_settings(url="https://elastic:p%40ss@es.example:9243")
     assert settings.url == "https://es.example:9243"

@@ -188,19 +188,22 @@ def test_byte_order_mark_and_blank_lines(tmp_path: Path) -> None:
     assert len(items) == 2
 
 
-def test_links_only_resolve_against_valid_records(tmp_path: Path) -> None:
+def test_links_resolve_against_the_ids_of_the_file(tmp_path: Path) -> None:
     path = write_lines(
         tmp_path / "links.jsonl",
         [
-            b'{"id": "p", "text": "t", "links": ["q", "broken", "later"]}',
+            b'{"id": "p", "text": "t", "links": ["q", "broken", "later", "unreadable"]}',
             b'{"id": "broken", "tags": 1}',
+            b'{"id": "unreadable", "text": ',
             b'{"id": "later", "text": "t"}',
         ],
     )
     documents, problems = read_all(path)
-    assert documents["p"].links == ("later",)  # a link forward in the file resolves too
-    assert documents["p"].metadata == {"unresolved_links": ["q", "broken"]}
-    assert list(problems) == [2]
+    # A forward link resolves too; so does one to a line whose id can be read (what was indexed for it is
+    # kept), but not to one whose id cannot.
+    assert documents["p"].links == ("broken", "later")
+    assert documents["p"].metadata == {"unresolved_links": ["q", "unreadable"]}
+    assert list(problems) == [2, 3]
 
 
 def test_a_missing_file_or_a_folder_raises_source_error(tmp_path: Path) -> None:

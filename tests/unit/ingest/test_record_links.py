@@ -52,6 +52,40 @@ def test_malformed_links_name_the_field(record: dict[str, Any], reason: str) -> 
         read_links(record)
 
 
+def test_a_weight_too_large_for_a_float_is_a_problem_of_its_record(tmp_path: Path) -> None:
+    # JSON integers have no size limit; 10**400 cannot become a float, and once crashed the whole ingest.
+    path = tmp_path / "records.jsonl"
+    lines = [
+        {"id": "a", "text": "A", "links": [{"id": "b", "weight": 10**400}]},
+        {"id": "b", "text": "B", "links": ["a"], "link_weights": {"a": 10**400}},
+        {"id": "c", "text": "C", "links": [{"id": "d", "weight": 10**300}]},
+        {"id": "d", "text": "D"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    items = list(read_jsonl(path))
+    problems = [item for item in items if isinstance(item, Problem)]
+    assert [(problem.line, problem.doc_id) for problem in problems] == [(1, "a"), (2, "b")]
+    assert "field 'links[0].weight': a link weight must be a finite number > 0, got number 1000" in problems[0].reason
+    assert "field 'link_weights.a': a link weight must be a finite number > 0" in problems[1].reason
+    assert all(len(problem.reason) < 200 for problem in problems)
+    kept = {item.doc_id: item for item in items if isinstance(item, Document)}
+    assert (kept["c"].links, kept["c"].link_weights) == (("d",), {"d": 1e300})
+
+
+def test_a_link_to_a_record_with_a_problem_stays_a_link(tmp_path: Path) -> None:
+    # "a" keeps what was indexed for it (the problem names its id); "b", which is fine, keeps its link to it.
+    path = tmp_path / "records.jsonl"
+    path.write_text(
+        '{"id": "a", "text": "A", "links": [{"id": "b", "weight": -1}]}\n'
+        '{"id": "b", "text": "B", "links": [{"id": "a", "weight": 5}, "nowhere"]}\n',
+        encoding="utf-8",
+    )
+    items = list(read_jsonl(path))
+    assert [(item.line, item.doc_id) for item in items if isinstance(item, Problem)] == [(1, "a")]
+    [b] = [item for item in items if isinstance(item, Document)]
+    assert (b.links, b.link_weights, b.metadata) == (("a",), {"a": 5.0}, {"unresolved_links": ["nowhere"]})
+
+
 def test_resolving_keeps_known_targets_with_weights_and_records_the_rest() -> None:
     links = RecordLinks(("a", "self", "gone", "b"), {"a": 2.0, "gone": 5.0})
     resolved = resolve_links("self", links, {"a", "b", "self"})
@@ -71,9 +105,9 @@ def test_jsonl_records_carry_weighted_links_and_a_bad_one_is_a_problem(tmp_path:
     items = list(read_jsonl(path))
     documents = {item.doc_id: item for item in items if isinstance(item, Document)}
     problems = [item for item in items if isinstance(item, Problem)]
-    assert documents["a"].links == ("b",)
+    assert documents["a"].links == ("b", "c")
     assert documents["a"].link_weights == {"b": 3.0}
-    assert documents["a"].metadata == {"kind": "x", "unresolved_links": ["c"]}
+    assert documents["a"].metadata == {"kind": "x"}
     assert (documents["b"].links, documents["b"].link_weights, documents["b"].metadata) == (("a",), {"a": 3.0}, {})
     assert [(problem.line, problem.doc_id) for problem in problems] == [(3, "c")]
     assert "field 'link_weights.a': a link weight must be a finite number > 0, got number -2" in problems[0].reason

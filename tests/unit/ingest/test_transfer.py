@@ -7,8 +7,11 @@ from typing import Any
 
 import pytest
 
-from esbridge.errors import SourceError
-from esbridge.ingest.transfer import read_export
+from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.errors import ConfigError, SourceError
+from esbridge.ingest.transfer import import_chunks, read_export
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
 
 HEADER = {"format": "esbridge-export", "version": 1, "parameters": {"dimension": 3}, "chunks": 3}
 GOOD = [{"_id": f"{name}#0", "doc_id": name, "body": name} for name in ("a", "b", "c")]
@@ -76,3 +79,26 @@ def test_a_chunk_line_that_is_not_json_is_located(tmp_path: Path) -> None:
     path = tmp_path / "export.jsonl"
     path.write_bytes(export_bytes(HEADER, [b'{"_id": "a#0", "body": "unterminated"']))
     assert lines_of(path) == [(2, "not JSON: Expecting ',' delimiter at the end of the line (column 38)")]
+
+
+def test_an_import_into_an_index_without_a_field_its_chunks_carry_writes_nothing(tmp_path: Path) -> None:
+    # An index made before link_weights existed refuses weighted chunks (strict mapping): say so, and how.
+    engine = EmbeddedEngine(tmp_path / "data")
+    try:
+        body = IndexManager(engine, "old", IndexParameters(dimension=3)).wanted_body()
+        del body["mappings"]["properties"]["link_weights"]
+        engine.create_index("old-v1", body)
+        engine.update_aliases([{"add": {"index": "old-v1", "alias": "old", "is_write_index": True}}])
+        weighted = {"_id": "d#0", "doc_id": "d", "links": ["a"], "link_weights": {"a": 3.0}}
+        path = tmp_path / "export.jsonl"
+        path.write_bytes(
+            export_bytes({**HEADER, "chunks": 4}, [json.dumps(chunk).encode() for chunk in [*GOOD, weighted]])
+        )
+        with pytest.raises(ConfigError, match=r"index old has no mapping for link_weights.*`esbridge mapping apply`"):
+            import_chunks(engine, "old", path)
+        assert engine.count("old") == 0
+        unweighted = tmp_path / "plain.jsonl"
+        unweighted.write_bytes(export_bytes(HEADER, [json.dumps(chunk).encode() for chunk in GOOD]))
+        assert import_chunks(engine, "old", unweighted) == (3, [])
+    finally:
+        engine.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
 
 import pytest
 
@@ -126,6 +127,17 @@ def test_links_body_asks_for_seeds_and_their_linkers_in_one_request() -> None:
     body = links_body(["a", "b"], size=100, filters=Filters())
     assert body["query"]["bool"]["should"] == [{"terms": {"doc_id": ["a", "b"]}}, {"terms": {"links": ["a", "b"]}}]
     assert body["query"]["bool"]["minimum_should_match"] == 1
+
+
+@pytest.mark.parametrize(
+    ("direction", "clause"), [("out", {"terms": {"doc_id": ["a"]}}), ("in", {"terms": {"links": ["a"]}})]
+)
+def test_links_body_for_one_direction_reads_first_chunks_by_document_id(direction: str, clause: dict[str, Any]) -> None:
+    body = links_body(["a"], size=100, filters=Filters(), direction=direction)  # type: ignore[arg-type]
+    assert "should" not in body["query"]["bool"]
+    assert clause in body["query"]["bool"]["filter"]
+    assert {"term": {"chunk_index": 0}} in body["query"]["bool"]["filter"]
+    assert body["sort"] == [{"doc_id": "asc"}]
 
 
 def test_a_query_within_the_clause_limit_is_sent_as_it_is() -> None:

@@ -1,0 +1,27 @@
+"""The readable answer of `esbridge search --explain`: each result says how it got where it is."""
+
+from __future__ import annotations
+
+from esbridge.cli.search import render
+from esbridge.query.models import Explain, RetrieverExplain, SearchHit, SearchResponse
+
+
+def _hit(item: str, score: float, explain: Explain) -> SearchHit:
+    return SearchHit(id=item, doc_id=item.split("#")[0], score=score, title=item, explain=explain)
+
+
+def test_explain_names_the_links_that_lifted_a_result_and_the_seeds_of_a_neighbour() -> None:
+    found = {"bm25": RetrieverExplain(rank=7, score=3.5)}
+    lifted = Explain(retrievers=found, neighbour_of=["a#0", "b#2"], link_lift=0.1183)
+    neighbour = Explain(neighbour_of=["a#0"], hops=2)
+    plain = Explain(retrievers=found)
+    response = SearchResponse(
+        query="q",
+        search_mode="hybrid",
+        took_ms=1.0,
+        results=[_hit("c#0", 0.5, lifted), _hit("d#0", 0.4, neighbour), _hit("e#0", 0.3, plain)],
+    )
+    lines = render(response, explain=True).splitlines()
+    assert lines[3] == "       found by bm25 #7 (3.500); lifted +0.118 by links with a#0, b#2; recency x1"
+    assert lines[5] == "       neighbour of a#0 (2 hops); recency x1"
+    assert lines[7] == "       found by bm25 #7 (3.500); recency x1"
