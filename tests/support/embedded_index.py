@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from esbridge.engines.base import BulkAction
-from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.engines.embedded import EmbeddedEngine, ann, backfill
 from esbridge.engines.embedded.floats import FloatCopies
 from esbridge.engines.embedded.store import Store
 
@@ -71,3 +71,19 @@ def complete(root: Path) -> bool:
     markers = list((root / "vectors").glob("*.f32.complete"))
     assert len(markers) <= 1
     return bool(markers)
+
+
+def at_small_scale(monkeypatch: Any) -> None:
+    """The graph proposes candidates (as at scale, not an exact scan) and the back-fill writes small pages."""
+    monkeypatch.setattr(ann, "EXACT_BELOW", 20)
+    monkeypatch.setattr(backfill, "PAGE", 16)
+
+
+def indexed(root: Path, *, per_request: int = ROWS) -> None:
+    """An index ``idx`` of ROWS vectors written by a writer that closed."""
+    engine = EmbeddedEngine(root)
+    engine.create_index("idx", MAPPING)
+    actions = [BulkAction("index", f"d{i}", {"tag": "t", "v": v.tolist()}) for i, v in enumerate(vectors(ROWS))]
+    for start in range(0, ROWS, per_request):
+        assert not engine.bulk("idx", actions[start : start + per_request]).failed
+    engine.close()

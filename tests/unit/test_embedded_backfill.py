@@ -26,10 +26,12 @@ from tests.support.embedded_index import (
     QUERIES,
     ROWS,
     answers,
+    at_small_scale,
     become_writer,
     complete,
     copies_of,
     finish,
+    indexed,
     rows_and_vectors,
     vectors,
 )
@@ -37,18 +39,12 @@ from tests.support.embedded_index import (
 
 @pytest.fixture(autouse=True)
 def _small(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ann, "EXACT_BELOW", 20)  # the graph proposes, as at scale
-    monkeypatch.setattr(backfill, "PAGE", 16)
+    at_small_scale(monkeypatch)
 
 
 def older_directory(root: Path) -> None:
     """An index of ROWS vectors as the previous release left it: graph and database, no copies, no marker."""
-    engine = EmbeddedEngine(root)
-    engine.create_index("idx", MAPPING)
-    actions = [BulkAction("index", f"d{i}", {"tag": "t", "v": v.tolist()}) for i, v in enumerate(vectors(ROWS))]
-    for start in range(0, ROWS, 100):
-        assert not engine.bulk("idx", actions[start : start + 100]).failed
-    engine.close()
+    indexed(root, per_request=100)
     for path in (root / "vectors").glob("*.f32*"):
         path.unlink()
 

@@ -11,20 +11,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from esbridge.engines.base import BulkAction
-from esbridge.engines.embedded import EmbeddedEngine, ann, backfill
+from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.engines.embedded.floats import FloatCopies
 from tests.support.embedded_index import (
     DIMENSION,
-    MAPPING,
     ROWS,
     answers,
+    at_small_scale,
     become_writer,
     complete,
     copies_of,
     finish,
+    indexed,
     rows_and_vectors,
-    vectors,
 )
 
 _KILLED_WRITER = """
@@ -43,16 +42,7 @@ os._exit(0)
 
 @pytest.fixture(autouse=True)
 def _small(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ann, "EXACT_BELOW", 20)  # the graph proposes, as at scale
-    monkeypatch.setattr(backfill, "PAGE", 16)
-
-
-def indexed(root: Path) -> None:
-    engine = EmbeddedEngine(root)
-    engine.create_index("idx", MAPPING)
-    actions = [BulkAction("index", f"d{i}", {"tag": "t", "v": v.tolist()}) for i, v in enumerate(vectors(ROWS))]
-    assert not engine.bulk("idx", actions).failed
-    engine.close()
+    at_small_scale(monkeypatch)
 
 
 def test_rows_a_killed_writer_left_without_copies_get_them_from_a_reader_that_later_writes(tmp_path: Path) -> None:
