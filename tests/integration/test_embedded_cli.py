@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from esbridge.cli import main
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.embeddings.profiles import MINILM
-from tests.integration.test_ingest import write_vault
+from tests.support.ingest_runs import write_vault
 
 
 def test_the_whole_job_runs_without_a_cluster(tmp_path: Path, embedder: CachedEmbedder) -> None:

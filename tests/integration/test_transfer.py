@@ -21,7 +21,7 @@ from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.models import SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
-from tests.integration.test_ingest import write_vault
+from tests.support.ingest_runs import write_vault
 
 QUERIES = ["baking bread at home", "tidal turbines in estuaries", "wind farms"]
 

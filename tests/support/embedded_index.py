@@ -1,4 +1,5 @@
-"""A small embedded index with one vector field, and what tests of its float32 copies read back from it."""
+"""Small embedded indices for the engine's tests: one vector field (and what tests of its float32 copies read
+back from it), and text, keyword, number and vector fields (`mapping`, `points`, `load`, `knn`)."""
 
 from __future__ import annotations
 
@@ -87,3 +88,38 @@ def indexed(root: Path, *, per_request: int = ROWS) -> None:
     for start in range(0, ROWS, per_request):
         assert not engine.bulk("idx", actions[start : start + per_request]).failed
     engine.close()
+
+
+def mapping(*, approximate: bool) -> dict[str, Any]:
+    settings = {"index": {"knn": True}} if approximate else {}
+    return {
+        "settings": settings,
+        "mappings": {
+            "properties": {
+                "title": {"type": "text", "analyzer": "english"},
+                "body": {"type": "text", "analyzer": "english"},
+                "tag": {"type": "keyword"},
+                "n": {"type": "integer"},
+                "v": {"type": "knn_vector", "dimension": DIMENSION, "method": {"space_type": "cosinesimil"}},
+            }
+        },
+    }
+
+
+def points(count: int, seed: int = 0) -> np.ndarray[Any, np.dtype[np.float32]]:
+    rng = np.random.default_rng(seed)
+    found: np.ndarray[Any, np.dtype[np.float32]] = rng.standard_normal((count, DIMENSION)).astype(np.float32)
+    return found
+
+
+def load(engine: EmbeddedEngine, index: str, vectors: np.ndarray[Any, Any], prefix: str = "d") -> None:
+    actions = [
+        BulkAction("index", f"{prefix}{i}", {"tag": "rare" if i % 50 == 0 else "common", "n": i, "v": v.tolist()})
+        for i, v in enumerate(vectors)
+    ]
+    for start in range(0, len(actions), 200):
+        assert not engine.bulk(index, actions[start : start + 200]).failed
+
+
+def knn(vector: Any, k: int, **extra: Any) -> dict[str, Any]:
+    return {"size": k, "query": {"knn": {"v": {"vector": [float(x) for x in vector], "k": k, **extra}}}}
