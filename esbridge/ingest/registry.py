@@ -22,11 +22,16 @@ adding its server's name and description lowered tool recall@10 on the developme
 
 Lifecycle. ``is_enabled: false`` gives the record (and its tools) the status ``disabled``, which searches
 leave out unless asked (``include_disabled``); a record's own ``status`` (``deprecated``) is kept.
+
+Problems. A line that fails (``tools`` not a list, a schema not an object, no name) is a ``Problem`` naming
+the line and field; the other records are read. When its id can be read, what the index holds for that
+record, its tools included, is kept until the line is fixed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -134,7 +139,8 @@ def read_registry(path: Path) -> Iterator[Document | Problem]:
 def _documents(path: Path) -> Iterator[Document | Problem]:
     for item in unique_records(path, RegistryRecord, id_fields=("id", "path")):
         if isinstance(item, Problem):
-            yield item
+            # A record that cannot be read keeps its tools in the index as well as itself.
+            yield item if item.doc_id is None else replace(item, doc_prefix=tool_doc_id(item.doc_id, ""))
         else:
             yield from record_documents(item)
 

@@ -162,3 +162,22 @@ def test_a_query_naming_a_tool_returns_it_under_its_server_and_in_tools(tmp_path
     listed = next(tool for tool in groups.tools if tool.tool_name == "jira_get_transitions")
     assert (listed.server_id, listed.server_path) == (atlassian["id"], "/atlassian")
     assert listed.input_schema == wanted["inputSchema"]
+
+
+def test_a_record_that_turns_malformed_keeps_its_tools_as_well_as_itself(tmp_path: Path) -> None:
+    server = {"id": "jira", "name": "Jira", "tools": [{"name": "open_issue", "description": "Open an issue"}]}
+    other = {"id": "slack", "name": "Slack", "tools": [{"name": "post", "description": "Post a message"}]}
+    engine = EmbeddedEngine(tmp_path / "db")
+    embedder = HashingEmbedder()
+    manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
+    options = IngestOptions(source_format="registry", source="registry")
+    try:
+        ingest(write(tmp_path, [server, other]), engine=engine, manager=manager, embedder=embedder, options=options)
+        broken = {**server, "tools": "open_issue"}
+        report = ingest(write(tmp_path, [broken]), engine=engine, manager=manager, embedder=embedder,
+                        options=options)  # fmt: skip
+        assert len(report.failed) == 1
+        kept = {hit.source["doc_id"] for hit in engine.search("registry", {"size": 50}).hits}
+    finally:
+        engine.close()
+    assert kept == {"jira", "jira/tools/open_issue"}  # slack is gone from the file; jira only failed to parse
