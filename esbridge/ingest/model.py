@@ -66,6 +66,9 @@ class Problem:
     line: int | None = None
     doc_id: str | None = field(default=None, compare=False)
     """The document the input would have become, when known: its indexed chunks are then kept."""
+    doc_prefix: str | None = field(default=None, compare=False)
+    """Ids of the documents the input would have made besides ``doc_id`` start with this (a registry
+    server's tools): their indexed chunks are kept too."""
 
     @property
     def id(self) -> str:

@@ -12,7 +12,9 @@ with ``skills`` is an ``a2a_agent`` and any other an ``mcp_server``. ``id`` defa
 What is embedded follows what an MCP gateway registry embeds: the name, the description, ``Tags: ...``, the
 metadata as text (each key a token, scalars and list items as strings), and the names and descriptions of
 the tools or skills. The path, the input schemas and the record's other fields (``source``, ``repository``,
-...) are stored, not embedded.
+...) are stored, not embedded. So are a tool's other fields (``tool_fields``: Docker's ``arguments``, the
+gateway's ``parsed_description``) and an agent's skills as given (``skill_records``: ids, tags, examples);
+like the input schemas, these two are not in the text BM25 matches.
 
 Tools. Each tool becomes a document of its own (``entity_type`` ``tool``, id ``<server id>/tools/<name>``),
 linked to its server and carrying ``server_id``, ``server_path``, ``tool_name`` and the ``input_schema``,
@@ -22,11 +24,16 @@ adding its server's name and description lowered tool recall@10 on the developme
 
 Lifecycle. ``is_enabled: false`` gives the record (and its tools) the status ``disabled``, which searches
 leave out unless asked (``include_disabled``); a record's own ``status`` (``deprecated``) is kept.
+
+Problems. A line that fails (``tools`` not a list, a schema not an object, no name) is a ``Problem`` naming
+the line and field; the other records are read. When its id can be read, what the index holds for that
+record, its tools included, is kept until the line is fixed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,6 +54,10 @@ EntityType = Literal["mcp_server", "virtual_server", "a2a_agent", "skill"]
 TOOL = "tool"
 TOOLS_HEADING = "Tools"
 SKILLS_HEADING = "Skills"
+TOOL_FIELDS = "tool_fields"
+"""The metadata key of a tool's fields besides name, description and inputSchema (Docker's ``arguments``)."""
+SKILL_RECORDS = "skill_records"
+"""The metadata key of an agent's skills as given (ids, tags, examples); their names and descriptions are embedded."""
 
 
 class RegistryTool(BaseModel):
@@ -134,7 +145,8 @@ def read_registry(path: Path) -> Iterator[Document | Problem]:
 def _documents(path: Path) -> Iterator[Document | Problem]:
     for item in unique_records(path, RegistryRecord, id_fields=("id", "path")):
         if isinstance(item, Problem):
-            yield item
+            # A record that cannot be read keeps its tools in the index as well as itself.
+            yield item if item.doc_id is None else replace(item, doc_prefix=tool_doc_id(item.doc_id, ""))
         else:
             yield from record_documents(item)
 
@@ -148,6 +160,8 @@ def record_documents(record: RegistryRecord) -> list[Document]:
     stored: dict[str, Any] = {**(record.model_extra or {}), **record.metadata}
     if record.tools:
         stored["tool_count"] = len(record.tools)
+    if record.skills:
+        stored[SKILL_RECORDS] = [skill.model_dump(exclude_unset=True) for skill in record.skills]
     tools, warnings = _distinct_tools(record.tools)
     entity = Document(
         doc_id=record.id,
@@ -207,6 +221,8 @@ def tool_document(server: RegistryRecord, key: str, tool: RegistryTool) -> Docum
     }
     if tool.input_schema is not None:
         metadata["input_schema"] = tool.input_schema
+    if tool.model_extra:
+        metadata[TOOL_FIELDS] = dict(tool.model_extra)
     return Document(
         doc_id=tool_doc_id(server.id, key),
         title=tool.name,

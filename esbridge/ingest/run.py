@@ -357,7 +357,12 @@ def _stale_chunks(
         )
         return []
     protected = {problem.doc_id for problem in problems}
-    return [chunk_id for chunk_id in stale if doc_id_of(chunk_id) not in protected]
+    prefixes = tuple(problem.doc_prefix for problem in problems if problem.doc_prefix)
+    return [
+        chunk_id
+        for chunk_id in stale
+        if (doc := doc_id_of(chunk_id)) not in protected and not (prefixes and doc.startswith(prefixes))
+    ]
 
 
 def _windows(chunks: Sequence[Chunk], size: int) -> Iterator[Sequence[Chunk]]:

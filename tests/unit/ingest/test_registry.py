@@ -162,3 +162,36 @@ def test_a_query_naming_a_tool_returns_it_under_its_server_and_in_tools(tmp_path
     listed = next(tool for tool in groups.tools if tool.tool_name == "jira_get_transitions")
     assert (listed.server_id, listed.server_path) == (atlassian["id"], "/atlassian")
     assert listed.input_schema == wanted["inputSchema"]
+
+
+def test_a_record_that_turns_malformed_keeps_its_tools_as_well_as_itself(tmp_path: Path) -> None:
+    server = {"id": "jira", "name": "Jira", "tools": [{"name": "open_issue", "description": "Open an issue"}]}
+    other = {"id": "slack", "name": "Slack", "tools": [{"name": "post", "description": "Post a message"}]}
+    engine = EmbeddedEngine(tmp_path / "db")
+    embedder = HashingEmbedder()
+    manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
+    options = IngestOptions(source_format="registry", source="registry")
+    try:
+        ingest(write(tmp_path, [server, other]), engine=engine, manager=manager, embedder=embedder, options=options)
+        broken = {**server, "tools": "open_issue"}
+        report = ingest(write(tmp_path, [broken]), engine=engine, manager=manager, embedder=embedder,
+                        options=options)  # fmt: skip
+        assert len(report.failed) == 1
+        kept = {hit.source["doc_id"] for hit in engine.search("registry", {"size": 50}).hits}
+    finally:
+        engine.close()
+    assert kept == {"jira", "jira/tools/open_issue"}  # slack is gone from the file; jira only failed to parse
+
+
+def test_what_a_tool_or_skill_carries_besides_its_name_is_stored(tmp_path: Path) -> None:
+    docker = real_records("servers.jsonl", "docker-mcp-registry")
+    server = next(record for record in docker if any("arguments" in tool for tool in record["tools"]))
+    wanted = next(tool for tool in server["tools"] if "arguments" in tool)
+    docs = [item for item in read_registry(write(tmp_path, [server])) if isinstance(item, Document)]
+    tool = next(doc for doc in docs if doc.doc_id == tool_doc_id(server["id"], wanted["name"]))
+    # Docker's tools have no inputSchema: their arguments are all there is of one
+    assert tool.metadata["tool_fields"]["arguments"] == wanted["arguments"]
+    agent = next(r for r in real_records("agents.jsonl", "a2a-registry") if r["id"] == "a2a-registry:a2abench")
+    (read,) = read_registry(write(tmp_path, [agent]))
+    assert isinstance(read, Document)
+    assert read.metadata["skill_records"] == agent["skills"]  # skill ids (to call one), tags and examples
