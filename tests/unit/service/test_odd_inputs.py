@@ -1,4 +1,4 @@
-"""Search bodies that are valid JSON but odd: each is a 4xx naming the problem, never a 500."""
+"""Bodies that are valid JSON but odd: each is a 4xx (or a per-record error) naming the problem, never a 500."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+
+from tests.unit.service.conftest import KEY
 
 
 @pytest.mark.parametrize(
@@ -37,3 +39,15 @@ def test_weights_whose_sum_overflows_are_refused_not_a_500(client: TestClient, f
     assert answer.status_code == 422, answer.text
     assert answer.json()["error"]["kind"] == "invalid_value"
     assert "weights" in answer.json()["error"]["message"]
+
+
+def test_a_record_nested_too_deeply_fails_alone_not_the_batch(client: TestClient) -> None:
+    deep: Any = 1
+    for _ in range(500):
+        deep = {"a": deep}
+    documents = [{"id": "deep", "text": "x", "metadata": deep}, {"id": "fine", "text": "a fine record"}]
+    answer = client.post("/v1/documents", json={"documents": documents}, headers={"X-API-Key": KEY})
+    assert answer.status_code == 200, answer.text
+    results = answer.json()["results"]
+    assert [result["status"] for result in results] == ["error", "ok"]
+    assert results[0]["error"] == "field 'metadata': nested more than 100 levels deep"
