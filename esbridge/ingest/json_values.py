@@ -25,3 +25,23 @@ def describe_value(value: Any) -> str:
 
 def _short(text: str) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def too_deep(value: Any, limit: int) -> str | None:
+    """The top-level field of ``value`` (an object) whose nesting goes deeper than ``limit``, if any.
+
+    Iterative, so a value nested deeper than the interpreter's recursion limit is measured, not crashed on.
+    """
+    if not isinstance(value, dict):
+        return None
+    for field, item in value.items():
+        stack: list[tuple[Any, int]] = [(item, 1)]
+        while stack:
+            current, depth = stack.pop()
+            if depth > limit:
+                return str(field)
+            if isinstance(current, dict):
+                stack.extend((child, depth + 1) for child in current.values())
+            elif isinstance(current, list):
+                stack.extend((child, depth + 1) for child in current)
+    return None

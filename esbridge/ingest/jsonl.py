@@ -26,10 +26,10 @@ which any record has links is read twice.
 
 Robustness. The file is read as bytes and decoded line by line, so one invalid UTF-8 sequence spoils
 one line only. A line that is not UTF-8, not JSON, not an object, holds an unpaired surrogate escape
-(``"\\ud800"``) or fails validation yields a ``Problem`` naming the line and field; a repeated id is a
-``Problem`` too (the first record wins). A Problem carries the record's id as ``doc_id`` whenever the
-id itself is intact, so the ingest pipeline keeps what was indexed for it. Blank lines are skipped. A
-missing or unreadable file raises ``SourceError``.
+(``"\\ud800"``), nests a field more than 100 levels deep or fails validation yields a ``Problem`` naming
+the line and field; a repeated id is a ``Problem`` too (the first record wins). A Problem carries the
+record's id as ``doc_id`` whenever the id itself is intact, so the ingest pipeline keeps what was indexed
+for it. Blank lines are skipped. A missing or unreadable file raises ``SourceError``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
 
 from esbridge.errors import SourceError
-from esbridge.ingest.json_values import describe_value, json_type
+from esbridge.ingest.json_values import describe_value, json_type, too_deep
 from esbridge.ingest.metadata import flatten_metadata
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
@@ -232,10 +232,22 @@ def named_line(name: str, description: str | None) -> str:
     return f"{name}: {text}" if text else name
 
 
+# Far deeper than records need, far shallower than what exhausts the recursion of later stages.
+MAX_NESTING = 100
+
+
 class IdentifiedRecord(BaseModel):
     """A record with an ``id``, which must be unique in its file."""
 
     id: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_too_deep(cls, data: Any) -> Any:
+        field = too_deep(data, MAX_NESTING)
+        if field is not None:
+            raise ValueError(f"field {field!r}: nested more than {MAX_NESTING} levels deep")
+        return data
 
 
 Record = TypeVar("Record", bound=IdentifiedRecord)

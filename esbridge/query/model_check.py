@@ -77,6 +77,8 @@ class ModelGuard:
                 # A search-only role may lack the privilege to read mappings (view_index_metadata); the search
                 # itself may still be allowed, so it goes on, unchecked, and says so.
                 found = f"the query model was not checked against the index's: its mapping could not be read ({exc})"
+                if isinstance(exc, errors.IndexNotFound):
+                    return found  # not remembered: the next write may create the index
             self._recorded = (now, found)
         return self._recorded[1]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -23,6 +23,11 @@ def status_spellings(status: str) -> list[str]:
     """The casings a status is matched in (``Deprecated``, ``DEPRECATED``, ...): notes and records write
     statuses as they like, and the keyword field stores them as written."""
     return list(dict.fromkeys((status, status.lower(), status.upper(), status.capitalize(), status.title())))
+
+
+def _as_utc(moment: datetime) -> datetime:
+    """A time without an offset as the engines read it in a range: UTC."""
+    return moment.replace(tzinfo=timezone.utc) if moment.utcoffset() is None else moment
 
 
 class Filters(BaseModel):
@@ -58,7 +63,7 @@ class Filters(BaseModel):
             ("modified", self.modified_after, self.modified_before),
             ("created", self.created_after, self.created_before),
         ):
-            if after is not None and before is not None and after > before:
+            if after is not None and before is not None and _as_utc(after) > _as_utc(before):
                 raise ValueError(
                     f"{name}_after ({after.isoformat()}) is later than {name}_before ({before.isoformat()})"
                 )

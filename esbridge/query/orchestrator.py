@@ -259,6 +259,8 @@ class HybridSearcher:
     def _mode(self, retrieved: Retrieved, notes: _Notes) -> SearchMode:
         mode = "native-hybrid" if retrieved.native else _mode(retrieved.semantic)
         if mode is None:
+            if retrieved.rejected is not None:  # the request itself is at fault: sending it again will not help
+                raise retrieved.rejected
             raise errors.EngineUnavailable(
                 "; ".join(notes.warnings) or "no retriever answered",
                 url=self.engine.url,

@@ -54,6 +54,8 @@ class Retrieved:
     """id -> the engine's own score explanation (native hybrid with explain)"""
     partial: bool = False
     """an answer lacked shards, or the engine's time limit cut it short (``SearchResult.partial``)"""
+    rejected: errors.RequestRejected | None = None
+    """when every retriever failed because the engine refused its request: the first refusal"""
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class _Answer:
     merged: bool = False
     """several requests' hits (kNN per entity type): each request was cut at its own k, not at ``top_k``"""
     partial: bool = False
+    error: errors.EngineError | None = None
 
 
 def _answered(name: str, result: SearchResult, ms: float) -> _Answer:
@@ -172,7 +175,8 @@ class Retrieval:
             if isinstance(result, Exception):
                 if isinstance(result, _UNANSWERABLE):
                     raise result
-                answer = _Answer(None, f"{name} failed: {result}", took)
+                error = result if isinstance(result, errors.EngineError) else None
+                answer = _Answer(None, f"{name} failed: {result}", took, error=error)
             else:
                 answer = _answered(name, result, took)
             parts.setdefault(name, []).append(answer)
@@ -235,7 +239,7 @@ class Retrieval:
         except errors.EngineError as exc:
             if isinstance(exc, _UNANSWERABLE):
                 raise
-            return _Answer(None, f"{name} failed: {exc}", elapsed_ms(started))
+            return _Answer(None, f"{name} failed: {exc}", elapsed_ms(started), error=exc)
 
 
 def _merged(answers: Sequence[_Answer]) -> _Answer:
@@ -247,7 +251,7 @@ def _merged(answers: Sequence[_Answer]) -> _Answer:
     warnings = list(dict.fromkeys(answer.warning for answer in answers if answer.warning))
     ms = max(answer.ms for answer in answers)
     if not results:
-        return _Answer(None, "; ".join(warnings), ms)
+        return _Answer(None, "; ".join(warnings), ms, error=_refusal(answers))
     best: dict[str, Hit] = {}
     for result in results:
         for hit in result.hits:
@@ -287,7 +291,17 @@ def _collected(
         timings = {**query_vector.timings, **timings}
     terms = query_vector.concept_terms if query_vector is not None else ()
     partial = any(answer.partial for answer in answers.values())
-    return Retrieved(runs, sources, semantic, warnings, timings, terms, partial=partial)
+    rejected = _refusal(list(answers.values()))
+    return Retrieved(runs, sources, semantic, warnings, timings, terms, partial=partial, rejected=rejected)
+
+
+def _refusal(answers: Sequence[_Answer]) -> errors.RequestRejected | None:
+    """The engine's first refusal when it refused every one of ``answers`` (none answered otherwise)."""
+    failures = [answer.error for answer in answers]
+    if not failures or not all(isinstance(failure, errors.RequestRejected) for failure in failures):
+        return None
+    first = failures[0]
+    return first if isinstance(first, errors.RequestRejected) else None
 
 
 def _noted(retrieved: Retrieved, warning: str | None, msearch_ms: float) -> Retrieved:

@@ -34,7 +34,7 @@ from esbridge.ingest.model import Chunk
 from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.run import DEFAULT_MAX_TOKENS
 from esbridge.service.models import DocumentResult
-from esbridge.service.writes import Cancellation, WriteControl, chunk_hashes
+from esbridge.service.writes import DOCUMENT_LOCKS, Cancellation, WriteControl, chunk_hashes
 
 # A request waits for its answer, so the engine gets a few quick retries, not ingest's long backoff.
 REQUEST_RETRY = RetryPolicy(attempts=3, initial_delay_s=0.2, max_delay_s=2.0)
@@ -79,24 +79,25 @@ def upsert(
 
     outcome = UpsertOutcome([])
     if valid:
-        known = set(first) | _existing_docs(engine, index, {link for r in valid.values() for link in r.links.targets})
-        chunks = {position: _chunks(record, known) for position, record in valid.items()}
-        written = _write(engine, index, embedder, chunks, set(first), source, retry, outcome, control.cancel)
-        for position, record in valid.items():
-            problem = written.get(record.id)
-            results[position] = DocumentResult(
-                position=position,
-                id=record.id,
-                status="error" if problem else "ok",
-                chunks=0 if problem else len(chunks[position]),
-                error=problem,
-            )
-        done = [(c.doc_id, c.chunk_id, c.content_hash) for g in chunks.values() for c in g if c.doc_id not in written]
-        expected = chunk_hashes(done)
-        for record in valid.values():  # a document with no chunks left shows none
-            if record.id not in expected and record.id not in written:
-                expected[record.id] = {}
-        outcome.visible = control.finish(engine, index, expected)
+        with DOCUMENT_LOCKS.held(index, first, control.cancel):
+            known = set(first) | _existing_docs(engine, index, {t for r in valid.values() for t in r.links.targets})
+            chunks = {position: _chunks(record, known) for position, record in valid.items()}
+            written = _write(engine, index, embedder, chunks, set(first), source, retry, outcome, control.cancel)
+            for position, record in valid.items():
+                problem = written.get(record.id)
+                results[position] = DocumentResult(
+                    position=position,
+                    id=record.id,
+                    status="error" if problem else "ok",
+                    chunks=0 if problem else len(chunks[position]),
+                    error=problem,
+                )
+            kept = [c for group in chunks.values() for c in group if c.doc_id not in written]
+            expected = chunk_hashes([(c.doc_id, c.chunk_id, c.content_hash) for c in kept])
+            for record in valid.values():  # a document with no chunks left shows none
+                if record.id not in expected and record.id not in written:
+                    expected[record.id] = {}
+            outcome.visible = control.finish(engine, index, expected)
     outcome.results = [results[position] for position in range(len(records))]
     return outcome
 
@@ -110,14 +111,15 @@ def delete(
     control: WriteControl | None = None,
 ) -> int:
     """Delete every chunk of ``doc_id``; how many there were (0: no such document)."""
-    chunk_ids = [hit.id for hit in _chunks_of(engine, index, [doc_id])]
-    if not chunk_ids:
-        return 0
     control = control or WriteControl()
-    control.cancel.check("deleting")
-    totals = BulkWriter(engine, index, retry=retry).write(BulkAction("delete", chunk_id) for chunk_id in chunk_ids)
-    if not totals.failed:
-        control.finish(engine, index, {doc_id: {}})
+    with DOCUMENT_LOCKS.held(index, [doc_id], control.cancel):
+        chunk_ids = [hit.id for hit in _chunks_of(engine, index, [doc_id])]
+        if not chunk_ids:
+            return 0
+        control.cancel.check("deleting")
+        totals = BulkWriter(engine, index, retry=retry).write(BulkAction("delete", chunk_id) for chunk_id in chunk_ids)
+        if not totals.failed:
+            control.finish(engine, index, {doc_id: {}})
     if totals.failed:
         failure = totals.failed[0]
         # A write block is a passing state of the index (a reindex), not an engine fault: the client may retry.

@@ -27,7 +27,8 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
@@ -62,6 +63,47 @@ class Cancellation:
         """Raise ``WriteCancelled`` if the write was cancelled; call before a step that would write."""
         if self._event.is_set():
             raise WriteCancelled(step)
+
+
+class DocumentLocks:
+    """One lock per (index, document id), so that two writes of one document in this process run one after
+    the other: each reads the chunks the document has before writing and deletes those it no longer
+    produces, and two interleaved writes would delete each other's chunks."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[tuple[str, str], tuple[threading.Lock, int]] = {}
+
+    @contextmanager
+    def held(self, index: str, doc_ids: Collection[str], cancel: Cancellation) -> Iterator[None]:
+        """Hold the documents' locks (taken in sorted order, so two batches cannot deadlock); a write
+        cancelled while it waits raises ``WriteCancelled``."""
+        keys = sorted({(index, doc_id) for doc_id in doc_ids})
+        with self._guard:
+            for key in keys:
+                lock, users = self._locks.get(key, (threading.Lock(), 0))
+                self._locks[key] = (lock, users + 1)
+            locks = [self._locks[key][0] for key in keys]
+        taken: list[threading.Lock] = []
+        try:
+            for lock in locks:
+                while not lock.acquire(timeout=0.05):
+                    cancel.check("waiting for another write of the same document")
+                taken.append(lock)
+            yield
+        finally:
+            for lock in reversed(taken):
+                lock.release()
+            with self._guard:
+                for key in keys:
+                    lock, users = self._locks[key]
+                    if users == 1:
+                        del self._locks[key]
+                    else:
+                        self._locks[key] = (lock, users - 1)
+
+
+DOCUMENT_LOCKS = DocumentLocks()
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from esbridge.config import Settings
 from esbridge.config.pipeline import GraphSettings, PipelineSettings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine, connect_async
-from esbridge.errors import ConfigError
+from esbridge.errors import ConfigError, RequestRejected
 from esbridge.query.models import Filters, SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
 from tests.integration.engines import load_records
@@ -116,6 +116,15 @@ def test_filters_apply_to_both_retrievers(engine_settings: Settings, loaded: str
         engine_settings, loaded, embedder, SearchRequest(query="coal", filters=Filters(include_deprecated=True))
     )
     assert everything.results[0].doc_id == "old"
+
+
+def test_a_filter_every_retriever_is_refused_is_the_request_s_fault_not_an_unavailable_engine(
+    engine_settings: Settings, loaded: str, embedder: CachedEmbedder
+) -> None:
+    # Both engines refuse a terms query of more than index.max_terms_count (65,536) values with HTTP 400.
+    request = SearchRequest(query="electricity", filters=Filters(terms={"tags": [f"t{n}" for n in range(70_000)]}))
+    with pytest.raises(RequestRejected, match=r"max_terms_count|65536"):
+        search(engine_settings, loaded, embedder, request)
 
 
 def test_identifier_queries_go_lexical_with_adaptive_fusion(

@@ -38,10 +38,16 @@ def resolve_weights(runs: Runs, weights: Mapping[str, float] | None) -> dict[str
     """One weight per run, in the runs' order: the given one, else 1.0.
 
     Weights must be finite and >= 0 and may only name retrievers present in ``runs``; a retriever that was
-    asked but found nothing should be passed as an empty run, not left out.
+    asked but found nothing should be passed as an empty run, not left out. Fused scores add the weighted
+    terms, so the weights' sum must be finite as well.
     """
     given = dict(weights or {})
     unknown = sorted(set(given) - set(runs))
     if unknown:
         raise ConfigError(f"weights name retrievers without a run: {unknown}; runs are: {sorted(runs)}")
-    return {name: check_number(f"weight of {name!r}", given.get(name, DEFAULT_WEIGHT), minimum=0.0) for name in runs}
+    resolved = {
+        name: check_number(f"weight of {name!r}", given.get(name, DEFAULT_WEIGHT), minimum=0.0) for name in runs
+    }
+    if not math.isfinite(sum(resolved.values())):
+        raise ConfigError(f"weights must add up to a finite number, got {resolved}; scale them down")
+    return resolved

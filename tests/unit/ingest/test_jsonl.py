@@ -272,3 +272,13 @@ def test_an_empty_file_yields_nothing(tmp_path: Path) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_bytes(b"")
     assert list(read_jsonl(path)) == []
+
+
+def test_a_record_nested_too_deeply_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    deep = b'{"a": ' * 600 + b"1" + b"}" * 600
+    path = write_lines(tmp_path / "r.jsonl", [b'{"id": "n", "extra": ' + deep + b"}", b'{"id": "m", "text": "ok"}'])
+    problem, document = read_jsonl(path)
+    assert isinstance(problem, Problem)
+    assert (problem.line, problem.doc_id) == (1, "n")
+    assert problem.reason == "field 'extra': nested more than 100 levels deep"
+    assert isinstance(document, Document)

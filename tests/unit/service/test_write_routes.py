@@ -134,3 +134,12 @@ def test_a_document_whose_id_has_a_slash_can_be_deleted(make_client: ClientFacto
     assert (plain.status_code, plain.json()) == (200, {"id": "Projects/Beta", "deleted_chunks": 1})
     gone = client.delete("/v1/documents/Projects/Beta", headers=WRITE)
     assert (gone.status_code, gone.json()["error"]["message"]) == (404, "no document 'Projects/Beta' in notes")
+
+
+def test_a_search_before_the_first_write_leaves_no_stale_warning_after_it(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY])
+    assert search(client, query="solar").json()["error"]["kind"] == "index_missing"
+    assert client.post("/v1/documents", json={"documents": RECORDS}, headers=WRITE).status_code == 200
+    answer = search(client, query="solar")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["warnings"] == []
