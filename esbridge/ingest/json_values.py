@@ -1,9 +1,12 @@
-"""JSON values named for error messages: ``number 1.5``, ``string 'abc'``, ``array``."""
+"""JSON values named for error messages: ``number 1.5``, ``string 'abc'``, ``array``; a record's validation errors
+by field."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from pydantic import ValidationError
 
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
 
@@ -45,3 +48,18 @@ def too_deep(value: Any, limit: int) -> str | None:
             elif isinstance(current, list):
                 stack.extend((child, depth + 1) for child in current)
     return None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """Every field error as ``field 'tools[0].name': <what is wrong>``, joined by ``; ``."""
+    parts = []
+    for error in exc.errors():
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(".")
+        if error["type"] == "missing":
+            parts.append(f"field {where!r} is missing")
+            continue
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] != "value_error":
+            message += f", got {describe_value(error['input'])}"
+        parts.append(f"field {where!r}: {message}" if where else message)
+    return "; ".join(parts)

@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
 
 from esbridge.errors import SourceError
-from esbridge.ingest.json_values import describe_value, json_type, too_deep
+from esbridge.ingest.json_values import describe_validation_error, describe_value, json_type, too_deep
 from esbridge.ingest.metadata import flatten_metadata
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
@@ -171,21 +171,6 @@ def surrogate_location(value: Any, where: str = "") -> str | None:
             if found is not None:
                 return found
     return None
-
-
-def describe_validation_error(exc: ValidationError) -> str:
-    """Every field error as ``field 'tools[0].name': <what is wrong>``, joined by ``; ``."""
-    parts = []
-    for error in exc.errors():
-        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(".")
-        if error["type"] == "missing":
-            parts.append(f"field {where!r} is missing")
-            continue
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] != "value_error":
-            message += f", got {describe_value(error['input'])}"
-        parts.append(f"field {where!r}: {message}" if where else message)
-    return "; ".join(parts)
 
 
 # --- validating records -------------------------------------------------------------------------

@@ -205,7 +205,7 @@ class EmbeddedEngine(paging.ScanBySearch):
 
     def update_aliases(self, actions: Sequence[Mapping[str, Any]]) -> None:
         operation = "update aliases"
-        with self._writing(operation) as db:
+        with self._writing(operation):
             for action in actions:
                 kind, spec = next(iter(action.items())) if len(action) == 1 else ("", {})
                 if kind not in ("add", "remove") or not isinstance(spec, Mapping):
@@ -219,8 +219,7 @@ class EmbeddedEngine(paging.ScanBySearch):
                 if record is None:
                     raise self._missing(operation, index)
                 if kind == "remove":
-                    cursor = db.execute("DELETE FROM aliases WHERE alias = ? AND index_id = ?", (alias, record.id))
-                    if cursor.rowcount == 0:
+                    if not self._store.remove_alias(alias, record.id):
                         raise self._missing(operation, alias)
                     continue
                 if self._store.index(alias) is not None:
@@ -228,15 +227,7 @@ class EmbeddedEngine(paging.ScanBySearch):
                         f"an index named [{alias}] exists; an alias cannot take its name", operation, alias
                     )
                 flag = spec.get("is_write_index")
-                db.execute(
-                    "INSERT OR REPLACE INTO aliases (alias, index_id, is_write_index) VALUES (?, ?, ?)",
-                    (alias, record.id, None if flag is None else int(bool(flag))),
-                )
-                if flag:
-                    db.execute(
-                        "UPDATE aliases SET is_write_index = 0 WHERE alias = ? AND index_id != ? AND is_write_index",
-                        (alias, record.id),
-                    )
+                self._store.put_alias(alias, record.id, None if flag is None else bool(flag))
 
     def get_mapping(self, index: str) -> dict[str, Any]:
         with self._call("read mapping", index), self._store.read():

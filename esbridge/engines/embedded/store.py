@@ -219,6 +219,23 @@ class Store:
         )
         return [(name, None if flag is None else bool(flag)) for name, flag in rows]
 
+    def remove_alias(self, alias: str, index_id: int) -> bool:
+        """Whether ``alias`` pointed at the index (and no longer does)."""
+        cursor = self.db.execute("DELETE FROM aliases WHERE alias = ? AND index_id = ?", (alias, index_id))
+        return cursor.rowcount > 0
+
+    def put_alias(self, alias: str, index_id: int, write_index: bool | None) -> None:
+        """Point ``alias`` at the index; as its write index, the alias's other indices stop being it."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO aliases (alias, index_id, is_write_index) VALUES (?, ?, ?)",
+            (alias, index_id, None if write_index is None else int(write_index)),
+        )
+        if write_index:
+            self.db.execute(
+                "UPDATE aliases SET is_write_index = 0 WHERE alias = ? AND index_id != ? AND is_write_index",
+                (alias, index_id),
+            )
+
     def alias_names(self) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT DISTINCT alias FROM aliases ORDER BY alias")]
 
