@@ -65,7 +65,7 @@ class SentenceTransformerEmbedder:
 
     @classmethod
     def from_settings(cls, settings: EmbeddingSettings) -> SentenceTransformerEmbedder:
-        return cls(
+        embedder = cls(
             settings.model,
             dimension=settings.dimension,
             batch_size=settings.batch_size,
@@ -73,6 +73,8 @@ class SentenceTransformerEmbedder:
             threads=settings.threads,
             profile=_settings_profile(settings),
         )
+        _refuse_what_the_folder_overrides(embedder._model, embedder.name, settings)
+        return embedder
 
     @property
     def name(self) -> str:
@@ -262,10 +264,31 @@ def _token_counter(model: Any, name: str) -> Callable[[str], int]:
 def _pooling(model: Any, fallback: str) -> str:
     """The pooling of the folder's Pooling module (``cls``, ``mean``, ...); ``fallback`` when it has none."""
     for module in model:
-        describe = getattr(module, "get_pooling_mode_str", None)
+        mode = getattr(module, "pooling_mode", None)  # sentence-transformers 6: a mode, or a tuple of them
+        if isinstance(mode, str):
+            return mode
+        if isinstance(mode, (list, tuple)) and mode:
+            return "+".join(str(item) for item in mode)
+        describe = getattr(module, "get_pooling_mode_str", None)  # before 6
         if callable(describe):
             return str(describe())
     return fallback
+
+
+def _refuse_what_the_folder_overrides(model: Any, name: str, settings: EmbeddingSettings) -> None:
+    """A pooling or ``normalize = false`` set in ``[embedding]`` that the folder's own modules would silently
+    override (sentence-transformers pools and normalizes as the folder says)."""
+    pooling = _pooling(model, "")
+    if settings.pooling is not None and pooling and settings.pooling != pooling:
+        raise ConfigError(
+            f"embedding.pooling is {settings.pooling!r}, but on torch {name!r} pools with its folder's own Pooling "
+            f'module, which pools by {pooling!r}; remove the setting, or use backend = "onnx", where it applies'
+        )
+    if settings.normalize is False and _normalizes(model):
+        raise ConfigError(
+            f"embedding.normalize is false, but {name!r} ends in a Normalize module, which makes every vector unit "
+            'length on torch; remove the setting, or use backend = "onnx", where it applies'
+        )
 
 
 def _normalizes(model: Any) -> bool:

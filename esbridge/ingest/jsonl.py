@@ -35,6 +35,7 @@ for it. Blank lines are skipped. A missing or unreadable file raises ``SourceErr
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
@@ -103,7 +104,7 @@ def parse_json_line(raw: bytes) -> JsonObject | str | None:
     # Without its line ending, an error at the end of the line is located there, not on a "line 2".
     line = line.rstrip("\r\n")
     try:
-        value = json.loads(line, parse_constant=_reject_constant)
+        value = json.loads(line, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         return f"invalid JSON: {json_error_location(exc)}"
     except ValueError as exc:
@@ -151,6 +152,14 @@ def known_id(data: Mapping[str, Any], id_field: str) -> str | None:
 def _reject_constant(name: str) -> Any:
     # Python's json reads NaN and Infinity, which JSON (and the engines) do not allow.
     raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    # Python reads 1e999 as inf, which would be stored as the string "inf".
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"the number {text} is beyond a 64-bit float's range")
+    return number
 
 
 def surrogate_location(value: Any, where: str = "") -> str | None:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -227,3 +228,42 @@ def test_the_model_identity_hashes_the_weights_it_loaded_and_reads_the_pooling_m
         None,
     )
     assert (identity.dimension, identity.pooling, identity.normalize, identity.max_tokens) == (384, "mean", True, 256)
+
+
+@needs_model
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"pooling": "cls"}, r"embedding.pooling is 'cls', but on torch .* Pooling module, which pools by 'mean'"),
+        ({"normalize": False}, r"embedding.normalize is false, but .* ends in a Normalize module"),
+    ],
+)
+def test_a_pooling_or_normalization_torch_cannot_apply_is_refused(
+    minilm: SentenceTransformerEmbedder, setting: dict[str, Any], message: str
+) -> None:
+    settings = EmbeddingSettings.model_validate({"model": BUNDLED_MODEL, "backend": "torch", **setting})
+    with pytest.raises(ConfigError, match=message):
+        SentenceTransformerEmbedder.from_settings(settings)
+
+
+@needs_model
+def test_a_pooling_the_folder_has_anyway_is_accepted(minilm: SentenceTransformerEmbedder) -> None:
+    settings = EmbeddingSettings(model=BUNDLED_MODEL, backend="torch", pooling="mean", normalize=True)
+    assert SentenceTransformerEmbedder.from_settings(settings).dimension == 384
+
+
+@needs_model
+def test_the_identity_records_the_pooling_of_the_folders_own_module(tmp_path: Path) -> None:
+    source = bundled_model_dir()
+    assert source is not None
+    folder = tmp_path / "cls-pooled"
+    folder.mkdir()
+    for item in source.iterdir():
+        (folder / item.name).symlink_to(item, target_is_directory=item.is_dir())
+    (folder / "1_Pooling").unlink()
+    (folder / "1_Pooling").mkdir()
+    pooling = '{"word_embedding_dimension": 384, "pooling_mode_cls_token": true}'
+    (folder / "1_Pooling" / "config.json").write_text(pooling)
+    with hf_offline_unset():
+        embedder = SentenceTransformerEmbedder(str(folder))
+    assert identity_of(embedder).pooling == "cls"

@@ -218,6 +218,8 @@ def test_a_missing_file_or_a_folder_raises_source_error(tmp_path: Path) -> None:
     [
         (b'{"id": "n", "metadata": {"x": NaN}}', "invalid JSON: NaN is not a JSON value"),
         (b'{"id": "n", "score": -Infinity}', "invalid JSON: -Infinity is not a JSON value"),
+        (b'{"id": "n", "metadata": {"x": 1e999}}', "invalid JSON: the number 1e999 is beyond a 64-bit float's range"),
+        (b'{"id": "n", "weight": -2E+400}', "invalid JSON: the number -2E+400 is beyond a 64-bit float's range"),
         (b"[" * 100_000 + b"]" * 100_000, "invalid JSON: nested too deeply"),
         (b'{"id": "n"} {"id": "m"}', "invalid JSON: Extra data at column 13"),
         (b'"just a string"', "expected a JSON object, got string"),
