@@ -25,6 +25,9 @@ these at the engine boundary with ``raise ... from exc``, so callers catch esbri
         ├── UnsupportedFeature      the engine (version, plugin, licence) lacks what was asked
         └── EngineResponseError     5xx or an answer esbridge cannot make sense of
 
+Ctrl-C stays a ``KeyboardInterrupt``; where a run can say what it kept, it raises the subclass
+``IngestInterrupted``, whose message says so.
+
 Warnings (``warnings.warn``) say that something is probably not what was meant while esbridge goes on::
 
     EsbridgeWarning
@@ -184,6 +187,10 @@ class UnsupportedFeature(EngineError):
 
 class EngineResponseError(EngineError):
     """The engine failed (HTTP 5xx) or answered something esbridge cannot interpret."""
+
+
+class IngestInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an ingest, once the write in flight has finished; the message says what was kept."""
 
 
 class EsbridgeWarning(UserWarning):

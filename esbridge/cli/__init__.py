@@ -47,8 +47,8 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except EsbridgeError as exc:
             raise click.ClickException(str(exc)) from exc
-        except KeyboardInterrupt:
-            raise _interrupted() from None
+        except KeyboardInterrupt as exc:
+            raise _interrupted(str(exc)) from None
         except click.Abort as exc:
             # click's prompts turn Ctrl-C into Abort; end of input at a prompt stays an Abort (exit 1).
             if isinstance(exc.__context__, KeyboardInterrupt):
@@ -80,8 +80,9 @@ def _warning_lines() -> Iterator[None]:
         yield
 
 
-def _interrupted() -> click.exceptions.Exit:
-    click.echo("\ninterrupted", err=True)  # the newline ends the line the terminal echoed ^C on
+def _interrupted(kept: str = "") -> click.exceptions.Exit:
+    # The newline ends the line the terminal echoed ^C on; ``kept`` is what an interrupted run says it kept.
+    click.echo(f"\ninterrupted: {kept}" if kept else "\ninterrupted", err=True)
     return click.exceptions.Exit(INTERRUPTED_EXIT_CODE)
 
 

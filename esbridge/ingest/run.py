@@ -237,6 +237,12 @@ def ingest(
             for chunk in todo:
                 if chunk.chunk_id in succeeded:
                     written_docs.add(chunk.doc_id)
+    except KeyboardInterrupt as exc:  # raised once the write in flight has finished: the count is final
+        written = len(writer.totals.succeeded)
+        raise errors.IngestInterrupted(
+            f"{written} of {len(todo)} chunk writes were done and are kept; run the command again: it writes only "
+            "what is missing"
+        ) from exc
     except errors.EmbeddingError as exc:  # raised once the write in flight has finished: the count is final
         written = len(writer.totals.succeeded)
         raise type(exc)(

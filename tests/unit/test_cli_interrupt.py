@@ -107,3 +107,14 @@ def test_sigint_at_a_confirmation_prompt_exits_130() -> None:
     assert "interrupted" in stderr
     assert "Aborted!" not in stderr
     assert "cancelled" not in stderr
+
+
+def test_ctrl_c_during_an_ingests_embedding_says_what_was_kept(
+    runner: CliRunner, dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(HashingEmbedder, "embed", ctrl_c)
+    result = runner.invoke(main, ["ingest", str(dataset), "--index", "notes", "--engine", "embedded"])
+    assert result.exit_code == 130, result.output
+    assert result.stderr.strip().splitlines()[-1] == (
+        "interrupted: 0 of 2 chunk writes were done and are kept; run the command again: it writes only what is missing"
+    )

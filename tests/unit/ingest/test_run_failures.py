@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from esbridge.engines.embedded import EmbeddedEngine
-from esbridge.errors import EmbeddingError
+from esbridge.errors import EmbeddingError, IngestInterrupted
 from esbridge.ingest.run import IngestOptions, IngestReport, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
@@ -17,15 +17,16 @@ from tests.support.hashing import HashingEmbedder
 
 
 class FailsOnCall(HashingEmbedder):
-    """Raises on its ``fail_on``-th call, as a model does on a batch it cannot embed."""
+    """Raises on its ``fail_on``-th call, as a model does on a batch it cannot embed (or Ctrl-C during it)."""
 
-    def __init__(self, fail_on: int) -> None:
+    def __init__(self, fail_on: int, error: BaseException | None = None) -> None:
         self.calls, self.fail_on = 0, fail_on
+        self.error = error or EmbeddingError("out of memory", model=self.name)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self.calls += 1
         if self.calls == self.fail_on:
-            raise EmbeddingError("out of memory", model=self.name)
+            raise self.error
         return super().embed(texts)
 
 
@@ -36,20 +37,35 @@ def engine(tmp_path: Path) -> Iterator[EmbeddedEngine]:
     engine.close()
 
 
+@pytest.fixture
+def records(tmp_path: Path) -> Path:
+    path = tmp_path / "records.jsonl"
+    rows = [{"id": f"r{n:02d}", "title": f"Record {n}", "text": f"Tidal turbine number {n}."} for n in range(10)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
 def run(engine: EmbeddedEngine, records: Path, embedder: HashingEmbedder) -> IngestReport:
     manager = IndexManager(engine, "notes", IndexParameters(dimension=embedder.dimension))
     return ingest(records, engine=engine, manager=manager, embedder=embedder, options=IngestOptions(window=4))
 
 
 def test_a_model_failing_on_one_batch_says_how_much_was_written_and_a_rerun_writes_the_rest(
-    engine: EmbeddedEngine, tmp_path: Path
+    engine: EmbeddedEngine, records: Path
 ) -> None:
-    records = tmp_path / "records.jsonl"
-    rows = [{"id": f"r{n:02d}", "title": f"Record {n}", "text": f"Tidal turbine number {n}."} for n in range(10)]
-    records.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-
     with pytest.raises(EmbeddingError, match=r"out of memory.* 8 of 10 chunks were written"):
         run(engine, records, FailsOnCall(fail_on=3))
+    engine.refresh("notes")
+    assert engine.count("notes") == 8
+
+    again = run(engine, records, HashingEmbedder())
+    assert (again.failed, again.unchanged, again.chunks_indexed) == ([], 8, 2)
+    assert engine.count("notes") == 10
+
+
+def test_ctrl_c_says_how_much_was_written_and_a_rerun_writes_the_rest(engine: EmbeddedEngine, records: Path) -> None:
+    with pytest.raises(IngestInterrupted, match=r"^8 of 10 chunk writes were done and are kept; run the command"):
+        run(engine, records, FailsOnCall(fail_on=3, error=KeyboardInterrupt()))
     engine.refresh("notes")
     assert engine.count("notes") == 8
 
