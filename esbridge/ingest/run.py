@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -258,7 +258,7 @@ def ingest(
     refused_docs = {doc_id_of(failure.id) for failure in write_failures}
     stale = [chunk_id for chunk_id in stale if doc_id_of(chunk_id) not in refused_docs]
 
-    with _Timer(timings, "index_s"):
+    with _Timer(timings, "index_s"), _after_the_writes(report.chunks_indexed):
         if stale:
             deleter = BulkWriter(engine, alias, max_bytes=options.max_request_bytes, retry=options.retry)
             totals = deleter.write(BulkAction("delete", chunk_id) for chunk_id in stale)
@@ -289,6 +289,21 @@ def ingest(
             )
             build_concept_index(engine, manager.alias, terms, embedder)
     return report
+
+
+@contextmanager
+def _after_the_writes(written: int) -> Iterator[None]:
+    """An engine gone once every chunk write was done: the error says they were, and that a re-run finishes."""
+    try:
+        yield
+    except errors.EngineUnavailable as exc:
+        raise type(exc)(
+            f"{exc.reason}, after all {written} chunk writes were done (they are kept). Run the command again once "
+            "it answers: it writes only what is missing and removes what the sources no longer hold",
+            url=exc.url,
+            operation=exc.operation,
+            index=exc.index,
+        ) from exc
 
 
 def write_block_warnings(failures: Iterable[BulkItemFailure], alias: str) -> list[str]:

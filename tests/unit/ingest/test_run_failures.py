@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from esbridge.engines.embedded import EmbeddedEngine
-from esbridge.errors import EmbeddingError, IngestInterrupted
+from esbridge.errors import EmbeddingError, EngineUnavailable, IngestInterrupted
 from esbridge.ingest.run import IngestOptions, IngestReport, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
@@ -72,3 +72,21 @@ def test_ctrl_c_says_how_much_was_written_and_a_rerun_writes_the_rest(engine: Em
     again = run(engine, records, HashingEmbedder())
     assert (again.failed, again.unchanged, again.chunks_indexed) == ([], 8, 2)
     assert engine.count("notes") == 10
+
+
+class RefreshFails(EmbeddedEngine):
+    """The embedded engine, which stops answering once the writes are done (a node dies before the refresh)."""
+
+    def refresh(self, index: str) -> None:
+        raise EngineUnavailable("connection refused", url="http://127.0.0.1:9", operation="refresh", index=index)
+
+
+def test_an_engine_gone_after_the_writes_says_they_were_all_done(tmp_path: Path, records: Path) -> None:
+    engine = RefreshFails(tmp_path / "gone")
+    try:
+        gone = r"^refresh failed on .*: connection refused, after all 10 chunk writes were done \(they are kept\)\. Run"
+        with pytest.raises(EngineUnavailable, match=gone):
+            run(engine, records, HashingEmbedder())
+        assert EmbeddedEngine.count(engine, "notes") == 10
+    finally:
+        engine.close()
