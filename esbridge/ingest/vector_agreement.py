@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from esbridge import errors
 from esbridge.embeddings.base import Embedder, embed_passages
 from esbridge.engines.base import Engine
 from esbridge.ingest.documents import EMBEDDED, EMBEDDING_SOURCE_FIELDS, chunk_from_source
@@ -31,10 +32,19 @@ def sample_body(size: int = SAMPLE) -> dict[str, object]:
 
 def agreement(engine: Engine, index: str, embedder: Embedder) -> float | None:
     """The lowest cosine between a few stored vectors of ``index`` and ``embedder``'s vectors of the same
-    texts; None when the index holds no vector to compare."""
+    texts; None when the index holds no vector to compare. ``DimensionMismatch`` when its vectors have another
+    dimension than the embedder's."""
     hits = [hit for hit in engine.search(index, sample_body()).hits if hit.source.get(VECTOR_FIELD)]
     if not hits:
         return None
+    stored = {len(hit.source[VECTOR_FIELD]) for hit in hits}
+    if stored != {embedder.dimension}:  # no cosine to compare: say so rather than "cosine 0.00"
+        raise errors.DimensionMismatch(
+            f"index {index} records no embedding model, and holds {max(stored)}-dimensional vectors, which the "
+            f"model {embedder.name} ({embedder.dimension}-dimensional) cannot have made. Use the model that made "
+            "them ([embedding] model), or move the index to this one: `esbridge index reindex` with "
+            "embedding.dimension set, or a new --index"
+        )
     fresh = embed_passages(embedder, [chunk_from_source(hit.source).embedding_text for hit in hits])
     return min(cosine(hit.source[VECTOR_FIELD], vector) for hit, vector in zip(hits, fresh, strict=True))
 

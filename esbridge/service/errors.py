@@ -6,7 +6,7 @@ what happened                              status  kind
 the body is not valid JSON                 400     invalid_json
 a field is missing, malformed or too big   422     validation
 settings-level value refused (fusion)      422     invalid_value
-query model is not the index's model       409     model_mismatch
+query model is not the index's model       409     model_mismatch (another model or dimension)
 body larger than ``max_body_bytes``        413     body_too_large
 no or unknown API key                      401     unauthorized
 the key lacks the scope the route needs    403     forbidden
@@ -93,7 +93,7 @@ def from_exception(exc: BaseException, retry_after_s: int) -> ServiceError:
         return ServiceError(503, "engine_unavailable", str(exc), headers=retry)
     if isinstance(exc, (errors.AuthenticationError, errors.AuthorizationError)):
         return ServiceError(502, "engine_auth", f"the engine refused esbridge's credentials: {exc}")
-    if isinstance(exc, errors.ModelMismatch):
+    if isinstance(exc, (errors.ModelMismatch, errors.DimensionMismatch)):
         return ServiceError(409, "model_mismatch", str(exc))
     if isinstance(exc, (errors.ConfigError, errors.UnsupportedFeature, errors.RequestRejected)):
         return ServiceError(422, "invalid_value", str(exc))

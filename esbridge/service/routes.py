@@ -13,7 +13,14 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine
-from esbridge.errors import ConfigError, EmbeddingError, EsbridgeError, IndexNotFound, ModelMismatch
+from esbridge.errors import (
+    ConfigError,
+    DimensionMismatch,
+    EmbeddingError,
+    EsbridgeError,
+    IndexNotFound,
+    ModelMismatch,
+)
 from esbridge.query.deadline import within
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.service import documents
@@ -239,7 +246,7 @@ async def readyz(request: Request) -> Response:
     try:
         await backend.check_index()
         await backend.check_model()
-    except ModelMismatch as exc:  # every search would answer 409 model_mismatch
+    except (ModelMismatch, DimensionMismatch) as exc:  # every search would answer 409 model_mismatch
         checks["model"] = str(exc)
     except EmbeddingError as exc:  # the searcher needs the re-ranker's model, which cannot load
         checks.update(engine="unknown", index="unknown", model=str(exc))

@@ -171,6 +171,10 @@ def test_an_index_made_before_model_records_is_checked_by_its_vectors(where: lis
     refused = run(["search", "how is bread leavened", *where], "bge-small", tmp_path)
     assert refused.exit_code == 1
     assert f"records no embedding model, and its vectors were not made by {BGE_SMALL} (onnx int8" in refused.output
+    eight = str(tiny_encoder(tmp_path / "eight", 8))
+    other = run(["search", "how is bread leavened", *where], eight, tmp_path)
+    assert other.exit_code == 1
+    assert f"holds 384-dimensional vectors, which the model {eight} (8-dimensional) cannot have made" in other.output
 
     again = answer(run(["ingest", str(source), "--json", *where], "bge-small", tmp_path))
     assert (again["unchanged"], again["embedded"], again["model_recorded"]) == (0, len(RECORDS), BGE_SMALL)

@@ -3,14 +3,17 @@ both naming the two models; a service allowed to search anyway answers with a wa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import anyio
 from fastapi.testclient import TestClient
 from mcp import Client
 from mcp.types import CallToolResult
 
 from esbridge.config import load_settings
+from esbridge.engines import connect
 from esbridge.service.mcp_server import build_server
-from tests.support.hashing import OtherHashingEmbedder
+from tests.support.hashing import HashingEmbedder, OtherHashingEmbedder
 from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, service_settings
 
 WRITE = {"X-API-Key": KEY}
@@ -92,3 +95,37 @@ def test_readyz_is_503_while_every_search_would_be_refused_for_its_model(make_cl
     allowed = load_settings(index="notes", search={"allow_model_mismatch": True})
     assert make_client(allowed, embedder=OtherHashingEmbedder()).get("/readyz").status_code == 200
     assert make_client().get("/readyz").status_code == 200
+
+
+class SixteenDimensions(HashingEmbedder):
+    """A model whose vectors have another size than the index's."""
+
+    name = identity = "hashing-16"
+    dimension = 16
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [vector[:16] for vector in super().embed(texts)]
+
+
+def test_an_index_without_a_record_and_a_model_of_another_dimension_is_409_naming_both(
+    make_client: ClientFactory,
+) -> None:
+    written_by_hashing(make_client)
+    engine = connect(service_settings())
+    try:
+        for concrete in engine.alias_targets("notes") or ["notes"]:
+            meta = dict(engine.get_mapping(concrete).get("_meta") or {})
+            meta.pop("esbridge_model")
+            engine.put_meta(concrete, meta)
+    finally:
+        engine.close()
+    other = make_client(embedder=SixteenDimensions())
+    answer = other.post("/v1/search", json={"query": "sourdough"})
+    assert answer.status_code == 409, answer.text
+    error = answer.json()["error"]
+    assert error["kind"] == "model_mismatch"
+    dimensions = "holds 32-dimensional vectors, which the model hashing-16 (16-dimensional) cannot have made"
+    assert dimensions in error["message"]
+    ready = other.get("/readyz")
+    assert ready.status_code == 503
+    assert "holds 32-dimensional vectors" in ready.json()["checks"]["model"]
