@@ -132,6 +132,28 @@ def test_a_bad_port_is_a_url_error_that_keeps_secrets(url: str) -> None:
     assert "topsecret" not in str(refused.value)
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://admin:top#secret@127.0.0.1:9200",
+        "http://admin:top/secret@127.0.0.1:9200",
+        "http://admin:top?secret@127.0.0.1:9200",
+        "http://admin:9200#topsecret@127.0.0.1:9200",  # reads as host "admin", port 9200
+        "http://admin:9200/topsecret@127.0.0.1:9200",
+    ],
+)
+def test_a_password_with_an_unencoded_delimiter_is_refused_without_showing_it(url: str) -> None:
+    # '/', '?' and '#' end the host part, so urllib never sees these credentials as credentials.
+    with pytest.raises(ConfigError, match=r"url: .*percent-encode") as refused:
+        load_settings(url=url)
+    assert "secret" not in str(refused.value)
+
+
+def test_redact_url_hides_credentials_it_cannot_parse() -> None:
+    assert redact_url("http://admin:9200#topsecret@127.0.0.1:9200") == "http://127.0.0.1:9200"
+    assert redact_url("http://u:topsecret@[::1]:9200/p") == "http://[::1]:9200/p"
+
+
 def test_the_url_scheme_is_case_insensitive() -> None:
     assert load_settings(url="HTTPS://es.example:9243").url == "HTTPS://es.example:9243"
 
