@@ -73,10 +73,12 @@ def translate(exc: Exception, *, url: str, operation: str, index: str | None) ->
         return from_response(exc.meta.status, exc.body, url=url, operation=operation, index=index)
     if isinstance(exc, elastic_transport.ConnectionTimeout):
         return errors.EngineTimeout("no answer in time", url=url, operation=operation, index=index)
+    # ``message`` is the cause; str() names only the failed earlier attempts, so with no retries just "TLS error".
     if isinstance(exc, elastic_transport.TlsError):
-        return errors.TLSError(str(exc), url=url, operation=operation, index=index)
+        return errors.TLSError(exc.message or str(exc), url=url, operation=operation, index=index)
     if isinstance(exc, elastic_transport.ConnectionError):
-        return errors.EngineUnavailable(f"cannot connect ({exc})", url=url, operation=operation, index=index)
+        reason = exc.message or str(exc)
+        return errors.EngineUnavailable(f"cannot connect ({reason})", url=url, operation=operation, index=index)
     return errors.EngineResponseError(f"{type(exc).__name__}: {exc}", url=url, operation=operation, index=index)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -92,7 +93,8 @@ def translate(exc: Exception, *, url: str, operation: str, index: str | None) ->
     """The esbridge error for an opensearch-py exception."""
     if isinstance(exc, ox.ConnectionTimeout):
         return errors.EngineTimeout("no answer in time", url=url, operation=operation, index=index)
-    if isinstance(exc, ox.SSLError):
+    # The async client reports a failed handshake as a ConnectionError around aiohttp's error, an ssl.SSLError.
+    if isinstance(exc, ox.SSLError) or (isinstance(exc, ox.ConnectionError) and isinstance(exc.info, ssl.SSLError)):
         return errors.TLSError(str(exc.info or exc), url=url, operation=operation, index=index)
     if isinstance(exc, ox.ConnectionError):
         return errors.EngineUnavailable(

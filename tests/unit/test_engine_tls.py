@@ -1,0 +1,138 @@
+"""Every cluster adapter against a loopback HTTPS listener with a self-signed certificate: verification is on
+by default, a certificate it cannot verify is a TLSError naming the cause, and tls.ca_certs makes it trusted."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import http.server
+import ipaddress
+import json
+import ssl
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from esbridge import errors
+from esbridge.config import Settings, load_settings
+from esbridge.engines.elasticsearch import AsyncElasticsearchEngine, ElasticsearchEngine
+from esbridge.engines.opensearch import AsyncOpenSearchEngine, OpenSearchEngine
+
+EMPTY_SEARCH = {"took": 1, "timed_out": False, "hits": {"total": {"value": 0, "relation": "eq"}, "hits": []}}
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    crypto = pytest.importorskip("cryptography")
+    del crypto
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "esbridge-test")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_file, key_file
+
+
+class _Answer(http.server.BaseHTTPRequestHandler):
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        body = json.dumps(EMPTY_SEARCH).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("x-elastic-product", "Elasticsearch")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def tls_listener(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    cert, key = self_signed(tmp_path_factory.mktemp("tls"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://elastic:topsecret@127.0.0.1:{server.server_address[1]}", cert
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def search_with(kind: str, settings: Settings) -> None:
+    """One search through the adapter ``kind``, which raises what the adapter makes of a failure."""
+    if kind == "opensearch":
+        engine = OpenSearchEngine(settings)
+        try:
+            engine.search("notes", {"query": {"match_all": {}}})
+        finally:
+            engine.close()
+    elif kind == "elasticsearch":
+        es_engine = ElasticsearchEngine(settings)
+        try:
+            es_engine.search("notes", {"query": {"match_all": {}}})
+        finally:
+            es_engine.close()
+    else:
+        asyncio.run(_search_async(kind, settings))
+
+
+async def _search_async(kind: str, settings: Settings) -> None:
+    engine = AsyncOpenSearchEngine(settings) if kind == "async-opensearch" else AsyncElasticsearchEngine(settings)
+    try:
+        await engine.search("notes", {"query": {"match_all": {}}})
+    finally:
+        await engine.close()
+
+
+# aiohttp deprecates the basic auth that opensearch-py's async client hands it
+pytestmark = pytest.mark.filterwarnings("ignore:(BasicAuth|The 'auth' parameter) is deprecated:DeprecationWarning")
+
+KINDS = ["opensearch", "elasticsearch", "async-opensearch", "async-elasticsearch"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_certificate_that_cannot_be_verified_is_a_tls_error(kind: str, tls_listener: tuple[str, Path]) -> None:
+    url, _ = tls_listener
+    settings = load_settings(url=url, retries=0, timeout_s=5)
+    with pytest.raises(errors.TLSError) as refused:
+        search_with(kind, settings)
+    message = str(refused.value)
+    assert "certificate verify failed" in message.lower()
+    assert "topsecret" not in message
+    assert message.startswith(f"search failed on {settings.display_url}")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_ca_bundle_makes_the_certificate_trusted(kind: str, tls_listener: tuple[str, Path]) -> None:
+    url, cert = tls_listener
+    search_with(kind, load_settings(url=url, retries=0, timeout_s=5, tls={"ca_certs": str(cert)}))
