@@ -73,3 +73,10 @@ def from_response(
     if kind and kind not in reason:
         reason = f"{kind}: {reason}"
     return cls(reason, url=url, operation=operation, index=index, status=status)
+
+
+def no_answer(timeout_s: float, retries: int) -> str:
+    """The reason of an EngineTimeout: how long each attempt waited, how many there were and the settings that say
+    so, since a host that drops packets uses all of them up before the command can say anything."""
+    attempts = f"{retries + 1} attempts" if retries else "1 attempt"
+    return f"no answer within {timeout_s:g} s, {attempts} (settings timeout_s, retries)"

@@ -1,5 +1,6 @@
-"""Every cluster adapter against a loopback HTTPS listener with a self-signed certificate: verification is on
-by default, a certificate it cannot verify is a TLSError naming the cause, and tls.ca_certs makes it trusted."""
+"""Every cluster adapter against loopback listeners: an HTTPS one with a self-signed certificate (verification is on
+by default, a certificate it cannot verify is a TLSError naming the cause, tls.ca_certs makes it trusted) and one
+that never answers (the timeout says how long it waited)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import datetime
 import http.server
 import ipaddress
 import json
+import socket
 import ssl
 import threading
 from collections.abc import Iterator
@@ -19,6 +21,7 @@ import pytest
 from esbridge import errors
 from esbridge.config import Settings, load_settings
 from esbridge.engines.elasticsearch import AsyncElasticsearchEngine, ElasticsearchEngine
+from esbridge.engines.factory import detect
 from esbridge.engines.opensearch import AsyncOpenSearchEngine, OpenSearchEngine
 
 EMPTY_SEARCH = {"took": 1, "timed_out": False, "hits": {"total": {"value": 0, "relation": "eq"}, "hits": []}}
@@ -102,6 +105,8 @@ def search_with(kind: str, settings: Settings) -> None:
             es_engine.search("notes", {"query": {"match_all": {}}})
         finally:
             es_engine.close()
+    elif kind == "detect":
+        detect(settings)
     else:
         asyncio.run(_search_async(kind, settings))
 
@@ -136,3 +141,23 @@ def test_a_certificate_that_cannot_be_verified_is_a_tls_error(kind: str, tls_lis
 def test_a_ca_bundle_makes_the_certificate_trusted(kind: str, tls_listener: tuple[str, Path]) -> None:
     url, cert = tls_listener
     search_with(kind, load_settings(url=url, retries=0, timeout_s=5, tls={"ca_certs": str(cert)}))
+
+
+@pytest.fixture
+def silent_listener() -> Iterator[str]:
+    """A loopback port that accepts connections and never answers."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("kind", [*KINDS, "detect"])
+def test_a_timeout_says_how_long_it_waited_and_which_settings_say_so(kind: str, silent_listener: str) -> None:
+    settings = load_settings(url=silent_listener, retries=1, timeout_s=0.3)
+    expected = r"no answer within 0\.3 s, 2 attempts \(settings timeout_s, retries\)"
+    with pytest.raises(errors.EngineTimeout, match=expected):
+        search_with(kind, settings)
