@@ -179,7 +179,7 @@ class Settings(BaseSettings):
         if parts.username is None:
             return data
         auth = dict(data.get("auth") or {})
-        if auth.get("username") or auth.get("api_key"):
+        if auth.get("username") or auth.get("api_key") or (parts.password is not None and auth.get("password")):
             raise ValueError("credentials are given both in the URL and in auth settings")
         auth["username"] = unquote(parts.username)
         if parts.password is not None:

@@ -123,6 +123,17 @@ def test_credentials_in_url_move_into_auth() -> None:
     assert "p@ss" not in settings.display_url
 
 
+def test_a_password_in_the_environment_and_one_in_the_files_url_are_refused_not_one_silently_chosen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_toml(tmp_path / "esbridge.toml", 'url = "http://bob:oldpassword@127.0.0.1:9200"\n')
+    monkeypatch.setenv("ESBRIDGE_AUTH__PASSWORD", "newpassword")
+    with pytest.raises(ConfigError, match="credentials are given both in the URL and in auth settings") as refused:
+        load_settings(path)
+    assert "oldpassword" not in str(refused.value)
+    assert "newpassword" not in str(refused.value)
+
+
 @pytest.mark.parametrize(
     "url", ["http://127.0.0.1:99999", "http://127.0.0.1:abc", "http://u:topsecret@127.0.0.1:99999"]
 )
