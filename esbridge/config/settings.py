@@ -145,14 +145,14 @@ class Settings(BaseSettings):
             return None
         value = value.strip().rstrip("/")
         parts = urlsplit(value)
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"url must look like http(s)://host:port, got {redact_url(value)!r}")
         if "@" in f"{parts.path}{parts.query}{parts.fragment}":
             # A password holding '/', '?' or '#' ends the host part early, so urllib never sees it as one.
             raise ValueError(
                 "url has an '@' after its host part, as when a password in it holds '/', '?' or '#': "
                 "percent-encode those (%2F, %3F, %23) or set auth.password instead"
             )
-        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"url must look like http(s)://host:port, got {redact_url(value)!r}")
         try:
             parts.port  # noqa: B018 - urllib checks the port only when it is read
         except ValueError:
@@ -287,10 +287,10 @@ class _NamedEnv(EnvSettingsSource):
 def redact_url(url: str) -> str:
     """``url`` without any ``user:password@`` part, safe to print and log: everything up to the last '@', which
     also hides a password whose unencoded '/', '?' or '#' keeps urllib from reading it as one."""
-    scheme, separator, rest = url.partition("://")
-    if not separator or "@" not in rest:
+    if "@" not in url:
         return url
-    return f"{scheme}://{rest.rpartition('@')[2]}"
+    scheme, separator, rest = url.partition("://")
+    return f"{scheme}{separator}{rest.rpartition('@')[2]}" if separator else url.rpartition("@")[2]
 
 
 def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Settings:

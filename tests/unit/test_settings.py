@@ -163,6 +163,13 @@ def test_a_password_with_an_unencoded_delimiter_is_refused_without_showing_it(ur
 def test_redact_url_hides_credentials_it_cannot_parse() -> None:
     assert redact_url("http://admin:9200#topsecret@127.0.0.1:9200") == "http://127.0.0.1:9200"
     assert redact_url("http://u:topsecret@[::1]:9200/p") == "http://[::1]:9200/p"
+    assert redact_url("u:topsecret@host:9200") == "host:9200"
+
+
+def test_a_url_without_its_scheme_is_refused_without_showing_its_password() -> None:
+    with pytest.raises(ConfigError, match=r"url must look like http\(s\)://host:port, got 'host:9200'") as refused:
+        load_settings(url="bob:topsecret@host:9200")
+    assert "topsecret" not in str(refused.value)
 
 
 def test_the_url_scheme_is_case_insensitive() -> None:
