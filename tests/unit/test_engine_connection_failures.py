@@ -5,9 +5,7 @@ that never answers (the timeout says how long it waited)."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import http.server
-import ipaddress
 import json
 import socket
 import ssl
@@ -23,39 +21,9 @@ from esbridge.config import Settings, load_settings
 from esbridge.engines.elasticsearch import AsyncElasticsearchEngine, ElasticsearchEngine
 from esbridge.engines.factory import detect
 from esbridge.engines.opensearch import AsyncOpenSearchEngine, OpenSearchEngine
+from tests.support.certificates import self_signed
 
 EMPTY_SEARCH = {"took": 1, "timed_out": False, "hits": {"total": {"value": 0, "relation": "eq"}, "hits": []}}
-
-
-def self_signed(folder: Path) -> tuple[Path, Path]:
-    crypto = pytest.importorskip("cryptography")
-    del crypto
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "esbridge-test")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_file, key_file
 
 
 class _Answer(http.server.BaseHTTPRequestHandler):
