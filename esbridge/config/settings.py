@@ -82,6 +82,8 @@ class Settings(BaseSettings):
         extra="forbid",
         frozen=True,
         toml_file=DEFAULT_CONFIG_FILE,
+        # A pydantic error quotes the input it refused, passwords and API keys included, in every traceback.
+        hide_input_in_errors=True,
     )
 
     url: str | None = Field(default=None, description="engine URL; none selects the embedded engine")

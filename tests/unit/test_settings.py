@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,24 @@ def test_secrets_are_never_printed() -> None:
     for text in (repr(keyed), str(keyed.redacted()), keyed.model_dump_json()):
         assert "apikeysecret" not in text
     assert settings.redacted()["auth"]["password"] == "**********"
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"auth": {"username": "u", "password": "topsecret", "api_key": "apikeysecret"}},
+        {"url": "http://u:topsecret@127.0.0.1:9200", "auth": {"api_key": "apikeysecret"}},
+        {"service": {"api_keys": ["apikeysecret", " "]}},
+    ],
+)
+def test_the_traceback_of_a_settings_error_holds_no_secret(overrides: dict[str, Any]) -> None:
+    # What an uncaught error or logging.exception prints: the ConfigError and the pydantic error it comes from.
+    with pytest.raises(ConfigError) as refused:
+        load_settings(**overrides)
+    printed = "".join(traceback.format_exception(refused.value))
+    assert "ValidationError" in printed
+    assert "topsecret" not in printed
+    assert "apikeysecret" not in printed
 
 
 def test_redact_url() -> None:
