@@ -26,7 +26,7 @@ from esbridge.engines.capabilities import (
     elasticsearch_native_hybrid,
     server_features,
 )
-from esbridge.engines.errors import from_response, no_answer
+from esbridge.engines.errors import from_response, no_answer, tls_reason
 from esbridge.engines.routing import SearchRouting
 
 
@@ -77,7 +77,7 @@ def translate(
         return errors.EngineTimeout(timeout, url=url, operation=operation, index=index)
     # ``message`` is the cause; str() names only the failed earlier attempts, so with no retries just "TLS error".
     if isinstance(exc, elastic_transport.TlsError):
-        return errors.TLSError(exc.message or str(exc), url=url, operation=operation, index=index)
+        return errors.TLSError(tls_reason(exc.message or str(exc)), url=url, operation=operation, index=index)
     if isinstance(exc, elastic_transport.ConnectionError):
         reason = exc.message or str(exc)
         return errors.EngineUnavailable(f"cannot connect ({reason})", url=url, operation=operation, index=index)

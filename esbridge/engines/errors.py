@@ -80,3 +80,14 @@ def no_answer(timeout_s: float, retries: int) -> str:
     so, since a host that drops packets uses all of them up before the command can say anything."""
     attempts = f"{retries + 1} attempts" if retries else "1 attempt"
     return f"no answer within {timeout_s:g} s, {attempts} (settings timeout_s, retries)"
+
+
+def tls_reason(text: str) -> str:
+    """A TLS failure's reason with what an operator can do about the two common ones; OpenSSL's words alone
+    do not say that the server speaks plain HTTP, or which setting trusts a private CA."""
+    upper = text.upper()
+    if "WRONG_VERSION_NUMBER" in upper or "RECORD LAYER FAILURE" in upper:
+        return f"{text}; the server may speak plain HTTP: try an http:// URL"
+    if "CERTIFICATE_VERIFY_FAILED" in upper:
+        return f"{text}; if the server's certificate is signed by a private CA, name its PEM file in tls.ca_certs"
+    return text

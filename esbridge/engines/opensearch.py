@@ -26,7 +26,7 @@ from esbridge.engines.capabilities import (
     opensearch_native_hybrid,
     server_features,
 )
-from esbridge.engines.errors import from_response, no_answer
+from esbridge.engines.errors import from_response, no_answer, tls_reason
 from esbridge.engines.routing import SearchRouting
 
 # Plugins and modules loaded from the classpath (as scripts/engines does) report their class name.
@@ -97,7 +97,7 @@ def translate(
         return errors.EngineTimeout(timeout, url=url, operation=operation, index=index)
     # The async client reports a failed handshake as a ConnectionError around aiohttp's error, an ssl.SSLError.
     if isinstance(exc, ox.SSLError) or (isinstance(exc, ox.ConnectionError) and isinstance(exc.info, ssl.SSLError)):
-        return errors.TLSError(str(exc.info or exc), url=url, operation=operation, index=index)
+        return errors.TLSError(tls_reason(str(exc.info or exc)), url=url, operation=operation, index=index)
     if isinstance(exc, ox.ConnectionError):
         return errors.EngineUnavailable(
             f"cannot connect ({exc.info or exc})", url=url, operation=operation, index=index

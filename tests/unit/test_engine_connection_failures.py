@@ -101,6 +101,7 @@ def test_a_certificate_that_cannot_be_verified_is_a_tls_error(kind: str, tls_lis
         search_with(kind, settings)
     message = str(refused.value)
     assert "certificate verify failed" in message.lower()
+    assert "tls.ca_certs" in message  # what to do about it
     assert "topsecret" not in message
     assert message.startswith(f"search failed on {settings.display_url}")
 
@@ -109,6 +110,25 @@ def test_a_certificate_that_cannot_be_verified_is_a_tls_error(kind: str, tls_lis
 def test_a_ca_bundle_makes_the_certificate_trusted(kind: str, tls_listener: tuple[str, Path]) -> None:
     url, cert = tls_listener
     search_with(kind, load_settings(url=url, retries=0, timeout_s=5, tls={"ca_certs": str(cert)}))
+
+
+@pytest.fixture(scope="module")
+def plain_http_listener() -> Iterator[str]:
+    """The answering listener without TLS, addressed as https://: the mistake of a wrong scheme."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("kind", [*KINDS, "detect"])
+def test_an_https_url_to_a_plain_http_server_says_so(kind: str, plain_http_listener: str) -> None:
+    with pytest.raises(errors.TLSError, match=r"plain HTTP.*http://"):
+        search_with(kind, load_settings(url=plain_http_listener, retries=0, timeout_s=5))
 
 
 @pytest.fixture
