@@ -83,11 +83,13 @@ def no_answer(timeout_s: float, retries: int) -> str:
 
 
 def tls_reason(text: str) -> str:
-    """A TLS failure's reason with what an operator can do about the two common ones; OpenSSL's words alone
-    do not say that the server speaks plain HTTP, or which setting trusts a private CA."""
+    """A TLS failure's reason with what an operator can do about the common ones; OpenSSL's words alone do not
+    say that the server speaks plain HTTP, or which setting trusts a private CA."""
     upper = text.upper()
     if "WRONG_VERSION_NUMBER" in upper or "RECORD LAYER FAILURE" in upper:
         return f"{text}; the server may speak plain HTTP: try an http:// URL"
+    if "MISMATCH" in upper or "DOESN'T MATCH" in upper:
+        return f"{text}; the URL must name the server by a host name or address its certificate lists"
     if "CERTIFICATE_VERIFY_FAILED" in upper:
         return f"{text}; if the server's certificate is signed by a private CA, name its PEM file in tls.ca_certs"
     return text

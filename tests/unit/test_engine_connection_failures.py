@@ -149,3 +149,17 @@ def test_a_timeout_says_how_long_it_waited_and_which_settings_say_so(kind: str, 
     expected = r"no answer within 0\.3 s, 2 attempts \(settings timeout_s, retries\)"
     with pytest.raises(errors.EngineTimeout, match=expected):
         search_with(kind, settings)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_certificate_for_another_host_says_so_rather_than_blaming_the_ca(
+    kind: str, tls_listener: tuple[str, Path]
+) -> None:
+    url, cert = tls_listener  # the certificate lists 127.0.0.1 only
+    settings = load_settings(
+        url=url.replace("127.0.0.1", "localhost"), retries=0, timeout_s=5, tls={"ca_certs": str(cert)}
+    )
+    with pytest.raises(errors.TLSError) as refused:
+        search_with(kind, settings)
+    assert "tls.ca_certs" not in str(refused.value)
+    assert "host name or address its certificate lists" in str(refused.value)
