@@ -47,6 +47,7 @@ class Registry(MutableMapping[str, T], Generic[T]):
             try:
                 self._items[point.name] = point.load()
             except Exception as exc:  # a broken plugin must not look like a missing one
+                self._loaded = False  # so the next read names it again, not the components after it as unknown
                 raise ConfigError(
                     f"{self.kind} {point.name!r} from {point.value} (entry point group {self.group}) failed to load: "
                     f"{type(exc).__name__}: {exc}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 from typing import Literal
 
@@ -9,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)  # secrets stay out of errors
 
 
 class AuthSettings(_Section):
@@ -59,4 +60,32 @@ class TlsSettings(_Section):
                 raise ValueError(f"tls.{name} file not found: {path}")
         if self.client_key is not None and self.client_cert is None:
             raise ValueError("tls.client_key is set but tls.client_cert is not")
+        # Loaded here so that an unusable file is a settings error naming its key; the async clients would
+        # raise a bare ssl.SSLError on first use, or ask for a passphrase on the terminal.
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        if self.ca_certs is not None:
+            try:
+                context.load_verify_locations(cafile=self.ca_certs)
+            except (ssl.SSLError, OSError) as exc:
+                raise ValueError(f"tls.ca_certs {self.ca_certs} holds no usable CA certificate (PEM): {exc}") from None
+        if self.client_cert is not None:
+            try:
+                context.load_cert_chain(self.client_cert, self.client_key, password=_no_passphrase)
+            except _EncryptedKey:
+                raise ValueError(
+                    f"tls.client_key of {self.client_cert} is encrypted; give an unencrypted key"
+                ) from None
+            except (ssl.SSLError, OSError) as exc:
+                key = f" with tls.client_key {self.client_key}" if self.client_key else " (holding its key)"
+                raise ValueError(
+                    f"tls.client_cert {self.client_cert}{key} is not a usable PEM certificate and matching key: {exc}"
+                ) from None
         return self
+
+
+class _EncryptedKey(Exception):
+    pass
+
+
+def _no_passphrase() -> str:
+    raise _EncryptedKey

@@ -2,9 +2,10 @@
 
 pydantic-settings passes a variable to the settings only when it names a top-level setting
 (``ESBRIDGE_URL``) or lies under a section (``ESBRIDGE_PIPELINE__...``, where the section refuses unknown
-keys itself); any other ``ESBRIDGE_*`` variable is dropped without a word, so a typo such as
-``ESBRIDGE_TOP_N_MAX`` looks like a setting that had no effect. These are named, with the nearest known name;
-so is the nearest known setting to one a section refuses.
+keys itself) or a table (``ESBRIDGE_ROUTING__<category>``, ``ESBRIDGE_FIELDS__<index>__...``); any other
+``ESBRIDGE_*`` variable is dropped without a word, so a typo such as ``ESBRIDGE_TOP_N_MAX`` looks like a
+setting that had no effect. These are named, with the nearest known name; so is the nearest known setting
+to one a section refuses.
 """
 
 from __future__ import annotations
@@ -56,8 +57,10 @@ def unknown_variables(
     ``also_read``: variables esbridge reads besides the model's (the config file, short names).
     """
     reached = {PREFIX + name.upper() for name in model.model_fields}
-    sections = tuple(
-        PREFIX + name.upper() + NESTED for name, field in model.model_fields.items() if _is_section(field.annotation)
+    sections = tuple(  # sections and tables ([routing], [fields.<index>]): pydantic-settings reads any key under them
+        PREFIX + name.upper() + NESTED
+        for name, field in model.model_fields.items()
+        if _is_section(field.annotation) or get_origin(field.annotation) is dict
     )
     known = {*setting_variables(model), *also_read}
     unknown: dict[str, str | None] = {}

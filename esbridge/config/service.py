@@ -11,7 +11,7 @@ from pydantic_settings import NoDecode
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)  # secrets stay out of errors
 
 
 def _comma_list(value: Any) -> Any:

@@ -82,6 +82,8 @@ class Settings(BaseSettings):
         extra="forbid",
         frozen=True,
         toml_file=DEFAULT_CONFIG_FILE,
+        # A pydantic error quotes the input it refused, passwords and API keys included, in every traceback.
+        hide_input_in_errors=True,
     )
 
     url: str | None = Field(default=None, description="engine URL; none selects the embedded engine")
@@ -147,6 +149,12 @@ class Settings(BaseSettings):
         parts = urlsplit(value)
         if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
             raise ValueError(f"url must look like http(s)://host:port, got {redact_url(value)!r}")
+        if "@" in f"{parts.path}{parts.query}{parts.fragment}":
+            # A password holding '/', '?' or '#' ends the host part early, so urllib never sees it as one.
+            raise ValueError(
+                "url has an '@' after its host part, as when a password in it holds '/', '?' or '#': "
+                "percent-encode those (%2F, %3F, %23) or set auth.password instead"
+            )
         try:
             parts.port  # noqa: B018 - urllib checks the port only when it is read
         except ValueError:
@@ -173,7 +181,7 @@ class Settings(BaseSettings):
         if parts.username is None:
             return data
         auth = dict(data.get("auth") or {})
-        if auth.get("username") or auth.get("api_key"):
+        if auth.get("username") or auth.get("api_key") or (parts.password is not None and auth.get("password")):
             raise ValueError("credentials are given both in the URL and in auth settings")
         auth["username"] = unquote(parts.username)
         if parts.password is not None:
@@ -279,14 +287,12 @@ class _NamedEnv(EnvSettingsSource):
 
 
 def redact_url(url: str) -> str:
-    """``url`` without any ``user:password@`` part, safe to print and log."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
+    """``url`` without any ``user:password@`` part, safe to print and log: everything up to the last '@', which
+    also hides a password whose unencoded '/', '?' or '#' keeps urllib from reading it as one."""
+    if "@" not in url:
         return url
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc = f"{netloc}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+    scheme, separator, rest = url.partition("://")
+    return f"{scheme}{separator}{rest.rpartition('@')[2]}" if separator else url.rpartition("@")[2]
 
 
 def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Settings:

@@ -26,7 +26,7 @@ from esbridge.engines.capabilities import (
     elasticsearch_native_hybrid,
     server_features,
 )
-from esbridge.engines.errors import from_response
+from esbridge.engines.errors import from_response, no_answer, tls_reason
 from esbridge.engines.routing import SearchRouting
 
 
@@ -60,7 +60,9 @@ def client_options(settings: Settings) -> dict[str, Any]:
     return options
 
 
-def translate(exc: Exception, *, url: str, operation: str, index: str | None) -> errors.EngineError:
+def translate(
+    exc: Exception, *, url: str, operation: str, index: str | None, timeout: str = "no answer in time"
+) -> errors.EngineError:
     """The esbridge error for an elasticsearch-py / elastic-transport exception."""
     if isinstance(exc, elasticsearch.UnsupportedProductError):
         return errors.EngineResponseError(
@@ -72,11 +74,13 @@ def translate(exc: Exception, *, url: str, operation: str, index: str | None) ->
     if isinstance(exc, elasticsearch.ApiError):
         return from_response(exc.meta.status, exc.body, url=url, operation=operation, index=index)
     if isinstance(exc, elastic_transport.ConnectionTimeout):
-        return errors.EngineTimeout("no answer in time", url=url, operation=operation, index=index)
+        return errors.EngineTimeout(timeout, url=url, operation=operation, index=index)
+    # ``message`` is the cause; str() names only the failed earlier attempts, so with no retries just "TLS error".
     if isinstance(exc, elastic_transport.TlsError):
-        return errors.TLSError(str(exc), url=url, operation=operation, index=index)
+        return errors.TLSError(tls_reason(exc.message or str(exc)), url=url, operation=operation, index=index)
     if isinstance(exc, elastic_transport.ConnectionError):
-        return errors.EngineUnavailable(f"cannot connect ({exc})", url=url, operation=operation, index=index)
+        reason = exc.message or str(exc)
+        return errors.EngineUnavailable(f"cannot connect ({reason})", url=url, operation=operation, index=index)
     return errors.EngineResponseError(f"{type(exc).__name__}: {exc}", url=url, operation=operation, index=index)
 
 
@@ -91,13 +95,14 @@ _CLIENT_ERRORS = (elasticsearch.ApiError, elastic_transport.TransportError, elas
 
 class _Translating:
     _url: str
+    _timeout = "no answer in time"
 
     @contextmanager
     def _call(self, operation: str, index: str | None = None) -> Iterator[None]:
         try:
             yield
         except _CLIENT_ERRORS as exc:
-            raise translate(exc, url=self._url, operation=operation, index=index) from exc
+            raise translate(exc, url=self._url, operation=operation, index=index, timeout=self._timeout) from exc
 
 
 class ElasticsearchEngine(paging.ScanBySearch, _Translating):
@@ -107,6 +112,7 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
         self._url = settings.display_url if settings.url else f"cloud:{settings.auth.cloud_id}"
         self._client = client or Elasticsearch(**client_options(settings))
         self._routing = SearchRouting(settings.search)
+        self._timeout = no_answer(settings.timeout_s, settings.retries)
 
     @property
     def dialect(self) -> Dialect:
@@ -296,6 +302,7 @@ class AsyncElasticsearchEngine(_Translating):
         self._url = settings.display_url if settings.url else f"cloud:{settings.auth.cloud_id}"
         self._client = client or AsyncElasticsearch(**client_options(settings))
         self._routing = SearchRouting(settings.search)
+        self._timeout = no_answer(settings.timeout_s, settings.retries)
 
     @property
     def dialect(self) -> Dialect:

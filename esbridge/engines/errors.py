@@ -73,3 +73,23 @@ def from_response(
     if kind and kind not in reason:
         reason = f"{kind}: {reason}"
     return cls(reason, url=url, operation=operation, index=index, status=status)
+
+
+def no_answer(timeout_s: float, retries: int) -> str:
+    """The reason of an EngineTimeout: how long each attempt waited, how many there were and the settings that say
+    so, since a host that drops packets uses all of them up before the command can say anything."""
+    attempts = f"{retries + 1} attempts" if retries else "1 attempt"
+    return f"no answer within {timeout_s:g} s, {attempts} (settings timeout_s, retries)"
+
+
+def tls_reason(text: str) -> str:
+    """A TLS failure's reason with what an operator can do about the common ones; OpenSSL's words alone do not
+    say that the server speaks plain HTTP, or which setting trusts a private CA."""
+    upper = text.upper()
+    if "WRONG_VERSION_NUMBER" in upper or "RECORD LAYER FAILURE" in upper:
+        return f"{text}; the server may speak plain HTTP: try an http:// URL"
+    if "MISMATCH" in upper or "DOESN'T MATCH" in upper:
+        return f"{text}; the URL must name the server by a host name or address its certificate lists"
+    if "CERTIFICATE_VERIFY_FAILED" in upper:
+        return f"{text}; if the server's certificate is signed by a private CA, name its PEM file in tls.ca_certs"
+    return text

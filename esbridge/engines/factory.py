@@ -28,6 +28,7 @@ def detect(settings: Settings) -> Literal["opensearch", "elasticsearch"]:
     from opensearchpy import JSONSerializer, OpenSearch
     from opensearchpy.exceptions import OpenSearchException
 
+    from esbridge.engines.errors import no_answer
     from esbridge.engines.opensearch import client_options, translate
 
     without_key = settings.auth.model_copy(update={"api_key": None})
@@ -43,7 +44,8 @@ def detect(settings: Settings) -> Literal["opensearch", "elasticsearch"]:
         # Every OpenSearch answers GET /; Elasticsearch builds without the rest-root module say 405.
         if getattr(exc, "status_code", None) == 405:
             return "elasticsearch"
-        raise translate(exc, url=settings.display_url, operation="detect engine", index=None) from exc
+        timeout = no_answer(settings.timeout_s, settings.retries)
+        raise translate(exc, url=settings.display_url, operation="detect engine", index=None, timeout=timeout) from exc
     finally:
         client.close()
     distribution = str(info.get("version", {}).get("distribution", "")).lower()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -25,7 +26,7 @@ from esbridge.engines.capabilities import (
     opensearch_native_hybrid,
     server_features,
 )
-from esbridge.engines.errors import from_response
+from esbridge.engines.errors import from_response, no_answer, tls_reason
 from esbridge.engines.routing import SearchRouting
 
 # Plugins and modules loaded from the classpath (as scripts/engines does) report their class name.
@@ -88,12 +89,15 @@ def _sigv4_auth(settings: Settings, *, async_: bool) -> Any:
     return Urllib3AWSV4SignerAuth(credentials, region, service)
 
 
-def translate(exc: Exception, *, url: str, operation: str, index: str | None) -> errors.EngineError:
+def translate(
+    exc: Exception, *, url: str, operation: str, index: str | None, timeout: str = "no answer in time"
+) -> errors.EngineError:
     """The esbridge error for an opensearch-py exception."""
     if isinstance(exc, ox.ConnectionTimeout):
-        return errors.EngineTimeout("no answer in time", url=url, operation=operation, index=index)
-    if isinstance(exc, ox.SSLError):
-        return errors.TLSError(str(exc.info or exc), url=url, operation=operation, index=index)
+        return errors.EngineTimeout(timeout, url=url, operation=operation, index=index)
+    # The async client reports a failed handshake as a ConnectionError around aiohttp's error, an ssl.SSLError.
+    if isinstance(exc, ox.SSLError) or (isinstance(exc, ox.ConnectionError) and isinstance(exc.info, ssl.SSLError)):
+        return errors.TLSError(tls_reason(str(exc.info or exc)), url=url, operation=operation, index=index)
     if isinstance(exc, ox.ConnectionError):
         return errors.EngineUnavailable(
             f"cannot connect ({exc.info or exc})", url=url, operation=operation, index=index
@@ -119,13 +123,14 @@ def _error_body(exc: ox.TransportError) -> Any:
 
 class _Translating:
     _url: str
+    _timeout = "no answer in time"
 
     @contextmanager
     def _call(self, operation: str, index: str | None = None) -> Iterator[None]:
         try:
             yield
         except ox.OpenSearchException as exc:
-            raise translate(exc, url=self._url, operation=operation, index=index) from exc
+            raise translate(exc, url=self._url, operation=operation, index=index, timeout=self._timeout) from exc
 
 
 class OpenSearchEngine(paging.ScanBySearch, _Translating):
@@ -135,6 +140,7 @@ class OpenSearchEngine(paging.ScanBySearch, _Translating):
         self._url = settings.display_url
         self._client = client or OpenSearch(**client_options(settings))
         self._routing = SearchRouting(settings.search)
+        self._timeout = no_answer(settings.timeout_s, settings.retries)
 
     @property
     def dialect(self) -> Dialect:
@@ -312,6 +318,7 @@ class AsyncOpenSearchEngine(_Translating):
         self._url = settings.display_url
         self._client = client or AsyncOpenSearch(**client_options(settings, async_=True))
         self._routing = SearchRouting(settings.search)
+        self._timeout = no_answer(settings.timeout_s, settings.retries)
 
     @property
     def dialect(self) -> Dialect:

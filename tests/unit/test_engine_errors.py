@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import socket
+
 import elastic_transport
 import elasticsearch
 import pytest
 from opensearchpy import exceptions as ox
 
 from esbridge import errors
+from esbridge.config import load_settings
 from esbridge.engines import elasticsearch as es_adapter
 from esbridge.engines import opensearch as os_adapter
 from esbridge.engines.errors import error_type_and_reason, from_response
@@ -126,3 +129,19 @@ def test_every_engine_error_is_an_esbridge_error() -> None:
 
 def test_dependency_missing_names_the_install_command() -> None:
     assert "pip install 'esbridge[aws]'" in str(errors.DependencyMissing("boto3", extra="aws", purpose="signing"))
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+@pytest.mark.parametrize("adapter", [os_adapter.OpenSearchEngine, es_adapter.ElasticsearchEngine])
+def test_a_refused_connection_names_its_cause_with_or_without_retries(
+    retries: int, adapter: type[os_adapter.OpenSearchEngine | es_adapter.ElasticsearchEngine]
+) -> None:
+    with socket.socket() as closed:  # a loopback port nothing listens on once it is closed
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    engine = adapter(load_settings(url=f"http://127.0.0.1:{port}", retries=retries))
+    try:
+        with pytest.raises(errors.EngineUnavailable, match=r"cannot connect \(.*Connection refused"):
+            engine.search("notes", {"query": {"match_all": {}}})
+    finally:
+        engine.close()

@@ -69,6 +69,18 @@ def test_a_plugin_that_fails_to_load_is_named(
         fresh_fusion_registry.get_named("rrf")
 
 
+def test_a_plugin_that_failed_to_load_is_named_again_on_the_next_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_fusion_registry: Registry[object]
+) -> None:
+    # A long-running process (serve, mcp) reads the registry once per request: the second read must not
+    # report the built-ins that come after the broken plugin as unknown.
+    install(tmp_path, "[esbridge.fusion]\naaa_missing = esbridge_reverse_fusion:no_such_function\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for _ in range(2):
+        with pytest.raises(ConfigError, match=r"'aaa_missing' from esbridge_reverse_fusion:no_such_function"):
+            fresh_fusion_registry.get_named("qpp")
+
+
 def test_built_ins_come_from_esbridges_own_entry_points(fresh_fusion_registry: Registry[object]) -> None:
     from importlib.metadata import entry_points
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -123,12 +124,52 @@ def test_credentials_in_url_move_into_auth() -> None:
     assert "p@ss" not in settings.display_url
 
 
+def test_a_password_in_the_environment_and_one_in_the_files_url_are_refused_not_one_silently_chosen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_toml(tmp_path / "esbridge.toml", 'url = "http://bob:oldpassword@127.0.0.1:9200"\n')
+    monkeypatch.setenv("ESBRIDGE_AUTH__PASSWORD", "newpassword")
+    with pytest.raises(ConfigError, match="credentials are given both in the URL and in auth settings") as refused:
+        load_settings(path)
+    assert "oldpassword" not in str(refused.value)
+    assert "newpassword" not in str(refused.value)
+
+
 @pytest.mark.parametrize(
     "url", ["http://127.0.0.1:99999", "http://127.0.0.1:abc", "http://u:topsecret@127.0.0.1:99999"]
 )
 def test_a_bad_port_is_a_url_error_that_keeps_secrets(url: str) -> None:
     with pytest.raises(ConfigError, match=r"url has no valid port") as refused:
         load_settings(url=url)
+    assert "topsecret" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://admin:top#secret@127.0.0.1:9200",
+        "http://admin:top/secret@127.0.0.1:9200",
+        "http://admin:top?secret@127.0.0.1:9200",
+        "http://admin:9200#topsecret@127.0.0.1:9200",  # reads as host "admin", port 9200
+        "http://admin:9200/topsecret@127.0.0.1:9200",
+    ],
+)
+def test_a_password_with_an_unencoded_delimiter_is_refused_without_showing_it(url: str) -> None:
+    # '/', '?' and '#' end the host part, so urllib never sees these credentials as credentials.
+    with pytest.raises(ConfigError, match=r"url: .*percent-encode") as refused:
+        load_settings(url=url)
+    assert "secret" not in str(refused.value)
+
+
+def test_redact_url_hides_credentials_it_cannot_parse() -> None:
+    assert redact_url("http://admin:9200#topsecret@127.0.0.1:9200") == "http://127.0.0.1:9200"
+    assert redact_url("http://u:topsecret@[::1]:9200/p") == "http://[::1]:9200/p"
+    assert redact_url("u:topsecret@host:9200") == "host:9200"
+
+
+def test_a_url_without_its_scheme_is_refused_without_showing_its_password() -> None:
+    with pytest.raises(ConfigError, match=r"url must look like http\(s\)://host:port, got 'host:9200'") as refused:
+        load_settings(url="bob:topsecret@host:9200")
     assert "topsecret" not in str(refused.value)
 
 
@@ -144,6 +185,24 @@ def test_secrets_are_never_printed() -> None:
     for text in (repr(keyed), str(keyed.redacted()), keyed.model_dump_json()):
         assert "apikeysecret" not in text
     assert settings.redacted()["auth"]["password"] == "**********"
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"auth": {"username": "u", "password": "topsecret", "api_key": "apikeysecret"}},
+        {"url": "http://u:topsecret@127.0.0.1:9200", "auth": {"api_key": "apikeysecret"}},
+        {"service": {"api_keys": ["apikeysecret", " "]}},
+    ],
+)
+def test_the_traceback_of_a_settings_error_holds_no_secret(overrides: dict[str, Any]) -> None:
+    # What an uncaught error or logging.exception prints: the ConfigError and the pydantic error it comes from.
+    with pytest.raises(ConfigError) as refused:
+        load_settings(**overrides)
+    printed = "".join(traceback.format_exception(refused.value))
+    assert "ValidationError" in printed
+    assert "topsecret" not in printed
+    assert "apikeysecret" not in printed
 
 
 def test_redact_url() -> None:

@@ -122,3 +122,14 @@ def test_the_command_line_prints_the_warning_as_one_line_and_goes_on() -> None:
         "warning: environment variable ESBRIDGE_TOP_N_MAX is not a setting and is ignored; "
         "did you mean ESBRIDGE_PIPELINE__TOP_N_MAX?\n"
     )
+
+
+def test_variables_under_a_table_of_settings_are_read_and_not_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    # [routing] and [fields.<index>] are tables whose keys the user names: pydantic-settings reads them.
+    monkeypatch.setenv("ESBRIDGE_ROUTING__SOLAR", '["panel"]')
+    monkeypatch.setenv("ESBRIDGE_FIELDS__NOTES__TEXT", '{"body": 1}')
+    monkeypatch.setenv("ESBRIDGE_FIELDS__NOTES__VECTOR", "embedding")
+    assert warnings_of_load() == []
+    settings = load_settings()
+    assert settings.routing == {"solar": ["panel"]}
+    assert (settings.fields["notes"].text, settings.fields["notes"].vector) == ({"body": 1.0}, "embedding")
