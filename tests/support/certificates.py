@@ -6,13 +6,10 @@ import datetime
 import ipaddress
 from pathlib import Path
 
-import pytest
-
 
 def self_signed(folder: Path) -> tuple[Path, Path]:
-    """``cert.pem`` and ``key.pem`` in ``folder``: a CA certificate valid for 127.0.0.1 for an hour, and its key.
-    Skips the test where the cryptography package is not installed."""
-    pytest.importorskip("cryptography")
+    """``cert.pem`` and ``key.pem`` in ``folder``: a CA certificate valid for 127.0.0.1 for an hour, and its key
+    (cryptography is a dev dependency)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
