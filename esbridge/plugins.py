@@ -14,7 +14,7 @@ Groups: ``esbridge.fusion`` (fusion methods), ``esbridge.retrievers``, ``esbridg
 from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Generic, TypeVar
 
 from esbridge.errors import ConfigError
@@ -34,14 +34,23 @@ class Registry(MutableMapping[str, T], Generic[T]):
         self.kind = kind
         self.group = group
         self._items: dict[str, T] = {}
+        self._ambiguous: dict[str, str] = {}
         self._loaded = False
 
     def load(self) -> None:
-        """Read the entry-point group once; a plugin that fails to import is an error naming it."""
+        """Read the entry-point group once; a plugin that fails to import is an error naming it. A name that two
+        distributions give different components is left out and refused by name (``get_named``)."""
         if self._loaded:
             return
         self._loaded = True
+        found: dict[str, EntryPoint] = {}
         for point in entry_points(group=self.group):
+            first = found.setdefault(point.name, point)
+            if first is not point:
+                if first.value != point.value:  # which would win depends on the order of sys.path
+                    self._items.pop(point.name, None)
+                    self._ambiguous[point.name] = " and ".join(sorted((_origin(first), _origin(point))))
+                continue
             if point.name in self._items:
                 continue
             try:
@@ -64,6 +73,8 @@ class Registry(MutableMapping[str, T], Generic[T]):
 
     def get_named(self, name: str) -> T:
         self.load()
+        if name in self._ambiguous and name not in self._items:
+            raise ConfigError(f"{self.kind} {name!r} is provided twice: {self._ambiguous[name]}; uninstall one")
         try:
             return self._items[name]
         except KeyError:
@@ -87,3 +98,8 @@ class Registry(MutableMapping[str, T], Generic[T]):
     def __len__(self) -> int:
         self.load()
         return len(self._items)
+
+
+def _origin(point: EntryPoint) -> str:
+    """``module:attribute (distribution)``."""
+    return f"{point.value} ({point.dist.name})" if point.dist is not None else point.value

@@ -81,6 +81,20 @@ def test_a_plugin_that_failed_to_load_is_named_again_on_the_next_read(
             fresh_fusion_registry.get_named("qpp")
 
 
+def test_a_plugin_with_a_built_ins_name_is_refused_by_that_name_naming_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_fusion_registry: Registry[object]
+) -> None:
+    # Which of two entry points of one name would win depends on the order of sys.path: refuse rather than guess.
+    install(tmp_path, "[esbridge.fusion]\nrrf = esbridge_reverse_fusion:reverse_bm25\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    both = r"fusion method 'rrf' is provided twice: esbridge.query.fusion.rrf:rrf \(esbridge\) and " + (
+        r"esbridge_reverse_fusion:reverse_bm25 \(esbridge-reverse-fusion\); uninstall one"
+    )
+    with pytest.raises(ConfigError, match=both):
+        fresh_fusion_registry.get_named("rrf")
+    assert callable(fresh_fusion_registry.get_named("linear"))
+
+
 def test_built_ins_come_from_esbridges_own_entry_points(fresh_fusion_registry: Registry[object]) -> None:
     from importlib.metadata import entry_points
 
