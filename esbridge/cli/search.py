@@ -166,16 +166,19 @@ def render(response: SearchResponse, explain: bool) -> str:
 
 
 def _how(explain: Explain) -> str:
-    """How a result entered the list: its retrievers, with what links added (graph re-scoring), or the
-    results it neighbours (graph expansion)."""
+    """How a result entered the list: its retrievers, with what links added (graph re-scoring) and what
+    lifting took off, or the results it neighbours (graph expansion)."""
     found = ", ".join(f"{name} #{r.rank} ({r.score:.3f})" for name, r in explain.retrievers.items())
     linked = ", ".join(explain.neighbour_of)
     if not found:
         hops = f" ({explain.hops} hops)" if explain.hops and explain.hops > 1 else ""
         return f"neighbour of {linked}{hops}"
+    parts = [f"found by {found}"]
     if explain.link_lift:
-        return f"found by {found}; lifted +{explain.link_lift:.3f} by links with {linked}"
-    return f"found by {found}"
+        parts.append(f"lifted +{explain.link_lift:.3f} by links with {linked}")
+    if explain.link_shift:  # graph lifting moved everything below the kept results down by this much
+        parts.append(f"moved down {explain.link_shift:.3f} to stay below the kept results")
+    return "; ".join(parts)
 
 
 def render_groups(groups: RegistryGroups) -> list[str]:
