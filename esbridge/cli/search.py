@@ -137,7 +137,8 @@ def parse_filters(items: tuple[str, ...]) -> Filters:
 def _first_error(exc: ValidationError) -> str:
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"])
-    return f"{where}: {error['msg'].removeprefix('Value error, ')}"
+    message = error["msg"].removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message  # a check across fields names no one field
 
 
 def render(response: SearchResponse, explain: bool) -> str:
