@@ -100,12 +100,11 @@ class Retrieval:
         if not (lexical_only and semantic_fallback and semantic) or retrieved.runs:
             return retrieved
         rescue = await self._run(context, semantic)
+        timings = {**retrieved.timings, **rescue.timings}
+        if not rescue.runs:  # kNN could not answer either: the lexical failure stands, with kNN's reasons added
+            return replace(retrieved, warnings=(*retrieved.warnings, *rescue.warnings), timings=timings)
         note = "the fusion method asks only the lexical retrievers for this query, none answered: kNN answered instead"
-        return replace(
-            rescue,
-            warnings=(*retrieved.warnings, note, *rescue.warnings),
-            timings={**retrieved.timings, **rescue.timings},
-        )
+        return replace(rescue, warnings=(*retrieved.warnings, note, *rescue.warnings), timings=timings)
 
     async def _run(self, context: RetrievalContext, chosen: Mapping[str, Retriever]) -> Retrieved:
         if self.pipeline.execution == "msearch":

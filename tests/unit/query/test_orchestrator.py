@@ -71,6 +71,10 @@ def test_an_identifier_query_whose_bm25_fails_is_answered_by_knn(execution: str)
     healthy = MemoryEngine(LEX, SEM)
     assert run(searcher(healthy, fusion="adaptive"), query="PII-2024-0042").search_mode == "lexical-only"
     assert "knn" not in healthy.started  # while BM25 answers, kNN is not asked
+    unembeddable = searcher(MemoryEngine(LEX, SEM, fail=["bm25"]), StubEmbedder(fail=True), fusion="adaptive")
+    with pytest.raises(errors.EngineUnavailable, match="could not be embedded") as failed:
+        run(unembeddable, query="PII-2024-0042")
+    assert "kNN answered" not in str(failed.value)
 
 
 def test_concurrent_is_the_default_and_a_stalled_msearch_round_trip_degrades_per_retriever(
