@@ -137,7 +137,8 @@ def parse_filters(items: tuple[str, ...]) -> Filters:
 def _first_error(exc: ValidationError) -> str:
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"])
-    return f"{where}: {error['msg'].removeprefix('Value error, ')}"
+    message = error["msg"].removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message  # a check across fields names no one field
 
 
 def render(response: SearchResponse, explain: bool) -> str:
@@ -166,16 +167,19 @@ def render(response: SearchResponse, explain: bool) -> str:
 
 
 def _how(explain: Explain) -> str:
-    """How a result entered the list: its retrievers, with what links added (graph re-scoring), or the
-    results it neighbours (graph expansion)."""
+    """How a result entered the list: its retrievers, with what links added (graph re-scoring) and what
+    lifting took off, or the results it neighbours (graph expansion)."""
     found = ", ".join(f"{name} #{r.rank} ({r.score:.3f})" for name, r in explain.retrievers.items())
     linked = ", ".join(explain.neighbour_of)
     if not found:
         hops = f" ({explain.hops} hops)" if explain.hops and explain.hops > 1 else ""
         return f"neighbour of {linked}{hops}"
+    parts = [f"found by {found}"]
     if explain.link_lift:
-        return f"found by {found}; lifted +{explain.link_lift:.3f} by links with {linked}"
-    return f"found by {found}"
+        parts.append(f"lifted +{explain.link_lift:.3f} by links with {linked}")
+    if explain.link_shift:  # graph lifting moved everything below the kept results down by this much
+        parts.append(f"moved down {explain.link_shift:.3f} to stay below the kept results")
+    return "; ".join(parts)
 
 
 def render_groups(groups: RegistryGroups) -> list[str]:

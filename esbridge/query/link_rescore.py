@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 
@@ -44,6 +44,8 @@ class Rescored:
     """doc_id -> the lift its items got (documents linked with no other result are absent)"""
     linked: dict[str, list[str]]
     """doc_id -> the best items of the other results it is linked with, most strongly tied first"""
+    shifts: dict[str, float] = field(default_factory=dict)
+    """``lift`` only: doc_id -> how far its items were moved down so that none passes the kept documents"""
 
 
 def rescore(
@@ -101,7 +103,8 @@ def lift(
     shift = max(0.0, max(raised.values()) - cutoff)
     below = math.nextafter(cutoff, -math.inf)
     new = {**scores, **{item: min(score - shift, below) for item, score in raised.items()}}
-    return Rescored(_ordered(new), lifts, linked)
+    shifts = {doc_of[item]: shift for item in raised} if shift > 0 else {}
+    return Rescored(_ordered(new), lifts, linked, shifts)
 
 
 def _ordered(scores: Mapping[str, float]) -> dict[str, float]:

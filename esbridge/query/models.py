@@ -137,6 +137,11 @@ class Explain(BaseModel):
     link_lift: float | None = Field(
         default=None, description="graph re-scoring: what links to other results added to the fused score"
     )
+    link_shift: float | None = Field(
+        default=None,
+        description="graph lifting: what was taken off this result (and every other below the kept ones) so that "
+        "no lifted result passes the kept ones",
+    )
     rerank_score: float | None = None
     engine_explanation: dict[str, Any] | None = Field(
         default=None, description="native hybrid: the engine's own explanation of its fused score, where it gives one"

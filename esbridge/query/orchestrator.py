@@ -253,7 +253,9 @@ class HybridSearcher:
             else:  # no query vector: lexical-only, as on the client-side path
                 notes = notes.add(*answer.warnings)
                 lexical_only = True
-        retrieved = await self.retrieval.client_side(plan.context, lexical_only=lexical_only)
+        retrieved = await self.retrieval.client_side(
+            plan.context, lexical_only=lexical_only, semantic_fallback=plan.semantic_skipped
+        )
         return retrieved, native, notes.add(*retrieved.warnings, timings=retrieved.timings)
 
     def _mode(self, retrieved: Retrieved, notes: _Notes) -> SearchMode:

@@ -29,6 +29,9 @@ class Plan:
     lexical_only: bool
     """the fusion method answers this query from the lexical retrievers alone (or no vector field is mapped)"""
     context: RetrievalContext
+    semantic_skipped: bool = False
+    """lexical-only by the fusion method's choice (a vector field is mapped): the semantic retrievers can still
+    answer when the lexical ones do not"""
 
 
 def plan_search(
@@ -56,13 +59,15 @@ def plan_search(
         knn_types=tuple(pipeline.knn_per_type),
         k_per_type=pipeline.knn_k_per_type,
     )
+    skipped = fields.vector is not None and traits.lexical_only is not None and traits.lexical_only(request.query)
     return Plan(
         method_name,
         weights_for(request, pipeline),
         dict(pipeline.fusion_params) if method_name == pipeline.fusion else {},
         top_k,
-        fields.vector is None or (traits.lexical_only is not None and traits.lexical_only(request.query)),
+        fields.vector is None or skipped,
         context,
+        semantic_skipped=skipped,
     )
 
 

@@ -85,11 +85,28 @@ class Retrieval:
         self.pipeline = pipeline
         self.vectors = vectors
 
-    async def client_side(self, context: RetrievalContext, *, lexical_only: bool) -> Retrieved:
-        """Every retriever of the pipeline (only the lexical ones with ``lexical_only``), as configured."""
-        chosen = {name: RETRIEVERS.get_named(name) for name in self.pipeline.retrievers}
-        if lexical_only:
-            chosen = {name: retriever for name, retriever in chosen.items() if not retriever.needs_vector}
+    async def client_side(
+        self, context: RetrievalContext, *, lexical_only: bool, semantic_fallback: bool = False
+    ) -> Retrieved:
+        """Every retriever of the pipeline (only the lexical ones with ``lexical_only``), as configured.
+
+        ``semantic_fallback``: the lexical retrievers were chosen for this query, not forced; when none of them
+        answers, the semantic ones are asked, so that the search degrades instead of failing.
+        """
+        every = {name: RETRIEVERS.get_named(name) for name in self.pipeline.retrievers}
+        lexical = {name: retriever for name, retriever in every.items() if not retriever.needs_vector}
+        retrieved = await self._run(context, lexical if lexical_only else every)
+        semantic = {name: retriever for name, retriever in every.items() if retriever.needs_vector}
+        if not (lexical_only and semantic_fallback and semantic) or retrieved.runs:
+            return retrieved
+        rescue = await self._run(context, semantic)
+        timings = {**retrieved.timings, **rescue.timings}
+        if not rescue.runs:  # kNN could not answer either: the lexical failure stands, with kNN's reasons added
+            return replace(retrieved, warnings=(*retrieved.warnings, *rescue.warnings), timings=timings)
+        note = "the fusion method asks only the lexical retrievers for this query, none answered: kNN answered instead"
+        return replace(rescue, warnings=(*retrieved.warnings, note, *rescue.warnings), timings=timings)
+
+    async def _run(self, context: RetrievalContext, chosen: Mapping[str, Retriever]) -> Retrieved:
         if self.pipeline.execution == "msearch":
             return await self.msearch(context, chosen)
         return await self.concurrent(context, chosen)

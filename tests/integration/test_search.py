@@ -135,6 +135,16 @@ def test_identifier_queries_go_lexical_with_adaptive_fusion(
     assert response.results[0].doc_id == "pii"
 
 
+def test_an_identifier_query_whose_bm25_times_out_is_answered_by_knn(
+    engine_settings: Settings, loaded: str, embedder: CachedEmbedder
+) -> None:
+    request = SearchRequest(query="PII-2024-0042", fusion="adaptive")
+    response = search(engine_settings, loaded, embedder, request, bm25_timeout_s=0.000001)
+    assert response.search_mode == "semantic-only"
+    assert_invariants(response, 10)
+    assert response.results and any("kNN answered instead" in warning for warning in response.warnings)
+
+
 def test_graph_expansion_brings_in_linked_documents(
     engine_settings: Settings, loaded: str, embedder: CachedEmbedder
 ) -> None:
@@ -265,6 +275,15 @@ def test_lift_raises_results_linked_with_the_top_below_the_kept_ones(
     below = sorted(order[1:], key=lambda doc: -(fused[doc] + expected.get(doc, 0.0)))
     assert [hit.doc_id for hit in lifted.results] == [order[0], *below]
     assert below.index("bread") < below.index("hydro"), "bread, linked with a seed, passes hydro"
+    # Explain reproduces each final score, with what lifting took off everything below the kept ones.
+    explained = {hit.id: hit.explain for hit in lifted.results if hit.explain}
+    raw = {
+        item: how.fused_score * how.recency_multiplier + (how.link_lift or 0.0) - (how.link_shift or 0.0)
+        for item, how in explained.items()
+    }
+    assert {item: max(score / max(raw.values()), 0.0) for item, score in raw.items()} == pytest.approx(
+        {hit.id: hit.score for hit in lifted.results}
+    )
     assert [hit.doc_id for hit in search(engine_settings, loaded, embedder, request.model_copy(update={"top_n": 1}),
                                          graph=graph).results] == order[:1]  # fmt: skip
 

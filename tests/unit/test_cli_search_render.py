@@ -25,3 +25,18 @@ def test_explain_names_the_links_that_lifted_a_result_and_the_seeds_of_a_neighbo
     assert lines[3] == "       found by bm25 #7 (3.500); lifted +0.118 by links with a#0, b#2; recency x1"
     assert lines[5] == "       neighbour of a#0 (2 hops); recency x1"
     assert lines[7] == "       found by bm25 #7 (3.500); recency x1"
+
+
+def test_explain_says_how_far_lifting_moved_a_result_down() -> None:
+    found = {"knn": RetrieverExplain(rank=12, score=0.9)}
+    lifted = Explain(retrievers=found, neighbour_of=["a#0"], link_lift=0.261, link_shift=0.25)
+    shifted = Explain(retrievers=found, link_shift=0.25)
+    response = SearchResponse(
+        query="q", search_mode="hybrid", took_ms=1.0, results=[_hit("c#0", 0.5, lifted), _hit("d#0", 0.4, shifted)]
+    )
+    lines = render(response, explain=True).splitlines()
+    assert lines[3] == (
+        "       found by knn #12 (0.900); lifted +0.261 by links with a#0; moved down 0.250 to stay below the kept "
+        "results; recency x1"
+    )
+    assert lines[5] == "       found by knn #12 (0.900); moved down 0.250 to stay below the kept results; recency x1"

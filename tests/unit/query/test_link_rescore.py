@@ -102,3 +102,26 @@ class CountingEngine(MemoryEngine):
         if "ids" in body.get("query", {}):
             self.link_reads += 1
         return await super().search(index, body)
+
+
+def test_lift_explains_how_far_results_below_the_kept_ones_moved_down() -> None:
+    """Explain's figures reproduce each final score, also when lifting shifts everything below the kept ones."""
+    result = lift(LIFT_SCORES, {k: k[0] for k in LIFT_SCORES}, LIFT_LINKS, LIFTING)
+    assert result.shifts == pytest.approx({"c": 0.4, "d": 0.4, "e": 0.4})
+    sources = {item: doc(item[0], links=sorted(LIFT_LINKS.get(item[0], {}))) for item in LIFT_SCORES}
+    engine = MemoryEngine([("a#0", 9.0), ("b#0", 8.0), ("c#0", 5.0), ("e#0", 3.0), ("d#0", 2.0)], [], sources)
+    graph = GraphSettings(enabled=True, mode="lift", keep_top=2, seeds=2, rescore_weight=1.0)
+    answer = run(searcher(engine, fusion="rrf", graph=graph), top_n=5, explain=True)
+    explained = {hit.id: hit.explain for hit in answer.results}
+    # c and e are tied to a; e to b as well: e's lift would pass b, so c, e and d move down by the same amount.
+    assert explained["e#0"].link_lift and explained["e#0"].link_shift
+    assert explained["d#0"].link_lift is None and explained["d#0"].link_shift == explained["e#0"].link_shift
+    assert explained["a#0"].link_shift is None
+    raw = {
+        item: how.fused_score * how.recency_multiplier + (how.link_lift or 0.0) - (how.link_shift or 0.0)
+        for item, how in explained.items()
+    }
+    best = max(raw.values())  # shaping divides by the best and sets what falls below 0 to 0
+    assert {item: max(score / best, 0.0) for item, score in raw.items()} == pytest.approx(
+        {hit.id: hit.score for hit in answer.results}
+    )

@@ -59,6 +59,24 @@ def test_a_failed_bm25_degrades_to_semantic_only() -> None:
     assert any("bm25 failed" in warning for warning in response.warnings)
 
 
+@pytest.mark.parametrize("execution", ["concurrent", "msearch"])
+def test_an_identifier_query_whose_bm25_fails_is_answered_by_knn(execution: str) -> None:
+    """adaptive answers an identifier with BM25 alone; when BM25 fails, kNN still answers (semantic-only)."""
+    engine = MemoryEngine(LEX, SEM, fail=["bm25"])
+    response = run(searcher(engine, fusion="adaptive", execution=execution), query="PII-2024-0042")
+    assert response.search_mode == "semantic-only"
+    assert [hit.id for hit in response.results] == ["b#0", "d#0", "a#0"]
+    assert any("bm25 failed" in warning for warning in response.warnings)
+    assert any("kNN answered instead" in warning for warning in response.warnings)
+    healthy = MemoryEngine(LEX, SEM)
+    assert run(searcher(healthy, fusion="adaptive"), query="PII-2024-0042").search_mode == "lexical-only"
+    assert "knn" not in healthy.started  # while BM25 answers, kNN is not asked
+    unembeddable = searcher(MemoryEngine(LEX, SEM, fail=["bm25"]), StubEmbedder(fail=True), fusion="adaptive")
+    with pytest.raises(errors.EngineUnavailable, match="could not be embedded") as failed:
+        run(unembeddable, query="PII-2024-0042")
+    assert "kNN answered" not in str(failed.value)
+
+
 def test_concurrent_is_the_default_and_a_stalled_msearch_round_trip_degrades_per_retriever(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
