@@ -102,6 +102,18 @@ def test_degrades_to_lexical_only_when_knn_times_out(
     assert response.warnings
 
 
+def test_bm25_weighted_0_still_ranks_a_lexical_only_answer(
+    engine_settings: Settings, loaded: str, embedder: CachedEmbedder
+) -> None:
+    request = SearchRequest(query="electricity", weights={"bm25": 0.0}, explain=True)
+    response = search(engine_settings, loaded, embedder, request, knn_timeout_s=0.000001)
+    assert response.search_mode == "lexical-only"
+    assert_invariants(response, 10)
+    bm25_ranks = [hit.explain.retrievers["bm25"].rank for hit in response.results if hit.explain]
+    assert bm25_ranks == sorted(bm25_ranks) and len(bm25_ranks) > 2
+    assert response.results[-1].score < 1.0
+
+
 def test_without_a_model_search_is_lexical_only(engine_settings: Settings, loaded: str) -> None:
     response = search(engine_settings, loaded, None, SearchRequest(query="turbines"))
     assert response.search_mode == "lexical-only"

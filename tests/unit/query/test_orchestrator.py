@@ -59,6 +59,18 @@ def test_a_failed_bm25_degrades_to_semantic_only() -> None:
     assert any("bm25 failed" in warning for warning in response.warnings)
 
 
+@pytest.mark.parametrize("fusion", ["qpp", "rrf", "linear", "dbsf"])
+@pytest.mark.parametrize(("zero", "failing"), [("bm25", "knn"), ("knn", "bm25")])
+def test_a_retriever_weighted_0_that_alone_answers_keeps_its_own_order(fusion: str, zero: str, failing: str) -> None:
+    """With the other retriever down, the degraded answer is the zero-weighted one's ranking, not ties in id order."""
+    ranked = [("c#0", 9.0), ("a#0", 7.0), ("b#0", 3.0)]
+    engine = MemoryEngine(ranked, ranked, fail=[failing])
+    response = run(searcher(engine, fusion=fusion), weights={zero: 0.0}, explain=True)
+    assert response.search_mode == ("lexical-only" if zero == "bm25" else "semantic-only")
+    assert [hit.id for hit in response.results] == ["c#0", "a#0", "b#0"]
+    assert [hit.score for hit in response.results][1] < 1.0
+
+
 @pytest.mark.parametrize("execution", ["concurrent", "msearch"])
 def test_an_identifier_query_whose_bm25_fails_is_answered_by_knn(execution: str) -> None:
     """adaptive answers an identifier with BM25 alone; when BM25 fails, kNN still answers (semantic-only)."""
