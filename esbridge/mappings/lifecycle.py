@@ -274,6 +274,7 @@ class IndexManager:
                     operation="reindex",
                     index=new,
                 )
+            self._refuse_a_moved_alias(old, new)
             self.engine.update_aliases(
                 [
                     {"remove": {"index": old, "alias": self.alias}},
@@ -281,7 +282,7 @@ class IndexManager:
                 ]
             )
         except BaseException as exc:
-            self._abandon(old, new, lift_block=lift_block, cause=exc)
+            self._abandon(old, new, lift_block=lift_block and not self._copied_by_another(old, new), cause=exc)
             raise
         if delete_old:
             self.engine.delete_index(old)
@@ -294,6 +295,29 @@ class IndexManager:
         return ReindexOutcome(
             old=old, new=new, documents=copied, deleted_old=delete_old, server_side=server_side, left_out=left_out
         )
+
+    def _copied_by_another(self, old: str, new: str) -> bool:
+        """Whether a reindex started after this one is copying ``old`` now (a version after ``new`` exists, the
+        alias is still on ``old``): it copies under this reindex's block, and writes let in would be lost."""
+        try:
+            state = self.state()
+        except errors.EsbridgeError:
+            return False
+        return state.current == old and state.latest_version > (version_of(self.alias, new) or 0)
+
+    def _refuse_a_moved_alias(self, old: str, new: str) -> None:
+        """Another reindex, started while this one copied, may have moved the alias already; this copy then
+        must not replace that one (the engines' own refusals name neither: two write indices, no such index)."""
+        targets = self.engine.alias_targets(self.alias)
+        if targets != [old]:
+            where = ", ".join(targets) or "no index"
+            raise errors.EngineResponseError(
+                f"{self.alias} was moved to {where} while this reindex copied {old} (another `esbridge index "
+                f"reindex` finished first); {new} is deleted and the alias stays on {where}",
+                url=self.engine.url,
+                operation="reindex",
+                index=self.alias,
+            )
 
     def _fields_left_out(self, old: str) -> tuple[str, ...]:
         """Fields added by hand to an esbridge index (``mapping diff``: "a reindex drops it"). A server-side copy

@@ -277,3 +277,21 @@ def test_a_field_only_in_the_live_index_is_left_behind_by_a_reindex(engine: Engi
     assert copied["a#0"]["title"] == "kept"
     assert [round(value, 3) for value in copied["a#0"]["vector"]] == [0.1, 0.2, 0.3, 0.4]
     assert not write_blocked(engine.get_index_settings(f"{alias}-v1"))
+
+
+def test_a_reindex_overtaken_by_another_says_so_and_leaves_the_alias_where_that_one_put_it(
+    engine: Engine, alias: str
+) -> None:
+    manager(engine, alias).create()
+    assert not engine.bulk(alias, [chunk(f"old{n}#0") for n in range(3)]).failed
+    engine.refresh(alias)
+    overtaking: list[str] = []
+
+    with pytest.raises(EngineResponseError, match=rf"{alias} was moved to {alias}-v3 .*another `esbridge index"):
+        reindex_with(engine, alias, lambda: overtaking.append(manager(engine, alias).reindex().new))
+
+    assert overtaking == [f"{alias}-v3"]
+    assert engine.alias_targets(alias) == [f"{alias}-v3"]
+    assert not engine.index_exists(f"{alias}-v2"), "the overtaken copy is deleted"
+    assert engine.count(alias) == 3
+    assert not write_blocked(engine.get_index_settings(f"{alias}-v1"))
