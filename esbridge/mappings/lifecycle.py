@@ -176,8 +176,11 @@ class IndexManager:
         """The concrete index behind the alias; IndexNotFound when there is none."""
         state = self.state()
         if state.current is None:
+            concrete = self.engine.index_exists(self.alias)
             raise errors.IndexNotFound(
-                "no index behind this alias: run `esbridge index create`",
+                f"{self.alias} is an index, not an alias over versions ({self.alias}-v1, ...) as esbridge makes them"
+                if concrete
+                else "no index behind this alias: run `esbridge index create`",
                 url=self.engine.url,
                 operation="resolve alias",
                 index=self.alias,
