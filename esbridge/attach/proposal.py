@@ -117,6 +117,7 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     by_type: dict[str, list[str]] = {"text": [], "keyword": [], "date": []}
     vectors: list[VectorInfo] = []
     semantic: list[str] = []
+    nested: list[str] = []
     analyzers: dict[str, str] = {}
     """Elasticsearch semantic_text fields: the engine embeds documents and queries with their endpoint"""
     for name, definition in flatten(properties):
@@ -132,6 +133,12 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             vectors.append(vector_info(name, definition))
         elif kind == "semantic_text":
             semantic.append(name)
+        elif kind == "nested":
+            inner = [f"{name}.{path}" for path, _ in flatten(definition.get("properties") or {})]
+            nested.append(
+                f"{name} is nested: its fields ({', '.join(inner) or 'none'}) are not searched (esbridge's "
+                "queries do not reach into nested documents)"
+            )
     text, keywords, dates = by_type["text"], by_type["keyword"], by_type["date"]
     notes: list[str] = []
     is_esbridge = isinstance(meta, Mapping) and SCHEMA_META_KEY in meta
@@ -139,7 +146,7 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
         notes.append("this index was created by esbridge: search it as it is, without a field map")
     if not text:
         notes.append("no text field: BM25 has nothing to search, so no field map can be proposed")
-        return Proposal(None, text, keywords, dates, vectors, is_esbridge, notes)
+        return Proposal(None, text, keywords, dates, vectors, is_esbridge, notes + nested)
     title = _pick("title", text)
     roles: dict[str, str | None] = {
         role: _pick(role, keywords) for role in ("id", "path", "type", "status", "category", "tags", "links")
@@ -174,6 +181,7 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     unused = [name for name in keywords + dates if name not in used]
     if unused:
         notes.append(f"not used (filter or sort on them in your own queries): {', '.join(unused)}")
+    notes.extend(nested)
     fields = FieldMap.model_validate(
         {
             "text": boosts,
