@@ -14,8 +14,9 @@ import json
 import os
 import shutil
 import uuid
+import warnings
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from io import BufferedIOBase
 from pathlib import Path
 from typing import IO, Any
@@ -24,6 +25,7 @@ from esbridge import errors
 from esbridge.embeddings.identity import ModelIdentity, compare, parse_identity, recorded_identity
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter
+from esbridge.engines.vector_options import unavailable
 from esbridge.errors import SourceError
 from esbridge.ingest.json_values import json_type
 from esbridge.ingest.jsonl import json_error_location
@@ -214,6 +216,23 @@ def refuse_what_the_index_cannot_take(
         )
 
 
+def encoding_this_engine_has(engine: Engine, alias: str, params: IndexParameters, path: Path) -> IndexParameters:
+    """``params`` for a new index ``alias``, or with float vectors when their quantization is one this engine lacks
+    (an Elasticsearch index's int4 or bbq, moved to OpenSearch): the export holds them as floats, nothing is lost."""
+    if params.vector_encoding == "float" or engine.index_exists(alias):
+        return params
+    why = unavailable(engine.dialect, engine.probe().version, params.vector_encoding)
+    if why is None:
+        return params
+    warnings.warn(
+        f"{path.name}'s vectors were stored as {params.vector_encoding} where they were exported, but {why}: a new "
+        "index stores them as float ([mapping] vector_encoding and `esbridge index reindex` change that later)",
+        errors.EsbridgeWarning,
+        stacklevel=2,
+    )
+    return replace(params, vector_encoding="float")
+
+
 def import_chunks(
     engine: Engine, alias: str, path: Path, *, parameters: IndexParameters | None = None
 ) -> tuple[int, list[dict[str, str]]]:
@@ -224,7 +243,7 @@ def import_chunks(
     model = parse_identity(given, f"the model in {path.name}'s header") if given is not None else None
     refuse_what_the_index_cannot_take(engine, alias, path, params, model)
     _, lines = read_export(path)
-    IndexManager(engine, alias, params).ensure()
+    IndexManager(engine, alias, encoding_this_engine_has(engine, alias, params, path)).ensure()
     failed: list[dict[str, str]] = []
     seen = 0
 
