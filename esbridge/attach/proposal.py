@@ -102,6 +102,17 @@ def split_by_analyzer(text: list[str], analyzers: Mapping[str, str]) -> tuple[li
     return [name for name in text if analyzers[name] == common], [name for name in text if analyzers[name] != common]
 
 
+_KEYWORD_ROLES = ("id", "path", "type", "status", "category", "tags", "links")
+
+
+def _keyword_subfield(fields: Mapping[str, Any]) -> bool:
+    return any(isinstance(sub, Mapping) and sub.get("type") in KEYWORD_TYPES for sub in fields.values())
+
+
+def _keyword_role(name: str) -> str | None:
+    return next((role for role in _KEYWORD_ROLES if _pick(role, [name])), None)
+
+
 def _pick(role: str, candidates: list[str]) -> str | None:
     for pattern in _ROLES[role]:
         for name in candidates:
@@ -117,10 +128,13 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     by_type: dict[str, list[str]] = {"text": [], "keyword": [], "date": []}
     vectors: list[VectorInfo] = []
     semantic: list[str] = []
+    nested: list[str] = []
     analyzers: dict[str, str] = {}
     """Elasticsearch semantic_text fields: the engine embeds documents and queries with their endpoint"""
+    subfields: dict[str, Mapping[str, Any]] = {}
     for name, definition in flatten(properties):
         kind = definition.get("type")
+        subfields[name] = definition.get("fields") or {}
         if kind in TEXT_TYPES:
             by_type["text"].append(name)
             analyzers[name] = str(definition.get("search_analyzer") or definition.get("analyzer") or "standard")
@@ -132,6 +146,12 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             vectors.append(vector_info(name, definition))
         elif kind == "semantic_text":
             semantic.append(name)
+        elif kind == "nested":
+            inner = [f"{name}.{path}" for path, _ in flatten(definition.get("properties") or {})]
+            nested.append(
+                f"{name} is nested: its fields ({', '.join(inner) or 'none'}) are not searched (esbridge's "
+                "queries do not reach into nested documents)"
+            )
     text, keywords, dates = by_type["text"], by_type["keyword"], by_type["date"]
     notes: list[str] = []
     is_esbridge = isinstance(meta, Mapping) and SCHEMA_META_KEY in meta
@@ -139,11 +159,9 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
         notes.append("this index was created by esbridge: search it as it is, without a field map")
     if not text:
         notes.append("no text field: BM25 has nothing to search, so no field map can be proposed")
-        return Proposal(None, text, keywords, dates, vectors, is_esbridge, notes)
+        return Proposal(None, text, keywords, dates, vectors, is_esbridge, notes + nested)
     title = _pick("title", text)
-    roles: dict[str, str | None] = {
-        role: _pick(role, keywords) for role in ("id", "path", "type", "status", "category", "tags", "links")
-    }
+    roles: dict[str, str | None] = {role: _pick(role, keywords) for role in _KEYWORD_ROLES}
     roles["title"] = title
     roles["date"] = _pick("date", dates) or (dates[0] if dates else None)
     created = _pick("created", dates)
@@ -174,6 +192,14 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     unused = [name for name in keywords + dates if name not in used]
     if unused:
         notes.append(f"not used (filter or sort on them in your own queries): {', '.join(unused)}")
+    named = {name: role for name in text if _keyword_subfield(subfields[name]) and (role := _keyword_role(name))}
+    if named:
+        fields_roles = ", ".join(f"{name} ({role})" for name, role in sorted(named.items()))
+        notes.append(
+            f"{fields_roles}: text with a keyword sub-field, searched as text; the roles are read from keyword "
+            "fields only (map them as keyword, in a new index, to give them their role)"
+        )
+    notes.extend(nested)
     fields = FieldMap.model_validate(
         {
             "text": boosts,

@@ -172,7 +172,10 @@ def reindex(
         confirm(f"delete the current version of {settings.index} after the alias moved?", yes)
     with engine_session(settings) as adapter:
         outcome = index_manager(settings, adapter, dimension=vector_dimension(settings)).reindex(delete_old=delete_old)
-    how = "" if outcome.server_side else " through the client (the server has no _reindex)"
+    if outcome.left_out:
+        how = f" through the client, leaving out {', '.join(outcome.left_out)} (not in esbridge's mapping)"
+    else:
+        how = "" if outcome.server_side else " through the client (the server has no _reindex)"
     click.echo(f"copied {outcome.documents} chunks from {outcome.old} to {outcome.new}{how}; alias moved")
     if outcome.deleted_old:
         click.echo(f"deleted {outcome.old}")

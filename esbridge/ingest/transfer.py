@@ -14,16 +14,18 @@ import json
 import os
 import shutil
 import uuid
+import warnings
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from io import BufferedIOBase
 from pathlib import Path
 from typing import IO, Any
 
 from esbridge import errors
-from esbridge.embeddings.identity import parse_identity, recorded_identity
+from esbridge.embeddings.identity import ModelIdentity, compare, parse_identity, recorded_identity
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter
+from esbridge.engines.vector_options import unavailable
 from esbridge.errors import SourceError
 from esbridge.ingest.json_values import json_type
 from esbridge.ingest.jsonl import json_error_location
@@ -84,6 +86,12 @@ def read_export(path: Path) -> tuple[dict[str, Any], Iterator[tuple[int, dict[st
         handle.close()
         raise
     return header, _chunk_lines(handle, path)
+
+
+def read_header(path: Path) -> dict[str, Any]:
+    """The export's header alone, checked as ``read_export`` checks it."""
+    with _open_export(path) as handle:
+        return parse_header(_read_line(handle, path), path)
 
 
 def _open_export(path: Path) -> BufferedIOBase:
@@ -167,13 +175,35 @@ def parse_chunk_line(raw: bytes) -> dict[str, Any] | str:
     return chunk
 
 
-def refuse_unmapped_fields(engine: Engine, alias: str, path: Path) -> None:
-    """An index made by an older esbridge may lack a field the export's chunks carry (``link_weights``); its
-    strict mapping would refuse each such chunk. Refuse the import first, naming the way out, as ingest does."""
+def refuse_what_the_index_cannot_take(
+    engine: Engine, alias: str, path: Path, params: IndexParameters, model: ModelIdentity | None
+) -> None:
+    """Refuse an import into an existing index, before anything is written, when the index cannot take the
+    export's chunks: vectors of another dimension (each chunk would fail with the engine's message), vectors
+    another model made (the index would hold two spaces under one record), or a field its strict mapping lacks
+    (an index made by an older esbridge has no ``link_weights``)."""
     try:
         mapping = engine.get_mapping(alias)
     except errors.IndexNotFound:  # import creates it, with every field
         return
+    vector = mapping.get("properties", {}).get(VECTOR_FIELD, {})
+    dimension = vector.get("dimension", vector.get("dims"))
+    if isinstance(dimension, int) and dimension != params.dimension:
+        raise errors.DimensionMismatch(
+            f"index {alias} holds {dimension}-dimensional vectors, but {path.name}'s are "
+            f"{params.dimension}-dimensional; nothing was written. Import into another index (--index NAME), which "
+            "is created with the export's parameters"
+        )
+    recorded = recorded_identity(mapping, alias)
+    if recorded is not None and model is not None and not (verdict := compare(recorded, model)).compatible:
+        raise errors.ModelMismatch(
+            f"index {alias} holds vectors made by {recorded.describe()}, but {path.name}'s were made by "
+            f"{model.describe()}; they differ in {'; '.join(verdict.differences)}, so nothing was written. Import "
+            "into another index (--index NAME)",
+            index=alias,
+            index_model=recorded.describe(),
+            query_model=model.describe(),
+        )
     lacking = set(STORED_FIELDS) - set(mapping.get("properties", {}))
     if mapping.get("dynamic") != "strict" or not lacking:
         return
@@ -186,16 +216,34 @@ def refuse_unmapped_fields(engine: Engine, alias: str, path: Path) -> None:
         )
 
 
+def encoding_this_engine_has(engine: Engine, alias: str, params: IndexParameters, path: Path) -> IndexParameters:
+    """``params`` for a new index ``alias``, or with float vectors when their quantization is one this engine lacks
+    (an Elasticsearch index's int4 or bbq, moved to OpenSearch): the export holds them as floats, nothing is lost."""
+    if params.vector_encoding == "float" or engine.index_exists(alias):
+        return params
+    why = unavailable(engine.dialect, engine.probe().version, params.vector_encoding)
+    if why is None:
+        return params
+    warnings.warn(
+        f"{path.name}'s vectors were stored as {params.vector_encoding} where they were exported, but {why}: a new "
+        "index stores them as float ([mapping] vector_encoding and `esbridge index reindex` change that later)",
+        errors.EsbridgeWarning,
+        stacklevel=2,
+    )
+    return replace(params, vector_encoding="float")
+
+
 def import_chunks(
     engine: Engine, alias: str, path: Path, *, parameters: IndexParameters | None = None
 ) -> tuple[int, list[dict[str, str]]]:
     """Load an export into ``alias`` (created with the export's parameters if missing); no re-embedding."""
-    refuse_unmapped_fields(engine, alias, path)
-    header, lines = read_export(path)
+    header = read_header(path)
     params = parameters or header_parameters(header, path)
     given = header.get("model")
     model = parse_identity(given, f"the model in {path.name}'s header") if given is not None else None
-    IndexManager(engine, alias, params).ensure()
+    refuse_what_the_index_cannot_take(engine, alias, path, params, model)
+    _, lines = read_export(path)
+    IndexManager(engine, alias, encoding_this_engine_has(engine, alias, params, path)).ensure()
     failed: list[dict[str, str]] = []
     seen = 0
 

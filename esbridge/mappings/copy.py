@@ -4,7 +4,8 @@ Some builds and services have no server-side reindex (Elasticsearch's integratio
 the ``reindex`` module; some managed services disable it). The copy pages through the source with
 ``search_after`` on ``chunk_id`` and writes each page with one bulk request; only the schema's fields
 are read, vectors included (Elasticsearch 9 leaves vectors out of ``_source`` unless a request names them),
-so fields the schema no longer has stay behind (server-side ``_reindex`` would refuse them instead).
+so fields the schema no longer has stay behind (server-side ``_reindex`` would refuse them instead, so
+reindex copies an index with such fields, added to its mapping by hand, this way).
 """
 
 from __future__ import annotations

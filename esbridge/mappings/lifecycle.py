@@ -22,9 +22,9 @@ from esbridge.engines.base import Engine, IndexInfo
 from esbridge.engines.blocks import write_blocked
 from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.vector_options import encoding_of, unavailable
-from esbridge.mappings.copy import copy_documents
+from esbridge.mappings.copy import COPIED_FIELDS, copy_documents
 from esbridge.mappings.diff import MappingDiff, diff_index
-from esbridge.mappings.schema import VECTOR_FIELD, IndexParameters, render_index
+from esbridge.mappings.schema import SCHEMA_META_KEY, VECTOR_FIELD, IndexParameters, render_index
 
 
 class MappingNeedsNewVersion(errors.EsbridgeError):
@@ -110,7 +110,10 @@ class ReindexOutcome:
     documents: int
     deleted_old: bool
     server_side: bool = True
-    """False when the server has no ``_reindex`` and the documents were copied through the client."""
+    """False when the documents were copied through the client: the server has no ``_reindex``, or ``left_out``
+    names fields the server-side copy would refuse."""
+    left_out: tuple[str, ...] = ()
+    """fields only the old version's mapping has (added by hand), which the new version does not take"""
 
 
 class IndexManager:
@@ -173,8 +176,11 @@ class IndexManager:
         """The concrete index behind the alias; IndexNotFound when there is none."""
         state = self.state()
         if state.current is None:
+            concrete = self.engine.index_exists(self.alias)
             raise errors.IndexNotFound(
-                "no index behind this alias: run `esbridge index create`",
+                f"{self.alias} is an index, not an alias over versions ({self.alias}-v1, ...) as esbridge makes them"
+                if concrete
+                else "no index behind this alias: run `esbridge index create`",
                 url=self.engine.url,
                 operation="resolve alias",
                 index=self.alias,
@@ -253,7 +259,8 @@ class IndexManager:
         old = state.current
         self._refuse_a_red_source(old)
         new = version_name(self.alias, state.latest_version + 1)
-        server_side = self.server_features.get("reindex", True)
+        left_out = self._fields_left_out(old)
+        server_side = self.server_features.get("reindex", True) and not left_out
         # A reindex killed before it could lift its block leaves it; the next one then finds it blocked.
         lift_block = not write_blocked(self.engine.get_index_settings(old))
         self.engine.create_index(new, self.body_carrying_model(old))
@@ -270,6 +277,7 @@ class IndexManager:
                     operation="reindex",
                     index=new,
                 )
+            self._refuse_a_moved_alias(old, new)
             self.engine.update_aliases(
                 [
                     {"remove": {"index": old, "alias": self.alias}},
@@ -277,7 +285,7 @@ class IndexManager:
                 ]
             )
         except BaseException as exc:
-            self._abandon(old, new, lift_block=lift_block, cause=exc)
+            self._abandon(old, new, lift_block=lift_block and not self._copied_by_another(old, new), cause=exc)
             raise
         if delete_old:
             self.engine.delete_index(old)
@@ -287,7 +295,41 @@ class IndexManager:
                 situation=f"{self.alias} now points to {new}, where writes go",
                 remedy=f"{old} refuses writes until its setting index.blocks.write is set to false",
             )
-        return ReindexOutcome(old=old, new=new, documents=copied, deleted_old=delete_old, server_side=server_side)
+        return ReindexOutcome(
+            old=old, new=new, documents=copied, deleted_old=delete_old, server_side=server_side, left_out=left_out
+        )
+
+    def _copied_by_another(self, old: str, new: str) -> bool:
+        """Whether a reindex started after this one is copying ``old`` now (a version after ``new`` exists, the
+        alias is still on ``old``): it copies under this reindex's block, and writes let in would be lost."""
+        try:
+            state = self.state()
+        except errors.EsbridgeError:
+            return False
+        return state.current == old and state.latest_version > (version_of(self.alias, new) or 0)
+
+    def _refuse_a_moved_alias(self, old: str, new: str) -> None:
+        """Another reindex, started while this one copied, may have moved the alias already; this copy then
+        must not replace that one (the engines' own refusals name neither: two write indices, no such index)."""
+        targets = self.engine.alias_targets(self.alias)
+        if targets != [old]:
+            where = ", ".join(targets) or "no index"
+            raise errors.EngineResponseError(
+                f"{self.alias} was moved to {where} while this reindex copied {old} (another `esbridge index "
+                f"reindex` finished first); {new} is deleted and the alias stays on {where}",
+                url=self.engine.url,
+                operation="reindex",
+                index=self.alias,
+            )
+
+    def _fields_left_out(self, old: str) -> tuple[str, ...]:
+        """Fields added by hand to an esbridge index (``mapping diff``: "a reindex drops it"). A server-side copy
+        refuses every document holding one, so such an index is copied through the client, which leaves them out.
+        An index esbridge did not create keeps the server-side copy, which refuses rather than drops its data."""
+        mapping = self.engine.get_mapping(old)
+        if SCHEMA_META_KEY not in (mapping.get("_meta") or {}):
+            return ()
+        return tuple(name for name in mapping.get("properties", {}) if name not in COPIED_FIELDS)
 
     def _refuse_a_red_source(self, old: str) -> None:
         """A red index answers searches, counts and scrolls from the shards it has, without saying that others are

@@ -256,3 +256,42 @@ def test_after_a_failed_reindex_the_old_version_takes_writes_again(engine: Engin
     assert (list(written.succeeded), list(written.failed)) == (["after#0"], [])
     engine.refresh(alias)
     assert engine.count(alias) == 4
+
+
+def test_a_field_only_in_the_live_index_is_left_behind_by_a_reindex(engine: Engine, alias: str) -> None:
+    # A field added to the live mapping by hand: `mapping diff` says a reindex drops it, and so it must.
+    manager(engine, alias).create()
+    engine.put_mapping(f"{alias}-v1", {"added_by_hand": {"type": "keyword"}})
+    written = engine.bulk(alias, [chunk("a#0", title="kept", added_by_hand="x"), chunk("b#0", title="plain")])
+    assert not written.failed
+    engine.refresh(alias)
+    (extra,) = [change for change in manager(engine, alias).diff().changes if change.kind == "extra"]
+    assert "a reindex drops it" in extra.describe()
+
+    outcome = manager(engine, alias).reindex()
+
+    assert (outcome.new, outcome.documents) == (f"{alias}-v2", 2)
+    assert "added_by_hand" not in engine.get_mapping(alias)["properties"]
+    hits = engine.scan(alias, {"match_all": {}}, ["title", "vector"], sort_field="chunk_id")
+    copied = {hit.id: hit.source for hit in hits}
+    assert copied["a#0"]["title"] == "kept"
+    assert [round(value, 3) for value in copied["a#0"]["vector"]] == [0.1, 0.2, 0.3, 0.4]
+    assert not write_blocked(engine.get_index_settings(f"{alias}-v1"))
+
+
+def test_a_reindex_overtaken_by_another_says_so_and_leaves_the_alias_where_that_one_put_it(
+    engine: Engine, alias: str
+) -> None:
+    manager(engine, alias).create()
+    assert not engine.bulk(alias, [chunk(f"old{n}#0") for n in range(3)]).failed
+    engine.refresh(alias)
+    overtaking: list[str] = []
+
+    with pytest.raises(EngineResponseError, match=rf"{alias} was moved to {alias}-v3 .*another `esbridge index"):
+        reindex_with(engine, alias, lambda: overtaking.append(manager(engine, alias).reindex().new))
+
+    assert overtaking == [f"{alias}-v3"]
+    assert engine.alias_targets(alias) == [f"{alias}-v3"]
+    assert not engine.index_exists(f"{alias}-v2"), "the overtaken copy is deleted"
+    assert engine.count(alias) == 3
+    assert not write_blocked(engine.get_index_settings(f"{alias}-v1"))

@@ -15,6 +15,7 @@ from esbridge.cli import main
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
+from esbridge.errors import DimensionMismatch, ModelMismatch
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.ingest.transfer import export_chunks, import_chunks
 from esbridge.mappings.lifecycle import IndexManager
@@ -201,3 +202,37 @@ def test_an_export_cut_short_is_reported(engine: Engine, alias: str, tmp_path: P
     imported, failed = import_chunks(engine, alias, cut)
     assert imported == 1
     assert failed == [{"id": "cut.jsonl", "reason": "the header announces 3 chunks but the file holds 1 lines"}]
+
+
+MINILM_RECORD = {"name": "sentence-transformers/all-MiniLM-L6-v2", "dimension": 4, "pooling": "mean", "normalize": True}
+BGE_RECORD = {"name": "BAAI/bge-small-en-v1.5", "dimension": 4, "pooling": "cls", "normalize": True}
+
+
+def export_file(path: Path, model: dict[str, Any] | None, dimension: int = 4) -> Path:
+    header: dict[str, Any] = {"format": "esbridge-export", "version": 1, "parameters": {"dimension": dimension}}
+    if model is not None:
+        header["model"] = model
+    chunks = [
+        {"_id": f"m{n}#0", "doc_id": f"m{n}", "chunk_id": f"m{n}#0", "title": f"Moved {n}", "vector": [0.2] * dimension}
+        for n in (1, 2)
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in [{**header, "chunks": 2}, *chunks]) + "\n", "utf-8")
+    return path
+
+
+def test_an_import_whose_vectors_another_model_made_writes_nothing(engine: Engine, alias: str, tmp_path: Path) -> None:
+    # The index's vectors and the export's would live in two spaces under one record: refuse, naming both.
+    assert import_chunks(engine, alias, export_file(tmp_path / "minilm.jsonl", MINILM_RECORD)) == (2, [])
+    other = export_file(tmp_path / "bge.jsonl", BGE_RECORD)
+    with pytest.raises(ModelMismatch, match=r"all-MiniLM-L6-v2.*bge-small-en-v1\.5.*nothing was written"):
+        import_chunks(engine, alias, other)
+    assert engine.count(alias) == 2
+    again = export_file(tmp_path / "again.jsonl", {**MINILM_RECORD, "backend": "onnx", "precision": "int8"})
+    assert import_chunks(engine, alias, again) == (2, [])  # another backend of the same model may
+
+
+def test_an_import_of_another_dimension_is_refused_before_writing(engine: Engine, alias: str, tmp_path: Path) -> None:
+    IndexManager(engine, alias, IndexParameters(dimension=8)).create()
+    with pytest.raises(DimensionMismatch, match=r"8-dimensional.*4-dimensional.*nothing was written"):
+        import_chunks(engine, alias, export_file(tmp_path / "four.jsonl", None))
+    assert engine.count(alias) == 0

@@ -179,3 +179,25 @@ def test_a_write_that_fails_midway_leaves_the_settings_file_whole_and_its_mode_k
     write_field_map(path, "products", FieldMap(text={"name": 2.0, "body": 1.0}))
     assert path.stat().st_mode & 0o777 == 0o600
     assert load_settings(path, index="products").field_map == FieldMap(text={"name": 2.0, "body": 1.0})
+
+
+def test_nested_fields_are_named_as_not_searched() -> None:
+    # A nested object's text is invisible to esbridge's queries: the proposal says so instead of leaving it out.
+    reviews = {"type": "nested", "properties": {"text": {"type": "text"}, "stars": {"type": "integer"}}}
+    proposal = propose({"properties": {"name": {"type": "text"}, "reviews": reviews}})
+    assert proposal.fields is not None and proposal.fields.text == {"name": 2.0}
+    assert any("reviews is nested" in note and "reviews.text" in note for note in proposal.notes), proposal.notes
+    only_nested = propose({"properties": {"reviews": reviews}})
+    assert only_nested.fields is None
+    assert any("reviews is nested" in note for note in only_nested.notes), only_nested.notes
+    assert only_nested.notes[0].startswith("no text field"), "index inspect --write names the first note as the reason"
+
+
+def test_text_fields_named_for_a_keyword_role_are_named_in_a_note() -> None:
+    # A dynamically mapped index: every string is text with a .keyword sub-field, so no id, tags or status role.
+    dynamic = {"type": "text", "fields": {"keyword": {"type": "keyword", "ignore_above": 256}}}
+    mapping = {"properties": dict.fromkeys(("title", "body", "doc_id", "tags", "status", "related"), dynamic)}
+    proposal = propose(mapping)
+    assert proposal.fields is not None and proposal.fields.tags is None
+    (note,) = [note for note in proposal.notes if "keyword sub-field" in note]
+    assert note.startswith("doc_id (id), related (links), status (status), tags (tags): text"), note

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from esbridge.engines.embedded import EmbeddedEngine
-from esbridge.errors import ConfigError, SourceError
+from esbridge.errors import ConfigError, EsbridgeWarning, SourceError
 from esbridge.ingest.transfer import import_chunks, read_export
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
@@ -100,5 +100,20 @@ def test_an_import_into_an_index_without_a_field_its_chunks_carry_writes_nothing
         unweighted = tmp_path / "plain.jsonl"
         unweighted.write_bytes(export_bytes(HEADER, [json.dumps(chunk).encode() for chunk in GOOD]))
         assert import_chunks(engine, "old", unweighted) == (3, [])
+    finally:
+        engine.close()
+
+
+def test_an_export_quantized_in_a_way_this_engine_lacks_is_imported_as_float(tmp_path: Path) -> None:
+    # An Elasticsearch index with bbq vectors, exported: OpenSearch and the embedded engine have no bbq.
+    path = tmp_path / "bbq.jsonl"
+    header = {**HEADER, "parameters": {"dimension": 3, "vector_encoding": "bbq"}}
+    chunks = [{**chunk, "chunk_id": chunk["_id"], "vector": [0.6, 0.8, 0.0]} for chunk in GOOD]
+    path.write_bytes(export_bytes(header, [json.dumps(chunk).encode() for chunk in chunks]))
+    engine = EmbeddedEngine(tmp_path / "data")
+    try:
+        with pytest.warns(EsbridgeWarning, match=r"bbq.*stores them as float"):
+            assert import_chunks(engine, "moved", path) == (3, [])
+        assert engine.count("moved") == 3
     finally:
         engine.close()

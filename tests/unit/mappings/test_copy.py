@@ -173,3 +173,22 @@ def test_documents_the_scan_cannot_reach_make_the_copy_fail_with_the_reason(engi
         EngineResponseError, match=r"copied 6 of the 7 documents in src: paging needs a unique chunk_id"
     ):
         copy_documents(SkippingScan(engine, {"d03#0"}), "src", "dst")
+
+
+def test_a_reindex_leaves_behind_a_field_only_the_live_index_has(tmp_path: Path) -> None:
+    # `mapping diff` says a reindex drops a field added to the live mapping by hand; the embedded reindex refused it.
+    engine = EmbeddedEngine(tmp_path / "data")
+    try:
+        IndexManager(engine, "notes", PARAMS).create()
+        engine.put_mapping("notes-v1", {"added_by_hand": {"type": "keyword"}})
+        document = {"chunk_id": "a#0", "doc_id": "a", "title": "kept", "vector": [0.5, 0.25], "added_by_hand": "x"}
+        assert not engine.bulk("notes", [BulkAction("index", "a#0", document)]).failed
+        engine.refresh("notes")
+
+        outcome = IndexManager(engine, "notes", PARAMS).reindex()
+
+        assert (outcome.new, outcome.documents) == ("notes-v2", 1)
+        [hit] = engine.scan("notes", {"match_all": {}}, ["title", "vector", "added_by_hand"], sort_field="chunk_id")
+        assert hit.source == {"title": "kept", "vector": [0.5, 0.25]}
+    finally:
+        engine.close()

@@ -129,3 +129,50 @@ def test_a_reindex_that_fails_to_copy_lifts_its_block(engine: EmbeddedEngine, tm
         IndexManager(engine, "notes", IndexParameters(dimension=PARAMS.dimension * 2)).reindex()
     assert not write_blocked(engine.get_index_settings("notes-v1"))
     assert run_ingest(engine, tmp_path, records("a", "b")).failed == []
+
+
+class Overtaken:
+    """The embedded engine, except that a whole second reindex of ``notes`` runs as the first one copies."""
+
+    def __init__(self, engine: EmbeddedEngine) -> None:
+        self._engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
+        IndexManager(self._engine, "notes", PARAMS).reindex()
+        return self._engine.reindex(source, dest, timeout_s=timeout_s)
+
+
+def test_a_reindex_overtaken_by_another_says_so(engine: EmbeddedEngine, tmp_path: Path) -> None:
+    run_ingest(engine, tmp_path, records("a"))
+    with pytest.raises(EngineResponseError, match=r"notes was moved to notes-v3 while this reindex copied notes-v1"):
+        IndexManager(cast(Engine, Overtaken(engine)), "notes", PARAMS).reindex()
+    assert engine.alias_targets("notes") == ["notes-v3"]
+    assert not engine.index_exists("notes-v2")
+
+
+class InterruptedWhileAnotherCopies:
+    """The embedded engine, except that as the reindex copies, a second one starts (it builds the next version)
+    and then the first is interrupted (Ctrl-C)."""
+
+    def __init__(self, engine: EmbeddedEngine) -> None:
+        self._engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
+        body = IndexManager(self._engine, "notes", PARAMS).body_carrying_model(source)
+        self._engine.create_index("notes-v3", body)
+        raise KeyboardInterrupt
+
+
+def test_a_failed_reindex_keeps_the_block_another_reindex_copies_under(engine: EmbeddedEngine, tmp_path: Path) -> None:
+    # Lifting it would let writes land in notes-v1 after the second copy passed them, lost when the alias moves.
+    run_ingest(engine, tmp_path, records("a"))
+    with pytest.raises(KeyboardInterrupt):
+        IndexManager(cast(Engine, InterruptedWhileAnotherCopies(engine)), "notes", PARAMS).reindex()
+    assert not engine.index_exists("notes-v2")
+    assert write_blocked(engine.get_index_settings("notes-v1"))
