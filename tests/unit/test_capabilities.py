@@ -3,11 +3,14 @@ from __future__ import annotations
 import pytest
 
 from esbridge.engines.capabilities import (
+    Capabilities,
     elasticsearch_has_knn,
     elasticsearch_native_hybrid,
     opensearch_native_hybrid,
     parse_version,
 )
+from esbridge.query.native.fusion import NativeFusion
+from esbridge.query.native.plan import NativePlan, plan
 
 
 @pytest.mark.parametrize(
@@ -63,3 +66,27 @@ def test_elasticsearch_retrievers_need_version_and_licence(
 def test_elasticsearch_knn_by_version() -> None:
     assert elasticsearch_has_knn("8.4.0")
     assert not elasticsearch_has_knn("7.17.0")
+
+
+@pytest.mark.parametrize(
+    ("version", "l2"),
+    [("8.18.2", False), ("8.19.0", True), ("9.0.4", False), ("9.1.0", True), ("9.5.3", True)],
+)
+def test_elasticsearch_linear_l2_norm_is_planned_only_where_the_server_has_it(version: str, l2: bool) -> None:
+    """The linear retriever's ``l2_norm`` normalizer came after the retriever itself: 9.1, backported to
+    8.19 (elastic/elasticsearch#128504, #128972); 8.18 and 9.0 refuse it as an unknown normalizer."""
+    capabilities = Capabilities(
+        distribution="elasticsearch",
+        version=version,
+        url="http://es",
+        knn=True,
+        license="trial",
+        native_hybrid=elasticsearch_native_hybrid(version, "trial"),
+    )
+    l2_fusion = NativeFusion("linear", normalization="l2")
+    planned = plan(capabilities, l2_fusion)
+    if l2:
+        assert isinstance(planned, NativePlan)
+    else:
+        assert isinstance(planned, str) and "l2_norm" in planned and "9.1" in planned
+    assert isinstance(plan(capabilities, NativeFusion("linear", normalization="min_max")), NativePlan)
