@@ -124,7 +124,12 @@ class HybridSearcher:
                 try:
                     self._capabilities = await self._probe()
                 except errors.EsbridgeError as exc:
-                    return f"the engine could not be probed: {exc}"
+                    reason = f"the engine could not be probed: {exc}"
+                    if isinstance(exc, (errors.EngineUnavailable, errors.Throttled)):
+                        return reason  # may answer next time
+                    # Refused (a user without cluster monitor privileges): asking again on every search
+                    # would add a refused request to each.
+                    self._capabilities = reason
         return self._capabilities
 
     async def search(self, request: SearchRequest) -> SearchResponse:

@@ -295,3 +295,28 @@ def test_the_default_qpp_fusion_runs_client_side_in_auto_mode_and_says_why() -> 
     assert response.details.fusion_decision is not None
     assert response.details.fusion_decision.knn_share in default_model().shares
     assert engine.native_bodies == []
+
+
+@pytest.mark.parametrize(
+    ("failure", "probes"),
+    [
+        (errors.AuthorizationError("no cluster:monitor privilege", url="memory://", operation="probe", status=403), 1),
+        (errors.EngineUnavailable("connection refused", url="memory://", operation="probe"), 3),
+    ],
+)
+def test_a_probe_refused_for_good_is_not_sent_again_with_every_search(failure: errors.EngineError, probes: int) -> None:
+    """A search-only user may not read cluster health or node info: asking again on every search adds a
+    request (and a denied-access audit event) to each one. A probe that met an unreachable engine is tried again."""
+    calls = []
+
+    async def probe() -> Capabilities:
+        calls.append(1)
+        raise failure
+
+    settings = PipelineSettings(fusion="linear", recency={"enabled": False}, cache={"results": 0})
+    searcher = HybridSearcher(MemoryEngine(LEX, SEM), "idx", StubEmbedder(), settings, clock=lambda: NOW, probe=probe)
+    for _ in range(3):
+        response = run(searcher)
+        assert response.search_mode == "hybrid"
+        assert "could not be probed" in str(response.details.native and response.details.native.reason)
+    assert len(calls) == probes
