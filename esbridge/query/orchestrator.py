@@ -126,9 +126,7 @@ class HybridSearcher:
                 except errors.EsbridgeError as exc:
                     reason = f"the engine could not be probed: {exc}"
                     if isinstance(exc, (errors.EngineUnavailable, errors.Throttled)):
-                        return reason  # may answer next time
-                    # Refused (a user without cluster monitor privileges): asking again on every search
-                    # would add a refused request to each.
+                        return reason  # may answer next time; a refusal (no monitor privilege) would not
                     self._capabilities = reason
         return self._capabilities
 
@@ -253,8 +251,10 @@ class HybridSearcher:
             native = native.outcome(used=used)
             if isinstance(answer, Retrieved) and answer.native:
                 return answer, native, notes.add(*answer.warnings, timings=answer.timings)
-            if isinstance(answer, str):
+            if not isinstance(answer, Retrieved):
                 notes = notes.add(f"native hybrid failed ({answer}); fused by esbridge instead")
+                if isinstance(answer, errors.UnsupportedFeature):  # a licence refusal: the next ones would be too
+                    self._capabilities = f"the engine refused native hybrid: {answer}"
             else:  # no query vector: lexical-only, as on the client-side path
                 notes = notes.add(*answer.warnings)
                 lexical_only = True
