@@ -72,6 +72,7 @@ def test_probe_on_a_basic_licence(server: ReplayServer) -> None:
         ("nodes_info_9", "license_enterprise", True, True),
         ("nodes_info_9", "license_trial", True, True),
         ("nodes_info_9", "license_basic", False, False),
+        ("nodes_info_9", "license_trial_expired", False, False),
         ("nodes_info_integ_test_9", "license_enterprise", False, False),
     ],
 )
