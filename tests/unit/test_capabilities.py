@@ -90,3 +90,30 @@ def test_elasticsearch_linear_l2_norm_is_planned_only_where_the_server_has_it(ve
     else:
         assert isinstance(planned, str) and "l2_norm" in planned and "9.1" in planned
     assert isinstance(plan(capabilities, NativeFusion("linear", normalization="min_max")), NativePlan)
+
+
+def test_elasticsearch_without_native_fusion_is_told_what_this_server_lacks() -> None:
+    """A trial licence on a build without the rank-rrf module (the integ-test zip) must not be told to get a
+    trial licence; an expired one must not be told the version is the problem."""
+    modules = {"x-pack-core": "9.5.3", "x-pack-security": "9.5.3"}
+    lacking_module = Capabilities(
+        distribution="elasticsearch",
+        version="9.5.3",
+        url="http://es",
+        knn=True,
+        license="trial",
+        plugins=modules,
+        native_hybrid=elasticsearch_native_hybrid("9.5.3", "trial", modules),
+        notes=["module x-pack-rank-rrf absent: no rrf/linear retrievers"],
+    )
+    reason = plan(lacking_module, NativeFusion("rrf"))
+    assert isinstance(reason, str) and "x-pack-rank-rrf absent" in reason
+    expired = lacking_module.model_copy(
+        update={
+            "plugins": {},
+            "native_hybrid": elasticsearch_native_hybrid("9.5.3", None),
+            "notes": ["licence 'trial' is expired: licensed features (rrf/linear retrievers) reported off"],
+        }
+    )
+    reason = plan(expired, NativeFusion("linear"))
+    assert isinstance(reason, str) and "'trial' is expired" in reason
