@@ -60,6 +60,7 @@ from esbridge.query.types import FusionResult, Runs
 
 Clock = Callable[[], datetime]
 Probe = Callable[[], Awaitable[Capabilities]]
+_REFUSALS = (errors.AuthenticationError, errors.AuthorizationError, errors.RequestRejected, errors.UnsupportedFeature)
 
 
 def _utc_now() -> datetime:
@@ -124,10 +125,9 @@ class HybridSearcher:
                 try:
                     self._capabilities = await self._probe()
                 except errors.EsbridgeError as exc:
-                    reason = f"the engine could not be probed: {exc}"
-                    if isinstance(exc, (errors.EngineUnavailable, errors.Throttled)):
-                        return reason  # may answer next time; a refusal (no monitor privilege) would not
-                    self._capabilities = reason
+                    if not isinstance(exc, _REFUSALS):  # a refusal (no monitor privilege) is kept: it would recur
+                        return f"the engine could not be probed: {exc}"
+                    self._capabilities = f"the engine could not be probed: {exc}"
         return self._capabilities
 
     async def search(self, request: SearchRequest) -> SearchResponse:

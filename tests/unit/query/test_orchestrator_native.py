@@ -302,6 +302,7 @@ def test_the_default_qpp_fusion_runs_client_side_in_auto_mode_and_says_why() -> 
     [
         (errors.AuthorizationError("no cluster:monitor privilege", url="memory://", operation="probe", status=403), 1),
         (errors.EngineUnavailable("connection refused", url="memory://", operation="probe"), 3),
+        (errors.EngineResponseError("bad gateway", url="memory://", operation="probe", status=502), 3),
     ],
 )
 def test_a_probe_refused_for_good_is_not_sent_again_with_every_search(failure: errors.EngineError, probes: int) -> None:
