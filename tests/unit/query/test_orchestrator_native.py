@@ -314,7 +314,9 @@ def test_a_probe_refused_for_good_is_not_sent_again_with_every_search(failure: e
         calls.append(1)
         raise failure
 
-    settings = PipelineSettings.model_validate({"fusion": "linear", "recency": {"enabled": False}, "cache": {"results": 0}})
+    settings = PipelineSettings.model_validate(
+        {"fusion": "linear", "recency": {"enabled": False}, "cache": {"results": 0}}
+    )
     searcher = HybridSearcher(MemoryEngine(LEX, SEM), "idx", StubEmbedder(), settings, clock=lambda: NOW, probe=probe)
     for _ in range(3):
         response = run(searcher)
