@@ -41,8 +41,9 @@ class ShardStatus:
 
         Elasticsearch counts a shard with no active copy as ``failed``; OpenSearch leaves it out of
         ``failed`` and only of ``successful`` (``total 3, successful 1, failed 0``), so both are read.
+        A skipped shard (nothing in it could match) is counted among the successful by both engines.
         """
-        return max(self.total - self.successful - self.skipped, self.failed, 0)
+        return max(self.total - self.successful, self.failed, 0)
 
 
 @dataclass(frozen=True)

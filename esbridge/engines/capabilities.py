@@ -103,7 +103,11 @@ ELASTICSEARCH_FEATURES: Mapping[str, tuple[Version, frozenset[str] | None]] = {
     "linear_retriever": ((8, 18, 0), _PAID),
     # Per-retriever weights inside rrf: elasticsearch-specification PR #5502 (October 2025, 9.2 docs).
     "rrf_weights": ((9, 2, 0), _PAID),
+    # The linear retriever's l2_norm normalizer: elastic/elasticsearch#128504 (9.1), backported to 8.19
+    # (#128972); 9.0 lacks it (see _LINEAR_L2_NORM_GAP).
+    "linear_l2_norm": ((8, 19, 0), _PAID),
 }
+_LINEAR_L2_NORM_GAP = ((9, 0, 0), (9, 1, 0))
 
 
 def elasticsearch_native_hybrid(
@@ -117,8 +121,11 @@ def elasticsearch_native_hybrid(
         if feature == "knn_search":
             continue
         features[feature] = version >= since and (licences is None or licence in licences)
+    if _LINEAR_L2_NORM_GAP[0] <= version < _LINEAR_L2_NORM_GAP[1]:
+        features["linear_l2_norm"] = False
     if modules and RRF_MODULE not in modules:
-        features["rrf_retriever"] = features["linear_retriever"] = features["rrf_weights"] = False
+        for feature in ("rrf_retriever", "linear_retriever", "rrf_weights", "linear_l2_norm"):
+            features[feature] = False
     return features
 
 

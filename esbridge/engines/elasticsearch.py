@@ -133,8 +133,8 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
             for item in [*node.get("modules", []), *node.get("plugins", [])]
         }
         notes: list[str] = []
-        license_type = self._license_type(notes)
-        native = elasticsearch_native_hybrid(version, license_type, modules)
+        license_type, active = self._license(notes)
+        native = elasticsearch_native_hybrid(version, license_type if active else None, modules)
         analysis_elsewhere = bool(modules) and ANALYSIS_MODULE not in modules and self._has_mapping_analysis()
         features = server_features(modules, text_analysis=True if analysis_elsewhere else None)
         if not native["rrf_retriever"] and license_type not in (None, "enterprise", "trial"):
@@ -174,14 +174,21 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
         with self._call("probe"):
             return str(self._client.info().body["version"]["number"])
 
-    def _license_type(self, notes: list[str]) -> str | None:
+    def _license(self, notes: list[str]) -> tuple[str | None, bool]:
+        """The licence type, and whether it is active (an expired licence keeps its type, not its features)."""
         try:
             with self._call("read licence"):
                 answer = self._client.license.get().body
         except (errors.AuthorizationError, errors.RequestRejected, errors.UnsupportedFeature) as exc:
             notes.append(f"licence unknown ({exc.reason}); licensed features reported off")
-            return None
-        return str(answer.get("license", {}).get("type", "")) or None
+            return None, False
+        licence = answer.get("license", {})
+        kind = str(licence.get("type", "")) or None
+        status = str(licence.get("status") or "active").lower()
+        active = status not in ("expired", "invalid")
+        if kind is not None and not active:
+            notes.append(f"licence {kind!r} is {status}: licensed features (rrf/linear retrievers) reported off")
+        return kind, active
 
     def index_exists(self, index: str) -> bool:
         with self._call("check index", index):

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from esbridge.engines.base import Hit, SearchResult
-from esbridge.errors import EngineTimeout
+from esbridge.errors import EngineTimeout, IndexUnavailable
 
 
 class ScanBySearch:
@@ -16,25 +16,39 @@ class ScanBySearch:
     def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
         raise NotImplementedError
 
+    @property
+    def url(self) -> str:
+        raise NotImplementedError
+
     def scan(
         self, index: str, query: Mapping[str, Any], fields: Sequence[str], *, sort_field: str, page_size: int = 1000
     ) -> Iterator[Hit]:
-        return scan(lambda body: self.search(index, body), query, fields, sort_field=sort_field, page_size=page_size)
+        for page in pages(lambda body: self.search(index, body), query, fields, sort_field=sort_field, size=page_size):
+            if page.partial:
+                # Callers read every document (export, copy, change detection): part of them would be taken
+                # for all of them.
+                raise IndexUnavailable(
+                    f"{page.partial}; stopped rather than read only part of the index",
+                    url=self.url,
+                    operation="scan",
+                    index=index,
+                )
+            yield from page.hits
 
 
-def scan(
+def pages(
     search: Callable[[Mapping[str, Any]], SearchResult],
     query: Mapping[str, Any],
     fields: Sequence[str],
     *,
     sort_field: str,
-    page_size: int,
-) -> Iterator[Hit]:
-    """Page through every hit of ``query`` with ``search_after`` on a unique keyword ``sort_field``."""
+    size: int,
+) -> Iterator[SearchResult]:
+    """The answers paging through every hit of ``query`` with ``search_after`` on a unique keyword ``sort_field``."""
     after: list[Any] | None = None
     while True:
         body: dict[str, Any] = {
-            "size": page_size,
+            "size": size,
             "query": dict(query),
             "_source": list(fields),
             "sort": [{sort_field: "asc"}],
@@ -43,10 +57,10 @@ def scan(
         if after is not None:
             body["search_after"] = after
         page = search(body)
-        if not page.hits:
+        if not page.hits and not page.partial:
             return
-        yield from page.hits
-        if len(page.hits) < page_size:
+        yield page
+        if len(page.hits) < size:
             return
         after = page.raw["hits"]["hits"][-1]["sort"]
 

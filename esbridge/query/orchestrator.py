@@ -60,6 +60,7 @@ from esbridge.query.types import FusionResult, Runs
 
 Clock = Callable[[], datetime]
 Probe = Callable[[], Awaitable[Capabilities]]
+_REFUSALS = (errors.AuthenticationError, errors.AuthorizationError, errors.RequestRejected, errors.UnsupportedFeature)
 
 
 def _utc_now() -> datetime:
@@ -124,7 +125,9 @@ class HybridSearcher:
                 try:
                     self._capabilities = await self._probe()
                 except errors.EsbridgeError as exc:
-                    return f"the engine could not be probed: {exc}"
+                    if not isinstance(exc, _REFUSALS):  # a refusal (no monitor privilege) is kept: it would recur
+                        return f"the engine could not be probed: {exc}"
+                    self._capabilities = f"the engine could not be probed: {exc}"
         return self._capabilities
 
     async def search(self, request: SearchRequest) -> SearchResponse:
@@ -248,8 +251,10 @@ class HybridSearcher:
             native = native.outcome(used=used)
             if isinstance(answer, Retrieved) and answer.native:
                 return answer, native, notes.add(*answer.warnings, timings=answer.timings)
-            if isinstance(answer, str):
+            if not isinstance(answer, Retrieved):
                 notes = notes.add(f"native hybrid failed ({answer}); fused by esbridge instead")
+                if isinstance(answer, errors.UnsupportedFeature):  # a licence refusal: the next ones would be too
+                    self._capabilities = f"the engine refused native hybrid: {answer}"
             else:  # no query vector: lexical-only, as on the client-side path
                 notes = notes.add(*answer.warnings)
                 lexical_only = True

@@ -201,8 +201,10 @@ class Retrieval:
         collected = _collected(context, chosen, answers, query_vector, timed=False)
         return _noted(collected, None, took)
 
-    async def native(self, context: RetrievalContext, plan: native.NativePlan, *, explain: bool) -> Retrieved | str:
-        """One request in which the engine runs and fuses both retrievers, or the reason it failed.
+    async def native(
+        self, context: RetrievalContext, plan: native.NativePlan, *, explain: bool
+    ) -> Retrieved | errors.EngineError | str:
+        """One request in which the engine runs and fuses both retrievers, or the engine's error or why it failed.
 
         Without a query vector nothing is sent: the result is not ``native`` and carries the warnings
         saying why, and the search goes on lexical-only.
@@ -222,7 +224,7 @@ class Retrieval:
         except (asyncio.TimeoutError, errors.EngineError) as exc:
             if isinstance(exc, _UNANSWERABLE):
                 raise
-            return f"no answer within {timeout_s:g}s" if isinstance(exc, asyncio.TimeoutError) else str(exc)
+            return f"no answer within {timeout_s:g}s" if isinstance(exc, asyncio.TimeoutError) else exc
         sources: dict[str, Mapping[str, Any]] = {}
         for hit in result.hits:
             sources.setdefault(hit.id, canonical_source(hit.source, context.fields, hit.id))

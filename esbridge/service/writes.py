@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from esbridge import errors
 from esbridge.engines.base import Engine
 from esbridge.service.errors import ServiceError
 from esbridge.service.metrics import Metrics
@@ -150,10 +151,13 @@ def shows(engine: Engine, index: str, expected: Mapping[str, Mapping[str, str | 
     """Whether a search of ``index`` shows exactly ``expected``'s chunks (by id and content hash)."""
     query = {"terms": {"doc_id": sorted(expected)}}
     found: dict[str, dict[str, str | None]] = {doc_id: {} for doc_id in expected}
-    for hit in engine.scan(index, query, ["doc_id", "chunk_id", "content_hash"], sort_field="chunk_id"):
-        doc_id = str(hit.source.get("doc_id"))
-        if doc_id in found:
-            found[doc_id][hit.id] = hit.source.get("content_hash")
+    try:
+        for hit in engine.scan(index, query, ["doc_id", "chunk_id", "content_hash"], sort_field="chunk_id"):
+            doc_id = str(hit.source.get("doc_id"))
+            if doc_id in found:
+                found[doc_id][hit.id] = hit.source.get("content_hash")
+    except errors.IndexUnavailable:  # some shards did not answer: the write is done, its visibility unconfirmed
+        return False
     return found == {doc_id: dict(chunks) for doc_id, chunks in expected.items()}
 
 

@@ -79,3 +79,19 @@ def test_a_red_index_fails_the_search_with_an_error_naming_it(
         search(engine_settings, alias, embedder, SearchRequest(query="solar electricity"))
     assert f"index {alias!r}" in str(raised.value)
     assert "the index is red" in str(raised.value)
+
+
+def test_a_scan_that_misses_shards_fails_instead_of_yielding_part_of_the_index(
+    engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    """Export, the client-side reindex copy, graph statistics and ingest's change detection read every
+    document with ``scan``; one that silently lacked a shard's documents would export, copy or count part."""
+    load_records(engine, alias, embedder, tmp_path, RECORDS)
+    stranded = f"{alias}-stranded"
+    create_stranded_index(engine, str(engine_settings.url), alias, stranded, embedder.dimension)
+    engine.update_aliases([{"add": {"index": stranded, "alias": alias}}])
+
+    with pytest.raises(errors.IndexUnavailable) as raised:
+        list(engine.scan(alias, {"match_all": {}}, ["chunk_id"], sort_field="chunk_id"))
+    assert "1 of 2 shards did not answer" in str(raised.value)
+    assert f"index {alias!r}" in str(raised.value)

@@ -56,6 +56,7 @@ def test_probe_on_a_basic_licence(server: ReplayServer) -> None:
         "rrf_retriever": False,
         "linear_retriever": False,
         "rrf_weights": False,
+        "linear_l2_norm": False,
     }
     assert any("enterprise" in note for note in capabilities.notes)
     assert capabilities.features == {"text_analysis": True, "reindex": True}
@@ -71,6 +72,7 @@ def test_probe_on_a_basic_licence(server: ReplayServer) -> None:
         ("nodes_info_9", "license_enterprise", True, True),
         ("nodes_info_9", "license_trial", True, True),
         ("nodes_info_9", "license_basic", False, False),
+        ("nodes_info_9", "license_trial_expired", False, False),
         ("nodes_info_integ_test_9", "license_enterprise", False, False),
     ],
 )

@@ -3,11 +3,14 @@ from __future__ import annotations
 import pytest
 
 from esbridge.engines.capabilities import (
+    Capabilities,
     elasticsearch_has_knn,
     elasticsearch_native_hybrid,
     opensearch_native_hybrid,
     parse_version,
 )
+from esbridge.query.native.fusion import NativeFusion
+from esbridge.query.native.plan import NativePlan, plan
 
 
 @pytest.mark.parametrize(
@@ -63,3 +66,54 @@ def test_elasticsearch_retrievers_need_version_and_licence(
 def test_elasticsearch_knn_by_version() -> None:
     assert elasticsearch_has_knn("8.4.0")
     assert not elasticsearch_has_knn("7.17.0")
+
+
+@pytest.mark.parametrize(
+    ("version", "l2"),
+    [("8.18.2", False), ("8.19.0", True), ("9.0.4", False), ("9.1.0", True), ("9.5.3", True)],
+)
+def test_elasticsearch_linear_l2_norm_is_planned_only_where_the_server_has_it(version: str, l2: bool) -> None:
+    """The linear retriever's ``l2_norm`` normalizer came after the retriever itself: 9.1, backported to
+    8.19 (elastic/elasticsearch#128504, #128972); 8.18 and 9.0 refuse it as an unknown normalizer."""
+    capabilities = Capabilities(
+        distribution="elasticsearch",
+        version=version,
+        url="http://es",
+        knn=True,
+        license="trial",
+        native_hybrid=elasticsearch_native_hybrid(version, "trial"),
+    )
+    l2_fusion = NativeFusion("linear", normalization="l2")
+    planned = plan(capabilities, l2_fusion)
+    if l2:
+        assert isinstance(planned, NativePlan)
+    else:
+        assert isinstance(planned, str) and "l2_norm" in planned and "9.1" in planned
+    assert isinstance(plan(capabilities, NativeFusion("linear", normalization="min_max")), NativePlan)
+
+
+def test_elasticsearch_without_native_fusion_is_told_what_this_server_lacks() -> None:
+    """A trial licence on a build without the rank-rrf module (the integ-test zip) must not be told to get a
+    trial licence; an expired one must not be told the version is the problem."""
+    modules = {"x-pack-core": "9.5.3", "x-pack-security": "9.5.3"}
+    lacking_module = Capabilities(
+        distribution="elasticsearch",
+        version="9.5.3",
+        url="http://es",
+        knn=True,
+        license="trial",
+        plugins=modules,
+        native_hybrid=elasticsearch_native_hybrid("9.5.3", "trial", modules),
+        notes=["module x-pack-rank-rrf absent: no rrf/linear retrievers"],
+    )
+    reason = plan(lacking_module, NativeFusion("rrf"))
+    assert isinstance(reason, str) and "x-pack-rank-rrf absent" in reason
+    expired = lacking_module.model_copy(
+        update={
+            "plugins": {},
+            "native_hybrid": elasticsearch_native_hybrid("9.5.3", None),
+            "notes": ["licence 'trial' is expired: licensed features (rrf/linear retrievers) reported off"],
+        }
+    )
+    reason = plan(expired, NativeFusion("linear"))
+    assert isinstance(reason, str) and "'trial' is expired" in reason

@@ -38,7 +38,17 @@ ELASTICSEARCH_TWO_UNASSIGNED: dict[str, Any] = {
     },
     "hits": {"total": {"value": 0, "relation": "eq"}, "max_score": None, "hits": []},
 }
+# Skipped shards (the can-match phase found nothing they could hold) are counted as successful too: what
+# OpenSearch 3.6 answered for a 2-shard index paged past one shard's last sort value, and what
+# elastic/elasticsearch#54235 says of Elasticsearch ("we consider that a skipped shard is a successful shard").
 WHOLE: dict[str, Any] = {
+    "took": 3,
+    "timed_out": False,
+    "_shards": {"total": 2, "successful": 2, "skipped": 1, "failed": 0},
+    "hits": {"total": {"value": 0, "relation": "eq"}, "hits": []},
+}
+# A shard skipped while another has no active copy: the skipped one is among the successful.
+SKIPPED_AND_UNASSIGNED: dict[str, Any] = {
     "took": 3,
     "timed_out": False,
     "_shards": {"total": 3, "successful": 2, "skipped": 1, "failed": 0},
@@ -67,6 +77,12 @@ def test_skipped_shards_are_not_missing() -> None:
     result = search_result(WHOLE, url=URL, index="x")
     assert result.shards is not None and result.shards.missing == 0
     assert result.partial is None
+
+
+def test_a_skipped_shard_does_not_hide_one_that_did_not_answer() -> None:
+    result = search_result(SKIPPED_AND_UNASSIGNED, url=URL, index="x")
+    assert result.shards is not None and result.shards.missing == 1
+    assert result.partial is not None and "1 of 3 shards did not answer" in result.partial
 
 
 def test_a_timed_out_answer_is_partial() -> None:

@@ -33,6 +33,8 @@ def unavailable(fusion: NativeFusion, features: Mapping[str, bool]) -> str | Non
         return None
     if not features.get("linear_retriever"):
         return "the linear retriever needs Elasticsearch 8.18+ with an Enterprise or trial licence"
+    if fusion.normalization == "l2" and not features.get("linear_l2_norm"):
+        return "the linear retriever's l2_norm normalizer needs Elasticsearch 8.19, or 9.1 or later"
     if fusion.min_max_floor:
         return "Elasticsearch's minmax normalizer gives a retriever's lowest hit 0; min_max_floor cannot be sent"
     return None

@@ -69,6 +69,10 @@ def plan(capabilities: Capabilities, fusion: NativeFusion) -> NativePlan | str:
         reason = opensearch.unavailable(fusion, features)
     elif capabilities.distribution == "elasticsearch":
         reason = elasticsearch.unavailable(fusion, features)
+        # The probe's notes say which requirement this server misses (licence, its state, the rank-rrf module).
+        lacking = [note for note in capabilities.notes if note.startswith("licence") or "retrievers" in note]
+        if reason is not None and lacking:
+            reason = f"{reason}; this server: {'; '.join(lacking)}"
     else:
         reason = f"the {capabilities.distribution} engine has no server-side fusion"
     if reason is not None:

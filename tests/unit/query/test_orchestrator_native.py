@@ -295,3 +295,53 @@ def test_the_default_qpp_fusion_runs_client_side_in_auto_mode_and_says_why() -> 
     assert response.details.fusion_decision is not None
     assert response.details.fusion_decision.knn_share in default_model().shares
     assert engine.native_bodies == []
+
+
+@pytest.mark.parametrize(
+    ("failure", "probes"),
+    [
+        (errors.AuthorizationError("no cluster:monitor privilege", url="memory://", operation="probe", status=403), 1),
+        (errors.EngineUnavailable("connection refused", url="memory://", operation="probe"), 3),
+        (errors.EngineResponseError("bad gateway", url="memory://", operation="probe", status=502), 3),
+    ],
+)
+def test_a_probe_refused_for_good_is_not_sent_again_with_every_search(failure: errors.EngineError, probes: int) -> None:
+    """A search-only user may not read cluster health or node info: asking again on every search adds a
+    request (and a denied-access audit event) to each one. A probe that met an unreachable engine is tried again."""
+    calls = []
+
+    async def probe() -> Capabilities:
+        calls.append(1)
+        raise failure
+
+    settings = PipelineSettings.model_validate(
+        {"fusion": "linear", "recency": {"enabled": False}, "cache": {"results": 0}}
+    )
+    searcher = HybridSearcher(MemoryEngine(LEX, SEM), "idx", StubEmbedder(), settings, clock=lambda: NOW, probe=probe)
+    for _ in range(3):
+        response = run(searcher)
+        assert response.search_mode == "hybrid"
+        assert "could not be probed" in str(response.details.native and response.details.native.reason)
+    assert len(calls) == probes
+
+
+def test_a_licence_refusal_of_native_hybrid_is_not_asked_again_with_every_search() -> None:
+    """A trial licence that expires under a running service: the engine refuses the rrf/linear retrievers from
+    then on, and sending each search there first would cost every one a refused round trip and a warning."""
+    refusal = errors.UnsupportedFeature(
+        "security_exception: current license is non-compliant for [linear retriever]",
+        url="memory://",
+        operation="search",
+        status=403,
+    )
+    engine = EmulatedNativeEngine(ElasticsearchMemory(LEX, SEM), fail_native=refusal)
+    searcher, _ = native_searcher(elasticsearch(), engine)
+    first = run(searcher)
+    assert any("native hybrid failed" in w and "non-compliant" in w for w in first.warnings)
+    later = run(searcher)
+    assert len(engine.native_bodies) == 1
+    assert later.search_mode == "hybrid" and later.warnings == []
+    assert later.details.native is not None and "non-compliant" in str(later.details.native.reason)
+    forced = run(searcher, mode="native")
+    assert any("native hybrid is not available" in w and "non-compliant" in w for w in forced.warnings)
+    assert len(engine.native_bodies) == 1

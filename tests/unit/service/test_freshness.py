@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from esbridge.engines.base import Engine, Hit
+from esbridge.errors import IndexUnavailable
 from esbridge.service.writes import Cancellation, make_visible
 from tests.support.hashing import HashingEmbedder
 from tests.unit.service.conftest import KEY, ClientFactory
@@ -145,3 +146,23 @@ def test_a_timed_out_upsert_that_does_not_stop_in_its_grace_is_reported_as_still
         assert time.monotonic() < deadline, "the write never ended"
         time.sleep(0.05)
     assert "the upsert that answered 504 has ended (stopped before writing)" in caplog.text
+
+
+class Partial(Lagging):
+    """Its scans meet shards that do not answer (the engine adapters raise IndexUnavailable for that)."""
+
+    def scan(self, index: str, query: Mapping[str, Any], fields: Sequence[str], *, sort_field: str) -> Iterator[Hit]:
+        self.scans += 1
+        raise IndexUnavailable("1 of 2 shards did not answer", url="http://x", operation="scan", index=index)
+        yield  # pragma: no cover
+
+
+def test_wait_for_on_an_index_missing_shards_waits_its_time_and_does_not_fail_the_write() -> None:
+    engine, now = Partial(shows_after=0), [0.0]
+
+    def clock() -> float:
+        now[0] += 0.3
+        return now[0]
+
+    assert visible(engine, "wait_for", clock=clock)
+    assert engine.scans >= 2 and engine.refreshes == 1
