@@ -18,7 +18,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from cachetools import TTLCache
@@ -50,7 +50,7 @@ from esbridge.query.models import (
 from esbridge.query.native.choice import NativeChoice, choose_native
 from esbridge.query.planning import Plan, plan_search, query_cut
 from esbridge.query.query_vectors import QueryVectors
-from esbridge.query.recency import HalfLife, RecencyRule, Tier, Tiers, apply_recency, parse_modified_at
+from esbridge.query.recency import apply_recency, parse_modified_at, rule_from
 from esbridge.query.rerank import Reranker, rerank
 from esbridge.query.retrieval import Retrieval, Retrieved
 from esbridge.query.routing import Categories, route, routed_filters
@@ -306,14 +306,8 @@ class HybridSearcher:
         }
         if not modified:  # nothing to multiply when no result carries a date
             return scores, {}
-        boosted = apply_recency(scores, modified, self.clock(), self._recency_rule())
+        boosted = apply_recency(scores, modified, self.clock(), rule_from(self.pipeline.recency))
         return boosted.scores, dict(boosted.multipliers)
-
-    def _recency_rule(self) -> RecencyRule:
-        settings = self.pipeline.recency
-        if settings.mode == "half_life":
-            return HalfLife(timedelta(days=settings.half_life_days), settings.boost)
-        return Tiers(tuple(Tier(timedelta(days=days), multiplier) for days, multiplier in settings.tiers))
 
     async def _graph(
         self,

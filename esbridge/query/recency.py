@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from itertools import pairwise
 
+from esbridge.config.pipeline import RecencySettings
+
 
 @dataclass(frozen=True)
 class Tier:
@@ -131,3 +133,10 @@ def apply_recency(
         applied[item] = factor
     order = sorted(boosted, key=lambda item: (-boosted[item], item))
     return RecencyBoost({item: boosted[item] for item in order}, {item: applied[item] for item in order})
+
+
+def rule_from(settings: RecencySettings) -> RecencyRule:
+    """The rule ``[pipeline.recency]`` describes."""
+    if settings.mode == "half_life":
+        return HalfLife(timedelta(days=settings.half_life_days), settings.boost)
+    return Tiers(tuple(Tier(timedelta(days=days), multiplier) for days, multiplier in settings.tiers))

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from esbridge.config.pipeline import RecencySettings
 from esbridge.query.recency import (
     HalfLife,
     RecencyRule,
@@ -15,6 +16,7 @@ from esbridge.query.recency import (
     apply_recency,
     multiplier,
     parse_modified_at,
+    rule_from,
 )
 
 NOW = datetime(2024, 6, 30, 12, 0, tzinfo=timezone.utc)
@@ -193,3 +195,10 @@ def test_apply_recency_only_raises_positive_scores(
         assert boosted.scores[item] >= score
     values = list(boosted.scores.values())
     assert values == sorted(values, reverse=True)
+
+
+def test_the_rule_comes_from_the_recency_settings() -> None:
+    assert rule_from(RecencySettings()) == Tiers()
+    half_life = rule_from(RecencySettings(mode="half_life", half_life_days=10, boost=0.5))
+    assert half_life == HalfLife(timedelta(days=10), 0.5)
+    assert multiplier(timedelta(days=10), half_life) == 1.25
