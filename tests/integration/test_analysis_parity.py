@@ -7,6 +7,7 @@ analysis-common. BM25 on the two engines is comparable only if these agree token
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -18,7 +19,10 @@ from esbridge.config import load_settings
 from esbridge.engines import elasticsearch as es_adapter
 from esbridge.engines import opensearch as os_adapter
 from esbridge.engines.analysis import analysis_probes
+from esbridge.engines.embedded.analysis import BUILTIN
 from tests.integration.engines import engine_url, probe, require_live
+from tests.support.data import SCIFACT, require
+from tests.support.word_breaks import STANDARD_TOKENS
 
 TEXTS = (
     "The running cats' tails were studied in mice (IL-6, p53).",
@@ -67,3 +71,21 @@ def test_both_clusters_analyse_the_mapping_text_alike() -> None:
     finally:
         opensearch.close()
         elastic.close()
+
+
+def test_the_embedded_engine_splits_words_as_opensearch_does() -> None:
+    """The embedded engine's standard analyzer against OpenSearch's, on the texts above, the unit tests' word
+    breaks, and SciFact abstracts (the english analyzer differs only by its stemmer: Porter2 against Porter)."""
+    require_live("opensearch")
+    texts = [*TEXTS, *(text for text, _ in STANDARD_TOKENS)]
+    with require(SCIFACT / "corpus.jsonl").open(encoding="utf-8") as corpus:
+        texts += [json.loads(line)["text"] for line, _ in zip(corpus, range(200), strict=False)]
+    opensearch = OpenSearch(
+        **os_adapter.client_options(load_settings(url=engine_url("opensearch"), engine="opensearch"))
+    )
+    try:
+        for text in texts:
+            answer = opensearch.indices.analyze(body={"analyzer": "standard", "text": text})
+            assert BUILTIN["standard"].analyze(text) == [token for token, *_ in tokens(answer)], text
+    finally:
+        opensearch.close()

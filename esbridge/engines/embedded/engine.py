@@ -22,7 +22,7 @@ from esbridge.engines.blocks import BLOCKED_STATUS, cluster_block_reason
 from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.embedded.capabilities import describe
 from esbridge.engines.embedded.datadir import IndexGone, close_shared, open_shared
-from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema
+from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema, created_schema, schema_of
 from esbridge.engines.embedded.names import Names
 from esbridge.engines.embedded.query import Searcher, Unsupported
 from esbridge.engines.embedded.settings import index_settings, merge
@@ -154,7 +154,7 @@ class EmbeddedEngine(paging.ScanBySearch):
                 )
             if self._store.alias_targets(index):
                 raise self._rejected(f"an alias named [{index}] exists", operation, index)
-            schema = Schema(mappings, settings["index"].get("analysis", {}))
+            schema = created_schema(mappings, settings["index"])
             self._store.create_index(index, settings, mappings, schema)
             created = self._store.index(index)
         assert created is not None
@@ -252,7 +252,7 @@ class EmbeddedEngine(paging.ScanBySearch):
                         index,
                     )
                 live[name] = merge(copy.deepcopy(current or {}), wanted)
-            Schema(record.mappings, record.settings["index"].get("analysis", {}))
+            schema_of(record.mappings, record.settings["index"])
             self._store.replace_mappings(record, record.mappings)
         self._refresh(record)
 

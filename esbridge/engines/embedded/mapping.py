@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from esbridge.engines.embedded.analysis import FieldAnalysis, UnsupportedAnalysis, field_analysis
+from esbridge.engines.embedded.analysis import ANALYSIS_VERSION, FieldAnalysis, UnsupportedAnalysis, field_analysis
 
 NUMERIC = frozenset({"integer", "long", "short", "byte", "float", "double", "half_float", "scaled_float"})
 SUPPORTED_TYPES = frozenset({"text", "keyword", "boolean", "date", "object", "knn_vector", *NUMERIC})
@@ -59,13 +59,37 @@ def parse_date(value: Any) -> float:
     return moment.timestamp() * 1000.0
 
 
+VERSION_SETTING = "analysis_version"
+"""The index setting recording the analysis version an index was created with (``analysis.ANALYSIS_VERSION``)."""
+
+
+def schema_of(mappings: Mapping[str, Any], index_settings: Mapping[str, Any]) -> Schema:
+    """The schema of an index with these mappings and ``settings.index``: its analysis definitions and the
+    analysis version it was created with (1, the first, when it records none)."""
+    version = index_settings.get(VERSION_SETTING, 1)
+    if isinstance(version, str) and version.isdigit():
+        version = int(version)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise MappingError(f"index.{VERSION_SETTING} must be a number, got {version!r}")
+    return Schema(mappings, index_settings.get("analysis", {}), version)
+
+
+def created_schema(mappings: Mapping[str, Any], index_settings: dict[str, Any]) -> Schema:
+    """The schema of an index created now: its settings record the analysis version it is created with."""
+    index_settings.setdefault(VERSION_SETTING, ANALYSIS_VERSION)
+    return schema_of(mappings, index_settings)
+
+
 class Schema:
     """The fields of one index's mapping, with the analysis settings its text fields use."""
 
-    def __init__(self, mappings: Mapping[str, Any], analysis: Mapping[str, Any]) -> None:
+    def __init__(
+        self, mappings: Mapping[str, Any], analysis: Mapping[str, Any], version: int = ANALYSIS_VERSION
+    ) -> None:
         self.mappings = mappings
         self.dynamic = str(mappings.get("dynamic", "true")).lower()
         self.fields: dict[str, Field] = {}
+        self.version = version
         try:
             for field in self._walk(mappings.get("properties", {}), (), analysis):
                 self.fields[field.path] = field
@@ -95,19 +119,24 @@ class Schema:
                 if spec.get("enabled", True):
                     yield from self._walk(spec.get("properties", {}), path, analysis)
                 continue
-            yield self._leaf(".".join(path), kind, spec, path, analysis)
+            yield self._leaf(".".join(path), kind, spec, path, analysis, self.version)
             for sub, sub_spec in (spec.get("fields") or {}).items():
                 sub_kind = str(sub_spec.get("type", ""))
                 if sub_kind not in SUPPORTED_TYPES - {"object", "knn_vector"}:
                     raise MappingError(f"sub-field {'.'.join(path)}.{sub} has unsupported type {sub_kind!r}")
-                yield self._leaf(f"{'.'.join(path)}.{sub}", sub_kind, sub_spec, path, analysis)
+                yield self._leaf(f"{'.'.join(path)}.{sub}", sub_kind, sub_spec, path, analysis, self.version)
 
     @staticmethod
     def _leaf(
-        name: str, kind: str, spec: Mapping[str, Any], source: tuple[str, ...], analysis: Mapping[str, Any]
+        name: str,
+        kind: str,
+        spec: Mapping[str, Any],
+        source: tuple[str, ...],
+        analysis: Mapping[str, Any],
+        version: int,
     ) -> Field:
         if kind == "text":
-            return Field(name, kind, source, analysis=field_analysis(spec.get("analyzer"), analysis))
+            return Field(name, kind, source, analysis=field_analysis(spec.get("analyzer"), analysis, version))
         if kind == "knn_vector":
             dimension = int(spec.get("dimension", 0))
             if not 1 <= dimension <= 16000:

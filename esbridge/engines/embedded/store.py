@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from esbridge.engines.blocks import write_blocked
-from esbridge.engines.embedded.mapping import Field, Schema
+from esbridge.engines.embedded.mapping import Field, Schema, schema_of
 from esbridge.engines.embedded.values import field_values, put_path, sql_date, without_path
 
 DB_FILE = "esbridge.sqlite3"
@@ -96,7 +96,7 @@ class IndexRecord:
 
     @functools.cached_property
     def schema(self) -> Schema:
-        return Schema(self.mappings, self.settings.get("index", {}).get("analysis", {}))
+        return schema_of(self.mappings, self.settings.get("index", {}))
 
     @property
     def write_blocked(self) -> bool:
