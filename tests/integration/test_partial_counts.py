@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from click.testing import CliRunner
 
 from esbridge import errors
+from esbridge.cli import main
 from esbridge.config import Settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine
@@ -176,6 +178,25 @@ def test_index_status_of_a_whole_index_is_not_partial(engine: Engine, engine_set
     assert status["chunks"] == 0
     assert status["partial"] is False
     assert "warnings" not in status
+
+
+def test_index_list_says_which_versions_lack_shards_in_their_chunk_counts(
+    engine: Engine, engine_settings: Settings, alias: str
+) -> None:
+    name = f"{alias}-v1"
+    base = ["index", "list", "--url", str(engine_settings.url), "--index", alias]
+    with deleted_afterwards(engine, name):
+        written = create_half_stranded(
+            str(engine_settings.url), name, manager(engine, alias).wanted_body(), ["a", "b", "c", "d", "e", "f"]
+        )
+        engine.update_aliases([{"add": {"index": name, "alias": alias, "is_write_index": True}}])
+        listed = CliRunner().invoke(main, base)
+        as_json = CliRunner().invoke(main, [*base, "--json"])
+    assert listed.exit_code == 0, listed.output
+    row = next(line for line in listed.output.splitlines() if name in line)
+    assert (row.split()[2], row.split()[-1]) == (str(written), "red"), listed.output
+    assert "red: some shards have no active copy" in listed.output
+    assert json.loads(as_json.output)["versions"][0]["health"] == "red"
 
 
 def test_graph_expansion_over_an_index_that_lacks_shards_says_its_links_are_partial(
