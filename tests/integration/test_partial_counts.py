@@ -28,6 +28,7 @@ from esbridge.engines.blocks import write_blocked
 from esbridge.ingest.transfer import export_chunks
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
+from esbridge.query.concepts import build_concept_index, concept_index_name, frequent_terms
 from esbridge.query.models import SearchRequest
 from esbridge.service.backend import Backend
 from tests.integration.engines import load_records
@@ -217,3 +218,25 @@ def test_graph_expansion_over_an_index_that_lacks_shards_says_its_links_are_part
             )
             graph = [warning for warning in response.warnings if warning.startswith("graph")]
             assert any("1 of 2 shards did not answer" in warning for warning in graph), (mode, response.warnings)
+
+
+def test_concept_expansion_from_a_vocabulary_that_lacks_shards_says_so(
+    engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    load_records(engine, alias, embedder, tmp_path, RECORDS)
+    terms = frequent_terms([str(record.get("text", "")) for record in RECORDS], limit=50, min_documents=1)
+    whole, stranded = concept_index_name(f"{alias}-whole"), f"{alias}-stranded"
+    with deleted_afterwards(engine, whole, stranded):
+        build_concept_index(engine, f"{alias}-whole", terms, embedder)
+        create_stranded_index(engine, str(engine_settings.url), alias, stranded, embedder.dimension)
+        engine.update_aliases(
+            [{"add": {"index": name, "alias": concept_index_name(alias)}} for name in (whole, stranded)]
+        )
+        response = search(
+            engine_settings, alias, embedder, SearchRequest(query="photovoltaic"), concepts={"enabled": True}
+        )
+    assert response.details.concept_terms, response.warnings  # what the whole shard holds still expands
+    assert any(
+        warning.startswith("concept expansion: partial results: 1 of 2 shards did not answer")
+        for warning in response.warnings
+    ), response.warnings
