@@ -97,10 +97,11 @@ class Backend:
             raise
         return Connected(kind, engine, async_engine, searcher)
 
-    async def check_index(self, timeout_s: float = 5.0) -> None:
-        """Raise unless the engine answers a search on the index within ``timeout_s``."""
+    async def check_index(self, timeout_s: float = 5.0) -> str | None:
+        """Raise unless the engine answers a search on the index within ``timeout_s``; the answer's
+        ``SearchResult.partial``."""
         connected = await self.connected()
-        await asyncio.wait_for(connected.async_engine.search(self.index, _READY_QUERY), timeout_s)
+        return (await asyncio.wait_for(connected.async_engine.search(self.index, _READY_QUERY), timeout_s)).partial
 
     async def check_model(self, timeout_s: float = 5.0) -> None:
         """Raise ``ModelMismatch`` when every search would be refused: the query model is not the index's."""

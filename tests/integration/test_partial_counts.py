@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import pytest
 from click.testing import CliRunner
+from fastapi.testclient import TestClient
 
 from esbridge import errors
 from esbridge.cli import main
@@ -30,6 +31,7 @@ from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.concepts import build_concept_index, concept_index_name, frequent_terms
 from esbridge.query.models import SearchRequest
+from esbridge.service.app import create_app
 from esbridge.service.backend import Backend
 from tests.integration.engines import load_records
 from tests.integration.test_partial_shards import create_stranded_index
@@ -240,3 +242,21 @@ def test_concept_expansion_from_a_vocabulary_that_lacks_shards_says_so(
         warning.startswith("concept expansion: partial results: 1 of 2 shards did not answer")
         for warning in response.warnings
     ), response.warnings
+
+
+def test_readiness_stays_ready_and_warns_when_the_index_lacks_shards(
+    engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder
+) -> None:
+    """Searches still answer, flagged partial, so the sidecar stays in service; its readiness says why answers
+    may lack documents."""
+    name = f"{alias}-v1"
+    settings = engine_settings.model_copy(update={"index": alias})
+    with deleted_afterwards(engine, name):
+        body = IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension)).wanted_body()
+        create_half_stranded(str(engine_settings.url), name, body, ["a", "b", "c", "d"])
+        engine.update_aliases([{"add": {"index": name, "alias": alias, "is_write_index": True}}])
+        with TestClient(create_app(settings, embedder=embedder, load_model=False)) as client:
+            ready = client.get("/readyz")
+    assert ready.status_code == 200, ready.json()
+    assert ready.json()["checks"] == {"engine": "ok", "index": "ok", "model": "ok"}
+    assert any("1 of 2 shards did not answer" in warning for warning in ready.json()["warnings"]), ready.json()
