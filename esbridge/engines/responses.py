@@ -39,7 +39,8 @@ def counted(body: Mapping[str, Any], *, url: str, index: str) -> int:
     shards = shard_status(body.get("_shards"))
     if shards is not None and shards.problem:
         raise IndexUnavailable(
-            f"{shards.problem}: a count of the others would miss their documents, so none is given",
+            f"{shards.problem}: a count of the others would miss their documents, so none is given "
+            f"(GET _cluster/health/{index}?level=shards says which shards have no active copy)",
             url=url,
             operation="count",
             index=index,

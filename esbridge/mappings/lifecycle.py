@@ -306,8 +306,7 @@ class IndexManager:
         except errors.IndexUnavailable as exc:
             raise errors.IndexUnavailable(
                 f"the copy cannot be checked, counting {exc.index}: {exc.reason}. {new} is deleted and the alias "
-                f"stays on {old}; once every shard is active again (GET _cluster/health?level=shards), run "
-                "`esbridge index reindex` again",
+                f"stays on {old}; once every shard is active again, run `esbridge index reindex` again",
                 url=self.engine.url,
                 operation="reindex",
                 index=self.alias,
