@@ -105,7 +105,13 @@ def list_(url: str | None, engine: str | None, config_file: Path | None, index: 
         state = index_manager(settings, adapter).state()
     if as_json:
         versions = [
-            {"name": info.name, "docs": info.docs, "size_bytes": info.size_bytes, "current": info.name == state.current}
+            {
+                "name": info.name,
+                "docs": info.docs,
+                "size_bytes": info.size_bytes,
+                "health": info.health,
+                "current": info.name == state.current,
+            }
             for info in state.versions
         ]
         click.echo(json.dumps({"alias": state.alias, "current": state.current, "versions": versions}, indent=2))
@@ -114,11 +120,16 @@ def list_(url: str | None, engine: str | None, config_file: Path | None, index: 
         click.echo(f"no index versions for alias {state.alias}; run `esbridge index create`")
         return
     # The engine counts chunks (one engine document per chunk), not the source documents ingest reports.
-    click.echo(f"{'':2}{'index':<32} {'chunks':>10} {'size':>10}")
+    click.echo(f"{'':2}{'index':<32} {'chunks':>10} {'size':>10}  health")
     for info in state.versions:
         marker = "*" if info.name == state.current else " "
-        click.echo(f"{marker:2}{info.name:<32} {info.docs:>10} {_size(info.size_bytes):>10}")
+        click.echo(f"{marker:2}{info.name:<32} {info.docs:>10} {_size(info.size_bytes):>10}  {info.health or '-'}")
     click.echo(f"* = behind alias {state.alias}")
+    if any(info.health == "red" for info in state.versions):
+        click.echo(
+            "red: some shards have no active copy, and the chunks they hold are not counted "
+            "(GET _cluster/health/<index>?level=shards says which)"
+        )
 
 
 @index.command()

@@ -45,6 +45,14 @@ class ShardStatus:
         """
         return max(self.total - self.successful, self.failed, 0)
 
+    @property
+    def problem(self) -> str | None:
+        """How many shards did not answer and why, or None when every shard answered."""
+        if not self.missing:
+            return None
+        why = f" ({'; '.join(self.reasons)})" if self.reasons else ""
+        return f"{self.missing} of {self.total} shards did not answer{why}"
+
 
 @dataclass(frozen=True)
 class SearchResult:
@@ -60,9 +68,8 @@ class SearchResult:
     def partial(self) -> str | None:
         """Why this answer may lack documents that match, or None when every shard answered in full."""
         problems: list[str] = []
-        if self.shards is not None and self.shards.missing:
-            why = f" ({'; '.join(self.shards.reasons)})" if self.shards.reasons else ""
-            problems.append(f"{self.shards.missing} of {self.shards.total} shards did not answer{why}")
+        if self.shards is not None and self.shards.problem:
+            problems.append(self.shards.problem)
         if self.timed_out:
             problems.append("the engine's time limit cut the search short")
         if not problems:
@@ -171,7 +178,11 @@ class Engine(Protocol):
         """
         ...
 
-    def count(self, index: str) -> int: ...
+    def count(self, index: str) -> int:
+        """How many documents ``index`` holds; ``IndexUnavailable`` when some shard did not answer, since a
+        count of part of the index would be taken for the whole (``search`` with ``track_total_hits`` gives the
+        count of what answered with ``SearchResult.partial``)."""
+        ...
 
     def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
         """Copy every document from ``source`` to ``dest`` on the server; return how many were copied."""

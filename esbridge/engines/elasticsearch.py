@@ -258,7 +258,8 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
 
     def count(self, index: str) -> int:
         with self._call("count", index):
-            return int(self._client.count(index=index).body["count"])
+            answer = self._client.count(index=index).body
+        return responses.counted(answer, url=self._url, index=index)
 
     def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
         with self._call("reindex", dest):

@@ -244,7 +244,8 @@ class OpenSearchEngine(paging.ScanBySearch, _Translating):
 
     def count(self, index: str) -> int:
         with self._call("count", index):
-            return int(self._client.count(index=index)["count"])
+            answer = self._client.count(index=index)
+        return responses.counted(answer, url=self._url, index=index)
 
     def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
         with self._call("reindex", dest):

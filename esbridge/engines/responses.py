@@ -8,7 +8,7 @@ from typing import Any
 
 from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Hit, IndexInfo, SearchResult, ShardStatus
 from esbridge.engines.errors import error_type_and_reason, from_response
-from esbridge.errors import EngineError, EngineResponseError
+from esbridge.errors import EngineError, EngineResponseError, IndexUnavailable
 
 
 def search_result(body: Mapping[str, Any], *, url: str, index: str) -> SearchResult:
@@ -32,6 +32,20 @@ def search_result(body: Mapping[str, Any], *, url: str, index: str) -> SearchRes
         shards=shard_status(body.get("_shards")),
         timed_out=bool(body.get("timed_out")),
     )
+
+
+def counted(body: Mapping[str, Any], *, url: str, index: str) -> int:
+    """The ``count`` of a ``_count`` answer; ``IndexUnavailable`` when some shard did not answer."""
+    shards = shard_status(body.get("_shards"))
+    if shards is not None and shards.problem:
+        raise IndexUnavailable(
+            f"{shards.problem}: a count of the others would miss their documents, so none is given "
+            f"(GET _cluster/health/{index}?level=shards says which shards have no active copy)",
+            url=url,
+            operation="count",
+            index=index,
+        )
+    return int(body["count"])
 
 
 def shard_status(section: Any) -> ShardStatus | None:

@@ -269,7 +269,7 @@ class IndexManager:
             self.engine.refresh(old)  # writes that finished before the block must be visible to the copy
             copied = self.engine.reindex(old, new) if server_side else copy_documents(self.engine, old, new)
             self.engine.refresh(new)
-            expected, found = self.engine.count(old), self.engine.count(new)
+            expected, found = self._count_copied(old, new)
             if found != expected:
                 raise errors.EngineResponseError(
                     f"reindex copied {found} of {expected} documents; the alias was not moved",
@@ -298,6 +298,19 @@ class IndexManager:
         return ReindexOutcome(
             old=old, new=new, documents=copied, deleted_old=delete_old, server_side=server_side, left_out=left_out
         )
+
+    def _count_copied(self, old: str, new: str) -> tuple[int, int]:
+        """Both counts; one that lacks shards (a node died during the copy) may still agree with the other."""
+        try:
+            return self.engine.count(old), self.engine.count(new)
+        except errors.IndexUnavailable as exc:
+            raise errors.IndexUnavailable(
+                f"the copy cannot be checked, counting {exc.index}: {exc.reason}. {new} is deleted and the alias "
+                f"stays on {old}; once every shard is active again, run `esbridge index reindex` again",
+                url=self.engine.url,
+                operation="reindex",
+                index=self.alias,
+            ) from exc
 
     def _copied_by_another(self, old: str, new: str) -> bool:
         """Whether a reindex started after this one is copying ``old`` now (a version after ``new`` exists, the

@@ -78,6 +78,8 @@ def build_concept_index(engine: Engine, alias: str, terms: Sequence[str], embedd
 class Expansion:
     text: str
     terms: tuple[str, ...]
+    partial: str | None = None
+    """``SearchResult.partial`` of the vocabulary's answer: nearer terms may be on shards that did not answer"""
 
 
 async def expand_query(
@@ -89,4 +91,4 @@ async def expand_query(
     result = await engine.search(concept_index_name(alias), body)
     words = set(query.lower().split())
     found = [str(hit.source[TERM_FIELD]) for hit in result.hits if str(hit.source[TERM_FIELD]) not in words][:terms]
-    return Expansion(f"{query} {' '.join(found)}".strip(), tuple(found))
+    return Expansion(f"{query} {' '.join(found)}".strip(), tuple(found), result.partial)

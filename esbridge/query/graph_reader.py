@@ -84,9 +84,10 @@ class LinkReader:
                 links = {**links, **further}
                 sources = {**more_sources, **sources}
                 warnings = (*warnings, *more_warnings)
-            admitted, admitted_sources = await self._neighbours(scores, doc_of, links, filters, options)
+            admitted, admitted_sources, missing = await self._neighbours(scores, doc_of, links, filters, options)
         except errors.EngineError as exc:
             return Expanded(warnings=(f"graph expansion skipped: {exc}",))
+        warnings = tuple(dict.fromkeys((*warnings, *missing)))  # each request of a partial index says the same
         return Expanded(admitted, admitted_sources, sources, warnings, elapsed_ms(started))
 
     async def rescore(self, scores: Mapping[str, float], doc_of: Mapping[str, str], options: GraphOptions) -> Relinked:
@@ -102,7 +103,8 @@ class LinkReader:
             return Relinked(None, (f"graph re-scoring skipped: {exc}",))
         links = link_map(self._source(hit) for hit in result.hits)
         relink = lift if options.mode == "lift" else rescore
-        return Relinked(relink(scores, doc_of, links, options), (), elapsed_ms(started))
+        warnings = (f"graph re-scoring: {result.partial}",) if result.partial else ()
+        return Relinked(relink(scores, doc_of, links, options), warnings, elapsed_ms(started))
 
     def _link_fields(self) -> list[str]:
         if self.fields is DEFAULT_FIELD_MAP:
@@ -137,6 +139,8 @@ class LinkReader:
         warnings: tuple[str, ...] = ()
         sources: dict[str, Mapping[str, Any]] = {}
         for result in results:
+            if result.partial:
+                warnings += (f"graph expansion: {result.partial}",)
             if result.total > len(result.hits):
                 warnings += (
                     f"graph expansion read {len(result.hits)} of the {result.total} chunks linked with its seeds; "
@@ -153,30 +157,34 @@ class LinkReader:
         links: Mapping[str, Mapping[str, float]],
         filters: Filters,
         options: GraphOptions,
-    ) -> tuple[GraphExpansion, dict[str, Mapping[str, Any]]]:
+    ) -> tuple[GraphExpansion, dict[str, Mapping[str, Any]], tuple[str, ...]]:
         """The expansion over ``links`` with only neighbours that exist and pass ``filters``. One a seed kept
         that is missing or filtered out frees its place under ``per_seed`` for the next, so the expansion is
-        made again without it (at most ``ADMIT_ROUNDS`` times)."""
+        made again without it (at most ``ADMIT_ROUNDS`` times). A neighbour on a shard that did not answer
+        looks missing: the warnings say so."""
         excluded: set[str] = set()
+        warnings: tuple[str, ...] = ()
         for _ in range(ADMIT_ROUNDS):
             expansion = expand(scores, doc_of, links, options, item_of=self._item_of, exclude=excluded)
-            admitted, sources = await self._admitted(expansion, filters)
+            admitted, sources, partial = await self._admitted(expansion, filters)
+            warnings += (f"graph expansion: {partial}",) if partial else ()
             refused = {neighbour.doc_id for item, neighbour in expansion.neighbors.items() if item not in sources}
             if not refused:
                 break
             excluded |= refused
-        return admitted, sources
+        return admitted, sources, warnings
 
     async def _admitted(
         self, expansion: GraphExpansion, filters: Filters
-    ) -> tuple[GraphExpansion, dict[str, Mapping[str, Any]]]:
-        """The neighbours that exist and pass the request's filters, with their stored fields.
+    ) -> tuple[GraphExpansion, dict[str, Mapping[str, Any]], str | None]:
+        """The neighbours that exist and pass the request's filters, with their stored fields, and
+        ``SearchResult.partial`` of the read.
 
         A link names a document, not a search hit: its target may be missing from the index (a dangling
         wikilink) or filtered out (deprecated, another tag), and must then not become a result.
         """
         if not expansion.scores:
-            return expansion, {}
+            return expansion, {}, None
         query = bodies.filter_query(filters, self.fields)
         query["bool"]["filter"].append(self._ids_query(list(expansion.scores)))
         stored = (
@@ -193,4 +201,4 @@ class LinkReader:
             {item: score for item, score in expansion.scores.items() if item in found},
             {item: neighbor for item, neighbor in expansion.neighbors.items() if item in found},
         )
-        return admitted, found
+        return admitted, found, result.partial

@@ -81,12 +81,13 @@ class QueryVectors:
             timings = {**first.timings, "concepts": elapsed_ms(started)}
             return QueryVector(first.vector, (*first.warnings, f"concept expansion skipped: {exc}"), timings)
         timings = {**first.timings, "concepts": elapsed_ms(started)}
+        warnings = (*first.warnings, f"concept expansion: {expansion.partial}") if expansion.partial else first.warnings
         if not expansion.terms:
-            return QueryVector(first.vector, first.warnings, timings)
+            return QueryVector(first.vector, warnings, timings)
         widened = await self._embed(expansion.text)
         return QueryVector(
             widened.vector or first.vector,
-            (*first.warnings, *widened.warnings),
+            (*warnings, *widened.warnings),
             {**timings, **widened.timings},
             tuple(expansion.terms),
         )

@@ -29,6 +29,7 @@ from esbridge.query.factory import searcher_for
 from esbridge.query.orchestrator import HybridSearcher
 
 _READY_QUERY = {"size": 0, "query": {"match_all": {}}}
+_COUNT_QUERY = {"size": 0, "track_total_hits": True, "query": {"match_all": {}}}
 
 
 @dataclass(frozen=True)
@@ -96,10 +97,11 @@ class Backend:
             raise
         return Connected(kind, engine, async_engine, searcher)
 
-    async def check_index(self, timeout_s: float = 5.0) -> None:
-        """Raise unless the engine answers a search on the index within ``timeout_s``."""
+    async def check_index(self, timeout_s: float = 5.0) -> str | None:
+        """Raise unless the engine answers a search on the index within ``timeout_s``; the answer's
+        ``SearchResult.partial``."""
         connected = await self.connected()
-        await asyncio.wait_for(connected.async_engine.search(self.index, _READY_QUERY), timeout_s)
+        return (await asyncio.wait_for(connected.async_engine.search(self.index, _READY_QUERY), timeout_s)).partial
 
     async def check_model(self, timeout_s: float = 5.0) -> None:
         """Raise ``ModelMismatch`` when every search would be refused: the query model is not the index's."""
@@ -128,10 +130,18 @@ class Backend:
             "engine": self.settings.display_url,
             "exists": exists,
             "indices": targets or ([self.index] if exists else []),
-            "chunks": engine.count(self.index) if exists else 0,
+            "chunks": 0,
+            "partial": False,
             "model": self.embedder.name if self.embedder is not None else None,
             "index_model": index_model(engine, self.index) if exists else None,
         }
+        if exists:
+            # A search counts what the shards that answer hold, and says which did not: a status reports that
+            # rather than fail, as ``Engine.count`` would.
+            counted = engine.search(self.index, _COUNT_QUERY)
+            status["chunks"] = counted.total
+            if counted.partial:
+                status.update(partial=True, warnings=[f"chunks: {counted.partial}"])
         if self.model_problem:
             status["model_problem"] = self.model_problem
         return status

@@ -78,3 +78,7 @@ class ErrorResponse(BaseModel):
 class Health(BaseModel):
     status: Literal["ok", "ready", "not ready"]
     checks: dict[str, str] = Field(default_factory=dict)
+    warnings: list[str] | None = Field(
+        default=None,
+        description="what answers lack while the service stays ready (shards of the index that do not answer)",
+    )

@@ -228,7 +228,7 @@ def _refuse_attached(request: Request) -> None:
         )
 
 
-@router.get("/healthz", response_model=Health, summary="Alive")
+@router.get("/healthz", response_model=Health, response_model_exclude_none=True, summary="Alive")
 async def healthz() -> Health:
     return Health(status="ok")
 
@@ -243,8 +243,9 @@ async def readyz(request: Request) -> Response:
     """Ready when the engine answers, the index exists and the embedding model is loaded and may search it."""
     backend = _backend(request)
     checks = {"engine": "ok", "index": "ok", "model": "ok"}
+    partial = None  # searches answer from the shards that do, flagged: the sidecar stays in service
     try:
-        await backend.check_index()
+        partial = await backend.check_index()
         await backend.check_model()
     except (ModelMismatch, DimensionMismatch) as exc:  # every search would answer 409 model_mismatch
         checks["model"] = str(exc)
@@ -261,8 +262,10 @@ async def readyz(request: Request) -> Response:
     if checks["model"] == "ok":
         checks["model"] = _model_problem(backend) or "ok"
     ready = all(value == "ok" for value in checks.values())
-    health = Health(status="ready" if ready else "not ready", checks=checks)
-    return JSONResponse(health.model_dump(), status_code=200 if ready else 503)
+    health = Health(
+        status="ready" if ready else "not ready", checks=checks, warnings=[f"index: {partial}"] if partial else None
+    )
+    return JSONResponse(health.model_dump(exclude_none=True), status_code=200 if ready else 503)
 
 
 def _model_problem(backend: Backend) -> str | None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from esbridge import errors
 from esbridge.engines.errors import from_response
-from esbridge.engines.responses import msearch_results, search_result
+from esbridge.engines.responses import counted, msearch_results, search_result
 
 URL = "http://127.0.0.1:9210"
 
@@ -124,3 +126,36 @@ def test_all_shards_failing_is_an_index_unavailable_error_naming_the_index() -> 
 def test_all_shards_failing_on_a_bad_query_is_not_an_unavailable_index() -> None:
     body = {"error": {"type": "search_phase_execution_exception", "reason": "all shards failed"}, "status": 400}
     assert isinstance(from_response(400, body, url=URL, operation="search", index="x"), errors.RequestRejected)
+
+
+# What OpenSearch 3.6 and Elasticsearch 9 answered to ``_count`` on an alias over a whole index and one whose
+# only shard has no active copy.
+OPENSEARCH_COUNT: dict[str, Any] = {"count": 1, "_shards": {"total": 2, "successful": 1, "skipped": 0, "failed": 0}}
+ELASTICSEARCH_COUNT: dict[str, Any] = {
+    "count": 1,
+    "_shards": {
+        "total": 2,
+        "successful": 1,
+        "skipped": 0,
+        "failed": 1,
+        "failures": [
+            {"shard": 0, "index": "x-red", "node": None, "reason": {"type": "no_shard_available_action_exception"}}
+        ],
+    },
+}
+
+
+@pytest.mark.parametrize("answer", [OPENSEARCH_COUNT, ELASTICSEARCH_COUNT], ids=["opensearch", "elasticsearch"])
+def test_a_count_that_lacks_shards_is_refused(answer: dict[str, Any]) -> None:
+    with pytest.raises(errors.IndexUnavailable) as raised:
+        counted(answer, url=URL, index="x")
+    assert "1 of 2 shards did not answer" in str(raised.value)
+    assert "index 'x'" in str(raised.value)
+
+
+def test_a_whole_count_is_given() -> None:
+    assert (
+        counted({"count": 7, "_shards": {"total": 2, "successful": 2, "skipped": 1, "failed": 0}}, url=URL, index="x")
+        == 7
+    )
+    assert counted({"count": 3}, url=URL, index="x") == 3  # the embedded engine's shape: no shards
