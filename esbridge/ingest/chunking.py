@@ -16,26 +16,21 @@ A document without text still gives one chunk, with an empty body, so its title 
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 from esbridge.ids import chunk_id
 from esbridge.ingest.model import Chunk, Document, Section
+from esbridge.ingest.token_tally import SliceCounter, Tally, concat, spaced, tally, tally_tokens
+from esbridge.ingest.token_tally import approximate_token_count as approximate_token_count
 
 TokenCounter = Callable[[str], int]
+M = TypeVar("M")
 
-_WORD = re.compile(r"\w+")
-_MARK = re.compile(r"[^\w\s]")
-_TOKENS_PER_WORD = 1.3
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 _SENTENCE_OR_LINE_BREAK = re.compile(r"((?<=[.!?…])[ \t]+|[ \t]*\n\s*)")
-
-
-def approximate_token_count(text: str) -> int:
-    """A word-piece estimate for when no tokenizer is at hand: 1.3 tokens per word, 1 per punctuation mark."""
-    return math.ceil(len(_WORD.findall(text)) * _TOKENS_PER_WORD) + len(_MARK.findall(text))
 
 
 def chunk_document(
@@ -120,57 +115,94 @@ def _common_prefix(paths: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
     return prefix
 
 
-@dataclass(frozen=True)
-class _Unit:
-    """A piece of text that stays whole in a window, and what joins it to the piece before."""
+class _Counting(Protocol[M]):
+    """How ``split_text`` measures texts: the measure of a text, of two joined, and the tokens it gives."""
+
+    def measure(self, text: str) -> M: ...
+
+    def join(self, left: M, joiner: str, right: M) -> M: ...
+
+    def tokens(self, measure: M) -> int: ...
+
+    def cut(self, word: str, max_tokens: int) -> list[tuple[str, M]]:
+        """A word too long for a window in pieces of at most ``max_tokens``, with their measures."""
+        ...
+
+    def tail(self, window: str, budget: int) -> str:
+        """The end of a window worth at most ``budget`` tokens: whole sentences if any fit, else words."""
+        ...
+
+
+@dataclass(slots=True)
+class _Unit(Generic[M]):
+    """A piece of text that stays whole in a window, what joins it to the piece before, and its measure."""
 
     text: str
     joiner: str
+    measure: M
 
 
 def split_text(text: str, max_tokens: int, overlap_tokens: int, count: TokenCounter) -> list[str]:
-    """Windows of at most ``max_tokens`` covering ``text``, each overlapping the one before."""
+    """Windows of at most ``max_tokens`` covering ``text``, each overlapping the one before.
+
+    With ``approximate_token_count`` (what ingest uses) a window's count follows from its pieces', so the
+    time is linear in the text; any other counter, such as a model's tokenizer, is called on each window as
+    it grows, since nothing is known of how its counts combine. Both give the same windows for the same counts.
+    """
     if count(text) <= max_tokens:
         return [text]
+    if count is approximate_token_count:
+        return _windows(text, max_tokens, overlap_tokens, _TallyCounting())
+    return _windows(text, max_tokens, overlap_tokens, _ExactCounting(count))
+
+
+def _windows(text: str, max_tokens: int, overlap_tokens: int, counting: _Counting[M]) -> list[str]:
     windows: list[str] = []
-    current: list[_Unit] = []
-    for unit in _units(text, max_tokens, count):
-        if current and count(_join([*current, unit])) > max_tokens:
+    current: list[_Unit[M]] = []
+    measure = counting.measure("")  # of the text of ``current``
+    for unit in _units(text, max_tokens, counting):
+        grown = counting.join(measure, unit.joiner, unit.measure) if current else unit.measure
+        if current and counting.tokens(grown) > max_tokens:
             done = _join(current)
             windows.append(done)
-            budget = min(overlap_tokens, max_tokens - count(unit.text))
-            overlap = _tail(done, budget, count) if budget > 0 else ""
-            current = [_Unit(overlap, ""), unit] if overlap else [unit]
-            if len(current) > 1 and count(_join(current)) > max_tokens:
-                current = [unit]
+            budget = min(overlap_tokens, max_tokens - counting.tokens(unit.measure))
+            overlap = counting.tail(done, budget) if budget > 0 else ""
+            current, measure = [unit], unit.measure
+            if overlap:
+                with_overlap = counting.join(counting.measure(overlap), unit.joiner, unit.measure)
+                if counting.tokens(with_overlap) <= max_tokens:
+                    current, measure = [_Unit(overlap, "", counting.measure(overlap)), unit], with_overlap
         else:
             current.append(unit)
+            measure = grown
     if current:
         windows.append(_join(current))
     return windows
 
 
-def _join(units: Sequence[_Unit]) -> str:
+def _join(units: Sequence[_Unit[M]]) -> str:
     return units[0].text + "".join(unit.joiner + unit.text for unit in units[1:])
 
 
-def _units(text: str, max_tokens: int, count: TokenCounter) -> list[_Unit]:
+def _units(text: str, max_tokens: int, counting: _Counting[M]) -> Iterator[_Unit[M]]:
     """Paragraphs; sentences and lines of a paragraph too long for a window; words of such a sentence."""
-    units: list[_Unit] = []
     for index, paragraph in enumerate(p for p in _PARAGRAPH_BREAK.split(text.strip()) if p):
         joiner = "\n\n" if index else ""
-        if count(paragraph) <= max_tokens:
-            units.append(_Unit(paragraph, joiner))
+        measure = counting.measure(paragraph)
+        if counting.tokens(measure) <= max_tokens:
+            yield _Unit(paragraph, joiner, measure)
             continue
         for sentence, sentence_joiner in _sentences(paragraph):
             joiner = joiner or sentence_joiner
-            if count(sentence) <= max_tokens:
-                units.append(_Unit(sentence, joiner))
+            measure = counting.measure(sentence)
+            if counting.tokens(measure) <= max_tokens:
+                yield _Unit(sentence, joiner, measure)
             else:
                 for word_index, word in enumerate(sentence.split()):
-                    units.extend(_cut_word(word, " " if word_index else joiner, max_tokens, count))
+                    first = " " if word_index else joiner
+                    for piece_index, (piece, piece_measure) in enumerate(counting.cut(word, max_tokens)):
+                        yield _Unit(piece, "" if piece_index else first, piece_measure)
             joiner = ""
-    return units
 
 
 def _sentences(paragraph: str) -> list[tuple[str, str]]:
@@ -186,36 +218,112 @@ def _sentences(paragraph: str) -> list[tuple[str, str]]:
     return found
 
 
-def _cut_word(word: str, joiner: str, max_tokens: int, count: TokenCounter) -> list[_Unit]:
-    pieces: list[_Unit] = []
-    rest = word
-    while rest:
-        low, high = 1, len(rest)
-        while low < high:
-            middle = (low + high + 1) // 2
-            if count(rest[:middle]) <= max_tokens:
-                low = middle
-            else:
-                high = middle - 1
-        pieces.append(_Unit(rest[:low], joiner if not pieces else ""))
-        rest = rest[low:]
-    return pieces
+def _longest_prefix(length: int, fits: Callable[[int], bool]) -> int:
+    """Binary search for the longest prefix that fits (1 when none does), as cutting a word always did."""
+    low, high = 1, length
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
-def _tail(window: str, budget: int, count: TokenCounter) -> str:
-    """The end of a window worth at most ``budget`` tokens: whole sentences if any fit, else words."""
-    sentences = [sentence for paragraph in _PARAGRAPH_BREAK.split(window) for sentence, _ in _sentences(paragraph)]
-    taken = ""
-    for sentence in reversed(sentences):
-        candidate = f"{sentence} {taken}".strip()
-        if count(candidate) > budget:
-            break
-        taken = candidate
-    if taken:
-        return taken
-    words = window.split()
-    for start in range(max(len(words) - budget, 0), len(words)):
-        candidate = " ".join(words[start:])
-        if count(candidate) <= budget:
-            return candidate
-    return ""
+def _tail_sentences(window: str) -> list[str]:
+    return [sentence for paragraph in _PARAGRAPH_BREAK.split(window) for sentence, _ in _sentences(paragraph)]
+
+
+class _ExactCounting:
+    """Any counter: each window is counted whole as it grows, which costs a count per unit."""
+
+    def __init__(self, count: TokenCounter) -> None:
+        self.count = count
+
+    def measure(self, text: str) -> str:
+        return text
+
+    def join(self, left: str, joiner: str, right: str) -> str:
+        return left + joiner + right
+
+    def tokens(self, measure: str) -> int:
+        return self.count(measure)
+
+    def cut(self, word: str, max_tokens: int) -> list[tuple[str, str]]:
+        pieces: list[tuple[str, str]] = []
+        rest = word
+        while rest:
+            length = _longest_prefix(len(rest), lambda end: self.count(rest[:end]) <= max_tokens)  # noqa: B023
+            pieces.append((rest[:length], rest[:length]))
+            rest = rest[length:]
+        return pieces
+
+    def tail(self, window: str, budget: int) -> str:
+        taken = ""
+        for sentence in reversed(_tail_sentences(window)):
+            candidate = f"{sentence} {taken}".strip()
+            if self.count(candidate) > budget:
+                break
+            taken = candidate
+        if taken:
+            return taken
+        words = window.split()
+        for start in range(max(len(words) - budget, 0), len(words)):
+            candidate = " ".join(words[start:])
+            if self.count(candidate) <= budget:
+                return candidate
+        return ""
+
+
+class _TallyCounting:
+    """``approximate_token_count`` from tallies: a window's count follows from its units', so each text is
+    read once. Gives the counts ``_ExactCounting`` would: stripping and joining with spaces adds no word or
+    mark, and a prefix of a text never has more of either, so a word whose whole count fits is one piece."""
+
+    def measure(self, text: str) -> Tally:
+        return tally(text)
+
+    def join(self, left: Tally, joiner: str, right: Tally) -> Tally:
+        return concat(concat(left, tally(joiner)), right) if joiner.strip() else spaced(left, joiner, right)
+
+    def tokens(self, measure: Tally) -> int:
+        return measure.tokens
+
+    def cut(self, word: str, max_tokens: int) -> list[tuple[str, Tally]]:
+        whole = tally(word)
+        if whole.tokens <= max_tokens:
+            return [(word, whole)]
+        slices = SliceCounter(word)
+        pieces: list[tuple[str, Tally]] = []
+        start = 0
+        while start < len(word):
+            length = _longest_prefix(
+                len(word) - start,
+                lambda end: slices.count(start, start + end) <= max_tokens,  # noqa: B023
+            )
+            pieces.append((word[start : start + length], tally(word[start : start + length])))
+            start += length
+        return pieces
+
+    def tail(self, window: str, budget: int) -> str:
+        taken, words, marks = "", 0, 0
+        for sentence in reversed(_tail_sentences(window)):
+            counts = tally(sentence)
+            if tally_tokens(words + counts.words, marks + counts.marks) > budget:
+                break
+            taken = f"{sentence} {taken}".strip()
+            words, marks = words + counts.words, marks + counts.marks
+        if taken:
+            return taken
+        all_words = window.split()
+        first = max(len(all_words) - budget, 0)
+        suffixes: list[tuple[int, int]] = []  # words and marks of all_words[start:], for start from the end
+        words, marks = 0, 0
+        for word in reversed(all_words[first:]):
+            counts = tally(word)
+            words, marks = words + counts.words, marks + counts.marks
+            suffixes.append((words, marks))
+        for offset, (words, marks) in enumerate(reversed(suffixes)):
+            if tally_tokens(words, marks) <= budget:
+                return " ".join(all_words[first + offset :])
+        return ""
