@@ -84,7 +84,14 @@ oscl_any_alive() {
   return 1
 }
 
-# Cluster health, waiting up to the timeout for green; "" when no node answers.
+# Green with all `$2` nodes joined: green alone holds while a restarted node is still joining.
+cluster_ready() {
+  local body
+  body=$(curl -sS --max-time 5 "$1/_cluster/health" 2>/dev/null) || return 1
+  [[ $body == *'"status":"green"'* && $body == *"\"number_of_nodes\":$2,"* ]]
+}
+
+# Cluster health, waiting up to the timeout for green with every node; "" when no node answers.
 oscl_wait_green() {
   local deadline=$(($(date +%s) + timeout_s)) h="" n url
   while :; do
@@ -93,14 +100,14 @@ oscl_wait_green() {
       h=$(health "$url")
       [[ -n $h ]] && break
     done
-    [[ $h == green ]] && return 0
+    [[ $h == green ]] && cluster_ready "$url" "$oscl_nodes" && return 0
     if ! oscl_any_alive; then
       say "opensearch-cluster: every node exited during start-up"
       for ((n = 1; n <= oscl_nodes; n++)); do log_excerpt "$(oscl_node_dir "$n")/node.log"; done
       return 1
     fi
     if (($(date +%s) >= deadline)); then
-      say "opensearch-cluster: not green within ${timeout_s}s (last: ${h:-no answer}); node logs: $oscl_state/node*/node.log"
+      say "opensearch-cluster: not green with $oscl_nodes nodes within ${timeout_s}s (last: ${h:-no answer}); node logs: $oscl_state/node*/node.log"
       for ((n = 1; n <= oscl_nodes; n++)); do log_excerpt "$(oscl_node_dir "$n")/node.log"; done
       return 1
     fi
@@ -272,7 +279,7 @@ escl_up() {
       h=$(health "$url")
       [[ -n $h ]] && break
     done
-    [[ $h == green ]] && break
+    [[ $h == green ]] && cluster_ready "$url" "$escl_nodes" && break
     if (($(date +%s) >= deadline)); then
       for ((n = 1; n <= escl_nodes; n++)); do log_excerpt "$(escl_node_dir "$n")/start.log"; done
       die "elasticsearch-cluster did not become green within ${timeout_s}s (last: ${h:-no answer}); 'scripts/engines down elasticsearch-cluster' stops its nodes"

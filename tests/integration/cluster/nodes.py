@@ -39,7 +39,7 @@ def require_cluster() -> str:
             "(.ci/run does both)"
         )
     try:
-        health = get(url, "/_cluster/health?wait_for_status=green&timeout=120s")
+        health = get(url, "/_cluster/health?wait_for_status=green&wait_for_nodes=3&timeout=120s")
     except OSError as exc:
         pytest.fail(f"ESBRIDGE_TEST_CLUSTER_URL={url} does not answer: {exc}")
     if health.get("number_of_nodes", 0) < 3 or health.get("status") != "green":
