@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from esbridge.errors import ConfigError
 from esbridge.query.types import FusionResult, Runs
 
 if TYPE_CHECKING:
@@ -91,8 +92,16 @@ def fuse(
 ) -> FusionResult:
     """Call ``method`` with the one signature, passing ``context`` when it takes one."""
     if _takes_context(method):
-        return method(runs, weights=weights, context=context, **params)
-    return method(runs, weights=weights, **params)
+        result = method(runs, weights=weights, context=context, **params)
+    else:
+        result = method(runs, weights=weights, **params)
+    if not isinstance(result, FusionResult):  # a plugin's mistake, named here rather than as a traceback later
+        name = f"{getattr(method, '__module__', '?')}:{getattr(method, '__qualname__', repr(method))}"
+        raise ConfigError(
+            f"fusion method {name} returned {type(result).__name__}, not a FusionResult "
+            "(esbridge.query.fusion.result.ranked(scores, contributions) builds one)"
+        )
+    return result
 
 
 @functools.lru_cache(maxsize=128)

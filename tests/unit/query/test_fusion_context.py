@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
+from esbridge.errors import ConfigError
 from esbridge.query.fusion import FusionContext, fuse, fusion_traits, get_fusion, traits_of
 from esbridge.query.fusion.rrf import rrf
 from esbridge.query.types import FusionResult, Runs
@@ -56,3 +59,11 @@ def test_context_text_joins_the_stored_fields_the_retrievers_returned() -> None:
     context = FusionContext(sources={"a": {"title": "Solar", "body": "panels", "path": "n/a.md", "other": "x"}})
     assert context.text("a") == "Solar panels  n/a.md"
     assert context.text("missing") == "   "
+
+
+def test_a_method_that_returns_no_fusion_result_is_a_config_error_naming_it() -> None:
+    def plain_dict(runs: Runs, *, weights: Any = None, **params: Any) -> Any:
+        return {"a": 1.0}  # a plugin that returns bare scores instead of a FusionResult
+
+    with pytest.raises(ConfigError, match=r"plain_dict.*returned dict.*FusionResult"):
+        fuse(plain_dict, RUNS, weights=None, context=FusionContext(query="q"), params={})
