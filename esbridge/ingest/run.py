@@ -215,8 +215,8 @@ def ingest(
         if gone is not None:  # every later window would wait out its retries too, and then the refresh fails
             written = len(writer.totals.succeeded)
             raise errors.EngineUnavailable(
-                f"the engine stopped answering ({gone.reason}) after {written} of {len(todo)} chunk writes; the "
-                f"{written} written are kept. Run the command again once it answers: it writes only what is missing",
+                f"writes stopped after {written} of {len(todo)} chunk writes: {gone.reason}. The {written} written "
+                "are kept; run the command again once the engine takes writes: it writes only what is missing",
                 url=gone.url,
                 operation="ingest",
                 index=alias,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -90,3 +92,43 @@ def test_an_engine_gone_after_the_writes_says_they_were_all_done(tmp_path: Path,
         assert EmbeddedEngine.count(engine, "notes") == 10
     finally:
         engine.close()
+
+
+_HOLDER = """
+import sys
+from esbridge.engines.base import BulkAction
+from esbridge.engines.embedded import EmbeddedEngine
+engine = EmbeddedEngine(sys.argv[1])
+engine.bulk("notes", [BulkAction("delete", "nothing")])
+print("holding", flush=True)
+sys.stdin.readline()
+engine.close()
+"""
+
+
+def test_another_process_writing_is_named_without_saying_the_engine_stopped(tmp_path: Path, records: Path) -> None:
+    first = EmbeddedEngine(tmp_path / "shared")
+    try:
+        run(first, records, HashingEmbedder())
+    finally:
+        first.close()
+    records.write_text(records.read_text(encoding="utf-8").replace("Tidal", "Wave"), encoding="utf-8")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(tmp_path / "shared")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdin is not None and holder.stdout is not None
+    second = EmbeddedEngine(tmp_path / "shared")
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        busy = rf"writes stopped after 0 of 10 chunk writes: the data directory .* another process \(pid {holder.pid}\)"
+        with pytest.raises(EngineUnavailable, match=busy) as refused:
+            run(second, records, HashingEmbedder())
+        assert "stopped answering" not in str(refused.value)
+    finally:
+        second.close()
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(timeout=30)
