@@ -113,22 +113,22 @@ def test_another_process_writing_is_named_without_saying_the_engine_stopped(tmp_
     finally:
         first.close()
     records.write_text(records.read_text(encoding="utf-8").replace("Tidal", "Wave"), encoding="utf-8")
-    holder = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-c", _HOLDER, str(tmp_path / "shared")],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-    )
-    assert holder.stdin is not None and holder.stdout is not None
-    second = EmbeddedEngine(tmp_path / "shared")
-    try:
-        assert holder.stdout.readline().strip() == "holding"
-        busy = rf"writes stopped after 0 of 10 chunk writes: the data directory .* another process \(pid {holder.pid}\)"
-        with pytest.raises(EngineUnavailable, match=busy) as refused:
-            run(second, records, HashingEmbedder())
-        assert "stopped answering" not in str(refused.value)
-    finally:
-        second.close()
-        holder.stdin.write("\n")
-        holder.stdin.close()
-        holder.wait(timeout=30)
+    ) as holder:
+        assert holder.stdin is not None and holder.stdout is not None
+        second = EmbeddedEngine(tmp_path / "shared")
+        try:
+            assert holder.stdout.readline().strip() == "holding"
+            pid = holder.pid
+            busy = rf"writes stopped after 0 of 10 chunk writes: the data directory .* another process \(pid {pid}\)"
+            with pytest.raises(EngineUnavailable, match=busy) as refused:
+                run(second, records, HashingEmbedder())
+            assert "stopped answering" not in str(refused.value)
+        finally:
+            second.close()
+            holder.stdin.write("\n")
+            holder.stdin.flush()
