@@ -1,5 +1,6 @@
 """The embedded engine's query path for asyncio callers: each search runs in a worker thread, so searches
-run concurrently (tantivy and usearch release the GIL while they search)."""
+run concurrently (tantivy and usearch release the GIL while they search). Its callers search under
+deadlines, so a search of an index being built whole waits ``builds.PATIENCE_S``, not to the end."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Dialect, SearchResult
+from esbridge.engines.embedded import builds
 from esbridge.engines.embedded.engine import EmbeddedEngine
 
 
@@ -35,10 +37,10 @@ class AsyncEmbeddedEngine:
         return self._engine.url
 
     async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
-        return await asyncio.to_thread(self._engine.search, index, body)
+        return await asyncio.to_thread(self._engine.search, index, body, patience_s=builds.PATIENCE_S)
 
     async def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
-        return await asyncio.to_thread(self._engine.msearch, index, bodies)
+        return await asyncio.to_thread(self._engine.msearch, index, bodies, patience_s=builds.PATIENCE_S)
 
     async def close(self) -> None:
         if self._owned:

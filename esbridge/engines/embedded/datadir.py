@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from esbridge.engines.embedded import ann, lexical
+from esbridge.engines.embedded import ann, changelog, lexical
 from esbridge.engines.embedded.ann import VectorIndex
 from esbridge.engines.embedded.backfill import Backfills, log, mark_complete
+from esbridge.engines.embedded.builds import Builds, whole
 from esbridge.engines.embedded.floats import FloatCopies
 from esbridge.engines.embedded.lexical import COMMIT_AFTER_S, Layout, LexicalIndex
 from esbridge.engines.embedded.store import DB_FILE, IndexRecord, Store
@@ -92,6 +93,7 @@ class DataDir:
         self._filters: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._workers = ThreadPoolExecutor(1, thread_name_prefix="esbridge-graphs")
         self._backfills = Backfills(root / DB_FILE, self._workers)
+        self._builds = Builds()
         self._timer: threading.Timer | None = None
         self._timer_lock = threading.Lock()
         self._swept = False
@@ -116,14 +118,23 @@ class DataDir:
 
     # Structures per index
 
-    def ready(self, store: Store, record: IndexRecord, *, searching: bool = True) -> Handles:
+    def ready(
+        self, store: Store, record: IndexRecord, *, searching: bool = True, patience_s: float | None = None
+    ) -> Handles:
         """The index's tantivy index and graphs, with every committed change applied; for a search (not a
         write) the full-text changes the writer holds are committed first, so a search sees every write. A
-        full-text index another process is still building is looked at again by each search until it is whole."""
+        full-text index another process is still building is looked at again by each search until it is whole.
+        A search waits ``patience_s`` (None: to the end) for a structure built whole (``builds``)."""
         found = self._handles.get(record.id)
         if found is None or found.generation != record.generation or found.lexical.fresh:
-            with self._guard:
-                found = self._catch_up(store, record, wait=searching)
+            text, graphs = (found.lexical, found.vectors) if found else (None, {})
+            building = whole(self.root, store.db, record, text, graphs) if searching else None
+            if building is not None:
+                found = self._builds.run(
+                    record.id, record.name, building, lambda: self._caught_up(store, record), patience_s=patience_s
+                )
+            else:
+                found = self._caught_up(store, record, wait=searching)
         if searching:
             if found.growing and all(update.done() for update in found.growing):
                 with self._guard:
@@ -142,7 +153,7 @@ class DataDir:
         way), with their vectors as the database has them now (None when deleted or without one)."""
         if not handles.growing:
             return {}
-        rows = _changed(store.db, record.id, handles.vectors[path].applied)
+        rows = changelog.changed(store.db, record.id, handles.vectors[path].applied)
         found: dict[int, npt.NDArray[np.float32] | None] = dict.fromkeys(rows)
         for row, blob in store.vector_blobs(rows, path):
             found[row] = np.frombuffer(blob, dtype=np.float32)
@@ -162,6 +173,10 @@ class DataDir:
         with self._guard:
             for found in self._handles.values():
                 found.lexical.commit()
+
+    def _caught_up(self, store: Store, record: IndexRecord, *, wait: bool = True) -> Handles:
+        with self._guard:
+            return self._catch_up(store, record, wait=wait)
 
     def _catch_up(self, store: Store, record: IndexRecord, *, wait: bool) -> Handles:
         """Apply the changes logged since the structures were last current. The graphs grow in a worker
@@ -199,7 +214,7 @@ class DataDir:
         if self.writing:
             store.empty_log()  # (now, while the graph worker reads nothing)
         db = store.db
-        latest = _latest(db, record.id)
+        latest = changelog.latest(db, record.id)
         text = found.lexical
         found.growing = [
             self._workers.submit(self._apply_vectors, store, record, path, graph)
@@ -256,12 +271,12 @@ class DataDir:
 
     def _apply_text(self, store: Store, record: IndexRecord, text: LexicalIndex) -> None:
         with store.read() as db:
-            latest = _latest(db, record.id)
+            latest = changelog.latest(db, record.id)
             if text.fresh:
                 rows = [row for (row,) in db.execute("SELECT row FROM docs WHERE index_id = ?", (record.id,))]
                 removed: list[int] = []
             else:
-                rows = _changed(db, record.id, text.held)
+                rows = changelog.changed(db, record.id, text.held)
                 removed = rows
             for start in range(0, max(len(rows), 1), _BATCH):
                 chunk = rows[start : start + _BATCH]
@@ -274,18 +289,18 @@ class DataDir:
     def _apply_vectors(self, store: Store, record: IndexRecord, path: str, graph: VectorIndex) -> None:
         writing = self.writing  # once: the lock may be taken while this runs, and then the next update copies
         with store.read() as db:
-            latest = _latest(db, record.id)
+            latest = changelog.latest(db, record.id)
             if writing and graph.built and graph.copied < graph.applied:
                 _write_copies(store, record.id, path, graph)
             if graph.built and graph.applied >= latest:
                 return
-            if graph.built and graph.applied < _floor(db, record.id):
+            if graph.built and graph.applied < changelog.floor(db, record.id):
                 graph.reopen()  # the log moved past this copy (another process saved): start from the file
             if not graph.built:
                 rows = [row for (row,) in db.execute("SELECT row FROM docs WHERE index_id = ?", (record.id,))]
                 removed: list[int] = []
             else:
-                rows = removed = _changed(db, record.id, graph.applied)
+                rows = removed = changelog.changed(db, record.id, graph.applied)
             for start in range(0, max(len(rows), 1), _BATCH):
                 found = store.vector_blobs(rows[start : start + _BATCH], path)
                 matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
@@ -344,6 +359,7 @@ class DataDir:
             ann.remove_all(self.root, index_id)
 
     def close(self, store: Store) -> None:
+        self._builds.close()
         self._backfills.stop()
         with self._timer_lock:
             if self._timer is not None:
@@ -368,30 +384,15 @@ class DataDir:
                 self._writer.release()
 
 
-def _latest(db: sqlite3.Connection, index_id: int) -> int:
-    found = db.execute("SELECT max(seq) FROM changes WHERE index_id = ?", (index_id,)).fetchone()[0]
-    return int(found) if found is not None else _floor(db, index_id)
-
-
-def _floor(db: sqlite3.Connection, index_id: int) -> int:
-    found = db.execute("SELECT seq FROM change_floor WHERE index_id = ?", (index_id,)).fetchone()
-    return int(found[0]) if found is not None else 0
-
-
 def _write_copies(store: Store, index_id: int, path: str, graph: VectorIndex) -> None:
     """Write the copies of the rows the graph took in before this process held the writer lock (rows a killed
     writer committed before writing their copies, replayed by a reader), so that a save never records rows
     without copies. Rows up to the log's floor were saved by a writer, after their copies were."""
     applied = graph.applied
-    rows = _changed(store.db, index_id, max(graph.copied, _floor(store.db, index_id)))
+    rows = changelog.changed(store.db, index_id, max(graph.copied, changelog.floor(store.db, index_id)))
     for start in range(0, len(rows), _BATCH):
         found = store.vector_blobs(rows[start : start + _BATCH], path)
         if found:
             matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
             graph.copies.write([row for row, _ in found], matrix.reshape(-1, graph.dimension))
     graph.copied = applied
-
-
-def _changed(db: sqlite3.Connection, index_id: int, after: int) -> list[int]:
-    query = "SELECT DISTINCT row FROM changes WHERE index_id = ? AND seq > ? ORDER BY row"
-    return [row for (row,) in db.execute(query, (index_id, after))]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import fnmatch
-import re
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -20,16 +19,15 @@ from esbridge.engines import paging, responses
 from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Dialect, IndexInfo, SearchResult
 from esbridge.engines.blocks import BLOCKED_STATUS, cluster_block_reason
 from esbridge.engines.capabilities import Capabilities
+from esbridge.engines.embedded.builds import Building
 from esbridge.engines.embedded.capabilities import describe
 from esbridge.engines.embedded.datadir import IndexGone, close_shared, open_shared
 from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema, created_schema, schema_of
-from esbridge.engines.embedded.names import Names
+from esbridge.engines.embedded.names import Names, alias_action, check_new_index
 from esbridge.engines.embedded.query import Searcher, Unsupported
 from esbridge.engines.embedded.settings import index_settings, merge
 from esbridge.engines.embedded.store import IndexRecord, Store
 from esbridge.engines.embedded.writer import WriterBusy
-
-_INVALID_NAME = re.compile(r'[\\/*?"<>| ,#:A-Z]')
 
 
 class EmbeddedEngine(paging.ScanBySearch):
@@ -72,6 +70,10 @@ class EmbeddedEngine(paging.ScanBySearch):
             raise errors.RequestRejected(str(exc), url=self._url, operation=operation, index=index, status=400) from exc
         except WriterBusy as exc:
             raise errors.EngineUnavailable(str(exc), url=self._url, operation=operation, index=index) from exc
+        except Building as exc:
+            raise errors.IndexUnavailable(
+                str(exc), url=self._url, operation=operation, index=index, status=503
+            ) from exc
         except sqlite3.Error as exc:
             raise errors.EngineResponseError(f"SQLite: {exc}", url=self._url, operation=operation, index=index) from exc
 
@@ -140,11 +142,8 @@ class EmbeddedEngine(paging.ScanBySearch):
 
     def create_index(self, index: str, body: Mapping[str, Any]) -> None:
         operation = "create index"
-        if not index or _INVALID_NAME.search(index) or index[0] in "-_+" or index in (".", ".."):
-            raise self._rejected(f"invalid index name [{index}]", operation, index)
-        unknown = sorted(set(body) - {"settings", "mappings", "aliases"})
-        if unknown or body.get("aliases"):
-            raise self._rejected(f"unsupported create-index keys {unknown or ['aliases']}", operation, index)
+        with self._call(operation, index):
+            check_new_index(index, body)
         settings = index_settings(body.get("settings") or {})
         mappings = copy.deepcopy(dict(body.get("mappings") or {}))
         with self._writing(operation, index):
@@ -207,14 +206,7 @@ class EmbeddedEngine(paging.ScanBySearch):
         operation = "update aliases"
         with self._writing(operation):
             for action in actions:
-                kind, spec = next(iter(action.items())) if len(action) == 1 else ("", {})
-                if kind not in ("add", "remove") or not isinstance(spec, Mapping):
-                    raise self._rejected(f"unsupported alias action {dict(action)!r}", operation, None)
-                index, alias = spec.get("index"), spec.get("alias")
-                if not isinstance(index, str) or not isinstance(alias, str) or "*" in index + alias:
-                    raise self._rejected(
-                        f"alias action needs one 'index' and one 'alias', got {dict(spec)!r}", operation, None
-                    )
+                kind, index, alias, flag = alias_action(action)
                 record = self._store.index(index)
                 if record is None:
                     raise self._missing(operation, index)
@@ -226,8 +218,7 @@ class EmbeddedEngine(paging.ScanBySearch):
                     raise self._rejected(
                         f"an index named [{alias}] exists; an alias cannot take its name", operation, alias
                     )
-                flag = spec.get("is_write_index")
-                self._store.put_alias(alias, record.id, None if flag is None else bool(flag))
+                self._store.put_alias(alias, record.id, flag)
 
     def get_mapping(self, index: str) -> dict[str, Any]:
         with self._call("read mapping", index), self._store.read():
@@ -362,22 +353,27 @@ class EmbeddedEngine(paging.ScanBySearch):
             return BulkItemFailure(doc_id, 400, f"{exc.kind}: {exc}")
         return None
 
-    def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+    def search(self, index: str, body: Mapping[str, Any], *, patience_s: float | None = None) -> SearchResult:
+        """``patience_s``: how long to wait for an index being built whole (``builds``; None: to the end)."""
         # No read transaction: a row the indices return was committed before them, so a fresh read finds it.
         with self._call("search", index):
             if not isinstance(index, str) or "," in index or "*" in index:
                 raise Unsupported(f"the embedded engine searches one index or alias, not [{index}]")
-            answer = self._answer(index, body, last=False) or self._answer(index, body, last=True)
+            answer = self._answer(index, body, patience_s, last=False) or self._answer(
+                index, body, patience_s, last=True
+            )
             assert answer is not None  # (the last attempt answers or raises)
         return responses.search_result(answer, url=self._url, index=index)
 
-    def _answer(self, index: str, body: Mapping[str, Any], *, last: bool) -> dict[str, Any] | None:
+    def _answer(
+        self, index: str, body: Mapping[str, Any], patience_s: float | None, *, last: bool
+    ) -> dict[str, Any] | None:
         """The answer of the index ``index`` stands for; None (unless ``last``) when that index was deleted after
         the lookup, so that the name is looked up again, as an alias moved before the deletion leads elsewhere."""
         record = self._one(index, "search")
         seen = self._names.seen()
         try:
-            handles = self._shared.ready(self._store, record)
+            handles = self._shared.ready(self._store, record, patience_s=patience_s)
         except IndexGone:
             if last:
                 raise self._missing("search", index) from None
@@ -388,11 +384,13 @@ class EmbeddedEngine(paging.ScanBySearch):
         current = self._store.index(record.name)
         return answer if current is not None and current.id == record.id else None
 
-    def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
+    def msearch(
+        self, index: str, bodies: Sequence[Mapping[str, Any]], *, patience_s: float | None = None
+    ) -> list[SearchResult | Exception]:
         results: list[SearchResult | Exception] = []
         for body in bodies:
             try:
-                results.append(self.search(index, body))
+                results.append(self.search(index, body, patience_s=patience_s))
             except errors.EngineError as exc:
                 results.append(exc)
         return results

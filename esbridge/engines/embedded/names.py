@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import threading
+from collections.abc import Mapping
 from typing import Any
 
+from esbridge.engines.embedded.filters import Unsupported
 from esbridge.engines.embedded.store import IndexRecord, Store
+
+_INVALID_NAME = re.compile(r'[\\/*?"<>| ,#:A-Z]')
 
 _KEPT = 256
 """Names remembered per thread; more are forgotten all at once (a search names one or two)."""
@@ -46,3 +51,24 @@ class Names:
             return (record,)
         targets = [self._store.index(target) for target, _ in self._store.alias_targets(name)]
         return tuple(target for target in targets if target is not None)
+
+
+def check_new_index(index: str, body: Mapping[str, Any]) -> None:
+    """Refuse what OpenSearch refuses in an index's name, and create-index keys the embedded engine lacks."""
+    if not index or _INVALID_NAME.search(index) or index[0] in "-_+" or index in (".", ".."):
+        raise Unsupported(f"invalid index name [{index}]")
+    unknown = sorted(set(body) - {"settings", "mappings", "aliases"})
+    if unknown or body.get("aliases"):
+        raise Unsupported(f"unsupported create-index keys {unknown or ['aliases']}")
+
+
+def alias_action(action: Mapping[str, Any]) -> tuple[str, str, str, bool | None]:
+    """An ``update_aliases`` action as (``add`` or ``remove``, index, alias, ``is_write_index``)."""
+    kind, spec = next(iter(action.items())) if len(action) == 1 else ("", {})
+    if kind not in ("add", "remove") or not isinstance(spec, Mapping):
+        raise Unsupported(f"unsupported alias action {dict(action)!r}")
+    index, alias = spec.get("index"), spec.get("alias")
+    if not isinstance(index, str) or not isinstance(alias, str) or "*" in index + alias:
+        raise Unsupported(f"alias action needs one 'index' and one 'alias', got {dict(spec)!r}")
+    flag = spec.get("is_write_index")
+    return kind, index, alias, None if flag is None else bool(flag)

@@ -1,0 +1,112 @@
+"""Builds from the database that a search need not wait for.
+
+Most of what ``DataDir.ready`` applies before a search is a few changes. Building a structure whole is
+another matter: a full-text index whose layout was never built whole (a mapping that added a field, a
+build killed part-way, an index made by an esbridge that laid it out otherwise) or a graph whose file is
+gone is built again from the database, seconds per ten thousand chunks and minutes at a million, far past
+a search's timeout; every other search of the index would queue behind it and time out too, none saying
+why. Such a build runs on a thread of its own. A caller that serves searches under a deadline waits for it
+``patience_s`` and otherwise gets ``Building`` at once, naming the index, what is being built and for how
+long, while the build goes on; other callers (ingest, export, the command line's reads) wait for it to end.
+Closing the data directory waits for a build under way, so that a command that stops early leaves it whole
+for the next one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from esbridge.engines.embedded import ann, lexical
+from esbridge.engines.embedded.ann import VectorIndex
+from esbridge.engines.embedded.lexical import Layout, LexicalIndex
+from esbridge.engines.embedded.store import IndexRecord
+
+T = TypeVar("T")
+
+PATIENCE_S = 2.0
+"""How long a search under a deadline waits for a build before it is told the index is being built: a
+small index is built within it and its first search answers as usual."""
+
+
+class Building(Exception):
+    """The index is being built from the database; searches of it answer once the build is done."""
+
+    def __init__(self, name: str, what: str, started: float) -> None:
+        elapsed = time.monotonic() - started
+        super().__init__(
+            f"index [{name}] is being built from the embedded engine's database ({what}; {elapsed:.0f} s so far); "
+            "searches of it answer once the build is done"
+        )
+
+
+def whole(
+    root: Path,
+    db: sqlite3.Connection,
+    record: IndexRecord,
+    text: LexicalIndex | None,
+    graphs: Mapping[str, VectorIndex],
+) -> str | None:
+    """What bringing the index up would build whole, given the structures this process has for it (``text``
+    None: none yet); None when it would only apply changes."""
+    parts = []
+    layout = Layout(record.schema)
+    if text is None or text.layout.digest != layout.digest:
+        if not (lexical.folder_for(root, record.id, layout) / lexical.STATE).exists():
+            parts.append("its full-text index")
+    elif text.fresh:
+        parts.append("its full-text index")
+    for field in record.schema.vector_fields:
+        graph = graphs.get(field.path)
+        if not ann.path_for(root, record.id, field.path).exists() if graph is None else not graph.built:
+            parts.append(f"the graph of [{field.path}]")
+    if not parts:
+        return None
+    documents = db.execute("SELECT count(*) FROM docs WHERE index_id = ?", (record.id,)).fetchone()[0]
+    return f"{' and '.join(parts)}, {documents:,} documents"
+
+
+@dataclass
+class _Build:
+    what: str
+    started: float
+    future: Future[Any]
+
+
+class Builds:
+    """The builds of one data directory, one at a time on a thread of their own, at most one per index."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: dict[int, _Build] = {}
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="esbridge-build")
+
+    def run(self, index_id: int, name: str, what: str, work: Callable[[], T], *, patience_s: float | None) -> T:
+        """What ``work`` returns, run on the build thread unless a build of the index is under way already (then
+        that build's result); ``Building`` when it is not done within ``patience_s`` (None: wait to the end).
+        A finished build is forgotten once a caller has its result, so a failed one is tried again."""
+        with self._lock:
+            build = self._running.get(index_id)
+            if build is None:
+                build = self._running[index_id] = _Build(what, time.monotonic(), self._thread.submit(work))
+        try:
+            result = build.future.result(timeout=patience_s)
+        except FutureTimeout:
+            raise Building(name, build.what, build.started) from None
+        finally:
+            if build.future.done():
+                with self._lock:
+                    if self._running.get(index_id) is build:
+                        del self._running[index_id]
+        return result  # type: ignore[no-any-return]  # (the build under way ran this work, or work like it)
+
+    def close(self) -> None:
+        """Wait for the builds under way and queued, then stop the thread."""
+        self._thread.shutdown(wait=True)

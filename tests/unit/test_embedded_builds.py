@@ -1,0 +1,135 @@
+"""A search of an index whose full-text index or graph must be built whole from the database: callers under a
+deadline are told at once what is being built, others wait for it; closing waits for a build under way."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from esbridge import errors
+from esbridge.engines.base import BulkAction
+from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine, builds
+
+DOCUMENTS = 400
+MATCH = {"size": 1000, "_source": False, "query": {"match": {"body": "common"}}}
+MAPPING = {
+    "properties": {
+        "body": {"type": "text"},
+        "vector": {"type": "knn_vector", "dimension": 4, "method": {"name": "hnsw", "space_type": "cosinesimil"}},
+    }
+}
+
+
+def _written(root: Path) -> None:
+    engine = EmbeddedEngine(root)
+    try:
+        engine.create_index("idx", {"mappings": MAPPING})
+        actions = [
+            BulkAction("index", f"d{i}", {"body": f"common word{i}", "vector": [1.0, i % 7, i % 5, 1.0]})
+            for i in range(DOCUMENTS)
+        ]
+        assert not engine.bulk("idx", actions).failed
+    finally:
+        engine.close()
+
+
+@pytest.fixture
+def unbuilt(tmp_path: Path) -> Path:
+    """A data directory whose index has lost its full-text index and its graph: both are built whole again."""
+    _written(tmp_path)
+    shutil.rmtree(tmp_path / "lexical")
+    for graph in (tmp_path / "vectors").glob("*.usearch"):
+        graph.unlink()
+    return tmp_path
+
+
+@pytest.fixture
+def engine(unbuilt: Path) -> Iterator[EmbeddedEngine]:
+    opened = EmbeddedEngine(unbuilt)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def _every_document(found_ids: list[str]) -> bool:
+    return sorted(found_ids) == sorted(f"d{i}" for i in range(DOCUMENTS))
+
+
+def test_a_search_without_a_deadline_waits_for_the_build_and_answers_from_it(engine: EmbeddedEngine) -> None:
+    found = engine.search("idx", MATCH)
+    assert found.total == DOCUMENTS and _every_document([hit.id for hit in found.hits])
+    knn = engine.search("idx", {"size": 3, "query": {"knn": {"vector": {"vector": [1.0, 0.0, 0.0, 1.0], "k": 3}}}})
+    assert [hit.id for hit in knn.hits][:1] == ["d0"]
+
+
+def test_searches_under_a_deadline_are_told_what_is_being_built_while_it_goes_on(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(builds, "PATIENCE_S", 0.05)
+    shared = engine._shared
+    shared._guard.acquire()  # the build cannot start until released: it is "under way" for as long as we like
+    try:
+        with pytest.raises(errors.IndexUnavailable) as first:
+            engine.search("idx", MATCH, patience_s=0.05)
+        message = str(first.value)
+        assert first.value.status == 503
+        assert "index [idx] is being built" in message
+        assert f"its full-text index and the graph of [vector], {DOCUMENTS} documents" in message
+        assert "searches of it answer once the build is done" in message
+        with pytest.raises(errors.IndexUnavailable, match="being built"):  # the same build, not a second one
+            asyncio.run(AsyncEmbeddedEngine(engine=engine).search("idx", MATCH))
+    finally:
+        shared._guard.release()
+    found = engine.search("idx", MATCH, patience_s=30.0)
+    assert found.total == DOCUMENTS and _every_document([hit.id for hit in found.hits])
+    assert engine.search("idx", MATCH, patience_s=0.0).total == DOCUMENTS  # built: nothing to wait for
+
+
+def test_closing_waits_for_the_build_so_the_next_process_finds_it_whole(tmp_path: Path) -> None:
+    """(The full-text index: a process that only searches keeps the graph it builds in memory, and the next
+    writer saves it.)"""
+    _written(tmp_path)
+    shutil.rmtree(tmp_path / "lexical")
+    unbuilt = tmp_path
+    engine = EmbeddedEngine(unbuilt)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # the build starts only once closing has begun to wait for it
+        with engine._shared._guard:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(10)
+    with pytest.raises(errors.IndexUnavailable):
+        engine.search("idx", MATCH, patience_s=0.0)
+    threading.Timer(0.2, release.set).start()
+    engine.close()
+    holder.join()
+    reopened = EmbeddedEngine(unbuilt)
+    try:
+        record = reopened._store.index("idx")
+        assert record is not None
+        assert builds.whole(unbuilt, reopened._store.db, record, None, {}) is None  # nothing left to build
+        assert reopened.search("idx", MATCH, patience_s=0.0).total == DOCUMENTS
+    finally:
+        reopened.close()
+
+
+def test_an_index_that_only_has_changes_to_apply_is_not_built_whole(tmp_path: Path) -> None:
+    _written(tmp_path)
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        record = engine._store.index("idx")
+        assert record is not None
+        assert builds.whole(tmp_path, engine._store.db, record, None, {}) is None
+        assert engine.search("idx", MATCH, patience_s=0.0).total == DOCUMENTS
+    finally:
+        engine.close()
