@@ -40,6 +40,17 @@ def _require_one_logit(session: OnnxSession, name: str) -> None:
     )
 
 
+SPLIT = 4
+"""Batches a call's pairs are cut into at least (when there are that many): one search's re-ranking is one
+call, and a single batch would run on one core however many there are. Fixed rather than taken from the
+thread count, so a pair's score (int8 activations are quantized per batch) does not depend on the machine."""
+
+
+def call_batch_size(pairs: int, largest: int) -> int:
+    """Pairs per batch for one call of ``pairs``: at most ``largest``, small enough for ``SPLIT`` batches."""
+    return max(1, min(largest, math.ceil(pairs / SPLIT)))
+
+
 class OnnxCrossEncoder:
     """A ``Reranker`` running a one-label sequence-classification export (``logits`` of shape [batch, 1])."""
 
@@ -69,9 +80,10 @@ class OnnxCrossEncoder:
         try:
             encodings = self._session.tokenizer.encode_batch([(query, text) for text in texts])
             order = length_order([len(encoding.ids) for encoding in encodings])
+            size = call_batch_size(len(texts), self.batch_size)
             logits = [
                 float(row[0])
-                for output, _ in self._session.run([encodings[position] for position in order], self.batch_size)
+                for output, _ in self._session.run([encodings[position] for position in order], size)
                 for row in output
             ]
         except Exception as exc:  # onnxruntime's own exception types

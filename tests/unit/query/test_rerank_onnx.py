@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from esbridge.config.pipeline import RerankSettings
-from esbridge.embeddings.onnx_cross_encoder import OnnxCrossEncoder, sigmoid
+from esbridge.embeddings.onnx_cross_encoder import OnnxCrossEncoder, call_batch_size, sigmoid
 from esbridge.embeddings.profiles import BGE_SMALL, MS_MARCO_RERANKER
 from esbridge.errors import ModelUnavailable
 from esbridge.query.rerank import RERANKERS
@@ -77,6 +77,29 @@ def test_scores_do_not_depend_on_the_batch(reranker: OnnxCrossEncoder) -> None:
     assert together == pytest.approx(alone, abs=0.02)
     assert together[0] > together[1]
     assert reranker.score("q", []) == []
+
+
+def test_a_call_is_cut_into_four_batches_at_most_the_configured_size() -> None:
+    assert [call_batch_size(pairs, 16) for pairs in (1, 3, 4, 5, 20, 30, 50, 64, 65, 500)] == [
+        1,
+        1,
+        1,
+        2,
+        5,
+        8,
+        13,
+        16,
+        16,
+        16,
+    ]
+    assert call_batch_size(20, 2) == 2
+
+
+def test_scores_do_not_depend_on_the_thread_count(reranker: OnnxCrossEncoder) -> None:
+    """The batches of a call depend on how many pairs it has, not on the threads that run them."""
+    one = OnnxCrossEncoder(MS_MARCO_RERANKER, precision="int8", threads=1)
+    texts = [f"solar panel number {n} turns sunlight into electricity " * (1 + n % 5) for n in range(20)]
+    assert one.score("how do solar panels work", texts) == reranker.score("how do solar panels work", texts)
 
 
 def test_an_embedding_model_named_as_the_re_ranker_is_refused_when_it_loads() -> None:
