@@ -1,15 +1,16 @@
-"""Builds from the database that a search need not wait for.
+"""Bringing an index up to date when that takes long: work a search need not wait for.
 
-Most of what ``DataDir.ready`` applies before a search is a few changes. Building a structure whole is
-another matter: a full-text index whose layout was never built whole (a mapping that added a field, a
-build killed part-way, an index made by an esbridge that laid it out otherwise) or a graph whose file is
-gone is built again from the database, seconds per ten thousand chunks and minutes at a million, far past
-a search's timeout; every other search of the index would queue behind it and time out too, none saying
-why. Such a build runs on a thread of its own. A caller that serves searches under a deadline waits for it
-``patience_s`` and otherwise gets ``Building`` at once, naming the index, what is being built and for how
-long, while the build goes on; other callers (ingest, export, the command line's reads) wait for it to end.
-Closing the data directory waits for a build under way, so that a command that stops early leaves it whole
-for the next one.
+Most of what ``DataDir.ready`` applies before a search is a few changes. Some catch-ups take far longer
+than a search's timeout: a full-text index whose layout was never built whole (a mapping that added a
+field, a build killed part-way, an index made by an esbridge that laid it out otherwise) or a graph whose
+file is gone is built again from the database, seconds per ten thousand chunks and minutes at a million;
+a process that only searches applies the graph changes of another process's large ingest at about 2,000 a
+second. Every other search of the index would queue behind it and time out too, none saying why. Such a
+catch-up runs on a thread of its own. A caller that serves searches under a deadline waits for it
+``patience_s`` and otherwise gets ``Building`` at once, naming the index, what is being done and for how
+long, while the work goes on; other callers (ingest, export, the command line's reads) wait for it to end.
+Closing the data directory waits for the work under way, so that a command that stops early leaves a
+full-text index whole for the next one.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 from esbridge.engines.embedded import ann, lexical
 from esbridge.engines.embedded.ann import VectorIndex
 from esbridge.engines.embedded.lexical import Layout, LexicalIndex
+from esbridge.engines.embedded.progress import read_applied
 from esbridge.engines.embedded.store import IndexRecord
 
 T = TypeVar("T")
@@ -36,26 +38,32 @@ PATIENCE_S = 2.0
 small index is built within it and its first search answers as usual."""
 
 
+BEHIND = 5_000
+"""Changes the index's graphs may lack before catching up counts as slow (a process that only searches applies
+another process's writes to its graphs in memory: about 2,000 a second at a million chunks)."""
+
+
 class Building(Exception):
-    """The index is being built from the database; searches of it answer once the build is done."""
+    """The index is being brought up to date from the database; searches of it answer once that is done."""
 
     def __init__(self, name: str, what: str, started: float) -> None:
         elapsed = time.monotonic() - started
         super().__init__(
-            f"index [{name}] is being built from the embedded engine's database ({what}; {elapsed:.0f} s so far); "
-            "searches of it answer once the build is done"
+            f"index [{name}] is not ready: the embedded engine is {what} ({elapsed:.0f} s so far); searches of it "
+            "answer once that is done"
         )
 
 
-def whole(
+def slow_work(
     root: Path,
     db: sqlite3.Connection,
     record: IndexRecord,
     text: LexicalIndex | None,
     graphs: Mapping[str, VectorIndex],
 ) -> str | None:
-    """What bringing the index up would build whole, given the structures this process has for it (``text``
-    None: none yet); None when it would only apply changes."""
+    """What bringing the index up to date would take long for, given the structures this process has for it
+    (``text`` None: none yet): a structure to build whole from the database, or many changes to apply; None
+    when there are only a few changes to apply."""
     parts = []
     layout = Layout(record.schema)
     if text is None or text.layout.digest != layout.digest:
@@ -63,14 +71,23 @@ def whole(
             parts.append("its full-text index")
     elif text.fresh:
         parts.append("its full-text index")
+    applied = []
     for field in record.schema.vector_fields:
         graph = graphs.get(field.path)
-        if not ann.path_for(root, record.id, field.path).exists() if graph is None else not graph.built:
+        path = ann.path_for(root, record.id, field.path)
+        if not path.exists() if graph is None else not graph.built:
             parts.append(f"the graph of [{field.path}]")
-    if not parts:
-        return None
-    documents = db.execute("SELECT count(*) FROM docs WHERE index_id = ?", (record.id,)).fetchone()[0]
-    return f"{' and '.join(parts)}, {documents:,} documents"
+        else:
+            applied.append(graph.applied if graph is not None else read_applied(path.with_suffix(".json")) or 0)
+    if parts:
+        documents = db.execute("SELECT count(*) FROM docs WHERE index_id = ?", (record.id,)).fetchone()[0]
+        return f"building {' and '.join(parts)} from its database, {documents:,} documents"
+    if applied:
+        query = "SELECT count(*) FROM changes WHERE index_id = ? AND seq > ?"
+        behind = db.execute(query, (record.id, min(applied))).fetchone()[0]
+        if behind > BEHIND:
+            return f"applying {behind:,} changes to its graphs, written since they were last brought up to date"
+    return None
 
 
 @dataclass

@@ -28,7 +28,7 @@ import numpy.typing as npt
 from esbridge.engines.embedded import ann, changelog, lexical
 from esbridge.engines.embedded.ann import VectorIndex
 from esbridge.engines.embedded.backfill import Backfills, log, mark_complete
-from esbridge.engines.embedded.builds import Builds, whole
+from esbridge.engines.embedded.builds import Builds, slow_work
 from esbridge.engines.embedded.floats import FloatCopies
 from esbridge.engines.embedded.lexical import COMMIT_AFTER_S, Layout, LexicalIndex
 from esbridge.engines.embedded.store import DB_FILE, IndexRecord, Store
@@ -128,7 +128,7 @@ class DataDir:
         found = self._handles.get(record.id)
         if found is None or found.generation != record.generation or found.lexical.fresh:
             text, graphs = (found.lexical, found.vectors) if found else (None, {})
-            building = whole(self.root, store.db, record, text, graphs) if searching else None
+            building = slow_work(self.root, store.db, record, text, graphs) if searching else None
             if building is not None:
                 found = self._builds.run(
                     record.id, record.name, building, lambda: self._caught_up(store, record), patience_s=patience_s
