@@ -14,7 +14,7 @@ import click
 
 from esbridge.cli.options import config_option, confirm, settings_from, yes_option
 from esbridge.config.settings import Settings
-from esbridge.embeddings.cache import EmbeddingCache
+from esbridge.embeddings.cache import EmbeddingCache, cache_path
 
 
 @click.group()
@@ -28,10 +28,12 @@ def cache() -> None:
 def stats(config_file: Path | None, as_json: bool) -> None:
     """The cache file, its size, and how many vectors each model identity has stored."""
     settings = settings_from(config_file)
-    with EmbeddingCache(settings.embedding.cache_dir) as store:
-        models = store.models()
-        size = _size_on_disk(store.path)
-        path = store.path
+    path = cache_path(settings.embedding.cache_dir)
+    models: dict[str, int] = {}
+    if path.exists():  # a read command: opening a missing cache would create it
+        with EmbeddingCache(settings.embedding.cache_dir) as store:
+            models = store.models()
+    size = _size_on_disk(path)
     if as_json:
         click.echo(json.dumps({"path": str(path), "size_bytes": size, "models": models}, indent=2))
         return
@@ -54,6 +56,12 @@ def prune(config_file: Path | None, models: tuple[str, ...], other_models: bool,
     if not models and not other_models:
         raise click.UsageError("name what to delete: --model IDENTITY (repeatable) or --other-models")
     settings = settings_from(config_file)
+    path = cache_path(settings.embedding.cache_dir)
+    if not path.exists():  # opening it would create it
+        if models:
+            raise click.ClickException(f"there is no embedding cache at {path}, so no vectors of {', '.join(models)}")
+        click.echo(f"nothing to delete: there is no embedding cache at {path}")
+        return
     keep = _configured_identity(settings) if other_models else None
     with EmbeddingCache(settings.embedding.cache_dir) as store:
         stored = store.models()

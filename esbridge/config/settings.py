@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -194,11 +195,17 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _engine_matches_auth(self) -> Settings:
         if self.engine == "elasticsearch" and self.auth.aws_sigv4:
-            raise ValueError("auth.aws_sigv4 is for Amazon OpenSearch Service, not Elasticsearch")
+            raise _conflict(
+                "auth.aws_sigv4 is for Amazon OpenSearch Service, not Elasticsearch", "engine", "auth.aws_sigv4"
+            )
         if self.engine == "opensearch" and self.auth.cloud_id:
-            raise ValueError("auth.cloud_id is for Elastic Cloud, not OpenSearch")
+            raise _conflict("auth.cloud_id is for Elastic Cloud, not OpenSearch", "engine", "auth.cloud_id")
         if self.engine == "embedded" and self.url:
-            raise ValueError("engine 'embedded' takes no url")
+            raise _conflict("engine 'embedded' takes no url", "engine", "url")
+        if self.url and self.auth.cloud_id:
+            raise _conflict(
+                "url and auth.cloud_id both say which engine to reach: set only one", "url", "auth.cloud_id"
+            )
         return self
 
     @classmethod
@@ -224,6 +231,11 @@ class Settings(BaseSettings):
     def redacted(self) -> dict[str, Any]:
         """The settings as plain data, every secret replaced by ``'**********'``."""
         return self.model_dump(mode="json")
+
+
+def _conflict(message: str, *settings: str) -> PydanticCustomError:
+    """A check across settings, naming them so that the error can say where each one's value came from."""
+    return PydanticCustomError("conflicting_settings", message, {"settings": settings})
 
 
 _SECTIONS = ("auth", "tls", "embedding", "mapping", "pipeline", "service", "fields")
@@ -332,12 +344,23 @@ def _describe(exc: ValidationError, path: Path, given: dict[str, Any], in_file: 
         if error["type"] == "extra_forbidden":
             nearest = nearest_setting(Settings, keys)
             message = "unknown setting" + (f"; did you mean {nearest}?" if nearest else "")
-        errors.append((f"{'.'.join(keys) or 'settings'}: {message}", _sources(keys, given, in_file, path)))
+        sources = _sources(keys, given, in_file, path)
+        if error["type"] == "conflicting_settings":
+            sources = [_origin(name.split("."), given, in_file, path) for name in error.get("ctx", {})["settings"]]
+        errors.append((f"{'.'.join(keys) or 'settings'}: {message}", sources))
     file_only = f"config file {path}"
     if all(sources == [file_only] for _, sources in errors):
         return f"invalid settings ({file_only}):\n  " + "\n  ".join(line for line, _ in errors)
     lines = [line + (f" ({', '.join(sources)})" if sources else "") for line, sources in errors]
     return "invalid settings:\n  " + "\n  ".join(lines)
+
+
+def _origin(keys: list[str], given: dict[str, Any], in_file: dict[str, Any], path: Path) -> str:
+    """``setting from source``: for one of the settings a check across several names."""
+    sources = _sources(keys, given, in_file, path)
+    if keys[0] in given:
+        sources = ["a command-line option or load_settings argument"]
+    return f"{'.'.join(keys)} from {' and '.join(sources) or 'its default'}"
 
 
 def _sources(keys: list[str], given: dict[str, Any], in_file: dict[str, Any], path: Path) -> list[str]:

@@ -34,6 +34,11 @@ def default_cache_dir() -> Path:
     return Path(base).expanduser() / "esbridge" / "embeddings"
 
 
+def cache_path(directory: Path | None = None) -> Path:
+    """The cache file in ``directory`` (by default ``default_cache_dir()``)."""
+    return (directory if directory is not None else default_cache_dir()) / FILE_NAME
+
+
 def text_key(text: str) -> bytes:
     """The cache key of a text: SHA-256 of exactly what is embedded."""
     # surrogatepass: a JSON "\ud800" escape can put a lone surrogate in a str; it still needs a key.
@@ -64,7 +69,7 @@ class EmbeddingCache:
     """
 
     def __init__(self, directory: Path | None = None, *, timeout_s: float = 30.0) -> None:
-        self.path = (directory if directory is not None else default_cache_dir()) / FILE_NAME
+        self.path = cache_path(directory)
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -152,7 +152,7 @@ class OpenSearchEngine(paging.ScanBySearch, _Translating):
 
     def probe(self) -> Capabilities:
         with self._call("probe"):
-            info = self._client.info()
+            info = self._root()
             health = self._client.cluster.health()
             nodes = self._client.nodes.info(metric="plugins")
         version = str(info["version"]["number"])
@@ -174,6 +174,33 @@ class OpenSearchEngine(paging.ScanBySearch, _Translating):
             native_hybrid=native,
             features=server_features(plugins),
             notes=notes,
+        )
+
+    def _root(self) -> dict[str, Any]:
+        """``GET /``, refused when the server is Elasticsearch, which the OpenSearch adapter would misread."""
+        try:
+            info: dict[str, Any] = self._client.info()
+        except ox.TransportError as exc:
+            # Every OpenSearch answers GET /; Elasticsearch builds without the rest-root module say 405.
+            if exc.status_code != 405:
+                raise
+            raise self._not_opensearch(
+                "it answers GET / with HTTP 405, as Elasticsearch without rest-root does"
+            ) from exc
+        version = info.get("version") or {}
+        number = str(version.get("number", ""))
+        major = number.split(".")[0]
+        # Elasticsearch 8 and later; an Elasticsearch 7 domain of Amazon OpenSearch Service is served as OpenSearch.
+        if str(version.get("distribution", "")).lower() != "opensearch" and major.isdigit() and int(major) >= 8:
+            raise self._not_opensearch(f"GET / names version {number} and no OpenSearch distribution")
+        return info
+
+    def _not_opensearch(self, evidence: str) -> errors.EngineResponseError:
+        return errors.EngineResponseError(
+            f"the server is Elasticsearch, not OpenSearch ({evidence}): select it with engine = 'elasticsearch' "
+            "(--engine elasticsearch, ESBRIDGE_ENGINE=elasticsearch), or engine = 'auto' to ask the server",
+            url=self._url,
+            operation="probe",
         )
 
     def index_exists(self, index: str) -> bool:

@@ -9,7 +9,7 @@ from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter
 from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source
-from esbridge.ingest.model_record import refuse_other_model
+from esbridge.ingest.model_record import holds_vectors, model_to_record_with_missing, record_model
 from esbridge.ingest.run import (
     IngestReport,
     ProgressFactory,
@@ -37,7 +37,7 @@ def embed_missing(
         raise errors.ConfigError(
             f"the model {embedder.name} makes {embedder.dimension}-dimensional vectors but {index} maps {dimension}"
         )
-    refuse_other_model(engine, index, embedder)
+    identity = model_to_record_with_missing(engine, index, embedder)
     with _Timer(report.timings, "index_s"):
         hits = list(
             engine.scan(
@@ -61,6 +61,10 @@ def embed_missing(
             bar.update(len(chunks))
         engine.refresh(index)
     report.chunks_indexed = len(writer.totals.succeeded)
+    # As ingest does: a later search or ingest with another model can then tell which one made the vectors.
+    if identity is not None and holds_vectors(engine, index):
+        record_model(engine, index, identity)
+        report.model_recorded = identity.name
     report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in writer.totals.failed)
     report.warnings.extend(write_block_warnings(writer.totals.failed, index))
     return report

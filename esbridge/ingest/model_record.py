@@ -31,6 +31,7 @@ from esbridge.embeddings.identity import (
     identity_of,
     mismatch_error,
     recorded_identity,
+    unrecorded_mismatch,
     with_identity,
 )
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine, Hit
@@ -85,7 +86,7 @@ def plan_model(engine: Engine, index: str, mapping: Mapping[str, Any], embedder:
 
 
 def refuse_other_model(engine: Engine, index: str, embedder: Embedder) -> None:
-    """Refuse to add vectors of ``embedder`` to an index whose vectors another model made (``embed --missing``)."""
+    """Refuse to add vectors of ``embedder`` to an index whose vectors another model made."""
     recorded = recorded_identity(engine.get_mapping(index), index)
     if recorded is None:
         return
@@ -93,6 +94,27 @@ def refuse_other_model(engine: Engine, index: str, embedder: Embedder) -> None:
     verdict = compare(recorded, current)
     if not verdict.compatible:
         raise mismatch_error(index, recorded, current, verdict)
+
+
+def model_to_record_with_missing(engine: Engine, index: str, embedder: Embedder) -> ModelIdentity | None:
+    """For ``embed --missing``, before its writes: refuse to add ``embedder``'s vectors to an index whose vectors
+    another model made (as its record says, or as its vectors do when it records none); else the identity to
+    record once they are written, None when the index records it already."""
+    current = identity_of(embedder)
+    recorded = recorded_identity(engine.get_mapping(index), index)
+    if recorded is not None:
+        verdict = compare(recorded, current)
+        if not verdict.compatible:
+            raise mismatch_error(index, recorded, current, verdict)
+        return None
+    agreed = agreement(engine, index, embedder)
+    if agreed is not None and agreed < SAME_MODEL_COSINE:
+        raise unrecorded_mismatch(index, current, agreed)
+    return current
+
+
+def holds_vectors(engine: Engine, index: str) -> bool:
+    return engine.search(index, {"size": 0, "track_total_hits": True, "query": WITH_VECTOR}).total > 0
 
 
 def record_model(engine: Engine, index: str, identity: ModelIdentity) -> None:

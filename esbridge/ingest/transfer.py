@@ -149,10 +149,22 @@ def header_parameters(header: Mapping[str, Any], path: Path) -> IndexParameters:
         raise SourceError(f"{path}: the export header's 'parameters' cannot be used: {exc}") from exc
 
 
+class CutShort(str):
+    """Why the file could not be read past a line (a truncated or damaged gzip); the last item of its lines."""
+
+
 def _chunk_lines(handle: BufferedIOBase, path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
     with handle:
         number = 1
-        while raw := _read_line(handle, path):
+        while True:
+            try:
+                raw = _read_line(handle, path)
+            except SourceError as exc:
+                # The whole lines before are good: they are used, and the rest of the file is reported.
+                yield number + 1, CutShort(f"{exc}; the file ends early, after {number - 1} chunk line(s)")
+                return
+            if not raw:
+                return
             number += 1
             if raw.strip():
                 yield number, parse_chunk_line(raw)
@@ -250,7 +262,7 @@ def import_chunks(
     def actions() -> Iterator[BulkAction]:
         nonlocal seen
         for number, chunk in lines:
-            seen += 1
+            seen += not isinstance(chunk, CutShort)
             if isinstance(chunk, str):
                 failed.append({"id": f"{path.name}:{number}", "reason": chunk})
                 continue

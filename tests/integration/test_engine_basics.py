@@ -16,6 +16,7 @@ from esbridge.engines import BulkAction, Engine, connect, connect_async, resolve
 from esbridge.engines.dialect import index_settings, knn_body, match_body, vector_field
 from esbridge.errors import (
     AuthenticationError,
+    EngineResponseError,
     EngineUnavailable,
     IndexAlreadyExists,
     IndexNotFound,
@@ -257,3 +258,17 @@ def test_wrong_credentials_give_an_authentication_error(engine_settings: Setting
         wrong.close()
     assert proxy.url in str(caught.value)
     assert "wrong-password" not in str(caught.value)
+
+
+def test_the_other_engine_kind_says_which_server_answered_and_how_to_select_it(
+    engine_settings: Settings, engine_kind: str
+) -> None:
+    # The OpenSearch adapter once showed Elasticsearch's raw "HTTP 405: Incorrect HTTP method for uri [/]".
+    other = "opensearch" if engine_kind == "elasticsearch" else "elasticsearch"
+    wrong = connect(engine_settings.model_copy(update={"engine": other, "retries": 0}))
+    try:
+        with pytest.raises(EngineResponseError) as caught:
+            wrong.probe()
+    finally:
+        wrong.close()
+    assert f"engine = '{engine_kind}'" in str(caught.value)

@@ -73,3 +73,12 @@ def test_links_body_finds_out_and_in_links_in_one_request(engine: Engine, loaded
     by_doc = {str(hit.source["doc_id"]): list(hit.source["links"]) for hit in hits}
     assert by_doc["solar"] == ["wind"]  # the seed, with its out-links
     assert "tool" in by_doc  # links to the seed (in-link)
+
+
+def test_knn_as_deep_as_the_settings_allow_is_answered(engine: Engine, loaded: str, embedder: CachedEmbedder) -> None:
+    # pipeline.knn_k_per_type may be 10000, and the retriever asks twice that many candidates: Elasticsearch
+    # refused anything over 10000 ("[num_candidates] cannot exceed [10000]") and the search fell back to BM25.
+    vector = embedder.embed(["renewable electricity"])[0]
+    body = knn_body(engine.dialect, vector, k=10_000, filters=Filters(), num_candidates=20_000)
+    found = doc_ids(engine, loaded, body)
+    assert len(found) == 43  # every searchable record: deprecated and draft are excluded

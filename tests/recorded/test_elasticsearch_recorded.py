@@ -257,6 +257,19 @@ def test_a_server_that_is_not_elasticsearch_is_refused(server: ReplayServer) -> 
         adapter_for(server).probe()
 
 
+def test_the_opensearch_adapter_refuses_an_elasticsearch_that_answers_get_root() -> None:
+    from esbridge.engines.opensearch import OpenSearchEngine
+
+    replay = ReplayServer()
+    # What Elasticsearch answers a client that asks for no vendor media type: plain JSON.
+    replay.route("GET", "/", Recording(200, load_recording("info_9").body, {"Content-Type": "application/json"}))
+    with replay.running():
+        adapter = OpenSearchEngine(load_settings(url=replay.url, engine="opensearch", retries=0))
+        with pytest.raises(EngineResponseError, match=r"Elasticsearch, not OpenSearch .* engine = 'elasticsearch'"):
+            adapter.probe()
+        adapter.close()
+
+
 def test_licence_endpoint_refused_leaves_licensed_features_off(server: ReplayServer) -> None:
     forbidden = {
         "error": {

@@ -276,3 +276,25 @@ def test_numeric_fusion_params_from_env_variables_are_numbers(monkeypatch: pytes
     assert pipeline.fusion_params == {"k": 30, "normalization": "min_max", "scale": 0.5}
     result = get_fusion("rrf")({"bm25": {"a": 2.0, "b": 1.0}}, k=pipeline.fusion_params["k"])
     assert result.scores == pytest.approx({"a": 1 / 31, "b": 1 / 32})
+
+
+def test_a_url_and_a_cloud_id_are_refused_naming_where_each_came_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Both once passed, and the cloud was reached while every message named the URL.
+    write_toml(Path("esbridge.toml"), '[auth]\ncloud_id = "deployment:ZXhhbXBsZS5jb20kYWJjJGRlZg=="\n')
+    monkeypatch.setenv("ESBRIDGE_URL", "http://127.0.0.1:9201")
+    with pytest.raises(ConfigError) as from_env:
+        load_settings()
+    assert "url and auth.cloud_id both say which engine to reach" in str(from_env.value)
+    assert "url from environment variable ESBRIDGE_URL" in str(from_env.value)
+    assert "auth.cloud_id from config file esbridge.toml" in str(from_env.value)
+    with pytest.raises(ConfigError, match="url from a command-line option"):
+        load_settings(url="http://127.0.0.1:9200")
+
+
+def test_engine_embedded_with_a_url_says_where_the_url_came_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ESBRIDGE_URL", "http://127.0.0.1:9200")
+    with pytest.raises(ConfigError) as refused:
+        load_settings(engine="embedded")
+    assert "engine 'embedded' takes no url" in str(refused.value)
+    assert "url from environment variable ESBRIDGE_URL" in str(refused.value)
+    assert "engine from a command-line option" in str(refused.value)

@@ -48,3 +48,18 @@ def test_prune_names_what_it_does_not_know_and_needs_a_target(tmp_path: Path) ->
     assert "holds no vectors of nope; it holds: old-model@1/3, new-model@2/3" in unknown.output
     bare = CliRunner().invoke(main, ["cache", "prune"], env=env)
     assert bare.exit_code == 2 and "--other-models" in bare.output
+
+
+def test_stats_and_prune_on_a_missing_cache_do_not_create_it(tmp_path: Path) -> None:
+    directory = tmp_path / "never-used"
+    env = {"ESBRIDGE_EMBEDDING__CACHE_DIR": str(directory)}
+    shown = CliRunner().invoke(main, ["cache", "stats", "--json"], env=env)
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout) == {"path": str(directory / "embeddings.sqlite3"), "size_bytes": 0, "models": {}}
+    text = CliRunner().invoke(main, ["cache", "stats"], env=env)
+    assert text.exit_code == 0 and "0 vectors" in text.output
+    pruned = CliRunner().invoke(main, ["cache", "prune", "--other-models", "--yes"], env=env)
+    assert pruned.exit_code == 0 and "no embedding cache at" in pruned.output
+    named = CliRunner().invoke(main, ["cache", "prune", "--model", "old-model@1/3", "--yes"], env=env)
+    assert named.exit_code == 1 and "no vectors of old-model@1/3" in named.output
+    assert not directory.exists()

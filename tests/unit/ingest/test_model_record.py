@@ -134,6 +134,36 @@ def test_embed_missing_with_another_model_is_refused_naming_both(engine: Embedde
         embed_missing(engine, "notes", OtherHashingEmbedder())
 
 
+def lexical_only(engine: EmbeddedEngine, folder: Path) -> IngestReport:
+    """An ingest while the model was unavailable: chunks without vectors, awaiting `embed --missing`."""
+    path = folder / "first.jsonl"
+    path.write_text("\n".join(json.dumps(record) for record in FIRST), encoding="utf-8")
+    manager = IndexManager(engine, "notes", IndexParameters(dimension=32))
+    return ingest(path, engine=engine, manager=manager, embedder=None, options=IngestOptions(source="first"))
+
+
+def test_embed_missing_records_the_model_that_made_the_vectors(engine: EmbeddedEngine, tmp_path: Path) -> None:
+    assert lexical_only(engine, tmp_path).without_vectors == len(FIRST)
+    assert recorded_name(engine) is None
+    filled = embed_missing(engine, "notes", HashingEmbedder())
+    assert (filled.chunks_indexed, filled.failed, filled.model_recorded) == (len(FIRST), [], "hashing-32")
+    assert recorded_identity(engine.get_mapping("notes"), "notes") == identity_of(HashingEmbedder())
+    with pytest.raises(ModelMismatch, match=r"made by hashing-32 .* with other-hashing-32"):
+        embed_missing(engine, "notes", OtherHashingEmbedder())  # the record is what later checks read
+
+
+def test_embed_missing_refuses_an_unrecorded_index_whose_vectors_another_model_made(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    unrecorded_index_with_one_vector(engine, OtherHashingEmbedder())
+    lexical_only(engine, tmp_path)
+    with pytest.raises(ModelMismatch, match="records no embedding model, and its vectors were not made by hashing-32"):
+        embed_missing(engine, "notes", HashingEmbedder())
+    assert recorded_name(engine) is None
+    with_vectors = engine.scan("notes", {"term": {"embedding": EMBEDDED}}, ["chunk_id"], sort_field="chunk_id")
+    assert [hit.id for hit in with_vectors] == ["old#0"]
+
+
 def test_a_reindex_and_an_export_carry_the_record(engine: EmbeddedEngine, tmp_path: Path) -> None:
     run(engine, tmp_path, "first", FIRST, HashingEmbedder())
     manager = IndexManager(engine, "notes", IndexParameters(dimension=32))

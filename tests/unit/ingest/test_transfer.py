@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -115,5 +116,24 @@ def test_an_export_quantized_in_a_way_this_engine_lacks_is_imported_as_float(tmp
         with pytest.warns(EsbridgeWarning, match=r"bbq.*stores them as float"):
             assert import_chunks(engine, "moved", path) == (3, [])
         assert engine.count("moved") == 3
+    finally:
+        engine.close()
+
+
+def test_a_truncated_gzip_export_imports_its_whole_lines_and_says_how_many(tmp_path: Path) -> None:
+    # An interrupted `esbridge export | gzip`: the import once stopped with only gzip's error, not saying that
+    # (nor how many) chunks had been written.
+    chunks = [{"_id": f"d{n}#0", "doc_id": f"d{n}", "body": os.urandom(200).hex()} for n in range(400)]
+    whole = gzip.compress(export_bytes({**HEADER, "chunks": 400}, [json.dumps(chunk).encode() for chunk in chunks]))
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(whole[: len(whole) // 2])
+    engine = EmbeddedEngine(tmp_path / "data")
+    try:
+        imported, failed = import_chunks(engine, "moved", path)
+        assert 0 < imported < 400
+        assert engine.count("moved") == imported
+        reasons = [failure["reason"] for failure in failed]
+        assert any(f"the file ends early, after {imported} chunk line(s)" in reason for reason in reasons)
+        assert f"the header announces 400 chunks but the file holds {imported} lines" in reasons
     finally:
         engine.close()

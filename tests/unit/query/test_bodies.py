@@ -117,6 +117,8 @@ def test_knn_filters_go_inside_the_knn_clause() -> None:
     assert clause["filter"] == filter_query(filters)
     es_body = knn_body("elasticsearch", [0.1, 0.2], k=20, filters=filters, num_candidates=10)
     assert es_body["knn"]["num_candidates"] == 20, "never fewer candidates than k"
+    deep = knn_body("elasticsearch", [0.1, 0.2], k=6000, filters=filters, num_candidates=12_000)
+    assert deep["knn"]["num_candidates"] == 10_000, "Elasticsearch refuses more"
     assert es_body["knn"]["filter"] == filter_query(filters)
     assert "query" not in es_body
     with pytest.raises(ValueError, match="k must be positive"):
