@@ -95,7 +95,9 @@ def test_searches_under_a_deadline_are_told_what_is_being_built_while_it_goes_on
     assert engine.search("idx", MATCH, patience_s=0.0).total == DOCUMENTS  # built: nothing to wait for
 
 
-def test_closing_waits_for_the_build_so_the_next_process_finds_it_whole(tmp_path: Path) -> None:
+def test_closing_waits_for_the_build_so_the_next_process_finds_it_whole(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """(The full-text index: a process that only searches keeps the graph it builds in memory, and the next
     writer saves it.)"""
     _written(tmp_path)
@@ -117,6 +119,7 @@ def test_closing_waits_for_the_build_so_the_next_process_finds_it_whole(tmp_path
     threading.Timer(0.2, release.set).start()
     engine.close()
     holder.join()
+    assert "waiting for the embedded engine to finish building its full-text index from its database" in caplog.text
     reopened = EmbeddedEngine(unbuilt)
     try:
         record = reopened._store.index("idx")

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from esbridge.engines.embedded import ann, lexical
 from esbridge.engines.embedded.ann import VectorIndex
+from esbridge.engines.embedded.backfill import log
 from esbridge.engines.embedded.lexical import Layout, LexicalIndex
 from esbridge.engines.embedded.progress import read_applied
 from esbridge.engines.embedded.store import IndexRecord
@@ -92,6 +93,7 @@ def slow_work(
 
 @dataclass
 class _Build:
+    name: str
     what: str
     started: float
     future: Future[Any]
@@ -112,7 +114,7 @@ class Builds:
         with self._lock:
             build = self._running.get(index_id)
             if build is None:
-                build = self._running[index_id] = _Build(what, time.monotonic(), self._thread.submit(work))
+                build = self._running[index_id] = _Build(name, what, time.monotonic(), self._thread.submit(work))
         try:
             result = build.future.result(timeout=patience_s)
         except FutureTimeout:
@@ -126,4 +128,8 @@ class Builds:
 
     def close(self) -> None:
         """Wait for the builds under way and queued, then stop the thread."""
+        with self._lock:
+            waiting = [build for build in self._running.values() if not build.future.done()]
+        for build in waiting:
+            log.warning("waiting for the embedded engine to finish %s for index [%s]", build.what, build.name)
         self._thread.shutdown(wait=True)
