@@ -19,6 +19,7 @@ reports what the fail-over cost and when it ended.
 from __future__ import annotations
 
 import asyncio
+import math
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -47,8 +48,8 @@ DEFAULT_MODES = ("bm25", "knn", "embed", "hybrid", "native")
 def percentiles(samples: Sequence[float]) -> dict[str, float]:
     ordered = sorted(samples)
 
-    def at(fraction: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))], 2)
+    def at(fraction: float) -> float:  # nearest rank: the smallest sample with at least this fraction at or below it
+        return round(ordered[max(0, math.ceil(round(fraction * len(ordered), 9)) - 1)], 2)
 
     return {"p50": round(statistics.median(ordered), 2), "p95": at(0.95), "p99": at(0.99), "n": len(ordered)}
 

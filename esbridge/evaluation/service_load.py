@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import signal
 import socket
@@ -72,7 +73,8 @@ def resident_bytes(process: psutil.Process) -> int:
 
 
 def percentile(ordered: list[float], fraction: float) -> float:
-    return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))], 2)
+    """Nearest rank: the smallest sample with at least ``fraction`` of the samples at or below it."""
+    return round(ordered[max(0, math.ceil(round(fraction * len(ordered), 9)) - 1)], 2)
 
 
 def start_server(

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from esbridge.ids import document_of
+from esbridge.query import shaping
 
 SERVER_TYPES = {"mcp_server": "servers", "virtual_server": "virtual_servers"}
 LISTED_TYPES = {"a2a_agent": "agents", "skill": "skills"}
@@ -63,14 +64,14 @@ class RegistryGroups(BaseModel):
 
 def group(scores: Mapping[str, float], sources: Mapping[str, Mapping[str, Any]], top_n: int) -> RegistryGroups:
     """``scores`` (every candidate, fused; chunk ids) grouped by entity type; see the module docstring."""
-    top = max(scores.values(), default=0.0)
-    scale = 1.0 / top if top > 0 else 1.0  # the best candidate is 1.0, as in the results
     best: dict[str, tuple[str, float]] = {}  # document -> (its best chunk, score)
-    for item, raw in scores.items():
-        score = raw * scale
+    for item, score in scores.items():
         doc = document_of(item, sources.get(item, {}))
         if doc not in best or score > best[doc][1]:
             best[doc] = (item, score)
+    # Scaled as the results are (the best is 1.0, nothing below 0), so a document scores the same in both.
+    scaled = dict(shaping.normalize(shaping.ranked(dict(best.values()))))
+    best = {doc: (item, scaled[item]) for doc, (item, _) in best.items()}
     tools = [
         tool
         for item, score in best.values()

@@ -36,7 +36,10 @@ def test_rows_keep_order_mark_unavailable_and_test_against_the_baseline() -> Non
 
 def test_percentiles_and_ratios() -> None:
     found = percentiles([float(n) for n in range(1, 101)])
-    assert found == {"p50": 50.5, "p95": 96.0, "p99": 100.0, "n": 100}
+    # nearest rank: 95 of the 100 samples are at or below p95; p99 of 100 samples is not their maximum
+    assert found == {"p50": 50.5, "p95": 95.0, "p99": 99.0, "n": 100}
+    assert percentiles([float(n) for n in range(1, 21)]) == {"p50": 10.5, "p95": 19.0, "p99": 20.0, "n": 20}
+    assert percentiles([3.0]) == {"p50": 3.0, "p95": 3.0, "p99": 3.0, "n": 1}
     found_ratios = ratios({"bm25": 4.0, "knn": 5.0, "embed": 10.0, "hybrid": 18.0})
     assert found_ratios["hybrid / bm25"] == 4.5
     assert found_ratios["hybrid / (1.1 x max(bm25, knn) + embed)"] == pytest.approx(18.0 / 15.5, abs=1e-3)

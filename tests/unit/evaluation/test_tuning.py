@@ -191,6 +191,21 @@ def test_qpp_is_fitted_on_the_grids_queries_and_beats_a_fixed_share_when_predict
     assert QppModel.from_params(pipeline.fusion_params["model"]) == fitted.model
 
 
+def test_qpp_cross_validation_counts_the_queries_it_has_no_predictors_for() -> None:
+    # 40 more judged queries whose lists are too short to read (qpp falls back to equal weights, share 0.5)
+    # and whose relevant document no share finds: the grid's figure counts them, so qpp's must as well.
+    outcomes = qpp_outcomes(80)
+    for i in range(80, 120):
+        outcomes[-1].decisions[f"q{i}"] = FusionDecision(reason="a run too short to read: plain linear fusion")
+        for outcome in outcomes[:-1]:
+            outcome.top[f"q{i}"] = {"other": 1.0}
+    judgements = {f"q{i}": {"rel": 1} for i in range(120)}
+    fitted = fit_qpp(judgements, outcomes, "train", embedding_model="m")
+    assert isinstance(fitted, QppFit)
+    assert fitted.queries == 80
+    assert fitted.cross_validated == pytest.approx(80 / 120)
+
+
 def test_qpp_is_not_fitted_on_too_few_queries_or_without_its_probe() -> None:
     outcomes = qpp_outcomes(20)
     judgements = {f"q{i}": {"rel": 1} for i in range(20)}

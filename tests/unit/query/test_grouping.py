@@ -36,18 +36,18 @@ SCORES = {
 def test_servers_carry_only_their_matching_tools_and_tools_bring_their_server() -> None:
     groups = group(SCORES, SOURCES, top_n=10)
     # scores are divided by the best candidate's (0.8), as results are
-    assert [(s.id, s.score) for s in groups.servers] == [("jira", 1.0), ("slack", 0.75)]
+    assert [(s.id, s.score) for s in groups.servers] == [("jira", 1.0), ("slack", 0.6 / 0.8)]
     jira, slack = groups.servers
     assert [(t.tool_name, t.score) for t in jira.matching_tools] == [("create_issue", 1.0)]
     assert (jira.name, jira.path) == ("Jira", "/jira")
     assert (slack.name, slack.path, [t.tool_name for t in slack.matching_tools]) == (None, "/slack", ["post_message"])
     assert [(t.server_id, t.tool_name, t.score) for t in groups.tools] == [
         ("jira", "create_issue", 1.0),
-        ("slack", "post_message", 0.75),
+        ("slack", "post_message", 0.6 / 0.8),
     ]
     assert groups.tools[0].input_schema == {"type": "object"} and groups.tools[0].description == "does create_issue"
     assert [(v.id, v.score) for v in groups.virtual_servers] == [("dev", 0.25)]
-    assert [(a.id, a.score) for a in groups.agents] == [("helper", 0.375)]
+    assert [(a.id, a.score) for a in groups.agents] == [("helper", 0.3 / 0.8)]
     assert groups.skills == []
 
 
@@ -59,3 +59,13 @@ def test_every_list_is_cut_at_top_n() -> None:
 def test_nothing_to_group() -> None:
     empty = group({}, {}, top_n=5)
     assert (empty.servers, empty.tools, empty.agents) == ([], [], [])
+
+
+def test_scores_are_in_0_1_as_the_results_are_when_fusion_gives_negative_scores() -> None:
+    # z-score fusion: below-mean candidates score below 0, and every candidate may.
+    mixed = group({"jira/tools/create_issue#0": 0.5, "slack/tools/post_message#0": -0.7}, SOURCES, top_n=10)
+    assert [(t.tool_name, t.score) for t in mixed.tools] == [("create_issue", 1.0), ("post_message", 0.0)]
+    negative = group({"jira#0": -0.2, "helper#0": -1.0, "dev#0": -0.6}, SOURCES, top_n=10)
+    assert [(s.id, s.score) for s in negative.servers] == [("jira", 1.0)]
+    assert [(v.id, v.score) for v in negative.virtual_servers] == [("dev", 0.5)]
+    assert [(a.id, a.score) for a in negative.agents] == [("helper", 0.0)]
