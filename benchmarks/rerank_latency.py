@@ -6,7 +6,7 @@ Five queries, each against the corpus' first 20 and 50 abstracts (title and text
 them), with the int8 ONNX ms-marco-MiniLM-L-12-v2 from esbridge's model folder; prints the median and the
 fastest per depth. Each call runs twice, alternated: as esbridge cuts it (``SPLIT`` batches of at most
 ``batch_size`` pairs, run side by side on the session's threads) and as one batch of up to ``batch_size``
-pairs at a time (``SPLIT = 1``), so both see the same load.
+pairs at a time (``SPLIT = 1``), so both see the same load; which runs first alternates by round.
 """
 
 from __future__ import annotations
@@ -41,9 +41,10 @@ def main() -> int:
     variants = {f"{split} batches a call": split, "one batch at a time": 1}
     for top in (20, 50):
         spent: dict[str, list[float]] = {name: [] for name in variants}
-        for _ in range(args.rounds):
+        for round_ in range(args.rounds):
             for query in queries:
-                for name, value in variants.items():
+                order = list(variants.items())
+                for name, value in order if round_ % 2 == 0 else order[::-1]:
                     onnx_cross_encoder.SPLIT = value
                     started = time.perf_counter()
                     reranker.score(query, corpus[:top])
