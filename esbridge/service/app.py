@@ -16,6 +16,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -31,6 +32,9 @@ from esbridge.service.cors import ServiceCORS
 from esbridge.service.limits import Admission, BodyLimit, ConcurrencyGate, TokenBuckets
 from esbridge.service.metrics import Metrics, RequestObserver, access_log
 from esbridge.service.routes import router
+
+if TYPE_CHECKING:
+    import uvicorn
 
 
 def create_app(settings: Settings, *, embedder: Embedder | None = None, load_model: bool = True) -> FastAPI:
@@ -114,6 +118,24 @@ def _log_access_as_json_lines(level: str) -> None:
     access_log.propagate = False
 
 
+def server_config(app: FastAPI, settings: Settings, *, log_level: str = "info") -> uvicorn.Config:
+    """Uvicorn's settings for ``app``. Uvicorn's own access log stays off whatever ``service.access_log`` says:
+    its lines carry the raw path and query string, which the service's log leaves out, and ``false`` means
+    no access log at all."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        host=settings.service.host,
+        port=settings.service.port,
+        log_level=log_level,
+        access_log=False,
+        timeout_graceful_shutdown=int(settings.service.shutdown_timeout_s),
+        proxy_headers=False,
+        server_header=False,
+    )
+
+
 def serve(settings: Settings, *, log_level: str = "info") -> None:
     """Run the sidecar with uvicorn until SIGTERM or SIGINT."""
     import uvicorn
@@ -122,14 +144,4 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
     reload_keys_on_sighup(app.state.keys)
     if settings.service.access_log:
         _log_access_as_json_lines(log_level)
-    config = uvicorn.Config(
-        app,
-        host=settings.service.host,
-        port=settings.service.port,
-        log_level=log_level,
-        access_log=not settings.service.access_log,
-        timeout_graceful_shutdown=int(settings.service.shutdown_timeout_s),
-        proxy_headers=False,
-        server_header=False,
-    )
-    uvicorn.Server(config).run()
+    uvicorn.Server(server_config(app, settings, log_level=log_level)).run()
