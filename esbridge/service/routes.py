@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -309,7 +310,9 @@ async def _write(request: Request, what: str, work: Callable[[Engine, WriteContr
     answers are dropped when it ends, whenever that is (see ``esbridge.service.writes``)."""
     service = _settings(request).service
     backend = _backend(request)
-    connected = await backend.connected()
+    began = time.monotonic()
+    async with within(service.request_timeout_s):  # connecting counts against the request's time
+        connected = await backend.connected()
     loop = asyncio.get_running_loop()
 
     def step(cancel: Cancellation) -> T:
@@ -321,6 +324,7 @@ async def _write(request: Request, what: str, work: Callable[[Engine, WriteContr
     return await run_cancellable(
         step,
         timeout_s=service.request_timeout_s,
+        elapsed_s=time.monotonic() - began,
         grace_s=service.write_cancel_grace_s,
         metrics=_metrics(request),
         what=what,

@@ -162,13 +162,20 @@ def shows(engine: Engine, index: str, expected: Mapping[str, Mapping[str, str | 
 
 
 async def run_cancellable(
-    work: Callable[[Cancellation], T], *, timeout_s: float, grace_s: float, metrics: Metrics, what: str
+    work: Callable[[Cancellation], T],
+    *,
+    timeout_s: float,
+    grace_s: float,
+    metrics: Metrics,
+    what: str,
+    elapsed_s: float = 0.0,
 ) -> T:
-    """``work`` in a worker thread, cancelled when it outlives ``timeout_s`` (see the module docstring)."""
+    """``work`` in a worker thread, cancelled when the request outlives ``timeout_s`` (``elapsed_s`` of which
+    went before the work started; see the module docstring)."""
     cancel = Cancellation()
     task = asyncio.ensure_future(asyncio.to_thread(work, cancel))
     try:
-        done = await _wait(task, timeout_s)
+        done = await _wait(task, max(0.0, timeout_s - elapsed_s))
         if not done:
             cancel.cancel()
             done = await _wait(task, grace_s)

@@ -1,0 +1,53 @@
+"""An engine URL that accepts connections and never answers (a hung node, a black-holing proxy): every route
+answers within its own time limit, however long the engine client's timeouts and retries would wait."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from esbridge.config import load_settings
+from tests.unit.service.conftest import KEY, ClientFactory
+
+WRITE = {"X-API-Key": KEY}
+
+
+@pytest.fixture
+def silent_url() -> Iterator[str]:
+    """A listening socket whose connections are queued by the kernel and never read."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+def client(make_client: ClientFactory, silent_url: str) -> TestClient:
+    # The engine client would wait 2 x 4 s; the kind is detected on the first request, as with --url alone.
+    settings = load_settings(
+        url=silent_url, retries=1, timeout_s=4, index="notes", service={"api_keys": [KEY], "request_timeout_s": 1}
+    )
+    return make_client(settings)
+
+
+def test_writes_answer_504_within_the_request_timeout(client: TestClient) -> None:
+    for send in (
+        lambda: client.post("/v1/documents", json={"documents": [{"id": "a", "text": "b"}]}, headers=WRITE),
+        lambda: client.delete("/v1/documents/a", headers=WRITE),
+    ):
+        began = time.monotonic()
+        answer = send()
+        assert time.monotonic() - began < 3.5  # 1 s, and the 2 s a stopping write is given
+        assert answer.status_code == 504, answer.text
+
+
+def test_readyz_answers_not_ready_within_its_five_seconds(client: TestClient) -> None:
+    began = time.monotonic()
+    answer = client.get("/readyz")
+    assert time.monotonic() - began < 7
+    assert answer.status_code == 503
+    assert answer.json()["checks"]["engine"] == "no answer within 5s"
