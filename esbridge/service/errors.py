@@ -77,6 +77,10 @@ def error_body(kind: str, message: str, fields: Sequence[tuple[str, str]] = ()) 
     }
 
 
+# Engine refusals that come from what the request asked: a malformed or too large query.
+_REQUEST_FAULTS = (None, 400, 413)
+
+
 def from_exception(exc: BaseException, retry_after_s: int) -> ServiceError:
     """The answer to ``exc``; unexpected exceptions become a bare 500 (their details go to the log only)."""
     retry = {"Retry-After": str(retry_after_s)}
@@ -95,6 +99,9 @@ def from_exception(exc: BaseException, retry_after_s: int) -> ServiceError:
         return ServiceError(502, "engine_auth", f"the engine refused esbridge's credentials: {exc}")
     if isinstance(exc, (errors.ModelMismatch, errors.DimensionMismatch)):
         return ServiceError(409, "model_mismatch", str(exc))
+    if isinstance(exc, errors.RequestRejected) and exc.status not in _REQUEST_FAULTS:
+        # e.g. 404 to GET / while detecting the engine: the URL leads to something else, whatever was asked
+        return ServiceError(502, "engine_error", str(exc))
     if isinstance(exc, (errors.ConfigError, errors.UnsupportedFeature, errors.RequestRejected)):
         return ServiceError(422, "invalid_value", str(exc))
     if isinstance(exc, errors.EngineError):
