@@ -4,6 +4,7 @@
 what happened                              status  kind
 =========================================  ======  ========================================
 the body is not valid JSON                 400     invalid_json
+the body is not sent as JSON (Content-Type) 415    unsupported_media_type
 a field is missing, malformed or too big   422     validation
 settings-level value refused (fusion)      422     invalid_value
 query model is not the index's model       409     model_mismatch (another model or dimension)
@@ -145,6 +146,12 @@ async def on_service_error(request: Request, exc: Exception) -> Response:
 async def on_validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     found = exc.errors()
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if not _is_json(media_type) and any(_unread_body(error) for error in found):
+        # FastAPI reads a body as JSON only when its Content-Type says so; any other reaches validation as bytes.
+        given = f"not {media_type}" if media_type else "none was given"
+        message = f"the body must be JSON sent with Content-Type: application/json ({given})"
+        return respond(request, ServiceError(415, "unsupported_media_type", message))
     if len(found) == 1 and found[0].get("type") == "json_invalid":
         return respond(request, invalid_json(_decode_error(found[0], exc.body)))
     fields = [(_where(error.get("loc", ())), _message(error)) for error in exc.errors()]
@@ -162,6 +169,16 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
         request,
         ServiceError(exc.status_code, kinds.get(exc.status_code, "http"), str(exc.detail), headers=exc.headers),
     )
+
+
+def _unread_body(error: Mapping[str, Any]) -> bool:
+    """Whether ``error`` is about a body as a whole that is there (not missing) but was not read as JSON."""
+    return tuple(error.get("loc", ())) == ("body",) and error.get("type") != "missing"
+
+
+def _is_json(media_type: str) -> bool:
+    """Whether FastAPI parses a body of ``media_type`` as JSON (``application/json`` or ``application/*+json``)."""
+    return media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json"))
 
 
 def invalid_json(reason: str) -> ServiceError:

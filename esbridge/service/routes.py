@@ -65,7 +65,10 @@ _WRITES: dict[int | str, dict[str, Any]] = {
     403: _error("the key lacks the write scope, or writes are disabled: no API keys are configured"),
     409: _error("the index is attached (not created by esbridge): the sidecar does not write to it"),
 }
-_NOT_JSON: dict[int | str, dict[str, Any]] = {400: _error("the body is not valid JSON (invalid_json)")}
+_NOT_JSON: dict[int | str, dict[str, Any]] = {
+    400: _error("the body is not valid JSON (invalid_json)"),
+    415: _error("the body is not sent as Content-Type: application/json (unsupported_media_type)"),
+}
 
 
 def _settings(request: Request) -> Settings:
