@@ -276,6 +276,14 @@ def test_a_cors_preflight_for_a_method_or_header_not_allowed_says_which(make_cli
     )
 
 
+def test_a_browser_caller_may_read_retry_after_and_the_request_id(make_client: ClientFactory) -> None:
+    client = make_client(cors_origins="https://app.example")
+    answer = client.post("/v1/search", json={"query": "x"}, headers={"Origin": "https://app.example"})
+    assert (answer.status_code, answer.headers["Retry-After"]) == (503, "5")  # no index yet
+    exposed = {name.strip().lower() for name in answer.headers.get("access-control-expose-headers", "").split(",")}
+    assert {"retry-after", "x-request-id"} <= exposed
+
+
 ROUTED = [
     {"id": "cve-db", "title": "Vulnerability database", "text": "Look up a CVE and its exploit.",
      "category": "security"},
