@@ -12,6 +12,7 @@ Middleware, outermost first: the request observer (request id, metrics, access l
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -130,7 +131,7 @@ def server_config(app: FastAPI, settings: Settings, *, log_level: str = "info") 
         port=settings.service.port,
         log_level=log_level,
         access_log=False,
-        timeout_graceful_shutdown=int(settings.service.shutdown_timeout_s),
+        timeout_graceful_shutdown=math.ceil(settings.service.shutdown_timeout_s),  # whole seconds, at least 1
         proxy_headers=False,
         server_header=False,
     )
