@@ -5,8 +5,9 @@ searcher, the embedding model loaded once in a worker thread at start-up). Uvico
 connections on SIGTERM/SIGINT and lets in-flight requests finish (up to ``service.shutdown_timeout_s``)
 before the lifespan closes the engine clients; SIGHUP reads the API keys file again.
 
-Middleware, outermost first: the request observer (request id, metrics, access log), CORS, admission
-(rate limits and the concurrency gate), the body limit, then the routes.
+Middleware, outermost first: the request observer (request id, metrics, access log), CORS, the body limit
+(the whole body is read here, within ``request_timeout_s``), admission (rate limits and the concurrency
+gate), then the routes.
 """
 
 from __future__ import annotations
@@ -74,11 +75,6 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None, load_mod
     app.add_exception_handler(errors.ServiceError, errors.on_service_error)
     app.add_exception_handler(RequestValidationError, errors.on_validation_error)
     app.add_exception_handler(StarletteHTTPException, errors.on_http_error)
-    app.add_middleware(
-        BodyLimit,
-        max_bytes=service.max_body_bytes,
-        on_refusal=lambda: metrics.errors.labels(kind="body_too_large").inc(),
-    )
 
     def rejected(reason: str) -> None:
         metrics.rejections.labels(reason=reason).inc()
@@ -91,6 +87,13 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None, load_mod
         gate=gate,
         queue_timeout_s=service.queue_timeout_s,
         on_rejection=rejected,
+    )
+    # Outside admission: a body that arrives slowly, or never, holds no slot while it does.
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=service.max_body_bytes,
+        timeout_s=service.request_timeout_s,
+        on_refusal=lambda kind: metrics.errors.labels(kind=kind).inc(),
     )
     if service.cors_origins:
         app.add_middleware(

@@ -9,6 +9,7 @@ a field is missing, malformed or too big   422     validation
 settings-level value refused (fusion)      422     invalid_value
 query model is not the index's model       409     model_mismatch (another model or dimension)
 body larger than ``max_body_bytes``        413     body_too_large
+body not all received in the request time  408     body_timeout
 no or unknown API key                      401     unauthorized
 the key lacks the scope the route needs    403     forbidden
 write with no API keys configured          403     writes_disabled
