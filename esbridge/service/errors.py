@@ -19,6 +19,7 @@ CORS preflight refused (origin, method)    403     cors_refused
 document to delete does not exist          404     not_found
 engine unreachable, overloaded             503     engine_unavailable (with Retry-After)
 index (alias) missing on the engine        503     index_missing (with Retry-After)
+shards of the index have no active copy    503     index_unavailable (with Retry-After)
 index write-blocked (a reindex is running) 503     write_blocked (with Retry-After)
 engine or request timeout, no answer       504     timeout
 a write timed out and was stopped, or not  504     write_cancelled / write_still_running
@@ -95,6 +96,8 @@ def from_exception(exc: BaseException, retry_after_s: int) -> ServiceError:
         return ServiceError(503, "index_missing", str(exc), headers=retry)
     if isinstance(exc, errors.IndexWriteBlocked):
         return ServiceError(503, "write_blocked", str(exc), headers=retry)
+    if isinstance(exc, errors.IndexUnavailable):  # shards without an active copy: a node is down or recovering
+        return ServiceError(503, "index_unavailable", str(exc), headers=retry)
     if isinstance(exc, (errors.EngineUnavailable, errors.Throttled)):
         return ServiceError(503, "engine_unavailable", str(exc), headers=retry)
     if isinstance(exc, (errors.AuthenticationError, errors.AuthorizationError)):

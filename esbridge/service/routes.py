@@ -20,6 +20,7 @@ from esbridge.errors import (
     EmbeddingError,
     EsbridgeError,
     IndexNotFound,
+    IndexUnavailable,
     ModelMismatch,
 )
 from esbridge.query.deadline import within
@@ -256,7 +257,7 @@ async def readyz(request: Request) -> Response:
     except EmbeddingError as exc:  # the searcher needs the re-ranker's model, which cannot load
         checks.update(engine="unknown", index="unknown", model=str(exc))
     except EsbridgeError as exc:
-        kind = "index" if isinstance(exc, IndexNotFound) else "engine"
+        kind = "index" if isinstance(exc, (IndexNotFound, IndexUnavailable)) else "engine"
         checks[kind] = str(exc)
         if kind == "engine":
             checks["index"] = "unknown"
