@@ -24,10 +24,6 @@ DEFAULT_TEXT_BOOSTS: Mapping[str, float] = DEFAULT_FIELD_MAP.text
 # Fields with their own analyzers: scored separately, best field wins.
 DEFAULT_EXACT_BOOSTS: Mapping[str, float] = DEFAULT_FIELD_MAP.exact
 
-ELASTICSEARCH_MAX_CANDIDATES = 10_000
-"""Elasticsearch refuses a kNN search with more (``[num_candidates] cannot exceed [10000]``); the retrievers ask
-for twice their depth, which ``knn_k_per_type`` or ``top_k`` above 5,000 would take past it."""
-
 # Stored fields a search asks for. The chunk texts (body, code) are the bulk of a response; only
 # re-ranking and adaptive fusion read them, so other searches ask for DISPLAY_FIELDS.
 RESULT_FIELDS = (
@@ -193,7 +189,7 @@ def knn_body(
         "field": fields.vector,
         "query_vector": list(vector),
         "k": k,
-        "num_candidates": max(k, min(candidates, ELASTICSEARCH_MAX_CANDIDATES)),
+        "num_candidates": candidates,
         "filter": filter_clause,
     }
     return {"size": k, "_source": list(source_fields), "knn": knn}
@@ -233,7 +229,7 @@ def engine_embedded_body(
     knn: JSON = {
         "field": fields.vector,
         "k": k,
-        "num_candidates": max(k, min(num_candidates, ELASTICSEARCH_MAX_CANDIDATES)),
+        "num_candidates": max(num_candidates, k),
         "filter": filter_clause,
         "query_vector_builder": {"text_embedding": {"model_id": fields.model_id, "model_text": text}},
     }
