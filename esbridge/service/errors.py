@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
@@ -206,7 +207,13 @@ def _parse_failure(cause: BaseException) -> str:
         return "it is nested too deeply"
     if isinstance(cause, UnicodeDecodeError):
         return f"it is not UTF-8 (byte {cause.start})"
+    digits = _TOO_MANY_DIGITS.search(str(cause))  # Python's limit on converting a decimal string to an int
+    if digits is not None:
+        return f"a number in it has {digits['given']} digits, more than the {digits['limit']} it may have"
     return "it cannot be parsed"
+
+
+_TOO_MANY_DIGITS = re.compile(r"limit \((?P<limit>\d+) digits\).*value has (?P<given>\d+) digits")
 
 
 def _where(loc: Sequence[Any]) -> str:

@@ -86,7 +86,12 @@ def test_a_body_that_is_not_json_is_400_invalid_json_saying_where(client: TestCl
     }
     not_utf8 = client.post("/v1/search", content=b'{"query": "\xff"}', headers=as_json)
     assert (not_utf8.status_code, not_utf8.json()["error"]["kind"]) == (400, "invalid_json")
-    assert 'esbridge_errors_total{kind="invalid_json"} 3.0' in client.get("/metrics").text
+    long_number = client.post("/v1/search", content=b'{"query": "x", "top_n": ' + b"9" * 5000 + b"}", headers=as_json)
+    assert long_number.status_code == 400
+    assert long_number.json()["error"]["message"] == (
+        "the body is not valid JSON: a number in it has 5000 digits, more than the 4300 it may have"
+    )
+    assert 'esbridge_errors_total{kind="invalid_json"} 4.0' in client.get("/metrics").text
 
 
 def test_query_length_and_top_n_are_limited_by_settings(make_client: ClientFactory) -> None:
