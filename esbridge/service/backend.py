@@ -9,6 +9,7 @@ engine is opened once and shared by both paths.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -28,6 +29,8 @@ from esbridge.query.api import open_query_embedder
 from esbridge.query.deadline import within
 from esbridge.query.factory import searcher_for
 from esbridge.query.orchestrator import HybridSearcher
+
+log = logging.getLogger("esbridge.service")
 
 _READY_QUERY = {"size": 0, "query": {"match_all": {}}}
 _COUNT_QUERY = {"size": 0, "track_total_hits": True, "query": {"match_all": {}}}
@@ -51,6 +54,7 @@ class Backend:
         self._index_ensured = False
         self._ensure_lock = threading.Lock()
         self.writes_ended = 0  # counts writes that ended, so a search that overlapped one drops what it cached
+        self.writes: set[asyncio.Future[Any]] = set()  # writes running in worker threads, answered or not
 
     def invalidate_responses(self) -> None:
         """Drop every cached search answer: a write to the index ended (call on the event loop's thread).
@@ -157,6 +161,11 @@ class Backend:
         return status
 
     async def close(self) -> None:
+        if self.writes:  # a write that outlived its request finishes (or stops) before the engine closes
+            log.info("waiting for %d write(s) still running", len(self.writes))
+            _, left = await asyncio.wait(set(self.writes), timeout=self.settings.service.shutdown_timeout_s)
+            if left:
+                log.error("%d write(s) still running when the engine was closed", len(left))
         if self._connecting is not None and not self._connecting.done():
             self._connecting.cancel()  # its thread ends on its own; a shutdown does not wait for the engine
         connected, self._connected = self._connected, None

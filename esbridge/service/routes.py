@@ -329,6 +329,7 @@ async def _write(request: Request, what: str, work: Callable[[Engine, WriteContr
         step,
         timeout_s=service.request_timeout_s,
         elapsed_s=time.monotonic() - began,
+        running=backend.writes,
         grace_s=service.write_cancel_grace_s,
         metrics=_metrics(request),
         what=what,
