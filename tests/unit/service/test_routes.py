@@ -214,6 +214,15 @@ def test_metrics_count_routes_stages_errors_and_modes(client: TestClient) -> Non
     assert 'esbridge_search_stage_duration_seconds_count{stage="total"} 1.0' in text
 
 
+def test_methods_no_route_takes_share_one_metrics_label(client: TestClient) -> None:
+    """Any token is a method to HTTP/1.1: one label per method sent would let any caller grow the metrics."""
+    for number in range(20):
+        assert client.request(f"NOSUCH{number}", "/healthz").status_code == 405
+    text = client.get("/metrics").text
+    assert "NOSUCH" not in text
+    assert 'esbridge_http_request_duration_seconds_count{method="other",route="/healthz",status="405"} 20.0' in text
+
+
 def test_each_app_has_its_own_metrics(make_client: ClientFactory, client: TestClient) -> None:
     search(client, query="sourdough")
     other = make_client()
