@@ -5,17 +5,20 @@ searcher, the embedding model loaded once in a worker thread at start-up). Uvico
 connections on SIGTERM/SIGINT and lets in-flight requests finish (up to ``service.shutdown_timeout_s``)
 before the lifespan closes the engine clients; SIGHUP reads the API keys file again.
 
-Middleware, outermost first: the request observer (request id, metrics, access log), CORS, admission
-(rate limits and the concurrency gate), the body limit, then the routes.
+Middleware, outermost first: the request observer (request id, metrics, access log), CORS, the body limit
+(the whole body is read here, within ``request_timeout_s``), admission (rate limits and the concurrency
+gate), then the routes.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -31,6 +34,9 @@ from esbridge.service.cors import ServiceCORS
 from esbridge.service.limits import Admission, BodyLimit, ConcurrencyGate, TokenBuckets
 from esbridge.service.metrics import Metrics, RequestObserver, access_log
 from esbridge.service.routes import router
+
+if TYPE_CHECKING:
+    import uvicorn
 
 
 def create_app(settings: Settings, *, embedder: Embedder | None = None, load_model: bool = True) -> FastAPI:
@@ -69,11 +75,6 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None, load_mod
     app.add_exception_handler(errors.ServiceError, errors.on_service_error)
     app.add_exception_handler(RequestValidationError, errors.on_validation_error)
     app.add_exception_handler(StarletteHTTPException, errors.on_http_error)
-    app.add_middleware(
-        BodyLimit,
-        max_bytes=service.max_body_bytes,
-        on_refusal=lambda: metrics.errors.labels(kind="body_too_large").inc(),
-    )
 
     def rejected(reason: str) -> None:
         metrics.rejections.labels(reason=reason).inc()
@@ -86,6 +87,13 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None, load_mod
         gate=gate,
         queue_timeout_s=service.queue_timeout_s,
         on_rejection=rejected,
+    )
+    # Outside admission: a body that arrives slowly, or never, holds no slot while it does.
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=service.max_body_bytes,
+        timeout_s=service.request_timeout_s,
+        on_refusal=lambda kind: metrics.errors.labels(kind=kind).inc(),
     )
     if service.cors_origins:
         app.add_middleware(
@@ -114,6 +122,24 @@ def _log_access_as_json_lines(level: str) -> None:
     access_log.propagate = False
 
 
+def server_config(app: FastAPI, settings: Settings, *, log_level: str = "info") -> uvicorn.Config:
+    """Uvicorn's settings for ``app``. Uvicorn's own access log stays off whatever ``service.access_log`` says:
+    its lines carry the raw path and query string, which the service's log leaves out, and ``false`` means
+    no access log at all."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        host=settings.service.host,
+        port=settings.service.port,
+        log_level=log_level,
+        access_log=False,
+        timeout_graceful_shutdown=math.ceil(settings.service.shutdown_timeout_s),  # whole seconds, at least 1
+        proxy_headers=False,
+        server_header=False,
+    )
+
+
 def serve(settings: Settings, *, log_level: str = "info") -> None:
     """Run the sidecar with uvicorn until SIGTERM or SIGINT."""
     import uvicorn
@@ -122,14 +148,4 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
     reload_keys_on_sighup(app.state.keys)
     if settings.service.access_log:
         _log_access_as_json_lines(log_level)
-    config = uvicorn.Config(
-        app,
-        host=settings.service.host,
-        port=settings.service.port,
-        log_level=log_level,
-        access_log=not settings.service.access_log,
-        timeout_graceful_shutdown=int(settings.service.shutdown_timeout_s),
-        proxy_headers=False,
-        server_header=False,
-    )
-    uvicorn.Server(config).run()
+    uvicorn.Server(server_config(app, settings, log_level=log_level)).run()

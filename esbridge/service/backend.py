@@ -9,6 +9,7 @@ engine is opened once and shared by both paths.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,8 +26,11 @@ from esbridge.engines.factory import Resolved, connect, connect_async, resolve_k
 from esbridge.ingest.model_record import record_model
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
 from esbridge.query.api import open_query_embedder
+from esbridge.query.deadline import within
 from esbridge.query.factory import searcher_for
 from esbridge.query.orchestrator import HybridSearcher
+
+log = logging.getLogger("esbridge.service")
 
 _READY_QUERY = {"size": 0, "query": {"match_all": {}}}
 _COUNT_QUERY = {"size": 0, "track_total_hits": True, "query": {"match_all": {}}}
@@ -46,10 +50,11 @@ class Backend:
         self.embedder = embedder
         self.model_problem = model_problem
         self._connected: Connected | None = None
-        self._lock = asyncio.Lock()
+        self._connecting: asyncio.Future[Connected] | None = None
         self._index_ensured = False
         self._ensure_lock = threading.Lock()
         self.writes_ended = 0  # counts writes that ended, so a search that overlapped one drops what it cached
+        self.writes: set[asyncio.Future[Any]] = set()  # writes running in worker threads, answered or not
 
     def invalidate_responses(self) -> None:
         """Drop every cached search answer: a write to the index ended (call on the event loop's thread).
@@ -66,13 +71,20 @@ class Backend:
         return self.settings.index
 
     async def connected(self) -> Connected:
-        """The engine adapters and searcher, connecting first if needed (raises EngineUnavailable)."""
+        """The engine adapters and searcher, connecting first if needed (raises EngineUnavailable).
+
+        One connection attempt at a time, shared by every request that waits for it. A request that stops
+        waiting (its time is up) leaves the attempt running, so that what it connects is kept, not leaked."""
         if self._connected is not None:
             return self._connected
-        async with self._lock:
-            if self._connected is None:
-                self._connected = await asyncio.to_thread(self._connect)
-            return self._connected
+        if self._connecting is None or self._connecting.done():
+            self._connecting = asyncio.ensure_future(self._connect_once())
+            self._connecting.add_done_callback(_retrieve)
+        return await asyncio.shield(self._connecting)
+
+    async def _connect_once(self) -> Connected:
+        self._connected = await asyncio.to_thread(self._connect)
+        return self._connected
 
     def _connect(self) -> Connected:
         kind = resolve_kind(self.settings)
@@ -98,16 +110,18 @@ class Backend:
         return Connected(kind, engine, async_engine, searcher)
 
     async def check_index(self, timeout_s: float = 5.0) -> str | None:
-        """Raise unless the engine answers a search on the index within ``timeout_s``; the answer's
-        ``SearchResult.partial``."""
-        connected = await self.connected()
-        return (await asyncio.wait_for(connected.async_engine.search(self.index, _READY_QUERY), timeout_s)).partial
+        """Raise unless the engine is connected and answers a search on the index within ``timeout_s``; the
+        answer's ``SearchResult.partial``."""
+        async with within(timeout_s):
+            connected = await self.connected()
+            return (await connected.async_engine.search(self.index, _READY_QUERY)).partial
 
     async def check_model(self, timeout_s: float = 5.0) -> None:
         """Raise ``ModelMismatch`` when every search would be refused: the query model is not the index's."""
-        guard = (await self.connected()).searcher.model_guard
-        if guard is not None:
-            await asyncio.wait_for(guard.check(), timeout_s)
+        async with within(timeout_s):
+            guard = (await self.connected()).searcher.model_guard
+            if guard is not None:
+                await guard.check()
 
     def ensure_index(self, engine: Engine) -> None:
         """Create the versioned index behind the alias on the first write, as ``esbridge ingest`` does."""
@@ -147,11 +161,24 @@ class Backend:
         return status
 
     async def close(self) -> None:
+        if self.writes:  # a write that outlived its request finishes (or stops) before the engine closes
+            log.info("waiting for %d write(s) still running", len(self.writes))
+            _, left = await asyncio.wait(set(self.writes), timeout=self.settings.service.shutdown_timeout_s)
+            if left:
+                log.error("%d write(s) still running when the engine was closed", len(left))
+        if self._connecting is not None and not self._connecting.done():
+            self._connecting.cancel()  # its thread ends on its own; a shutdown does not wait for the engine
         connected, self._connected = self._connected, None
         if connected is None:
             return
         await connected.async_engine.close()  # the embedded one leaves the shared engine open
         await asyncio.to_thread(connected.engine.close)
+
+
+def _retrieve(attempt: asyncio.Future[Connected]) -> None:
+    """Mark a failed attempt's error as seen: the requests that waited for it got it, or stopped waiting."""
+    if not attempt.cancelled():
+        attempt.exception()
 
 
 def index_model(engine: Engine, index: str) -> str | None:

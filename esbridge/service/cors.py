@@ -27,7 +27,15 @@ class ServiceCORS(CORSMiddleware):
         headers: Sequence[str],
         on_refusal: Callable[[], None] | None = None,
     ) -> None:
-        super().__init__(app, allow_origins=origins, allow_methods=methods, allow_headers=headers)
+        # A browser shows a caller only the headers it is told to: the wait a 429 or 503 asks for, and the request
+        # id to quote, are not among those it shows by default.
+        super().__init__(
+            app,
+            allow_origins=origins,
+            allow_methods=methods,
+            allow_headers=headers,
+            expose_headers=["Retry-After", "X-Request-ID"],
+        )
         self.on_refusal = on_refusal
 
     def preflight_response(self, request_headers: Headers) -> Response:

@@ -117,8 +117,13 @@ def delete(
             control.finish(engine, index, {doc_id: {}})
     if totals.failed:
         failure = totals.failed[0]
-        # A write block is a passing state of the index (a reindex), not an engine fault: the client may retry.
-        error = errors.IndexWriteBlocked if failure.write_blocked else errors.EngineResponseError
+        # A write block (a reindex), an engine out of reach or overloaded, another process holding the embedded
+        # writer lock: passing states, not engine faults, so the client may retry.
+        error: type[errors.EngineError] = errors.EngineResponseError
+        if failure.write_blocked:
+            error = errors.IndexWriteBlocked
+        elif failure.retryable or totals.unreachable is not None:
+            error = errors.EngineUnavailable
         raise error(
             f"{len(totals.failed)} chunk(s) not deleted: {failure.reason}",
             url=engine.url,

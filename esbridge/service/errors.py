@@ -4,10 +4,12 @@
 what happened                              status  kind
 =========================================  ======  ========================================
 the body is not valid JSON                 400     invalid_json
+the body is not sent as JSON (Content-Type) 415    unsupported_media_type
 a field is missing, malformed or too big   422     validation
 settings-level value refused (fusion)      422     invalid_value
 query model is not the index's model       409     model_mismatch (another model or dimension)
 body larger than ``max_body_bytes``        413     body_too_large
+body not all received in the request time  408     body_timeout
 no or unknown API key                      401     unauthorized
 the key lacks the scope the route needs    403     forbidden
 write with no API keys configured          403     writes_disabled
@@ -17,6 +19,7 @@ CORS preflight refused (origin, method)    403     cors_refused
 document to delete does not exist          404     not_found
 engine unreachable, overloaded             503     engine_unavailable (with Retry-After)
 index (alias) missing on the engine        503     index_missing (with Retry-After)
+shards of the index have no active copy    503     index_unavailable (with Retry-After)
 index write-blocked (a reindex is running) 503     write_blocked (with Retry-After)
 engine or request timeout, no answer       504     timeout
 a write timed out and was stopped, or not  504     write_cancelled / write_still_running
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
@@ -77,6 +81,10 @@ def error_body(kind: str, message: str, fields: Sequence[tuple[str, str]] = ()) 
     }
 
 
+# Engine refusals that come from what the request asked: a malformed or too large query.
+_REQUEST_FAULTS = (None, 400, 413)
+
+
 def from_exception(exc: BaseException, retry_after_s: int) -> ServiceError:
     """The answer to ``exc``; unexpected exceptions become a bare 500 (their details go to the log only)."""
     retry = {"Retry-After": str(retry_after_s)}
@@ -89,12 +97,17 @@ def from_exception(exc: BaseException, retry_after_s: int) -> ServiceError:
         return ServiceError(503, "index_missing", str(exc), headers=retry)
     if isinstance(exc, errors.IndexWriteBlocked):
         return ServiceError(503, "write_blocked", str(exc), headers=retry)
+    if isinstance(exc, errors.IndexUnavailable):  # shards without an active copy: a node is down or recovering
+        return ServiceError(503, "index_unavailable", str(exc), headers=retry)
     if isinstance(exc, (errors.EngineUnavailable, errors.Throttled)):
         return ServiceError(503, "engine_unavailable", str(exc), headers=retry)
     if isinstance(exc, (errors.AuthenticationError, errors.AuthorizationError)):
         return ServiceError(502, "engine_auth", f"the engine refused esbridge's credentials: {exc}")
     if isinstance(exc, (errors.ModelMismatch, errors.DimensionMismatch)):
         return ServiceError(409, "model_mismatch", str(exc))
+    if isinstance(exc, errors.RequestRejected) and exc.status not in _REQUEST_FAULTS:
+        # e.g. 404 to GET / while detecting the engine: the URL leads to something else, whatever was asked
+        return ServiceError(502, "engine_error", str(exc))
     if isinstance(exc, (errors.ConfigError, errors.UnsupportedFeature, errors.RequestRejected)):
         return ServiceError(422, "invalid_value", str(exc))
     if isinstance(exc, errors.EngineError):
@@ -138,6 +151,12 @@ async def on_service_error(request: Request, exc: Exception) -> Response:
 async def on_validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     found = exc.errors()
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if not _is_json(media_type) and any(_unread_body(error) for error in found):
+        # FastAPI reads a body as JSON only when its Content-Type says so; any other reaches validation as bytes.
+        given = f"not {media_type}" if media_type else "none was given"
+        message = f"the body must be JSON sent with Content-Type: application/json ({given})"
+        return respond(request, ServiceError(415, "unsupported_media_type", message))
     if len(found) == 1 and found[0].get("type") == "json_invalid":
         return respond(request, invalid_json(_decode_error(found[0], exc.body)))
     fields = [(_where(error.get("loc", ())), _message(error)) for error in exc.errors()]
@@ -155,6 +174,16 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
         request,
         ServiceError(exc.status_code, kinds.get(exc.status_code, "http"), str(exc.detail), headers=exc.headers),
     )
+
+
+def _unread_body(error: Mapping[str, Any]) -> bool:
+    """Whether ``error`` is about a body as a whole that is there (not missing) but was not read as JSON."""
+    return tuple(error.get("loc", ())) == ("body",) and error.get("type") != "missing"
+
+
+def _is_json(media_type: str) -> bool:
+    """Whether FastAPI parses a body of ``media_type`` as JSON (``application/json`` or ``application/*+json``)."""
+    return media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json"))
 
 
 def invalid_json(reason: str) -> ServiceError:
@@ -178,7 +207,13 @@ def _parse_failure(cause: BaseException) -> str:
         return "it is nested too deeply"
     if isinstance(cause, UnicodeDecodeError):
         return f"it is not UTF-8 (byte {cause.start})"
+    digits = _TOO_MANY_DIGITS.search(str(cause))  # Python's limit on converting a decimal string to an int
+    if digits is not None:
+        return f"a number in it has {digits['given']} digits, more than the {digits['limit']} it may have"
     return "it cannot be parsed"
+
+
+_TOO_MANY_DIGITS = re.compile(r"limit \((?P<limit>\d+) digits\).*value has (?P<given>\d+) digits")
 
 
 def _where(loc: Sequence[Any]) -> str:

@@ -2,7 +2,8 @@
 
 - ``BodyLimit``: a declared ``Content-Length`` over the limit is refused at once; a body without one
   (chunked) is read up to the limit and refused as soon as it goes over, so no request can make the
-  service buffer more.
+  service buffer more. It reads the whole body before admission, so a client that sends its body slowly,
+  or never finishes it, holds no slot; one whose body has not arrived within ``timeout_s`` gets 408.
 - ``Admission`` (``/v1/*`` only, so health, readiness and metrics stay answerable under overload): a
   token bucket per API key (per client address without an accepted key) refuses a caller over its rate,
   and a concurrency gate lets ``max_concurrency`` requests run with at most ``max_queue`` waiting, each
@@ -23,14 +24,18 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from esbridge.query.deadline import within
 from esbridge.service.auth import KeyRing, presented_key
 from esbridge.service.errors import error_body
 
 
 class BodyLimit:
-    def __init__(self, app: ASGIApp, max_bytes: int, on_refusal: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, timeout_s: float, on_refusal: Callable[[str], None] | None = None
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
         self.on_refusal = on_refusal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -39,23 +44,20 @@ class BodyLimit:
             return
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await self._refuse(scope, send)
+            await self._too_large(scope, send)
             return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await self._refuse(scope, send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        try:
+            async with within(self.timeout_s):
+                body = await self._read(receive)
+        except (asyncio.TimeoutError, TimeoutError):
+            message = f"the request body did not arrive within {self.timeout_s:g} s"
+            await self._refuse(scope, send, 408, "body_timeout", message, {"Connection": "close"})
+            return
+        if body is None:  # the client went away
+            return
+        if len(body) > self.max_bytes:
+            await self._too_large(scope, send)
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -67,10 +69,31 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, scope: Scope, send: Send) -> None:
+    async def _read(self, receive: Receive) -> bytes | None:
+        """The body, None if the client went away, or the first ``max_bytes + 1`` or more bytes once it goes over."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            chunks.append(chunk)
+            if size > self.max_bytes or not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def _too_large(self, scope: Scope, send: Send) -> None:
+        await self._refuse(
+            scope, send, 413, "body_too_large", f"the request body is larger than {self.max_bytes} bytes"
+        )
+
+    async def _refuse(
+        self, scope: Scope, send: Send, status: int, kind: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
         if self.on_refusal is not None:
-            self.on_refusal()
-        await send_error(scope, send, 413, "body_too_large", f"the request body is larger than {self.max_bytes} bytes")
+            self.on_refusal(kind)
+        await send_error(scope, send, status, kind, message, headers)
 
 
 async def send_error(

@@ -74,6 +74,7 @@ class Metrics:
         return generate_latest(self.registry)
 
 
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 access_log = logging.getLogger("esbridge.access")
@@ -149,6 +150,7 @@ class RequestObserver:
             # path_format drops converters ("{doc_id:path}" is labelled "{doc_id}", as in the OpenAPI document).
             route = getattr(scope.get("route"), "path_format", None) or "unmatched"
             elapsed = time.perf_counter() - started
-            self.metrics.requests.labels(route=route, method=scope["method"], status=str(status)).observe(elapsed)
+            method = scope["method"] if scope["method"] in _METHODS else "other"  # any token is a method to HTTP
+            self.metrics.requests.labels(route=route, method=method, status=str(status)).observe(elapsed)
             if self.log and access_log.isEnabledFor(logging.INFO):
                 access_log.info(access_line(scope, state, route, status, elapsed, queries=self.queries))

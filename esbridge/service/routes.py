@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -19,6 +20,7 @@ from esbridge.errors import (
     EmbeddingError,
     EsbridgeError,
     IndexNotFound,
+    IndexUnavailable,
     ModelMismatch,
 )
 from esbridge.query.deadline import within
@@ -64,7 +66,10 @@ _WRITES: dict[int | str, dict[str, Any]] = {
     403: _error("the key lacks the write scope, or writes are disabled: no API keys are configured"),
     409: _error("the index is attached (not created by esbridge): the sidecar does not write to it"),
 }
-_NOT_JSON: dict[int | str, dict[str, Any]] = {400: _error("the body is not valid JSON (invalid_json)")}
+_NOT_JSON: dict[int | str, dict[str, Any]] = {
+    400: _error("the body is not valid JSON (invalid_json)"),
+    415: _error("the body is not sent as Content-Type: application/json (unsupported_media_type)"),
+}
 
 
 def _settings(request: Request) -> Settings:
@@ -252,7 +257,7 @@ async def readyz(request: Request) -> Response:
     except EmbeddingError as exc:  # the searcher needs the re-ranker's model, which cannot load
         checks.update(engine="unknown", index="unknown", model=str(exc))
     except EsbridgeError as exc:
-        kind = "index" if isinstance(exc, IndexNotFound) else "engine"
+        kind = "index" if isinstance(exc, (IndexNotFound, IndexUnavailable)) else "engine"
         checks[kind] = str(exc)
         if kind == "engine":
             checks["index"] = "unknown"
@@ -309,7 +314,9 @@ async def _write(request: Request, what: str, work: Callable[[Engine, WriteContr
     answers are dropped when it ends, whenever that is (see ``esbridge.service.writes``)."""
     service = _settings(request).service
     backend = _backend(request)
-    connected = await backend.connected()
+    began = time.monotonic()
+    async with within(service.request_timeout_s):  # connecting counts against the request's time
+        connected = await backend.connected()
     loop = asyncio.get_running_loop()
 
     def step(cancel: Cancellation) -> T:
@@ -321,6 +328,8 @@ async def _write(request: Request, what: str, work: Callable[[Engine, WriteContr
     return await run_cancellable(
         step,
         timeout_s=service.request_timeout_s,
+        elapsed_s=time.monotonic() - began,
+        running=backend.writes,
         grace_s=service.write_cancel_grace_s,
         metrics=_metrics(request),
         what=what,

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from esbridge import errors
 from esbridge.engines.base import Engine
@@ -162,13 +162,25 @@ def shows(engine: Engine, index: str, expected: Mapping[str, Mapping[str, str | 
 
 
 async def run_cancellable(
-    work: Callable[[Cancellation], T], *, timeout_s: float, grace_s: float, metrics: Metrics, what: str
+    work: Callable[[Cancellation], T],
+    *,
+    timeout_s: float,
+    grace_s: float,
+    metrics: Metrics,
+    what: str,
+    elapsed_s: float = 0.0,
+    running: set[asyncio.Future[Any]] | None = None,
 ) -> T:
-    """``work`` in a worker thread, cancelled when it outlives ``timeout_s`` (see the module docstring)."""
+    """``work`` in a worker thread, cancelled when the request outlives ``timeout_s`` (``elapsed_s`` of which
+    went before the work started; see the module docstring). It is in ``running`` until it ends, whenever
+    that is, so that the engine is not closed under it."""
     cancel = Cancellation()
     task = asyncio.ensure_future(asyncio.to_thread(work, cancel))
+    if running is not None:
+        running.add(task)
+        task.add_done_callback(running.discard)
     try:
-        done = await _wait(task, timeout_s)
+        done = await _wait(task, max(0.0, timeout_s - elapsed_s))
         if not done:
             cancel.cancel()
             done = await _wait(task, grace_s)

@@ -5,13 +5,20 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
+import time
 from typing import Any
 
+import httpx
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 
+from esbridge.service.app import create_app, server_config
 from esbridge.service.metrics import request_id
-from tests.unit.service.conftest import KEY, RECORDS, ClientFactory
+from tests.support.hashing import HashingEmbedder
+from tests.support.serving import free_port
+from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, service_settings
 
 SECRET_QUERY = "sourdough starter confidential-words"
 
@@ -87,3 +94,26 @@ def test_request_ids_are_plain_bounded_tokens() -> None:
     for refused in (b"", b"x" * 129, b"has space", b'{"json": 1}', "caf\u00e9".encode()):
         assert re.fullmatch(r"[0-9a-f]{32}", request_id(refused)), refused
     assert request_id(None) != request_id(None)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_uvicorn_logs_no_raw_paths_whether_or_not_the_access_log_is_on(
+    enabled: bool, capfd: pytest.CaptureFixture[str]
+) -> None:
+    settings = service_settings(api_keys=[KEY], access_log=enabled, port=free_port())
+    app = create_app(settings, embedder=HashingEmbedder(), load_model=False)
+    server = uvicorn.Server(server_config(app, settings, log_level="info"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            assert thread.is_alive(), "uvicorn did not start"
+            time.sleep(0.02)
+        url = f"http://127.0.0.1:{settings.service.port}"
+        answer = httpx.delete(f"{url}/v1/documents/private-note?token=abc", headers={"X-API-Key": KEY})
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+    assert answer.json()["error"]["kind"] == "index_missing"  # answered: nothing was written yet
+    printed = capfd.readouterr()
+    assert "private-note" not in printed.out + printed.err

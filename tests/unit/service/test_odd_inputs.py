@@ -51,3 +51,32 @@ def test_a_record_nested_too_deeply_fails_alone_not_the_batch(client: TestClient
     results = answer.json()["results"]
     assert [result["status"] for result in results] == ["error", "ok"]
     assert results[0]["error"] == "field 'metadata': nested more than 100 levels deep"
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type", "said"),
+    [
+        ("/v1/search", "application/x-www-form-urlencoded", "not application/x-www-form-urlencoded"),  # curl -d's
+        ("/v1/search", "text/plain; charset=utf-8", "not text/plain"),
+        ("/v1/documents", "multipart/form-data; boundary=x", "not multipart/form-data"),
+        ("/v1/search", None, "none was given"),
+    ],
+)
+def test_a_json_body_sent_as_another_media_type_is_415_naming_it(
+    client: TestClient, path: str, content_type: str | None, said: str
+) -> None:
+    body = b'{"query": "solar"}' if path == "/v1/search" else b'{"documents": [{"id": "a"}]}'
+    headers = {"X-API-Key": KEY, **({"Content-Type": content_type} if content_type else {})}
+    answer = client.post(path, content=body, headers=headers)
+    assert answer.status_code == 415, answer.text
+    error = answer.json()["error"]
+    assert error["kind"] == "unsupported_media_type"
+    assert error["message"] == f"the body must be JSON sent with Content-Type: application/json ({said})"
+
+
+def test_json_media_types_are_read_as_json_and_no_body_is_a_missing_one(client: TestClient) -> None:
+    for content_type in ("application/json; charset=utf-8", "application/vnd.api+json"):
+        answer = client.post("/v1/search", content=b'{"query": "solar"}', headers={"Content-Type": content_type})
+        assert answer.status_code == 200, (content_type, answer.text)
+    empty = client.post("/v1/search")
+    assert (empty.status_code, empty.json()["error"]["message"]) == (422, "body: Field required")

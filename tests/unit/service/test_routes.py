@@ -86,7 +86,12 @@ def test_a_body_that_is_not_json_is_400_invalid_json_saying_where(client: TestCl
     }
     not_utf8 = client.post("/v1/search", content=b'{"query": "\xff"}', headers=as_json)
     assert (not_utf8.status_code, not_utf8.json()["error"]["kind"]) == (400, "invalid_json")
-    assert 'esbridge_errors_total{kind="invalid_json"} 3.0' in client.get("/metrics").text
+    long_number = client.post("/v1/search", content=b'{"query": "x", "top_n": ' + b"9" * 5000 + b"}", headers=as_json)
+    assert long_number.status_code == 400
+    assert long_number.json()["error"]["message"] == (
+        "the body is not valid JSON: a number in it has 5000 digits, more than the 4300 it may have"
+    )
+    assert 'esbridge_errors_total{kind="invalid_json"} 4.0' in client.get("/metrics").text
 
 
 def test_query_length_and_top_n_are_limited_by_settings(make_client: ClientFactory) -> None:
@@ -209,6 +214,15 @@ def test_metrics_count_routes_stages_errors_and_modes(client: TestClient) -> Non
     assert 'esbridge_search_stage_duration_seconds_count{stage="total"} 1.0' in text
 
 
+def test_methods_no_route_takes_share_one_metrics_label(client: TestClient) -> None:
+    """Any token is a method to HTTP/1.1: one label per method sent would let any caller grow the metrics."""
+    for number in range(20):
+        assert client.request(f"NOSUCH{number}", "/healthz").status_code == 405
+    text = client.get("/metrics").text
+    assert "NOSUCH" not in text
+    assert 'esbridge_http_request_duration_seconds_count{method="other",route="/healthz",status="405"} 20.0' in text
+
+
 def test_each_app_has_its_own_metrics(make_client: ClientFactory, client: TestClient) -> None:
     search(client, query="sourdough")
     other = make_client()
@@ -274,6 +288,14 @@ def test_a_cors_preflight_for_a_method_or_header_not_allowed_says_which(make_cli
     assert answer.json()["error"]["message"] == (
         "CORS preflight refused: method PUT is not allowed; header(s) X-Secret not allowed"
     )
+
+
+def test_a_browser_caller_may_read_retry_after_and_the_request_id(make_client: ClientFactory) -> None:
+    client = make_client(cors_origins="https://app.example")
+    answer = client.post("/v1/search", json={"query": "x"}, headers={"Origin": "https://app.example"})
+    assert (answer.status_code, answer.headers["Retry-After"]) == (503, "5")  # no index yet
+    exposed = {name.strip().lower() for name in answer.headers.get("access-control-expose-headers", "").split(",")}
+    assert {"retry-after", "x-request-id"} <= exposed
 
 
 ROUTED = [

@@ -7,7 +7,7 @@ import time
 
 import httpx
 
-from esbridge.service.app import create_app
+from esbridge.service.app import create_app, server_config
 from tests.support.serving import uvicorn_thread
 from tests.unit.service.conftest import KEY, RECORDS, SlowEmbedder, service_settings
 
@@ -40,3 +40,10 @@ def test_a_request_in_flight_finishes_after_the_stop_signal() -> None:
     assert len(answers) == 1
     assert answers[0].status_code == 200
     assert answers[0].json()["results"][0]["doc_id"] == "bread"
+
+
+def test_a_grace_under_a_second_is_not_rounded_down_to_none() -> None:
+    """Uvicorn takes whole seconds; 0 would cancel every request in flight at once."""
+    settings = service_settings(shutdown_timeout_s=0.5)
+    config = server_config(create_app(settings, embedder=SlowEmbedder(0.0), load_model=False), settings)
+    assert config.timeout_graceful_shutdown == 1

@@ -1,0 +1,84 @@
+"""Engine URLs that lead nowhere useful. One that accepts connections and never answers (a hung node, a
+black-holing proxy): every route answers within its own time limit, however long the engine client's timeouts
+and retries would wait. One that answers 404 to everything: a fault of the deployment, not of the request."""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from esbridge.config import load_settings
+from tests.unit.service.conftest import KEY, ClientFactory
+
+WRITE = {"X-API-Key": KEY}
+
+
+@pytest.fixture
+def silent_url() -> Iterator[str]:
+    """A listening socket whose connections are queued by the kernel and never read."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+def client(make_client: ClientFactory, silent_url: str) -> TestClient:
+    # The engine client would wait 2 x 4 s; the kind is detected on the first request, as with --url alone.
+    settings = load_settings(
+        url=silent_url, retries=1, timeout_s=4, index="notes", service={"api_keys": [KEY], "request_timeout_s": 1}
+    )
+    return make_client(settings)
+
+
+def test_writes_answer_504_within_the_request_timeout(client: TestClient) -> None:
+    upsert = {"documents": [{"id": "a", "text": "b"}]}
+    for method, path, body in (("POST", "/v1/documents", upsert), ("DELETE", "/v1/documents/a", None)):
+        began = time.monotonic()
+        answer = client.request(method, path, json=body, headers=WRITE)
+        assert time.monotonic() - began < 3.5  # 1 s, and the 2 s a stopping write is given
+        assert answer.status_code == 504, answer.text
+
+
+def test_readyz_answers_not_ready_within_its_five_seconds(client: TestClient) -> None:
+    began = time.monotonic()
+    answer = client.get("/readyz")
+    assert time.monotonic() - began < 7
+    assert answer.status_code == 503
+    assert answer.json()["checks"]["engine"] == "no answer within 5s"
+
+
+class _NotFound(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_POST = do_HEAD = do_GET
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_url_that_is_not_an_engine_is_a_502_not_the_callers_fault(make_client: ClientFactory) -> None:
+    """A proxy path or port that answers 404 to everything: the engine cannot even be identified."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        client = make_client(load_settings(url=url, retries=0, index="notes", service={"api_keys": [KEY]}))
+        searched = client.post("/v1/search", json={"query": "anything"})
+        written = client.post("/v1/documents", json={"documents": [{"id": "a"}]}, headers=WRITE)
+    finally:
+        server.shutdown()
+        server.server_close()
+    for answer in (searched, written):
+        assert answer.status_code == 502, answer.text
+        assert answer.json()["error"]["kind"] == "engine_error"
+        assert "HTTP 404" in answer.json()["error"]["message"]
