@@ -15,6 +15,7 @@ the key lacks the scope the route needs    403     forbidden
 write with no API keys configured          403     writes_disabled
 over the key's (or client's) rate limit    429     rate_limited (with Retry-After)
 at capacity: queue full or no slot in time  429     overloaded (with Retry-After)
+too many bodies arriving at once            429     too_many_bodies (with Retry-After)
 CORS preflight refused (origin, method)    403     cors_refused
 document to delete does not exist          404     not_found
 engine unreachable, overloaded             503     engine_unavailable (with Retry-After)

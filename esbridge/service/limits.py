@@ -3,7 +3,10 @@
 - ``BodyLimit``: a declared ``Content-Length`` over the limit is refused at once; a body without one
   (chunked) is read up to the limit and refused as soon as it goes over, so no request can make the
   service buffer more. It reads the whole body before admission, so a client that sends its body slowly,
-  or never finishes it, holds no slot; one whose body has not arrived within ``timeout_s`` gets 408.
+  or never finishes it, holds no slot; one whose body has not arrived within ``timeout_s`` gets 408. Bodies
+  read at once are capped per client address (``per_client``) and in all (``at_once``), so the bodies that
+  wait bound memory (``at_once`` x ``max_bytes``) and a client that never finishes its bodies locks out
+  only itself; over either cap, 429 at once.
 - ``Admission`` (``/v1/*`` only, so health, readiness and metrics stay answerable under overload): a
   token bucket per API key (per client address without an accepted key) refuses a caller over its rate,
   and a concurrency gate lets ``max_concurrency`` requests run with at most ``max_queue`` waiting, each
@@ -31,12 +34,21 @@ from esbridge.service.errors import error_body
 
 class BodyLimit:
     def __init__(
-        self, app: ASGIApp, max_bytes: int, timeout_s: float, on_refusal: Callable[[str], None] | None = None
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        timeout_s: float,
+        *,
+        per_client: int,
+        at_once: int,
+        on_refusal: Callable[[str], None] | None = None,
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.timeout_s = timeout_s
+        self.per_client, self.at_once = per_client, at_once
         self.on_refusal = on_refusal
+        self._reading: dict[str, int] = {}  # bodies being read, per client address (one event loop: no lock)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
@@ -46,6 +58,18 @@ class BodyLimit:
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
             await self._too_large(scope, send)
             return
+        client = str((scope.get("client") or ("",))[0])
+        over = "in all" if sum(self._reading.values()) >= self.at_once else None
+        if self._reading.get(client, 0) >= self.per_client:
+            over = "from this client address"
+        if over is not None:
+            limit = self.at_once if over == "in all" else self.per_client
+            message = f"too many request bodies are arriving at once {over} (at most {limit}); retry when one is in"
+            await self._refuse(
+                scope, send, 429, "too_many_bodies", message, {"Retry-After": "1", "Connection": "close"}
+            )
+            return
+        self._reading[client] = self._reading.get(client, 0) + 1
         try:
             async with within(self.timeout_s):
                 body = await self._read(receive)
@@ -53,6 +77,12 @@ class BodyLimit:
             message = f"the request body did not arrive within {self.timeout_s:g} s"
             await self._refuse(scope, send, 408, "body_timeout", message, {"Connection": "close"})
             return
+        finally:
+            left = self._reading[client] - 1
+            if left:
+                self._reading[client] = left
+            else:
+                del self._reading[client]
         if body is None:  # the client went away
             return
         if len(body) > self.max_bytes:

@@ -1,5 +1,6 @@
 """Clients that send a body slowly, or never finish it (slowloris): they hold no slot of the concurrency gate
-while their body arrives, and a body not received within ``service.request_timeout_s`` is answered 408."""
+while their body arrives, a body not received within ``service.request_timeout_s`` is answered 408, and the
+bodies arriving at once are capped per client address and in all (429 beyond)."""
 
 from __future__ import annotations
 
@@ -22,29 +23,67 @@ UNFINISHED = (
 
 
 @contextmanager
-def unfinished_bodies(url: str, count: int) -> Iterator[list[socket.socket]]:
-    """``count`` connections that send their headers and the first byte of a 1,000-byte body, and no more."""
+def unfinished_bodies(url: str, count: int, source: str = "127.0.0.1") -> Iterator[list[socket.socket]]:
+    """``count`` connections from ``source`` that send their headers and the first byte of a 1,000-byte body,
+    and no more."""
     where = urlsplit(url)
     assert where.port is not None
     with ExitStack() as stack:
         sockets = []
         for _ in range(count):
-            sock = stack.enter_context(socket.create_connection((where.hostname, where.port)))
+            sock = stack.enter_context(
+                socket.create_connection((where.hostname, where.port), source_address=(source, 0))
+            )
             sock.sendall(UNFINISHED)
             sockets.append(sock)
         yield sockets
 
 
+def status_of(sock: socket.socket) -> tuple[bytes, bytes]:
+    sock.settimeout(10)
+    answer = sock.recv(65536)
+    return answer.split(b"\r\n", 1)[0], answer
+
+
+def search_from(url: str, source: str) -> httpx.Response:
+    with httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=10) as client:
+        return client.post(f"{url}/v1/search", json={"query": "solar"})
+
+
 def test_unfinished_bodies_hold_no_slot_and_are_answered_408() -> None:
     settings = service_settings(api_keys=["k"], request_timeout_s=2, max_concurrency=2, max_queue=2)
     app = create_app(settings, embedder=HashingEmbedder(), load_model=False)
-    with uvicorn_thread(app) as (_, url), unfinished_bodies(url, 6) as sockets:
+    with uvicorn_thread(app) as (_, url), unfinished_bodies(url, 4) as sockets:
         time.sleep(0.3)
-        answer = httpx.post(f"{url}/v1/search", json={"query": "solar"}, timeout=10)
+        answer = search_from(url, "127.0.0.2")
         assert answer.json()["error"]["kind"] == "index_missing", answer.text  # served, not refused as overloaded
         for sock in sockets:
-            sock.settimeout(10)
             began = time.monotonic()
-            status_line = sock.recv(4096).split(b"\r\n", 1)[0]
-            assert status_line == b"HTTP/1.1 408 Request Timeout", status_line
+            assert status_of(sock)[0] == b"HTTP/1.1 408 Request Timeout"
             assert time.monotonic() - began < 4
+
+
+def test_a_client_address_with_too_many_bodies_arriving_locks_out_only_itself() -> None:
+    settings = service_settings(api_keys=["k"], request_timeout_s=5, max_concurrency=2, max_queue=2)
+    app = create_app(settings, embedder=HashingEmbedder(), load_model=False)
+    with uvicorn_thread(app) as (_, url), unfinished_bodies(url, 4):
+        with unfinished_bodies(url, 1) as (fifth,):
+            status, answer = status_of(fifth)
+            assert status == b"HTTP/1.1 429 Too Many Requests"
+            assert b"too_many_bodies" in answer and b"from this client address (at most 4)" in answer
+        assert search_from(url, "127.0.0.2").json()["error"]["kind"] == "index_missing"
+        assert search_from(url, "127.0.0.1").status_code == 429
+        assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
+
+
+def test_bodies_arriving_at_once_are_capped_in_all() -> None:
+    """Eight times a client's share, whatever the addresses: the bodies waiting bound the memory they take."""
+    settings = service_settings(api_keys=["k"], request_timeout_s=5, max_concurrency=1, max_queue=1)
+    app = create_app(settings, embedder=HashingEmbedder(), load_model=False)
+    with uvicorn_thread(app) as (_, url), ExitStack() as stack:
+        for n in range(8):
+            stack.enter_context(unfinished_bodies(url, 2, source=f"127.0.1.{n + 1}"))
+        time.sleep(0.3)
+        answer = search_from(url, "127.0.2.1")
+        assert answer.status_code == 429, answer.text
+        assert "in all (at most 16)" in answer.json()["error"]["message"]
