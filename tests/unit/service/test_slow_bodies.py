@@ -40,8 +40,11 @@ def unfinished_bodies(url: str, count: int, source: str = "127.0.0.1") -> Iterat
 
 
 def status_of(sock: socket.socket) -> tuple[bytes, bytes]:
+    """The status line and the whole answer (the server closes the connection after it)."""
     sock.settimeout(10)
-    answer = sock.recv(65536)
+    answer = b""
+    while chunk := sock.recv(65536):
+        answer += chunk
     return answer.split(b"\r\n", 1)[0], answer
 
 
@@ -53,7 +56,7 @@ def search_from(url: str, source: str) -> httpx.Response:
 def test_unfinished_bodies_hold_no_slot_and_are_answered_408() -> None:
     settings = service_settings(api_keys=["k"], request_timeout_s=2, max_concurrency=2, max_queue=2)
     app = create_app(settings, embedder=HashingEmbedder(), load_model=False)
-    with uvicorn_thread(app) as (_, url), unfinished_bodies(url, 4) as sockets:
+    with uvicorn_thread(app) as (_, url), unfinished_bodies(url, 16) as sockets:
         time.sleep(0.3)
         answer = search_from(url, "127.0.0.2")
         assert answer.json()["error"]["kind"] == "index_missing", answer.text  # served, not refused as overloaded
@@ -66,24 +69,24 @@ def test_unfinished_bodies_hold_no_slot_and_are_answered_408() -> None:
 def test_a_client_address_with_too_many_bodies_arriving_locks_out_only_itself() -> None:
     settings = service_settings(api_keys=["k"], request_timeout_s=5, max_concurrency=2, max_queue=2)
     app = create_app(settings, embedder=HashingEmbedder(), load_model=False)
-    with uvicorn_thread(app) as (_, url), unfinished_bodies(url, 4):
-        with unfinished_bodies(url, 1) as (fifth,):
-            status, answer = status_of(fifth)
+    with uvicorn_thread(app) as (_, url), unfinished_bodies(url, 16):
+        with unfinished_bodies(url, 1) as (one_more,):
+            status, answer = status_of(one_more)
             assert status == b"HTTP/1.1 429 Too Many Requests"
-            assert b"too_many_bodies" in answer and b"from this client address (at most 4)" in answer
+            assert b"too_many_bodies" in answer and b"from this client address (at most 16)" in answer
         assert search_from(url, "127.0.0.2").json()["error"]["kind"] == "index_missing"
         assert search_from(url, "127.0.0.1").status_code == 429
         assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
 
 
 def test_bodies_arriving_at_once_are_capped_in_all() -> None:
-    """Eight times a client's share, whatever the addresses: the bodies waiting bound the memory they take."""
+    """Four times a client's share, whatever the addresses: the bodies waiting bound the memory they take."""
     settings = service_settings(api_keys=["k"], request_timeout_s=5, max_concurrency=1, max_queue=1)
     app = create_app(settings, embedder=HashingEmbedder(), load_model=False)
     with uvicorn_thread(app) as (_, url), ExitStack() as stack:
-        for n in range(8):
-            stack.enter_context(unfinished_bodies(url, 2, source=f"127.0.1.{n + 1}"))
+        for n in range(4):
+            stack.enter_context(unfinished_bodies(url, 8, source=f"127.0.1.{n + 1}"))
         time.sleep(0.3)
         answer = search_from(url, "127.0.2.1")
         assert answer.status_code == 429, answer.text
-        assert "in all (at most 16)" in answer.json()["error"]["message"]
+        assert "in all (at most 32)" in answer.json()["error"]["message"]
