@@ -144,7 +144,7 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
                 group=group,
             )
         except ValidationError as exc:
-            raise ToolError(f"invalid search: {exc.errors()[0]['msg']}") from None
+            raise ToolError(_one_line(exc)) from None
         backend = holder["backend"]
         try:
             connected = await backend.connected()

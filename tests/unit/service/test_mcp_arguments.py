@@ -82,3 +82,9 @@ def test_bad_arguments_are_reported_in_one_line() -> None:
         "Error executing tool search: invalid arguments: query: String should have at least 1 character; "
         "top_n: Input should be greater than or equal to 1"
     )
+
+
+def test_a_blank_query_is_reported_like_other_bad_arguments() -> None:
+    result = call("search", {"query": "   "})
+    assert result.is_error
+    assert text(result) == "Error executing tool search: invalid arguments: query: query must not be blank"
