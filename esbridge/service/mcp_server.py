@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -32,6 +33,8 @@ from esbridge.embeddings.base import Embedder
 from esbridge.errors import EsbridgeError
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.service.backend import Backend, opened
+
+_log = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "Hybrid (keyword + semantic) search over an esbridge index. Call `search` with a natural-language "
@@ -91,6 +94,27 @@ def _one_line(exc: ValidationError) -> str:
     return "invalid arguments: " + "; ".join(problems)
 
 
+@contextmanager
+def _reported(tool: str) -> Iterator[None]:
+    """Failures as tool errors with their one-line cause. The SDK would answer an unexpected exception with
+    only "Error executing tool", and let a native library's panic (pyo3's PanicException is a BaseException)
+    end the whole session without an answer."""
+    try:
+        yield
+    except EsbridgeError as exc:
+        raise ToolError(str(exc)) from None
+    except (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError):
+        raise
+    except BaseException as exc:
+        _log.error("%s failed unexpectedly", tool, exc_info=exc)  # the traceback goes to stderr, not the agent
+        raise ToolError(f"unexpected failure: {type(exc).__name__}: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else "(no message)"
+
+
 def build_server(settings: Settings, *, embedder: Embedder | None = None, load_model: bool = True) -> MCPServer:
     holder: dict[str, Backend] = {}
 
@@ -146,22 +170,18 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
         except ValidationError as exc:
             raise ToolError(_one_line(exc)) from None
         backend = holder["backend"]
-        try:
+        with _reported("search"):
             connected = await backend.connected()
             response = await connected.searcher.search(request)
-        except EsbridgeError as exc:
-            raise ToolError(str(exc)) from None
         answer: dict[str, Any] = response.model_dump(mode="json", exclude_none=True)
         return answer
 
     @server.strict_tool(description="The engine, the index behind the alias, how many chunks it holds, the model.")
     async def index_status() -> dict[str, Any]:
         backend = holder["backend"]
-        try:
+        with _reported("index_status"):
             connected = await backend.connected()
             return await asyncio.to_thread(backend.index_status, connected.engine)
-        except EsbridgeError as exc:
-            raise ToolError(str(exc)) from None
 
     return server
 
