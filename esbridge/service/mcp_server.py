@@ -50,22 +50,35 @@ class _StrictArguments(MCPServer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._parameters: dict[str, set[str]] = {}
+        self._bounds: dict[str, dict[str, dict[str, Any]]] = {}
 
-    def strict_tool(self, description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def strict_tool(
+        self, description: str, bounds: dict[str, dict[str, Any]] | None = None
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """``bounds``: schema keywords for parameters whose limits come from the settings (the SDK builds the
+        schema from annotations, which cannot read them)."""
+
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             self._parameters[fn.__name__] = set(inspect.signature(fn).parameters)
+            self._bounds[fn.__name__] = bounds or {}
             return self.tool(description=description)(fn)
 
         return register
 
     async def list_tools(self) -> list[MCPTool]:
-        """The tools, their input schemas closed (``additionalProperties: false``) as ``call_tool`` enforces."""
+        """The tools, their input schemas closed (``additionalProperties: false``) as ``call_tool`` enforces, with
+        the bounds the settings set."""
         return [
-            tool.model_copy(update={"input_schema": {**tool.input_schema, "additionalProperties": False}})
-            if tool.name in self._parameters
-            else tool
-            for tool in await super().list_tools()
+            self._as_enforced(tool) if tool.name in self._parameters else tool for tool in await super().list_tools()
         ]
+
+    def _as_enforced(self, tool: MCPTool) -> MCPTool:
+        bounds = self._bounds[tool.name]
+        properties = {
+            name: {**schema, **bounds.get(name, {})} for name, schema in tool.input_schema.get("properties", {}).items()
+        }
+        schema = {**tool.input_schema, "properties": properties, "additionalProperties": False}
+        return tool.model_copy(update={"input_schema": schema})
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -130,8 +143,11 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
     server = _StrictArguments(name="esbridge", instructions=INSTRUCTIONS, lifespan=lifespan)
 
     # The SDK evaluates these annotations in module scope, so they cannot refer to ``settings``: the
-    # upper bound of top_n (pipeline.top_n_max) is enforced by the searcher instead.
-    @server.strict_tool(description="Hybrid BM25 + kNN search of the index, fused; returns ranked results.")
+    # upper bound of top_n (pipeline.top_n_max) is enforced by the searcher and listed through ``bounds``.
+    @server.strict_tool(
+        description="Hybrid BM25 + kNN search of the index, fused; returns ranked results.",
+        bounds={"top_n": {"maximum": settings.pipeline.top_n_max}},
+    )
     async def search(
         query: Annotated[str, Field(min_length=1, max_length=4096, description="what to look for")],
         top_n: Annotated[int, Field(ge=1, description="how many results")] = 10,

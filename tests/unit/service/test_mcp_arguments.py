@@ -12,6 +12,8 @@ from fastapi.testclient import TestClient
 from mcp import Client
 from mcp.types import CallToolResult
 
+from esbridge.config import Settings
+from esbridge.config.pipeline import PipelineSettings
 from esbridge.query.models import SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from esbridge.service.mcp_server import build_server
@@ -29,8 +31,8 @@ def call(name: str, arguments: dict[str, Any]) -> CallToolResult:
     return anyio.run(session)
 
 
-def listed_input_schemas() -> dict[str, dict[str, Any]]:
-    server = build_server(service_settings(), embedder=HashingEmbedder(), load_model=False)
+def listed_input_schemas(settings: Settings | None = None) -> dict[str, dict[str, Any]]:
+    server = build_server(settings or service_settings(), embedder=HashingEmbedder(), load_model=False)
 
     async def session() -> dict[str, dict[str, Any]]:
         async with Client(server) as client:
@@ -60,6 +62,13 @@ def test_the_listed_input_schemas_refuse_unknown_arguments_too() -> None:
         assert schema["additionalProperties"] is False
     assert "query" in schemas["search"]["properties"]
     assert schemas["search"]["$defs"]["Filters"]["additionalProperties"] is False
+
+
+def test_the_listed_top_n_has_the_bound_the_search_enforces() -> None:
+    assert listed_input_schemas()["search"]["properties"]["top_n"]["maximum"] == 50  # pipeline.top_n_max
+    settings = service_settings().model_copy(update={"pipeline": PipelineSettings(top_n_max=20)})
+    assert listed_input_schemas(settings)["search"]["properties"]["top_n"]["maximum"] == 20
+    assert "top_n_max (50), got 51" in text(call("search", {"query": "x", "top_n": 51}))
 
 
 def test_an_unknown_index_status_argument_is_refused() -> None:
