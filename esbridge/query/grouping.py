@@ -128,7 +128,7 @@ def _tool(source: Mapping[str, Any], score: float) -> ToolHit | None:
         server_path=_text(metadata.get("server_path")),
         tool_name=name,
         score=score,
-        description=description if isinstance(description, str) else _text(source.get("body")) or None,
+        description=(description if isinstance(description, str) else _text(source.get("body"))) or None,
         input_schema=schema if isinstance(schema, dict) else None,
     )
 

@@ -22,11 +22,13 @@ RECORDS = [
     {"id": "keboola", "name": "Keboola", "path": "/keboola", "description": "data platform",
      "tools": [{"name": "create_flow", "description": LONG}]},
     {"id": "weather", "name": "Weather Service", "path": "/weather", "description": "about the sky",
-     "tools": [{"name": "forecast", "description": "Forecast rain\nfor a city.", "inputSchema": {"type": "object"}}]},
+     "tools": [{"name": "forecast", "description": "Forecast rain\nfor a city.", "inputSchema": {"type": "object"}},
+               {"name": "rain_city", "description": ""}]},
 ]  # fmt: skip
 
 
 def grouped(tmp_path: Path, query: str, filters: Filters | None = None) -> RegistryGroups:
+    tmp_path.mkdir(exist_ok=True)
     path = tmp_path / "registry.jsonl"
     path.write_text("".join(json.dumps(record) + "\n" for record in RECORDS), encoding="utf-8")
     engine = EmbeddedEngine(tmp_path / "db")
@@ -48,6 +50,8 @@ def test_a_grouped_tool_carries_its_whole_description_as_written(tmp_path: Path)
     groups = grouped(tmp_path, "forecast rain for a city")
     forecast = next(hit for hit in groups.tools if hit.tool_name == "forecast")
     assert forecast.description == "Forecast rain\nfor a city."
+    blank = next(hit for hit in grouped(tmp_path / "again", "rain_city").tools if hit.tool_name == "rain_city")
+    assert blank.description is None  # "" as written
     weather = next(server for server in groups.servers if server.id == "weather")
     assert [match.description for match in weather.matching_tools if match.tool_name == "forecast"] == [
         "Forecast rain\nfor a city."
