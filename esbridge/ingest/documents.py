@@ -13,7 +13,14 @@ EMBEDDED = "ok"
 AWAITING_VECTOR = "missing"
 
 # Kept in `metadata` for reference, but not worth searching as text.
-_UNSEARCHED_METADATA = ("unresolved_links", "unresolved_link_weights", "input_schema", "tool_fields", "skill_records")
+_UNSEARCHED_METADATA = (
+    "unresolved_links",
+    "unresolved_link_weights",
+    "input_schema",
+    "tool_fields",
+    "tool_description",  # a tool's description is its body already
+    "skill_records",
+)
 
 # What `esbridge embed --missing` reads back to rebuild a chunk's embedding text.
 EMBEDDING_SOURCE_FIELDS = ("chunk_id", "doc_id", "chunk_index", "title", "headings", "body")

@@ -17,7 +17,8 @@ gateway's ``parsed_description``) and an agent's skills as given (``skill_record
 like the input schemas, these two are not in the text BM25 matches.
 
 Tools. Each tool becomes a document of its own (``entity_type`` ``tool``, id ``<server id>/tools/<name>``),
-linked to its server and carrying ``server_id``, ``server_path``, ``tool_name`` and the ``input_schema``,
+linked to its server and carrying ``server_id``, ``server_name``, ``server_path``, ``tool_name``, the
+``input_schema`` and ``tool_description`` (the description as written, which grouped answers show),
 so a tool can match and be scored on its own on every engine. Its text is its name and description only:
 adding its server's name and description lowered tool recall@10 on the development tasks (0.7976 to
 0.7440, docs/evaluation.md).
@@ -56,6 +57,8 @@ TOOLS_HEADING = "Tools"
 SKILLS_HEADING = "Skills"
 TOOL_FIELDS = "tool_fields"
 """The metadata key of a tool's fields besides name, description and inputSchema (Docker's ``arguments``)."""
+TOOL_DESCRIPTION = "tool_description"
+"""The metadata key of a tool's description as written: its text is whitespace-normalized and may be cut into chunks."""
 SKILL_RECORDS = "skill_records"
 """The metadata key of an agent's skills as given (ids, tags, examples); their names and descriptions are embedded."""
 
@@ -219,6 +222,8 @@ def tool_document(server: RegistryRecord, key: str, tool: RegistryTool) -> Docum
         "server_path": server.path,
         "tool_name": tool.name,
     }
+    if tool.description is not None:
+        metadata[TOOL_DESCRIPTION] = tool.description
     if tool.input_schema is not None:
         metadata["input_schema"] = tool.input_schema
     if tool.model_extra:

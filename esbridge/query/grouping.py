@@ -3,8 +3,8 @@
 Servers (and virtual servers) come with the tools of theirs that matched the query, each with its own
 score; a tool that did not match is left out even when its server did. A tool that matched brings its
 server into ``servers`` even when the server itself ranked lower (its score is then its best tool's).
-``tools`` lists the matching tools themselves with their server and input schema. Agents and skills are
-listed as they ranked. Every list holds at most ``top_n`` entries, best first.
+``tools`` lists the matching tools themselves with their server, description and input schema. Agents and
+skills are listed as they ranked. Every list holds at most ``top_n`` entries, best first.
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from esbridge.ids import document_of
+from esbridge.ingest.registry import TOOL_DESCRIPTION
 from esbridge.query import shaping
 
 SERVER_TYPES = {"mcp_server": "servers", "virtual_server": "virtual_servers"}
 LISTED_TYPES = {"a2a_agent": "agents", "skill": "skills"}
 TOOL = "tool"
-GROUP_FIELDS = ("metadata",)
-"""Stored fields grouping reads besides the usual ones (a tool's server and schema are in its metadata)."""
+GROUP_FIELDS = ("metadata", "body")
+"""Stored fields grouping reads besides the usual ones: a tool's server, schema and description are in its
+metadata (a tool indexed before its description was kept there shows the text of its best chunk)."""
 
 
 class ToolMatch(BaseModel):
@@ -47,6 +49,7 @@ class EntityHit(BaseModel):
 
 class ToolHit(BaseModel):
     server_id: str
+    server_name: str | None = None
     server_path: str | None = None
     tool_name: str
     score: float
@@ -90,7 +93,7 @@ def group(scores: Mapping[str, float], sources: Mapping[str, Mapping[str, Any]],
     for tool in tools:
         parent = next((listed[tool.server_id] for listed in servers.values() if tool.server_id in listed), None)
         if parent is None:
-            parent = _server(tool.server_id, {"path": tool.server_path}, tool.score)
+            parent = _server(tool.server_id, {"title": tool.server_name, "path": tool.server_path}, tool.score)
             servers["servers"][tool.server_id] = parent
         parent.matching_tools.append(
             ToolMatch(tool_name=tool.tool_name, score=tool.score, description=tool.description)
@@ -119,12 +122,14 @@ def _tool(source: Mapping[str, Any], score: float) -> ToolHit | None:
     if not isinstance(server_id, str) or not isinstance(name, str):
         return None  # a tool document that did not come from a registry record: nothing to join it to
     schema = metadata.get("input_schema")
+    description = metadata.get(TOOL_DESCRIPTION)
     return ToolHit(
         server_id=server_id,
+        server_name=_text(metadata.get("server_name")),
         server_path=_text(metadata.get("server_path")),
         tool_name=name,
         score=score,
-        description=_text(source.get("body")) or None,
+        description=(description if isinstance(description, str) else _text(source.get("body"))) or None,
         input_schema=schema if isinstance(schema, dict) else None,
     )
 

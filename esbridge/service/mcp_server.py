@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -33,6 +34,8 @@ from esbridge.errors import EsbridgeError
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.service.backend import Backend, opened
 
+_log = logging.getLogger(__name__)
+
 INSTRUCTIONS = (
     "Hybrid (keyword + semantic) search over an esbridge index. Call `search` with a natural-language "
     "query or an identifier; results are ranked with scores in [0, 1] (best = 1). `index_status` says "
@@ -47,22 +50,35 @@ class _StrictArguments(MCPServer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._parameters: dict[str, set[str]] = {}
+        self._bounds: dict[str, dict[str, dict[str, Any]]] = {}
 
-    def strict_tool(self, description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def strict_tool(
+        self, description: str, bounds: dict[str, dict[str, Any]] | None = None
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """``bounds``: schema keywords for parameters whose limits come from the settings (the SDK builds the
+        schema from annotations, which cannot read them)."""
+
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             self._parameters[fn.__name__] = set(inspect.signature(fn).parameters)
+            self._bounds[fn.__name__] = bounds or {}
             return self.tool(description=description)(fn)
 
         return register
 
     async def list_tools(self) -> list[MCPTool]:
-        """The tools, their input schemas closed (``additionalProperties: false``) as ``call_tool`` enforces."""
+        """The tools, their input schemas closed (``additionalProperties: false``) as ``call_tool`` enforces, with
+        the bounds the settings set."""
         return [
-            tool.model_copy(update={"input_schema": {**tool.input_schema, "additionalProperties": False}})
-            if tool.name in self._parameters
-            else tool
-            for tool in await super().list_tools()
+            self._as_enforced(tool) if tool.name in self._parameters else tool for tool in await super().list_tools()
         ]
+
+    def _as_enforced(self, tool: MCPTool) -> MCPTool:
+        bounds = self._bounds[tool.name]
+        properties = {
+            name: {**schema, **bounds.get(name, {})} for name, schema in tool.input_schema.get("properties", {}).items()
+        }
+        schema = {**tool.input_schema, "properties": properties, "additionalProperties": False}
+        return tool.model_copy(update={"input_schema": schema})
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -91,6 +107,27 @@ def _one_line(exc: ValidationError) -> str:
     return "invalid arguments: " + "; ".join(problems)
 
 
+@contextmanager
+def _reported(tool: str) -> Iterator[None]:
+    """Failures as tool errors with their one-line cause. The SDK would answer an unexpected exception with
+    only "Error executing tool", and let a native library's panic (pyo3's PanicException is a BaseException)
+    end the whole session without an answer."""
+    try:
+        yield
+    except EsbridgeError as exc:
+        raise ToolError(str(exc)) from None
+    except (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError):
+        raise
+    except BaseException as exc:
+        _log.error("%s failed unexpectedly", tool, exc_info=exc)  # the traceback goes to stderr, not the agent
+        raise ToolError(f"unexpected failure: {type(exc).__name__}: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else "(no message)"
+
+
 def build_server(settings: Settings, *, embedder: Embedder | None = None, load_model: bool = True) -> MCPServer:
     holder: dict[str, Backend] = {}
 
@@ -106,8 +143,11 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
     server = _StrictArguments(name="esbridge", instructions=INSTRUCTIONS, lifespan=lifespan)
 
     # The SDK evaluates these annotations in module scope, so they cannot refer to ``settings``: the
-    # upper bound of top_n (pipeline.top_n_max) is enforced by the searcher instead.
-    @server.strict_tool(description="Hybrid BM25 + kNN search of the index, fused; returns ranked results.")
+    # upper bound of top_n (pipeline.top_n_max) is enforced by the searcher and listed through ``bounds``.
+    @server.strict_tool(
+        description="Hybrid BM25 + kNN search of the index, fused; returns ranked results.",
+        bounds={"top_n": {"maximum": settings.pipeline.top_n_max}},
+    )
     async def search(
         query: Annotated[str, Field(min_length=1, max_length=4096, description="what to look for")],
         top_n: Annotated[int, Field(ge=1, description="how many results")] = 10,
@@ -144,24 +184,20 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
                 group=group,
             )
         except ValidationError as exc:
-            raise ToolError(f"invalid search: {exc.errors()[0]['msg']}") from None
+            raise ToolError(_one_line(exc)) from None
         backend = holder["backend"]
-        try:
+        with _reported("search"):
             connected = await backend.connected()
             response = await connected.searcher.search(request)
-        except EsbridgeError as exc:
-            raise ToolError(str(exc)) from None
         answer: dict[str, Any] = response.model_dump(mode="json", exclude_none=True)
         return answer
 
     @server.strict_tool(description="The engine, the index behind the alias, how many chunks it holds, the model.")
     async def index_status() -> dict[str, Any]:
         backend = holder["backend"]
-        try:
+        with _reported("index_status"):
             connected = await backend.connected()
             return await asyncio.to_thread(backend.index_status, connected.engine)
-        except EsbridgeError as exc:
-            raise ToolError(str(exc)) from None
 
     return server
 

@@ -46,6 +46,8 @@ def check_groups(groups: RegistryGroups | None, records: list[dict[str, Any]], t
     assert tool in [hit.tool_name for hit in groups.tools]  # the best 10 tools
     listed = next(hit for hit in groups.tools if hit.tool_name == tool)
     assert listed.server_path == "/atlassian" and listed.input_schema is not None
+    written = next(item for item in atlassian["tools"] if item["name"] == tool)
+    assert (listed.server_name, listed.description) == ("Atlassian", written["description"])
 
 
 def registry_file(folder: Path, records: list[dict[str, Any]]) -> Path:

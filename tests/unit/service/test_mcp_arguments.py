@@ -7,10 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import pytest
 from fastapi.testclient import TestClient
 from mcp import Client
 from mcp.types import CallToolResult
 
+from esbridge.config import Settings
+from esbridge.config.pipeline import PipelineSettings
+from esbridge.query.models import SearchRequest
+from esbridge.query.orchestrator import HybridSearcher
 from esbridge.service.mcp_server import build_server
 from tests.support.hashing import HashingEmbedder
 from tests.unit.service.conftest import service_settings
@@ -26,8 +31,8 @@ def call(name: str, arguments: dict[str, Any]) -> CallToolResult:
     return anyio.run(session)
 
 
-def listed_input_schemas() -> dict[str, dict[str, Any]]:
-    server = build_server(service_settings(), embedder=HashingEmbedder(), load_model=False)
+def listed_input_schemas(settings: Settings | None = None) -> dict[str, dict[str, Any]]:
+    server = build_server(settings or service_settings(), embedder=HashingEmbedder(), load_model=False)
 
     async def session() -> dict[str, dict[str, Any]]:
         async with Client(server) as client:
@@ -59,6 +64,13 @@ def test_the_listed_input_schemas_refuse_unknown_arguments_too() -> None:
     assert schemas["search"]["$defs"]["Filters"]["additionalProperties"] is False
 
 
+def test_the_listed_top_n_has_the_bound_the_search_enforces() -> None:
+    assert listed_input_schemas()["search"]["properties"]["top_n"]["maximum"] == 50  # pipeline.top_n_max
+    settings = service_settings().model_copy(update={"pipeline": PipelineSettings(top_n_max=20)})
+    assert listed_input_schemas(settings)["search"]["properties"]["top_n"]["maximum"] == 20
+    assert "top_n_max (50), got 51" in text(call("search", {"query": "x", "top_n": 51}))
+
+
 def test_an_unknown_index_status_argument_is_refused() -> None:
     result = call("index_status", {"verbose": True})
     assert result.is_error
@@ -81,4 +93,49 @@ def test_bad_arguments_are_reported_in_one_line() -> None:
     assert message == (
         "Error executing tool search: invalid arguments: query: String should have at least 1 character; "
         "top_n: Input should be greater than or equal to 1"
+    )
+
+
+def test_a_blank_query_is_reported_like_other_bad_arguments() -> None:
+    result = call("search", {"query": "   "})
+    assert result.is_error
+    assert text(result) == "Error executing tool search: invalid arguments: query: query must not be blank"
+
+
+class NativePanic(BaseException):
+    """What a Rust library's panic becomes in Python (pyo3's PanicException): no ``Exception``."""
+
+
+def test_a_native_library_panicking_mid_session_is_a_tool_error_and_the_session_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def panicking(self: HybridSearcher, request: SearchRequest) -> None:
+        raise NativePanic("range end index 18446744073709551555 out of range for slice of length 8")
+
+    monkeypatch.setattr(HybridSearcher, "search", panicking)
+    server = build_server(service_settings(), embedder=HashingEmbedder(), load_model=False)
+
+    async def session() -> tuple[CallToolResult, CallToolResult]:
+        async with Client(server) as client:
+            with anyio.fail_after(30):
+                return await client.call_tool("search", {"query": "x"}), await client.call_tool("index_status", {})
+
+    failed, status = anyio.run(session)
+    assert failed.is_error
+    assert text(failed) == (
+        "Error executing tool search: unexpected failure: NativePanic: range end index 18446744073709551555 out "
+        "of range for slice of length 8"
+    )
+    assert not status.is_error
+
+
+def test_an_unexpected_error_names_its_cause(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def failing(self: HybridSearcher, request: SearchRequest) -> None:
+        raise ValueError("Failed to open file for read: 'x.idx'")
+
+    monkeypatch.setattr(HybridSearcher, "search", failing)
+    result = call("search", {"query": "x"})
+    assert result.is_error
+    assert text(result) == (
+        "Error executing tool search: unexpected failure: ValueError: Failed to open file for read: 'x.idx'"
     )
