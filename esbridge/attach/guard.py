@@ -34,9 +34,44 @@ def mapped_dimension(mapping: Mapping[str, Any], vector: str) -> int | None:
 
 
 def preflight(settings: Settings, engine: Engine, embedder_dimension: int | None) -> None:
-    """For an attached index, ``check_dimension`` against its live mapping; nothing for esbridge's own."""
+    """For an attached index, ``check_fields`` and ``check_dimension`` against its live mapping; nothing for
+    esbridge's own."""
     if settings.attached:
-        check_dimension(settings.index, settings.field_map, engine.get_mapping(settings.index), embedder_dimension)
+        mapping = engine.get_mapping(settings.index)
+        check_fields(settings.index, settings.field_map, mapping)
+        check_dimension(settings.index, settings.field_map, mapping, embedder_dimension)
+
+
+_SEARCHED_ROLES = ("id", "path", "date", "created", "type", "status", "category", "tags", "links")
+
+
+def searchable_fields(mapping: Mapping[str, Any]) -> set[str]:
+    """The dotted names a query can reach: fields, objects followed into, and multi-fields (``tags.keyword``)."""
+    names: set[str] = set()
+    for name, definition in flatten(mapping.get("properties") or {}):
+        names.add(name)
+        sub = definition.get("fields")
+        if isinstance(sub, Mapping):
+            names.update(f"{name}.{inner}" for inner in sub)
+    return names
+
+
+def check_fields(index: str, fields: FieldMap, mapping: Mapping[str, Any]) -> None:
+    """Every field the map has the engine search, filter or sort on is in the mapping.
+
+    The engines answer a query on an unmapped field with no match, not an error: a misspelt text field
+    would silently score nothing, a misspelt status leave nothing out, a misspelt tags field filter out
+    everything.
+    """
+    known = searchable_fields(mapping)
+    named = [(f"text {name!r}", name) for name in fields.text] + [(f"exact {name!r}", name) for name in fields.exact]
+    named += [(f"{role} = {value!r}", value) for role in _SEARCHED_ROLES if (value := getattr(fields, role))]
+    missing = [label for label, name in named if name not in known]
+    if missing:
+        raise errors.ConfigError(
+            f"[fields.{index}] names fields that are not in the index's mapping: {', '.join(missing)} (a field "
+            f"inside a nested object counts as absent); run `esbridge index inspect {index}` to see its fields"
+        )
 
 
 def check_dimension(index: str, fields: FieldMap, mapping: Mapping[str, Any], embedder_dimension: int | None) -> None:

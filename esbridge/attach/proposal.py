@@ -105,8 +105,11 @@ def split_by_analyzer(text: list[str], analyzers: Mapping[str, str]) -> tuple[li
 _KEYWORD_ROLES = ("id", "path", "type", "status", "category", "tags", "links")
 
 
-def _keyword_subfield(fields: Mapping[str, Any]) -> bool:
-    return any(isinstance(sub, Mapping) and sub.get("type") in KEYWORD_TYPES for sub in fields.values())
+def _keyword_subfield(fields: Mapping[str, Any]) -> str | None:
+    """The name of a keyword multi-field among ``fields`` (``keyword`` under dynamic mapping), if any."""
+    return next(
+        (name for name, sub in fields.items() if isinstance(sub, Mapping) and sub.get("type") in KEYWORD_TYPES), None
+    )
 
 
 def _keyword_role(name: str) -> str | None:
@@ -195,9 +198,11 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     named = {name: role for name in text if _keyword_subfield(subfields[name]) and (role := _keyword_role(name))}
     if named:
         fields_roles = ", ".join(f"{name} ({role})" for name, role in sorted(named.items()))
+        first, role = sorted(named.items())[0]
+        example = f'{role} = "{first}.{_keyword_subfield(subfields[first])}"'
         notes.append(
             f"{fields_roles}: text with a keyword sub-field, searched as text; the roles are read from keyword "
-            "fields only (map them as keyword, in a new index, to give them their role)"
+            f"fields only (name the sub-field to give one its role: {example})"
         )
     notes.extend(nested)
     fields = FieldMap.model_validate(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from esbridge import errors
-from esbridge.attach.guard import check_dimension, refuse_write
+from esbridge.attach.guard import check_dimension, check_fields, refuse_write
 from esbridge.attach.proposal import propose, toml_table
 from esbridge.attach.settings_file import write_field_map
 from esbridge.config import load_settings
@@ -141,6 +141,16 @@ def test_the_query_dimension_is_checked_against_the_mapping() -> None:
         check_dimension("products", fields.model_copy(update={"vector": "price"}), OPENSEARCH_CATALOGUE, 384)
 
 
+def test_fields_the_map_names_are_checked_against_the_mapping() -> None:
+    # The engines match nothing on an unmapped field: a misspelt field would score, filter or exclude silently.
+    fields = FieldMap(text={"body": 1.0, "name": 2.0}, date="meta.updated", tags="labels", id="name.raw")
+    check_fields("products", fields, OPENSEARCH_CATALOGUE)  # a multi-field (name.raw) is a field of the mapping
+    misspelt = fields.model_copy(update={"text": {"bdy": 1.0, "name": 2.0}, "tags": "lables", "status": "meta"})
+    with pytest.raises(errors.ConfigError) as refused:
+        check_fields("products", misspelt, OPENSEARCH_CATALOGUE)
+    assert "not in the index's mapping: text 'bdy', status = 'meta', tags = 'lables'" in str(refused.value)
+
+
 _WRITE_UNDER_A_SIZE_LIMIT = """
 import resource, signal, sys
 from pathlib import Path
@@ -201,3 +211,4 @@ def test_text_fields_named_for_a_keyword_role_are_named_in_a_note() -> None:
     assert proposal.fields is not None and proposal.fields.tags is None
     (note,) = [note for note in proposal.notes if "keyword sub-field" in note]
     assert note.startswith("doc_id (id), related (links), status (status), tags (tags): text"), note
+    assert note.endswith('(name the sub-field to give one its role: id = "doc_id.keyword")'), note
