@@ -130,3 +130,34 @@ def test_a_misspelt_field_in_the_field_map_is_refused_before_any_search(
     refused = _run(["search", "solar", "--index", name, *common])
     assert refused.exit_code != 0
     assert "not in the index's mapping: tags = 'tag.keyword'" in refused.output, refused.output
+
+
+def test_an_alias_over_several_indices_is_refused_naming_them(engine_kind: str, tmp_path: Path) -> None:
+    client = _client(engine_kind)
+    stem = f"esbridge-test-attach-alias-{uuid.uuid4().hex[:8]}"
+    names = [f"{stem}-a", f"{stem}-b"]
+    try:
+        for name, tags in zip(names, ("keyword", "text"), strict=True):  # the same field, mapped two ways
+            mappings = {"properties": {"body": {"type": "text"}, "tags": {"type": tags}}}
+            if engine_kind == "opensearch":
+                client.indices.create(index=name, body={"mappings": mappings})
+            else:
+                client.indices.create(index=name, mappings=mappings)
+        actions = [{"add": {"index": name, "alias": stem}} for name in names]
+        if engine_kind == "opensearch":
+            client.indices.update_aliases(body={"actions": actions})
+        else:
+            client.indices.update_aliases(actions=actions)
+        config = tmp_path / "esbridge.toml"
+        common = ["--url", str(engine_url(engine_kind)), "--engine", engine_kind, "--config", str(config)]
+        config.write_text("", encoding="utf-8")
+        inspected = _run(["index", "inspect", stem, *common])
+        assert inspected.exit_code != 0
+        assert f"found 2: {names}" in inspected.output and "name one of them (--index)" in inspected.output
+        config.write_text(f'[fields."{stem}"]\ntext = {{ body = 1.0 }}\ntags = "tags"\n', encoding="utf-8")
+        searched = _run(["search", "solar", "--index", stem, *common])
+        assert searched.exit_code != 0 and "name one of them (--index)" in searched.output, searched.output
+    finally:
+        for name in names:
+            client.indices.delete(index=name, ignore_unavailable=True)
+        client.close()
