@@ -34,6 +34,10 @@ _ROLES: dict[str, tuple[str, ...]] = {
     "tags": (r"^(tags?|labels?|keywords|topics)$",),
     "links": (r"^(links|related|references|see_?also|linked_?ids)$",),
 }
+# Date formats whose stored values recency reads (ISO 8601 or epoch milliseconds: recency.parse_modified_at).
+_READABLE_DATES = frozenset(
+    {"strict_date_optional_time", "date_optional_time", "strict_date_optional_time_nanos", "epoch_millis"}
+)
 # Text fields a match in weighs more than in long text: a name or title says what the document is about.
 _TITLE_BOOST = 2.0
 
@@ -135,6 +139,7 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     analyzers: dict[str, str] = {}
     """Elasticsearch semantic_text fields: the engine embeds documents and queries with their endpoint"""
     subfields: dict[str, Mapping[str, Any]] = {}
+    date_formats: dict[str, str] = {}
     for name, definition in flatten(properties):
         kind = definition.get("type")
         subfields[name] = definition.get("fields") or {}
@@ -145,6 +150,9 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             by_type["keyword"].append(name)
         elif kind in DATE_TYPES:
             by_type["date"].append(name)
+            formats = str(definition.get("format") or "")
+            if formats and not any(part in _READABLE_DATES for part in formats.split("||")):
+                date_formats[name] = formats
         elif kind in VECTOR_TYPES:
             vectors.append(vector_info(name, definition))
         elif kind == "semantic_text":
@@ -203,6 +211,11 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
         notes.append(
             f"{fields_roles}: text with a keyword sub-field, searched as text; the roles are read from keyword "
             f"fields only (name the sub-field to give one its role: {example})"
+        )
+    if roles["date"] in date_formats:
+        notes.append(
+            f"{roles['date']} has format {date_formats[roles['date']]}: recency reads dates in ISO 8601 or epoch "
+            "milliseconds only, so it gives these documents no multiplier (date filters work)"
         )
     notes.extend(nested)
     fields = FieldMap.model_validate(

@@ -141,6 +141,16 @@ def test_the_query_dimension_is_checked_against_the_mapping() -> None:
         check_dimension("products", fields.model_copy(update={"vector": "price"}), OPENSEARCH_CATALOGUE, 384)
 
 
+def test_a_date_field_in_a_format_recency_cannot_read_is_named_in_a_note() -> None:
+    own = {"type": "date", "format": "dd/MM/yyyy HH:mm"}
+    proposal = propose({"properties": {"body": {"type": "text"}, "updated": own}})
+    assert "updated has format dd/MM/yyyy HH:mm: recency reads dates in ISO 8601" in " ".join(proposal.notes)
+    default = {"type": "date", "format": "strict_date_optional_time||epoch_millis"}
+    assert not any(
+        "format" in note for note in propose({"properties": {"body": {"type": "text"}, "updated": default}}).notes
+    )
+
+
 def test_fields_the_map_names_are_checked_against_the_mapping() -> None:
     # The engines match nothing on an unmapped field: a misspelt field would score, filter or exclude silently.
     fields = FieldMap(text={"body": 1.0, "name": 2.0}, date="meta.updated", tags="labels", id="name.raw")
