@@ -130,6 +130,11 @@ def test_a_misspelt_field_in_the_field_map_is_refused_before_any_search(
     refused = _run(["search", "solar", "--index", name, *common])
     assert refused.exit_code != 0
     assert "not in the index's mapping: tags = 'tag.keyword'" in refused.output, refused.output
+    # The text field itself: a terms filter on it would match words, not the tags.
+    config.write_text(config.read_text(encoding="utf-8").replace('"tag.keyword"', '"tags"'), encoding="utf-8")
+    refused = _run(["search", "solar", "--index", name, *common])
+    assert refused.exit_code != 0
+    assert "tags = 'tags' (its keyword sub-field: 'tags.keyword')" in refused.output, refused.output
 
 
 def test_an_alias_over_several_indices_is_refused_naming_them(engine_kind: str, tmp_path: Path) -> None:

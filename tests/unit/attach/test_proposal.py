@@ -161,6 +161,16 @@ def test_fields_the_map_names_are_checked_against_the_mapping() -> None:
     assert "not in the index's mapping: text 'bdy', status = 'meta', tags = 'lables'" in str(refused.value)
 
 
+def test_a_role_matched_by_whole_value_on_a_text_field_is_refused_naming_its_keyword_sub_field() -> None:
+    # tags=Solar Energy as a terms filter on analyzed text matches no document: refused, not silently empty.
+    fields = FieldMap(text={"body": 1.0}, tags="name", status="body")
+    with pytest.raises(errors.ConfigError) as refused:
+        check_fields("products", fields, OPENSEARCH_CATALOGUE)
+    message = str(refused.value)
+    assert "status = 'body', tags = 'name' (its keyword sub-field: 'name.raw')" in message
+    check_fields("products", fields.model_copy(update={"tags": "name.raw", "status": "state"}), OPENSEARCH_CATALOGUE)
+
+
 _WRITE_UNDER_A_SIZE_LIMIT = """
 import resource, signal, sys
 from pathlib import Path
