@@ -109,6 +109,16 @@ def split_by_analyzer(text: list[str], analyzers: Mapping[str, str]) -> tuple[li
 _KEYWORD_ROLES = ("id", "path", "type", "status", "category", "tags", "links")
 
 
+def _unsearchable(definition: Mapping[str, Any]) -> str | None:
+    """Why kNN with a float query vector cannot search this vector field, or None when it can."""
+    if definition.get("index") is False:
+        return "is not indexed for kNN (index: false)"
+    kind = str(definition.get("element_type") or definition.get("data_type") or "").lower()  # OpenSearch: BYTE
+    if kind in ("byte", "bit", "binary"):
+        return f"holds {kind} vectors ({'element_type' if 'element_type' in definition else 'data_type'} {kind})"
+    return None
+
+
 def _keyword_subfield(fields: Mapping[str, Any]) -> str | None:
     """The name of a keyword multi-field among ``fields`` (``keyword`` under dynamic mapping), if any."""
     return next(
@@ -140,6 +150,7 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     """Elasticsearch semantic_text fields: the engine embeds documents and queries with their endpoint"""
     subfields: dict[str, Mapping[str, Any]] = {}
     date_formats: dict[str, str] = {}
+    unsearchable: dict[str, str] = {}
     for name, definition in flatten(properties):
         kind = definition.get("type")
         subfields[name] = definition.get("fields") or {}
@@ -155,6 +166,8 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
                 date_formats[name] = formats
         elif kind in VECTOR_TYPES:
             vectors.append(vector_info(name, definition))
+            if problem := _unsearchable(definition):
+                unsearchable[name] = problem
         elif kind == "semantic_text":
             semantic.append(name)
         elif kind == "nested":
@@ -177,9 +190,12 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     roles["date"] = _pick("date", dates) or (dates[0] if dates else None)
     created = _pick("created", dates)
     roles["created"] = created if created != roles["date"] else None
-    vector = vectors[0] if vectors else None
-    if len(vectors) > 1:
-        others = ", ".join(info.name for info in vectors[1:])
+    for name, problem in unsearchable.items():
+        notes.append(f"{name} {problem}: esbridge's float query vectors cannot search it, so kNN is off")
+    usable = [info for info in vectors if info.name not in unsearchable]
+    vector = usable[0] if usable else None
+    if len(usable) > 1:
+        others = ", ".join(info.name for info in usable[1:])
         notes.append(f"several vector fields: {vector.name if vector else ''} proposed, not {others}; change vector")
     if vector is not None and vector.dimension is None:
         notes.append(f"the mapping gives no dimension for {vector.name}; set dimension")

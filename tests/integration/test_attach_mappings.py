@@ -166,3 +166,35 @@ def test_an_alias_over_several_indices_is_refused_naming_them(engine_kind: str, 
         for name in names:
             client.indices.delete(index=name, ignore_unavailable=True)
         client.close()
+
+
+def test_byte_vectors_are_not_proposed_so_searches_have_knn_off_not_failing(engine_kind: str, tmp_path: Path) -> None:
+    # Both engines refuse a float query vector on byte vectors: proposed, every kNN would fail.
+    client = _client(engine_kind)
+    name = f"esbridge-test-attach-bytes-{uuid.uuid4().hex[:8]}"
+    document = {"body": "solar electricity for the roof", "embedding": [1, 2, 3, 4]}
+    try:
+        if engine_kind == "opensearch":
+            vector = {"type": "knn_vector", "dimension": 4, "data_type": "byte"}
+            vector["method"] = {"name": "hnsw", "engine": "lucene", "space_type": "l2"}
+            mappings = {"properties": {"body": {"type": "text"}, "embedding": vector}}
+            client.indices.create(index=name, body={"settings": {"index": {"knn": True}}, "mappings": mappings})
+            client.index(index=name, id="1", body=document, refresh=True)
+        else:
+            vector = {"type": "dense_vector", "dims": 4, "element_type": "byte", "similarity": "l2_norm"}
+            client.indices.create(index=name, mappings={"properties": {"body": {"type": "text"}, "embedding": vector}})
+            client.index(index=name, id="1", document=document, refresh=True)
+        config = tmp_path / "esbridge.toml"
+        common = ["--url", str(engine_url(engine_kind)), "--engine", engine_kind, "--config", str(config)]
+        inspected = _run(["index", "inspect", name, "--write", *common])
+        assert inspected.exit_code == 0, inspected.output
+        assert "embedding holds byte vectors" in inspected.output
+        found = _run(["search", "solar", "--json", "--index", name, *common])
+        assert found.exit_code == 0, found.output
+        response = json.loads(found.output)
+        assert (response["search_mode"], response["warnings"]) == ("lexical-only", [])
+        assert response["details"]["off"]["knn"] == "no vector field is mapped"
+        assert [hit["id"] for hit in response["results"]] == ["1"]
+    finally:
+        client.indices.delete(index=name, ignore_unavailable=True)
+        client.close()

@@ -151,6 +151,24 @@ def test_a_date_field_in_a_format_recency_cannot_read_is_named_in_a_note() -> No
     )
 
 
+@pytest.mark.parametrize(
+    ("vector", "said"),
+    [
+        ({"type": "dense_vector", "dims": 8, "index": False}, "is not indexed for kNN (index: false)"),
+        ({"type": "dense_vector", "dims": 8, "element_type": "byte"}, "holds byte vectors (element_type byte)"),
+        (
+            {"type": "knn_vector", "dimension": 8, "data_type": "BINARY"},
+            "holds binary vectors (data_type binary)",
+        ),  # as OpenSearch says it
+    ],
+)
+def test_a_vector_field_float_queries_cannot_search_is_not_proposed(vector: dict[str, object], said: str) -> None:
+    # Proposed, every search would fail its kNN on the engine; left out, kNN is off and details.off says so.
+    proposal = propose({"properties": {"body": {"type": "text"}, "emb": vector}})
+    assert proposal.fields is not None and proposal.fields.vector is None
+    assert f"emb {said}: esbridge's float query vectors cannot search it, so kNN is off" in proposal.notes
+
+
 def test_fields_the_map_names_are_checked_against_the_mapping() -> None:
     # The engines match nothing on an unmapped field: a misspelt field would score, filter or exclude silently.
     fields = FieldMap(text={"body": 1.0, "name": 2.0}, date="meta.updated", tags="labels", id="name.raw")
