@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from esbridge import errors
-from esbridge.attach.proposal import flatten, vector_info
+from esbridge.attach.proposal import KEYWORD_TYPES, TEXT_TYPES, flatten, vector_info
 from esbridge.config.fields import WRITE_ATTACHED_FLAG, FieldMap
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine
@@ -34,9 +34,75 @@ def mapped_dimension(mapping: Mapping[str, Any], vector: str) -> int | None:
 
 
 def preflight(settings: Settings, engine: Engine, embedder_dimension: int | None) -> None:
-    """For an attached index, ``check_dimension`` against its live mapping; nothing for esbridge's own."""
+    """For an attached index, ``check_fields`` and ``check_dimension`` against its live mapping; nothing for
+    esbridge's own."""
     if settings.attached:
-        check_dimension(settings.index, settings.field_map, engine.get_mapping(settings.index), embedder_dimension)
+        mapping = engine.get_mapping(settings.index)
+        check_fields(settings.index, settings.field_map, mapping)
+        check_dimension(settings.index, settings.field_map, mapping, embedder_dimension)
+
+
+_SEARCHED_ROLES = ("id", "path", "date", "created", "type", "status", "category", "tags", "links")
+
+
+_VALUE_ROLES = ("id", "path", "type", "status", "category", "tags", "links")
+"""Roles the engine matches by whole value (``terms``): on an analyzed text field they would match words."""
+
+
+def searchable_fields(mapping: Mapping[str, Any]) -> dict[str, str | None]:
+    """The dotted names a query can reach, with their types: fields, objects followed into, and multi-fields
+    (``tags.keyword``)."""
+    names: dict[str, str | None] = {}
+    for name, definition in flatten(mapping.get("properties") or {}):
+        names[name] = definition.get("type")
+        sub = definition.get("fields")
+        if isinstance(sub, Mapping):
+            names.update(
+                {f"{name}.{inner}": spec.get("type") for inner, spec in sub.items() if isinstance(spec, Mapping)}
+            )
+    return names
+
+
+def check_fields(index: str, fields: FieldMap, mapping: Mapping[str, Any]) -> None:
+    """Every field the map has the engine search, filter or sort on is in the mapping, and no field matched by
+    whole value (tags, status, id, ...) is analyzed text.
+
+    The engines answer a query on an unmapped field with no match, not an error: a misspelt text field
+    would silently score nothing, a misspelt status leave nothing out, a misspelt tags field filter out
+    everything. A ``terms`` filter on a text field matches its words, so ``tags=Solar Energy`` would find
+    nothing.
+    """
+    known = searchable_fields(mapping)
+    named = [(f"text {name!r}", name) for name in fields.text] + [(f"exact {name!r}", name) for name in fields.exact]
+    named += [(f"{role} = {value!r}", value) for role in _SEARCHED_ROLES if (value := getattr(fields, role))]
+    missing = [label for label, name in named if name not in known]
+    if missing:
+        raise errors.ConfigError(
+            f"[fields.{index}] names fields that are not in the index's mapping: {', '.join(missing)} (a field "
+            f"inside a nested object counts as absent); run `esbridge index inspect {index}` to see its fields"
+        )
+    analyzed = [
+        f"{role} = {value!r}"
+        + (f" (its keyword sub-field: {keyword!r})" if (keyword := _keyword_of(value, known)) else "")
+        for role in _VALUE_ROLES
+        if (value := getattr(fields, role)) and known.get(value) in TEXT_TYPES
+    ]
+    if analyzed:
+        raise errors.ConfigError(
+            f"[fields.{index}] names text fields for roles matched by whole value: {', '.join(analyzed)}; a text "
+            "field is split into words, so a filter on it would miss values. Name a keyword field instead"
+        )
+
+
+def _keyword_of(name: str, known: Mapping[str, str | None]) -> str | None:
+    return next(
+        (
+            field
+            for field, kind in known.items()
+            if field.startswith(f"{name}.") and kind in KEYWORD_TYPES and "." not in field[len(name) + 1 :]
+        ),
+        None,
+    )
 
 
 def check_dimension(index: str, fields: FieldMap, mapping: Mapping[str, Any], embedder_dimension: int | None) -> None:

@@ -34,6 +34,10 @@ _ROLES: dict[str, tuple[str, ...]] = {
     "tags": (r"^(tags?|labels?|keywords|topics)$",),
     "links": (r"^(links|related|references|see_?also|linked_?ids)$",),
 }
+# Date formats whose stored values recency reads (ISO 8601 or epoch milliseconds: recency.parse_modified_at).
+_READABLE_DATES = frozenset(
+    {"strict_date_optional_time", "date_optional_time", "strict_date_optional_time_nanos", "epoch_millis"}
+)
 # Text fields a match in weighs more than in long text: a name or title says what the document is about.
 _TITLE_BOOST = 2.0
 
@@ -105,8 +109,21 @@ def split_by_analyzer(text: list[str], analyzers: Mapping[str, str]) -> tuple[li
 _KEYWORD_ROLES = ("id", "path", "type", "status", "category", "tags", "links")
 
 
-def _keyword_subfield(fields: Mapping[str, Any]) -> bool:
-    return any(isinstance(sub, Mapping) and sub.get("type") in KEYWORD_TYPES for sub in fields.values())
+def _unsearchable(definition: Mapping[str, Any]) -> str | None:
+    """Why kNN with a float query vector cannot search this vector field, or None when it can."""
+    if definition.get("index") is False:
+        return "is not indexed for kNN (index: false)"
+    kind = str(definition.get("element_type") or definition.get("data_type") or "").lower()  # OpenSearch: BYTE
+    if kind in ("byte", "bit", "binary"):
+        return f"holds {kind} vectors ({'element_type' if 'element_type' in definition else 'data_type'} {kind})"
+    return None
+
+
+def _keyword_subfield(fields: Mapping[str, Any]) -> str | None:
+    """The name of a keyword multi-field among ``fields`` (``keyword`` under dynamic mapping), if any."""
+    return next(
+        (name for name, sub in fields.items() if isinstance(sub, Mapping) and sub.get("type") in KEYWORD_TYPES), None
+    )
 
 
 def _keyword_role(name: str) -> str | None:
@@ -132,6 +149,8 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     analyzers: dict[str, str] = {}
     """Elasticsearch semantic_text fields: the engine embeds documents and queries with their endpoint"""
     subfields: dict[str, Mapping[str, Any]] = {}
+    date_formats: dict[str, str] = {}
+    unsearchable: dict[str, str] = {}
     for name, definition in flatten(properties):
         kind = definition.get("type")
         subfields[name] = definition.get("fields") or {}
@@ -142,8 +161,13 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             by_type["keyword"].append(name)
         elif kind in DATE_TYPES:
             by_type["date"].append(name)
+            formats = str(definition.get("format") or "")
+            if formats and not any(part in _READABLE_DATES for part in formats.split("||")):
+                date_formats[name] = formats
         elif kind in VECTOR_TYPES:
             vectors.append(vector_info(name, definition))
+            if problem := _unsearchable(definition):
+                unsearchable[name] = problem
         elif kind == "semantic_text":
             semantic.append(name)
         elif kind == "nested":
@@ -166,9 +190,12 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     roles["date"] = _pick("date", dates) or (dates[0] if dates else None)
     created = _pick("created", dates)
     roles["created"] = created if created != roles["date"] else None
-    vector = vectors[0] if vectors else None
-    if len(vectors) > 1:
-        others = ", ".join(info.name for info in vectors[1:])
+    for name, problem in unsearchable.items():
+        notes.append(f"{name} {problem}: esbridge's float query vectors cannot search it, so kNN is off")
+    usable = [info for info in vectors if info.name not in unsearchable]
+    vector = usable[0] if usable else None
+    if len(usable) > 1:
+        others = ", ".join(info.name for info in usable[1:])
         notes.append(f"several vector fields: {vector.name if vector else ''} proposed, not {others}; change vector")
     if vector is not None and vector.dimension is None:
         notes.append(f"the mapping gives no dimension for {vector.name}; set dimension")
@@ -195,9 +222,16 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     named = {name: role for name in text if _keyword_subfield(subfields[name]) and (role := _keyword_role(name))}
     if named:
         fields_roles = ", ".join(f"{name} ({role})" for name, role in sorted(named.items()))
+        first, role = sorted(named.items())[0]
+        example = f'{role} = "{first}.{_keyword_subfield(subfields[first])}"'
         notes.append(
             f"{fields_roles}: text with a keyword sub-field, searched as text; the roles are read from keyword "
-            "fields only (map them as keyword, in a new index, to give them their role)"
+            f"fields only (name the sub-field to give one its role: {example})"
+        )
+    if roles["date"] in date_formats:
+        notes.append(
+            f"{roles['date']} has format {date_formats[roles['date']]}: recency reads dates in ISO 8601 or epoch "
+            "milliseconds only, so it gives these documents no multiplier (date filters work)"
         )
     notes.extend(nested)
     fields = FieldMap.model_validate(

@@ -123,7 +123,9 @@ class FieldMap(BaseModel):
         """The stored fields a search asks for: those the later stages read, and the texts when they are read."""
         roles = ("id", "chunk", "title", "path", "links", "date", "type", "status", "tags")
         named = [field for role in roles if (field := getattr(self, role))]
-        return list(dict.fromkeys([*named, *(self.content if with_texts else [])]))
+        # A multi-field (tags.keyword) is not in _source: its parent holds the value (read_path).
+        parents = [field.rsplit(".", 1)[0] for field in named if "." in field]
+        return list(dict.fromkeys([*named, *parents, *(self.content if with_texts else [])]))
 
     def off(self) -> dict[Feature, str]:
         """Features this map turns off, each with the reason."""
@@ -163,15 +165,27 @@ DEFAULT_FIELD_MAP = FieldMap(
 
 
 def read_path(source: Mapping[str, Any], field: str) -> Any:
-    """The value of ``field`` in a stored document, following dots into objects (``meta.updated``)."""
+    """The value of ``field`` in a stored document, following dots into objects (``meta.updated``).
+
+    A multi-field (``tags.keyword``) has no value of its own in ``_source``: it indexes its parent's, so a
+    path that ends below a value that is no object reads that value.
+    """
     if field in source:
         return source[field]
     value: Any = source
     for part in field.split("."):
-        if not isinstance(value, Mapping) or part not in value:
+        if not isinstance(value, Mapping):
+            return value if value is not source and _leaf(value) else None
+        if part not in value:
             return None
         value = value[part]
     return value
+
+
+def _leaf(value: Any) -> bool:
+    """A field's value rather than an object: a scalar, or a list of scalars."""
+    items = value if isinstance(value, list) else [value]
+    return all(not isinstance(item, (Mapping, list)) for item in items)
 
 
 def canonical_source(source: Mapping[str, Any], fields: FieldMap, hit_id: str) -> Mapping[str, Any]:

@@ -165,7 +165,8 @@ def single_index_section(answer: Mapping[str, Any], section: str, *, url: str, i
     """The ``section`` of the one concrete index in a per-index answer (``{name: {section: ...}}``)."""
     if len(answer) != 1:
         raise EngineResponseError(
-            f"expected one index behind {index!r}, found {len(answer)}: {sorted(answer)}",
+            f"expected one index behind {index!r}, found {len(answer)}: {sorted(answer)}; esbridge reads the "
+            "mapping of one index, whose fields may differ from the others': name one of them (--index)",
             url=url,
             operation=f"read {section}",
             index=index,

@@ -108,6 +108,9 @@ def filter_clauses(filters: Filters, fields: FieldMap = DEFAULT_FIELD_MAP) -> li
             bounds["gte"] = after.isoformat()
         if before is not None:
             bounds["lte"] = before.isoformat()
+        if bounds and fields is not DEFAULT_FIELD_MAP:
+            # An attached index's date field may have its own format (dd/MM/yyyy); the bounds are ISO 8601.
+            bounds["format"] = "strict_date_optional_time"
         if bounds:
             clauses.append({"range": {mapped(fields, name): bounds}})
     return clauses

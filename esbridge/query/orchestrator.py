@@ -154,7 +154,8 @@ class HybridSearcher:
         doc_of = {item: document_of(item, source) for item, source in retrieved.sources.items()}
         runs = self._runs(retrieved, doc_of)
         fused = self._fuse(request, plan, runs, retrieved)
-        scores, multipliers = self._recency(request, fused.scores, retrieved.sources)
+        scores, multipliers, unread_dates = self._recency(request, fused.scores, retrieved.sources)
+        notes = notes.add(unread_dates)
         trail = Trail(
             runs,
             retrieved.sources,
@@ -298,16 +299,27 @@ class HybridSearcher:
 
     def _recency(
         self, request: SearchRequest, scores: dict[str, float], sources: Mapping[str, Mapping[str, Any]]
-    ) -> tuple[dict[str, float], dict[str, float]]:
+    ) -> tuple[dict[str, float], dict[str, float], str | None]:
         if not (request.recency if request.recency is not None else self.pipeline.recency.enabled):
-            return scores, {}
-        modified = {
-            item: parse_modified_at(stamp) for item, source in sources.items() if (stamp := source.get("modified_at"))
-        }
+            return scores, {}, None
+        modified: dict[str, datetime | None] = {}
+        unread: list[object] = []
+        for item, source in sources.items():
+            if stamp := source.get("modified_at"):
+                try:
+                    modified[item] = parse_modified_at(stamp)
+                except ValueError:  # an attached index's date field may have its own format
+                    unread.append(stamp)
+        warning = (
+            f"recency left out {len(unread)} result(s) whose {self.fields.date} is neither ISO 8601 nor epoch "
+            f"milliseconds (first: {unread[0]!r})"
+            if unread
+            else None
+        )
         if not modified:  # nothing to multiply when no result carries a date
-            return scores, {}
+            return scores, {}, warning
         boosted = apply_recency(scores, modified, self.clock(), rule_from(self.pipeline.recency))
-        return boosted.scores, dict(boosted.multipliers)
+        return boosted.scores, dict(boosted.multipliers), warning
 
     async def _graph(
         self,

@@ -89,18 +89,25 @@ def aware(moment: datetime) -> datetime:
 
 
 def parse_modified_at(value: object) -> datetime | None:
-    """A ``modified_at`` from an engine's ``_source``: ISO 8601 (``Z`` allowed) or a datetime; None when absent."""
+    """A ``modified_at`` from an engine's ``_source``: ISO 8601 (``Z`` allowed), a datetime, or a number of
+    epoch milliseconds (the engines' default date format, ``strict_date_optional_time||epoch_millis``, takes
+    both, so an index esbridge did not create may hold either); None when absent."""
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
         return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(value / 1000, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            pass
     if isinstance(value, str):
         text = value.strip()
         try:
             return datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
         except ValueError:
             pass
-    raise ValueError(f"modified_at is not an ISO 8601 date: {value!r}")
+    raise ValueError(f"modified_at is not an ISO 8601 date or epoch milliseconds: {value!r}")
 
 
 def age(modified_at: datetime, now: datetime) -> timedelta:

@@ -58,7 +58,8 @@ def test_knn_searches_the_mapped_vector_with_the_filters_inside() -> None:
     assert body["knn"]["field"] == "embedding"
     assert body["knn"]["filter"]["bool"]["filter"] == [
         {"terms": {"labels": ["sale"]}},
-        {"range": {"meta.updated": {"gte": "2026-01-01T00:00:00+00:00"}}},
+        # The bounds are ISO 8601 whatever format the index gives its date field.
+        {"range": {"meta.updated": {"gte": "2026-01-01T00:00:00+00:00", "format": "strict_date_optional_time"}}},
     ]
     opensearch = bodies.knn_body("opensearch", [0.1, 0.2], k=3, filters=Filters(), num_candidates=10, fields=PRODUCTS)
     assert list(opensearch["query"]["knn"]) == ["embedding"]
@@ -101,6 +102,18 @@ def test_stored_fields_come_back_under_esbridges_names() -> None:
     assert read["tags"] == ["sale"]
     assert read["name"] == "Red shoe"  # the original stays
     assert canonical_source(source, DEFAULT_FIELD_MAP, "p1") is source
+
+
+def test_a_keyword_sub_field_role_reads_its_parents_stored_value() -> None:
+    # Dynamic mapping makes every string text with a .keyword multi-field; its value is only in the parent.
+    dynamic = FieldMap(text={"title": 1.0}, id="doc_id.keyword", tags="tags.keyword", links="links.keyword")
+    assert {"doc_id", "tags", "links"} <= set(dynamic.stored_fields(with_texts=False))
+    source = {"doc_id": "d9", "tags": ["energy", "sea"], "links": ["d1"], "meta": {"updated": "2026-11-01"}}
+    read = canonical_source(source, dynamic, "x9")
+    assert (read["doc_id"], read["tags"], read["links"]) == ("d9", ["energy", "sea"], ["d1"])
+    assert canonical_source(source, dynamic.model_copy(update={"date": "meta.created"}), "x9")["modified_at"] is None
+    objects = {"doc_id": [{"value": "d9"}]}  # an object array is no field value
+    assert canonical_source(objects, dynamic, "x9")["doc_id"] is None
 
 
 def test_links_body_finds_documents_by_id_when_no_id_field_is_mapped() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from esbridge import errors
-from esbridge.attach.guard import check_dimension, refuse_write
+from esbridge.attach.guard import check_dimension, check_fields, refuse_write
 from esbridge.attach.proposal import propose, toml_table
 from esbridge.attach.settings_file import write_field_map
 from esbridge.config import load_settings
@@ -141,6 +141,54 @@ def test_the_query_dimension_is_checked_against_the_mapping() -> None:
         check_dimension("products", fields.model_copy(update={"vector": "price"}), OPENSEARCH_CATALOGUE, 384)
 
 
+def test_a_date_field_in_a_format_recency_cannot_read_is_named_in_a_note() -> None:
+    own = {"type": "date", "format": "dd/MM/yyyy HH:mm"}
+    proposal = propose({"properties": {"body": {"type": "text"}, "updated": own}})
+    assert "updated has format dd/MM/yyyy HH:mm: recency reads dates in ISO 8601" in " ".join(proposal.notes)
+    default = {"type": "date", "format": "strict_date_optional_time||epoch_millis"}
+    assert not any(
+        "format" in note for note in propose({"properties": {"body": {"type": "text"}, "updated": default}}).notes
+    )
+
+
+@pytest.mark.parametrize(
+    ("vector", "said"),
+    [
+        ({"type": "dense_vector", "dims": 8, "index": False}, "is not indexed for kNN (index: false)"),
+        ({"type": "dense_vector", "dims": 8, "element_type": "byte"}, "holds byte vectors (element_type byte)"),
+        (
+            {"type": "knn_vector", "dimension": 8, "data_type": "BINARY"},
+            "holds binary vectors (data_type binary)",
+        ),  # as OpenSearch says it
+    ],
+)
+def test_a_vector_field_float_queries_cannot_search_is_not_proposed(vector: dict[str, object], said: str) -> None:
+    # Proposed, every search would fail its kNN on the engine; left out, kNN is off and details.off says so.
+    proposal = propose({"properties": {"body": {"type": "text"}, "emb": vector}})
+    assert proposal.fields is not None and proposal.fields.vector is None
+    assert f"emb {said}: esbridge's float query vectors cannot search it, so kNN is off" in proposal.notes
+
+
+def test_fields_the_map_names_are_checked_against_the_mapping() -> None:
+    # The engines match nothing on an unmapped field: a misspelt field would score, filter or exclude silently.
+    fields = FieldMap(text={"body": 1.0, "name": 2.0}, date="meta.updated", tags="labels", id="name.raw")
+    check_fields("products", fields, OPENSEARCH_CATALOGUE)  # a multi-field (name.raw) is a field of the mapping
+    misspelt = fields.model_copy(update={"text": {"bdy": 1.0, "name": 2.0}, "tags": "lables", "status": "meta"})
+    with pytest.raises(errors.ConfigError) as refused:
+        check_fields("products", misspelt, OPENSEARCH_CATALOGUE)
+    assert "not in the index's mapping: text 'bdy', status = 'meta', tags = 'lables'" in str(refused.value)
+
+
+def test_a_role_matched_by_whole_value_on_a_text_field_is_refused_naming_its_keyword_sub_field() -> None:
+    # tags=Solar Energy as a terms filter on analyzed text matches no document: refused, not silently empty.
+    fields = FieldMap(text={"body": 1.0}, tags="name", status="body")
+    with pytest.raises(errors.ConfigError) as refused:
+        check_fields("products", fields, OPENSEARCH_CATALOGUE)
+    message = str(refused.value)
+    assert "status = 'body', tags = 'name' (its keyword sub-field: 'name.raw')" in message
+    check_fields("products", fields.model_copy(update={"tags": "name.raw", "status": "state"}), OPENSEARCH_CATALOGUE)
+
+
 _WRITE_UNDER_A_SIZE_LIMIT = """
 import resource, signal, sys
 from pathlib import Path
@@ -201,3 +249,4 @@ def test_text_fields_named_for_a_keyword_role_are_named_in_a_note() -> None:
     assert proposal.fields is not None and proposal.fields.tags is None
     (note,) = [note for note in proposal.notes if "keyword sub-field" in note]
     assert note.startswith("doc_id (id), related (links), status (status), tags (tags): text"), note
+    assert note.endswith('(name the sub-field to give one its role: id = "doc_id.keyword")'), note

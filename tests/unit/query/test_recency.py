@@ -134,15 +134,17 @@ def test_non_finite_scores_are_refused() -> None:
         (NOW, NOW),
         (None, None),
         ("", None),
+        # Epoch milliseconds, which the engines' default date format takes (an attached index may hold them).
+        (1717236000000, datetime(2024, 6, 1, 10, tzinfo=timezone.utc)),
     ],
 )
 def test_parse_modified_at(value: object, expected: datetime | None) -> None:
     assert parse_modified_at(value) == expected
 
 
-@pytest.mark.parametrize("value", ["yesterday", 1717236000000, ["2024-06-01"]])
+@pytest.mark.parametrize("value", ["yesterday", "01/06/2024 10:00", True, ["2024-06-01"]])
 def test_parse_modified_at_refuses_what_is_not_a_date(value: object) -> None:
-    with pytest.raises(ValueError, match="ISO 8601"):
+    with pytest.raises(ValueError, match="ISO 8601 date or epoch milliseconds"):
         parse_modified_at(value)
 
 
