@@ -50,7 +50,7 @@ from esbridge.query.models import (
 from esbridge.query.native.choice import NativeChoice, choose_native
 from esbridge.query.planning import Plan, plan_search, query_cut
 from esbridge.query.query_vectors import QueryVectors
-from esbridge.query.recency import apply_recency, parse_modified_at, rule_from
+from esbridge.query.recency import apply_recency, read_dates, rule_from
 from esbridge.query.rerank import Reranker, rerank
 from esbridge.query.retrieval import Retrieval, Retrieved
 from esbridge.query.routing import Categories, route, routed_filters
@@ -302,20 +302,7 @@ class HybridSearcher:
     ) -> tuple[dict[str, float], dict[str, float], str | None]:
         if not (request.recency if request.recency is not None else self.pipeline.recency.enabled):
             return scores, {}, None
-        modified: dict[str, datetime | None] = {}
-        unread: list[object] = []
-        for item, source in sources.items():
-            if stamp := source.get("modified_at"):
-                try:
-                    modified[item] = parse_modified_at(stamp)
-                except ValueError:  # an attached index's date field may have its own format
-                    unread.append(stamp)
-        warning = (
-            f"recency left out {len(unread)} result(s) whose {self.fields.date} is neither ISO 8601 nor epoch "
-            f"milliseconds (first: {unread[0]!r})"
-            if unread
-            else None
-        )
+        modified, warning = read_dates(sources, str(self.fields.date))
         if not modified:  # nothing to multiply when no result carries a date
             return scores, {}, warning
         boosted = apply_recency(scores, modified, self.clock(), rule_from(self.pipeline.recency))

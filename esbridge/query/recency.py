@@ -110,6 +110,27 @@ def parse_modified_at(value: object) -> datetime | None:
     raise ValueError(f"modified_at is not an ISO 8601 date or epoch milliseconds: {value!r}")
 
 
+def read_dates(
+    sources: Mapping[str, Mapping[str, object]], field: str
+) -> tuple[dict[str, datetime | None], str | None]:
+    """Each result's ``modified_at``, by item, and a warning naming those left out: an attached index's date
+    ``field`` may hold another format than ISO 8601 or epoch milliseconds."""
+    modified: dict[str, datetime | None] = {}
+    unread: list[object] = []
+    for item, source in sources.items():
+        if stamp := source.get("modified_at"):
+            try:
+                modified[item] = parse_modified_at(stamp)
+            except ValueError:
+                unread.append(stamp)
+    if not unread:
+        return modified, None
+    return modified, (
+        f"recency left out {len(unread)} result(s) whose {field} is neither ISO 8601 nor epoch milliseconds "
+        f"(first: {unread[0]!r})"
+    )
+
+
 def age(modified_at: datetime, now: datetime) -> timedelta:
     """How long before ``now`` the item was modified; never negative."""
     return max(aware(now) - aware(modified_at), timedelta(0))
