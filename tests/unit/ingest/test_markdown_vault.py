@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -313,6 +314,15 @@ def test_shortest_path_same_folder_and_path_qualified_resolution(obsidian_docs: 
 def test_label_first_links_still_resolve_in_an_obsidian_vault(tmp_path: Path) -> None:
     docs = read_documents(write_vault(tmp_path, {"a.md": "[[see this|b]] [[b|a label]]", "b.md": ""}))
     assert docs["a"].links == ("b",)
+    assert docs["a"].metadata["unresolved_links"] == []
+
+
+def test_links_reach_a_note_whose_file_name_is_decomposed_unicode(tmp_path: Path) -> None:
+    # macOS writes file names decomposed (NFD); the links typed in the notes are composed (NFC).
+    decomposed = unicodedata.normalize("NFD", "Café")
+    vault = write_vault(tmp_path, {f"{decomposed}.md": "the cafe", "a.md": "[[Café]] and [menu](caf%C3%A9.md)"})
+    docs = read_documents(vault)
+    assert docs["a"].links == (decomposed,)
     assert docs["a"].metadata["unresolved_links"] == []
 
 
