@@ -2,8 +2,8 @@
 
 A note's ``doc_id`` is its vault-relative path without ``.md`` (forward slashes), its ``path`` the same
 with the extension. Hidden folders and files (``.obsidian``, ``.git``, ...) and ``node_modules`` are
-skipped. A file that is not UTF-8 becomes a ``Problem``; broken frontmatter becomes a warning on a
-Document that is still indexed.
+skipped; symbolic links to folders outside the vault are followed (see ``note_paths``). A file that is
+not UTF-8 becomes a ``Problem``; broken frontmatter becomes a warning on a Document that is still indexed.
 
 Title: frontmatter ``title``, else the first H1 (then left out of the heading paths), else the file name.
 ``modified_at``: frontmatter ``modified``/``updated``/``modified_at``, else the file's mtime.
@@ -104,15 +104,32 @@ def _read_vault(
 
 
 def note_paths(root: Path) -> list[str]:
-    """Vault-relative paths (forward slashes) of the notes under ``root``, sorted."""
+    """Vault-relative paths (forward slashes) of the notes under ``root``, sorted.
+
+    A symbolic link to a folder outside the vault is followed, as Obsidian does; one to a folder inside the
+    vault (its notes are read at their own path) or to a folder already read (a loop) is not.
+    """
     found: list[str] = []
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = sorted(name for name in subfolders if not _is_skipped(name))
+    vault = os.path.realpath(root)
+    read: set[str] = set()
+    for folder, subfolders, files in os.walk(root, followlinks=True):
+        read.add(os.path.realpath(folder))
+        subfolders[:] = sorted(
+            name for name in subfolders if not _is_skipped(name) and _followed(os.path.join(folder, name), vault, read)
+        )
         relative = Path(folder).relative_to(root).as_posix()
         for name in files:
             if name.casefold().endswith(NOTE_SUFFIX) and not _is_skipped(name):
                 found.append(name if relative == "." else f"{relative}/{name}")
     return sorted(found)
+
+
+def _followed(folder: str, vault: str, read: set[str]) -> bool:
+    if not os.path.islink(folder):
+        return True
+    target = os.path.realpath(folder)
+    inside = target == vault or target.startswith(vault.rstrip(os.sep) + os.sep)
+    return not inside and target not in read
 
 
 def _is_skipped(name: str) -> bool:

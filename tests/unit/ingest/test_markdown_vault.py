@@ -42,6 +42,16 @@ def test_ids_are_vault_paths_and_hidden_folders_and_other_files_are_skipped(tmp_
     assert docs["Folder/Sub Folder/Deep Note"].path == "Folder/Sub Folder/Deep Note.md"
 
 
+def test_a_linked_folder_outside_the_vault_is_read_and_links_that_would_repeat_or_loop_are_not(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", {"Top.md": "top", "Inner/inside.md": "inside"})
+    shared = write_vault(tmp_path / "shared", {"common.md": "shared note", "deeper/more.md": "more"})
+    (vault / "Shared").symlink_to(shared, target_is_directory=True)
+    (shared / "deeper" / "back").symlink_to(shared, target_is_directory=True)  # a loop
+    (vault / "Again").symlink_to(vault / "Inner", target_is_directory=True)  # read at Inner/ already
+    (vault / "Self").symlink_to(vault, target_is_directory=True)
+    assert sorted(read_documents(vault)) == ["Inner/inside", "Shared/common", "Shared/deeper/more", "Top"]
+
+
 def test_a_non_utf8_note_is_a_problem_and_the_others_are_still_read(tmp_path: Path) -> None:
     write_vault(
         tmp_path, {"good.md": "[[bad]] and [[other]]", "bad.md": b"line one\nline two \xff\xfe\n", "other.md": ""}
