@@ -328,7 +328,8 @@ def _read_and_chunk(path: Path, options: IngestOptions, report: IngestReport) ->
             problems.append(item)
             continue
         if item.doc_id in seen:
-            problems.append(Problem(item.path or item.doc_id, f"duplicate id {item.doc_id!r}; the first one was kept"))
+            reason = f"duplicate id {item.doc_id!r}; the first one was kept"
+            problems.append(Problem(item.path or item.doc_id, reason, doc_id=item.doc_id))
             continue
         seen.add(item.doc_id)
         report.warnings.extend(f"{item.path or item.doc_id}: {warning}" for warning in item.warnings)

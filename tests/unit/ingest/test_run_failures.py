@@ -132,3 +132,20 @@ def test_another_process_writing_is_named_without_saying_the_engine_stopped(tmp_
             second.close()
             holder.stdin.write("\n")
             holder.stdin.flush()
+
+
+def test_two_notes_with_one_id_keep_the_first_and_still_let_deleted_notes_go(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for name in ("a.md", "b.md", "c.md", "a.MD"):  # a.md and a.MD are both the note 'a'
+        (vault / name).write_text(f"The note {name}.\n", encoding="utf-8")
+    first = run(engine, vault, HashingEmbedder())
+    assert [failure["reason"] for failure in first.failed] == ["duplicate id 'a'; the first one was kept"]
+    (vault / "c.md").unlink()
+    second = run(engine, vault, HashingEmbedder())
+    assert second.deleted == 1
+    engine.refresh("notes")
+    kept = engine.scan("notes", {"match_all": {}}, ["body"], sort_field="chunk_id")
+    assert {hit.id: hit.source["body"] for hit in kept} == {"a#0": "The note a.MD.", "b#0": "The note b.md."}
