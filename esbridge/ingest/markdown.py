@@ -107,16 +107,19 @@ def note_paths(root: Path) -> list[str]:
     """Vault-relative paths (forward slashes) of the notes under ``root``, sorted.
 
     A symbolic link to a folder outside the vault is followed, as Obsidian does; one to a folder inside the
-    vault (its notes are read at their own path) or to a folder already read (a loop) is not.
+    vault (its notes are read at their own path), to a folder holding the vault, or to a folder already
+    read (a loop, or a second link to it; links are taken in name order) is not.
     """
     found: list[str] = []
     vault = os.path.realpath(root)
     read: set[str] = set()
     for folder, subfolders, files in os.walk(root, followlinks=True):
         read.add(os.path.realpath(folder))
-        subfolders[:] = sorted(
-            name for name in subfolders if not _is_skipped(name) and _followed(os.path.join(folder, name), vault, read)
-        )
+        subfolders[:] = [
+            name
+            for name in sorted(subfolders)
+            if not _is_skipped(name) and _followed(os.path.join(folder, name), vault, read)
+        ]
         relative = Path(folder).relative_to(root).as_posix()
         for name in files:
             if name.casefold().endswith(NOTE_SUFFIX) and not _is_skipped(name):
@@ -125,11 +128,19 @@ def note_paths(root: Path) -> list[str]:
 
 
 def _followed(folder: str, vault: str, read: set[str]) -> bool:
+    """Whether to walk ``folder``: yes unless it is a link into the vault, to a folder holding the vault (a
+    loop), or to a folder already read or about to be (``read`` takes the target when the answer is yes)."""
     if not os.path.islink(folder):
         return True
     target = os.path.realpath(folder)
-    inside = target == vault or target.startswith(vault.rstrip(os.sep) + os.sep)
-    return not inside and target not in read
+    if _within(target, vault) or _within(vault, target) or target in read:
+        return False
+    read.add(target)
+    return True
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _is_skipped(name: str) -> bool:

@@ -49,6 +49,8 @@ def test_a_linked_folder_outside_the_vault_is_read_and_links_that_would_repeat_o
     (shared / "deeper" / "back").symlink_to(shared, target_is_directory=True)  # a loop
     (vault / "Again").symlink_to(vault / "Inner", target_is_directory=True)  # read at Inner/ already
     (vault / "Self").symlink_to(vault, target_is_directory=True)
+    (vault / "Up").symlink_to(tmp_path, target_is_directory=True)  # holds the vault: a loop too
+    (vault / "Twice").symlink_to(shared, target_is_directory=True)  # the first link to it, by name, is read
     assert sorted(read_documents(vault)) == ["Inner/inside", "Shared/common", "Shared/deeper/more", "Top"]
 
 
