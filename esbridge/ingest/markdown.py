@@ -149,6 +149,10 @@ def _is_skipped(name: str) -> bool:
 
 def load_note(root: Path, path: str) -> NoteFile | Problem:
     file = root / path
+    if not _is_text(path):  # the id would be too: no engine takes it, and one such id fails a whole request
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        reason = "the file name is not UTF-8, so it cannot be a document id; rename the file"
+        return Problem(str(root / shown), reason, doc_id=note_id(shown))
     try:
         data = file.read_bytes()
         mtime = datetime.fromtimestamp(file.stat().st_mtime, tz=timezone.utc)
@@ -163,6 +167,14 @@ def load_note(root: Path, path: str) -> NoteFile | Problem:
     raw = read_frontmatter(text)
     frontmatter, warnings = load_frontmatter(raw) if raw is not None else ({}, [])
     return NoteFile(note_id(path), path, text, mtime, frontmatter, tuple(warnings))
+
+
+def _is_text(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes of a file name arrive as lone surrogates
+        return False
+    return True
 
 
 def note_id(path: str) -> str:

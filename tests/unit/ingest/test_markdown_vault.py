@@ -71,6 +71,16 @@ def test_a_non_utf8_note_is_a_problem_and_the_others_are_still_read(tmp_path: Pa
     assert docs["good"].metadata["unresolved_links"] == ["bad"]
 
 
+def test_a_file_name_that_is_not_utf8_is_a_problem_and_the_others_are_still_read(tmp_path: Path) -> None:
+    write_vault(tmp_path, {"good.md": "good"})
+    (tmp_path / os.fsdecode(b"caf\xe9.md")).write_text("a Latin-1 file name")
+    items = list(read_vault(tmp_path))
+    problems = [item for item in items if isinstance(item, Problem)]
+    assert [item.doc_id for item in items if isinstance(item, Document)] == ["good"]
+    assert [(problem.source, problem.doc_id) for problem in problems] == [(f"{tmp_path}/caf\\xe9.md", "caf\\xe9")]
+    assert "file name is not UTF-8" in problems[0].reason
+
+
 def test_a_byte_order_mark_is_not_content(tmp_path: Path) -> None:
     doc = one_note(tmp_path, "\ufeff---\ntitle: With BOM\n---\nText")
     assert doc.title == "With BOM"
