@@ -32,7 +32,22 @@ _CATEGORY_KEYS = ("category",)
 # A date used only as a fallback for `created_at` (Jekyll/Hugo style); it also stays in metadata.
 _FALLBACK_CREATED_KEY = "date"
 _EPOCH_MILLISECONDS_FROM = 10**11
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_SAFE_LOADER):  # type: ignore[valid-type,misc]
+    """The safe loader, but an impossible date (``2021-13-40``) stays its text instead of failing the whole
+    frontmatter: only that key is then unusable (a warning, kept in metadata), not the title and tags."""
+
+
+def _timestamp_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    try:
+        return loader.construct_yaml_timestamp(node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
 # YAML aliases let a 1 KB block stand for millions of values ("billion laughs"); the loader shares
 # them, but turning them into JSON copies each one. A frontmatter is refused past this many values
 # once aliases are expanded, which no real note comes near.
@@ -63,7 +78,6 @@ def load_frontmatter(raw: str) -> tuple[Mapping[str, Any], list[str]]:
         where = f" at line {mark.line + 2}" if mark is not None else ""
         return {}, [f"frontmatter is not valid YAML{where}: {exc.problem or exc}"]
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
-        # PyYAML raises ValueError for impossible timestamps such as 2021-13-40.
         return {}, [f"frontmatter is not valid YAML: {exc}"]
     if refused is not None:
         return {}, [refused]
@@ -77,7 +91,7 @@ def load_frontmatter(raw: str) -> tuple[Mapping[str, Any], list[str]]:
 def _load_bounded(raw: str) -> tuple[Any, str | None]:
     """The YAML document, or why it was not built: it is composed first (aliases shared, cheap) and
     only constructed when its expanded size is within ``MAX_FRONTMATTER_VALUES``."""
-    loader = _SAFE_LOADER(raw)
+    loader = _Loader(raw)
     try:
         node = loader.get_single_node()
         if node is None:

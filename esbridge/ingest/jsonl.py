@@ -278,6 +278,16 @@ class JsonlRecord(IdentifiedRecord):
     def _links(cls, data: Any) -> Any:
         return consume_links(data)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _beir_line(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "id" not in data and "_id" in data:
+            raise ValueError(
+                "field 'id' is missing; the record has '_id', as a line of a BEIR corpus does: ingest the BEIR "
+                "folder (the one holding corpus.jsonl), or name the field 'id'"
+            )
+        return data
+
     @field_validator("tags", "aliases", mode="before")
     @classmethod
     def _string_list(cls, value: Any) -> Any:

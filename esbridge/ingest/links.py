@@ -1,6 +1,8 @@
 """Resolving a note's link targets to the doc ids of the vault, the way Obsidian and Dendron do.
 
-Resolution of a cleaned target (no ``#heading``, no ``.md``, no ``dendron://vault/`` prefix), case-insensitively:
+Resolution of a cleaned target (no ``#heading``, no ``.md``, no ``dendron://vault/`` prefix), case-insensitively
+and whatever the Unicode normalization (a file name written on macOS is decomposed, NFD, while the link typed
+in the note is usually composed, NFC):
 
 1. ``/a/b``: the note at that vault path, nothing else.
 2. The note at the target's path relative to the linking note's folder (``[[sibling]]``, ``[x](../y.md)``).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,12 +48,12 @@ class NoteIndex:
         self._by_path: dict[str, str] = {}
         by_name: dict[str, list[str]] = {}
         for doc_id in doc_ids:
-            self._by_path.setdefault(doc_id.casefold(), doc_id)
-            by_name.setdefault(posixpath.basename(doc_id).casefold(), []).append(doc_id)
+            self._by_path.setdefault(fold(doc_id), doc_id)
+            by_name.setdefault(fold(posixpath.basename(doc_id)), []).append(doc_id)
         self._by_name = {name: sorted(ids, key=_shortest_first) for name, ids in by_name.items()}
 
     def __contains__(self, doc_id: object) -> bool:
-        return isinstance(doc_id, str) and doc_id.casefold() in self._by_path
+        return isinstance(doc_id, str) and fold(doc_id) in self._by_path
 
     def resolve(self, target: str, source_id: str) -> str | None:
         """The doc id a cleaned target names, seen from the note ``source_id``; None if no note matches."""
@@ -62,18 +65,23 @@ class NoteIndex:
         found = self._at(relative) or self._at(posixpath.normpath(target))
         if found is not None:
             return found
-        wanted = posixpath.normpath(target).casefold()
+        wanted = fold(posixpath.normpath(target))
         if wanted.startswith("../"):
             return None
         suffix = "/" + wanted
         for doc_id in self._by_name.get(posixpath.basename(wanted), ()):
-            folded = doc_id.casefold()
+            folded = fold(doc_id)
             if folded == wanted or folded.endswith(suffix):
                 return doc_id
         return None
 
     def _at(self, path: str) -> str | None:
-        return None if path.startswith("../") else self._by_path.get(path.casefold())
+        return None if path.startswith("../") else self._by_path.get(fold(path))
+
+
+def fold(text: str) -> str:
+    """``text`` for comparison: case folded and composed (NFC), so ``Café`` in NFD matches ``café`` in NFC."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
 
 
 def _shortest_first(doc_id: str) -> tuple[int, int, str]:

@@ -2,8 +2,8 @@
 
 A note's ``doc_id`` is its vault-relative path without ``.md`` (forward slashes), its ``path`` the same
 with the extension. Hidden folders and files (``.obsidian``, ``.git``, ...) and ``node_modules`` are
-skipped. A file that is not UTF-8 becomes a ``Problem``; broken frontmatter becomes a warning on a
-Document that is still indexed.
+skipped; symbolic links to folders outside the vault are followed (see ``note_paths``). A file that is
+not UTF-8 becomes a ``Problem``; broken frontmatter becomes a warning on a Document that is still indexed.
 
 Title: frontmatter ``title``, else the first H1 (then left out of the heading paths), else the file name.
 ``modified_at``: frontmatter ``modified``/``updated``/``modified_at``, else the file's mtime.
@@ -104,15 +104,43 @@ def _read_vault(
 
 
 def note_paths(root: Path) -> list[str]:
-    """Vault-relative paths (forward slashes) of the notes under ``root``, sorted."""
+    """Vault-relative paths (forward slashes) of the notes under ``root``, sorted.
+
+    A symbolic link to a folder outside the vault is followed, as Obsidian does; one to a folder inside the
+    vault (its notes are read at their own path), to a folder holding the vault, or to a folder already
+    read (a loop, or a second link to it; links are taken in name order) is not.
+    """
     found: list[str] = []
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = sorted(name for name in subfolders if not _is_skipped(name))
+    vault = os.path.realpath(root)
+    read: set[str] = set()
+    for folder, subfolders, files in os.walk(root, followlinks=True):
+        read.add(os.path.realpath(folder))
+        subfolders[:] = [
+            name
+            for name in sorted(subfolders)
+            if not _is_skipped(name) and _followed(os.path.join(folder, name), vault, read)
+        ]
         relative = Path(folder).relative_to(root).as_posix()
         for name in files:
             if name.casefold().endswith(NOTE_SUFFIX) and not _is_skipped(name):
                 found.append(name if relative == "." else f"{relative}/{name}")
     return sorted(found)
+
+
+def _followed(folder: str, vault: str, read: set[str]) -> bool:
+    """Whether to walk ``folder``: yes unless it is a link into the vault, to a folder holding the vault (a
+    loop), or to a folder already read or about to be (``read`` takes the target when the answer is yes)."""
+    if not os.path.islink(folder):
+        return True
+    target = os.path.realpath(folder)
+    if _within(target, vault) or _within(vault, target) or target in read:
+        return False
+    read.add(target)
+    return True
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _is_skipped(name: str) -> bool:
@@ -121,6 +149,10 @@ def _is_skipped(name: str) -> bool:
 
 def load_note(root: Path, path: str) -> NoteFile | Problem:
     file = root / path
+    if not _is_text(path):  # the id would be too: no engine takes it, and one such id fails a whole request
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        reason = "the file name is not UTF-8, so it cannot be a document id; rename the file"
+        return Problem(str(root / shown), reason, doc_id=note_id(shown))
     try:
         data = file.read_bytes()
         mtime = datetime.fromtimestamp(file.stat().st_mtime, tz=timezone.utc)
@@ -135,6 +167,14 @@ def load_note(root: Path, path: str) -> NoteFile | Problem:
     raw = read_frontmatter(text)
     frontmatter, warnings = load_frontmatter(raw) if raw is not None else ({}, [])
     return NoteFile(note_id(path), path, text, mtime, frontmatter, tuple(warnings))
+
+
+def _is_text(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes of a file name arrive as lone surrogates
+        return False
+    return True
 
 
 def note_id(path: str) -> str:

@@ -11,6 +11,7 @@ then records it (``esbridge.ingest.model_record``).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -165,6 +166,12 @@ def ingest(
     """Bring the index in line with the source at ``path``; see the module docstring."""
     options = options or IngestOptions()
     source = options.source or path.resolve().name
+    if not _is_text(source):  # a folder or file name in another encoding: no engine takes it as a term
+        shown = os.fsencode(path.resolve()).decode("utf-8", "backslashreplace")
+        raise errors.ConfigError(
+            f"the name of {shown}, the default source label, is not UTF-8 text; nothing was written. Give the "
+            "source a label with --source"
+        )
     report = IngestReport(source=source, index=manager.alias)
     if embedder is None:
         report.warnings.append(
@@ -328,7 +335,8 @@ def _read_and_chunk(path: Path, options: IngestOptions, report: IngestReport) ->
             problems.append(item)
             continue
         if item.doc_id in seen:
-            problems.append(Problem(item.path or item.doc_id, f"duplicate id {item.doc_id!r}; the first one was kept"))
+            reason = f"duplicate id {item.doc_id!r}; the first one was kept"
+            problems.append(Problem(item.path or item.doc_id, reason, doc_id=item.doc_id))
             continue
         seen.add(item.doc_id)
         report.warnings.extend(f"{item.path or item.doc_id}: {warning}" for warning in item.warnings)
@@ -342,6 +350,14 @@ def _read_and_chunk(path: Path, options: IngestOptions, report: IngestReport) ->
             )
         )
     return chunks, problems
+
+
+def _is_text(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes of a file name arrive as lone surrogates
+        return False
+    return True
 
 
 def _needs_write(chunk: Chunk, indexed: IndexedChunk | None, embedder: Embedder | None) -> bool:

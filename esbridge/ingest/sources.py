@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from esbridge.errors import SourceError
-from esbridge.ingest.beir import read_beir_corpus
+from esbridge.ingest.beir import CORPUS_FILE, QRELS_FOLDER, QUERIES_FILE, read_beir_corpus
 from esbridge.ingest.jsonl import read_jsonl
 from esbridge.ingest.markdown import NOTE_FILE_SUFFIXES, read_vault
 from esbridge.ingest.model import Document, Problem
@@ -19,10 +19,14 @@ FORMATS: tuple[SourceFormat, ...] = ("auto", "markdown", "jsonl", "beir", "regis
 
 
 def detect_format(path: Path) -> Literal["markdown", "jsonl", "beir"]:
-    """A folder with ``corpus.jsonl`` is BEIR, another folder a Markdown vault, a ``.jsonl`` file JSONL,
-    a ``.md`` or ``.markdown`` file a vault of one note."""
+    """A folder with ``corpus.jsonl`` is BEIR, another folder a Markdown vault (unless it holds a BEIR
+    folder's other files: ``SourceError``), a ``.jsonl`` file JSONL, a ``.md`` or ``.markdown`` file a vault
+    of one note."""
     if path.is_dir():
-        return "beir" if (path / "corpus.jsonl").is_file() else "markdown"
+        if (path / CORPUS_FILE).is_file():
+            return "beir"
+        _refuse_beir_without_corpus(path)
+        return "markdown"
     if path.is_file() and path.suffix.lower() in (".jsonl", ".ndjson"):
         return "jsonl"
     if path.is_file() and path.suffix.casefold() in NOTE_FILE_SUFFIXES:
@@ -30,6 +34,17 @@ def detect_format(path: Path) -> Literal["markdown", "jsonl", "beir"]:
     if not path.exists():
         raise SourceError(f"{path} does not exist")
     raise SourceError(f"cannot tell the format of {path}: pass --format markdown, jsonl or beir")
+
+
+def _refuse_beir_without_corpus(folder: Path) -> None:
+    """A BEIR folder whose corpus is missing (or still compressed) would otherwise be read as an empty vault."""
+    found = [name for name in (QUERIES_FILE, QRELS_FOLDER, f"{CORPUS_FILE}.gz") if (folder / name).exists()]
+    if found:
+        raise SourceError(
+            f"{folder} holds {' and '.join(found)} but no {CORPUS_FILE}: a BEIR folder is ingested from its corpus "
+            f"({'unpack ' + CORPUS_FILE + '.gz' if f'{CORPUS_FILE}.gz' in found else 'add ' + CORPUS_FILE}); "
+            "if it is a Markdown vault, pass --format markdown"
+        )
 
 
 def read_source(path: Path, source_format: SourceFormat = "auto") -> Iterator[Document | Problem]:

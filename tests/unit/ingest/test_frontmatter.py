@@ -53,7 +53,6 @@ def test_yaml_dates_and_epochs_are_read_from_frontmatter() -> None:
     [
         ("title: [unclosed\n", "not valid YAML at line"),
         ("title: a\n  bad: indent\n", "not valid YAML"),
-        ("created: 2021-13-40\n", "not valid YAML"),  # PyYAML raises ValueError here
         ("- just\n- a list\n", "not a mapping"),
         ("just a sentence\n", "not a mapping"),
     ],
@@ -63,6 +62,18 @@ def test_broken_frontmatter_is_a_warning_not_an_error(raw: str, reason: str) -> 
     assert data == {}
     assert len(warnings) == 1
     assert reason in warnings[0]
+
+
+def test_an_impossible_date_costs_only_its_own_key() -> None:
+    data, warnings = load_frontmatter("title: Kept\ntags: [a]\ncreated: 2021-13-40\nupdated: 2021-02-03 25:61:00\n")
+    assert warnings == []
+    front, meaning_warnings = interpret_frontmatter(data)
+    assert (front.title, front.tags, front.created_at, front.modified_at) == ("Kept", ("a",), None, None)
+    assert meaning_warnings == [
+        "frontmatter 'created' is not a date: '2021-13-40'",
+        "frontmatter 'updated' is not a date: '2021-02-03 25:61:00'",
+    ]
+    assert front.metadata == {"created": "2021-13-40", "updated": "2021-02-03 25:61:00"}
 
 
 def test_empty_frontmatter_is_fine() -> None:

@@ -284,3 +284,13 @@ def test_a_record_nested_too_deeply_is_a_problem_not_a_crash(tmp_path: Path) -> 
     assert (problem.line, problem.doc_id) == (1, "n")
     assert problem.reason == "field 'extra': nested more than 100 levels deep"
     assert isinstance(document, Document)
+
+
+def test_a_beir_corpus_line_is_told_apart_from_a_record_without_id(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.jsonl"
+    path.write_text('{"_id": "d1", "title": "T", "text": "x"}\n{"title": "no id at all"}\n', encoding="utf-8")
+    beir_line, no_id = list(read_jsonl(path))
+    assert isinstance(beir_line, Problem) and isinstance(no_id, Problem)
+    assert beir_line.reason.startswith("field 'id' is missing; the record has '_id', as a line of a BEIR corpus")
+    assert "corpus.jsonl" in beir_line.reason
+    assert no_id.reason == "field 'id' is missing"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,13 @@ def test_convention_from_dendron_frontmatter(tmp_path: Path) -> None:
     obsidian = {"tags": ["a"], "updated": "2024-01-01"}
     assert detect_convention(tmp_path, [dendron, dendron, obsidian]) == "dendron"
     assert detect_convention(tmp_path, [dendron, obsidian, {}]) == "obsidian"
+
+
+def test_resolution_ignores_unicode_normalization() -> None:
+    # A note saved on macOS has a decomposed (NFD) file name; the link typed in another note is composed (NFC).
+    decomposed = unicodedata.normalize("NFD", "Notes/Café crème")
+    index = NoteIndex([decomposed])
+    assert index.resolve("café crème", "elsewhere") == decomposed
+    assert index.resolve("Notes/CAFÉ CRÈME", "elsewhere") == decomposed
+    assert index.resolve(unicodedata.normalize("NFD", "café crème"), "elsewhere") == decomposed
+    assert "notes/café crème" in index

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -41,6 +42,18 @@ def test_ids_are_vault_paths_and_hidden_folders_and_other_files_are_skipped(tmp_
     assert docs["Folder/Sub Folder/Deep Note"].path == "Folder/Sub Folder/Deep Note.md"
 
 
+def test_a_linked_folder_outside_the_vault_is_read_and_links_that_would_repeat_or_loop_are_not(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", {"Top.md": "top", "Inner/inside.md": "inside"})
+    shared = write_vault(tmp_path / "shared", {"common.md": "shared note", "deeper/more.md": "more"})
+    (vault / "Shared").symlink_to(shared, target_is_directory=True)
+    (shared / "deeper" / "back").symlink_to(shared, target_is_directory=True)  # a loop
+    (vault / "Again").symlink_to(vault / "Inner", target_is_directory=True)  # read at Inner/ already
+    (vault / "Self").symlink_to(vault, target_is_directory=True)
+    (vault / "Up").symlink_to(tmp_path, target_is_directory=True)  # holds the vault: a loop too
+    (vault / "Twice").symlink_to(shared, target_is_directory=True)  # the first link to it, by name, is read
+    assert sorted(read_documents(vault)) == ["Inner/inside", "Shared/common", "Shared/deeper/more", "Top"]
+
+
 def test_a_non_utf8_note_is_a_problem_and_the_others_are_still_read(tmp_path: Path) -> None:
     write_vault(
         tmp_path, {"good.md": "[[bad]] and [[other]]", "bad.md": b"line one\nline two \xff\xfe\n", "other.md": ""}
@@ -56,6 +69,16 @@ def test_a_non_utf8_note_is_a_problem_and_the_others_are_still_read(tmp_path: Pa
     # the unreadable note is not in the index, so a link to it dangles
     assert docs["good"].links == ("other",)
     assert docs["good"].metadata["unresolved_links"] == ["bad"]
+
+
+def test_a_file_name_that_is_not_utf8_is_a_problem_and_the_others_are_still_read(tmp_path: Path) -> None:
+    write_vault(tmp_path, {"good.md": "good"})
+    (tmp_path / os.fsdecode(b"caf\xe9.md")).write_text("a Latin-1 file name")
+    items = list(read_vault(tmp_path))
+    problems = [item for item in items if isinstance(item, Problem)]
+    assert [item.doc_id for item in items if isinstance(item, Document)] == ["good"]
+    assert [(problem.source, problem.doc_id) for problem in problems] == [(f"{tmp_path}/caf\\xe9.md", "caf\\xe9")]
+    assert "file name is not UTF-8" in problems[0].reason
 
 
 def test_a_byte_order_mark_is_not_content(tmp_path: Path) -> None:
@@ -313,6 +336,15 @@ def test_shortest_path_same_folder_and_path_qualified_resolution(obsidian_docs: 
 def test_label_first_links_still_resolve_in_an_obsidian_vault(tmp_path: Path) -> None:
     docs = read_documents(write_vault(tmp_path, {"a.md": "[[see this|b]] [[b|a label]]", "b.md": ""}))
     assert docs["a"].links == ("b",)
+    assert docs["a"].metadata["unresolved_links"] == []
+
+
+def test_links_reach_a_note_whose_file_name_is_decomposed_unicode(tmp_path: Path) -> None:
+    # macOS writes file names decomposed (NFD); the links typed in the notes are composed (NFC).
+    decomposed = unicodedata.normalize("NFD", "Café")
+    vault = write_vault(tmp_path, {f"{decomposed}.md": "the cafe", "a.md": "[[Café]] and [menu](caf%C3%A9.md)"})
+    docs = read_documents(vault)
+    assert docs["a"].links == (decomposed,)
     assert docs["a"].metadata["unresolved_links"] == []
 
 

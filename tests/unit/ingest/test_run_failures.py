@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from esbridge.engines.embedded import EmbeddedEngine
-from esbridge.errors import EmbeddingError, EngineUnavailable, IngestInterrupted
+from esbridge.errors import ConfigError, EmbeddingError, EngineUnavailable, IngestInterrupted
 from esbridge.ingest.run import IngestOptions, IngestReport, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
@@ -132,3 +133,35 @@ def test_another_process_writing_is_named_without_saying_the_engine_stopped(tmp_
             second.close()
             holder.stdin.write("\n")
             holder.stdin.flush()
+
+
+def test_two_notes_with_one_id_keep_the_first_and_still_let_deleted_notes_go(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for name in ("a.md", "b.md", "c.md", "a.MD"):  # a.md and a.MD are both the note 'a'
+        (vault / name).write_text(f"The note {name}.\n", encoding="utf-8")
+    first = run(engine, vault, HashingEmbedder())
+    assert [failure["reason"] for failure in first.failed] == ["duplicate id 'a'; the first one was kept"]
+    (vault / "c.md").unlink()
+    second = run(engine, vault, HashingEmbedder())
+    assert second.deleted == 1
+    engine.refresh("notes")
+    kept = engine.scan("notes", {"match_all": {}}, ["body"], sort_field="chunk_id")
+    assert {hit.id: hit.source["body"] for hit in kept} == {"a#0": "The note a.MD.", "b#0": "The note b.md."}
+
+
+def test_a_folder_whose_name_is_not_utf8_needs_a_source_label(engine: EmbeddedEngine, tmp_path: Path) -> None:
+    vault = tmp_path / os.fsdecode(b"caf\xe9")
+    vault.mkdir()
+    (vault / "note.md").write_text("A note.\n", encoding="utf-8")
+    with pytest.raises(
+        ConfigError, match=r"caf\\xe9, the default source label, is not UTF-8 text; nothing was written"
+    ):
+        run(engine, vault, HashingEmbedder())
+    manager = IndexManager(engine, "notes", IndexParameters(dimension=HashingEmbedder().dimension))
+    report = ingest(
+        vault, engine=engine, manager=manager, embedder=HashingEmbedder(), options=IngestOptions(source="cafe")
+    )
+    assert (report.chunks_indexed, report.failed) == (1, [])

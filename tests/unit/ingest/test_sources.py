@@ -30,3 +30,16 @@ def test_a_single_note_is_read_by_detection_and_by_name(tmp_path: Path) -> None:
         [document] = list(read_source(tmp_path / "note.md", source_format))
         assert isinstance(document, Document)
         assert document.doc_id == "note"
+
+
+@pytest.mark.parametrize("present", ["queries.jsonl", "qrels", "corpus.jsonl.gz"])
+def test_a_beir_folder_without_its_corpus_is_not_read_as_an_empty_vault(tmp_path: Path, present: str) -> None:
+    if present == "qrels":
+        (tmp_path / present).mkdir()
+    else:
+        (tmp_path / present).write_bytes(b"")
+    with pytest.raises(SourceError, match=r"no corpus\.jsonl"):
+        detect_format(tmp_path)
+    with pytest.raises(SourceError, match=r"no corpus\.jsonl"):
+        read_source(tmp_path)
+    assert list(read_source(tmp_path, "markdown")) == []
