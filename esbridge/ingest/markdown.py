@@ -149,7 +149,7 @@ def _is_skipped(name: str) -> bool:
 
 def load_note(root: Path, path: str) -> NoteFile | Problem:
     file = root / path
-    if not _is_text(path):  # the id would be too: no engine takes it, and one such id fails a whole request
+    if not is_text(path):  # the id would be too: no engine takes it, and one such id fails a whole request
         shown = os.fsencode(path).decode("utf-8", "backslashreplace")
         reason = "the file name is not UTF-8, so it cannot be a document id; rename the file"
         return Problem(str(root / shown), reason, doc_id=note_id(shown))
@@ -169,7 +169,8 @@ def load_note(root: Path, path: str) -> NoteFile | Problem:
     return NoteFile(note_id(path), path, text, mtime, frontmatter, tuple(warnings))
 
 
-def _is_text(name: str) -> bool:
+def is_text(name: str) -> bool:
+    """Whether a file name is UTF-8 text (undecodable bytes of a file name arrive as lone surrogates)."""
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:  # undecodable bytes of a file name arrive as lone surrogates

@@ -27,6 +27,7 @@ from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ids import doc_id_of
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import EMBEDDED, index_document
+from esbridge.ingest.markdown import is_text
 from esbridge.ingest.model import Chunk, Problem
 from esbridge.ingest.model_record import (
     plan_model,
@@ -166,7 +167,7 @@ def ingest(
     """Bring the index in line with the source at ``path``; see the module docstring."""
     options = options or IngestOptions()
     source = options.source or path.resolve().name
-    if not _is_text(source):  # a folder or file name in another encoding: no engine takes it as a term
+    if not is_text(source):  # a folder or file name in another encoding: no engine takes it as a term
         shown = os.fsencode(path.resolve()).decode("utf-8", "backslashreplace")
         raise errors.ConfigError(
             f"the name of {shown}, the default source label, is not UTF-8 text; nothing was written. Give the "
@@ -350,14 +351,6 @@ def _read_and_chunk(path: Path, options: IngestOptions, report: IngestReport) ->
             )
         )
     return chunks, problems
-
-
-def _is_text(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:  # undecodable bytes of a file name arrive as lone surrogates
-        return False
-    return True
 
 
 def _needs_write(chunk: Chunk, indexed: IndexedChunk | None, embedder: Embedder | None) -> bool:
