@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from esbridge.engines.embedded.dates import date_span
 from esbridge.engines.embedded.mapping import Field, Schema
 from esbridge.engines.embedded.store import IndexRecord, Store
 from esbridge.engines.embedded.values import indexed_value
@@ -61,6 +62,46 @@ def coerce(field: Field, value: Any) -> Any:
         return indexed_value(field, value)
     except (TypeError, ValueError) as exc:
         raise Unsupported(f"{value!r} is not a valid {field.type} for field [{field.path}]") from exc
+
+
+def date_span_of(field: Field, value: Any) -> tuple[int, int]:
+    """The first and last millisecond a date bound stands for (``dates.date_span``); Unsupported when it is none."""
+    if isinstance(value, str) and ("now" in value or "||" in value):
+        raise Unsupported(f"date math {value!r} is not supported by the embedded engine")
+    if isinstance(value, (Mapping, list)):
+        raise Unsupported(f"value {value!r} for field [{field.path}] must be a scalar")
+    try:
+        return date_span(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise Unsupported(f"{value!r} is not a valid date for field [{field.path}]") from exc
+
+
+Limits = tuple[Any, bool, Any, bool]
+"""(lower, inclusive, upper, inclusive) of a range; None where it is open."""
+
+
+def range_limits(field: Field, bounds: Mapping[str, Any]) -> Limits:
+    """The limits of a range on ``field`` over the values the index stores. On dates, as OpenSearch rounds its
+    bounds: ``gte`` and ``lt`` at the first millisecond of what they name, ``gt`` and ``lte`` at the last, and
+    a stored date counts by its millisecond."""
+    lower: Any = None
+    upper: Any = None
+    include_lower = include_upper = True
+    for key in ("gte", "gt"):
+        if bounds.get(key) is not None:
+            if field.type == "date":
+                first, last = date_span_of(field, bounds[key])
+                lower, include_lower = (first if key == "gte" else last + 1), True
+            else:
+                lower, include_lower = coerce(field, bounds[key]), key == "gte"
+    for key in ("lte", "lt"):
+        if bounds.get(key) is not None:
+            if field.type == "date":
+                first, last = date_span_of(field, bounds[key])
+                upper, include_upper = (last + 1 if key == "lte" else first), False
+            else:
+                upper, include_upper = coerce(field, bounds[key]), key == "lte"
+    return lower, include_lower, upper, include_upper
 
 
 def term_as_terms(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -174,6 +215,10 @@ class SqlFilters:
         field = self._field(name, "terms")
         if field is None or not values:
             return ("0", [])
+        if field.type == "date":  # each value stands for its span, as a range of one value
+            spans = [date_span_of(field, value) for value in values]
+            condition = " OR ".join("({value} >= ? AND {value} < ?)" for _ in spans)
+            return self._values_sql(field, f"({condition})", [n for first, last in spans for n in (first, last + 1)])
         coerced = [coerce(field, value) for value in values]
         condition = f"{{value}} IN ({', '.join('?' * len(coerced))})"
         return self._values_sql(field, condition, coerced)
@@ -183,11 +228,14 @@ class SqlFilters:
         field = self._field(name, "range")
         if field is None:
             return ("0", [])
+        lower, include_lower, upper, include_upper = range_limits(field, bounds)
         conditions, params = [], []
-        for key, operator in (("gte", ">="), ("gt", ">"), ("lte", "<="), ("lt", "<")):
-            if bounds.get(key) is not None:
-                conditions.append(f"{{value}} {operator} ?")
-                params.append(coerce(field, bounds[key]))
+        if lower is not None:
+            conditions.append(f"{{value}} {'>=' if include_lower else '>'} ?")
+            params.append(lower)
+        if upper is not None:
+            conditions.append(f"{{value}} {'<=' if include_upper else '<'} ?")
+            params.append(upper)
         return self._values_sql(field, " AND ".join(conditions) or "1", params)
 
     def _exists_sql(self, spec: Mapping[str, Any]) -> SQL:

@@ -24,9 +24,11 @@ from esbridge.engines.embedded.filters import (
     check_keys,
     clauses,
     coerce,
+    date_span_of,
     minimum_should_match,
     one,
     range_bounds,
+    range_limits,
     term_as_terms,
     terms_field,
 )
@@ -249,8 +251,21 @@ class Translator:
         field = self._filter_field(name, "terms")
         if field is None or not values:
             return tantivy.Query.empty_query()
-        coerced = [coerce(field, value) for value in values]
         name = self._tantivy_name(field)
+        if field.type == "date":  # each value stands for its span, as a range of one value
+            spans = dict.fromkeys(date_span_of(field, value) for value in values)
+            return _boolean(
+                [
+                    (
+                        Occur.Should,
+                        tantivy.Query.range_query(
+                            self.schema, name, tantivy.FieldType.Float, first, last + 1.0, True, False
+                        ),
+                    )
+                    for first, last in spans
+                ]
+            )
+        coerced = [coerce(field, value) for value in values]
         if name in self.layout.number.values():
             return _boolean(
                 [
@@ -267,14 +282,8 @@ class Translator:
             return tantivy.Query.empty_query()
         if field.path not in self.layout.number:
             return None
-        lower = upper = None
-        include_lower = include_upper = True
-        for key in ("gte", "gt"):
-            if bounds.get(key) is not None:
-                lower, include_lower = float(coerce(field, bounds[key])), key == "gte"
-        for key in ("lte", "lt"):
-            if bounds.get(key) is not None:
-                upper, include_upper = float(coerce(field, bounds[key])), key == "lte"
+        lower, include_lower, upper, include_upper = range_limits(field, bounds)
+        lower, upper = (None if n is None else float(n) for n in (lower, upper))
         if lower is None and upper is None:
             return tantivy.Query.exists_query(self.layout.number[field.path])
         name = self.layout.number[field.path]

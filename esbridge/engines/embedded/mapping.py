@@ -5,12 +5,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
 from esbridge.engines.embedded.analysis import ANALYSIS_VERSION, FieldAnalysis, UnsupportedAnalysis, field_analysis
+from esbridge.engines.embedded.dates import parse_date
 
 NUMERIC = frozenset({"integer", "long", "short", "byte", "float", "double", "half_float", "scaled_float"})
 SUPPORTED_TYPES = frozenset({"text", "keyword", "boolean", "date", "object", "knn_vector", *NUMERIC})
@@ -42,21 +42,6 @@ class Field:
     """Where the value sits in ``_source`` (a sub-field reads its parent's value)."""
     analysis: FieldAnalysis | None = None
     dimension: int = 0
-
-
-def parse_date(value: Any) -> float:
-    """Epoch milliseconds of an ISO-8601 date or date-time (UTC when no offset), or of epoch millis."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a date: {value!r}")
-    if isinstance(value, (int, float)):
-        return float(value)
-    text = str(value).strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    moment = datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp() * 1000.0
 
 
 VERSION_SETTING = "analysis_version"

@@ -263,7 +263,7 @@ class Searcher:
             if after is not None and (not isinstance(after, list) or len(after) != len(sort)):
                 raise Unsupported("search_after needs one value per sort field")
             if len(sort) == 1 and sort[0][0] not in ("_score", "_doc"):
-                keys = self.results.top_by_one_key(scores, *sort[0], None if after is None else after[0], wanted)
+                keys = self.results.top_by_one_key(scores, *sort[0], after, wanted)
                 ordered = list(keys)
             else:
                 keys = self.results.sort_keys(scores, sort)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, parse_date
+from esbridge.engines.embedded.dates import parse_date
+from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema
 
 
 def sql_date(value: Any) -> float | None:

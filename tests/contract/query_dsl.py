@@ -1,0 +1,72 @@
+"""What every engine must read alike in the query language esbridge and its users send: dates in ranges and
+terms (a bound stands for the whole span it names, counted by the millisecond), and ``search_after`` past the
+last value of a field some documents lack. Mixed into the engine contract classes, which provide ``engine``
+and ``loaded``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from esbridge.engines.base import BulkAction, Engine
+from esbridge.query import bodies
+from esbridge.query.models import Filters
+from tests.contract.records import CHUNKS, UTC, ids
+
+# As ingest writes a file's modification time: to the microsecond.
+SUB_SECOND = {"fox#0": "2024-03-01T08:00:00.400000+00:00", "owl#0": "2024-03-01T08:00:01+00:00"}
+EPOCH_MILLIS = {"bread#0": "1709251200000"}  # 2024-03-01T00:00:00Z, written as epoch milliseconds
+
+
+class QueryDslContract:
+    @staticmethod
+    def _dated(engine: Engine, index: str, dates: dict[str, str]) -> None:
+        written = engine.bulk(
+            index, [BulkAction("update", key, {"modified_at": value}) for key, value in dates.items()]
+        )
+        assert list(written.failed) == []
+        engine.refresh(index)
+
+    @staticmethod
+    def _matching(engine: Engine, index: str, query: dict[str, Any]) -> list[str]:
+        return sorted(ids(engine.search(index, {"size": 20, "_source": ["chunk_id"], "query": query})))
+
+    def test_a_date_bound_stands_for_the_span_it_names(self, engine: Engine, loaded: str) -> None:
+        self._dated(engine, loaded, SUB_SECOND | EPOCH_MILLIS)
+
+        def dated(bounds: dict[str, Any]) -> list[str]:
+            return self._matching(engine, loaded, {"range": {"modified_at": bounds}})
+
+        assert dated({"gte": "2024-03", "lt": "2024-04"}) == ["bread#0", "fox#0", "owl#0"]
+        assert dated({"gte": "1709251200000", "lte": "2024-03-01"}) == ["bread#0", "fox#0", "owl#0"]
+        assert dated({"gt": "2024-03-01"}) == ["astro#0"]
+        assert dated({"gte": "2024-03-01T08:00:00.4009Z", "lte": "2024-03-01T08:00:00.4Z"}) == ["fox#0"]
+        assert dated({"gt": "2024-03-01T08:00:00Z", "lt": "2024-03-01T10:00:02+02:00"}) == ["owl#0"]
+        assert self._matching(engine, loaded, {"term": {"modified_at": "2024-03-01T08:00:00Z"}}) == ["fox#0"]
+        assert self._matching(engine, loaded, {"terms": {"modified_at": ["2024-03-01T08", 1709251200000]}}) == [
+            "bread#0",
+            "fox#0",
+            "owl#0",
+        ]
+
+    def test_a_filter_to_the_second_keeps_what_falls_within_that_second(self, engine: Engine, loaded: str) -> None:
+        self._dated(engine, loaded, SUB_SECOND)
+        filters = Filters(
+            modified_after=datetime(2024, 3, 1, 8, 0, tzinfo=UTC), modified_before=datetime(2024, 3, 1, 8, 0)
+        )
+        assert self._matching(engine, loaded, bodies.filter_query(filters)) == ["fox#0"]
+        knn = bodies.knn_body(engine.dialect, [0, 1, 0, 0], k=3, filters=filters, num_candidates=20)
+        assert ids(engine.search(loaded, knn)) == ["fox#0"]
+        bm25 = bodies.bm25_body(engine.dialect, "owls foxes", size=10, filters=filters)
+        assert ids(engine.search(loaded, bm25)) == ["fox#0"]
+
+    def test_search_after_the_last_value_goes_on_to_the_documents_without_one(
+        self, engine: Engine, loaded: str
+    ) -> None:
+        def after(value: object) -> list[str]:
+            body = {"size": 20, "_source": ["chunk_id"], "sort": [{"status": "asc"}], "search_after": [value]}
+            return sorted(ids(engine.search(loaded, body)))
+
+        assert after("deprecated") == sorted(key for key in CHUNKS if key != "soup#0")
+        assert after("a") == sorted(CHUNKS)
+        assert after(None) == [], "after a missing value come only its ties, which search_after passes over"
