@@ -70,3 +70,21 @@ class QueryDslContract:
         assert after("deprecated") == sorted(key for key in CHUNKS if key != "soup#0")
         assert after("a") == sorted(CHUNKS)
         assert after(None) == [], "after a missing value come only its ties, which search_after passes over"
+
+    def test_should_clauses_alone_need_a_match_whatever_minimum_should_match_says(
+        self, engine: Engine, loaded: str
+    ) -> None:
+        def matching(spec: dict[str, Any]) -> list[str]:
+            return self._matching(engine, loaded, {"bool": {**spec, "minimum_should_match": 0}})
+
+        space = {"term": {"tags": "space"}}
+        telescope = {"match": {"body": "telescope"}}
+        code = {"exists": {"field": "code"}}  # a text field: not a full-text index query in the embedded engine
+        assert matching({"should": [space]}) == ["astro#0", "astro#1"]
+        assert matching({"should": [space], "must_not": [{"ids": {"values": ["astro#1"]}}]}) == ["astro#0"]
+        assert matching({"should": [telescope]}) == ["astro#1"]
+        assert matching({"should": [code]}) == ["helpers#0"]
+        assert matching({"should": [code, telescope]}) == ["astro#1", "helpers#0"]
+        assert matching({"should": [telescope], "filter": [space]}) == ["astro#0", "astro#1"], (
+            "beside a filter: optional"
+        )

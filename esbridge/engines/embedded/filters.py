@@ -45,10 +45,12 @@ def json_path(path: Sequence[str]) -> str:
     return "$" + "".join('."' + part.replace('"', '\\"') + '"' for part in path)
 
 
-def minimum_should_match(spec: Mapping[str, Any], *, default: int) -> int:
-    value = spec.get("minimum_should_match", default)
+def minimum_should_match(spec: Mapping[str, Any], *, required: bool) -> int:
+    """How many ``should`` clauses a document of a ``bool`` must match: as asked, 0 by default beside ``must`` or
+    ``filter`` clauses (``required``), and at least 1 without them, as in Lucene."""
+    value = spec.get("minimum_should_match", 0)
     if (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, str) and value.isdigit()):
-        return int(value)
+        return max(int(value), 0 if required else 1)
     raise Unsupported(f"minimum_should_match {value!r}: only a count is supported by the embedded engine")
 
 
@@ -168,7 +170,7 @@ class SqlFilters:
             params += values
         should = parts["should"]
         if should:
-            minimum = minimum_should_match(spec, default=0 if parts["must"] or parts["filter"] else 1)
+            minimum = minimum_should_match(spec, required=bool(parts["must"] or parts["filter"]))
             if minimum > 0:
                 conditions.append(
                     "(" + " + ".join(f"(CASE WHEN {text} THEN 1 ELSE 0 END)" for text, _ in should) + f") >= {minimum}"

@@ -173,7 +173,7 @@ class Searcher:
                 allowed = passing if allowed is None else allowed & passing
         must = [self.scores(clause) for clause in clauses(spec.get("must", []))]
         should = [self.scores(clause) for clause in clauses(spec.get("should", []))]
-        minimum = minimum_should_match(spec, default=0 if must or spec.get("filter") else 1) if should else 0
+        minimum = minimum_should_match(spec, required=bool(must or spec.get("filter"))) if should else 0
         if must:
             candidates = set.intersection(*(set(scores) for scores in must))
         elif minimum > 0:
