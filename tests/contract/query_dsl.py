@@ -40,6 +40,7 @@ class QueryDslContract:
         assert dated({"gte": "2024-03", "lt": "2024-04"}) == ["bread#0", "fox#0", "owl#0"]
         assert dated({"gte": "1709251200000", "lte": "2024-03-01"}) == ["bread#0", "fox#0", "owl#0"]
         assert dated({"gt": "2024-03-01"}) == ["astro#0"]
+        assert dated({"gt": "2024-02", "lt": "2024-03"}) == ["git#0"], "a date without its day names its first day"
         assert dated({"gte": "2024-03-01T08:00:00.4009Z", "lte": "2024-03-01T08:00:00.4Z"}) == ["fox#0"]
         assert dated({"gt": "2024-03-01T08:00:00Z", "lt": "2024-03-01T10:00:02+02:00"}) == ["owl#0"]
         assert self._matching(engine, loaded, {"term": {"modified_at": "2024-03-01T08:00:00Z"}}) == ["fox#0"]

@@ -2,10 +2,10 @@
 ``strict_date_optional_time||epoch_millis``: as a stored value, and as a range or term bound.
 
 A bound stands for a span: ``2024-05-01`` for that whole day, ``2024-05-01T08:00:00`` for that whole
-second. ``gte`` and ``lt`` compare with the span's first millisecond, ``gt`` and ``lte`` with its last, and
-a ``term`` matches the whole span, as OpenSearch rounds the bounds it parses. Documents are compared by
-their millisecond (OpenSearch keeps no finer precision), so a bound with microseconds counts by its
-millisecond too.
+second; a date without its day (``2024-05``, ``2024``) for its first day, as OpenSearch fills in only the
+time. ``gte`` and ``lt`` compare with the span's first millisecond, ``gt`` and ``lte`` with its last, and a
+``term`` matches the whole span. Documents are compared by their millisecond (OpenSearch keeps no finer
+precision), so a bound with microseconds counts by its millisecond too.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def date_span(value: Any) -> tuple[int, int]:
         end = start
     else:
         end_ns = 0
-        end = _next(start, next(name for name in ("second", "minute", "hour", "day", "month", "year") if parts[name]))
+        end = _next(start, next((name for name in ("second", "minute", "hour") if parts[name]), "day"))
     offset = _offset(parts["zone"])
     first = (calendar.timegm(start.timetuple()) - offset) * _NS_PER_S + nanos
     last = (calendar.timegm(end.timetuple()) - offset) * _NS_PER_S + end_ns - 1
@@ -88,10 +88,6 @@ def date_span(value: Any) -> tuple[int, int]:
 
 def _next(moment: datetime, unit: str) -> datetime:
     """The start of the ``unit`` after the one ``moment`` starts."""
-    if unit == "year":
-        return moment.replace(year=moment.year + 1)
-    if unit == "month":
-        return moment.replace(year=moment.year + moment.month // 12, month=moment.month % 12 + 1)
     step = {"day": timedelta(days=1), "hour": timedelta(hours=1), "minute": timedelta(minutes=1)}
     return moment + step.get(unit, timedelta(seconds=1))
 
