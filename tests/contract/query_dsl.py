@@ -1,7 +1,8 @@
 """What every engine must read alike in the query language esbridge and its users send: dates in ranges and
 terms (a bound stands for the whole span it names, counted by the millisecond), and ``search_after`` past the
-last value of a field some documents lack. Mixed into the engine contract classes, which provide ``engine``
-and ``loaded``."""
+last value of a field some documents lack. Arrays of objects are taken and each object's values filtered, and an
+object that is not indexed takes any value. Mixed into the engine contract classes, which provide ``engine``,
+``prefix`` and ``loaded``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from esbridge.engines.base import BulkAction, Engine
+from esbridge.engines.dialect import index_settings
 from esbridge.query import bodies
 from esbridge.query.models import Filters
 from tests.contract.records import CHUNKS, UTC, ids
@@ -89,3 +91,29 @@ class QueryDslContract:
         assert matching({"should": [telescope], "filter": [space]}) == ["astro#0", "astro#1"], (
             "beside a filter: optional"
         )
+
+    def test_arrays_of_objects_are_filtered_by_each_object_and_an_unindexed_object_takes_anything(
+        self, engine: Engine, prefix: str
+    ) -> None:
+        name = f"{prefix}-objects"
+        properties = {
+            "meta": {"type": "object", "enabled": False},  # as esbridge's metadata and link_weights
+            "parts": {"properties": {"kind": {"type": "keyword"}, "size": {"type": "integer"}}},
+        }
+        mappings = {"dynamic": "strict", "properties": properties}
+        engine.create_index(name, {"settings": index_settings(engine.dialect), "mappings": mappings})
+        documents: dict[str, dict[str, Any]] = {
+            "a": {"parts": [{"kind": "x", "size": 1}, {"kind": "y"}], "meta": [{"any": 1}, "thing"]},
+            "b": {"parts": {"kind": "z", "size": 5}, "meta": "plain"},
+            "c": {"parts": [], "meta": 3},
+            "d": {"parts": "x"},
+        }
+        written = engine.bulk(name, [BulkAction("index", key, value) for key, value in documents.items()])
+        assert [failure.id for failure in written.failed] == ["d"], "only an indexed object refuses a plain value"
+        engine.refresh(name)
+        assert self._matching(engine, name, {"term": {"parts.kind": "y"}}) == ["a"]
+        assert self._matching(engine, name, {"range": {"parts.size": {"gte": 1, "lte": 2}}}) == ["a"]
+        assert self._matching(engine, name, {"exists": {"field": "parts.size"}}) == ["a", "b"]
+        # (With "_doc" after it: OpenSearch 3.6 leaves the documents without a number out of a sort on it alone.)
+        body = {"size": 5, "_source": False, "query": {"match_all": {}}, "sort": [{"parts.size": "asc"}, "_doc"]}
+        assert ids(engine.search(name, body)) == ["a", "b", "c"]

@@ -26,7 +26,7 @@ from typing import Any
 import tantivy
 
 from esbridge.engines.embedded.analysis import NATIVE
-from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema
+from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, value_at
 from esbridge.engines.embedded.progress import read_applied, write_applied
 from esbridge.engines.embedded.values import indexed_value
 
@@ -105,7 +105,7 @@ class Layout:
             if places is None:
                 continue
             for path, readers in places:
-                value = top if len(path) == 1 else _value(source, path)
+                value = top if len(path) == 1 else value_at(source, path)
                 if value is None:
                     continue
                 if type(value) is str:
@@ -134,15 +134,6 @@ class _Readers:
         self.native: list[str] = []
         self.custom: list[tuple[str, Field]] = []
         self.scalars: list[tuple[str, Field, bool]] = []
-
-
-def _value(source: Mapping[str, Any], path: tuple[str, ...]) -> Any:
-    current: Any = source
-    for part in path:
-        if not isinstance(current, dict):
-            return None
-        current = current.get(part)
-    return current
 
 
 def _analyze(field: Field, text: str) -> list[str]:

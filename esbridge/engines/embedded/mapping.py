@@ -42,6 +42,8 @@ class Field:
     """Where the value sits in ``_source`` (a sub-field reads its parent's value)."""
     analysis: FieldAnalysis | None = None
     dimension: int = 0
+    enabled: bool = True
+    """An object's ``enabled``: false keeps its value in ``_source`` only, whatever it is."""
 
 
 VERSION_SETTING = "analysis_version"
@@ -100,8 +102,9 @@ class Schema:
             if kind not in SUPPORTED_TYPES:
                 raise MappingError(f"field {'.'.join(path)!r} has unsupported type {kind!r}")
             if kind == "object":
-                yield Field(".".join(path), kind, path)
-                if spec.get("enabled", True):
+                enabled = str(spec.get("enabled", True)).lower() != "false"
+                yield Field(".".join(path), kind, path, enabled=enabled)
+                if enabled:
                     yield from self._walk(spec.get("properties", {}), path, analysis)
                 continue
             yield self._leaf(".".join(path), kind, spec, path, analysis, self.version)
@@ -181,17 +184,33 @@ class Schema:
             if value is None:
                 continue
             if field.type == "object":
-                if path in self.fields and isinstance(value, Mapping):
-                    if any(name.startswith(path + ".") for name in self.fields):
-                        self._check_object(value, (*parent, key))
-                    continue
-                raise DocumentError("mapper_parsing_exception", f"object mapping for [{path}] got a non-object value")
+                self._check_inner(field, value, (*parent, key))
+                continue
             passing = self._passing[field.source_path]
             plain = type(value)
             if plain in passing or (plain is list and all(type(item) in passing for item in value)):
                 continue
             for checked in self._by_source[field.source_path]:
                 self._check_value(checked, value)
+
+    def _check_inner(self, field: Field, value: Any, path: tuple[str, ...]) -> None:
+        """An object's value: anything where it is not indexed (``enabled: false``), else an object or an array
+        of them (each read as if it stood alone), as OpenSearch takes them."""
+        if not field.enabled:
+            return
+        inner = [name for name in self.fields if name.startswith(field.path + ".")]
+        items = value if type(value) is list else [value]
+        if len(items) > 1 and any(self.fields[name].type == "knn_vector" for name in inner):
+            raise DocumentError("mapper_parsing_exception", f"an array of [{field.path}] objects holds vectors")
+        for item in items:
+            if item is None:
+                continue
+            if not isinstance(item, Mapping):
+                raise DocumentError(
+                    "mapper_parsing_exception", f"object mapping for [{field.path}] got a non-object value"
+                )
+            if inner:
+                self._check_object(item, path)
 
     @staticmethod
     def _check_value(field: Field, value: Any) -> None:
@@ -216,6 +235,24 @@ class Schema:
                 raise DocumentError(
                     "mapper_parsing_exception", f"failed to parse field [{field.path}] of type [{field.type}]: {item!r}"
                 ) from exc
+
+
+def value_at(item: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` in ``item``; where arrays of objects lie on the way, the values in each of them as
+    one list, as OpenSearch indexes them. None where there is none."""
+    for depth, part in enumerate(path):
+        if type(item) is list:
+            return [value for inner in item for value in _flat(value_at(inner, path[depth:]))]
+        if not isinstance(item, Mapping):
+            return None
+        item = item.get(part)
+    return item
+
+
+def _flat(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if type(value) is list else [value]
 
 
 def _passing(kind: str) -> frozenset[type]:

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from esbridge.engines.embedded.dates import parse_date
-from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema
+from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, value_at
 
 
 def sql_date(value: Any) -> float | None:
@@ -54,7 +54,7 @@ def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[st
         if fields is None:
             continue
         for field in fields:
-            value = top if len(field.source_path) == 1 else schema.value(source, field)
+            value = top if len(field.source_path) == 1 else value_at(source, field.source_path)
             if value is None:
                 continue
             kind = field.type
