@@ -255,4 +255,5 @@ def _decide(path: str, includes: Sequence[str], excludes: Sequence[str]) -> int:
     if _selected(path, includes, excludes):
         inside = any(p.startswith(below) or _WILDCARDS.intersection(p) for p in excludes)
         return _KEEP_INSIDE if inside else _KEEP
-    return _DESCEND if any(p.startswith(below) for p in includes) else _DROP
+    # A wildcard may match a path inside (``*.c`` matches ``obj.inner.c``, as ``*`` spans dots in OpenSearch).
+    return _DESCEND if any(p.startswith(below) or _WILDCARDS.intersection(p) for p in includes) else _DROP
