@@ -114,6 +114,8 @@ class QueryDslContract:
         assert self._matching(engine, name, {"term": {"parts.kind": "y"}}) == ["a"]
         assert self._matching(engine, name, {"range": {"parts.size": {"gte": 1, "lte": 2}}}) == ["a"]
         assert self._matching(engine, name, {"exists": {"field": "parts.size"}}) == ["a", "b"]
+        assert self._matching(engine, name, {"exists": {"field": "parts"}}) == ["a", "b"]
+        assert self._matching(engine, name, {"exists": {"field": "meta"}}) == [], "what is not indexed is not found"
         # (With "_doc" after it: OpenSearch 3.6 leaves the documents without a number out of a sort on it alone.)
         body = {"size": 5, "_source": False, "query": {"match_all": {}}, "sort": [{"parts.size": "asc"}, "_doc"]}
         assert ids(engine.search(name, body)) == ["a", "b", "c"]

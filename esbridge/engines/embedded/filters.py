@@ -248,7 +248,16 @@ class SqlFilters:
             return ("0", [])
         if field.type == "knn_vector":
             return ("EXISTS (SELECT 1 FROM vectors x WHERE x.row = d.row AND x.field = ?)", [field.path])
-        if field.type not in ("text", "object"):
+        if field.type == "object":  # as in OpenSearch: some field inside it has a value (none when not indexed)
+            inner = [
+                self._exists_sql({"field": path})
+                for path, found in self.schema.fields.items()
+                if path.startswith(name + ".") and found.type != "object"
+            ]
+            if not inner:
+                return ("0", [])
+            return (" OR ".join(f"({text})" for text, _ in inner), [value for _, values in inner for value in values])
+        if field.type != "text":
             return ("d.row IN (SELECT row FROM fieldvals WHERE field = ?)", [field.path])
         return (
             "EXISTS (SELECT 1 FROM json_each(d.source, ?) WHERE value IS NOT NULL)",
