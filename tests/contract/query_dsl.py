@@ -119,3 +119,16 @@ class QueryDslContract:
         # (With "_doc" after it: OpenSearch 3.6 leaves the documents without a number out of a sort on it alone.)
         body = {"size": 5, "_source": False, "query": {"match_all": {}}, "sort": [{"parts.size": "asc"}, "_doc"]}
         assert ids(engine.search(name, body)) == ["a", "b", "c"]
+
+    def test_a_keyword_longer_than_ignore_above_is_kept_but_not_indexed(self, engine: Engine, loaded: str) -> None:
+        long_title = "Foxes " * 100  # title.raw: ignore_above 512
+        written = engine.bulk(loaded, [BulkAction("update", "fox#0", {"title": long_title})])
+        assert list(written.failed) == []
+        engine.refresh(loaded)
+        assert self._matching(engine, loaded, {"term": {"title.raw": long_title}}) == []
+        assert "fox#0" not in self._matching(engine, loaded, {"exists": {"field": "title.raw"}})
+        assert "owl#0" in self._matching(engine, loaded, {"exists": {"field": "title.raw"}})
+        body = {"size": 20, "_source": ["title"], "query": {"match_all": {}}, "sort": [{"title.raw": "desc"}, "_doc"]}
+        result = engine.search(loaded, body)
+        assert ids(result)[-1] == "fox#0", "without a value it sorts last"
+        assert result.hits[-1].source["title"] == long_title

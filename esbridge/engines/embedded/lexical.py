@@ -146,13 +146,16 @@ def _indexed(field: Field, items: list[Any], numeric: bool) -> list[Any]:
     found: list[Any] = []
     for item in items:
         plain = type(item)
-        if plain is str and not numeric and field.type == "keyword":
+        if plain is str and not numeric and field.type == "keyword" and field.ignore_above is None:
             found.append(item)
         elif (plain is int or plain is float) and field.type in NUMERIC:
             found.append(float(item))
         elif item is not None and not isinstance(item, (Mapping, list)):
             value = indexed_value(field, item)
-            found.append(float(value) if numeric else str(value))
+            if numeric:
+                found.append(float(value))
+            elif field.indexes(str(value)):
+                found.append(str(value))
     return found
 
 

@@ -44,6 +44,12 @@ class Field:
     dimension: int = 0
     enabled: bool = True
     """An object's ``enabled``: false keeps its value in ``_source`` only, whatever it is."""
+    ignore_above: int | None = None
+    """A keyword's ``ignore_above``: a longer value is kept in ``_source`` only."""
+
+    def indexes(self, text: str) -> bool:
+        """Whether a keyword value is indexed (not longer than ``ignore_above``)."""
+        return self.ignore_above is None or len(text) <= self.ignore_above
 
 
 VERSION_SETTING = "analysis_version"
@@ -133,7 +139,8 @@ class Schema:
             if space not in SPACE_TYPES:
                 raise MappingError(f"knn_vector {name!r}: space_type {space!r} (the embedded engine has cosinesimil)")
             return Field(name, kind, source, dimension=dimension)
-        return Field(name, kind, source)
+        limit = spec.get("ignore_above") if kind == "keyword" else None
+        return Field(name, kind, source, ignore_above=None if limit is None else int(limit))
 
     @property
     def text_fields(self) -> list[Field]:

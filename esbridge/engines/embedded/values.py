@@ -58,11 +58,14 @@ def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[st
             if value is None:
                 continue
             kind = field.type
+            limited = field.ignore_above is not None
             for item in value if type(value) is list else (value,):
                 plain = type(item)
-                if plain is str and kind == "keyword":
+                if plain is str and kind == "keyword" and not limited:
                     yield field.path, item
                 elif (plain is int or plain is float) and kind in NUMERIC:
                     yield field.path, float(item)
                 elif item is not None and not isinstance(item, (Mapping, list)):
-                    yield field.path, indexed_value(field, item)
+                    indexed = indexed_value(field, item)
+                    if not limited or field.indexes(indexed):
+                        yield field.path, indexed
