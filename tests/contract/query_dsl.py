@@ -132,3 +132,28 @@ class QueryDslContract:
         result = engine.search(loaded, body)
         assert ids(result)[-1] == "fox#0", "without a value it sorts last"
         assert result.hits[-1].source["title"] == long_title
+
+    def test_minimum_should_match_takes_counts_and_percentages_negative_ones_too(
+        self, engine: Engine, loaded: str
+    ) -> None:
+        should = [
+            {"term": {"tags": "space"}},
+            {"match": {"body": "telescope"}},
+            {"ids": {"values": ["astro#0", "fox#0"]}},
+        ]
+        code = {"exists": {"field": "code"}}  # read from the stored documents in the embedded engine, not tantivy
+        both, some = ["astro#0", "astro#1"], ["astro#0", "astro#1", "fox#0"]
+        cases = [  # (minimum_should_match, matching of the three clauses, of the four with code)
+            (2, both, both),
+            (-1, both, []),
+            ("-1", both, []),
+            ("67%", both, both),
+            ("-50%", both, both),
+            ("34%", some, [*some, "helpers#0"]),
+            (4, [], []),
+        ]
+        for minimum, three, four in cases:
+            query = {"bool": {"should": should, "minimum_should_match": minimum}}
+            assert self._matching(engine, loaded, query) == three, minimum
+            query = {"bool": {"should": [*should, code], "minimum_should_match": minimum}}
+            assert self._matching(engine, loaded, query) == four, minimum

@@ -8,6 +8,8 @@ value bound as a parameter.
 
 from __future__ import annotations
 
+import math
+import re
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -18,6 +20,7 @@ from esbridge.engines.embedded.store import IndexRecord, Store
 from esbridge.engines.embedded.values import indexed_value
 
 SQL = tuple[str, list[Any]]
+_MINIMUM = re.compile(r"(-?\d+)(%?)")
 _FILTERS = frozenset({"match_all", "match_none", "term", "terms", "range", "ids", "exists"})
 
 
@@ -45,13 +48,23 @@ def json_path(path: Sequence[str]) -> str:
     return "$" + "".join('."' + part.replace('"', '\\"') + '"' for part in path)
 
 
-def minimum_should_match(spec: Mapping[str, Any], *, required: bool) -> int:
-    """How many ``should`` clauses a document of a ``bool`` must match: as asked, 0 by default beside ``must`` or
-    ``filter`` clauses (``required``), and at least 1 without them, as in Lucene."""
+def minimum_should_match(spec: Mapping[str, Any], *, optional: int, required: bool) -> int:
+    """How many of a ``bool``'s ``optional`` should clauses a document must match, as Lucene reads
+    ``minimum_should_match``: a count or a percentage of them, a negative one counting what may be missed; 0 by
+    default beside ``must`` or ``filter`` clauses (``required``), and at least 1 without them."""
     value = spec.get("minimum_should_match", 0)
-    if (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, str) and value.isdigit()):
-        return max(int(value), 0 if required else 1)
-    raise Unsupported(f"minimum_should_match {value!r}: only a count is supported by the embedded engine")
+    found = None if isinstance(value, bool) else _MINIMUM.fullmatch(str(value).strip())
+    if found is None:
+        raise Unsupported(
+            f"minimum_should_match {value!r}: only a count or a percentage is supported by the embedded engine"
+        )
+    number = int(found[1])
+    if found[2]:
+        share = math.trunc(optional * number / 100)
+        count = optional + share if number < 0 else share
+    else:
+        count = optional + number if number < 0 else number
+    return max(count, 0 if required else 1)
 
 
 def coerce(field: Field, value: Any) -> Any:
@@ -170,7 +183,7 @@ class SqlFilters:
             params += values
         should = parts["should"]
         if should:
-            minimum = minimum_should_match(spec, required=bool(parts["must"] or parts["filter"]))
+            minimum = minimum_should_match(spec, optional=len(should), required=bool(parts["must"] or parts["filter"]))
             if minimum > 0:
                 conditions.append(
                     "(" + " + ".join(f"(CASE WHEN {text} THEN 1 ELSE 0 END)" for text, _ in should) + f") >= {minimum}"

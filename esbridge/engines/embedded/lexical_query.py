@@ -207,7 +207,7 @@ class Translator:
                 parts.append((occur, query))
         should = [query for occur, query in parts if occur == Occur.Should]
         required = any(occur == Occur.Must for occur, _ in parts)
-        minimum = minimum_should_match(spec, required=bool(spec.get("must") or spec.get("filter"))) if should else 0
+        minimum = minimum_should_match(spec, optional=len(should), required=required) if should else 0
         if not required and not minimum:
             parts.append((Occur.Must, tantivy.Query.const_score_query(tantivy.Query.all_query(), 0.0)))
         if minimum > len(should):

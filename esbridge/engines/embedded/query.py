@@ -1,6 +1,6 @@
 """The subset of the OpenSearch query DSL that esbridge sends, run over tantivy, usearch and SQLite.
 
-Supported: ``bool`` (must, filter, should, must_not, minimum_should_match as a count, boost),
+Supported: ``bool`` (must, filter, should, must_not, minimum_should_match as a count or percentage, boost),
 ``match_all``, ``match_none``, ``term``, ``terms``, ``range`` (numbers, dates, keywords; no date math),
 ``ids``, ``exists``, ``match`` and ``multi_match`` (``best_fields``, ``most_fields``, ``cross_fields``;
 ``operator``, ``tie_breaker``, ``field^boost``), and ``knn`` (``vector``, ``k``, ``filter``;
@@ -173,7 +173,8 @@ class Searcher:
                 allowed = passing if allowed is None else allowed & passing
         must = [self.scores(clause) for clause in clauses(spec.get("must", []))]
         should = [self.scores(clause) for clause in clauses(spec.get("should", []))]
-        minimum = minimum_should_match(spec, required=bool(must or spec.get("filter"))) if should else 0
+        required = bool(must or spec.get("filter"))
+        minimum = minimum_should_match(spec, optional=len(should), required=required) if should else 0
         if must:
             candidates = set.intersection(*(set(scores) for scores in must))
         elif minimum > 0:
