@@ -28,6 +28,7 @@ MAY_1 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
         ("1714521600000", (MAY_1, MAY_1)),
         ("-1000", (-1000, -1000)),
         (MAY_1 + 0.7, (MAY_1, MAY_1)),
+        ("9999-12-31", (253_402_214_400_000, 253_402_300_799_999)),  # the last day there is
     ],
 )
 def test_a_bound_stands_for_the_span_it_names(bound: object, span: tuple[int, int]) -> None:
@@ -37,7 +38,7 @@ def test_a_bound_stands_for_the_span_it_names(bound: object, span: tuple[int, in
 MODIFIED = Field("modified_at", "date", ("modified_at",))
 
 
-@pytest.mark.parametrize("bound", ["2024-13", "2024-05-01T25", "2024-5-1", "yesterday", "", True])
+@pytest.mark.parametrize("bound", ["2024-13", "2024-05-01T25", "2024-5-1", "yesterday", "", True, 1e300, "9" * 20])
 def test_what_is_no_date_is_refused_naming_the_field(bound: object) -> None:
     with pytest.raises(Unsupported, match=r"is not a valid date for field \[modified_at\]"):
         date_span_of(MODIFIED, bound)

@@ -133,6 +133,28 @@ def test_what_is_outside_the_subset_is_rejected_by_name(
         engine.search("idx", body)
 
 
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ({"query": {"bool": None}}, "bool needs an object"),
+        ({"query": {"match_all": {"boost": "x"}}}, "boost must be a number"),
+        ({"query": {"terms": {"n": [1], "boost": [2]}}}, "boost must be a number"),
+        ({"query": {"multi_match": {"query": "a", "fields": ["text^x"]}}}, "the boost of field [text]"),
+        ({"query": {"multi_match": {"query": "a", "fields": ["text"], "tie_breaker": "a"}}}, "tie_breaker"),
+        ({"query": {"match_all": {}}, "sort": ["n"], "search_after": [{"n": 1}]}, "search_after"),
+        ({"query": {"bool": {"filter": [{"exists": {"field": "text"}}, {"range": {"at": {"gte": 1e300}}}]}}}, "1e+300"),
+    ],
+)
+def test_a_malformed_request_is_rejected_naming_what_is_wrong(
+    engine: EmbeddedEngine, body: dict[str, Any], named: str
+) -> None:
+    engine.create_index("idx", {"mappings": {"properties": {**BODY["mappings"]["properties"], "at": {"type": "date"}}}})
+    engine.bulk("idx", docs("d", 2, at="2024-05-01"))
+    engine.refresh("idx")
+    with pytest.raises(RequestRejected, match=re.escape(named)):
+        engine.search("idx", body)
+
+
 def test_date_math_is_rejected(engine: EmbeddedEngine) -> None:
     engine.create_index("idx", {"mappings": {"properties": {"at": {"type": "date"}}}})
     with pytest.raises(RequestRejected, match="date math"):

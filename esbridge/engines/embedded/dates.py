@@ -13,7 +13,7 @@ from __future__ import annotations
 import calendar
 import math
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 _STRICT = re.compile(
@@ -24,6 +24,7 @@ _STRICT = re.compile(
 _EPOCH = re.compile(r"-?\d+")
 _NS_PER_MS = 1_000_000
 _NS_PER_S = 1_000_000_000
+_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 
 
 def parse_date(value: Any) -> float:
@@ -56,14 +57,14 @@ def date_span(value: Any) -> tuple[int, int]:
     if isinstance(value, bool):
         raise ValueError(f"not a date: {value!r}")
     if isinstance(value, (int, float)):
-        return math.floor(value), math.floor(value)
+        return _millis(value), _millis(value)
     text = str(value).strip()
     if "now" in text or "||" in text:
         raise ValueError(f"date math {text!r}")
     found = _STRICT.fullmatch(text)
     if found is None:
         if _EPOCH.fullmatch(text):
-            return int(text), int(text)
+            return _millis(int(text)), _millis(int(text))
         moment = math.floor(_from_isoformat(text))  # another ISO-8601 form: as precise as it is written
         return moment, moment
     parts = found.groupdict()
@@ -75,21 +76,19 @@ def date_span(value: Any) -> tuple[int, int]:
     fraction = parts["fraction"] or ""
     nanos = int(fraction.ljust(9, "0")) if fraction else 0
     if fraction:
-        end_ns = nanos + 10 ** (9 - len(fraction))
-        end = start
+        length = 10 ** (9 - len(fraction))
     else:
-        end_ns = 0
-        end = _next(start, next((name for name in ("second", "minute", "hour") if parts[name]), "day"))
-    offset = _offset(parts["zone"])
-    first = (calendar.timegm(start.timetuple()) - offset) * _NS_PER_S + nanos
-    last = (calendar.timegm(end.timetuple()) - offset) * _NS_PER_S + end_ns - 1
-    return first // _NS_PER_MS, last // _NS_PER_MS
+        unit = next((name for name in ("second", "minute", "hour") if parts[name]), "day")
+        length = _SECONDS[unit] * _NS_PER_S
+    first = (calendar.timegm(start.timetuple()) - _offset(parts["zone"])) * _NS_PER_S + nanos
+    return first // _NS_PER_MS, (first + length - 1) // _NS_PER_MS
 
 
-def _next(moment: datetime, unit: str) -> datetime:
-    """The start of the ``unit`` after the one ``moment`` starts."""
-    step = {"day": timedelta(days=1), "hour": timedelta(hours=1), "minute": timedelta(minutes=1)}
-    return moment + step.get(unit, timedelta(seconds=1))
+def _millis(value: float) -> int:
+    """Epoch milliseconds as a date field holds them (a long); ValueError beyond."""
+    if not math.isfinite(value) or not -(2**63) <= value < 2**63:
+        raise ValueError(f"epoch milliseconds out of range: {value!r}")
+    return math.floor(value)
 
 
 def _offset(zone: str | None) -> int:

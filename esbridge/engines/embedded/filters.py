@@ -39,9 +39,25 @@ def clauses(value: Any) -> list[Any]:
 
 
 def check_keys(spec: Mapping[str, Any], allowed: Iterable[str], what: str) -> None:
+    if not isinstance(spec, Mapping):
+        raise Unsupported(f"{what} needs an object, got {spec!r}"[:300])
     unknown = sorted(set(spec) - set(allowed))
     if unknown:
         raise Unsupported(f"{what}: unsupported parameter(s) {unknown} in the embedded engine")
+
+
+def number(value: Any, what: str) -> float:
+    """A number of the request (a boost, a tie breaker), given as a number or a numeric string."""
+    try:
+        if isinstance(value, (bool, Mapping, list)) or value is None:
+            raise TypeError(value)
+        return float(value)
+    except (TypeError, ValueError) as exc:
+        raise Unsupported(f"{what} must be a number, got {value!r}"[:300]) from exc
+
+
+def boost_of(spec: Any) -> float:
+    return number(spec.get("boost", 1.0), "boost") if isinstance(spec, Mapping) else 1.0
 
 
 def json_path(path: Sequence[str]) -> str:

@@ -21,11 +21,13 @@ import tantivy
 
 from esbridge.engines.embedded.filters import (
     Unsupported,
+    boost_of,
     check_keys,
     clauses,
     coerce,
     date_span_of,
     minimum_should_match,
+    number,
     one,
     range_bounds,
     range_limits,
@@ -79,7 +81,7 @@ class Translator:
         found = handler(spec)
         if found is None:
             return None
-        boost = float(spec.get("boost", 1.0)) if isinstance(spec, Mapping) else 1.0
+        boost = boost_of(spec)
         return tantivy.Query.const_score_query(found, boost if scoring else 0.0)
 
     # Full text
@@ -88,7 +90,7 @@ class Translator:
         name, value = one(spec, "match")
         options: Mapping[str, Any] = value if isinstance(value, Mapping) else {"query": value}
         check_keys(options, ("query", "operator", "boost"), "match")
-        query: tantivy.Query = self._text([(name, 1.0)], options, "best_fields", float(options.get("boost", 1.0)))
+        query: tantivy.Query = self._text([(name, 1.0)], options, "best_fields", boost_of(options))
         return query
 
     def _multi_match(self, spec: Mapping[str, Any]) -> tantivy.Query:
@@ -101,11 +103,11 @@ class Translator:
             name, _, weight = str(entry).partition("^")
             if "*" in name:
                 raise Unsupported(f"field pattern {name!r} in multi_match is not supported by the embedded engine")
-            boosted.append((name, float(weight) if weight else 1.0))
+            boosted.append((name, number(weight, f"the boost of field [{name}]") if weight else 1.0))
         kind = str(spec.get("type", "best_fields"))
         if kind not in ("best_fields", "most_fields", "cross_fields"):
             raise Unsupported(f"multi_match type [{kind}] is not supported by the embedded engine")
-        query: tantivy.Query = self._text(boosted, spec, kind, float(spec.get("boost", 1.0)))
+        query: tantivy.Query = self._text(boosted, spec, kind, boost_of(spec))
         return query
 
     def _text(
@@ -118,7 +120,7 @@ class Translator:
         if operator not in ("or", "and"):
             raise Unsupported(f"operator {operator!r}")
         occur = Occur.Must if operator == "and" else Occur.Should
-        tie_breaker = float(options.get("tie_breaker", 0.0))
+        tie_breaker = number(options.get("tie_breaker", 0.0), "tie_breaker")
         mapped: list[tuple[Field, float]] = []
         for name, weight in names:
             field = self.fields.get(name)
@@ -213,7 +215,7 @@ class Translator:
         if minimum > len(should):
             return tantivy.Query.empty_query()
         query = _boolean(parts, minimum if minimum > 1 or (minimum == 1 and required) else None)
-        return _boosted(query, float(spec.get("boost", 1.0)) if scoring else 1.0)
+        return _boosted(query, boost_of(spec) if scoring else 1.0)
 
     # Filters
 
