@@ -11,6 +11,7 @@ from esbridge.config import load_settings
 from esbridge.engines import Engine, connect
 from tests.contract.contract import EngineContract
 from tests.contract.model_record import ModelRecordContract
+from tests.contract.query_dsl import QueryDslContract
 from tests.integration.engines import engine_url, require_live
 
 pytestmark = pytest.mark.integration
@@ -21,7 +22,7 @@ def live_engine(kind: str) -> Engine:
     return connect(load_settings(url=engine_url(kind), engine=kind, timeout_s=30))
 
 
-class TestOpenSearchEngine(EngineContract, ModelRecordContract):
+class TestOpenSearchEngine(EngineContract, ModelRecordContract, QueryDslContract):
     @pytest.fixture
     def engine(self) -> Iterator[Engine]:
         engine = live_engine("opensearch")
@@ -29,7 +30,7 @@ class TestOpenSearchEngine(EngineContract, ModelRecordContract):
         engine.close()
 
 
-class TestElasticsearchEngine(EngineContract, ModelRecordContract):
+class TestElasticsearchEngine(EngineContract, ModelRecordContract, QueryDslContract):
     @pytest.fixture
     def engine(self) -> Iterator[Engine]:
         engine = live_engine("elasticsearch")

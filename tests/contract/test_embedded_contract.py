@@ -9,9 +9,10 @@ from esbridge.engines.base import Engine
 from esbridge.engines.embedded import EmbeddedEngine
 from tests.contract.contract import EngineContract
 from tests.contract.model_record import ModelRecordContract
+from tests.contract.query_dsl import QueryDslContract
 
 
-class TestEmbeddedEngine(EngineContract, ModelRecordContract):
+class TestEmbeddedEngine(EngineContract, ModelRecordContract, QueryDslContract):
     @pytest.fixture
     def engine(self, tmp_path: Path) -> Iterator[Engine]:
         engine = EmbeddedEngine(tmp_path / "data")

@@ -119,13 +119,38 @@ def test_a_killed_writer_leaves_a_readable_database_of_whole_bulks(tmp_path: Pat
         ({"query": {"multi_match": {"query": "a", "fields": ["te*"]}}}, "te*"),
         ({"query": {"multi_match": {"query": "a", "fields": ["text"], "type": "phrase"}}}, "phrase"),
         ({"query": {"knn": {"v": {"vector": [1, 0, 0], "k": 1}}}}, "2 numbers"),
-        ({"query": {"bool": {"should": [{"term": {"n": 1}}], "minimum_should_match": "75%"}}}, "minimum_should_match"),
+        (
+            {"query": {"bool": {"should": [{"term": {"n": 1}}], "minimum_should_match": "2<75%"}}},
+            "minimum_should_match",
+        ),
     ],
 )
 def test_what_is_outside_the_subset_is_rejected_by_name(
     engine: EmbeddedEngine, body: dict[str, Any], named: str
 ) -> None:
     engine.create_index("idx", BODY)
+    with pytest.raises(RequestRejected, match=re.escape(named)):
+        engine.search("idx", body)
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ({"query": {"bool": None}}, "bool needs an object"),
+        ({"query": {"match_all": {"boost": "x"}}}, "boost must be a number"),
+        ({"query": {"terms": {"n": [1], "boost": [2]}}}, "boost must be a number"),
+        ({"query": {"multi_match": {"query": "a", "fields": ["text^x"]}}}, "the boost of field [text]"),
+        ({"query": {"multi_match": {"query": "a", "fields": ["text"], "tie_breaker": "a"}}}, "tie_breaker"),
+        ({"query": {"match_all": {}}, "sort": ["n"], "search_after": [{"n": 1}]}, "search_after"),
+        ({"query": {"bool": {"filter": [{"exists": {"field": "text"}}, {"range": {"at": {"gte": 1e300}}}]}}}, "1e+300"),
+    ],
+)
+def test_a_malformed_request_is_rejected_naming_what_is_wrong(
+    engine: EmbeddedEngine, body: dict[str, Any], named: str
+) -> None:
+    engine.create_index("idx", {"mappings": {"properties": {**BODY["mappings"]["properties"], "at": {"type": "date"}}}})
+    engine.bulk("idx", docs("d", 2, at="2024-05-01"))
+    engine.refresh("idx")
     with pytest.raises(RequestRejected, match=re.escape(named)):
         engine.search("idx", body)
 

@@ -8,15 +8,19 @@ value bound as a parameter.
 
 from __future__ import annotations
 
+import math
+import re
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from esbridge.engines.embedded.dates import date_span
 from esbridge.engines.embedded.mapping import Field, Schema
 from esbridge.engines.embedded.store import IndexRecord, Store
 from esbridge.engines.embedded.values import indexed_value
 
 SQL = tuple[str, list[Any]]
+_MINIMUM = re.compile(r"(-?\d+)(%?)")
 _FILTERS = frozenset({"match_all", "match_none", "term", "terms", "range", "ids", "exists"})
 
 
@@ -35,20 +39,48 @@ def clauses(value: Any) -> list[Any]:
 
 
 def check_keys(spec: Mapping[str, Any], allowed: Iterable[str], what: str) -> None:
+    if not isinstance(spec, Mapping):
+        raise Unsupported(f"{what} needs an object, got {spec!r}"[:300])
     unknown = sorted(set(spec) - set(allowed))
     if unknown:
         raise Unsupported(f"{what}: unsupported parameter(s) {unknown} in the embedded engine")
+
+
+def number(value: Any, what: str) -> float:
+    """A number of the request (a boost, a tie breaker), given as a number or a numeric string."""
+    try:
+        if isinstance(value, (bool, Mapping, list)) or value is None:
+            raise TypeError(value)
+        return float(value)
+    except (TypeError, ValueError) as exc:
+        raise Unsupported(f"{what} must be a number, got {value!r}"[:300]) from exc
+
+
+def boost_of(spec: Any) -> float:
+    return number(spec.get("boost", 1.0), "boost") if isinstance(spec, Mapping) else 1.0
 
 
 def json_path(path: Sequence[str]) -> str:
     return "$" + "".join('."' + part.replace('"', '\\"') + '"' for part in path)
 
 
-def minimum_should_match(spec: Mapping[str, Any], *, default: int) -> int:
-    value = spec.get("minimum_should_match", default)
-    if (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, str) and value.isdigit()):
-        return int(value)
-    raise Unsupported(f"minimum_should_match {value!r}: only a count is supported by the embedded engine")
+def minimum_should_match(spec: Mapping[str, Any], *, optional: int, required: bool) -> int:
+    """How many of a ``bool``'s ``optional`` should clauses a document must match, as Lucene reads
+    ``minimum_should_match``: a count or a percentage of them, a negative one counting what may be missed; 0 by
+    default beside ``must`` or ``filter`` clauses (``required``), and at least 1 without them."""
+    value = spec.get("minimum_should_match", 0)
+    found = None if isinstance(value, bool) else _MINIMUM.fullmatch(str(value).strip())
+    if found is None:
+        raise Unsupported(
+            f"minimum_should_match {value!r}: only a count or a percentage is supported by the embedded engine"
+        )
+    number = int(found[1])
+    if found[2]:
+        share = math.trunc(optional * number / 100)
+        count = optional + share if number < 0 else share
+    else:
+        count = optional + number if number < 0 else number
+    return max(count, 0 if required else 1)
 
 
 def coerce(field: Field, value: Any) -> Any:
@@ -61,6 +93,46 @@ def coerce(field: Field, value: Any) -> Any:
         return indexed_value(field, value)
     except (TypeError, ValueError) as exc:
         raise Unsupported(f"{value!r} is not a valid {field.type} for field [{field.path}]") from exc
+
+
+def date_span_of(field: Field, value: Any) -> tuple[int, int]:
+    """The first and last millisecond a date bound stands for (``dates.date_span``); Unsupported when it is none."""
+    if isinstance(value, str) and ("now" in value or "||" in value):
+        raise Unsupported(f"date math {value!r} is not supported by the embedded engine")
+    if isinstance(value, (Mapping, list)):
+        raise Unsupported(f"value {value!r} for field [{field.path}] must be a scalar")
+    try:
+        return date_span(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise Unsupported(f"{value!r} is not a valid date for field [{field.path}]") from exc
+
+
+Limits = tuple[Any, bool, Any, bool]
+"""(lower, inclusive, upper, inclusive) of a range; None where it is open."""
+
+
+def range_limits(field: Field, bounds: Mapping[str, Any]) -> Limits:
+    """The limits of a range on ``field`` over the values the index stores. On dates, as OpenSearch rounds its
+    bounds: ``gte`` and ``lt`` at the first millisecond of what they name, ``gt`` and ``lte`` at the last, and
+    a stored date counts by its millisecond."""
+    lower: Any = None
+    upper: Any = None
+    include_lower = include_upper = True
+    for key in ("gte", "gt"):
+        if bounds.get(key) is not None:
+            if field.type == "date":
+                first, last = date_span_of(field, bounds[key])
+                lower, include_lower = (first if key == "gte" else last + 1), True
+            else:
+                lower, include_lower = coerce(field, bounds[key]), key == "gte"
+    for key in ("lte", "lt"):
+        if bounds.get(key) is not None:
+            if field.type == "date":
+                first, last = date_span_of(field, bounds[key])
+                upper, include_upper = (last + 1 if key == "lte" else first), False
+            else:
+                upper, include_upper = coerce(field, bounds[key]), key == "lte"
+    return lower, include_lower, upper, include_upper
 
 
 def term_as_terms(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -127,7 +199,7 @@ class SqlFilters:
             params += values
         should = parts["should"]
         if should:
-            minimum = minimum_should_match(spec, default=0 if parts["must"] or parts["filter"] else 1)
+            minimum = minimum_should_match(spec, optional=len(should), required=bool(parts["must"] or parts["filter"]))
             if minimum > 0:
                 conditions.append(
                     "(" + " + ".join(f"(CASE WHEN {text} THEN 1 ELSE 0 END)" for text, _ in should) + f") >= {minimum}"
@@ -174,6 +246,10 @@ class SqlFilters:
         field = self._field(name, "terms")
         if field is None or not values:
             return ("0", [])
+        if field.type == "date":  # each value stands for its span, as a range of one value
+            spans = [date_span_of(field, value) for value in values]
+            condition = " OR ".join("({value} >= ? AND {value} < ?)" for _ in spans)
+            return self._values_sql(field, f"({condition})", [n for first, last in spans for n in (first, last + 1)])
         coerced = [coerce(field, value) for value in values]
         condition = f"{{value}} IN ({', '.join('?' * len(coerced))})"
         return self._values_sql(field, condition, coerced)
@@ -183,11 +259,14 @@ class SqlFilters:
         field = self._field(name, "range")
         if field is None:
             return ("0", [])
+        lower, include_lower, upper, include_upper = range_limits(field, bounds)
         conditions, params = [], []
-        for key, operator in (("gte", ">="), ("gt", ">"), ("lte", "<="), ("lt", "<")):
-            if bounds.get(key) is not None:
-                conditions.append(f"{{value}} {operator} ?")
-                params.append(coerce(field, bounds[key]))
+        if lower is not None:
+            conditions.append(f"{{value}} {'>=' if include_lower else '>'} ?")
+            params.append(lower)
+        if upper is not None:
+            conditions.append(f"{{value}} {'<=' if include_upper else '<'} ?")
+            params.append(upper)
         return self._values_sql(field, " AND ".join(conditions) or "1", params)
 
     def _exists_sql(self, spec: Mapping[str, Any]) -> SQL:
@@ -198,7 +277,16 @@ class SqlFilters:
             return ("0", [])
         if field.type == "knn_vector":
             return ("EXISTS (SELECT 1 FROM vectors x WHERE x.row = d.row AND x.field = ?)", [field.path])
-        if field.type not in ("text", "object"):
+        if field.type == "object":  # as in OpenSearch: some field inside it has a value (none when not indexed)
+            inner = [
+                self._exists_sql({"field": path})
+                for path, found in self.schema.fields.items()
+                if path.startswith(name + ".") and found.type != "object"
+            ]
+            if not inner:
+                return ("0", [])
+            return (" OR ".join(f"({text})" for text, _ in inner), [value for _, values in inner for value in values])
+        if field.type != "text":
             return ("d.row IN (SELECT row FROM fieldvals WHERE field = ?)", [field.path])
         return (
             "EXISTS (SELECT 1 FROM json_each(d.source, ?) WHERE value IS NOT NULL)",

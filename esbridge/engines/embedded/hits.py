@@ -50,35 +50,46 @@ class Results:
         return spec
 
     def top_by_one_key(
-        self, scores: Rows, name: str, descending: bool, after: Any, wanted: int
+        self, scores: Rows, name: str, descending: bool, after: Sequence[Any] | None, wanted: int
     ) -> dict[int, tuple[Any, ...]]:
-        """The first ``wanted`` rows by one field, after ``after``, with their sort values; SQLite orders,
-        so a scan page reads only as far as it needs. Missing values come last."""
+        """The first ``wanted`` rows by one field, after the sort value ``after`` (one-item ``search_after``),
+        with their sort values; SQLite orders, so a scan page reads only as far as it needs. Missing values
+        come last."""
+        if after is not None and after[0] is None:  # after a missing value come only its ties, passed over
+            return {}
+        value = None if after is None else after[0]
         field = self.schema.fields.get(name)
         order = "DESC" if descending else "ASC"
         beyond = "<" if descending else ">"
         params: list[Any]
         if name == "_id":
             query, params = "SELECT row, id AS v FROM docs WHERE index_id = ?", [self.record.id]
-            if after is not None:
-                query, params = query + f" AND id {beyond} ?", [*params, str(after)]
+            if value is not None:
+                query, params = query + f" AND id {beyond} ?", [*params, str(value)]
         elif field is None:
             query, params = "SELECT row, NULL AS v FROM docs WHERE 0", []
         else:
             pick = "max" if descending else "min"
             query = f"SELECT row, {pick}(value) AS v FROM fieldvals WHERE field = ? GROUP BY row"  # noqa: S608
             params = [field.path]
-            if after is not None:
-                query, params = query + f" HAVING v {beyond} ?", [*params, after]
+            if value is not None:
+                query, params = query + f" HAVING v {beyond} ?", [*params, value]
         page: dict[int, tuple[Any, ...]] = {}
-        for row, value in self.db.execute(f"{query} ORDER BY v {order}, row", params):
+        for row, found in self.db.execute(f"{query} ORDER BY v {order}, row", params):
             if row in scores:
-                page[row] = (value,)
+                page[row] = (found,)
                 if len(page) == wanted:
                     return page
         if after is None:
-            for row in sorted(set(scores) - set(page))[: wanted - len(page)]:
-                page[row] = (None,)
+            missing = set(scores) - set(page)
+        elif field is not None and name != "_id":
+            # Rows without a value come after every value, so after the last page of values too.
+            valued = self.db.execute("SELECT DISTINCT row FROM fieldvals WHERE field = ?", [field.path])
+            missing = set(scores).difference(row for (row,) in valued)
+        else:
+            missing = set()
+        for row in sorted(missing)[: wanted - len(page)]:
+            page[row] = (None,)
         return page
 
     def sort_keys(self, scores: Rows, sort: Sequence[tuple[str, bool]]) -> dict[int, tuple[Any, ...]]:
@@ -244,4 +255,5 @@ def _decide(path: str, includes: Sequence[str], excludes: Sequence[str]) -> int:
     if _selected(path, includes, excludes):
         inside = any(p.startswith(below) or _WILDCARDS.intersection(p) for p in excludes)
         return _KEEP_INSIDE if inside else _KEEP
-    return _DESCEND if any(p.startswith(below) for p in includes) else _DROP
+    # A wildcard may match a path inside (``*.c`` matches ``obj.inner.c``, as ``*`` spans dots in OpenSearch).
+    return _DESCEND if any(p.startswith(below) or _WILDCARDS.intersection(p) for p in includes) else _DROP

@@ -26,7 +26,7 @@ from typing import Any
 import tantivy
 
 from esbridge.engines.embedded.analysis import NATIVE
-from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema
+from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, value_at
 from esbridge.engines.embedded.progress import read_applied, write_applied
 from esbridge.engines.embedded.values import indexed_value
 
@@ -105,7 +105,7 @@ class Layout:
             if places is None:
                 continue
             for path, readers in places:
-                value = top if len(path) == 1 else _value(source, path)
+                value = top if len(path) == 1 else value_at(source, path)
                 if value is None:
                     continue
                 if type(value) is str:
@@ -136,15 +136,6 @@ class _Readers:
         self.scalars: list[tuple[str, Field, bool]] = []
 
 
-def _value(source: Mapping[str, Any], path: tuple[str, ...]) -> Any:
-    current: Any = source
-    for part in path:
-        if not isinstance(current, dict):
-            return None
-        current = current.get(part)
-    return current
-
-
 def _analyze(field: Field, text: str) -> list[str]:
     assert field.analysis is not None
     return [token for token in field.analysis.analyze(text) if token and SEPARATOR not in token]
@@ -155,13 +146,16 @@ def _indexed(field: Field, items: list[Any], numeric: bool) -> list[Any]:
     found: list[Any] = []
     for item in items:
         plain = type(item)
-        if plain is str and not numeric and field.type == "keyword":
+        if plain is str and not numeric and field.type == "keyword" and field.ignore_above is None:
             found.append(item)
         elif (plain is int or plain is float) and field.type in NUMERIC:
             found.append(float(item))
         elif item is not None and not isinstance(item, (Mapping, list)):
             value = indexed_value(field, item)
-            found.append(float(value) if numeric else str(value))
+            if numeric:
+                found.append(float(value))
+            elif field.indexes(str(value)):
+                found.append(str(value))
     return found
 
 

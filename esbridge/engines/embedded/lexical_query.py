@@ -21,12 +21,16 @@ import tantivy
 
 from esbridge.engines.embedded.filters import (
     Unsupported,
+    boost_of,
     check_keys,
     clauses,
     coerce,
+    date_span_of,
     minimum_should_match,
+    number,
     one,
     range_bounds,
+    range_limits,
     term_as_terms,
     terms_field,
 )
@@ -77,7 +81,7 @@ class Translator:
         found = handler(spec)
         if found is None:
             return None
-        boost = float(spec.get("boost", 1.0)) if isinstance(spec, Mapping) else 1.0
+        boost = boost_of(spec)
         return tantivy.Query.const_score_query(found, boost if scoring else 0.0)
 
     # Full text
@@ -86,7 +90,7 @@ class Translator:
         name, value = one(spec, "match")
         options: Mapping[str, Any] = value if isinstance(value, Mapping) else {"query": value}
         check_keys(options, ("query", "operator", "boost"), "match")
-        query: tantivy.Query = self._text([(name, 1.0)], options, "best_fields", float(options.get("boost", 1.0)))
+        query: tantivy.Query = self._text([(name, 1.0)], options, "best_fields", boost_of(options))
         return query
 
     def _multi_match(self, spec: Mapping[str, Any]) -> tantivy.Query:
@@ -99,11 +103,11 @@ class Translator:
             name, _, weight = str(entry).partition("^")
             if "*" in name:
                 raise Unsupported(f"field pattern {name!r} in multi_match is not supported by the embedded engine")
-            boosted.append((name, float(weight) if weight else 1.0))
+            boosted.append((name, number(weight, f"the boost of field [{name}]") if weight else 1.0))
         kind = str(spec.get("type", "best_fields"))
         if kind not in ("best_fields", "most_fields", "cross_fields"):
             raise Unsupported(f"multi_match type [{kind}] is not supported by the embedded engine")
-        query: tantivy.Query = self._text(boosted, spec, kind, float(spec.get("boost", 1.0)))
+        query: tantivy.Query = self._text(boosted, spec, kind, boost_of(spec))
         return query
 
     def _text(
@@ -116,7 +120,7 @@ class Translator:
         if operator not in ("or", "and"):
             raise Unsupported(f"operator {operator!r}")
         occur = Occur.Must if operator == "and" else Occur.Should
-        tie_breaker = float(options.get("tie_breaker", 0.0))
+        tie_breaker = number(options.get("tie_breaker", 0.0), "tie_breaker")
         mapped: list[tuple[Field, float]] = []
         for name, weight in names:
             field = self.fields.get(name)
@@ -205,14 +209,13 @@ class Translator:
                 parts.append((occur, query))
         should = [query for occur, query in parts if occur == Occur.Should]
         required = any(occur == Occur.Must for occur, _ in parts)
-        default = 0 if spec.get("must") or spec.get("filter") else 1
-        minimum = minimum_should_match(spec, default=default) if should else 0
+        minimum = minimum_should_match(spec, optional=len(should), required=required) if should else 0
         if not required and not minimum:
             parts.append((Occur.Must, tantivy.Query.const_score_query(tantivy.Query.all_query(), 0.0)))
         if minimum > len(should):
             return tantivy.Query.empty_query()
         query = _boolean(parts, minimum if minimum > 1 or (minimum == 1 and required) else None)
-        return _boosted(query, float(spec.get("boost", 1.0)) if scoring else 1.0)
+        return _boosted(query, boost_of(spec) if scoring else 1.0)
 
     # Filters
 
@@ -249,8 +252,21 @@ class Translator:
         field = self._filter_field(name, "terms")
         if field is None or not values:
             return tantivy.Query.empty_query()
-        coerced = [coerce(field, value) for value in values]
         name = self._tantivy_name(field)
+        if field.type == "date":  # each value stands for its span, as a range of one value
+            spans = dict.fromkeys(date_span_of(field, value) for value in values)
+            return _boolean(
+                [
+                    (
+                        Occur.Should,
+                        tantivy.Query.range_query(
+                            self.schema, name, tantivy.FieldType.Float, first, last + 1.0, True, False
+                        ),
+                    )
+                    for first, last in spans
+                ]
+            )
+        coerced = [coerce(field, value) for value in values]
         if name in self.layout.number.values():
             return _boolean(
                 [
@@ -267,14 +283,8 @@ class Translator:
             return tantivy.Query.empty_query()
         if field.path not in self.layout.number:
             return None
-        lower = upper = None
-        include_lower = include_upper = True
-        for key in ("gte", "gt"):
-            if bounds.get(key) is not None:
-                lower, include_lower = float(coerce(field, bounds[key])), key == "gte"
-        for key in ("lte", "lt"):
-            if bounds.get(key) is not None:
-                upper, include_upper = float(coerce(field, bounds[key])), key == "lte"
+        lower, include_lower, upper, include_upper = range_limits(field, bounds)
+        lower, upper = (None if n is None else float(n) for n in (lower, upper))
         if lower is None and upper is None:
             return tantivy.Query.exists_query(self.layout.number[field.path])
         name = self.layout.number[field.path]

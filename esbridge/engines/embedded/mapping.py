@@ -5,12 +5,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
 from esbridge.engines.embedded.analysis import ANALYSIS_VERSION, FieldAnalysis, UnsupportedAnalysis, field_analysis
+from esbridge.engines.embedded.dates import parse_date
 
 NUMERIC = frozenset({"integer", "long", "short", "byte", "float", "double", "half_float", "scaled_float"})
 SUPPORTED_TYPES = frozenset({"text", "keyword", "boolean", "date", "object", "knn_vector", *NUMERIC})
@@ -42,21 +42,14 @@ class Field:
     """Where the value sits in ``_source`` (a sub-field reads its parent's value)."""
     analysis: FieldAnalysis | None = None
     dimension: int = 0
+    enabled: bool = True
+    """An object's ``enabled``: false keeps its value in ``_source`` only, whatever it is."""
+    ignore_above: int | None = None
+    """A keyword's ``ignore_above``: a longer value is kept in ``_source`` only."""
 
-
-def parse_date(value: Any) -> float:
-    """Epoch milliseconds of an ISO-8601 date or date-time (UTC when no offset), or of epoch millis."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a date: {value!r}")
-    if isinstance(value, (int, float)):
-        return float(value)
-    text = str(value).strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    moment = datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp() * 1000.0
+    def indexes(self, text: str) -> bool:
+        """Whether a keyword value is indexed (not longer than ``ignore_above``)."""
+        return self.ignore_above is None or len(text) <= self.ignore_above
 
 
 VERSION_SETTING = "analysis_version"
@@ -115,8 +108,9 @@ class Schema:
             if kind not in SUPPORTED_TYPES:
                 raise MappingError(f"field {'.'.join(path)!r} has unsupported type {kind!r}")
             if kind == "object":
-                yield Field(".".join(path), kind, path)
-                if spec.get("enabled", True):
+                enabled = str(spec.get("enabled", True)).lower() != "false"
+                yield Field(".".join(path), kind, path, enabled=enabled)
+                if enabled:
                     yield from self._walk(spec.get("properties", {}), path, analysis)
                 continue
             yield self._leaf(".".join(path), kind, spec, path, analysis, self.version)
@@ -145,7 +139,8 @@ class Schema:
             if space not in SPACE_TYPES:
                 raise MappingError(f"knn_vector {name!r}: space_type {space!r} (the embedded engine has cosinesimil)")
             return Field(name, kind, source, dimension=dimension)
-        return Field(name, kind, source)
+        limit = spec.get("ignore_above") if kind == "keyword" else None
+        return Field(name, kind, source, ignore_above=None if limit is None else int(limit))
 
     @property
     def text_fields(self) -> list[Field]:
@@ -196,17 +191,33 @@ class Schema:
             if value is None:
                 continue
             if field.type == "object":
-                if path in self.fields and isinstance(value, Mapping):
-                    if any(name.startswith(path + ".") for name in self.fields):
-                        self._check_object(value, (*parent, key))
-                    continue
-                raise DocumentError("mapper_parsing_exception", f"object mapping for [{path}] got a non-object value")
+                self._check_inner(field, value, (*parent, key))
+                continue
             passing = self._passing[field.source_path]
             plain = type(value)
             if plain in passing or (plain is list and all(type(item) in passing for item in value)):
                 continue
             for checked in self._by_source[field.source_path]:
                 self._check_value(checked, value)
+
+    def _check_inner(self, field: Field, value: Any, path: tuple[str, ...]) -> None:
+        """An object's value: anything where it is not indexed (``enabled: false``), else an object or an array
+        of them (each read as if it stood alone), as OpenSearch takes them."""
+        if not field.enabled:
+            return
+        inner = [name for name in self.fields if name.startswith(field.path + ".")]
+        items = value if type(value) is list else [value]
+        if len(items) > 1 and any(self.fields[name].type == "knn_vector" for name in inner):
+            raise DocumentError("mapper_parsing_exception", f"an array of [{field.path}] objects holds vectors")
+        for item in items:
+            if item is None:
+                continue
+            if not isinstance(item, Mapping):
+                raise DocumentError(
+                    "mapper_parsing_exception", f"object mapping for [{field.path}] got a non-object value"
+                )
+            if inner:
+                self._check_object(item, path)
 
     @staticmethod
     def _check_value(field: Field, value: Any) -> None:
@@ -231,6 +242,24 @@ class Schema:
                 raise DocumentError(
                     "mapper_parsing_exception", f"failed to parse field [{field.path}] of type [{field.type}]: {item!r}"
                 ) from exc
+
+
+def value_at(item: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` in ``item``; where arrays of objects lie on the way, the values in each of them as
+    one list, as OpenSearch indexes them. None where there is none."""
+    for depth, part in enumerate(path):
+        if type(item) is list:
+            return [value for inner in item for value in _flat(value_at(inner, path[depth:]))]
+        if not isinstance(item, Mapping):
+            return None
+        item = item.get(part)
+    return item
+
+
+def _flat(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if type(value) is list else [value]
 
 
 def _passing(kind: str) -> frozenset[type]:

@@ -1,6 +1,6 @@
 """The subset of the OpenSearch query DSL that esbridge sends, run over tantivy, usearch and SQLite.
 
-Supported: ``bool`` (must, filter, should, must_not, minimum_should_match as a count, boost),
+Supported: ``bool`` (must, filter, should, must_not, minimum_should_match as a count or percentage, boost),
 ``match_all``, ``match_none``, ``term``, ``terms``, ``range`` (numbers, dates, keywords; no date math),
 ``ids``, ``exists``, ``match`` and ``multi_match`` (``best_fields``, ``most_fields``, ``cross_fields``;
 ``operator``, ``tie_breaker``, ``field^boost``), and ``knn`` (``vector``, ``k``, ``filter``;
@@ -32,6 +32,7 @@ from esbridge.engines.embedded.filters import (
     SQL,
     SqlFilters,
     Unsupported,
+    boost_of,
     check_keys,
     clauses,
     minimum_should_match,
@@ -140,7 +141,7 @@ class Searcher:
         condition = self.filters.sql(clause)
         if condition is None:
             raise Unsupported(f"query type [{kind}] is not supported by the embedded engine")
-        boost = float(spec.get("boost", 1.0)) if isinstance(spec, Mapping) else 1.0
+        boost = boost_of(spec)
         return dict.fromkeys(self.filters.rows_where(condition), boost)
 
     def _bool_scores(self, spec: Mapping[str, Any]) -> Rows:
@@ -173,7 +174,8 @@ class Searcher:
                 allowed = passing if allowed is None else allowed & passing
         must = [self.scores(clause) for clause in clauses(spec.get("must", []))]
         should = [self.scores(clause) for clause in clauses(spec.get("should", []))]
-        minimum = minimum_should_match(spec, default=0 if must or spec.get("filter") else 1) if should else 0
+        required = bool(must or spec.get("filter"))
+        minimum = minimum_should_match(spec, optional=len(should), required=required) if should else 0
         if must:
             candidates = set.intersection(*(set(scores) for scores in must))
         elif minimum > 0:
@@ -185,7 +187,7 @@ class Searcher:
         if allowed is not None:
             candidates &= allowed
         candidates -= excluded
-        boost = float(spec.get("boost", 1.0))
+        boost = boost_of(spec)
         result: Rows = {}
         for row in candidates:
             matched = [scores[row] for scores in should if row in scores]
@@ -219,7 +221,7 @@ class Searcher:
         if options.get("filter") is not None:
             allowed, excluded = self.restriction(options["filter"])
             subset = self._key(options["filter"])
-        boost = float(options.get("boost", 1.0))
+        boost = boost_of(options)
         graph = self.handles.vectors[field.path]
         found = graph.nearest(
             vector,
@@ -260,10 +262,14 @@ class Searcher:
             scores = self.scores(clause)
             total = len(scores)
             after = body.get("search_after")
-            if after is not None and (not isinstance(after, list) or len(after) != len(sort)):
-                raise Unsupported("search_after needs one value per sort field")
+            if after is not None and (
+                not isinstance(after, list)
+                or len(after) != len(sort)
+                or any(isinstance(value, (Mapping, list)) for value in after)
+            ):
+                raise Unsupported("search_after needs one value (not an object or a list) per sort field")
             if len(sort) == 1 and sort[0][0] not in ("_score", "_doc"):
-                keys = self.results.top_by_one_key(scores, *sort[0], None if after is None else after[0], wanted)
+                keys = self.results.top_by_one_key(scores, *sort[0], after, wanted)
                 ordered = list(keys)
             else:
                 keys = self.results.sort_keys(scores, sort)

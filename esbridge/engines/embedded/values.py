@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, parse_date
+from esbridge.engines.embedded.dates import parse_date
+from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, value_at
 
 
 def sql_date(value: Any) -> float | None:
@@ -53,15 +54,18 @@ def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[st
         if fields is None:
             continue
         for field in fields:
-            value = top if len(field.source_path) == 1 else schema.value(source, field)
+            value = top if len(field.source_path) == 1 else value_at(source, field.source_path)
             if value is None:
                 continue
             kind = field.type
+            limited = field.ignore_above is not None
             for item in value if type(value) is list else (value,):
                 plain = type(item)
-                if plain is str and kind == "keyword":
+                if plain is str and kind == "keyword" and not limited:
                     yield field.path, item
                 elif (plain is int or plain is float) and kind in NUMERIC:
                     yield field.path, float(item)
                 elif item is not None and not isinstance(item, (Mapping, list)):
-                    yield field.path, indexed_value(field, item)
+                    indexed = indexed_value(field, item)
+                    if not limited or field.indexes(indexed):
+                        yield field.path, indexed
