@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,27 @@ def engine(unbuilt: Path) -> Iterator[EmbeddedEngine]:
         opened.close()
 
 
+@contextmanager
+def holding_the_guard(engine: EmbeddedEngine) -> Iterator[threading.Event]:
+    """Another thread holds the data directory's guard, so a catch-up cannot start, until the block ends or the
+    event it yields is set."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with engine._shared._guard:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(10)
+    try:
+        yield release
+    finally:
+        release.set()
+        holder.join()
+
+
 def _every_document(found_ids: list[str]) -> bool:
     return sorted(found_ids) == sorted(f"d{i}" for i in range(DOCUMENTS))
 
@@ -104,21 +126,11 @@ def test_closing_waits_for_the_build_so_the_next_process_finds_it_whole(
     shutil.rmtree(tmp_path / "lexical")
     unbuilt = tmp_path
     engine = EmbeddedEngine(unbuilt)
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:  # the build starts only once closing has begun to wait for it
-        with engine._shared._guard:
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    held.wait(10)
-    with pytest.raises(errors.IndexUnavailable):
-        engine.search("idx", MATCH, patience_s=0.0)
-    threading.Timer(0.2, release.set).start()
-    engine.close()
-    holder.join()
+    with holding_the_guard(engine) as release:  # the build starts only once closing has begun to wait for it
+        with pytest.raises(errors.IndexUnavailable):
+            engine.search("idx", MATCH, patience_s=0.0)
+        threading.Timer(0.2, release.set).start()
+        engine.close()
     assert "waiting for the embedded engine to finish building its full-text index from its database" in caplog.text
     reopened = EmbeddedEngine(unbuilt)
     try:
@@ -161,22 +173,8 @@ def test_a_search_is_told_when_its_graphs_lack_many_changes_another_process_wrot
     assert done.returncode == 0, done.stderr
     monkeypatch.setattr(builds, "BEHIND", 200)
     engine = EmbeddedEngine(tmp_path)
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with engine._shared._guard:
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    held.wait(10)
-    try:
-        with pytest.raises(errors.IndexUnavailable, match=r"applying 300 changes to its graphs"):
-            engine.search("idx", MATCH, patience_s=0.05)
-    finally:
-        release.set()
-        holder.join()
+    with holding_the_guard(engine), pytest.raises(errors.IndexUnavailable, match=r"applying 300 changes to its graphs"):
+        engine.search("idx", MATCH, patience_s=0.05)
     try:
         found = engine.search("idx", {**MATCH, "query": {"match": {"body": "new7"}}}, patience_s=30.0)
         assert [hit.id for hit in found.hits] == ["n7"]

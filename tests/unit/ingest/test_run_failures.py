@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from esbridge.ingest.run import IngestOptions, IngestReport, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from tests.support.hashing import HashingEmbedder
+from tests.support.writer_lock import another_writer
 
 
 class FailsOnCall(HashingEmbedder):
@@ -95,18 +94,6 @@ def test_an_engine_gone_after_the_writes_says_they_were_all_done(tmp_path: Path,
         engine.close()
 
 
-_HOLDER = """
-import sys
-from esbridge.engines.base import BulkAction
-from esbridge.engines.embedded import EmbeddedEngine
-engine = EmbeddedEngine(sys.argv[1])
-engine.bulk("notes", [BulkAction("delete", "nothing")])
-print("holding", flush=True)
-sys.stdin.readline()
-engine.close()
-"""
-
-
 def test_another_process_writing_is_named_without_saying_the_engine_stopped(tmp_path: Path, records: Path) -> None:
     first = EmbeddedEngine(tmp_path / "shared")
     try:
@@ -114,25 +101,15 @@ def test_another_process_writing_is_named_without_saying_the_engine_stopped(tmp_
     finally:
         first.close()
     records.write_text(records.read_text(encoding="utf-8").replace("Tidal", "Wave"), encoding="utf-8")
-    with subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, str(tmp_path / "shared")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    ) as holder:
-        assert holder.stdin is not None and holder.stdout is not None
+    with another_writer(tmp_path / "shared") as pid:
         second = EmbeddedEngine(tmp_path / "shared")
         try:
-            assert holder.stdout.readline().strip() == "holding"
-            pid = holder.pid
             busy = rf"writes stopped after 0 of 10 chunk writes: the data directory .* another process \(pid {pid}\)"
             with pytest.raises(EngineUnavailable, match=busy) as refused:
                 run(second, records, HashingEmbedder())
             assert "stopped answering" not in str(refused.value)
         finally:
             second.close()
-            holder.stdin.write("\n")
-            holder.stdin.flush()
 
 
 def test_two_notes_with_one_id_keep_the_first_and_still_let_deleted_notes_go(

@@ -3,25 +3,11 @@ the sidecar's delete is refused as a passing state of the engine, 503 with Retry
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from esbridge.config import load_settings
+from tests.support.writer_lock import another_writer
 from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, service_settings
 
 WRITE = {"X-API-Key": KEY}
-
-_HOLDER = """
-import sys
-from esbridge.engines.base import BulkAction
-from esbridge.engines.embedded import EmbeddedEngine
-engine = EmbeddedEngine(sys.argv[1])
-engine.bulk("notes", [BulkAction("delete", "nothing")])
-print("holding", flush=True)
-sys.stdin.readline()
-engine.close()
-"""
 
 
 def test_a_delete_while_another_process_writes_is_503_naming_it(make_client: ClientFactory) -> None:
@@ -29,24 +15,12 @@ def test_a_delete_while_another_process_writes_is_503_naming_it(make_client: Cli
     assert first.post("/v1/documents", json={"documents": RECORDS}, headers=WRITE).status_code == 200
     first.__exit__(None, None, None)  # closes the engine: its writer lock is free again
     data_dir = str(load_settings().data_dir)
-    with subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, data_dir],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    ) as holder:
-        assert holder.stdin is not None and holder.stdout is not None
-        try:
-            assert holder.stdout.readline().strip() == "holding"
-            answer = make_client(service_settings(api_keys=[KEY], retry_after_s=7)).delete(
-                "/v1/documents/solar", headers=WRITE
-            )
-        finally:
-            holder.stdin.write("\n")
-            holder.stdin.flush()
+    with another_writer(data_dir) as pid:
+        answer = make_client(service_settings(api_keys=[KEY], retry_after_s=7)).delete(
+            "/v1/documents/solar", headers=WRITE
+        )
     assert answer.status_code == 503, answer.text
     assert answer.headers["Retry-After"] == "7"
     error = answer.json()["error"]
     assert error["kind"] == "engine_unavailable"
-    assert f"another process (pid {holder.pid})" in error["message"]
+    assert f"another process (pid {pid})" in error["message"]
