@@ -10,13 +10,21 @@ import click
 import networkx as nx
 
 from esbridge.cli.options import engine_options, engine_session, index_option, settings_from
+from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap, canonical_source
 from esbridge.engines import Engine
 from esbridge.query.link_graph import LINK_FIELDS, build_graph, graph_stats, link_map, neighborhood
 
 
-def _graph_of(engine: Engine, index: str) -> nx.DiGraph:
-    hits = engine.scan(index, {"match_all": {}}, list(LINK_FIELDS), sort_field="chunk_id")
-    return build_graph(link_map(hit.source for hit in hits))
+def _graph_of(engine: Engine, index: str, fields: FieldMap) -> nx.DiGraph:
+    if fields is DEFAULT_FIELD_MAP:
+        hits = engine.scan(index, {"match_all": {}}, list(LINK_FIELDS), sort_field="chunk_id")
+        return build_graph(link_map(hit.source for hit in hits))
+    # An attached index: its links are in the field its map names, its documents' ids in `id` (else `_id`).
+    if fields.links is None:
+        raise click.ClickException(f"{index} has no link graph: its field map names no links field")
+    names = [name for name in (fields.id, fields.links) if name]
+    hits = engine.scan(index, {"match_all": {}}, names, sort_field=fields.id or "_id")
+    return build_graph(link_map(canonical_source(hit.source, fields, hit.id) for hit in hits))
 
 
 @click.group()
@@ -37,7 +45,7 @@ def stats(
     """Nodes, edges, components, and the most linked documents (degree and PageRank)."""
     settings = settings_from(config_file, url=url, engine=engine, index=index)
     with engine_session(settings) as adapter:
-        result = graph_stats(_graph_of(adapter, settings.index), top=top)
+        result = graph_stats(_graph_of(adapter, settings.index, settings.field_map), top=top)
     if as_json:
         click.echo(json.dumps(dataclasses.asdict(result), indent=2))
         return
@@ -66,7 +74,7 @@ def neighbors(
     settings = settings_from(config_file, url=url, engine=engine, index=index)
     with engine_session(settings) as adapter:
         try:
-            result = neighborhood(_graph_of(adapter, settings.index), doc_id, hops=hops)
+            result = neighborhood(_graph_of(adapter, settings.index, settings.field_map), doc_id, hops=hops)
         except ValueError as exc:
             raise click.ClickException(str(exc)) from exc
     if as_json:
