@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -26,7 +27,7 @@ def attached(tmp_path: Path) -> Path:
     try:
         mapping = {"sku": {"type": "keyword"}, "name": {"type": "text"}, "related": {"type": "keyword"}}
         engine.create_index(INDEX, {"mappings": {"properties": mapping}})
-        products = [
+        products: list[dict[str, Any]] = [
             {"sku": "p1", "name": "solar panel", "related": ["p2", "p3"]},
             {"sku": "p2", "name": "inverter", "related": ["p1"]},
             {"sku": "p3", "name": "battery"},
