@@ -61,6 +61,8 @@ def explained(item: str, score: float, trail: Trail) -> Explain:
         fused_score=trail.fused.scores.get(item, 0.0),
         neighbour_of=sorted(neighbour.neighbor_of) if neighbour else linked,
         hops=neighbour.hops if neighbour else None,
+        graph_score=trail.expansion.scores.get(item),
+        link_strength=neighbour.strength if neighbour else None,
         recency_multiplier=trail.multipliers.get(item, 1.0),
         link_lift=rescored.lifts.get(doc_key) if rescored else None,
         link_shift=rescored.shifts.get(doc_key) if rescored else None,

@@ -192,12 +192,18 @@ def link_query(doc_ids: Iterable[str], direction: Direction) -> dict[str, Any]:
 
 
 def frontier(
-    scores: Mapping[str, float], doc_of: Mapping[str, str], links: LinkMap | nx.DiGraph, options: GraphOptions
+    scores: Mapping[str, float],
+    doc_of: Mapping[str, str],
+    links: LinkMap | nx.DiGraph,
+    options: GraphOptions,
+    *,
+    exclude: Collection[str] = (),
 ) -> list[str]:
     """The documents whose link data a 2-hop expansion needs next (query them with ``link_query``).
 
     These are the 1-hop documents of the seeds that still have room for 2-hop neighbors (fewer than
-    ``per_seed`` new 1-hop ones), other than the seeds themselves; [] for 1 hop.
+    ``per_seed`` new 1-hop ones, not counting those in ``exclude``, as ``expand`` keeps none of them),
+    other than the seeds and ``exclude``; [] for 1 hop.
     """
     if options.hops < 2:
         return []
@@ -206,7 +212,7 @@ def frontier(
     graph = _as_graph(links)
     wanted: set[str] = set()
     for seed in seeds:
-        first = set(adjacent(graph, seed, options.direction, options.min_link_weight))
+        first = set(adjacent(graph, seed, options.direction, options.min_link_weight)).difference(exclude)
         if sum(1 for doc_id in first if doc_id not in best) < options.per_seed:
             wanted.update(first)
     return sorted(wanted.difference(seeds))

@@ -54,6 +54,29 @@ class Relinked:
     ms: float | None = None
 
 
+@dataclass
+class _Read:
+    """The link data read so far for one expansion, and whose links (as seed or frontier) were asked for."""
+
+    links: dict[str, dict[str, float]]
+    sources: dict[str, Mapping[str, Any]]
+    warnings: tuple[str, ...]
+    queried: set[str]
+
+    def add(
+        self,
+        links: dict[str, dict[str, float]],
+        sources: dict[str, Mapping[str, Any]],
+        warnings: tuple[str, ...],
+        *,
+        queried: Sequence[str],
+    ) -> None:
+        self.links = {**self.links, **links}
+        self.sources = {**sources, **self.sources}
+        self.warnings += warnings
+        self.queried.update(queried)
+
+
 class LinkReader:
     """Reads links and neighbours from one index."""
 
@@ -78,17 +101,12 @@ class LinkReader:
             return Expanded()
         started = time.perf_counter()
         try:
-            links, sources, warnings = await self._links(seeds, filters, options.direction)
-            if options.hops > 1 and (more := frontier(scores, doc_of, links, options)):
-                further, more_sources, more_warnings = await self._links(more, filters, options.direction)
-                links = {**links, **further}
-                sources = {**more_sources, **sources}
-                warnings = (*warnings, *more_warnings)
-            admitted, admitted_sources, missing = await self._neighbours(scores, doc_of, links, filters, options)
+            read = _Read(*await self._links(seeds, filters, options.direction), queried=set(seeds))
+            admitted, admitted_sources = await self._neighbours(scores, doc_of, read, filters, options)
         except errors.EngineError as exc:
             return Expanded(warnings=(f"graph expansion skipped: {exc}",))
-        warnings = tuple(dict.fromkeys((*warnings, *missing)))  # each request of a partial index says the same
-        return Expanded(admitted, admitted_sources, sources, warnings, elapsed_ms(started))
+        warnings = tuple(dict.fromkeys(read.warnings))  # each request of a partial index says the same
+        return Expanded(admitted, admitted_sources, read.sources, warnings, elapsed_ms(started))
 
     async def rescore(self, scores: Mapping[str, float], doc_of: Mapping[str, str], options: GraphOptions) -> Relinked:
         """The direct results re-scored by their links to each other (``rescore``, or ``lift`` below the kept
@@ -154,25 +172,28 @@ class LinkReader:
         self,
         scores: Mapping[str, float],
         doc_of: Mapping[str, str],
-        links: Mapping[str, Mapping[str, float]],
+        read: _Read,
         filters: Filters,
         options: GraphOptions,
-    ) -> tuple[GraphExpansion, dict[str, Mapping[str, Any]], tuple[str, ...]]:
-        """The expansion over ``links`` with only neighbours that exist and pass ``filters``. One a seed kept
-        that is missing or filtered out frees its place under ``per_seed`` for the next, so the expansion is
-        made again without it (at most ``ADMIT_ROUNDS`` times). A neighbour on a shard that did not answer
-        looks missing: the warnings say so."""
+    ) -> tuple[GraphExpansion, dict[str, Mapping[str, Any]]]:
+        """The expansion over the links ``read`` holds (more are read into it for 2 hops) with only neighbours
+        that exist and pass ``filters``. One a seed kept that is missing or filtered out frees its place under
+        ``per_seed`` for the next, so the expansion is made again without it (at most ``ADMIT_ROUNDS`` times);
+        with 2 hops the next may be two hops away, through documents whose links are not read yet. A
+        neighbour on a shard that did not answer looks missing: the warnings say so."""
         excluded: set[str] = set()
-        warnings: tuple[str, ...] = ()
         for _ in range(ADMIT_ROUNDS):
-            expansion = expand(scores, doc_of, links, options, item_of=self._item_of, exclude=excluded)
+            wanted = frontier(scores, doc_of, read.links, options, exclude=excluded)
+            if more := [doc_id for doc_id in wanted if doc_id not in read.queried]:
+                read.add(*await self._links(more, filters, options.direction), queried=more)
+            expansion = expand(scores, doc_of, read.links, options, item_of=self._item_of, exclude=excluded)
             admitted, sources, partial = await self._admitted(expansion, filters)
-            warnings += (f"graph expansion: {partial}",) if partial else ()
+            read.warnings += (f"graph expansion: {partial}",) if partial else ()
             refused = {neighbour.doc_id for item, neighbour in expansion.neighbors.items() if item not in sources}
             if not refused:
                 break
             excluded |= refused
-        return admitted, sources, warnings
+        return admitted, sources
 
     async def _admitted(
         self, expansion: GraphExpansion, filters: Filters

@@ -133,6 +133,15 @@ class Explain(BaseModel):
     fused_score: float = 0.0
     neighbour_of: list[str] = Field(default_factory=list, description="results this one is linked with")
     hops: int | None = None
+    graph_score: float | None = Field(
+        default=None,
+        description="graph expansion: the neighbour's score as it joined the list (its seeds' shares, placed below "
+        "them), before re-ranking and normalisation",
+    )
+    link_strength: float | None = Field(
+        default=None,
+        description="graph expansion: how strongly the neighbour is tied to its most strongly tied seed, in (0, 1]",
+    )
     recency_multiplier: float = 1.0
     link_lift: float | None = Field(
         default=None, description="graph re-scoring: what links to other results added to the fused score"

@@ -273,6 +273,11 @@ def test_frontier_names_the_one_hop_documents_of_seeds_with_room() -> None:
     assert frontier(scores, doc_of, seeds_data, GraphOptions(seeds=2, hops=1)) == []
     both = GraphOptions(seeds=2, hops=2)
     assert frontier(scores, doc_of, LINKS, both) == ["W", "X", "Y", "Z"]
+    # A dropped neighbor (missing, filtered out) takes no room, and its links are not wanted.
+    assert frontier(scores, doc_of, seeds_data, full, exclude={"X", "Y"}) == []
+    one_seed = GraphOptions(seeds=1, hops=2, direction="out", per_seed=2)
+    assert frontier(scores, doc_of, {"A": ["X", "Q"]}, one_seed) == []
+    assert frontier(scores, doc_of, {"A": ["X", "Q"]}, one_seed, exclude={"X"}) == ["Q"]
 
 
 def matches(query: Mapping[str, Any], doc_id: str, links: Sequence[str]) -> bool:

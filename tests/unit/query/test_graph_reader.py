@@ -96,3 +96,22 @@ def test_the_per_seed_cap_counts_only_neighbours_that_exist_and_pass_the_filters
     assert {item: expanded.sources[item]["doc_id"] for item in expanded.expansion.neighbors} == {"d#0": "d", "e#0": "e"}
     unfiltered = _expand(empty, GraphOptions(direction="out", per_seed=2))
     assert list(unfiltered.expansion.neighbors) == ["b-other#0", "d#0"]
+
+
+def test_places_freed_by_dropped_neighbours_go_to_two_hop_neighbours(empty: EmbeddedEngine) -> None:
+    # The seed's three links fill per_seed=3, but two lead to deprecated documents: their places go to the
+    # next neighbours, two hops away through the one that stays.
+    _load(
+        empty,
+        [
+            _chunk("seed", 0, ["a-old", "b-old", "middle"]),
+            _chunk("a-old", status="deprecated"),
+            _chunk("b-old", status="deprecated"),
+            _chunk("middle", 0, ["far", "further"]),
+            _chunk("far"),
+            _chunk("further"),
+        ],
+    )
+    expanded = _expand(empty, GraphOptions(direction="out", hops=2, per_seed=3))
+    assert expanded.expansion.scores == {"middle#0": 0.5, "far#0": 0.25, "further#0": 0.25}
+    assert set(expanded.sources) == {"middle#0", "far#0", "further#0"}

@@ -306,6 +306,27 @@ def test_graph_expansion_adds_linked_documents_below_direct_results() -> None:
     assert linked.score < response.results[1].score
 
 
+def test_a_neighbours_explanation_reproduces_its_score() -> None:
+    sources = {
+        "a#0": doc("a", links=["y", "z"], link_weights={"y": 4, "z": 1}),
+        "b#0": doc("b"),
+        "y#0": doc("y"),
+        "z#0": doc("z"),
+    }
+    engine = MemoryEngine([("a#0", 5.0), ("b#0", 4.0)], [], sources)
+    graph = GraphSettings(enabled=True, link_weighting="proportional", placement="below_all")
+    response = run(searcher(engine, fusion="rrf", graph=graph), explain=True, top_n=5)
+    top = response.results[0].explain
+    best = top.fused_score * top.recency_multiplier
+    by_id = {hit.id: hit for hit in response.results}
+    assert (by_id["y#0"].explain.link_strength, by_id["z#0"].explain.link_strength) == (1.0, 0.25)
+    for item in ("y#0", "z#0"):
+        hit = by_id[item]
+        assert hit.explain.graph_score is not None
+        assert hit.score == pytest.approx(hit.explain.graph_score / best)
+    assert top.graph_score is None and top.link_strength is None
+
+
 def test_a_truncated_link_answer_is_named_in_the_warnings() -> None:
     fans = {f"fan{n}#0": doc(f"fan{n}", links=["a"]) for n in range(LINKED_CHUNKS + 5)}
     engine = MemoryEngine([("a#0", 5.0), ("b#0", 4.0)], [], {"a#0": doc("a"), "b#0": doc("b"), **fans})
