@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import click
@@ -16,6 +17,16 @@ from esbridge.query.models import Explain, Filters, SearchRequest, SearchRespons
 
 _DATE_FILTERS = ("modified_after", "modified_before", "created_after", "created_before")
 _SWITCHES = ("include_deprecated", "include_draft", "include_disabled")
+_WEIGHTS = "'--weights'"
+_FILTER = "'--filter'"
+_REQUEST_OPTIONS = {
+    "query": "'QUERY'",
+    "top_n": "'--top-n'",
+    "fusion": "'--fusion'",
+    "weights": _WEIGHTS,
+    "filters": _FILTER,
+    "category": "'--category'",
+}
 
 
 @click.command(name="search")
@@ -88,7 +99,7 @@ def search_command(
             group=group,
         )
     except ValidationError as exc:
-        raise click.BadParameter(_first_error(exc)) from exc
+        raise click.BadParameter(_first_error(exc), param_hint=_option_of(exc)) from exc
     embedder, problem = open_query_embedder(settings)
     try:
         response = search(settings, request, embedder, model_problem=problem)
@@ -110,7 +121,9 @@ def parse_weights(text: str) -> dict[str, float]:
         except ValueError:
             sep = ""
         if not sep or not name.strip():
-            raise click.BadParameter(f"weights look like bm25=1,knn=0.5; got {part!r}")
+            raise click.BadParameter(f"weights look like bm25=1,knn=0.5; got {part!r}", param_hint=_WEIGHTS)
+        if not math.isfinite(weights[name.strip()]) or weights[name.strip()] < 0:
+            raise click.BadParameter(f"a weight is a finite number >= 0; got {part!r}", param_hint=_WEIGHTS)
     return weights
 
 
@@ -121,7 +134,7 @@ def parse_filters(items: tuple[str, ...]) -> Filters:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key or not value:
-            raise click.BadParameter(f"filters look like key=value; got {item!r}")
+            raise click.BadParameter(f"filters look like key=value; got {item!r}", param_hint=_FILTER)
         if key in _DATE_FILTERS:
             options[key] = value
         elif key in _SWITCHES:
@@ -131,7 +144,13 @@ def parse_filters(items: tuple[str, ...]) -> Filters:
     try:
         return Filters(terms=terms, **options)  # type: ignore[arg-type]
     except ValidationError as exc:
-        raise click.BadParameter(_first_error(exc)) from exc
+        raise click.BadParameter(_first_error(exc), param_hint=_FILTER) from exc
+
+
+def _option_of(exc: ValidationError) -> str | None:
+    """The option a refused request field came from, for click's ``Invalid value for '--option'``."""
+    field = str(exc.errors()[0]["loc"][0]) if exc.errors()[0]["loc"] else ""
+    return _REQUEST_OPTIONS.get(field)
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -37,3 +37,31 @@ def test_search_pipeline_command_keeps_its_former_name_hidden() -> None:
     assert "  pipeline " not in listed
     former = CliRunner().invoke(main, ["pipeline", "--help"])
     assert former.exit_code == 0 and "apply" in former.output
+
+
+@pytest.mark.parametrize(
+    ("args", "option", "said"),
+    [
+        (["--weights", "bm25=x"], "--weights", "weights look like bm25=1,knn=0.5"),
+        (["--weights", "bm25=-1"], "--weights", "a weight is a finite number >= 0; got 'bm25=-1'"),
+        (["--weights", "knn=nan"], "--weights", "a weight is a finite number >= 0; got 'knn=nan'"),
+        (["--weights", "knn=inf"], "--weights", "a weight is a finite number >= 0"),
+        (["--filter", "tags"], "--filter", "filters look like key=value"),
+        (["--filter", "modified_after=yesterday"], "--filter", "modified_after"),
+        (["--filter", "include_draft=maybe"], "--filter", "include_draft"),
+    ],
+)
+def test_a_bad_value_is_a_usage_error_naming_its_option(args: list[str], option: str, said: str) -> None:
+    from esbridge.cli import main
+
+    result = CliRunner().invoke(main, ["search", "solar", *args, "--engine", "embedded", "--index", "notes"])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}': {said}" in result.stderr
+
+
+def test_a_blank_query_is_a_usage_error_naming_the_argument() -> None:
+    from esbridge.cli import main
+
+    result = CliRunner().invoke(main, ["search", "   ", "--engine", "embedded", "--index", "notes"])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for 'QUERY': query: query must not be blank" in result.stderr
