@@ -11,6 +11,8 @@ from pydantic import ValidationError
 
 from esbridge.cli.options import check_top_n, engine_options, index_option, settings_from, top_n_option
 from esbridge.config.pipeline import FusionMode
+from esbridge.config.settings import Settings
+from esbridge.errors import ConfigError
 from esbridge.query.api import open_query_embedder, search
 from esbridge.query.grouping import RegistryGroups
 from esbridge.query.models import Explain, Filters, SearchRequest, SearchResponse
@@ -83,6 +85,7 @@ def search_command(
         allowed = settings.search.model_copy(update={"allow_model_mismatch": True})
         settings = settings.model_copy(update={"search": allowed})
     check_top_n(top_n, settings)
+    check_choices(fusion, category, settings)
     try:
         request = SearchRequest(
             query=query,
@@ -110,6 +113,20 @@ def search_command(
         click.echo(json.dumps(response.model_dump(mode="json", exclude_none=True), indent=2))
     else:
         click.echo(render(response, explain))
+
+
+def check_choices(fusion: str | None, category: str | None, settings: Settings) -> None:
+    """Refuse, before any work, a ``--fusion`` no installed method has and a ``--category`` [routing] lacks."""
+    from esbridge.query.fusion.registry import FUSION_METHODS
+
+    if fusion is not None and fusion not in FUSION_METHODS:  # a plugin that fails to load raises here, naming it
+        try:
+            FUSION_METHODS.get_named(fusion)
+        except ConfigError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--fusion'") from exc
+    if category is not None and category not in settings.routing:
+        known = ", ".join(sorted(settings.routing)) or "none are configured ([routing] in the settings)"
+        raise click.BadParameter(f"unknown category {category!r}; categories: {known}", param_hint="'--category'")
 
 
 def parse_weights(text: str) -> dict[str, float]:
