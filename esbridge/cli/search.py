@@ -16,6 +16,7 @@ from esbridge.errors import ConfigError
 from esbridge.query.api import open_query_embedder, search
 from esbridge.query.grouping import RegistryGroups
 from esbridge.query.models import Explain, Filters, SearchRequest, SearchResponse
+from esbridge.query.planning import weights_for
 
 _DATE_FILTERS = ("modified_after", "modified_before", "created_after", "created_before")
 _SWITCHES = ("include_deprecated", "include_draft", "include_disabled")
@@ -103,6 +104,10 @@ def search_command(
         )
     except ValidationError as exc:
         raise click.BadParameter(_first_error(exc), param_hint=_option_of(exc)) from exc
+    try:
+        weights_for(request, settings.pipeline)  # a name that is no retriever, or every weight 0
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint=_WEIGHTS) from exc
     embedder, problem = open_query_embedder(settings)
     try:
         response = search(settings, request, embedder, model_problem=problem)

@@ -48,6 +48,12 @@ def test_search_pipeline_command_keeps_its_former_name_hidden() -> None:
         (["--weights", "bm25=-1"], "--weights", "a weight is a finite number >= 0; got 'bm25=-1'"),
         (["--weights", "knn=nan"], "--weights", "a weight is a finite number >= 0; got 'knn=nan'"),
         (["--weights", "knn=inf"], "--weights", "a weight is a finite number >= 0"),
+        (
+            ["--weights", "bm52=1"],
+            "--weights",
+            "weights name no retriever of this pipeline: bm52",
+        ),
+        (["--weights", "bm25=0,knn=0"], "--weights", "at least one retriever's weight must be above 0"),
         (["--filter", "tags"], "--filter", "filters look like key=value"),
         (["--filter", "modified_after=yesterday"], "--filter", "modified_after"),
         (["--filter", "include_draft=maybe"], "--filter", "include_draft"),
