@@ -142,7 +142,10 @@ def eval_command(
 
 
 def _chosen(settings: Settings, methods: str, baseline: str) -> list[Configuration]:
-    chosen = configurations(methods, settings.pipeline)
+    try:
+        chosen = configurations(methods, settings.pipeline)
+    except ConfigError as exc:  # a name that is no method or switch
+        raise click.BadParameter(str(exc), param_hint="'--methods'") from exc
     names = [configuration.name for configuration in chosen]
     if baseline not in names:
         raise click.BadParameter(

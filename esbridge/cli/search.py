@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import click
@@ -10,12 +11,25 @@ from pydantic import ValidationError
 
 from esbridge.cli.options import check_top_n, engine_options, index_option, settings_from, top_n_option
 from esbridge.config.pipeline import FusionMode
+from esbridge.config.settings import Settings
+from esbridge.errors import ConfigError
 from esbridge.query.api import open_query_embedder, search
 from esbridge.query.grouping import RegistryGroups
 from esbridge.query.models import Explain, Filters, SearchRequest, SearchResponse
+from esbridge.query.planning import weights_for
 
 _DATE_FILTERS = ("modified_after", "modified_before", "created_after", "created_before")
 _SWITCHES = ("include_deprecated", "include_draft", "include_disabled")
+_WEIGHTS = "'--weights'"
+_FILTER = "'--filter'"
+_REQUEST_OPTIONS = {
+    "query": "'QUERY'",
+    "top_n": "'--top-n'",
+    "fusion": "'--fusion'",
+    "weights": _WEIGHTS,
+    "filters": _FILTER,
+    "category": "'--category'",
+}
 
 
 @click.command(name="search")
@@ -72,6 +86,7 @@ def search_command(
         allowed = settings.search.model_copy(update={"allow_model_mismatch": True})
         settings = settings.model_copy(update={"search": allowed})
     check_top_n(top_n, settings)
+    check_choices(fusion, category, settings)
     try:
         request = SearchRequest(
             query=query,
@@ -88,7 +103,11 @@ def search_command(
             group=group,
         )
     except ValidationError as exc:
-        raise click.BadParameter(_first_error(exc)) from exc
+        raise click.BadParameter(_first_error(exc), param_hint=_option_of(exc)) from exc
+    try:
+        weights_for(request, settings.pipeline)  # a name that is no retriever, or every weight 0
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint=_WEIGHTS) from exc
     embedder, problem = open_query_embedder(settings)
     try:
         response = search(settings, request, embedder, model_problem=problem)
@@ -101,6 +120,20 @@ def search_command(
         click.echo(render(response, explain))
 
 
+def check_choices(fusion: str | None, category: str | None, settings: Settings) -> None:
+    """Refuse, before any work, a ``--fusion`` no installed method has and a ``--category`` [routing] lacks."""
+    from esbridge.query.fusion.registry import FUSION_METHODS
+
+    if fusion is not None and fusion not in FUSION_METHODS:  # a plugin that fails to load raises here, naming it
+        try:
+            FUSION_METHODS.get_named(fusion)
+        except ConfigError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--fusion'") from exc
+    if category is not None and category not in settings.routing:
+        known = ", ".join(sorted(settings.routing)) or "none are configured ([routing] in the settings)"
+        raise click.BadParameter(f"unknown category {category!r}; categories: {known}", param_hint="'--category'")
+
+
 def parse_weights(text: str) -> dict[str, float]:
     weights: dict[str, float] = {}
     for part in text.split(","):
@@ -110,7 +143,9 @@ def parse_weights(text: str) -> dict[str, float]:
         except ValueError:
             sep = ""
         if not sep or not name.strip():
-            raise click.BadParameter(f"weights look like bm25=1,knn=0.5; got {part!r}")
+            raise click.BadParameter(f"weights look like bm25=1,knn=0.5; got {part!r}", param_hint=_WEIGHTS)
+        if not math.isfinite(weights[name.strip()]) or weights[name.strip()] < 0:
+            raise click.BadParameter(f"a weight is a finite number >= 0; got {part!r}", param_hint=_WEIGHTS)
     return weights
 
 
@@ -121,7 +156,7 @@ def parse_filters(items: tuple[str, ...]) -> Filters:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key or not value:
-            raise click.BadParameter(f"filters look like key=value; got {item!r}")
+            raise click.BadParameter(f"filters look like key=value; got {item!r}", param_hint=_FILTER)
         if key in _DATE_FILTERS:
             options[key] = value
         elif key in _SWITCHES:
@@ -131,7 +166,13 @@ def parse_filters(items: tuple[str, ...]) -> Filters:
     try:
         return Filters(terms=terms, **options)  # type: ignore[arg-type]
     except ValidationError as exc:
-        raise click.BadParameter(_first_error(exc)) from exc
+        raise click.BadParameter(_first_error(exc), param_hint=_FILTER) from exc
+
+
+def _option_of(exc: ValidationError) -> str | None:
+    """The option a refused request field came from, for click's ``Invalid value for '--option'``."""
+    field = str(exc.errors()[0]["loc"][0]) if exc.errors()[0]["loc"] else ""
+    return _REQUEST_OPTIONS.get(field)
 
 
 def _first_error(exc: ValidationError) -> str:

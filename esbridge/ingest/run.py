@@ -42,7 +42,7 @@ from esbridge.ingest.refusals import (
     refuse_mass_delete,
     refuse_missing_fields,
 )
-from esbridge.ingest.sources import SourceFormat, read_source
+from esbridge.ingest.sources import SourceFormat, detect_format, read_source
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import VECTOR_FIELD
 from esbridge.query.concepts import build_concept_index, frequent_terms
@@ -350,6 +350,10 @@ def _read_and_chunk(path: Path, options: IngestOptions, report: IngestReport) ->
                 count_tokens=approximate_token_count,
             )
         )
+    if not seen and not problems:  # a mistyped folder, or notes that are not .md files: say so, not just "0"
+        chosen = detect_format(path) if options.source_format == "auto" else options.source_format
+        shown = "a Markdown vault: its .md notes" if chosen == "markdown" else chosen
+        report.warnings.append(f"found no documents in {path} (read as {shown})")
     return chunks, problems
 
 

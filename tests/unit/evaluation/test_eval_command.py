@@ -44,6 +44,22 @@ def test_a_baseline_that_is_not_among_the_methods_is_an_error_naming_them(runner
     assert "'knn' is not among --methods; choose one of: bm25, default" in result.output
 
 
+@pytest.mark.parametrize(
+    ("methods", "said"),
+    [
+        ("bm25,bm42", "unknown method 'bm42'; known: bm25"),
+        ("rrf+rescore", "unknown switch 'rescore' in 'rrf+rescore'"),
+        (" , ", "no method named"),
+    ],
+)
+def test_an_unknown_method_is_a_usage_error_naming_the_option(
+    runner: CliRunner, energy: Path, methods: str, said: str, no_run: None
+) -> None:
+    result = runner.invoke(main, ["eval", str(energy), "--engine", "embedded", "--methods", methods])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '--methods': {said}" in result.output
+
+
 def test_an_index_without_the_dataset_scores_zero_and_says_so(runner: CliRunner, energy: Path, baking: Path) -> None:
     common = ["--engine", "embedded", "--index", "shared", "--methods", "bm25,default", "--json"]
     ingested = runner.invoke(main, ["eval", str(energy), *common])
