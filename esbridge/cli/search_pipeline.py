@@ -63,12 +63,12 @@ def show(
         return
     click.echo(json.dumps(current.desired, indent=2, sort_keys=True))
     if current.installed is None:
-        click.echo(f"not installed: {current.name} (esbridge pipeline apply installs it)")
+        click.echo(f"not installed: {current.name} (esbridge search-pipeline apply installs it)")
     elif current.in_sync:
         click.echo(f"installed and in sync: {current.name}")
     else:
         click.echo("\n".join(current.diff))
-        click.echo(f"installed but different: {current.name} (esbridge pipeline apply updates it)")
+        click.echo(f"installed but different: {current.name} (esbridge search-pipeline apply updates it)")
 
 
 @search_pipeline.command()
