@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -181,3 +182,19 @@ def test_a_search_is_told_when_its_graphs_lack_many_changes_another_process_wrot
         assert engine.count("idx") == DOCUMENTS + 300
     finally:
         engine.close()
+
+
+def test_a_build_that_ended_while_nobody_waited_serves_no_later_catch_up() -> None:
+    """The searches that started it were told the index was being built and went away; the next slow catch-up
+    (another mapping change, another large ingest) must run, not get the first one's result."""
+    pool = builds.Builds()
+    release = threading.Event()
+    try:
+        with pytest.raises(builds.Building):
+            pool.run(1, "idx", "building", lambda: release.wait(10) and "first", patience_s=0.0)
+        release.set()
+        time.sleep(0.1)  # the first build ends with nobody waiting for it
+        assert pool.run(1, "idx", "building", lambda: "second", patience_s=5.0) == "second"
+    finally:
+        release.set()
+        pool.close()

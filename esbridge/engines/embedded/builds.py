@@ -110,10 +110,12 @@ class Builds:
     def run(self, index_id: int, name: str, what: str, work: Callable[[], T], *, patience_s: float | None) -> T:
         """What ``work`` returns, run on the build thread unless a build of the index is under way already (then
         that build's result); ``Building`` when it is not done within ``patience_s`` (None: wait to the end).
-        A finished build is forgotten once a caller has its result, so a failed one is tried again."""
+        A build that has ended serves only the callers that were waiting for it: a later call starts anew, so
+        it neither gets what an earlier catch-up brought up (the index may have changed since) nor an earlier
+        failure."""
         with self._lock:
             build = self._running.get(index_id)
-            if build is None:
+            if build is None or build.future.done():
                 build = self._running[index_id] = _Build(name, what, time.monotonic(), self._thread.submit(work))
         try:
             result = build.future.result(timeout=patience_s)
