@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from esbridge.ingest.run import Progress, ProgressFactory, no_progress
+from esbridge.ingest.progress import Progress, ProgressFactory, no_progress
 
 if TYPE_CHECKING:
     from tqdm import tqdm

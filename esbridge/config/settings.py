@@ -357,9 +357,8 @@ def _describe(exc: ValidationError, path: Path, given: dict[str, Any], in_file: 
 
 def _origin(keys: list[str], given: dict[str, Any], in_file: dict[str, Any], path: Path) -> str:
     """``setting from source``: for one of the settings a check across several names."""
-    sources = _sources(keys, given, in_file, path)
-    if keys[0] in given:
-        sources = ["a command-line option or load_settings argument"]
+    here = keys[0] in given
+    sources = ["a command-line option or load_settings argument"] if here else _sources(keys, given, in_file, path)
     return f"{'.'.join(keys)} from {' and '.join(sources) or 'its default'}"
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from esbridge.errors import ConfigError, SourceError
 from esbridge.ingest.beir import CORPUS_FILE, ID_FIELD, QRELS_FOLDER, read_beir_queries, read_qrels
-from esbridge.ingest.jsonl import read_json_lines, record_id
+from esbridge.ingest.json_lines import read_json_lines, record_id
 from esbridge.ingest.model import Problem
 
 

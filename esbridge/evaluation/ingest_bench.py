@@ -25,7 +25,7 @@ from esbridge.embeddings.factory import load_model
 from esbridge.engines import connect
 from esbridge.errors import ConfigError, EsbridgeError, SourceError
 from esbridge.ingest.beir import CORPUS_FILE
-from esbridge.ingest.jsonl import require_file
+from esbridge.ingest.json_lines import require_file
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
 

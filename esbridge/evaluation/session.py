@@ -21,7 +21,8 @@ from esbridge.evaluation.methods import Configuration
 from esbridge.evaluation.runner import ConfigurationRuns, Depth, run_configurations
 from esbridge.ingest.beir import CORPUS_FILE
 from esbridge.ingest.model_record import refuse_other_model
-from esbridge.ingest.run import IngestOptions, IngestReport, ProgressFactory, ingest, no_progress
+from esbridge.ingest.progress import ProgressFactory, no_progress
+from esbridge.ingest.run import IngestOptions, IngestReport, ingest
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
 
 

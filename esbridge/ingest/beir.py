@@ -18,8 +18,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
 
 from esbridge.errors import ConfigError, SourceError
+from esbridge.ingest.json_lines import known_id, read_json_lines, record_id, require_file
 from esbridge.ingest.json_values import describe_validation_error
-from esbridge.ingest.jsonl import known_id, read_json_lines, record_id, require_file
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
 

@@ -10,15 +10,8 @@ from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter
 from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source
 from esbridge.ingest.model_record import holds_vectors, model_to_record_with_missing, record_model
-from esbridge.ingest.run import (
-    IngestReport,
-    ProgressFactory,
-    _embed,
-    _Timer,
-    mapped_dimension,
-    no_progress,
-    write_block_warnings,
-)
+from esbridge.ingest.progress import ProgressFactory, no_progress
+from esbridge.ingest.run import IngestReport, _embed, _Timer, mapped_dimension, write_block_warnings
 from esbridge.mappings.schema import VECTOR_FIELD
 
 

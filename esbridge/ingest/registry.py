@@ -40,15 +40,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
 
-from esbridge.ingest.jsonl import (
-    IdentifiedRecord,
-    distinct,
-    entity_fields_text,
-    named_line,
-    record_id,
-    require_file,
-    unique_records,
-)
+from esbridge.ingest.json_lines import record_id, require_file
+from esbridge.ingest.jsonl import IdentifiedRecord, distinct, entity_fields_text, named_line, unique_records
 from esbridge.ingest.model import Document, Problem, Section
 
 EntityType = Literal["mcp_server", "virtual_server", "a2a_agent", "skill"]

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from esbridge import errors
 from esbridge.embeddings.base import Embedder, embed_passages
@@ -36,6 +36,7 @@ from esbridge.ingest.model_record import (
     stored_with_vectors,
 )
 from esbridge.ingest.overlap import BackgroundWrites
+from esbridge.ingest.progress import ProgressFactory, no_progress
 from esbridge.ingest.refusals import (
     MAX_DELETE_SHARE,
     refuse_foreign_documents,
@@ -51,22 +52,6 @@ from esbridge.query.concepts import build_concept_index, frequent_terms
 # boundaries (and ids) do not depend on whether or which model loaded. 200 estimated tokens keep
 # nearly every chunk inside all-MiniLM-L6-v2's 256-token window (docs/ingest-markdown.md).
 DEFAULT_MAX_TOKENS = 200
-
-
-class Progress(Protocol):
-    def update(self, n: int) -> None: ...
-
-
-ProgressFactory = Callable[[str, int], AbstractContextManager[Progress]]
-
-
-class _NoProgress:
-    def update(self, n: int) -> None:
-        pass
-
-
-def no_progress(description: str, total: int) -> AbstractContextManager[Progress]:
-    return nullcontext(_NoProgress())
 
 
 @dataclass(frozen=True)

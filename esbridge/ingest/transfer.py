@@ -27,8 +27,8 @@ from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter
 from esbridge.engines.vector_options import unavailable
 from esbridge.errors import SourceError
+from esbridge.ingest.json_lines import json_error_location
 from esbridge.ingest.json_values import json_type
-from esbridge.ingest.jsonl import json_error_location
 from esbridge.ingest.model_record import record_model
 from esbridge.mappings.lifecycle import IndexManager, live_parameters
 from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters

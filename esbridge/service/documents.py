@@ -23,8 +23,9 @@ from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import index_document
+from esbridge.ingest.json_lines import known_id, surrogate_location
 from esbridge.ingest.json_values import describe_validation_error
-from esbridge.ingest.jsonl import JsonlRecord, known_id, record_document, surrogate_location
+from esbridge.ingest.jsonl import JsonlRecord, record_document
 from esbridge.ingest.model import Chunk
 from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.run import DEFAULT_MAX_TOKENS

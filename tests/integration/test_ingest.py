@@ -14,7 +14,8 @@ from esbridge.engines.dialect import knn_body, match_body
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import ConfigError
 from esbridge.ingest.embed_missing import embed_missing
-from esbridge.ingest.run import IngestOptions, IngestReport, Progress, ingest
+from esbridge.ingest.progress import Progress
+from esbridge.ingest.run import IngestOptions, IngestReport, ingest
 from esbridge.mappings.schema import IndexParameters, render_index
 from tests.support.ingest_runs import (
     chunk_ids_of,

@@ -1,0 +1,158 @@
+"""Reading a JSON-lines file: bytes decoded line by line, each line a JSON object or a ``Problem`` naming it.
+
+One invalid UTF-8 sequence, a line that is not JSON or not an object, an unpaired surrogate escape or a
+number beyond a float's range spoils that line only; a record's id is salvaged from a line that fails
+when it can be, so the ingest keeps what was indexed for it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from esbridge.errors import SourceError
+from esbridge.ingest.json_values import describe_value, json_type
+from esbridge.ingest.model import Problem
+
+JsonObject = dict[str, Any]
+
+_BOM = b"\xef\xbb\xbf"
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def require_file(path: Path, what: str) -> None:
+    """Raise ``SourceError`` unless ``path`` is an existing file."""
+    if not path.exists():
+        raise SourceError(f"{what} not found: {path}")
+    if not path.is_file():
+        raise SourceError(f"{what} is not a file: {path}")
+
+
+def read_json_lines(path: Path, id_field: str = "id") -> Iterator[tuple[int, JsonObject] | Problem]:
+    """Each non-blank line of ``path`` as ``(line number, object)``, or a ``Problem`` for that line.
+
+    A Problem carries the record's id (from ``id_field``) as ``doc_id`` when it can still be read, so
+    what was indexed for that record is kept rather than deleted.
+    """
+    require_file(path, "JSON-lines file")
+    return object_lines(path, id_field)
+
+
+def object_lines(path: Path, id_field: str) -> Iterator[tuple[int, JsonObject] | Problem]:
+    """``read_json_lines`` once the caller has checked that the file exists."""
+    try:
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                line = raw[len(_BOM) :] if number == 1 and raw.startswith(_BOM) else raw
+                item = parse_json_line(line)
+                if isinstance(item, str):
+                    yield Problem(path.name, item, number, doc_id=salvage_id(line, id_field))
+                elif item is not None:
+                    yield number, item
+    except OSError as exc:
+        raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def parse_json_line(raw: bytes) -> JsonObject | str | None:
+    """The JSON object on one line, ``None`` for a blank line, or why the line is unusable."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"invalid UTF-8: byte 0x{raw[exc.start]:02x} at byte offset {exc.start} of the line ({exc.reason})"
+    if not line.strip():
+        return None
+    # Without its line ending, an error at the end of the line is located there, not on a "line 2".
+    line = line.rstrip("\r\n")
+    try:
+        value = json.loads(line, parse_constant=_reject_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        return f"invalid JSON: {json_error_location(exc)}"
+    except ValueError as exc:
+        return f"invalid JSON: {exc}"
+    except RecursionError:
+        return "invalid JSON: nested too deeply"
+    if not isinstance(value, dict):
+        return f"expected a JSON object, got {json_type(value)}"
+    if _SURROGATE_ESCAPE.search(line):
+        where = surrogate_location(value)
+        if where is not None:
+            return f"field {where!r}: unpaired UTF-16 surrogate escape in a string"
+    return value
+
+
+def json_error_location(exc: json.JSONDecodeError) -> str:
+    """The decoder's reason and where on the line it arose (a line holds no newline, so only a column)."""
+    # Some of json's reasons end in "at" ("Invalid control character at"), meant to precede a position.
+    reason = exc.msg.removesuffix(" at")
+    if exc.pos >= len(exc.doc):
+        return f"{reason} at the end of the line (column {exc.colno})"
+    return f"{reason} at column {exc.colno}"
+
+
+def salvage_id(raw: bytes, id_field: str) -> str | None:
+    """The id of a line that is no usable record, if it is still certain: bad bytes elsewhere on the
+    line are replaced, but JSON that does not parse gives no id (a guess could protect the wrong record).
+    """
+    try:
+        value = json.loads(raw.decode("utf-8", errors="replace"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return None
+    return known_id(value, id_field) if isinstance(value, dict) else None
+
+
+def known_id(data: Mapping[str, Any], id_field: str) -> str | None:
+    """``data[id_field]`` as a record id, or ``None`` when it is not a valid, cleanly decoded one."""
+    try:
+        found = record_id(data.get(id_field))
+    except ValueError:
+        return None
+    return None if "\ufffd" in found or _SURROGATE.search(found) else found
+
+
+def _reject_constant(name: str) -> Any:
+    # Python's json reads NaN and Infinity, which JSON (and the engines) do not allow.
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    # Python reads 1e999 as inf, which would be stored as the string "inf".
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"the number {text} is beyond a 64-bit float's range")
+    return number
+
+
+def surrogate_location(value: Any, where: str = "") -> str | None:
+    """The dotted path of the first string (or key) holding a lone surrogate, if any."""
+    if isinstance(value, str):
+        return where if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{where}.{key}" if where else str(key)
+            if _SURROGATE.search(key):
+                return path
+            found = surrogate_location(item, path)
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = surrogate_location(item, f"{where}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
+def record_id(value: Any) -> str:
+    """A record id as a string: a non-empty string, or an integer (booleans are not integers)."""
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str):
+        raise ValueError("must not be empty")
+    raise ValueError(f"must be a non-empty string or an integer, got {describe_value(value)}")
