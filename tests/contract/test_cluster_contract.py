@@ -12,6 +12,7 @@ from esbridge.engines import Engine, connect
 from tests.contract.contract import EngineContract
 from tests.contract.model_record import ModelRecordContract
 from tests.contract.query_dsl import QueryDslContract
+from tests.contract.scoring import ScoringContract
 from tests.integration.engines import engine_url, require_live
 
 pytestmark = pytest.mark.integration
@@ -22,7 +23,7 @@ def live_engine(kind: str) -> Engine:
     return connect(load_settings(url=engine_url(kind), engine=kind, timeout_s=30))
 
 
-class TestOpenSearchEngine(EngineContract, ModelRecordContract, QueryDslContract):
+class TestOpenSearchEngine(EngineContract, ModelRecordContract, QueryDslContract, ScoringContract):
     @pytest.fixture
     def engine(self) -> Iterator[Engine]:
         engine = live_engine("opensearch")
@@ -30,7 +31,7 @@ class TestOpenSearchEngine(EngineContract, ModelRecordContract, QueryDslContract
         engine.close()
 
 
-class TestElasticsearchEngine(EngineContract, ModelRecordContract, QueryDslContract):
+class TestElasticsearchEngine(EngineContract, ModelRecordContract, QueryDslContract, ScoringContract):
     @pytest.fixture
     def engine(self) -> Iterator[Engine]:
         engine = live_engine("elasticsearch")

@@ -8,8 +8,9 @@ indexed verbatim, numbers, dates (epoch milliseconds) and booleans (0/1) as ``f6
 so filters run inside the search. ``_row`` (the database row) is the join key; ``state.json`` records
 the last change applied.
 
-tantivy scores with BM25 at k1 = 1.2 and b = 0.75, constants in tantivy itself: the index's
-``similarity.default`` k1/b cannot be honoured (see docs/embedded.md for what that costs).
+tantivy scores with BM25 at k1 = 1.2 and b = 0.75, constants in tantivy itself. The index's
+``similarity.default`` b (up to 0.75) is honoured by giving each document a fixed number of extra tokens per
+text field (``lengths``); its k1 is not (see docs/embedded.md).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from typing import Any
 import tantivy
 
 from esbridge.engines.embedded.analysis import NATIVE
+from esbridge.engines.embedded.lengths import Lengths
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, value_at
-from esbridge.engines.embedded.progress import read_applied, write_applied
+from esbridge.engines.embedded.progress import read_state, write_applied
 from esbridge.engines.embedded.values import indexed_value
 
 SEPARATOR = "\x1f"
@@ -38,6 +40,8 @@ STATE = "state.json"
 FORMAT = 1
 """Part of every layout digest: a change to how documents are indexed here builds new directories."""
 _WRITER_HEAP = 256_000_000
+LEARN_FROM = 1_000
+"""The documents of a write a field's mean length is learnt from (``lengths``), at most."""
 COMMIT_EVERY = 100_000
 """Changes the writer gathers before it commits on its own."""
 COMMIT_AFTER_S = 1.0
@@ -97,8 +101,17 @@ class Layout:
         described = json.dumps([FORMAT, self.text, tokenizers, self.keyword, self.number], sort_keys=True)
         self.digest = hashlib.sha256(described.encode()).hexdigest()[:12]
 
-    def document(self, row: int, doc_id: str, source: Mapping[str, Any]) -> tantivy.Document:
+    def document(
+        self,
+        row: int,
+        doc_id: str,
+        source: Mapping[str, Any],
+        pads: Mapping[str, tantivy.PreTokenizedString] | None = None,
+    ) -> tantivy.Document:
+        """tantivy's document for one row; ``pads``: the tokens added to each text field the document has text in
+        (``lengths``)."""
         values: dict[str, list[Any]] = {ROW: [row], ID: [doc_id]}
+        padded: list[str] = []
         by_key = self._by_key
         for key, top in source.items():
             places = by_key.get(key)
@@ -116,15 +129,44 @@ class Layout:
                 if texts:
                     for name in readers.native:
                         values[name] = texts
+                        if pads and name in pads and any(text and not text.isspace() for text in texts):
+                            padded.append(name)
                     for name, field in readers.custom:
                         tokens = [token for text in texts for token in _analyze(field, text)]
                         if tokens:
                             values[name] = [SEPARATOR.join(tokens)]
+                            if pads and name in pads:
+                                padded.append(name)
                 for name, field, numeric in readers.scalars:
                     found = _indexed(field, items, numeric)
                     if found:
                         values[name] = found
-        return tantivy.Document.from_dict(values, self.schema)
+        document = tantivy.Document.from_dict(values, self.schema)
+        for name in padded:
+            assert pads is not None
+            document.add_pre_tokenized_text(name, pads[name])
+        return document
+
+    def token_counts(
+        self, documents: Sequence[tuple[int, str, Mapping[str, Any]]], names: Sequence[str]
+    ) -> dict[str, tuple[int, int]]:
+        """Per text field in ``names``: how many of ``documents`` have tokens in it, and how many tokens."""
+        counts: dict[str, tuple[int, int]] = {}
+        for path, name in self.text.items():
+            if name not in names:
+                continue
+            field = self.fields.fields[path]
+            having = total = 0
+            for _, _, source in documents:
+                value = value_at(source, field.source_path)
+                if not value:
+                    continue
+                items = value if type(value) is list else [value]
+                tokens = sum(len(_analyze(field, item)) for item in items if isinstance(item, str) and item.strip())
+                having += tokens > 0
+                total += tokens
+            counts[name] = (having, total)
+        return counts
 
 
 class _Readers:
@@ -176,6 +218,7 @@ class LexicalIndex:
             self.index.register_tokenizer(name, analyzer)
         self._writer: tantivy.IndexWriter | None = None
         self._lock = threading.Lock()
+        self.lengths = Lengths(layout.fields.bm25_b, {})
         self.applied = self._read_state()
         self.held = self.applied
         """The last change in the writer: committed (``applied``) or waiting for the next ``commit``."""
@@ -197,8 +240,8 @@ class LexicalIndex:
         this one last looked)."""
         if self.dirty:
             return  # this process holds uncommitted changes, so it has been the writer all along
-        self.applied = self.held = self._read_state()
         self.fresh = not (self.folder / STATE).exists()
+        self.applied = self.held = self._read_state()
         self.index.reload()  # (the state is written after the commit it records: this holds at least that)
 
     def built(self) -> None:
@@ -206,11 +249,21 @@ class LexicalIndex:
         and by each commit from now on."""
         with self._lock:
             if self.fresh and not self.dirty:
-                write_applied(self.folder / STATE, self.applied)
+                self._write_state(self.applied)
             self.fresh = False
 
     def _read_state(self) -> int:
-        return read_applied(self.folder / STATE) or 0
+        """The last change the directory records, and what it learnt of its fields' lengths (``lengths``)."""
+        state = read_state(self.folder / STATE)
+        if not self.fresh:
+            self.lengths = Lengths.from_state(state or {}, self.layout.fields.bm25_b)
+        try:
+            return int((state or {})["applied"])
+        except (KeyError, TypeError, ValueError):
+            return 0
+
+    def _write_state(self, applied: int) -> None:
+        write_applied(self.folder / STATE, applied, self.lengths.state())
 
     def apply(
         self,
@@ -236,10 +289,16 @@ class LexicalIndex:
                 writer.delete_all_documents()
             if changed:  # (delete_documents_by_term does not match an int against a u64 field)
                 writer.delete_documents_by_query(tantivy.Query.term_set_query(self.layout.schema, ROW, list(changed)))
-            added = 0
+            documents = list(documents)
+            pending = self.lengths.pending(list(self.layout.text.values()))
+            sample = documents[:LEARN_FROM]
+            learnt = bool(pending and sample) and self.lengths.learn(self.layout.token_counts(sample, pending))
+            if learnt and not self.fresh:  # recorded before the documents padded by it: a replay pads them alike
+                self._write_state(self.applied)
+            pads = self.lengths.pads
             for row, doc_id, source in documents:
-                writer.add_document(self.layout.document(row, doc_id, source))
-                added += 1
+                writer.add_document(self.layout.document(row, doc_id, source, pads))
+            added = len(documents)
             self.held = seq
             if not self._waiting:
                 self._since = time.monotonic()
@@ -255,7 +314,7 @@ class LexicalIndex:
                 return
             self._writer.commit()
             if not self.fresh:  # a first build records no state until it is whole: killed part-way, it starts over
-                write_applied(self.folder / STATE, self.held)
+                self._write_state(self.held)
             self.applied = self.held
             self._waiting = 0
             self.index.reload()  # under the lock: whoever finds nothing left to commit finds it searchable too

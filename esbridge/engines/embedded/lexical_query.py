@@ -34,6 +34,7 @@ from esbridge.engines.embedded.filters import (
     term_as_terms,
     terms_field,
 )
+from esbridge.engines.embedded.lengths import PAD_WORD
 from esbridge.engines.embedded.lexical import ID, Layout
 from esbridge.engines.embedded.mapping import Field
 
@@ -144,6 +145,8 @@ class Translator:
         return _boosted(query, boost)
 
     def _token(self, field: Field, token: str) -> tantivy.Query:
+        if token == PAD_WORD:  # (every padded document holds it, and no document holds it as a word)
+            return tantivy.Query.empty_query()
         return tantivy.Query.term_query(self.schema, self.layout.text[field.path], token, index_option="freq")
 
     def _field_match(self, field: Field, text: str, occur: tantivy.Occur) -> tantivy.Query:

@@ -64,7 +64,23 @@ def schema_of(mappings: Mapping[str, Any], index_settings: Mapping[str, Any]) ->
         version = int(version)
     if not isinstance(version, int) or isinstance(version, bool):
         raise MappingError(f"index.{VERSION_SETTING} must be a number, got {version!r}")
-    return Schema(mappings, index_settings.get("analysis", {}), version)
+    return Schema(mappings, index_settings.get("analysis", {}), version, bm25_b=_length_weight(index_settings))
+
+
+def _length_weight(index_settings: Mapping[str, Any]) -> float:
+    """BM25's b in the index's ``similarity.default`` (Lucene's 0.75 when it names none)."""
+    similarity = index_settings.get("similarity", {})
+    default = similarity.get("default", {}) if isinstance(similarity, Mapping) else {}
+    if not isinstance(default, Mapping) or str(default.get("type", "BM25")).upper() != "BM25":
+        return 0.75
+    value = default.get("b", 0.75)
+    try:
+        b = float(value)
+    except (TypeError, ValueError):
+        b = -1.0
+    if isinstance(value, bool) or not 0.0 <= b <= 1.0:
+        raise MappingError(f"index.similarity.default.b must be a number from 0 to 1, got {value!r}")
+    return b
 
 
 def created_schema(mappings: Mapping[str, Any], index_settings: dict[str, Any]) -> Schema:
@@ -77,9 +93,16 @@ class Schema:
     """The fields of one index's mapping, with the analysis settings its text fields use."""
 
     def __init__(
-        self, mappings: Mapping[str, Any], analysis: Mapping[str, Any], version: int = ANALYSIS_VERSION
+        self,
+        mappings: Mapping[str, Any],
+        analysis: Mapping[str, Any],
+        version: int = ANALYSIS_VERSION,
+        *,
+        bm25_b: float = 0.75,
     ) -> None:
         self.mappings = mappings
+        self.bm25_b = bm25_b
+        """BM25's length normalisation, which the full-text index honours up to 0.75 (``lengths``)."""
         self.dynamic = str(mappings.get("dynamic", "true")).lower()
         self.fields: dict[str, Field] = {}
         self.version = version
