@@ -3,13 +3,14 @@
 BM25 (Robertson and Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009) saturates a term's
 frequency against ``k1 * (1 - b + b * dl / avgdl)``, dl the document's length in the field and avgdl the mean.
 tantivy computes it with b = 0.75 over the lengths it indexed. Every document that has the field is given ``P``
-more tokens in it, of a word no query matches (``PAD_WORD``); then dl' = dl + P, avgdl' = avgdl + P and, for
-every dl,
+more tokens in it, each the empty string, which no query's analysis yields; then dl' = dl + P,
+avgdl' = avgdl + P and, for every dl,
 
     0.25 + 0.75 * (dl + P) / (avgdl + P)  =  1 - b' + b' * dl / avgdl,   where b' = 0.75 * avgdl / (avgdl + P)
 
 so ``P = avgdl * (0.75 / b - 1)`` makes tantivy score with the index's b exactly (k1 stays tantivy's 1.2). The
-tokens are handed to tantivy already split, so they cost no analysis.
+tokens are handed to tantivy already split, so they cost no analysis, and being empty they cost no copies of
+their text either (half the ingest cost of a word; ``benchmarks/pad_tokens.py``).
 
 avgdl is learnt once per field, from the first documents written that hold it (``Lengths.learn``), and kept in
 the full-text directory's state: documents written later get the same P, as they must. If the field's mean
@@ -26,7 +27,6 @@ from typing import Any
 
 import tantivy
 
-PAD_WORD = "esbridgelengthpad"
 TANTIVY_B = 0.75
 LOWEST_B = 0.05
 
@@ -40,17 +40,15 @@ def pad_length(mean_length: float, b: float) -> int:
 
 
 def padding(tokens: int) -> tantivy.PreTokenizedString:
-    """``tokens`` pad words as tantivy takes text already split."""
-    step = len(PAD_WORD) + 1
-    words = [tantivy.Token(PAD_WORD, place, place * step, place * step + len(PAD_WORD)) for place in range(tokens)]
-    return tantivy.PreTokenizedString(" ".join([PAD_WORD] * tokens), words)
+    """``tokens`` empty tokens, as tantivy takes text already split."""
+    return tantivy.PreTokenizedString("", [tantivy.Token("", place, 0, 0) for place in range(tokens)])
 
 
 class Lengths:
     """The mean lengths learnt for one full-text directory's fields, and the padding they give.
 
     ``learnt`` None: a directory written before padding existed, which keeps tantivy's b (its documents have no
-    pad words, and giving them to new documents only would rank the two sets differently)."""
+    padding, and giving it to new documents only would rank the two sets differently)."""
 
     def __init__(self, b: float, learnt: Mapping[str, float] | None) -> None:
         self.b = b

@@ -34,7 +34,6 @@ from esbridge.engines.embedded.filters import (
     term_as_terms,
     terms_field,
 )
-from esbridge.engines.embedded.lengths import PAD_WORD
 from esbridge.engines.embedded.lexical import ID, Layout
 from esbridge.engines.embedded.mapping import Field
 
@@ -145,7 +144,7 @@ class Translator:
         return _boosted(query, boost)
 
     def _token(self, field: Field, token: str) -> tantivy.Query:
-        if token == PAD_WORD:  # (every padded document holds it, and no document holds it as a word)
+        if not token:  # the empty token is the padding every document has (``lengths``), never a word
             return tantivy.Query.empty_query()
         return tantivy.Query.term_query(self.schema, self.layout.text[field.path], token, index_option="freq")
 
