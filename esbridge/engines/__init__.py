@@ -2,7 +2,7 @@
 
 from esbridge.engines.base import AsyncEngine, BulkAction, BulkResult, Engine, Hit, SearchResult
 from esbridge.engines.capabilities import Capabilities
-from esbridge.engines.factory import connect, connect_async, resolve_kind
+from esbridge.engines.factory import connect, connect_async, prepare, resolve_kind
 
 __all__ = [
     "AsyncEngine",
@@ -14,5 +14,6 @@ __all__ = [
     "SearchResult",
     "connect",
     "connect_async",
+    "prepare",
     "resolve_kind",
 ]

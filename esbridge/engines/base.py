@@ -227,6 +227,14 @@ class AsyncEngine(Protocol):
 
 
 @runtime_checkable
+class Prepares(Protocol):
+    """An engine whose index may need time before it answers at once (the embedded engine building a structure
+    whole); a one-shot caller waits for that here, before searches whose deadlines it would outlast."""
+
+    async def prepare(self, index: str) -> None: ...
+
+
+@runtime_checkable
 class SearchPipelineStore(Protocol):
     """Named search pipelines stored on the engine (OpenSearch); ``esbridge pipeline`` manages them."""
 

