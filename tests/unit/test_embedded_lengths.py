@@ -113,6 +113,30 @@ def test_lengths_are_recorded_before_the_documents_they_pad_are_committed(tmp_pa
     assert json.loads((tmp_path / "text" / STATE).read_text())["applied"] == 4
 
 
+def test_a_build_killed_before_its_last_commit_is_built_again_though_a_later_write_learnt_a_length(
+    tmp_path: Path,
+) -> None:
+    settings = _settings(0.4)["index"]
+    assert isinstance(settings, dict)
+    mappings = {"properties": {"body": MAPPINGS["properties"]["body"], "title": {"type": "text"}}}
+    layout = Layout(created_schema(mappings, settings))
+    text = LexicalIndex(tmp_path / "text", layout, writer=True)
+    documents = [(row, key, {"body": body}) for row, (key, body) in enumerate(BODIES.items())]
+    text.apply([], documents, seq=4, clear=True)
+    text.built()  # whole, its last changes waiting in the writer for the next commit
+    text.apply([9], [(9, "titled", {"title": "a first title"})], seq=5)  # the first length of "title"
+    # Killed here, before any commit: had the state been recorded, the directory would pass for built (from
+    # change 0) without the build's documents, and only the change log, trimmed long ago, would be replayed.
+    after_kill = LexicalIndex(tmp_path / "text", layout, writer=False)
+    assert after_kill.fresh
+    text.close()
+    assert json.loads((tmp_path / "text" / STATE).read_text()) == {
+        "b": 0.4,
+        "lengths": {"t0": 8.0, "t1": 3.0},
+        "applied": 5,
+    }
+
+
 @pytest.mark.parametrize("b", ["often", 1.5, True])
 def test_a_b_that_is_not_a_number_from_0_to_1_is_refused(tmp_path: Path, b: object) -> None:
     with _engine(tmp_path) as engine, pytest.raises(RequestRejected, match=r"similarity\.default\.b"):

@@ -293,7 +293,9 @@ class LexicalIndex:
             pending = self.lengths.pending(list(self.layout.text.values()))
             sample = documents[:LEARN_FROM]
             learnt = bool(pending and sample) and self.lengths.learn(self.layout.token_counts(sample, pending))
-            if learnt and not self.fresh:  # recorded before the documents padded by it: a replay pads them alike
+            # Recorded before the documents padded by it, so a replay pads them alike; a directory that records no
+            # state yet (a build not committed whole) records none now, or it would pass for built when killed.
+            if learnt and (self.folder / STATE).exists():
                 self._write_state(self.applied)
             pads = self.lengths.pads
             for row, doc_id, source in documents:
