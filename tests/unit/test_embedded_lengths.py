@@ -99,6 +99,21 @@ def test_a_directory_written_before_padding_keeps_tantivy_b(tmp_path: Path, monk
     assert "lengths" not in _state(tmp_path)[1]
 
 
+def test_a_directory_whose_state_cannot_be_read_is_built_again_and_padded_alike(tmp_path: Path) -> None:
+    with _engine(tmp_path) as engine:
+        engine.create_index("idx", {"settings": _settings(0.4), "mappings": MAPPINGS})
+        _write(engine, BODIES)
+    path, _ = _state(tmp_path)
+    path.write_text("")  # (a power cut after the state's rename, before its data reached the disk)
+    with _engine(tmp_path) as engine:
+        _write(engine, {"later": BODIES["middle"]})  # unpadded, as in a directory of b 0.75, it would outscore "middle"
+        ratios = _ratios(engine)
+    assert ratios["later"] == pytest.approx(1.0, rel=1e-5)
+    for key, expected in _expected(0.4).items():
+        assert ratios[key] == pytest.approx(expected, rel=1e-4)
+    assert _state(tmp_path)[1]["lengths"] == {"t0": 8.0}
+
+
 def test_lengths_are_recorded_before_the_documents_they_pad_are_committed(tmp_path: Path) -> None:
     settings = _settings(0.4)["index"]
     assert isinstance(settings, dict)
