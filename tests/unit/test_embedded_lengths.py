@@ -99,6 +99,21 @@ def test_a_directory_written_before_padding_keeps_tantivy_b(tmp_path: Path, monk
     assert "lengths" not in _state(tmp_path)[1]
 
 
+def test_a_directory_whose_state_cannot_be_read_is_built_again_and_padded_alike(tmp_path: Path) -> None:
+    with _engine(tmp_path) as engine:
+        engine.create_index("idx", {"settings": _settings(0.4), "mappings": MAPPINGS})
+        _write(engine, BODIES)
+    path, _ = _state(tmp_path)
+    path.write_text("")  # (a power cut after the state's rename, before its data reached the disk)
+    with _engine(tmp_path) as engine:
+        _write(engine, {"later": BODIES["middle"]})  # unpadded, as in a directory of b 0.75, it would outscore "middle"
+        ratios = _ratios(engine)
+    assert ratios["later"] == pytest.approx(1.0, rel=1e-5)
+    for key, expected in _expected(0.4).items():
+        assert ratios[key] == pytest.approx(expected, rel=1e-4)
+    assert _state(tmp_path)[1]["lengths"] == {"t0": 8.0}
+
+
 def test_lengths_are_recorded_before_the_documents_they_pad_are_committed(tmp_path: Path) -> None:
     settings = _settings(0.4)["index"]
     assert isinstance(settings, dict)
@@ -111,6 +126,30 @@ def test_lengths_are_recorded_before_the_documents_they_pad_are_committed(tmp_pa
     assert recorded == {"b": 0.4, "lengths": {"t0": 8.0}, "applied": 0}  # a replay from change 0 pads alike
     text.close()
     assert json.loads((tmp_path / "text" / STATE).read_text())["applied"] == 4
+
+
+def test_a_build_killed_before_its_last_commit_is_built_again_though_a_later_write_learnt_a_length(
+    tmp_path: Path,
+) -> None:
+    settings = _settings(0.4)["index"]
+    assert isinstance(settings, dict)
+    mappings = {"properties": {"body": MAPPINGS["properties"]["body"], "title": {"type": "text"}}}
+    layout = Layout(created_schema(mappings, settings))
+    text = LexicalIndex(tmp_path / "text", layout, writer=True)
+    documents = [(row, key, {"body": body}) for row, (key, body) in enumerate(BODIES.items())]
+    text.apply([], documents, seq=4, clear=True)
+    text.built()  # whole, its last changes waiting in the writer for the next commit
+    text.apply([9], [(9, "titled", {"title": "a first title"})], seq=5)  # the first length of "title"
+    # Killed here, before any commit: had the state been recorded, the directory would pass for built (from
+    # change 0) without the build's documents, and only the change log, trimmed long ago, would be replayed.
+    after_kill = LexicalIndex(tmp_path / "text", layout, writer=False)
+    assert after_kill.fresh
+    text.close()
+    assert json.loads((tmp_path / "text" / STATE).read_text()) == {
+        "b": 0.4,
+        "lengths": {"t0": 8.0, "t1": 3.0},
+        "applied": 5,
+    }
 
 
 @pytest.mark.parametrize("b", ["often", 1.5, True])

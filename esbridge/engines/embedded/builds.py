@@ -68,7 +68,7 @@ def slow_work(
     parts = []
     layout = Layout(record.schema)
     if text is None or text.layout.digest != layout.digest:
-        if not (lexical.folder_for(root, record.id, layout) / lexical.STATE).exists():
+        if not lexical.recorded(lexical.folder_for(root, record.id, layout)):
             parts.append("its full-text index")
     elif text.fresh:
         parts.append("its full-text index")

@@ -206,7 +206,7 @@ class DataDir:
                 field.path: VectorIndex(ann.path_for(self.root, record.id, field.path), field.dimension)
                 for field in record.schema.vector_fields
             }
-            fresh = not (folder / lexical.STATE).exists()
+            fresh = not lexical.recorded(folder)
             text = LexicalIndex(folder, layout, writer=self._try_writer() if fresh else self.writing)
             found = Handles(-1, text, vectors)
             self._handles[record.id] = found

@@ -208,7 +208,7 @@ class LexicalIndex:
         """``writer``: this process holds the writer lock (only then may a half-built directory be cleared)."""
         self.folder = folder
         self.layout = layout
-        self.fresh = not (folder / STATE).exists()
+        self.fresh = not recorded(folder)
         if self.fresh and writer and folder.exists():
             shutil.rmtree(folder)  # a build that never recorded its first state: start over
         folder.mkdir(parents=True, exist_ok=True)
@@ -240,7 +240,7 @@ class LexicalIndex:
         this one last looked)."""
         if self.dirty:
             return  # this process holds uncommitted changes, so it has been the writer all along
-        self.fresh = not (self.folder / STATE).exists()
+        self.fresh = not recorded(self.folder)
         self.applied = self.held = self._read_state()
         self.index.reload()  # (the state is written after the commit it records: this holds at least that)
 
@@ -293,7 +293,9 @@ class LexicalIndex:
             pending = self.lengths.pending(list(self.layout.text.values()))
             sample = documents[:LEARN_FROM]
             learnt = bool(pending and sample) and self.lengths.learn(self.layout.token_counts(sample, pending))
-            if learnt and not self.fresh:  # recorded before the documents padded by it: a replay pads them alike
+            # Recorded before the documents padded by it, so a replay pads them alike; a directory that records no
+            # state yet (a build not committed whole) records none now, or it would pass for built when killed.
+            if learnt and recorded(self.folder):
                 self._write_state(self.applied)
             pads = self.lengths.pads
             for row, doc_id, source in documents:
@@ -362,6 +364,12 @@ def _rows(searcher: tantivy.Searcher, hits: list[tuple[Any, tantivy.DocAddress]]
         return []
     rows = searcher.fast_field_values(ROW, [address for _, address in hits])
     return [(int(row or 0), float(score)) for row, (score, _) in zip(rows, hits, strict=True)]
+
+
+def recorded(folder: Path) -> bool:
+    """The directory records its state, so holds a whole build. An unreadable record counts as none: the lengths its
+    documents were padded with are lost with it, and only a new build pads every document alike."""
+    return read_state(folder / STATE) is not None
 
 
 def folder_for(root: Path, index_id: int, layout: Layout) -> Path:
