@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ import pytest
 from esbridge import errors
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine, builds
+from tests.support.guard import holding_the_guard
 
 DOCUMENTS = 400
 MATCH = {"size": 1000, "_source": False, "query": {"match": {"body": "common"}}}
@@ -60,27 +60,6 @@ def engine(unbuilt: Path) -> Iterator[EmbeddedEngine]:
         yield opened
     finally:
         opened.close()
-
-
-@contextmanager
-def holding_the_guard(engine: EmbeddedEngine) -> Iterator[threading.Event]:
-    """Another thread holds the data directory's guard, so a catch-up cannot start, until the block ends or the
-    event it yields is set."""
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with engine._shared._guard:
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    held.wait(10)
-    try:
-        yield release
-    finally:
-        release.set()
-        holder.join()
 
 
 def _every_document(found_ids: list[str]) -> bool:

@@ -7,7 +7,6 @@ import asyncio
 import logging
 import shutil
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from esbridge.mappings.lifecycle import IndexManager
 from esbridge.query.api import search
 from esbridge.query.models import SearchRequest
 from tests.contract.records import CHUNKS, PARAMS
+from tests.support.guard import holding_the_guard
 
 
 @pytest.fixture
@@ -42,22 +42,12 @@ def test_prepare_waits_for_a_build_longer_than_a_search_waits_and_says_so(
     engine = EmbeddedEngine(unbuilt)
     searching = AsyncEmbeddedEngine(engine=engine)
     body = {"size": 10, "query": {"match": {"body": "lenses"}}}
-    held = threading.Event()
-
-    def hold() -> None:  # the build cannot start while another thread holds the guard: half a second
-        with engine._shared._guard:
-            held.set()
-            time.sleep(0.5)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    held.wait(10)
     try:
-        with caplog.at_level(logging.WARNING):
+        with holding_the_guard(engine) as release, caplog.at_level(logging.WARNING):
+            threading.Timer(0.5, release.set).start()  # the build can start half a second from now
             asyncio.run(searching.prepare("notes"))
         found = asyncio.run(searching.search("notes", body))
     finally:
-        holder.join()
         engine.close()
     assert [hit.id for hit in found.hits] == ["astro#0"]
     assert any(
