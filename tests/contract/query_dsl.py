@@ -52,6 +52,16 @@ class QueryDslContract:
             "owl#0",
         ]
 
+    def test_numbers_and_booleans_in_a_text_field_are_found_by_their_text(self, engine: Engine, loaded: str) -> None:
+        given = {"fox#0": 4711, "owl#0": [True, "night"]}
+        assert (
+            list(engine.bulk(loaded, [BulkAction("update", key, {"body": body}) for key, body in given.items()]).failed)
+            == []
+        )
+        engine.refresh(loaded)
+        assert self._matching(engine, loaded, {"match": {"body": "4711"}}) == ["fox#0"]
+        assert self._matching(engine, loaded, {"match": {"body": "true"}}) == ["owl#0"]
+
     def test_a_filter_to_the_second_keeps_what_falls_within_that_second(self, engine: Engine, loaded: str) -> None:
         self._dated(engine, loaded, SUB_SECOND)
         filters = Filters(

@@ -156,3 +156,15 @@ def test_a_build_killed_before_its_last_commit_is_built_again_though_a_later_wri
 def test_a_b_that_is_not_a_number_from_0_to_1_is_refused(tmp_path: Path, b: object) -> None:
     with _engine(tmp_path) as engine, pytest.raises(RequestRejected, match=r"similarity\.default\.b"):
         engine.create_index("idx", {"settings": _settings(b), "mappings": MAPPINGS})
+
+
+def test_a_similarity_the_engine_cannot_score_with_is_refused_at_creation(tmp_path: Path) -> None:
+    boolean = {"index": {"similarity": {"default": {"type": "boolean"}}}}
+    per_field = {"properties": {"body": {"type": "text", "fields": {"std": {"type": "text", "similarity": "BM25"}}}}}
+    with _engine(tmp_path) as engine:
+        with pytest.raises(RequestRejected, match=r"scores text with BM25, not 'boolean'"):
+            engine.create_index("idx", {"settings": boolean, "mappings": MAPPINGS})
+        with pytest.raises(RequestRejected, match=r"field 'body\.std': similarity 'BM25'"):
+            engine.create_index("idx", {"mappings": per_field})
+        engine.create_index("idx", {"settings": _settings(0.4), "mappings": MAPPINGS})  # the default, named or not
+        assert engine.index_exists("idx")

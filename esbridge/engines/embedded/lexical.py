@@ -125,7 +125,7 @@ class Layout:
                     items = texts = [value]
                 else:
                     items = value if type(value) is list else [value]
-                    texts = [item for item in items if isinstance(item, str)]
+                    texts = _texts(items) if readers.native or readers.custom else []
                 if texts:
                     for name in readers.native:
                         values[name] = texts
@@ -162,7 +162,7 @@ class Layout:
                 if not value:
                     continue
                 items = value if type(value) is list else [value]
-                tokens = sum(len(_analyze(field, item)) for item in items if isinstance(item, str) and item.strip())
+                tokens = sum(len(_analyze(field, text)) for text in _texts(items) if text.strip())
                 having += tokens > 0
                 total += tokens
             counts[name] = (having, total)
@@ -176,6 +176,13 @@ class _Readers:
         self.native: list[str] = []
         self.custom: list[tuple[str, Field]] = []
         self.scalars: list[tuple[str, Field, bool]] = []
+
+
+def _texts(items: list[Any]) -> list[str]:
+    """What a text field indexes of these values: strings, and numbers and booleans as their JSON text (as a
+    cluster indexes ``123`` or ``true`` given to a text field)."""
+    scalars = (str, int, float)
+    return [item if isinstance(item, str) else json.dumps(item) for item in items if isinstance(item, scalars)]
 
 
 def _analyze(field: Field, text: str) -> list[str]:

@@ -72,7 +72,7 @@ def _length_weight(index_settings: Mapping[str, Any]) -> float:
     similarity = index_settings.get("similarity", {})
     default = similarity.get("default", {}) if isinstance(similarity, Mapping) else {}
     if not isinstance(default, Mapping) or str(default.get("type", "BM25")).upper() != "BM25":
-        return 0.75
+        return 0.75  # (refused at creation: ``created_schema``)
     value = default.get("b", 0.75)
     try:
         b = float(value)
@@ -86,7 +86,32 @@ def _length_weight(index_settings: Mapping[str, Any]) -> float:
 def created_schema(mappings: Mapping[str, Any], index_settings: dict[str, Any]) -> Schema:
     """The schema of an index created now: its settings record the analysis version it is created with."""
     index_settings.setdefault(VERSION_SETTING, ANALYSIS_VERSION)
+    similarity = index_settings.get("similarity", {})
+    default = similarity.get("default", {}) if isinstance(similarity, Mapping) else {}
+    kind = default.get("type", "BM25") if isinstance(default, Mapping) else default
+    if str(kind).upper() != "BM25":
+        raise MappingError(f"index.similarity.default: the embedded engine scores text with BM25, not {kind!r}")
+    for path, named in _similarities(mappings.get("properties", {}), ()):
+        if named != "default":
+            raise MappingError(
+                f"field {path!r}: similarity {named!r} (the embedded engine scores every text field with the "
+                "index's default similarity)"
+            )
     return schema_of(mappings, index_settings)
+
+
+def _similarities(properties: Mapping[str, Any], parent: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
+    """(path, similarity) of every field and sub-field in ``properties`` that names one."""
+    for name, spec in properties.items():
+        if not isinstance(spec, Mapping):
+            continue
+        path = ".".join((*parent, name))
+        if "similarity" in spec:
+            yield path, spec["similarity"]
+        for sub, sub_spec in (spec.get("fields") or {}).items():
+            if isinstance(sub_spec, Mapping) and "similarity" in sub_spec:
+                yield f"{path}.{sub}", sub_spec["similarity"]
+        yield from _similarities(spec.get("properties", {}), (*parent, name))
 
 
 class Schema:
