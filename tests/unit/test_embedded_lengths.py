@@ -167,4 +167,7 @@ def test_a_similarity_the_engine_cannot_score_with_is_refused_at_creation(tmp_pa
         with pytest.raises(RequestRejected, match=r"field 'body\.std': similarity 'BM25'"):
             engine.create_index("idx", {"mappings": per_field})
         engine.create_index("idx", {"settings": _settings(0.4), "mappings": MAPPINGS})  # the default, named or not
-        assert engine.index_exists("idx")
+        with pytest.raises(RequestRejected, match=r"field 'notes': similarity 'boolean'"):
+            engine.put_mapping("idx", {"notes": {"type": "text", "similarity": "boolean"}})
+        engine.put_mapping("idx", {"notes": {"type": "text", "similarity": "default"}})
+        assert sorted(engine.get_mapping("idx")["properties"]) == ["body", "notes"]

@@ -22,7 +22,7 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.embedded.builds import Building
 from esbridge.engines.embedded.capabilities import describe
 from esbridge.engines.embedded.datadir import IndexGone, close_shared, open_shared
-from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema, created_schema, schema_of
+from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema, created_schema, updated_schema
 from esbridge.engines.embedded.names import Names, alias_action, check_new_index
 from esbridge.engines.embedded.query import Searcher, Unsupported
 from esbridge.engines.embedded.settings import index_settings, merge
@@ -243,7 +243,7 @@ class EmbeddedEngine(paging.ScanBySearch):
                         index,
                     )
                 live[name] = merge(copy.deepcopy(current or {}), wanted)
-            schema_of(record.mappings, record.settings["index"])
+            updated_schema(record.mappings, record.settings["index"], properties)
             self._store.replace_mappings(record, record.mappings)
         self._refresh(record)
 

@@ -91,13 +91,23 @@ def created_schema(mappings: Mapping[str, Any], index_settings: dict[str, Any]) 
     kind = default.get("type", "BM25") if isinstance(default, Mapping) else default
     if str(kind).upper() != "BM25":
         raise MappingError(f"index.similarity.default: the embedded engine scores text with BM25, not {kind!r}")
-    for path, named in _similarities(mappings.get("properties", {}), ()):
+    _check_similarities(mappings.get("properties", {}))
+    return schema_of(mappings, index_settings)
+
+
+def updated_schema(mappings: Mapping[str, Any], index_settings: Mapping[str, Any], added: Mapping[str, Any]) -> Schema:
+    """The schema of an index whose mapping ``added`` these properties to (checked as at creation)."""
+    _check_similarities(added)
+    return schema_of(mappings, index_settings)
+
+
+def _check_similarities(properties: Mapping[str, Any]) -> None:
+    for path, named in _similarities(properties, ()):
         if named != "default":
             raise MappingError(
                 f"field {path!r}: similarity {named!r} (the embedded engine scores every text field with the "
                 "index's default similarity)"
             )
-    return schema_of(mappings, index_settings)
 
 
 def _similarities(properties: Mapping[str, Any], parent: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
