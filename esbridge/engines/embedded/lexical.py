@@ -215,7 +215,8 @@ class LexicalIndex:
         """``writer``: this process holds the writer lock (only then may a half-built directory be cleared)."""
         self.folder = folder
         self.layout = layout
-        self.fresh = not recorded(folder)
+        state = read_state(folder / STATE)
+        self.fresh = state is None
         if self.fresh and writer and folder.exists():
             shutil.rmtree(folder)  # a build that never recorded its first state: start over
         folder.mkdir(parents=True, exist_ok=True)
@@ -226,7 +227,7 @@ class LexicalIndex:
         self._writer: tantivy.IndexWriter | None = None
         self._lock = threading.Lock()
         self.lengths = Lengths(layout.fields.bm25_b, {})
-        self.applied = self._read_state()
+        self.applied = self._take_state(state)
         self.held = self.applied
         """The last change in the writer: committed (``applied``) or waiting for the next ``commit``."""
         self._waiting = 0
@@ -247,8 +248,9 @@ class LexicalIndex:
         this one last looked)."""
         if self.dirty:
             return  # this process holds uncommitted changes, so it has been the writer all along
-        self.fresh = not recorded(self.folder)
-        self.applied = self.held = self._read_state()
+        state = read_state(self.folder / STATE)
+        self.fresh = state is None
+        self.applied = self.held = self._take_state(state)
         self.index.reload()  # (the state is written after the commit it records: this holds at least that)
 
     def built(self) -> None:
@@ -259,13 +261,14 @@ class LexicalIndex:
                 self._write_state(self.applied)
             self.fresh = False
 
-    def _read_state(self) -> int:
-        """The last change the directory records, and what it learnt of its fields' lengths (``lengths``)."""
-        state = read_state(self.folder / STATE)
-        if not self.fresh:
-            self.lengths = Lengths.from_state(state or {}, self.layout.fields.bm25_b)
+    def _take_state(self, state: dict[str, Any] | None) -> int:
+        """The last change the directory's ``state`` records, taking what it learnt of its fields' lengths
+        (``lengths``); none recorded (a first build): 0, and the lengths this process learns."""
+        if state is None:
+            return 0
+        self.lengths = Lengths.from_state(state, self.layout.fields.bm25_b)
         try:
-            return int((state or {})["applied"])
+            return int(state["applied"])
         except (KeyError, TypeError, ValueError):
             return 0
 

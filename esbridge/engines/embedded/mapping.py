@@ -67,11 +67,19 @@ def schema_of(mappings: Mapping[str, Any], index_settings: Mapping[str, Any]) ->
     return Schema(mappings, index_settings.get("analysis", {}), version, bm25_b=_length_weight(index_settings))
 
 
-def _length_weight(index_settings: Mapping[str, Any]) -> float:
-    """BM25's b in the index's ``similarity.default`` (Lucene's 0.75 when it names none)."""
+def _default_similarity(index_settings: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """The type of the index's ``similarity.default`` (BM25 when it names none) and its parameters."""
     similarity = index_settings.get("similarity", {})
     default = similarity.get("default", {}) if isinstance(similarity, Mapping) else {}
-    if not isinstance(default, Mapping) or str(default.get("type", "BM25")).upper() != "BM25":
+    if not isinstance(default, Mapping):
+        return str(default), {}
+    return str(default.get("type", "BM25")), default
+
+
+def _length_weight(index_settings: Mapping[str, Any]) -> float:
+    """BM25's b in the index's ``similarity.default`` (Lucene's 0.75 when it names none)."""
+    kind, default = _default_similarity(index_settings)
+    if kind.upper() != "BM25":
         return 0.75  # (refused at creation: ``created_schema``)
     value = default.get("b", 0.75)
     try:
@@ -86,10 +94,8 @@ def _length_weight(index_settings: Mapping[str, Any]) -> float:
 def created_schema(mappings: Mapping[str, Any], index_settings: dict[str, Any]) -> Schema:
     """The schema of an index created now: its settings record the analysis version it is created with."""
     index_settings.setdefault(VERSION_SETTING, ANALYSIS_VERSION)
-    similarity = index_settings.get("similarity", {})
-    default = similarity.get("default", {}) if isinstance(similarity, Mapping) else {}
-    kind = default.get("type", "BM25") if isinstance(default, Mapping) else default
-    if str(kind).upper() != "BM25":
+    kind, _ = _default_similarity(index_settings)
+    if kind.upper() != "BM25":
         raise MappingError(f"index.similarity.default: the embedded engine scores text with BM25, not {kind!r}")
     _check_similarities(mappings.get("properties", {}))
     return schema_of(mappings, index_settings)
