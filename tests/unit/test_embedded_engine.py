@@ -51,6 +51,8 @@ def test_it_is_an_engine_and_an_async_engine(engine: EmbeddedEngine) -> None:
     capabilities = engine.probe()
     assert (capabilities.distribution, capabilities.knn, engine.dialect) == ("embedded", True, "opensearch")
     assert not any(capabilities.native_hybrid.values())
+    assert capabilities.cluster_name == "embedded"
+    assert "the index's b" in capabilities.notes[0] and "b=0.75" not in capabilities.notes[0]
 
 
 def test_a_bulk_that_fails_midway_leaves_nothing_half_written(

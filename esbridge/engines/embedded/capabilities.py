@@ -16,6 +16,7 @@ def describe(url: str) -> Capabilities:
         distribution="embedded",
         version=esbridge.__version__,
         url=url,
+        cluster_name="embedded",
         health="green",
         knn=True,
         plugins={
@@ -26,8 +27,8 @@ def describe(url: str) -> Capabilities:
         native_hybrid=dict.fromkeys(OPENSEARCH_NEURAL_FEATURES, False),
         features={"text_analysis": True, "reindex": True},
         notes=[
-            "embedded: BM25 from tantivy (k1=1.2, b=0.75), HNSW kNN from usearch (exact without index.knn), "
-            "analysers emulated in Python",
+            "embedded: BM25 from tantivy (k1 1.2; the index's b up to 0.75, by padding document lengths), HNSW kNN "
+            "from usearch (exact without index.knn), built-in analyzers in tantivy, custom ones emulated in Python",
             "no native hybrid query: esbridge fuses results client-side",
         ],
     )
