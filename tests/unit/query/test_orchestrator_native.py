@@ -357,3 +357,14 @@ def test_details_name_the_search_pipeline_exactly_as_it_was_sent(explain: bool) 
     sent = engine.native_bodies[0]["search_pipeline"]
     assert ("response_processors" in sent) is explain
     assert response.details.native.search_pipeline == sent
+
+
+@pytest.mark.parametrize("mode", ["native", "auto", "client"])
+def test_a_floor_without_min_max_is_refused_on_every_path(mode: str) -> None:
+    """The client-side linear fusion refuses min_max_floor with another normalization; the engine's must not
+    run that configuration instead, so that one setting does not answer on one engine and fail on another."""
+    params = {"normalization": "l2", "min_max_floor": 0.001}
+    searcher, engine = native_searcher(opensearch(), fusion="linear", fusion_params=params)
+    with pytest.raises(errors.ConfigError, match="min_max normalization only"):
+        run(searcher, mode=mode)
+    assert engine.native_bodies == []
