@@ -8,6 +8,7 @@ from esbridge.engines.capabilities import (
     elasticsearch_native_hybrid,
     opensearch_native_hybrid,
     parse_version,
+    server_features,
 )
 from esbridge.query.native.fusion import NativeFusion
 from esbridge.query.native.plan import NativePlan, plan
@@ -129,3 +130,25 @@ def test_elasticsearch_retrievers_are_found_under_the_module_name_a_default_dist
     assert features["rrf_retriever"] and features["linear_retriever"] and features["rrf_weights"]
     without = elasticsearch_native_hybrid("9.2.1", "trial", {name: "9.2.1" for name in names if name != "rank-rrf"})
     assert not without["rrf_retriever"] and not without["linear_retriever"]
+
+
+@pytest.mark.parametrize(
+    ("analysis", "reindex"),
+    [
+        ("CommonAnalysisModulePlugin", "ReindexModulePlugin"),
+        ("CommonAnalysisPlugin", "ReindexPlugin"),  # OpenSearch 2.x's names (the 2.19 node of scripts/engines)
+    ],
+)
+def test_classpath_modules_are_recognised_by_their_class_names(analysis: str, reindex: str) -> None:
+    """A node started from classpath jars names its plugins by class, version "NA" (docs/engines.md)."""
+    from esbridge.engines.opensearch import node_components
+
+    classes = (
+        f"org.opensearch.analysis.common.{analysis}",
+        f"org.opensearch.index.reindex.{reindex}",
+        "org.opensearch.knn.plugin.KNNPlugin",
+    )
+    components = [{"name": name, "classname": name, "version": "NA"} for name in classes]
+    plugins = node_components({"nodes": {"node-1": {"plugins": components}}}, "2.19.1")
+    assert plugins == {"analysis-common": "2.19.1", "opensearch-knn": "2.19.1", "reindex": "2.19.1"}
+    assert server_features(plugins) == {"text_analysis": True, "reindex": True}
