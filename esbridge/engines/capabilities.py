@@ -67,7 +67,9 @@ NEURAL_SEARCH_PLUGIN = "opensearch-neural-search"
 KNN_PLUGIN = "opensearch-knn"
 ANALYSIS_MODULE = "analysis-common"
 REINDEX_MODULE = "reindex"
-RRF_MODULE = "x-pack-rank-rrf"
+# The rrf and linear retrievers' module, by its plugin descriptor name (x-pack/plugin/rank-rrf/build.gradle),
+# which is what GET _nodes reports; unlike x-pack-core or x-pack-security it has no "x-pack-" prefix.
+RRF_MODULE = "rank-rrf"
 
 
 def server_features(modules: Mapping[str, str], *, text_analysis: bool | None = None) -> dict[str, bool]:

@@ -35,6 +35,9 @@ _PLUGIN_CLASSES = {
     "org.opensearch.neuralsearch.plugin.NeuralSearch": NEURAL_SEARCH_PLUGIN,
     "org.opensearch.analysis.common.CommonAnalysisModulePlugin": ANALYSIS_MODULE,
     "org.opensearch.index.reindex.ReindexModulePlugin": REINDEX_MODULE,
+    # Their 2.x class names (OpenSearch 3 calls them ...ModulePlugin).
+    "org.opensearch.analysis.common.CommonAnalysisPlugin": ANALYSIS_MODULE,
+    "org.opensearch.index.reindex.ReindexPlugin": REINDEX_MODULE,
 }
 
 

@@ -249,7 +249,7 @@ class HybridSearcher:
         if native.plan is not None:
             answer = await self.retrieval.native(plan.context, native.plan, explain=request.explain)
             used = isinstance(answer, Retrieved) and answer.native
-            native = native.outcome(used=used)
+            native = native.outcome(used=used, explain=request.explain)
             if isinstance(answer, Retrieved) and answer.native:
                 return answer, native, notes.add(*answer.warnings, timings=answer.timings)
             if not isinstance(answer, Retrieved):

@@ -8,6 +8,7 @@ from esbridge.engines.capabilities import (
     elasticsearch_native_hybrid,
     opensearch_native_hybrid,
     parse_version,
+    server_features,
 )
 from esbridge.query.native.fusion import NativeFusion
 from esbridge.query.native.plan import NativePlan, plan
@@ -104,10 +105,10 @@ def test_elasticsearch_without_native_fusion_is_told_what_this_server_lacks() ->
         license="trial",
         plugins=modules,
         native_hybrid=elasticsearch_native_hybrid("9.5.3", "trial", modules),
-        notes=["module x-pack-rank-rrf absent: no rrf/linear retrievers"],
+        notes=["module rank-rrf absent: no rrf/linear retrievers"],
     )
     reason = plan(lacking_module, NativeFusion("rrf"))
-    assert isinstance(reason, str) and "x-pack-rank-rrf absent" in reason
+    assert isinstance(reason, str) and "rank-rrf absent" in reason
     expired = lacking_module.model_copy(
         update={
             "plugins": {},
@@ -117,3 +118,37 @@ def test_elasticsearch_without_native_fusion_is_told_what_this_server_lacks() ->
     )
     reason = plan(expired, NativeFusion("linear"))
     assert isinstance(reason, str) and "'trial' is expired" in reason
+
+
+def test_elasticsearch_retrievers_are_found_under_the_module_name_a_default_distribution_reports() -> None:
+    """The rrf and linear retrievers live in the module a default distribution loads as ``rank-rrf`` (the name
+    in its plugin descriptor, x-pack/plugin/rank-rrf/build.gradle; startup logs: "loaded module [rank-rrf]"),
+    which is the name ``GET _nodes/_local/plugins`` gives."""
+    names = ("analysis-common", "lang-painless", "rank-rrf", "reindex", "x-pack-core", "x-pack-security")
+    modules = dict.fromkeys(names, "9.2.1")
+    features = elasticsearch_native_hybrid("9.2.1", "trial", modules)
+    assert features["rrf_retriever"] and features["linear_retriever"] and features["rrf_weights"]
+    without = elasticsearch_native_hybrid("9.2.1", "trial", {name: "9.2.1" for name in names if name != "rank-rrf"})
+    assert not without["rrf_retriever"] and not without["linear_retriever"]
+
+
+@pytest.mark.parametrize(
+    ("analysis", "reindex"),
+    [
+        ("CommonAnalysisModulePlugin", "ReindexModulePlugin"),
+        ("CommonAnalysisPlugin", "ReindexPlugin"),  # OpenSearch 2.x's names (the 2.19 node of scripts/engines)
+    ],
+)
+def test_classpath_modules_are_recognised_by_their_class_names(analysis: str, reindex: str) -> None:
+    """A node started from classpath jars names its plugins by class, version "NA" (docs/engines.md)."""
+    from esbridge.engines.opensearch import node_components
+
+    classes = (
+        f"org.opensearch.analysis.common.{analysis}",
+        f"org.opensearch.index.reindex.{reindex}",
+        "org.opensearch.knn.plugin.KNNPlugin",
+    )
+    components = [{"name": name, "classname": name, "version": "NA"} for name in classes]
+    plugins = node_components({"nodes": {"node-1": {"plugins": components}}}, "2.19.1")
+    assert plugins == {"analysis-common": "2.19.1", "opensearch-knn": "2.19.1", "reindex": "2.19.1"}
+    assert server_features(plugins) == {"text_analysis": True, "reindex": True}

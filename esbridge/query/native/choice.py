@@ -25,11 +25,12 @@ class NativeChoice:
     details: NativeDetails | None = None
     notes: tuple[str, ...] = ()
 
-    def outcome(self, *, used: bool) -> NativeChoice:
-        """This choice once the native request has been tried: ``used`` says whether the engine fused."""
+    def outcome(self, *, used: bool, explain: bool = False) -> NativeChoice:
+        """This choice once the native request has been tried: ``used`` says whether the engine fused,
+        ``explain`` whether the request asked the engine to explain (its pipeline then says so)."""
         if self.plan is None:
             return self
-        return NativeChoice(self.plan, self.plan.describe(used=used), self.notes)
+        return NativeChoice(self.plan, self.plan.describe(used=used, explain=explain), self.notes)
 
 
 def _client_side(reason: str, *, warn: bool) -> NativeChoice:

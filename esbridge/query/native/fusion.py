@@ -116,6 +116,8 @@ def _linear(weights: tuple[float, float], params: Mapping[str, Any]) -> NativeFu
         raise ConfigError(f"linear combination {combination!r} is not one of {', '.join(COMBINATIONS)}")
     if isinstance(floor, str) or not 0.0 <= floor <= 1.0:
         raise ConfigError(f"min_max_floor must be within [0, 1], got {floor!r}")
+    if floor and normalization != "min_max":  # as the client-side linear fusion refuses it
+        raise ConfigError(f"min_max_floor applies to the min_max normalization only, not {normalization!r}")
     return NativeFusion(
         "linear", weights, normalization=normalization, combination=combination, min_max_floor=float(floor)
     )

@@ -49,12 +49,12 @@ class NativePlan:
             )
         return elasticsearch.retriever_body(self.fusion, bm25, knn, size=size, source_fields=source_fields)
 
-    def describe(self, *, used: bool) -> NativeDetails:
-        """What the engine was asked to do, for ``details.native`` of a response."""
+    def describe(self, *, used: bool, explain: bool = False) -> NativeDetails:
+        """What the engine was asked to do, for ``details.native`` of a response (``explain`` as in ``body``)."""
         fusion = self.fusion
         described = NativeDetails(used=used, engine=self.dialect, method=fusion.method, weights=list(fusion.weights))
         if self.dialect == "opensearch":
-            described.search_pipeline = opensearch.search_pipeline(fusion, self.features)
+            described.search_pipeline = opensearch.search_pipeline(fusion, self.features, explain=explain)
         elif fusion.method == "rrf":
             described.rank_constant = fusion.rank_constant
         else:

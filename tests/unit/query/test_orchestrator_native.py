@@ -345,3 +345,26 @@ def test_a_licence_refusal_of_native_hybrid_is_not_asked_again_with_every_search
     forced = run(searcher, mode="native")
     assert any("native hybrid is not available" in w and "non-compliant" in w for w in forced.warnings)
     assert len(engine.native_bodies) == 1
+
+
+@pytest.mark.parametrize("explain", [False, True])
+def test_details_name_the_search_pipeline_exactly_as_it_was_sent(explain: bool) -> None:
+    """With explain on, the pipeline sent carries the hybrid_score_explanation response processor;
+    details.native.search_pipeline is documented as the exact pipeline sent, so it carries it too."""
+    searcher, engine = native_searcher(opensearch())
+    response = run(searcher, explain=explain)
+    assert response.details.native is not None and response.details.native.used
+    sent = engine.native_bodies[0]["search_pipeline"]
+    assert ("response_processors" in sent) is explain
+    assert response.details.native.search_pipeline == sent
+
+
+@pytest.mark.parametrize("mode", ["native", "auto", "client"])
+def test_a_floor_without_min_max_is_refused_on_every_path(mode: str) -> None:
+    """The client-side linear fusion refuses min_max_floor with another normalization; the engine's must not
+    run that configuration instead, so that one setting does not answer on one engine and fail on another."""
+    params = {"normalization": "l2", "min_max_floor": 0.001}
+    searcher, engine = native_searcher(opensearch(), fusion="linear", fusion_params=params)
+    with pytest.raises(errors.ConfigError, match="min_max normalization only"):
+        run(searcher, mode=mode)
+    assert engine.native_bodies == []

@@ -48,6 +48,7 @@ def test_linear_defaults_are_min_max_sum() -> None:
         ("linear", {"normalization": "z_score"}, BOTH, {}, "'z_score' has no server-side equivalent"),
         ("linear", {"normalization": "distribution"}, BOTH, {}, "no server-side equivalent"),
         ("linear", {"combination": "geometric_mean"}, BOTH, {}, "not one of sum, arithmetic_mean"),
+        ("linear", {"normalization": "l2", "min_max_floor": 0.001}, BOTH, {}, "min_max normalization only"),
         ("rrf", {}, ["bm25"], {}, "exactly the 'bm25' and 'knn' retrievers"),
         ("rrf", {}, ["bm25", "knn", "sparse"], {}, "exactly the 'bm25' and 'knn' retrievers"),
         ("rrf", {}, BOTH, {"bm25": 0.0, "knn": 0.0}, "positive sum"),
