@@ -13,6 +13,7 @@ the next process to open the directory, which replays the changes the indices ha
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -207,7 +208,14 @@ class DataDir:
                 for field in record.schema.vector_fields
             }
             fresh = not lexical.recorded(folder)
-            text = LexicalIndex(folder, layout, writer=self._try_writer() if fresh else self.writing)
+            try:
+                text = LexicalIndex(folder, layout, writer=self._try_writer() if fresh else self.writing)
+            except lexical.Damaged as exc:
+                if not self._try_writer():
+                    raise
+                log.warning("index [%s]: building its full-text index again from the database: %s", record.name, exc)
+                shutil.rmtree(folder)
+                text = LexicalIndex(folder, layout, writer=True)
             found = Handles(-1, text, vectors)
             self._handles[record.id] = found
         found.settle()

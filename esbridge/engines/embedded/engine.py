@@ -22,6 +22,7 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.embedded.builds import Building
 from esbridge.engines.embedded.capabilities import describe
 from esbridge.engines.embedded.datadir import IndexGone, close_shared, open_shared
+from esbridge.engines.embedded.lexical import Damaged
 from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema, created_schema, updated_schema
 from esbridge.engines.embedded.names import Names, alias_action, check_new_index
 from esbridge.engines.embedded.query import Searcher, Unsupported
@@ -70,7 +71,7 @@ class EmbeddedEngine(paging.ScanBySearch):
             raise errors.RequestRejected(str(exc), url=self._url, operation=operation, index=index, status=400) from exc
         except WriterBusy as exc:
             raise errors.EngineUnavailable(str(exc), url=self._url, operation=operation, index=index) from exc
-        except Building as exc:
+        except (Building, Damaged) as exc:
             raise errors.IndexUnavailable(
                 str(exc), url=self._url, operation=operation, index=index, status=503
             ) from exc

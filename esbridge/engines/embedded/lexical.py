@@ -37,6 +37,7 @@ TOKENIZER = "esbridge_tokens"
 ROW = "_row"
 ID = "_id"
 STATE = "state.json"
+META = "meta.json"
 FORMAT = 1
 """Part of every layout digest: a change to how documents are indexed here builds new directories."""
 _WRITER_HEAP = 256_000_000
@@ -47,6 +48,10 @@ COMMIT_EVERY = 100_000
 COMMIT_AFTER_S = 1.0
 """The longest a change waits in the writer while writing goes on, and the pause in writing that commits it
 (the role of OpenSearch's refresh interval: other processes see a write this late at most)."""
+
+
+class Damaged(RuntimeError):
+    """tantivy cannot open a full-text directory (a file of it removed, cut short or spoilt)."""
 
 
 def _tokenizer() -> tantivy.TextAnalyzer:
@@ -215,12 +220,20 @@ class LexicalIndex:
         """``writer``: this process holds the writer lock (only then may a half-built directory be cleared)."""
         self.folder = folder
         self.layout = layout
+        if not (folder / META).exists():
+            (folder / STATE).unlink(missing_ok=True)  # what it records went with tantivy's record of its segments
         state = read_state(folder / STATE)
         self.fresh = state is None
         if self.fresh and writer and folder.exists():
             shutil.rmtree(folder)  # a build that never recorded its first state: start over
         folder.mkdir(parents=True, exist_ok=True)
-        self.index = tantivy.Index(layout.schema, path=str(folder), reuse=True)
+        try:
+            self.index = tantivy.Index(layout.schema, path=str(folder), reuse=True)
+        except ValueError as exc:
+            raise Damaged(
+                f"the full-text index {folder} is damaged ({exc}); the next process that opens the data directory "
+                "while no other process writes to it builds it again from the database"
+            ) from exc
         self.index.register_tokenizer(TOKENIZER, _tokenizer())
         for name, analyzer in NATIVE.items():
             self.index.register_tokenizer(name, analyzer)
