@@ -77,6 +77,8 @@ class EmbeddedEngine(paging.ScanBySearch):
             ) from exc
         except sqlite3.Error as exc:
             raise errors.EngineResponseError(f"SQLite: {exc}", url=self._url, operation=operation, index=index) from exc
+        except OSError as exc:  # (a full disk, a file in the way: a write of the graphs' or full-text files)
+            raise errors.EngineResponseError(str(exc), url=self._url, operation=operation, index=index) from exc
 
     @contextmanager
     def _writing(self, operation: str, index: str | None = None) -> Iterator[sqlite3.Connection]:
