@@ -22,6 +22,7 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.embedded.builds import Building
 from esbridge.engines.embedded.capabilities import describe
 from esbridge.engines.embedded.datadir import IndexGone, close_shared, open_shared
+from esbridge.engines.embedded.doc_ids import refused_id
 from esbridge.engines.embedded.lexical import Damaged
 from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema, created_schema, updated_schema
 from esbridge.engines.embedded.names import Names, alias_action, check_new_index
@@ -311,6 +312,10 @@ class EmbeddedEngine(paging.ScanBySearch):
             schema = record.schema
             batch: dict[str, Mapping[str, Any]] = {}  # whole documents, stored together
             for action in actions:
+                refused = refused_id(action.id)
+                if refused is not None:
+                    failed.append(refused)
+                    continue
                 if action.op != "index" or action.document is None or action.id in batch:
                     self._store.put_documents(record, schema, list(batch.items()))
                     batch.clear()

@@ -265,6 +265,7 @@ class Schema:
             passing = self._passing[field.source_path]
             plain = type(value)
             if plain in passing or (plain is list and all(type(item) in passing for item in value)):
+                _check_text(field, value)  # (strings, the only values passing so)
                 continue
             for checked in self._by_source[field.source_path]:
                 self._check_value(checked, value)
@@ -296,7 +297,10 @@ class Schema:
             return
         for item in value if type(value) is list else (value,):
             plain = type(item)  # strings for text and keywords, booleans for booleans: no closer look
-            if item is None or (plain is str and kind in _ANY_STRING) or (plain is bool and kind == "boolean"):
+            if item is None or (plain is bool and kind == "boolean"):
+                continue
+            if plain is str and kind in _ANY_STRING:
+                _check_text(field, item)
                 continue
             try:
                 if kind == "date":
@@ -311,6 +315,25 @@ class Schema:
                 raise DocumentError(
                     "mapper_parsing_exception", f"failed to parse field [{field.path}] of type [{field.type}]: {item!r}"
                 ) from exc
+
+
+def _check_text(field: Field, value: str | list[str]) -> None:
+    """Refuse a string that is not UTF-8 text (it holds an unpaired surrogate), which tantivy and SQLite cannot take."""
+    texts = value if isinstance(value, list) else [value]
+    for text in texts:
+        if not text.isascii() and (problem := unpaired_surrogate(text)) is not None:
+            raise DocumentError(
+                "mapper_parsing_exception", f"failed to parse field [{field.path}] of type [{field.type}]: {problem}"
+            )
+
+
+def unpaired_surrogate(text: str) -> str | None:
+    """Why ``text`` is not UTF-8 text (it holds an unpaired surrogate, as a string cut inside an emoji does)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        return f"unpaired surrogate U+{ord(text[exc.start]):04X} at character {exc.start}, which is not UTF-8 text"
+    return None
 
 
 def _check_number(kind: str, item: Any) -> None:
