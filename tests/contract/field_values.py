@@ -1,5 +1,5 @@
-"""What every engine takes and refuses in boolean and number fields, and what it finds for what it took. Mixed into
-the engine contract classes, which provide ``engine`` and ``prefix``."""
+"""What every engine takes and refuses in boolean, number and vector fields, and what it finds for what it took.
+Mixed into the engine contract classes, which provide ``engine`` and ``prefix``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ from typing import Any
 
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.dialect import index_settings
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.query import bodies
+from esbridge.query.models import Filters
+from tests.contract.records import CHUNKS, PARAMS, ids
 
 PROPERTIES = {
     "flag": {"type": "boolean"},
@@ -70,3 +74,16 @@ class FieldValuesContract:
         assert found({"term": {"flag": True}}) == ["flags", "true", "true-text"]
         assert found({"term": {"flag": False}}) == ["empty-flag", "false-text", "flags"]
         assert found({"range": {"count": {"gte": 12}}}) == ["int-max", "int-text"]
+
+    def test_vectors_a_cluster_refuses_are_refused_and_knn_answers_after_them(
+        self, engine: Engine, prefix: str
+    ) -> None:
+        IndexManager(engine, prefix, PARAMS).create()
+        refused = {"empty": [], "booleans": [True, False, False, False], "beyond-float": [1e39, 0.0, 0.0, 0.0]}
+        actions = [BulkAction("index", key, {**CHUNKS["fox#0"], "vector": vector}) for key, vector in refused.items()]
+        result = engine.bulk(prefix, [*actions, BulkAction("index", "astro#0", CHUNKS["astro#0"])])
+        assert list(result.succeeded) == ["astro#0"]
+        assert {failure.id: failure.status for failure in result.failed} == dict.fromkeys(refused, 400)
+        engine.refresh(prefix)
+        body = bodies.knn_body(engine.dialect, [0, 0, 1, 0], k=3, filters=Filters(), num_candidates=20)
+        assert ids(engine.search(prefix, body)) == ["astro#0"]

@@ -24,6 +24,7 @@ _WHOLE = {"byte": 2**7, "short": 2**15, "integer": 2**31, "long": 2**63}
 _OVERFLOW = {"half_float": 65520.0, "float": 3.4028235677973366e38}
 """Half a step above the type's largest value: a value from here on is infinite in the type."""
 _BOOLEANS = frozenset({"true", "false", ""})
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class MappingError(ValueError):
@@ -264,7 +265,7 @@ class Schema:
                 continue
             passing = self._passing[field.source_path]
             plain = type(value)
-            if plain in passing or (plain is list and all(type(item) in passing for item in value)):
+            if plain in passing or (plain is list and value and all(type(item) in passing for item in value)):
                 _check_text(field, value)  # (strings, the only values passing so)
                 continue
             for checked in self._by_source[field.source_path]:
@@ -385,7 +386,13 @@ def _check_vector(field: Field, value: Any) -> None:
         numbers = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         numbers = None  # (not an empty array: that would pass the checks below as no numbers at all)
-    if not isinstance(value, list) or numbers is None or numbers.ndim != 1 or not np.isfinite(numbers).all():
+    if (
+        not isinstance(value, list)
+        or numbers is None
+        or numbers.ndim != 1
+        or not (np.abs(numbers) <= _FLOAT32_MAX).all()  # (NaN too)
+        or any(type(item) is bool for item in value)
+    ):
         raise DocumentError("mapper_parsing_exception", f"field [{field.path}] must be an array of numbers")
     if len(value) != field.dimension:
         raise DocumentError(
