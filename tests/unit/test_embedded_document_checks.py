@@ -79,3 +79,28 @@ def test_ids_a_cluster_refuses_are_refused_alone(engine: EmbeddedEngine, doc_id:
     assert engine.count("idx") == 1
     assert not engine.bulk("idx", [BulkAction("index", "y" * 512, {"body": "common"})]).failed
     assert engine.count("idx") == 2
+
+
+def test_a_field_written_as_a_dotted_name_is_refused_rather_than_left_unindexed(tmp_path: Path) -> None:
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        properties = {"o": {"properties": {"x": {"type": "keyword"}, "in": {"properties": {"z": {"type": "integer"}}}}}}
+        engine.create_index("objects", {"mappings": {"properties": properties}})
+        actions = [
+            BulkAction("index", "dotted", {"o.x": "dot"}),
+            BulkAction("index", "inner-dotted", {"o": {"in.z": 9}}),
+            BulkAction("index", "nested", {"o": {"x": "dot", "in": {"z": 9}}}),
+        ]
+        result = engine.bulk("objects", actions)
+        assert list(result.succeeded) == ["nested"]
+        reasons = {failure.id: failure.reason for failure in result.failed}
+        assert sorted(reasons) == ["dotted", "inner-dotted"]
+        assert "[o.x]" in reasons["dotted"] and "[o.in.z]" in reasons["inner-dotted"]
+
+        def found(query: dict[str, Any]) -> list[str]:
+            return [hit.id for hit in engine.search("objects", {"query": query}).hits]
+
+        assert found({"term": {"o.x": "dot"}}) == ["nested"]
+        assert found({"term": {"o.in.z": 9}}) == ["nested"]
+    finally:
+        engine.close()

@@ -258,6 +258,12 @@ class Schema:
                         f"mapping set to strict, dynamic introduction of [{key}] within [{where}] is not allowed",
                     )
                 continue
+            if "." in key:  # (a cluster reads it as the object path; here values are read from inside objects only)
+                raise DocumentError(
+                    "mapper_parsing_exception",
+                    f"field [{path}] written as the dotted name [{key}]: the embedded engine indexes it only when "
+                    "written inside its object",
+                )
             if value is None:
                 continue
             if field.type == "object":
