@@ -104,3 +104,20 @@ def test_a_field_written_as_a_dotted_name_is_refused_rather_than_left_unindexed(
         assert found({"term": {"o.in.z": 9}}) == ["nested"]
     finally:
         engine.close()
+
+
+def test_a_mapping_update_over_values_written_before_it_leaves_those_it_cannot_read_unindexed(
+    engine: EmbeddedEngine,
+) -> None:
+    written = {"fits": {"body": "common", "extra": 7, "when": "2024-05-01"}, "not": {"extra": "hello", "when": "soon"}}
+    assert not engine.bulk("idx", [BulkAction("index", key, document) for key, document in written.items()]).failed
+    engine.put_mapping("idx", {"extra": {"type": "integer"}, "when": {"type": "date"}})  # as a cluster takes it
+
+    def found(query: dict[str, Any]) -> list[str]:
+        return sorted(hit.id for hit in engine.search("idx", {"size": 10, "query": query}).hits)
+
+    assert found({"range": {"extra": {"gte": 1}}}) == ["fits"]
+    assert found({"range": {"when": {"gte": "2024"}}}) == ["fits"]
+    assert found({"match": {"body": "common"}}) == ["fits"]
+    assert not engine.bulk("idx", [BulkAction("index", "later", {"body": "common", "extra": 9})]).failed
+    assert found({"range": {"extra": {"gte": 1}}}) == ["fits", "later"]

@@ -30,7 +30,7 @@ from esbridge.engines.embedded.analysis import NATIVE
 from esbridge.engines.embedded.lengths import Lengths
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, value_at
 from esbridge.engines.embedded.progress import read_state, write_applied
-from esbridge.engines.embedded.values import indexed_value
+from esbridge.engines.embedded.values import readable_value
 
 SEPARATOR = "\x1f"
 TOKENIZER = "esbridge_tokens"
@@ -200,12 +200,14 @@ def _indexed(field: Field, items: list[Any], numeric: bool) -> list[Any]:
     found: list[Any] = []
     for item in items:
         plain = type(item)
-        if plain is str and not numeric and field.type == "keyword" and field.ignore_above is None:
+        if (plain is str and not numeric and field.type == "keyword" and field.ignore_above is None) or (
+            plain is float and field.type in NUMERIC
+        ):
             found.append(item)
-        elif (plain is int or plain is float) and field.type in NUMERIC:
-            found.append(float(item))
         elif item is not None and not isinstance(item, (Mapping, list)):
-            value = indexed_value(field, item)
+            value = readable_value(field, item)
+            if value is None:
+                continue
             if numeric:
                 found.append(float(value))
             elif field.indexes(str(value)):
