@@ -3,6 +3,7 @@ an esbridge error naming the data directory, as the command line shows in one ``
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from esbridge import errors
 from esbridge.engines.base import BulkAction
-from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.engines.embedded import EmbeddedEngine, ann
 from esbridge.engines.embedded.writer import LOCK_FILE
 
 # A disk that fills up, as the kernel reports it: files may grow to 10 MB. The float32 copies of a vector are
@@ -19,7 +20,7 @@ from esbridge.engines.embedded.writer import LOCK_FILE
 _FULL = """
 import resource, sys
 from esbridge.engines.base import BulkAction
-from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.engines.embedded import EmbeddedEngine, ann
 from esbridge.errors import EsbridgeError
 engine = EmbeddedEngine(sys.argv[1])
 engine.create_index("pad", {"mappings": {"properties": {"t": {"type": "keyword"}}}})
@@ -60,5 +61,31 @@ def test_a_writer_lock_that_cannot_be_opened_is_reported_naming_it(tmp_path: Pat
         assert engine.bulk("x", []).succeeded == []
         with pytest.raises(errors.EngineError):
             engine.bulk("x", [BulkAction("index", "a", {})])
+    finally:
+        engine.close()
+
+
+def test_structures_that_cannot_be_saved_at_close_are_a_warning_and_the_next_process_catches_up(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    vector = {"type": "knn_vector", "dimension": 2, "method": {"name": "hnsw", "space_type": "cosinesimil"}}
+    engine = EmbeddedEngine(tmp_path)
+    for name in ("first", "second"):
+        engine.create_index(name, {"settings": {"index": {"knn": True}}, "mappings": {"properties": {"v": vector}}})
+        assert not engine.bulk(name, [BulkAction("index", "a", {"v": [1.0, 0.0]})]).failed
+    record = engine._store.index("first")
+    assert record is not None
+    in_the_way = ann.path_for(tmp_path, record.id, "v").with_suffix(".tmp")  # where its graph is written first
+    in_the_way.mkdir()
+    with caplog.at_level(logging.WARNING, logger="esbridge.embedded"):
+        engine.close()
+    assert f"index [{record.id}]" in caplog.text and "not saved" in caplog.text
+    assert sorted(path.name for path in (tmp_path / "vectors").glob("*.usearch")) == [f"{record.id + 1}.v.usearch"]
+    in_the_way.rmdir()
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        knn = {"size": 2, "query": {"knn": {"v": {"vector": [1.0, 0.0], "k": 2}}}}
+        assert [hit.id for hit in engine.search("first", knn).hits] == ["a"]
+        assert [hit.id for hit in engine.search("second", knn).hits] == ["a"]
     finally:
         engine.close()

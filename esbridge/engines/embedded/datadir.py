@@ -375,21 +375,33 @@ class DataDir:
         with self._guard:
             try:
                 for index_id, found in self._handles.items():
-                    found.lexical.close()
-                    found.settle()
-                    if self.writing:
-                        for path, graph in found.vectors.items():
-                            if graph.applied != graph.saved:
-                                if graph.copied < graph.applied:
-                                    with store.read():
-                                        _write_copies(store, index_id, path, graph)
-                                graph.save()
-                        with contextlib.suppress(sqlite3.Error):  # the log stays; the next writer trims it
-                            self._trim(store, index_id)
+                    try:
+                        self._save(store, index_id, found)
+                    except (OSError, RuntimeError, ValueError, sqlite3.Error) as exc:  # (a full disk, say)
+                        log.warning(
+                            "index [%s] in %s: its full-text index or graphs were not saved (%s); the next process "
+                            "brings them up to date from the database",
+                            index_id,
+                            self.root,
+                            exc,
+                        )
             finally:
                 self._handles.clear()
                 self._workers.shutdown()
                 self._writer.release()
+
+    def _save(self, store: Store, index_id: int, found: Handles) -> None:
+        found.lexical.close()
+        found.settle()
+        if self.writing:
+            for path, graph in found.vectors.items():
+                if graph.applied != graph.saved:
+                    if graph.copied < graph.applied:
+                        with store.read():
+                            _write_copies(store, index_id, path, graph)
+                    graph.save()
+            with contextlib.suppress(sqlite3.Error):  # the log stays; the next writer trims it
+                self._trim(store, index_id)
 
 
 def _write_copies(store: Store, index_id: int, path: str, graph: VectorIndex) -> None:
