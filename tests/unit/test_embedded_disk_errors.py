@@ -79,7 +79,7 @@ def test_structures_that_cannot_be_saved_at_close_are_a_warning_and_the_next_pro
     in_the_way.mkdir()
     with caplog.at_level(logging.WARNING, logger="esbridge.embedded"):
         engine.close()
-    assert f"index [{record.id}]" in caplog.text and "not saved" in caplog.text
+    assert "index [first]" in caplog.text and "not saved" in caplog.text
     assert sorted(path.name for path in (tmp_path / "vectors").glob("*.usearch")) == [f"{record.id + 1}.v.usearch"]
     in_the_way.rmdir()
     engine = EmbeddedEngine(tmp_path)

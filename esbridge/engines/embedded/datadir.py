@@ -57,6 +57,7 @@ class Handles:
     vectors: dict[str, VectorIndex]
     growing: list[Future[None]] = field(default_factory=list)
     """The graph updates of the last write, still running (see ``DataDir.ready``)."""
+    name: str = ""
 
     def settle(self) -> None:
         """Wait for the graph updates under way; raise what one of them raised."""
@@ -216,7 +217,7 @@ class DataDir:
                 log.warning("index [%s]: building its full-text index again from the database: %s", record.name, exc)
                 shutil.rmtree(folder)
                 text = LexicalIndex(folder, layout, writer=True)
-            found = Handles(-1, text, vectors)
+            found = Handles(-1, text, vectors, name=record.name)
             self._handles[record.id] = found
         found.settle()
         if self.writing:
@@ -381,7 +382,7 @@ class DataDir:
                         log.warning(
                             "index [%s] in %s: its full-text index or graphs were not saved (%s); the next process "
                             "brings them up to date from the database",
-                            index_id,
+                            found.name,
                             self.root,
                             exc,
                         )
