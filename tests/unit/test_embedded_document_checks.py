@@ -109,7 +109,10 @@ def test_a_field_written_as_a_dotted_name_is_refused_rather_than_left_unindexed(
 def test_a_mapping_update_over_values_written_before_it_leaves_those_it_cannot_read_unindexed(
     engine: EmbeddedEngine,
 ) -> None:
-    written = {"fits": {"body": "common", "extra": 7, "when": "2024-05-01"}, "not": {"extra": "hello", "when": "soon"}}
+    written: dict[str, dict[str, Any]] = {
+        "fits": {"body": "common", "extra": 7, "when": "2024-05-01"},
+        "not": {"extra": "hello", "when": "soon"},
+    }
     assert not engine.bulk("idx", [BulkAction("index", key, document) for key, document in written.items()]).failed
     engine.put_mapping("idx", {"extra": {"type": "integer"}, "when": {"type": "date"}})  # as a cluster takes it
 
