@@ -10,6 +10,7 @@ import pytest
 from esbridge.config import load_settings
 from esbridge.engines import Engine, connect
 from tests.contract.contract import EngineContract
+from tests.contract.field_values import FieldValuesContract
 from tests.contract.model_record import ModelRecordContract
 from tests.contract.query_dsl import QueryDslContract
 from tests.contract.scoring import ScoringContract
@@ -23,7 +24,7 @@ def live_engine(kind: str) -> Engine:
     return connect(load_settings(url=engine_url(kind), engine=kind, timeout_s=30))
 
 
-class TestOpenSearchEngine(EngineContract, ModelRecordContract, QueryDslContract, ScoringContract):
+class TestOpenSearchEngine(EngineContract, FieldValuesContract, ModelRecordContract, QueryDslContract, ScoringContract):
     @pytest.fixture
     def engine(self) -> Iterator[Engine]:
         engine = live_engine("opensearch")
@@ -31,7 +32,9 @@ class TestOpenSearchEngine(EngineContract, ModelRecordContract, QueryDslContract
         engine.close()
 
 
-class TestElasticsearchEngine(EngineContract, ModelRecordContract, QueryDslContract, ScoringContract):
+class TestElasticsearchEngine(
+    EngineContract, FieldValuesContract, ModelRecordContract, QueryDslContract, ScoringContract
+):
     @pytest.fixture
     def engine(self) -> Iterator[Engine]:
         engine = live_engine("elasticsearch")

@@ -8,12 +8,13 @@ import pytest
 from esbridge.engines.base import Engine
 from esbridge.engines.embedded import EmbeddedEngine
 from tests.contract.contract import EngineContract
+from tests.contract.field_values import FieldValuesContract
 from tests.contract.model_record import ModelRecordContract
 from tests.contract.query_dsl import QueryDslContract
 from tests.contract.scoring import ScoringContract
 
 
-class TestEmbeddedEngine(EngineContract, ModelRecordContract, QueryDslContract, ScoringContract):
+class TestEmbeddedEngine(EngineContract, FieldValuesContract, ModelRecordContract, QueryDslContract, ScoringContract):
     @pytest.fixture
     def engine(self, tmp_path: Path) -> Iterator[Engine]:
         engine = EmbeddedEngine(tmp_path / "data")

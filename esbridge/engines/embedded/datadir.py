@@ -13,6 +13,7 @@ the next process to open the directory, which replays the changes the indices ha
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -56,6 +57,7 @@ class Handles:
     vectors: dict[str, VectorIndex]
     growing: list[Future[None]] = field(default_factory=list)
     """The graph updates of the last write, still running (see ``DataDir.ready``)."""
+    name: str = ""
 
     def settle(self) -> None:
         """Wait for the graph updates under way; raise what one of them raised."""
@@ -207,8 +209,15 @@ class DataDir:
                 for field in record.schema.vector_fields
             }
             fresh = not lexical.recorded(folder)
-            text = LexicalIndex(folder, layout, writer=self._try_writer() if fresh else self.writing)
-            found = Handles(-1, text, vectors)
+            try:
+                text = LexicalIndex(folder, layout, writer=self._try_writer() if fresh else self.writing)
+            except lexical.Damaged as exc:
+                if not self._try_writer():
+                    raise
+                log.warning("index [%s]: building its full-text index again from the database: %s", record.name, exc)
+                shutil.rmtree(folder)
+                text = LexicalIndex(folder, layout, writer=True)
+            found = Handles(-1, text, vectors, name=record.name)
             self._handles[record.id] = found
         found.settle()
         if self.writing:
@@ -367,21 +376,33 @@ class DataDir:
         with self._guard:
             try:
                 for index_id, found in self._handles.items():
-                    found.lexical.close()
-                    found.settle()
-                    if self.writing:
-                        for path, graph in found.vectors.items():
-                            if graph.applied != graph.saved:
-                                if graph.copied < graph.applied:
-                                    with store.read():
-                                        _write_copies(store, index_id, path, graph)
-                                graph.save()
-                        with contextlib.suppress(sqlite3.Error):  # the log stays; the next writer trims it
-                            self._trim(store, index_id)
+                    try:
+                        self._save(store, index_id, found)
+                    except (OSError, RuntimeError, ValueError, sqlite3.Error) as exc:  # (a full disk, say)
+                        log.warning(
+                            "index [%s] in %s: its full-text index or graphs were not saved (%s); the next process "
+                            "brings them up to date from the database",
+                            found.name,
+                            self.root,
+                            exc,
+                        )
             finally:
                 self._handles.clear()
                 self._workers.shutdown()
                 self._writer.release()
+
+    def _save(self, store: Store, index_id: int, found: Handles) -> None:
+        found.lexical.close()
+        found.settle()
+        if self.writing:
+            for path, graph in found.vectors.items():
+                if graph.applied != graph.saved:
+                    if graph.copied < graph.applied:
+                        with store.read():
+                            _write_copies(store, index_id, path, graph)
+                    graph.save()
+            with contextlib.suppress(sqlite3.Error):  # the log stays; the next writer trims it
+                self._trim(store, index_id)
 
 
 def _write_copies(store: Store, index_id: int, path: str, graph: VectorIndex) -> None:

@@ -22,6 +22,8 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.embedded.builds import Building
 from esbridge.engines.embedded.capabilities import describe
 from esbridge.engines.embedded.datadir import IndexGone, close_shared, open_shared
+from esbridge.engines.embedded.doc_ids import refused_id
+from esbridge.engines.embedded.lexical import Damaged
 from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema, created_schema, updated_schema
 from esbridge.engines.embedded.names import Names, alias_action, check_new_index
 from esbridge.engines.embedded.query import Searcher, Unsupported
@@ -70,12 +72,14 @@ class EmbeddedEngine(paging.ScanBySearch):
             raise errors.RequestRejected(str(exc), url=self._url, operation=operation, index=index, status=400) from exc
         except WriterBusy as exc:
             raise errors.EngineUnavailable(str(exc), url=self._url, operation=operation, index=index) from exc
-        except Building as exc:
+        except (Building, Damaged) as exc:
             raise errors.IndexUnavailable(
                 str(exc), url=self._url, operation=operation, index=index, status=503
             ) from exc
         except sqlite3.Error as exc:
             raise errors.EngineResponseError(f"SQLite: {exc}", url=self._url, operation=operation, index=index) from exc
+        except OSError as exc:  # (a full disk, a file in the way: a write of the graphs' or full-text files)
+            raise errors.EngineResponseError(str(exc), url=self._url, operation=operation, index=index) from exc
 
     @contextmanager
     def _writing(self, operation: str, index: str | None = None) -> Iterator[sqlite3.Connection]:
@@ -308,6 +312,10 @@ class EmbeddedEngine(paging.ScanBySearch):
             schema = record.schema
             batch: dict[str, Mapping[str, Any]] = {}  # whole documents, stored together
             for action in actions:
+                refused = refused_id(action.id)
+                if refused is not None:
+                    failed.append(refused)
+                    continue
                 if action.op != "index" or action.document is None or action.id in batch:
                     self._store.put_documents(record, schema, list(batch.items()))
                     batch.clear()

@@ -30,13 +30,14 @@ from esbridge.engines.embedded.analysis import NATIVE
 from esbridge.engines.embedded.lengths import Lengths
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, value_at
 from esbridge.engines.embedded.progress import read_state, write_applied
-from esbridge.engines.embedded.values import indexed_value
+from esbridge.engines.embedded.values import readable_value
 
 SEPARATOR = "\x1f"
 TOKENIZER = "esbridge_tokens"
 ROW = "_row"
 ID = "_id"
 STATE = "state.json"
+META = "meta.json"
 FORMAT = 1
 """Part of every layout digest: a change to how documents are indexed here builds new directories."""
 _WRITER_HEAP = 256_000_000
@@ -47,6 +48,10 @@ COMMIT_EVERY = 100_000
 COMMIT_AFTER_S = 1.0
 """The longest a change waits in the writer while writing goes on, and the pause in writing that commits it
 (the role of OpenSearch's refresh interval: other processes see a write this late at most)."""
+
+
+class Damaged(RuntimeError):
+    """tantivy cannot open a full-text directory (a file of it removed, cut short or spoilt)."""
 
 
 def _tokenizer() -> tantivy.TextAnalyzer:
@@ -195,12 +200,14 @@ def _indexed(field: Field, items: list[Any], numeric: bool) -> list[Any]:
     found: list[Any] = []
     for item in items:
         plain = type(item)
-        if plain is str and not numeric and field.type == "keyword" and field.ignore_above is None:
+        if (plain is str and not numeric and field.type == "keyword" and field.ignore_above is None) or (
+            plain is float and field.type in NUMERIC
+        ):
             found.append(item)
-        elif (plain is int or plain is float) and field.type in NUMERIC:
-            found.append(float(item))
         elif item is not None and not isinstance(item, (Mapping, list)):
-            value = indexed_value(field, item)
+            value = readable_value(field, item)
+            if value is None:
+                continue
             if numeric:
                 found.append(float(value))
             elif field.indexes(str(value)):
@@ -215,12 +222,20 @@ class LexicalIndex:
         """``writer``: this process holds the writer lock (only then may a half-built directory be cleared)."""
         self.folder = folder
         self.layout = layout
+        if not (folder / META).exists():
+            (folder / STATE).unlink(missing_ok=True)  # what it records went with tantivy's record of its segments
         state = read_state(folder / STATE)
         self.fresh = state is None
         if self.fresh and writer and folder.exists():
             shutil.rmtree(folder)  # a build that never recorded its first state: start over
         folder.mkdir(parents=True, exist_ok=True)
-        self.index = tantivy.Index(layout.schema, path=str(folder), reuse=True)
+        try:
+            self.index = tantivy.Index(layout.schema, path=str(folder), reuse=True)
+        except ValueError as exc:
+            raise Damaged(
+                f"the full-text index {folder} is damaged ({exc}); the next process that opens the data directory "
+                "while no other process writes to it builds it again from the database"
+            ) from exc
         self.index.register_tokenizer(TOKENIZER, _tokenizer())
         for name, analyzer in NATIVE.items():
             self.index.register_tokenizer(name, analyzer)

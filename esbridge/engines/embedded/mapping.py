@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,12 @@ SPACE_TYPES = frozenset({"cosinesimil"})
 
 
 _ANY_STRING = frozenset({"text", "keyword"})
-_NUMBERS = (int, float)
+_WHOLE = {"byte": 2**7, "short": 2**15, "integer": 2**31, "long": 2**63}
+"""Whole-number types and their limit: a value (a fraction too) must lie in [-limit, limit - 1]."""
+_OVERFLOW = {"half_float": 65520.0, "float": 3.4028235677973366e38}
+"""Half a step above the type's largest value: a value from here on is infinite in the type."""
+_BOOLEANS = frozenset({"true", "false", ""})
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class MappingError(ValueError):
@@ -252,6 +258,12 @@ class Schema:
                         f"mapping set to strict, dynamic introduction of [{key}] within [{where}] is not allowed",
                     )
                 continue
+            if "." in key:  # (a cluster reads it as the object path; here values are read from inside objects only)
+                raise DocumentError(
+                    "mapper_parsing_exception",
+                    f"field [{path}] written as the dotted name [{key}]: the embedded engine indexes it only when "
+                    "written inside its object",
+                )
             if value is None:
                 continue
             if field.type == "object":
@@ -259,7 +271,8 @@ class Schema:
                 continue
             passing = self._passing[field.source_path]
             plain = type(value)
-            if plain in passing or (plain is list and all(type(item) in passing for item in value)):
+            if plain in passing or (plain is list and value and all(type(item) in passing for item in value)):
+                _check_text(field, value)  # (strings, the only values passing so)
                 continue
             for checked in self._by_source[field.source_path]:
                 self._check_value(checked, value)
@@ -290,22 +303,63 @@ class Schema:
             _check_vector(field, value)
             return
         for item in value if type(value) is list else (value,):
-            plain = type(item)  # the JSON scalars, which most values are, pass without the general checks
-            if item is None or (plain is str and kind in _ANY_STRING) or (plain in _NUMBERS and kind in NUMERIC):
+            plain = type(item)  # strings for text and keywords, booleans for booleans: no closer look
+            if item is None or (plain is bool and kind == "boolean"):
+                continue
+            if plain is str and kind in _ANY_STRING:
+                _check_text(field, item)
                 continue
             try:
                 if kind == "date":
                     parse_date(item)
                 elif kind in NUMERIC:
-                    float(item)
-                    if isinstance(item, (bool, Mapping, list)):
-                        raise ValueError(item)
-                elif isinstance(item, (Mapping, list)):
+                    _check_number(kind, item)
+                elif isinstance(item, (Mapping, list)) or (
+                    kind == "boolean" and not (plain is str and item in _BOOLEANS)
+                ):
                     raise ValueError(item)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, OverflowError) as exc:
                 raise DocumentError(
                     "mapper_parsing_exception", f"failed to parse field [{field.path}] of type [{field.type}]: {item!r}"
                 ) from exc
+
+
+def _check_text(field: Field, value: str | list[str]) -> None:
+    """Refuse a string that is not UTF-8 text (it holds an unpaired surrogate), which tantivy and SQLite cannot take."""
+    texts = value if isinstance(value, list) else [value]
+    for text in texts:
+        if not text.isascii() and (problem := unpaired_surrogate(text)) is not None:
+            raise DocumentError(
+                "mapper_parsing_exception", f"failed to parse field [{field.path}] of type [{field.type}]: {problem}"
+            )
+
+
+def unpaired_surrogate(text: str) -> str | None:
+    """Why ``text`` is not UTF-8 text (it holds an unpaired surrogate, as a string cut inside an emoji does)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        return f"unpaired surrogate U+{ord(text[exc.start]):04X} at character {exc.start}, which is not UTF-8 text"
+    return None
+
+
+def _check_number(kind: str, item: Any) -> None:
+    """Raise ValueError unless a cluster takes ``item`` for a field of ``kind``: a number, or a string of one (not in
+    forms only Python reads, ``1_000``), within the type's range and finite (a whole-number type takes ``NaN``)."""
+    if isinstance(item, (bool, Mapping, list)) or (type(item) is str and "_" in item):
+        raise ValueError(item)
+    number = item
+    if type(item) is str:
+        try:
+            number = int(item)
+        except ValueError:
+            number = float(item)
+    limit = _WHOLE.get(kind)
+    if limit is not None:
+        if number == number and not -limit <= number <= limit - 1:  # (NaN, unequal to itself, passes)
+            raise ValueError(item)
+    elif not math.isfinite(float(number)) or abs(number) >= _OVERFLOW.get(kind, math.inf):
+        raise ValueError(item)
 
 
 def value_at(item: Any, path: tuple[str, ...]) -> Any:
@@ -330,8 +384,6 @@ def _passing(kind: str) -> frozenset[type]:
     """The value types ``Schema._check_value`` lets through for a field of ``kind`` before any conversion."""
     if kind in _ANY_STRING:
         return frozenset({str})
-    if kind in NUMERIC:
-        return frozenset(_NUMBERS)
     return frozenset()
 
 
@@ -340,7 +392,13 @@ def _check_vector(field: Field, value: Any) -> None:
         numbers = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         numbers = None  # (not an empty array: that would pass the checks below as no numbers at all)
-    if not isinstance(value, list) or numbers is None or numbers.ndim != 1 or not np.isfinite(numbers).all():
+    if (
+        not isinstance(value, list)
+        or numbers is None
+        or numbers.ndim != 1
+        or not (np.abs(numbers) <= _FLOAT32_MAX).all()  # (NaN too)
+        or any(type(item) is bool for item in value)
+    ):
         raise DocumentError("mapper_parsing_exception", f"field [{field.path}] must be an array of numbers")
     if len(value) != field.dimension:
         raise DocumentError(

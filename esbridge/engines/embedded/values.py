@@ -47,6 +47,15 @@ def indexed_value(field: Field, value: Any) -> Any:
     return str(value)
 
 
+def readable_value(field: Field, value: Any) -> Any:
+    """``indexed_value``, or None for a value the field cannot read: one written before a mapping update added the
+    field (every later write is checked against it), which is left unindexed, as a cluster leaves it."""
+    try:
+        return indexed_value(field, value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
 def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
     by_key = schema.filterable_by_key
     for key, top in source.items():
@@ -61,11 +70,9 @@ def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[st
             limited = field.ignore_above is not None
             for item in value if type(value) is list else (value,):
                 plain = type(item)
-                if plain is str and kind == "keyword" and not limited:
+                if (plain is str and kind == "keyword" and not limited) or (plain is float and kind in NUMERIC):
                     yield field.path, item
-                elif (plain is int or plain is float) and kind in NUMERIC:
-                    yield field.path, float(item)
                 elif item is not None and not isinstance(item, (Mapping, list)):
-                    indexed = indexed_value(field, item)
-                    if not limited or field.indexes(indexed):
+                    indexed = readable_value(field, item)
+                    if indexed is not None and (not limited or field.indexes(indexed)):
                         yield field.path, indexed

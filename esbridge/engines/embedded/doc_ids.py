@@ -1,0 +1,20 @@
+"""The ``_id`` values the embedded engine refuses, item by item, as a cluster refuses them."""
+
+from __future__ import annotations
+
+from esbridge.engines.base import BulkItemFailure
+from esbridge.engines.bulk import MAX_ID_BYTES
+from esbridge.engines.embedded.mapping import unpaired_surrogate
+
+
+def refused_id(doc_id: str) -> BulkItemFailure | None:
+    """The failure a cluster reports for an ``_id`` it refuses (one over 512 bytes fails its whole request there)."""
+    if not doc_id:
+        return BulkItemFailure(doc_id, 400, "illegal_argument_exception: if _id is specified it must not be empty")
+    if (problem := unpaired_surrogate(doc_id)) is not None:
+        return BulkItemFailure(doc_id, 400, f"illegal_argument_exception: _id: {problem}")
+    size = len(doc_id.encode())
+    if size > MAX_ID_BYTES:
+        reason = f"id is too long, must be no longer than {MAX_ID_BYTES} bytes but was: {size}"
+        return BulkItemFailure(doc_id, 400, f"action_request_validation_exception: {reason}")
+    return None

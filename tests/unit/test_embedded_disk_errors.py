@@ -1,0 +1,91 @@
+"""A data directory the embedded engine cannot write (a disk that is full, a file in the way): each call says so as
+an esbridge error naming the data directory, as the command line shows in one ``Error:`` line, not a traceback."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from esbridge import errors
+from esbridge.engines.base import BulkAction
+from esbridge.engines.embedded import EmbeddedEngine, ann
+from esbridge.engines.embedded.writer import LOCK_FILE
+
+# A disk that fills up, as the kernel reports it: files may grow to 10 MB. The float32 copies of a vector are
+# written at an offset its database row gives, so rows of another index first put the second vector's past that.
+_FULL = """
+import resource, sys
+from esbridge.engines.base import BulkAction
+from esbridge.engines.embedded import EmbeddedEngine, ann
+from esbridge.errors import EsbridgeError
+engine = EmbeddedEngine(sys.argv[1])
+engine.create_index("pad", {"mappings": {"properties": {"t": {"type": "keyword"}}}})
+engine.bulk("pad", [BulkAction("index", f"p{i}", {"t": "x"}) for i in range(3000)])
+vector = {"type": "knn_vector", "dimension": 1024, "method": {"name": "hnsw", "space_type": "cosinesimil"}}
+engine.create_index("x", {"settings": {"index": {"knn": True}}, "mappings": {"properties": {"v": vector}}})
+resource.setrlimit(resource.RLIMIT_FSIZE, (10_000_000, 10_000_000))
+for doc_id in ("a", "b"):
+    try:
+        engine.bulk("x", [BulkAction("index", doc_id, {"v": [1.0] * 1024})])
+    except EsbridgeError as exc:
+        print(doc_id, type(exc).__name__, exc)
+"""
+
+
+def test_a_full_disk_is_reported_as_an_engine_error_naming_the_data_directory(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _FULL, str(tmp_path)], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1, (
+        "the graph work of a write runs after it returns; the next write waits for it, and reports it"
+    )
+    assert lines[0].startswith("b EngineResponseError bulk write failed on embedded:")
+    assert str(tmp_path) in lines[0]
+    assert "File too large" in lines[0]
+
+
+def test_a_writer_lock_that_cannot_be_opened_is_reported_naming_it(tmp_path: Path) -> None:
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        (tmp_path / LOCK_FILE).mkdir()
+        with pytest.raises(errors.EngineError) as raised:
+            engine.create_index("x", {"mappings": {"properties": {}}})
+        assert str(tmp_path / LOCK_FILE) in str(raised.value)
+        assert not engine.index_exists("x")
+        assert engine.bulk("x", []).succeeded == []
+        with pytest.raises(errors.EngineError):
+            engine.bulk("x", [BulkAction("index", "a", {})])
+    finally:
+        engine.close()
+
+
+def test_structures_that_cannot_be_saved_at_close_are_a_warning_and_the_next_process_catches_up(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    vector = {"type": "knn_vector", "dimension": 2, "method": {"name": "hnsw", "space_type": "cosinesimil"}}
+    engine = EmbeddedEngine(tmp_path)
+    for name in ("first", "second"):
+        engine.create_index(name, {"settings": {"index": {"knn": True}}, "mappings": {"properties": {"v": vector}}})
+        assert not engine.bulk(name, [BulkAction("index", "a", {"v": [1.0, 0.0]})]).failed
+    record = engine._store.index("first")
+    assert record is not None
+    in_the_way = ann.path_for(tmp_path, record.id, "v").with_suffix(".tmp")  # where its graph is written first
+    in_the_way.mkdir()
+    with caplog.at_level(logging.WARNING, logger="esbridge.embedded"):
+        engine.close()
+    assert "index [first]" in caplog.text and "not saved" in caplog.text
+    assert sorted(path.name for path in (tmp_path / "vectors").glob("*.usearch")) == [f"{record.id + 1}.v.usearch"]
+    in_the_way.rmdir()
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        knn = {"size": 2, "query": {"knn": {"v": {"vector": [1.0, 0.0], "k": 2}}}}
+        assert [hit.id for hit in engine.search("first", knn).hits] == ["a"]
+        assert [hit.id for hit in engine.search("second", knn).hits] == ["a"]
+    finally:
+        engine.close()
