@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -279,13 +279,20 @@ class OpenSearchEngine(paging.ScanBySearch, _Translating):
             task = self._client.reindex(
                 body={"source": {"index": source}, "dest": {"index": dest}}, wait_for_completion=False
             )["task"]
-            result = paging.wait_for_task(
-                lambda: self._client.tasks.get(task_id=task),
-                timeout_s=timeout_s,
-                url=self._url,
-                operation="reindex",
-                index=dest,
-            )
+            try:
+                result = paging.wait_for_task(
+                    lambda: self._client.tasks.get(task_id=task),
+                    timeout_s=timeout_s,
+                    url=self._url,
+                    operation="reindex",
+                    index=dest,
+                )
+            except BaseException:
+                # Left running, the task writes on into ``dest`` after the caller deleted it, and the engine
+                # re-creates it with a mapping of its own guessing.
+                with suppress(ox.OpenSearchException):
+                    self._client.tasks.cancel(task_id=task, wait_for_completion=True)
+                raise
         return responses.reindexed_count(result, url=self._url, index=dest)
 
     def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
