@@ -110,6 +110,7 @@ def list_(url: str | None, engine: str | None, config_file: Path | None, index: 
                 "docs": info.docs,
                 "size_bytes": info.size_bytes,
                 "health": info.health,
+                "closed": info.closed,
                 "current": info.name == state.current,
             }
             for info in state.versions
@@ -123,6 +124,9 @@ def list_(url: str | None, engine: str | None, config_file: Path | None, index: 
     click.echo(f"{'':2}{'index':<32} {'chunks':>10} {'size':>10}  health")
     for info in state.versions:
         marker = "*" if info.name == state.current else " "
+        if info.closed:  # the engine reports neither its chunks nor its size
+            click.echo(f"{marker:2}{info.name:<32} {'-':>10} {'-':>10}  {info.health or '-'}, closed")
+            continue
         click.echo(f"{marker:2}{info.name:<32} {info.docs:>10} {_size(info.size_bytes):>10}  {info.health or '-'}")
     click.echo(f"* = behind alias {state.alias}")
     if any(info.health == "red" for info in state.versions):

@@ -214,7 +214,9 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
 
     def list_indices(self, pattern: str) -> list[IndexInfo]:
         with self._call("list indices", pattern):
-            rows = self._client.cat.indices(index=pattern, format="json", bytes="b", expand_wildcards="open").body
+            rows = self._client.cat.indices(
+                index=pattern, format="json", bytes="b", expand_wildcards="open,closed"
+            ).body
         return responses.index_infos(cast(list[dict[str, Any]], rows))
 
     def alias_targets(self, alias: str) -> list[str]:

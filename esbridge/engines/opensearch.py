@@ -227,7 +227,7 @@ class OpenSearchEngine(paging.ScanBySearch, _Translating):
 
     def list_indices(self, pattern: str) -> list[IndexInfo]:
         with self._call("list indices", pattern):
-            rows = self._client.cat.indices(index=pattern, format="json", bytes="b", expand_wildcards="open")
+            rows = self._client.cat.indices(index=pattern, format="json", bytes="b", expand_wildcards="open,closed")
         return responses.index_infos(rows)
 
     def alias_targets(self, alias: str) -> list[str]:

@@ -332,3 +332,31 @@ def _copying_into(url: str, index: str) -> bool:
     with urllib.request.urlopen(f"{url}/_tasks?actions=*reindex&detailed=true", timeout=30) as answer:
         nodes = json.load(answer)["nodes"].values()
     return any(f"[{index}]" in task.get("description", "") for node in nodes for task in node["tasks"].values())
+
+
+def test_a_closed_version_is_listed_numbered_past_and_dropped(
+    engine: Engine, engine_settings: Settings, alias: str
+) -> None:
+    indices = manager(engine, alias)
+    indices.create()
+    indices.reindex()
+    # Back on v1 with v2 closed (an operator rolling back and freeing v2's memory): the next version is v3.
+    engine.update_aliases(
+        [{"remove": {"index": f"{alias}-v2", "alias": alias}}, {"add": {"index": f"{alias}-v1", "alias": alias}}]
+    )
+    request = urllib.request.Request(f"{engine_settings.url}/{alias}-v2/_close", method="POST")
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        assert json.load(answer)["acknowledged"]
+
+    listed = CliRunner().invoke(
+        main, ["index", "list", "--json", "--url", engine_settings.url or "", "--index", alias], env={}
+    )
+    assert listed.exit_code == 0, listed.output
+    versions = {version["name"]: version for version in json.loads(listed.stdout)["versions"]}
+    assert sorted(versions) == [f"{alias}-v1", f"{alias}-v2"]
+    assert (versions[f"{alias}-v1"]["closed"], versions[f"{alias}-v2"]["closed"]) == (False, True)
+
+    assert indices.reindex().new == f"{alias}-v3"
+    assert sorted(indices.drop()) == [f"{alias}-v1", f"{alias}-v2", f"{alias}-v3"]
+    assert not engine.index_exists(f"{alias}-v2"), "the closed version is deleted with the others"
+    assert indices.create() == f"{alias}-v1"
