@@ -360,3 +360,26 @@ def test_a_closed_version_is_listed_numbered_past_and_dropped(
     assert sorted(indices.drop()) == [f"{alias}-v1", f"{alias}-v2", f"{alias}-v3"]
     assert not engine.index_exists(f"{alias}-v2"), "the closed version is deleted with the others"
     assert indices.create() == f"{alias}-v1"
+
+
+def test_a_reindex_says_when_the_new_version_has_other_shards_or_replicas(
+    engine_settings: Settings, engine: Engine, alias: str
+) -> None:
+    base = ["--url", engine_settings.url or "", "--index", alias]
+    env = {"ESBRIDGE_EMBEDDING__DIMENSION": str(DIMENSION)}
+    created = CliRunner().invoke(main, ["index", "create", *base], env={**env, "ESBRIDGE_MAPPING__SHARDS": "2"})
+    assert created.exit_code == 0, created.output
+    request = urllib.request.Request(
+        f"{engine_settings.url}/{alias}/_settings",
+        data=json.dumps({"index": {"number_of_replicas": 1}}).encode(),  # in place, as docs/clusters.md shows
+        method="PUT",
+        headers={"content-type": "application/json"},
+    )
+    urllib.request.urlopen(request, timeout=60).close()
+
+    moved = CliRunner().invoke(main, ["index", "reindex", *base], env=env)
+
+    assert moved.exit_code == 0, moved.output
+    assert f"{alias}-v2 has 1 shard(s) and 0 replica(s) where {alias}-v1 had 2 and 1" in moved.stderr
+    unchanged = CliRunner().invoke(main, ["index", "reindex", *base], env=env)
+    assert unchanged.exit_code == 0 and "replica" not in unchanged.stderr, unchanged.output
