@@ -192,9 +192,8 @@ def reindex(
         before = _topology(adapter.get_index_settings(current)) if current is not None else None
         outcome = manager.reindex(delete_old=delete_old)
         after = _topology(adapter.get_index_settings(outcome.new))
-    if (
-        before is not None and after != before
-    ):  # replicas set in place on the old version, or settings other than those that built it
+    # Replicas set in place on the old version, or settings other than those that built it.
+    if before is not None and after != before:
         click.echo(
             f"warning: {outcome.new} has {after[0]} shard(s) and {after[1]} replica(s) where {outcome.old} had "
             f"{before[0]} and {before[1]}: each new version takes [mapping] shards and replicas from the settings",
