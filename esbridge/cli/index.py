@@ -192,8 +192,9 @@ def reindex(
         before = _topology(adapter.get_index_settings(current)) if current is not None else None
         outcome = manager.reindex(delete_old=delete_old)
         after = _topology(adapter.get_index_settings(outcome.new))
-    # Replicas set in place on the old version, or settings other than those that built it.
-    if before is not None and after != before:
+    # Replicas set in place on the old version, or settings other than those that built it; the embedded engine
+    # has neither shards nor replicas.
+    if before is not None and after != before and not _embedded(adapter):
         click.echo(
             f"warning: {outcome.new} has {after[0]} shard(s) and {after[1]} replica(s) where {outcome.old} had "
             f"{before[0]} and {before[1]}: each new version takes [mapping] shards and replicas from the settings",
@@ -206,6 +207,12 @@ def reindex(
     click.echo(f"copied {outcome.documents} chunks from {outcome.old} to {outcome.new}{how}; alias moved")
     if outcome.deleted_old:
         click.echo(f"deleted {outcome.old}")
+
+
+def _embedded(adapter: object) -> bool:
+    from esbridge.engines.embedded import EmbeddedEngine
+
+    return isinstance(adapter, EmbeddedEngine)
 
 
 def _topology(index_settings: dict[str, Any]) -> tuple[str, str]:
