@@ -45,6 +45,10 @@ class ConfigError(EsbridgeError):
     """Settings are missing, malformed or contradict each other."""
 
 
+class AmbiguousAlias(ConfigError):
+    """The alias points to several indices: a write would reach only its write index while searches read them all."""
+
+
 class ReadOnlyIndex(ConfigError):
     """A write was asked of an attached index (one esbridge did not create) without the flag that allows it."""
 

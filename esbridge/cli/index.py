@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -110,6 +111,7 @@ def list_(url: str | None, engine: str | None, config_file: Path | None, index: 
                 "docs": info.docs,
                 "size_bytes": info.size_bytes,
                 "health": info.health,
+                "closed": info.closed,
                 "current": info.name == state.current,
             }
             for info in state.versions
@@ -123,6 +125,9 @@ def list_(url: str | None, engine: str | None, config_file: Path | None, index: 
     click.echo(f"{'':2}{'index':<32} {'chunks':>10} {'size':>10}  health")
     for info in state.versions:
         marker = "*" if info.name == state.current else " "
+        if info.closed:  # the engine reports neither its chunks nor its size
+            click.echo(f"{marker:2}{info.name:<32} {'-':>10} {'-':>10}  {info.health or '-'}, closed")
+            continue
         click.echo(f"{marker:2}{info.name:<32} {info.docs:>10} {_size(info.size_bytes):>10}  {info.health or '-'}")
     click.echo(f"* = behind alias {state.alias}")
     if any(info.health == "red" for info in state.versions):
@@ -182,7 +187,19 @@ def reindex(
     if delete_old:
         confirm(f"delete the current version of {settings.index} after the alias moved?", yes)
     with engine_session(settings) as adapter:
-        outcome = index_manager(settings, adapter, dimension=vector_dimension(settings)).reindex(delete_old=delete_old)
+        manager = index_manager(settings, adapter, dimension=vector_dimension(settings))
+        current = manager.state().current  # none: reindex says there is nothing to copy
+        before = _topology(adapter.get_index_settings(current)) if current is not None else None
+        outcome = manager.reindex(delete_old=delete_old)
+        after = _topology(adapter.get_index_settings(outcome.new))
+    # Replicas set in place on the old version, or settings other than those that built it; the embedded engine
+    # has neither shards nor replicas.
+    if before is not None and after != before and not _embedded(adapter):
+        click.echo(
+            f"warning: {outcome.new} has {after[0]} shard(s) and {after[1]} replica(s) where {outcome.old} had "
+            f"{before[0]} and {before[1]}: each new version takes [mapping] shards and replicas from the settings",
+            err=True,
+        )
     if outcome.left_out:
         how = f" through the client, leaving out {', '.join(outcome.left_out)} (not in esbridge's mapping)"
     else:
@@ -190,6 +207,16 @@ def reindex(
     click.echo(f"copied {outcome.documents} chunks from {outcome.old} to {outcome.new}{how}; alias moved")
     if outcome.deleted_old:
         click.echo(f"deleted {outcome.old}")
+
+
+def _embedded(adapter: object) -> bool:
+    from esbridge.engines.embedded import EmbeddedEngine
+
+    return isinstance(adapter, EmbeddedEngine)
+
+
+def _topology(index_settings: dict[str, Any]) -> tuple[str, str]:
+    return str(index_settings.get("number_of_shards", "?")), str(index_settings.get("number_of_replicas", "?"))
 
 
 def _size(size_bytes: int) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -17,7 +18,7 @@ from esbridge.cli.options import (
     settings_from,
     write_attached_option,
 )
-from esbridge.ingest.transfer import export_chunks, export_to_file, import_chunks
+from esbridge.ingest.transfer import export_chunks, export_to_file, header_parameters, import_chunks, read_header
 
 
 @click.command(name="export")
@@ -64,8 +65,13 @@ def import_command(
     """Load an `esbridge export` file into the index, keeping ids, hashes and vectors."""
     settings = settings_from(config_file, url=url, engine=engine, index=index)
     refuse_attached_write(settings, write_attached, "import into")
+    # Shards and replicas fit the cluster imported into, not the one exported from: named in the settings, they win.
+    named = settings.mapping.model_fields_set & {"shards", "replicas"}
+    parameters = replace(
+        header_parameters(read_header(path), path), **{name: getattr(settings.mapping, name) for name in named}
+    )
     with engine_session(settings) as adapter:
-        imported, failed = import_chunks(adapter, settings.index, path)
+        imported, failed = import_chunks(adapter, settings.index, path, parameters=parameters)
     if as_json:
         click.echo(json.dumps({"index": settings.index, "chunks_imported": imported, "failed": failed}, indent=2))
     else:

@@ -117,6 +117,8 @@ class IndexInfo:
     docs: int
     size_bytes: int
     health: str | None = None
+    closed: bool = False
+    """closed on the engine (``POST <index>/_close``): it holds its documents but answers nothing, counts none"""
 
 
 @runtime_checkable
@@ -144,7 +146,7 @@ class Engine(Protocol):
     def refresh(self, index: str) -> None: ...
 
     def list_indices(self, pattern: str) -> list[IndexInfo]:
-        """Concrete indices whose names match ``pattern`` (``*`` wildcards), sorted by name."""
+        """Concrete indices whose names match ``pattern`` (``*`` wildcards), open or closed, sorted by name."""
         ...
 
     def alias_targets(self, alias: str) -> list[str]:

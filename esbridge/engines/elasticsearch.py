@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -214,7 +214,9 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
 
     def list_indices(self, pattern: str) -> list[IndexInfo]:
         with self._call("list indices", pattern):
-            rows = self._client.cat.indices(index=pattern, format="json", bytes="b", expand_wildcards="open").body
+            rows = self._client.cat.indices(
+                index=pattern, format="json", bytes="b", expand_wildcards="open,closed"
+            ).body
         return responses.index_infos(cast(list[dict[str, Any]], rows))
 
     def alias_targets(self, alias: str) -> list[str]:
@@ -266,13 +268,20 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
             task = self._client.reindex(source={"index": source}, dest={"index": dest}, wait_for_completion=False).body[
                 "task"
             ]
-            result = paging.wait_for_task(
-                lambda: self._client.tasks.get(task_id=task).body,
-                timeout_s=timeout_s,
-                url=self._url,
-                operation="reindex",
-                index=dest,
-            )
+            try:
+                result = paging.wait_for_task(
+                    lambda: self._client.tasks.get(task_id=task).body,
+                    timeout_s=timeout_s,
+                    url=self._url,
+                    operation="reindex",
+                    index=dest,
+                )
+            except BaseException:
+                # Left running, the task writes on into ``dest`` after the caller deleted it, and the engine
+                # re-creates it with a mapping of its own guessing.
+                with suppress(*_CLIENT_ERRORS):
+                    self._client.tasks.cancel(task_id=task, wait_for_completion=True)
+                raise
         return responses.reindexed_count(result, url=self._url, index=dest)
 
     def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:

@@ -155,6 +155,7 @@ def index_infos(rows: Sequence[Mapping[str, Any]]) -> list[IndexInfo]:
             docs=int(row.get("docs.count") or 0),
             size_bytes=int(row.get("store.size") or 0),
             health=row.get("health"),
+            closed=row.get("status") == "close",
         )
         for row in rows
     ]

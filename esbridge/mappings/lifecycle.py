@@ -169,7 +169,7 @@ class IndexManager:
         )
         targets = self.engine.alias_targets(self.alias)
         if len(targets) > 1:
-            raise errors.ConfigError(f"alias {self.alias!r} points to several indices {targets}; fix it by hand")
+            raise errors.AmbiguousAlias(f"alias {self.alias!r} points to several indices {targets}; fix it by hand")
         return AliasState(self.alias, targets[0] if targets else None, versions)
 
     def current(self) -> str:

@@ -75,6 +75,7 @@ def upsert(
 
     outcome = UpsertOutcome([])
     if valid:
+        _refuse_several_targets(engine, index)
         with DOCUMENT_LOCKS.held(index, first, control.cancel):
             known = set(first) | _existing_docs(engine, index, {t for r in valid.values() for t in r.links.targets})
             chunks = {position: _chunks(record, known) for position, record in valid.items()}
@@ -112,6 +113,7 @@ def delete(
         chunk_ids = [hit.id for hit in _chunks_of(engine, index, [doc_id])]
         if not chunk_ids:
             return 0
+        _refuse_several_targets(engine, index)
         control.cancel.check("deleting")
         totals = BulkWriter(engine, index, retry=retry).write(BulkAction("delete", chunk_id) for chunk_id in chunk_ids)
         if not totals.failed:
@@ -133,6 +135,18 @@ def delete(
             status=failure.status or None,
         )
     return len(totals.succeeded)
+
+
+def _refuse_several_targets(engine: Engine, index: str) -> None:
+    """An alias over several indices (a rollback that added the old version back and left the new one) takes
+    writes into its write index only while searches read them all: a deleted document would still be found."""
+    targets = engine.alias_targets(index)
+    if len(targets) > 1:
+        raise errors.AmbiguousAlias(
+            f"alias {index!r} points to several indices ({', '.join(targets)}): a write would reach only one of "
+            "them while searches read them all; nothing was written. Point the alias at one index (POST _aliases), "
+            "then write again"
+        )
 
 
 def _validate(data: Mapping[str, Any]) -> JsonlRecord | str:

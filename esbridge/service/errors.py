@@ -8,6 +8,7 @@ the body is not sent as JSON (Content-Type) 415    unsupported_media_type
 a field is missing, malformed or too big   422     validation
 settings-level value refused (fusion)      422     invalid_value
 query model is not the index's model       409     model_mismatch (another model or dimension)
+a write to an alias over several indices   409     alias_ambiguous
 body larger than ``max_body_bytes``        413     body_too_large
 body not all received in the request time  408     body_timeout
 no or unknown API key                      401     unauthorized
@@ -106,6 +107,8 @@ def from_exception(exc: BaseException, retry_after_s: int) -> ServiceError:
         return ServiceError(502, "engine_auth", f"the engine refused esbridge's credentials: {exc}")
     if isinstance(exc, (errors.ModelMismatch, errors.DimensionMismatch)):
         return ServiceError(409, "model_mismatch", str(exc))
+    if isinstance(exc, errors.AmbiguousAlias):
+        return ServiceError(409, "alias_ambiguous", str(exc))
     if isinstance(exc, errors.RequestRejected) and exc.status not in _REQUEST_FAULTS:
         # e.g. 404 to GET / while detecting the engine: the URL leads to something else, whatever was asked
         return ServiceError(502, "engine_error", str(exc))

@@ -64,7 +64,10 @@ _COMMON: dict[int | str, dict[str, Any]] = {
 _WRITES: dict[int | str, dict[str, Any]] = {
     **_COMMON,
     403: _error("the key lacks the write scope, or writes are disabled: no API keys are configured"),
-    409: _error("the index is attached (not created by esbridge): the sidecar does not write to it"),
+    409: _error(
+        "the index is attached (not created by esbridge): the sidecar does not write to it (read_only_index); or the "
+        "alias points to several indices, of which a write would reach one (alias_ambiguous)"
+    ),
 }
 _NOT_JSON: dict[int | str, dict[str, Any]] = {
     400: _error("the body is not valid JSON (invalid_json)"),

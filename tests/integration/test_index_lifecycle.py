@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import time
+import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -13,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from esbridge.cli import main
 from esbridge.config import Settings
-from esbridge.engines import BulkAction, Engine, Hit
+from esbridge.engines import BulkAction, Engine, Hit, paging
 from esbridge.engines.blocks import write_blocked
 from esbridge.engines.bulk import BulkWriter
 from esbridge.errors import EngineResponseError, IndexAlreadyExists, IndexNotFound
@@ -295,3 +297,89 @@ def test_a_reindex_overtaken_by_another_says_so_and_leaves_the_alias_where_that_
     assert not engine.index_exists(f"{alias}-v2"), "the overtaken copy is deleted"
     assert engine.count(alias) == 3
     assert not write_blocked(engine.get_index_settings(f"{alias}-v1"))
+
+
+def test_a_reindex_interrupted_while_the_server_copies_leaves_no_copy_behind(
+    engine: Engine, engine_settings: Settings, alias: str, engine_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_feature(engine_kind, "reindex", "the server-side copy runs as a task on the server")
+    manager(engine, alias).create()
+    for batch in range(10):
+        written = engine.bulk(alias, [chunk(f"b{batch}n{n}#0", title=f"note {n}") for n in range(1000)])
+        assert not written.failed
+    engine.refresh(alias)
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise Interrupted  # Ctrl-C while the server's _reindex task copies
+
+    monkeypatch.setattr(paging, "wait_for_task", interrupted)
+    with pytest.raises(Interrupted):
+        manager(engine, alias).reindex()
+    monkeypatch.undo()
+
+    # A task left running writes on into the deleted version, which the engine then re-creates with a dynamic mapping.
+    new = f"{alias}-v2"
+    deadline = time.monotonic() + 60
+    while _copying_into(str(engine_settings.url), new) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not engine.index_exists(new), "the half-built version stays deleted"
+    assert engine.alias_targets(alias) == [f"{alias}-v1"]
+    assert not write_blocked(engine.get_index_settings(f"{alias}-v1"))
+
+
+def _copying_into(url: str, index: str) -> bool:
+    """Whether a reindex task on the server still writes into ``index``."""
+    with urllib.request.urlopen(f"{url}/_tasks?actions=*reindex&detailed=true", timeout=30) as answer:
+        nodes = json.load(answer)["nodes"].values()
+    return any(f"[{index}]" in task.get("description", "") for node in nodes for task in node["tasks"].values())
+
+
+def test_a_closed_version_is_listed_numbered_past_and_dropped(
+    engine: Engine, engine_settings: Settings, alias: str
+) -> None:
+    indices = manager(engine, alias)
+    indices.create()
+    indices.reindex()
+    # Back on v1 with v2 closed (an operator rolling back and freeing v2's memory): the next version is v3.
+    engine.update_aliases(
+        [{"remove": {"index": f"{alias}-v2", "alias": alias}}, {"add": {"index": f"{alias}-v1", "alias": alias}}]
+    )
+    request = urllib.request.Request(f"{engine_settings.url}/{alias}-v2/_close", method="POST")
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        assert json.load(answer)["acknowledged"]
+
+    listed = CliRunner().invoke(
+        main, ["index", "list", "--json", "--url", engine_settings.url or "", "--index", alias], env={}
+    )
+    assert listed.exit_code == 0, listed.output
+    versions = {version["name"]: version for version in json.loads(listed.stdout)["versions"]}
+    assert sorted(versions) == [f"{alias}-v1", f"{alias}-v2"]
+    assert (versions[f"{alias}-v1"]["closed"], versions[f"{alias}-v2"]["closed"]) == (False, True)
+
+    assert indices.reindex().new == f"{alias}-v3"
+    assert sorted(indices.drop()) == [f"{alias}-v1", f"{alias}-v2", f"{alias}-v3"]
+    assert not engine.index_exists(f"{alias}-v2"), "the closed version is deleted with the others"
+    assert indices.create() == f"{alias}-v1"
+
+
+def test_a_reindex_says_when_the_new_version_has_other_shards_or_replicas(
+    engine_settings: Settings, engine: Engine, alias: str
+) -> None:
+    base = ["--url", engine_settings.url or "", "--index", alias]
+    env = {"ESBRIDGE_EMBEDDING__DIMENSION": str(DIMENSION)}
+    created = CliRunner().invoke(main, ["index", "create", *base], env={**env, "ESBRIDGE_MAPPING__SHARDS": "2"})
+    assert created.exit_code == 0, created.output
+    request = urllib.request.Request(
+        f"{engine_settings.url}/{alias}/_settings",
+        data=json.dumps({"index": {"number_of_replicas": 1}}).encode(),  # in place, as docs/clusters.md shows
+        method="PUT",
+        headers={"content-type": "application/json"},
+    )
+    urllib.request.urlopen(request, timeout=60).close()
+
+    moved = CliRunner().invoke(main, ["index", "reindex", *base], env=env)
+
+    assert moved.exit_code == 0, moved.output
+    assert f"{alias}-v2 has 1 shard(s) and 0 replica(s) where {alias}-v1 had 2 and 1" in moved.stderr
+    unchanged = CliRunner().invoke(main, ["index", "reindex", *base], env=env)
+    assert unchanged.exit_code == 0 and "replica" not in unchanged.stderr, unchanged.output

@@ -236,3 +236,22 @@ def test_an_import_of_another_dimension_is_refused_before_writing(engine: Engine
     with pytest.raises(DimensionMismatch, match=r"8-dimensional.*4-dimensional.*nothing was written"):
         import_chunks(engine, alias, export_file(tmp_path / "four.jsonl", None))
     assert engine.count(alias) == 0
+
+
+def test_an_import_builds_the_new_index_with_the_shards_and_replicas_the_settings_name(
+    engine: Engine, alias: str, tmp_path: Path
+) -> None:
+    # An export of the embedded engine says 1 shard, 0 replicas; the cluster it moves to is configured for more.
+    header = {"format": "esbridge-export", "version": 1, "parameters": {"dimension": 4, "shards": 3}, "chunks": 1}
+    chunk = {"_id": "n1#0", "doc_id": "n1", "chunk_id": "n1#0", "title": "Note", "vector": [0.1] * 4}
+    path = tmp_path / "export.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in [header, chunk]) + "\n", encoding="utf-8")
+    topologies = {}
+    for name, env in (("chosen", {"ESBRIDGE_MAPPING__SHARDS": "2", "ESBRIDGE_MAPPING__REPLICAS": "1"}), ("kept", {})):
+        result = CliRunner().invoke(
+            main, ["import", str(path), "--url", _url(engine), "--index", f"{alias}-{name}"], env=env
+        )
+        assert result.exit_code == 0, result.output
+        settings = engine.get_index_settings(f"{alias}-{name}")
+        topologies[name] = (int(settings["number_of_shards"]), int(settings["number_of_replicas"]))
+    assert topologies == {"chosen": (2, 1), "kept": (3, 0)}

@@ -1,0 +1,50 @@
+"""The sidecar's writes over an alias that points at two indices, as a rollback that added the old version back
+without removing the new one leaves it: writes reach only the alias's write index while searches read both."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from esbridge.config import Settings, load_settings
+from esbridge.embeddings.cached import CachedEmbedder
+from esbridge.engines import Engine
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
+from esbridge.service.app import create_app
+from tests.integration.engines import load_records
+from tests.integration.test_search import RECORDS
+
+KEY = "alias-test-key"
+
+
+def test_writes_through_an_alias_over_two_indices_are_refused_naming_them(
+    engine_kind: str,
+    engine: Engine,
+    engine_settings: Settings,
+    alias: str,
+    embedder: CachedEmbedder,
+    tmp_path: Path,
+) -> None:
+    load_records(engine, alias, embedder, tmp_path, RECORDS)
+    IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension)).reindex()
+    old, new = f"{alias}-v1", f"{alias}-v2"
+    engine.update_aliases([{"add": {"index": old, "alias": alias}}])  # the write index stays v2
+    settings = load_settings(url=str(engine_settings.url), engine=engine_kind, index=alias, service={"api_keys": [KEY]})
+    chunks = {index: engine.count(index) for index in (old, new)}
+
+    with TestClient(create_app(settings, embedder=embedder, load_model=False), raise_server_exceptions=False) as app:
+        deleted = app.delete("/v1/documents/solar", headers={"X-API-Key": KEY})
+        document = {"id": "tides", "title": "Tidal power", "text": "The moon's pull moves oceans past turbines."}
+        written = app.post("/v1/documents", json={"documents": [document]}, headers={"X-API-Key": KEY})
+        found = app.post("/v1/search", json={"query": "solar electricity"})
+
+    for answer in (deleted, written):
+        assert answer.status_code == 409, answer.text
+        error = answer.json()["error"]
+        assert error["kind"] == "alias_ambiguous"
+        assert old in error["message"] and new in error["message"], error["message"]
+    engine.refresh(alias)
+    assert {index: engine.count(index) for index in (old, new)} == chunks, "nothing was written or deleted"
+    assert "solar" in {hit["doc_id"] for hit in found.json()["results"]}, "searches still answer"
