@@ -298,3 +298,12 @@ def test_engine_embedded_with_a_url_says_where_the_url_came_from(monkeypatch: py
     assert "engine 'embedded' takes no url" in str(refused.value)
     assert "url from environment variable ESBRIDGE_URL" in str(refused.value)
     assert "engine from a command-line option" in str(refused.value)
+
+
+@pytest.mark.parametrize("model", ["", "   "])
+def test_a_blank_embedding_model_is_refused_naming_the_variable(monkeypatch: pytest.MonkeyPatch, model: str) -> None:
+    # An empty ESBRIDGE_EMBEDDING__MODEL (a compose file's unset variable) once named the working directory,
+    # whose files were loaded as the model's.
+    monkeypatch.setenv("ESBRIDGE_EMBEDDING__MODEL", model)
+    with pytest.raises(ConfigError, match=r"embedding\.model: .*blank.*environment variable ESBRIDGE_EMBEDDING__MODEL"):
+        load_settings()
