@@ -43,11 +43,15 @@ class CrossEncoderReranker:
             from sentence_transformers import CrossEncoder
         except ImportError as exc:
             raise DependencyMissing("sentence-transformers", purpose="cross-encoder re-ranking") from exc
-        local = Path(model).expanduser().is_dir()
+        path = Path(model).expanduser()
+        local = path.is_dir()
         if local:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        elif path.is_absolute() or model.startswith((".", "~")):  # the hub would answer with its naming rules
+            raise ModelUnavailable(f"model folder {path} does not exist", model=model, role=ROLE)
+        location = str(path.resolve()) if local else model
         try:
-            self._model = CrossEncoder(model, device=device, max_length=max_length, local_files_only=local)
+            self._model = CrossEncoder(location, device=device, max_length=max_length, local_files_only=local)
         except Exception as exc:  # the library raises many kinds; all mean "no model"
             raise ModelUnavailable(
                 f"cannot load the cross-encoder: {type(exc).__name__}: {exc}", model=model, role=ROLE

@@ -57,8 +57,28 @@ def test_a_scoring_failure_is_an_esbridge_error_naming_the_re_ranker(tiny_cross_
 
 
 def test_a_missing_model_is_model_unavailable(tmp_path: Path) -> None:
-    with pytest.raises(ModelUnavailable, match="cross-encoder"):
+    with pytest.raises(ModelUnavailable, match=r"^re-ranker '.*nothing-here': model folder .* does not exist"):
         CrossEncoderReranker(str(tmp_path / "nothing-here"))
+
+
+def test_a_folder_under_the_home_directory_loads_as_written(
+    tiny_cross_encoder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "~/models/ce" was recognised as a folder, but handed to sentence-transformers unexpanded, as a hub id.
+    monkeypatch.setenv("HOME", str(tiny_cross_encoder.parent))
+    reranker = CrossEncoderReranker(f"~/{tiny_cross_encoder.name}", max_length=64)
+    assert len(reranker.score("solar", ["solar panel", "bread"])) == 2
+
+
+@pytest.mark.parametrize("name", ["/nonexistent/ce", "./ce", "~/nonexistent-ce"])
+def test_a_path_that_is_no_folder_is_named_as_a_missing_folder(
+    name: str, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # It was asked of the hub, which answered with a repository-name rule and logged a line of its own.
+    with pytest.raises(ModelUnavailable, match=r"^re-ranker '.*': model folder .* does not exist$"):
+        CrossEncoderReranker(name)
+    captured = capsys.readouterr()
+    assert "Repo id" not in captured.err + captured.out + caplog.text
 
 
 def test_an_encoder_without_a_classification_head_is_refused(tmp_path: Path) -> None:
