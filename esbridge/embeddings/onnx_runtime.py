@@ -23,6 +23,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from esbridge.config.embedding import EmbeddingSettings, Precision
+from esbridge.embeddings.base import check_max_tokens
 from esbridge.embeddings.identity import ModelIdentity
 from esbridge.embeddings.model_store import OnnxFiles, locate_onnx
 from esbridge.embeddings.profiles import ModelProfile, profile_for
@@ -200,7 +201,7 @@ class OnnxEmbedder:
 
     @classmethod
     def from_settings(cls, settings: EmbeddingSettings) -> OnnxEmbedder:
-        return cls(
+        embedder = cls(
             settings.model,
             precision=settings.precision,
             profile=settings_profile(settings),
@@ -208,6 +209,8 @@ class OnnxEmbedder:
             batch_size=settings.batch_size,
             threads=settings.threads,
         )
+        check_max_tokens(embedder, settings.max_tokens)
+        return embedder
 
     @property
     def name(self) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from esbridge.config.embedding import EmbeddingSettings
+from esbridge.embeddings.base import check_max_tokens
 from esbridge.embeddings.identity import ModelIdentity
 from esbridge.embeddings.profiles import ModelProfile, profile_for
 from esbridge.embeddings.resolve import BUNDLED_MODEL, ModelSource, folder_fingerprint, hub_snapshot_dir, resolve_model
@@ -74,6 +75,7 @@ class SentenceTransformerEmbedder:
             profile=_settings_profile(settings),
         )
         _refuse_what_the_folder_overrides(embedder._model, embedder.name, settings)
+        check_max_tokens(embedder, settings.max_tokens)
         return embedder
 
     @property
