@@ -19,7 +19,14 @@ from esbridge.config.embedding import EmbeddingSettings
 from esbridge.embeddings.base import check_max_tokens
 from esbridge.embeddings.identity import ModelIdentity
 from esbridge.embeddings.profiles import ModelProfile, profile_for
-from esbridge.embeddings.resolve import BUNDLED_MODEL, ModelSource, folder_fingerprint, hub_snapshot_dir, resolve_model
+from esbridge.embeddings.resolve import (
+    BUNDLED_MODEL,
+    ModelSource,
+    folder_fingerprint,
+    hub_snapshot_dir,
+    resolve_model,
+    with_offline_hint,
+)
 from esbridge.embeddings.weights import torch_weight_files, weights_digest
 from esbridge.errors import ConfigError, DependencyMissing, EmbeddingError, ModelUnavailable
 
@@ -185,9 +192,8 @@ def _load(source: ModelSource, device: str) -> Any:
             return SentenceTransformer(source.location, device=device, local_files_only=source.local)
     except Exception as exc:  # whatever the cause, there is no model: callers fall back to lexical search
         where = f"folder {source.location}" if source.local else "the Hugging Face hub"
-        raise ModelUnavailable(
-            f"cannot be loaded from {where}: {type(exc).__name__}: {exc}", model=source.name
-        ) from exc
+        reason = f"cannot be loaded from {where}: {type(exc).__name__}: {exc}"
+        raise ModelUnavailable(reason if source.local else with_offline_hint(reason), model=source.name) from exc
 
 
 @contextmanager

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from esbridge.config.pipeline import RerankSettings
+from esbridge.embeddings.resolve import with_offline_hint
 from esbridge.errors import RERANKER_ROLE as ROLE
 from esbridge.errors import DependencyMissing, EmbeddingError, ModelUnavailable
 from esbridge.plugins import RERANKER_GROUP, Registry
@@ -53,9 +54,8 @@ class CrossEncoderReranker:
         try:
             self._model = CrossEncoder(location, device=device, max_length=max_length, local_files_only=local)
         except Exception as exc:  # the library raises many kinds; all mean "no model"
-            raise ModelUnavailable(
-                f"cannot load the cross-encoder: {type(exc).__name__}: {exc}", model=model, role=ROLE
-            ) from exc
+            reason = f"cannot load the cross-encoder: {type(exc).__name__}: {exc}"
+            raise ModelUnavailable(reason if local else with_offline_hint(reason), model=model, role=ROLE) from exc
         _require_classification_head(self._model, model)
         self.name = model
         self.batch_size = batch_size
