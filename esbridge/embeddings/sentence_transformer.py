@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
@@ -178,9 +177,8 @@ def _set_torch_threads(count: int) -> None:
 
 
 def _load(source: ModelSource, device: str) -> Any:
-    if source.local:
-        # A local folder needs no hub; without this, hub lookups (and their timeouts) can still happen.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # A local folder is loaded with local_files_only, which asks the hub nothing. HF_HUB_OFFLINE is not set for
+    # it: the hub reads that once per process, so no hub model (a re-ranker) could be downloaded afterwards.
     try:
         from sentence_transformers import SentenceTransformer
     except ModuleNotFoundError as exc:

@@ -6,7 +6,6 @@ to a factory taking ``RerankSettings``; esbridge declares its ``cross-encoder`` 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,10 +44,8 @@ class CrossEncoderReranker:
         except ImportError as exc:
             raise DependencyMissing("sentence-transformers", purpose="cross-encoder re-ranking") from exc
         path = Path(model).expanduser()
-        local = path.is_dir()
-        if local:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        elif path.is_absolute() or model.startswith((".", "~")):  # the hub would answer with its naming rules
+        local = path.is_dir()  # loaded with local_files_only, as the embedding model's folder is
+        if not local and (path.is_absolute() or model.startswith((".", "~"))):  # not a hub id: say what it is
             raise ModelUnavailable(f"model folder {path} does not exist", model=model, role=ROLE)
         location = str(path.resolve()) if local else model
         try:

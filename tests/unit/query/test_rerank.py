@@ -14,6 +14,7 @@ from esbridge.query.models import SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from esbridge.query.rerank import RERANKERS, CrossEncoderReranker, rerank
 from tests.support.memory_engine import LEX, SEM, MemoryEngine, StubEmbedder, doc, searcher
+from tests.support.models import save_tiny_cross_encoder
 
 WORDS = ["solar", "wind", "energy", "bread", "panel", "turbine", "grid", "a", "b", "c", "d"]
 
@@ -21,24 +22,7 @@ WORDS = ["solar", "wind", "energy", "bread", "panel", "turbine", "grid", "a", "b
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 1-layer BERT sequence classifier with one output, saved as a local model folder."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
-    vocab = folder / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]), encoding="utf-8")
-    transformers.BertTokenizer(str(vocab)).save_pretrained(folder)
-    config = transformers.BertConfig(
-        vocab_size=len(WORDS) + 5,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-        num_labels=1,
-    )
-    torch.manual_seed(0)
-    transformers.BertForSequenceClassification(config).save_pretrained(folder)
-    return folder
+    return save_tiny_cross_encoder(tmp_path_factory.mktemp("tiny-cross-encoder"), WORDS)
 
 
 def test_the_cross_encoder_loads_from_a_folder_and_scores_pairs(tiny_cross_encoder: Path) -> None:
