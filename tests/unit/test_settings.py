@@ -307,3 +307,20 @@ def test_a_blank_embedding_model_is_refused_naming_the_variable(monkeypatch: pyt
     monkeypatch.setenv("ESBRIDGE_EMBEDDING__MODEL", model)
     with pytest.raises(ConfigError, match=r"embedding\.model: .*blank.*environment variable ESBRIDGE_EMBEDDING__MODEL"):
         load_settings()
+
+
+def test_files_named_under_the_home_directory_are_found(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # "~/certs/ca.pem" was looked for as written ("file not found"), where the data, model and cache folders expand ~.
+    from tests.support.certificates import self_signed
+
+    (tmp_path / "certs").mkdir()
+    self_signed(tmp_path / "certs")
+    (tmp_path / "keys").write_text("k1\n", encoding="utf-8")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    settings = load_settings(
+        tls={"ca_certs": "~/certs/cert.pem", "client_cert": "~/certs/cert.pem", "client_key": "~/certs/key.pem"},
+        service={"api_keys_file": "~/keys"},
+    )
+    assert settings.tls.ca_certs == settings.tls.client_cert == tmp_path / "certs" / "cert.pem"
+    assert settings.tls.client_key == tmp_path / "certs" / "key.pem"
+    assert settings.service.api_keys_file == tmp_path / "keys"
