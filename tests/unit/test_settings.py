@@ -324,3 +324,14 @@ def test_files_named_under_the_home_directory_are_found(monkeypatch: pytest.Monk
     assert settings.tls.ca_certs == settings.tls.client_cert == tmp_path / "certs" / "cert.pem"
     assert settings.tls.client_key == tmp_path / "certs" / "key.pem"
     assert settings.service.api_keys_file == tmp_path / "keys"
+
+
+def test_a_table_from_the_environment_replaces_the_keys_it_names_and_a_list_the_whole_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    write_toml(Path("esbridge.toml"), '[pipeline]\nretrievers = ["bm25", "knn"]\nweights = {bm25 = 3, knn = 1}\n')
+    monkeypatch.setenv("ESBRIDGE_PIPELINE__WEIGHTS", '{"knn": 2}')
+    monkeypatch.setenv("ESBRIDGE_PIPELINE__RETRIEVERS", '["bm25"]')
+    pipeline = load_settings().pipeline
+    assert (pipeline.weights, pipeline.retrievers) == ({"bm25": 3.0, "knn": 2.0}, ["bm25"])
+    assert load_settings(pipeline={"weights": {"bm25": 5}}).pipeline.weights == {"bm25": 5.0, "knn": 2.0}
