@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from esbridge.config.pipeline import RerankSettings
+from esbridge.embeddings.profiles import canonical_name
 from esbridge.embeddings.resolve import with_offline_hint
 from esbridge.errors import RERANKER_ROLE as ROLE
 from esbridge.errors import DependencyMissing, EmbeddingError, ModelUnavailable
@@ -47,6 +48,8 @@ class CrossEncoderReranker:
         local = path.is_dir()  # loaded with local_files_only, as the embedding model's folder is
         if not local and (path.is_absolute() or model.startswith((".", "~"))):  # not a hub id: say what it is
             raise ModelUnavailable(f"model folder {path} does not exist", model=model, role=ROLE)
+        if not local:
+            model = canonical_name(model) or model  # a short alias is no hub repository
         location = str(path.resolve()) if local else model
         try:
             self._model = CrossEncoder(location, device=device, max_length=max_length, local_files_only=local)

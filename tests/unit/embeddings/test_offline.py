@@ -43,3 +43,12 @@ def test_without_offline_mode_no_hint_is_given(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.delenv("HF_HUB_OFFLINE")
     assert with_offline_hint("no connection.") == "no connection."
+
+
+@pytest.mark.parametrize("backend", ["onnx", "torch"])
+def test_a_re_ranker_named_by_its_alias_is_looked_for_by_its_hub_id(backend: Backend) -> None:
+    # On torch the alias itself was asked of the hub, which has no such repository.
+    if backend == "torch":
+        pytest.importorskip("sentence_transformers", reason="sentence-transformers is not installed")
+    with pytest.raises(ModelUnavailable, match=r"^re-ranker 'cross-encoder/ms-marco-MiniLM-L-12-v2': "):
+        cross_encoder(RerankSettings(enabled=True, model="ms-marco-minilm-l-12-v2", backend=backend))
