@@ -99,9 +99,12 @@ def _in_folder(name: str, folder: Path, precision: Precision) -> OnnxFiles:
     onnx = _first(folder, ONNX_FILES[precision])
     if onnx is None:
         present = sorted(str(file.relative_to(folder)) for file in folder.rglob("*.onnx"))
+        other: Precision = "int8" if precision == "fp32" else "fp32"
+        usable = _first(folder, ONNX_FILES[other])
+        uses = f"; precision = {other!r} uses it" if usable is not None else ""
         raise ModelUnavailable(
             f"no {precision} ONNX weights in {folder} (looked for {', '.join(ONNX_FILES[precision])}; "
-            f"found {', '.join(present) or 'no .onnx file'})",
+            f"found {', '.join(present) or 'no .onnx file'}{uses})",
             model=name,
         )
     tokenizer = _first(folder, _TOKENIZER_FILES)
