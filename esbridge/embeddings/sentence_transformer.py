@@ -186,7 +186,7 @@ def _load(source: ModelSource, device: str) -> Any:
     except ImportError as exc:  # installed but broken, e.g. a torch build that does not fit this machine
         raise ModelUnavailable(f"sentence-transformers cannot be imported: {exc}", model=source.name) from exc
     try:
-        with _no_weight_loading_progress_bar():
+        with no_weight_loading_progress_bar():
             return SentenceTransformer(source.location, device=device, local_files_only=source.local)
     except Exception as exc:  # whatever the cause, there is no model: callers fall back to lexical search
         where = f"folder {source.location}" if source.local else "the Hugging Face hub"
@@ -195,7 +195,7 @@ def _load(source: ModelSource, device: str) -> Any:
 
 
 @contextmanager
-def _no_weight_loading_progress_bar() -> Iterator[None]:
+def no_weight_loading_progress_bar() -> Iterator[None]:
     """transformers draws a "Loading weights" bar on stderr, which would interleave with esbridge's output."""
     try:
         transformers_logging: Any = importlib.import_module("transformers.utils.logging")  # untyped

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from esbridge.config.pipeline import RerankSettings
 from esbridge.embeddings.profiles import canonical_name
 from esbridge.embeddings.resolve import with_offline_hint
+from esbridge.embeddings.sentence_transformer import no_weight_loading_progress_bar
 from esbridge.errors import RERANKER_ROLE as ROLE
 from esbridge.errors import DependencyMissing, EmbeddingError, ModelUnavailable
 from esbridge.plugins import RERANKER_GROUP, Registry
@@ -52,7 +53,8 @@ class CrossEncoderReranker:
             model = canonical_name(model) or model  # a short alias is no hub repository
         location = str(path.resolve()) if local else model
         try:
-            self._model = CrossEncoder(location, device=device, max_length=max_length, local_files_only=local)
+            with no_weight_loading_progress_bar():
+                self._model = CrossEncoder(location, device=device, max_length=max_length, local_files_only=local)
         except Exception as exc:  # the library raises many kinds; all mean "no model"
             reason = f"cannot load the cross-encoder: {type(exc).__name__}: {exc}"
             raise ModelUnavailable(reason if local else with_offline_hint(reason), model=model, role=ROLE) from exc

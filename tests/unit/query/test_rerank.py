@@ -172,3 +172,9 @@ def test_rerank_weight_mixes_normalized_reranker_and_fused_scores() -> None:
     assert sorted(fused_only.scores, key=lambda item: -fused_only.scores[item]) == ["a", "b", "c", "d"]
     with pytest.raises(ValueError, match="weight"):
         rerank(scores, texts, "q", ByLength(), top=3, weight=1.5)
+
+
+def test_loading_draws_no_progress_bar(tiny_cross_encoder: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    # transformers drew "Loading weights" on stderr, between a command's own lines; the embedder hides it too.
+    CrossEncoderReranker(str(tiny_cross_encoder), max_length=64)
+    assert "Loading weights" not in capfd.readouterr().err
