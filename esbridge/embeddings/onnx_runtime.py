@@ -76,6 +76,7 @@ class OnnxSession:
             options = onnxruntime.SessionOptions()
             options.intra_op_num_threads = 1
             options.inter_op_num_threads = 1
+            options.log_severity_level = 4  # fatal only: a failed run is raised to the caller, who reports it once
             self.session = onnxruntime.InferenceSession(
                 str(files.onnx), sess_options=options, providers=["CPUExecutionProvider"]
             )
