@@ -55,6 +55,7 @@ class SentenceTransformerEmbedder:
             _refuse_a_classifier(Path(self._source.location), self._source.name)
         self._batch_size = batch_size
         self._model = _load(self._source, device)
+        refuse_a_tokenizer_without_words(getattr(self._model, "tokenizer", None), self._source.name)
         if threads is not None and self._model.device.type == "cpu":
             _set_torch_threads(threads)
         self._dimension = _model_dimension(self._model, self._source.name)
@@ -231,6 +232,25 @@ def _refuse_a_classifier(folder: Path, name: str) -> None:
             "cross-encoder (or another classifier) scores texts and makes no vectors; name it in [pipeline.rerank] "
             "model, and an embedding model here",
             model=name,
+        )
+
+
+def refuse_a_tokenizer_without_words(tokenizer: Any, name: str, role: str = "embedding model") -> None:
+    """A folder without its tokenizer files loads on transformers with a tokenizer of special tokens only, which
+    reads every word as its unknown token: every text would get nearly the same vector, or score."""
+    unknown = getattr(tokenizer, "unk_token_id", None)
+    if unknown is None or not callable(tokenizer):
+        return  # byte-level tokenizers know no unknown words
+    try:
+        ids = tokenizer("a b c 1 2 3", add_special_tokens=False)["input_ids"]
+    except Exception:  # a tokenizer that cannot read this fails on texts too, where embedding reports it
+        return
+    if ids and all(token == unknown for token in ids):
+        raise ModelUnavailable(
+            f"its tokenizer knows no words (it reads each as {tokenizer.unk_token}): the folder lacks its tokenizer "
+            "files (tokenizer.json, or vocab.txt with tokenizer_config.json); copy them from where the model came from",
+            model=name,
+            role=role,
         )
 
 

