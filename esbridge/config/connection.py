@@ -6,7 +6,7 @@ import ssl
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 
 class _Section(BaseModel):
@@ -51,6 +51,11 @@ class TlsSettings(_Section):
     ca_certs: Path | None = None
     client_cert: Path | None = None
     client_key: Path | None = None
+
+    @field_validator("ca_certs", "client_cert", "client_key")
+    @classmethod
+    def _home(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
 
     @model_validator(mode="after")
     def _files_exist(self) -> TlsSettings:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MODELS_DIR_ENV = "ESBRIDGE_MODELS_DIR"
 """Where esbridge's model folder is, when not ``~/.cache/esbridge/models``."""
@@ -65,3 +65,11 @@ class EmbeddingSettings(_Section):
         default=None, description="put before every indexed text; defaults to the profile's"
     )
     max_tokens: int | None = Field(default=None, ge=8, le=8192, description="defaults to the profile's")
+
+    @field_validator("model")
+    @classmethod
+    def _model_named(cls, value: str) -> str:
+        # A blank name is no hub id, and as a path it is the working directory, whose files would be loaded.
+        if not value.strip():
+            raise ValueError("is blank: name a hub model, a short alias or a model folder")
+        return value

@@ -95,6 +95,14 @@ class FieldMap(BaseModel):
             raise ValueError("a field name is blank")
         return value
 
+    @field_validator("model")
+    @classmethod
+    def _model_named(cls, value: str | None) -> str | None:
+        # It replaces [embedding] model for this index; blank, it would name the working directory as a folder.
+        if value is not None and not value.strip():
+            raise ValueError("is blank: name the model that made the index's vectors, or leave it out")
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> FieldMap:
         if not self.text:

@@ -83,6 +83,11 @@ class ServiceSettings(_Section):
         # TOML gives `refresh = true` as a boolean; the engines' parameter is the word.
         return str(value).lower() if isinstance(value, bool) else value
 
+    @field_validator("api_keys_file")
+    @classmethod
+    def _home(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
     @model_validator(mode="after")
     def _keys_file_exists(self) -> ServiceSettings:
         if self.api_keys_file is not None and not self.api_keys_file.is_file():

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from esbridge.embeddings.profiles import PLAIN, ModelProfile
+from esbridge.errors import ConfigError
 
 
 @runtime_checkable
@@ -45,6 +46,24 @@ def close_model(model: Embedder) -> None:
     close = getattr(model, "close", None)
     if callable(close):
         close()
+
+
+def check_max_tokens(model: Embedder, max_tokens: int | None) -> None:
+    """Refuse an ``[embedding] max_tokens`` the model cannot read: embeds one text of that many tokens.
+
+    The tokenizer cuts texts at whatever it is told, but a model has only so many positions (BERT: 512);
+    above them every longer text, a long query or chunk, would fail to embed while shorter ones work.
+    """
+    if max_tokens is None:
+        return
+    try:
+        model.embed(["word " * max_tokens])  # cut at max_tokens, one token a word or more
+    except Exception as exc:  # the backends' own error types, and what they translate into EmbeddingError
+        raise ConfigError(
+            f"embedding.max_tokens is {max_tokens}, but {model.name!r} cannot read {max_tokens} tokens at once (a "
+            "text that long fails to embed): lower it to at most the model's positions (512 for BERT-like models), "
+            "or remove it to use the model's own limit"
+        ) from exc
 
 
 def model_profile(model: Embedder) -> ModelProfile:

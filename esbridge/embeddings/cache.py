@@ -36,7 +36,7 @@ def default_cache_dir() -> Path:
 
 def cache_path(directory: Path | None = None) -> Path:
     """The cache file in ``directory`` (by default ``default_cache_dir()``)."""
-    return (directory if directory is not None else default_cache_dir()) / FILE_NAME
+    return (directory.expanduser() if directory is not None else default_cache_dir()) / FILE_NAME
 
 
 def text_key(text: str) -> bytes:

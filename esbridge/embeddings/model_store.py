@@ -17,6 +17,7 @@ from pathlib import Path
 
 from esbridge.config.embedding import MODELS_DIR_ENV, Precision
 from esbridge.embeddings.profiles import canonical_name
+from esbridge.embeddings.resolve import with_offline_hint
 from esbridge.errors import DependencyMissing, ModelUnavailable
 
 logger = logging.getLogger(__name__)
@@ -98,9 +99,12 @@ def _in_folder(name: str, folder: Path, precision: Precision) -> OnnxFiles:
     onnx = _first(folder, ONNX_FILES[precision])
     if onnx is None:
         present = sorted(str(file.relative_to(folder)) for file in folder.rglob("*.onnx"))
+        other: Precision = "int8" if precision == "fp32" else "fp32"
+        usable = _first(folder, ONNX_FILES[other])
+        uses = f"; precision = {other!r} uses it" if usable is not None else ""
         raise ModelUnavailable(
             f"no {precision} ONNX weights in {folder} (looked for {', '.join(ONNX_FILES[precision])}; "
-            f"found {', '.join(present) or 'no .onnx file'})",
+            f"found {', '.join(present) or 'no .onnx file'}{uses})",
             model=name,
         )
     tokenizer = _first(folder, _TOKENIZER_FILES)
@@ -118,9 +122,8 @@ def _from_hub(model_id: str, precision: Precision) -> Path:
     try:
         return Path(snapshot_download(model_id, allow_patterns=patterns))
     except Exception as exc:  # offline, unknown repository, HTTP errors: all mean "no model"
-        raise ModelUnavailable(
-            f"the Hugging Face hub cannot provide it: {type(exc).__name__}: {exc}", model=model_id
-        ) from exc
+        reason = f"the Hugging Face hub cannot provide it: {type(exc).__name__}: {exc}"
+        raise ModelUnavailable(with_offline_hint(reason), model=model_id) from exc
 
 
 def _quantized_copy(name: str, downloaded: Path) -> Path:

@@ -23,6 +23,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from esbridge.config.embedding import EmbeddingSettings, Precision
+from esbridge.embeddings.base import check_max_tokens
 from esbridge.embeddings.identity import ModelIdentity
 from esbridge.embeddings.model_store import OnnxFiles, locate_onnx
 from esbridge.embeddings.profiles import ModelProfile, profile_for
@@ -75,6 +76,7 @@ class OnnxSession:
             options = onnxruntime.SessionOptions()
             options.intra_op_num_threads = 1
             options.inter_op_num_threads = 1
+            options.log_severity_level = 4  # fatal only: a failed run is raised to the caller, who reports it once
             self.session = onnxruntime.InferenceSession(
                 str(files.onnx), sess_options=options, providers=["CPUExecutionProvider"]
             )
@@ -200,7 +202,7 @@ class OnnxEmbedder:
 
     @classmethod
     def from_settings(cls, settings: EmbeddingSettings) -> OnnxEmbedder:
-        return cls(
+        embedder = cls(
             settings.model,
             precision=settings.precision,
             profile=settings_profile(settings),
@@ -208,6 +210,8 @@ class OnnxEmbedder:
             batch_size=settings.batch_size,
             threads=settings.threads,
         )
+        check_max_tokens(embedder, settings.max_tokens)
+        return embedder
 
     @property
     def name(self) -> str:

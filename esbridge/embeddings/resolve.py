@@ -71,6 +71,20 @@ def resolve_model(model: str) -> ModelSource:
     return ModelSource(name=name, location=name, local=False)
 
 
+_TRUE = frozenset({"1", "ON", "YES", "TRUE"})  # huggingface_hub's reading of a boolean variable
+
+
+def with_offline_hint(reason: str) -> str:
+    """``reason`` why a hub model could not be had, and how to get it when ``HF_HUB_OFFLINE`` is set: the hub's
+    own message then blames the connection, which was never tried."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() not in _TRUE:
+        return reason
+    return reason.rstrip(". \n") + (
+        "; HF_HUB_OFFLINE is set, so only files already on this machine were looked for: download it by running "
+        "once without HF_HUB_OFFLINE, with network access, or name a local folder"
+    )
+
+
 def hub_snapshot_dir(model_id: str, cache_dir: Path | None = None) -> Path | None:
     """The hub-cache snapshot folder that ``model_id`` was loaded from, if it can be found.
 

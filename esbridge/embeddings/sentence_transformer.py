@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
@@ -16,9 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from esbridge.config.embedding import EmbeddingSettings
+from esbridge.embeddings.base import check_max_tokens
 from esbridge.embeddings.identity import ModelIdentity
 from esbridge.embeddings.profiles import ModelProfile, profile_for
-from esbridge.embeddings.resolve import BUNDLED_MODEL, ModelSource, folder_fingerprint, hub_snapshot_dir, resolve_model
+from esbridge.embeddings.resolve import (
+    BUNDLED_MODEL,
+    ModelSource,
+    folder_fingerprint,
+    hub_snapshot_dir,
+    resolve_model,
+    with_offline_hint,
+)
 from esbridge.embeddings.weights import torch_weight_files, weights_digest
 from esbridge.errors import ConfigError, DependencyMissing, EmbeddingError, ModelUnavailable
 
@@ -48,6 +55,7 @@ class SentenceTransformerEmbedder:
             _refuse_a_classifier(Path(self._source.location), self._source.name)
         self._batch_size = batch_size
         self._model = _load(self._source, device)
+        refuse_a_tokenizer_without_words(getattr(self._model, "tokenizer", None), self._source.name)
         if threads is not None and self._model.device.type == "cpu":
             _set_torch_threads(threads)
         self._dimension = _model_dimension(self._model, self._source.name)
@@ -74,6 +82,7 @@ class SentenceTransformerEmbedder:
             profile=_settings_profile(settings),
         )
         _refuse_what_the_folder_overrides(embedder._model, embedder.name, settings)
+        check_max_tokens(embedder, settings.max_tokens)
         return embedder
 
     @property
@@ -169,9 +178,8 @@ def _set_torch_threads(count: int) -> None:
 
 
 def _load(source: ModelSource, device: str) -> Any:
-    if source.local:
-        # A local folder needs no hub; without this, hub lookups (and their timeouts) can still happen.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # A local folder is loaded with local_files_only, which asks the hub nothing. HF_HUB_OFFLINE is not set for
+    # it: the hub reads that once per process, so no hub model (a re-ranker) could be downloaded afterwards.
     try:
         from sentence_transformers import SentenceTransformer
     except ModuleNotFoundError as exc:
@@ -179,17 +187,16 @@ def _load(source: ModelSource, device: str) -> Any:
     except ImportError as exc:  # installed but broken, e.g. a torch build that does not fit this machine
         raise ModelUnavailable(f"sentence-transformers cannot be imported: {exc}", model=source.name) from exc
     try:
-        with _no_weight_loading_progress_bar():
+        with no_weight_loading_progress_bar():
             return SentenceTransformer(source.location, device=device, local_files_only=source.local)
     except Exception as exc:  # whatever the cause, there is no model: callers fall back to lexical search
         where = f"folder {source.location}" if source.local else "the Hugging Face hub"
-        raise ModelUnavailable(
-            f"cannot be loaded from {where}: {type(exc).__name__}: {exc}", model=source.name
-        ) from exc
+        reason = f"cannot be loaded from {where}: {type(exc).__name__}: {exc}"
+        raise ModelUnavailable(reason if source.local else with_offline_hint(reason), model=source.name) from exc
 
 
 @contextmanager
-def _no_weight_loading_progress_bar() -> Iterator[None]:
+def no_weight_loading_progress_bar() -> Iterator[None]:
     """transformers draws a "Loading weights" bar on stderr, which would interleave with esbridge's output."""
     try:
         transformers_logging: Any = importlib.import_module("transformers.utils.logging")  # untyped
@@ -225,6 +232,25 @@ def _refuse_a_classifier(folder: Path, name: str) -> None:
             "cross-encoder (or another classifier) scores texts and makes no vectors; name it in [pipeline.rerank] "
             "model, and an embedding model here",
             model=name,
+        )
+
+
+def refuse_a_tokenizer_without_words(tokenizer: Any, name: str, role: str = "embedding model") -> None:
+    """A folder without its tokenizer files loads on transformers with a tokenizer of special tokens only, which
+    reads every word as its unknown token: every text would get nearly the same vector, or score."""
+    unknown = getattr(tokenizer, "unk_token_id", None)
+    if unknown is None or not callable(tokenizer):
+        return  # byte-level tokenizers know no unknown words
+    try:
+        ids = tokenizer("a b c 1 2 3", add_special_tokens=False)["input_ids"]
+    except Exception:  # a tokenizer that cannot read this fails on texts too, where embedding reports it
+        return
+    if ids and all(token == unknown for token in ids):
+        raise ModelUnavailable(
+            f"its tokenizer knows no words (it reads each as {tokenizer.unk_token}): the folder lacks its tokenizer "
+            "files (tokenizer.json, or vocab.txt with tokenizer_config.json); copy them from where the model came from",
+            model=name,
+            role=role,
         )
 
 

@@ -6,13 +6,15 @@ to a factory taking ``RerankSettings``; esbridge declares its ``cross-encoder`` 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from esbridge.config.pipeline import RerankSettings
+from esbridge.embeddings.profiles import canonical_name
+from esbridge.embeddings.resolve import with_offline_hint
+from esbridge.embeddings.sentence_transformer import no_weight_loading_progress_bar, refuse_a_tokenizer_without_words
 from esbridge.errors import RERANKER_ROLE as ROLE
 from esbridge.errors import DependencyMissing, EmbeddingError, ModelUnavailable
 from esbridge.plugins import RERANKER_GROUP, Registry
@@ -43,16 +45,21 @@ class CrossEncoderReranker:
             from sentence_transformers import CrossEncoder
         except ImportError as exc:
             raise DependencyMissing("sentence-transformers", purpose="cross-encoder re-ranking") from exc
-        local = Path(model).expanduser().is_dir()
-        if local:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        path = Path(model).expanduser()
+        local = path.is_dir()  # loaded with local_files_only, as the embedding model's folder is
+        if not local and (path.is_absolute() or model.startswith((".", "~"))):  # not a hub id: say what it is
+            raise ModelUnavailable(f"model folder {path} does not exist", model=model, role=ROLE)
+        if not local:
+            model = canonical_name(model) or model  # a short alias is no hub repository
+        location = str(path.resolve()) if local else model
         try:
-            self._model = CrossEncoder(model, device=device, max_length=max_length, local_files_only=local)
+            with no_weight_loading_progress_bar():
+                self._model = CrossEncoder(location, device=device, max_length=max_length, local_files_only=local)
         except Exception as exc:  # the library raises many kinds; all mean "no model"
-            raise ModelUnavailable(
-                f"cannot load the cross-encoder: {type(exc).__name__}: {exc}", model=model, role=ROLE
-            ) from exc
+            reason = f"cannot load the cross-encoder: {type(exc).__name__}: {exc}"
+            raise ModelUnavailable(reason if local else with_offline_hint(reason), model=model, role=ROLE) from exc
         _require_classification_head(self._model, model)
+        refuse_a_tokenizer_without_words(getattr(self._model, "tokenizer", None), model, ROLE)
         self.name = model
         self.batch_size = batch_size
 

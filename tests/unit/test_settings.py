@@ -298,3 +298,40 @@ def test_engine_embedded_with_a_url_says_where_the_url_came_from(monkeypatch: py
     assert "engine 'embedded' takes no url" in str(refused.value)
     assert "url from environment variable ESBRIDGE_URL" in str(refused.value)
     assert "engine from a command-line option" in str(refused.value)
+
+
+@pytest.mark.parametrize("model", ["", "   "])
+def test_a_blank_embedding_model_is_refused_naming_the_variable(monkeypatch: pytest.MonkeyPatch, model: str) -> None:
+    # An empty ESBRIDGE_EMBEDDING__MODEL (a compose file's unset variable) once named the working directory,
+    # whose files were loaded as the model's.
+    monkeypatch.setenv("ESBRIDGE_EMBEDDING__MODEL", model)
+    with pytest.raises(ConfigError, match=r"embedding\.model: .*blank.*environment variable ESBRIDGE_EMBEDDING__MODEL"):
+        load_settings()
+
+
+def test_files_named_under_the_home_directory_are_found(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # "~/certs/ca.pem" was looked for as written ("file not found"), where the data, model and cache folders expand ~.
+    from tests.support.certificates import self_signed
+
+    (tmp_path / "certs").mkdir()
+    self_signed(tmp_path / "certs")
+    (tmp_path / "keys").write_text("k1\n", encoding="utf-8")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    settings = load_settings(
+        tls={"ca_certs": "~/certs/cert.pem", "client_cert": "~/certs/cert.pem", "client_key": "~/certs/key.pem"},
+        service={"api_keys_file": "~/keys"},
+    )
+    assert settings.tls.ca_certs == settings.tls.client_cert == tmp_path / "certs" / "cert.pem"
+    assert settings.tls.client_key == tmp_path / "certs" / "key.pem"
+    assert settings.service.api_keys_file == tmp_path / "keys"
+
+
+def test_a_table_from_the_environment_replaces_the_keys_it_names_and_a_list_the_whole_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    write_toml(Path("esbridge.toml"), '[pipeline]\nretrievers = ["bm25", "knn"]\nweights = {bm25 = 3, knn = 1}\n')
+    monkeypatch.setenv("ESBRIDGE_PIPELINE__WEIGHTS", '{"knn": 2}')
+    monkeypatch.setenv("ESBRIDGE_PIPELINE__RETRIEVERS", '["bm25"]')
+    pipeline = load_settings().pipeline
+    assert (pipeline.weights, pipeline.retrievers) == ({"bm25": 3.0, "knn": 2.0}, ["bm25"])
+    assert load_settings(pipeline={"weights": {"bm25": 5}}).pipeline.weights == {"bm25": 5.0, "knn": 2.0}

@@ -161,3 +161,9 @@ def test_an_unknown_key_in_a_fields_table_names_the_nearest_one(tmp_path: object
         errors.ConfigError, match=r"fields\.products\.vectr: unknown setting; did you mean fields\.products\.vector\?"
     ):
         load_settings(path)
+
+
+def test_a_blank_model_is_refused_naming_the_key() -> None:
+    # It replaced [embedding] model for the index, and the working directory was loaded as the model.
+    with pytest.raises(errors.ConfigError, match=r"fields\.products\.model: .*blank"):
+        load_settings(index="products", fields={"products": {"text": {"body": 1.0}, "vector": "v", "model": " "}})

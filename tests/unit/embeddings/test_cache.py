@@ -93,3 +93,15 @@ def test_default_dir_follows_xdg_cache_home_else_home(monkeypatch: pytest.Monkey
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert default_cache_dir() == tmp_path / "home" / ".cache" / "esbridge" / "embeddings"
+
+
+def test_a_configured_dir_under_the_home_directory_is_expanded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # `cache_dir = "~/vectors"` once made a folder named "~" in the working directory.
+    from esbridge.config import load_settings
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("ESBRIDGE_EMBEDDING__CACHE_DIR", "~/vectors")
+    with EmbeddingCache(load_settings().embedding.cache_dir) as cache:
+        cache.put_many("m", [(text_key("solar"), VECTOR)])
+    assert (tmp_path / "home" / "vectors" / "embeddings.sqlite3").is_file()
+    assert not Path("~").exists()

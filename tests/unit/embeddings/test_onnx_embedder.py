@@ -250,3 +250,11 @@ def test_a_stored_model_without_the_asked_precision_says_which_weights_its_folde
         f"embedding model 'BAAI/bge-small-en-v1.5': {folder} has no fp32 ONNX weights (found model_int8.onnx; "
         "precision = 'int8' uses them)"
     )
+
+
+def test_a_folder_of_fp32_weights_asked_for_int8_says_which_precision_uses_them(tmp_path: Path) -> None:
+    # An `optimum-cli export onnx` folder holds model.onnx; the default precision, int8, looked only for int8 files.
+    (tmp_path / "tokenizer.json").write_text("{}")
+    (tmp_path / "model.onnx").write_bytes(b"fp32 weights")
+    with pytest.raises(ModelUnavailable, match=r"found model\.onnx; precision = 'fp32' uses it\)"):
+        locate_onnx(str(tmp_path), "int8")

@@ -36,7 +36,7 @@ needs_model = pytest.mark.skipif(
 
 @contextmanager
 def hf_offline_unset() -> Iterator[None]:
-    """Start without HF_HUB_OFFLINE (the loader sets it for local folders) and put back what was there."""
+    """Start without HF_HUB_OFFLINE and put back what was there."""
     saved = os.environ.pop("HF_HUB_OFFLINE", None)
     try:
         yield
@@ -65,7 +65,7 @@ def test_the_default_model_loads_offline_from_the_package(minilm: SentenceTransf
     assert (minilm.dimension, minilm.max_tokens) == (384, 256)
     assert minilm.identity.startswith(f"{BUNDLED_MODEL}@")
     assert minilm.identity.endswith("/384")
-    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    assert "HF_HUB_OFFLINE" not in os.environ  # the process may still download hub models (test_local_folders_offline)
 
 
 @needs_model

@@ -14,6 +14,7 @@ from esbridge.query.models import SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from esbridge.query.rerank import RERANKERS, CrossEncoderReranker, rerank
 from tests.support.memory_engine import LEX, SEM, MemoryEngine, StubEmbedder, doc, searcher
+from tests.support.models import save_tiny_cross_encoder
 
 WORDS = ["solar", "wind", "energy", "bread", "panel", "turbine", "grid", "a", "b", "c", "d"]
 
@@ -21,24 +22,7 @@ WORDS = ["solar", "wind", "energy", "bread", "panel", "turbine", "grid", "a", "b
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 1-layer BERT sequence classifier with one output, saved as a local model folder."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
-    vocab = folder / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]), encoding="utf-8")
-    transformers.BertTokenizer(str(vocab)).save_pretrained(folder)
-    config = transformers.BertConfig(
-        vocab_size=len(WORDS) + 5,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-        num_labels=1,
-    )
-    torch.manual_seed(0)
-    transformers.BertForSequenceClassification(config).save_pretrained(folder)
-    return folder
+    return save_tiny_cross_encoder(tmp_path_factory.mktemp("tiny-cross-encoder"), WORDS)
 
 
 def test_the_cross_encoder_loads_from_a_folder_and_scores_pairs(tiny_cross_encoder: Path) -> None:
@@ -57,8 +41,28 @@ def test_a_scoring_failure_is_an_esbridge_error_naming_the_re_ranker(tiny_cross_
 
 
 def test_a_missing_model_is_model_unavailable(tmp_path: Path) -> None:
-    with pytest.raises(ModelUnavailable, match="cross-encoder"):
+    with pytest.raises(ModelUnavailable, match=r"^re-ranker '.*nothing-here': model folder .* does not exist"):
         CrossEncoderReranker(str(tmp_path / "nothing-here"))
+
+
+def test_a_folder_under_the_home_directory_loads_as_written(
+    tiny_cross_encoder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "~/models/ce" was recognised as a folder, but handed to sentence-transformers unexpanded, as a hub id.
+    monkeypatch.setenv("HOME", str(tiny_cross_encoder.parent))
+    reranker = CrossEncoderReranker(f"~/{tiny_cross_encoder.name}", max_length=64)
+    assert len(reranker.score("solar", ["solar panel", "bread"])) == 2
+
+
+@pytest.mark.parametrize("name", ["/nonexistent/ce", "./ce", "~/nonexistent-ce"])
+def test_a_path_that_is_no_folder_is_named_as_a_missing_folder(
+    name: str, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # It was asked of the hub, which answered with a repository-name rule and logged a line of its own.
+    with pytest.raises(ModelUnavailable, match=r"^re-ranker '.*': model folder .* does not exist$"):
+        CrossEncoderReranker(name)
+    captured = capsys.readouterr()
+    assert "Repo id" not in captured.err + captured.out + caplog.text
 
 
 def test_an_encoder_without_a_classification_head_is_refused(tmp_path: Path) -> None:
@@ -168,3 +172,9 @@ def test_rerank_weight_mixes_normalized_reranker_and_fused_scores() -> None:
     assert sorted(fused_only.scores, key=lambda item: -fused_only.scores[item]) == ["a", "b", "c", "d"]
     with pytest.raises(ValueError, match="weight"):
         rerank(scores, texts, "q", ByLength(), top=3, weight=1.5)
+
+
+def test_loading_draws_no_progress_bar(tiny_cross_encoder: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    # transformers drew "Loading weights" on stderr, between a command's own lines; the embedder hides it too.
+    CrossEncoderReranker(str(tiny_cross_encoder), max_length=64)
+    assert "Loading weights" not in capfd.readouterr().err
