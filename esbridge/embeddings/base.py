@@ -72,6 +72,14 @@ def model_profile(model: Embedder) -> ModelProfile:
     return profile if isinstance(profile, ModelProfile) else PLAIN
 
 
+def passages_cut(model: Embedder, texts: Sequence[str]) -> int:
+    """How many of ``texts``, with the model's passage prompt, hold more tokens than it reads: their ends are cut off
+    before embedding, so their vectors stand for their beginnings only."""
+    profile = model_profile(model)
+    limit = model.max_tokens
+    return sum(1 for text in texts if model.count_tokens(profile.passage(text)) > limit)
+
+
 def embed_passages(model: Embedder, texts: Sequence[str]) -> list[list[float]]:
     """Vectors of texts to be indexed, each behind the model's passage prompt (e5's ``"passage: "``)."""
     profile = model_profile(model)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from esbridge import errors
-from esbridge.embeddings.base import Embedder, embed_passages
+from esbridge.embeddings.base import Embedder, embed_passages, passages_cut
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ids import doc_id_of
@@ -81,6 +81,8 @@ class IngestReport:
     deleted: int = 0
     embedded: int = 0
     without_vectors: int = 0
+    cut_by_model: int = 0
+    """chunks embedded whose text holds more tokens than the model reads"""
     failed: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     model_recorded: str | None = None
@@ -271,6 +273,12 @@ def ingest(
         report.model_recorded = model.record.name
     report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in write_failures)
     report.warnings.extend(write_block_warnings(write_failures, alias))
+    if report.cut_by_model and embedder is not None:
+        report.warnings.append(
+            f"{report.cut_by_model} of {report.embedded} chunk(s) embedded hold more than the {embedder.max_tokens} "
+            f"tokens {embedder.name} reads: their vectors stand for their beginnings only (BM25 searches their whole "
+            "text); a model or an [embedding] max_tokens that reads more embeds them whole"
+        )
     if options.concepts and embedder is not None:
         with _Timer(timings, "embed_s"):
             terms = frequent_terms(
@@ -351,8 +359,10 @@ def _needs_write(chunk: Chunk, indexed: IndexedChunk | None, embedder: Embedder 
 def _embed(window: Sequence[Chunk], embedder: Embedder | None, report: IngestReport) -> list[list[float] | None]:
     if embedder is None:
         return [None] * len(window)
+    texts = [chunk.embedding_text for chunk in window]
     with _Timer(report.timings, "embed_s"):
-        vectors = embed_passages(embedder, [chunk.embedding_text for chunk in window])
+        vectors = embed_passages(embedder, texts)
+        report.cut_by_model += passages_cut(embedder, texts)
     report.embedded += len(window)
     return list(vectors)
 
