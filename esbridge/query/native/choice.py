@@ -52,6 +52,10 @@ async def choose_native(
         return NativeChoice()
     if pipeline.fusion_level == "document":
         return _client_side("document-level fusion (pipeline.fusion_level) runs in esbridge", warn=mode == "native")
+    if pipeline.knn_per_type:  # a native request holds one kNN clause over every type
+        return _client_side(
+            "one kNN request per entity type (pipeline.knn_per_type) runs in esbridge", warn=mode == "native"
+        )
     try:
         fusion = native_fusion(method_name, weights, dict(params), pipeline.retrievers)
     except ConfigError as exc:

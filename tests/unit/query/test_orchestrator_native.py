@@ -286,6 +286,16 @@ def test_document_level_fusion_gives_each_document_one_result_with_both_retrieve
     assert str(by_document.details.native and by_document.details.native.reason).startswith("document-level fusion")
 
 
+@pytest.mark.parametrize("mode", ["auto", "native"])
+def test_knn_per_type_runs_client_side_with_one_knn_request_per_type(mode: str) -> None:
+    searcher, engine = native_searcher(opensearch(), mode=mode, knn_per_type=["tool", "server"])
+    response = run(searcher)
+    assert engine.native_bodies == []  # natively, one kNN clause over every type would replace the per-type requests
+    assert str(response.details.native and response.details.native.reason).startswith("one kNN request per entity")
+    warned = [w for w in response.warnings if "native hybrid is not available" in w]
+    assert len(warned) == (1 if mode == "native" else 0)
+
+
 def test_the_default_qpp_fusion_runs_client_side_in_auto_mode_and_says_why() -> None:
     searcher, engine = native_searcher(opensearch(), fusion="qpp")
     response = run(searcher)
