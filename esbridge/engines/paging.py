@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from esbridge.engines.base import Hit, SearchResult
-from esbridge.errors import EngineTimeout, IndexUnavailable
+from esbridge.engines.errors import error_type_and_reason
+from esbridge.errors import EngineResponseError, EngineTimeout, IndexUnavailable
 
 
 class ScanBySearch:
@@ -68,12 +69,19 @@ def pages(
 def wait_for_task(
     poll: Callable[[], Mapping[str, Any]], *, timeout_s: float, url: str, operation: str, index: str
 ) -> Mapping[str, Any]:
-    """Poll a server task until it completes; its ``response`` (or an empty mapping) is returned."""
+    """Poll a server task until it completes; its ``response`` (or an empty mapping) is returned. A task that ended
+    in an error (its ``error``: the source gone, a search that failed) raises it."""
     deadline = time.monotonic() + timeout_s
     delay = 0.2
     while True:
         status = poll()
         if status.get("completed"):
+            if status.get("error"):
+                kind, reason = error_type_and_reason({"error": status["error"]})
+                shown = f"{kind}: {reason}" if kind and kind != reason else reason
+                raise EngineResponseError(
+                    f"the server's task failed: {shown}", url=url, operation=operation, index=index
+                )
             response: Mapping[str, Any] = status.get("response") or {}
             return response
         if time.monotonic() > deadline:
