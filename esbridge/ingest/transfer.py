@@ -57,7 +57,15 @@ def export_chunks(engine: Engine, manager: IndexManager, out: IO[str]) -> int:
 
 def export_to_file(engine: Engine, manager: IndexManager, target: Path) -> int:
     """Export into ``target`` through a temporary file beside it, renamed over ``target`` only once the
-    export is complete, so a failed export leaves an earlier file as it was."""
+    export is complete, so a failed export leaves an earlier file as it was.
+
+    A ``target`` that exists and is not a regular file (a named pipe, ``/dev/stdout``) is written as it is,
+    as a rename would put a file in its place; a symbolic link is followed, so it still points at the export.
+    """
+    if target.exists() and not target.is_file():
+        with target.open("w", encoding="utf-8") as out:
+            return export_chunks(engine, manager, out)
+    target = Path(os.path.realpath(target))
     temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
         # os.open applies the umask as open() would; NamedTemporaryFile would make the file owner-only.
