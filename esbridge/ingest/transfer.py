@@ -263,7 +263,12 @@ def import_chunks(
     model = parse_identity(given, f"the model in {path.name}'s header") if given is not None else None
     refuse_what_the_index_cannot_take(engine, alias, path, params, model)
     _, lines = read_export(path)
+    new_index = not engine.index_exists(alias)
     IndexManager(engine, alias, encoding_this_engine_has(engine, alias, params, path)).ensure()
+    if model is not None and new_index:
+        # Before the first write, as every vector it will hold is the export's: an import stopped part-way
+        # (Ctrl-C, a kill) leaves an index that still refuses another model's vectors and searches.
+        record_model(engine, alias, model)
     failed: list[dict[str, str]] = []
     seen = 0
 
@@ -284,7 +289,14 @@ def import_chunks(
             yield BulkAction("index", chunk_id, chunk)
 
     # Through the alias, not to its current version, so a reindex that moves it meanwhile loses nothing.
-    totals = BulkWriter(engine, alias).write(actions())
+    writer = BulkWriter(engine, alias)
+    try:
+        totals = writer.write(actions())
+    except KeyboardInterrupt as exc:
+        raise errors.IngestInterrupted(
+            f"{len(writer.totals.succeeded)} chunks were imported into {alias} and are kept; run the command again "
+            "to import the rest (it writes the same chunks again, unchanged)"
+        ) from exc
     failed.extend({"id": failure.id, "reason": failure.reason} for failure in totals.failed)
     engine.refresh(alias)
     if model is not None and recorded_identity(engine.get_mapping(alias), alias) is None:
