@@ -24,7 +24,7 @@ from typing import IO, Any
 from esbridge import errors
 from esbridge.embeddings.identity import ModelIdentity, compare, parse_identity, recorded_identity
 from esbridge.engines.base import BulkAction, Engine
-from esbridge.engines.bulk import BulkWriter
+from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.engines.vector_options import unavailable
 from esbridge.errors import SourceError
 from esbridge.ingest.json_lines import json_error_location
@@ -254,7 +254,12 @@ def encoding_this_engine_has(engine: Engine, alias: str, params: IndexParameters
 
 
 def import_chunks(
-    engine: Engine, alias: str, path: Path, *, parameters: IndexParameters | None = None
+    engine: Engine,
+    alias: str,
+    path: Path,
+    *,
+    parameters: IndexParameters | None = None,
+    retry: RetryPolicy | None = None,
 ) -> tuple[int, list[dict[str, str]]]:
     """Load an export into ``alias`` (created with the export's parameters if missing); no re-embedding."""
     header = read_header(path)
@@ -289,9 +294,22 @@ def import_chunks(
             yield BulkAction("index", chunk_id, chunk)
 
     # Through the alias, not to its current version, so a reindex that moves it meanwhile loses nothing.
-    writer = BulkWriter(engine, alias)
+    writer = BulkWriter(engine, alias, retry=retry)
+
+    def stop_when_gone(_: int) -> None:
+        gone = writer.totals.unreachable
+        if gone is not None:  # every later batch would wait out its retries too, and then the refresh fails
+            written = len(writer.totals.succeeded)
+            raise errors.EngineUnavailable(
+                f"writes stopped after {written} chunks: {gone.reason}. The {written} written are kept; run the "
+                "command again once the engine takes writes",
+                url=gone.url,
+                operation="import",
+                index=alias,
+            ) from gone
+
     try:
-        totals = writer.write(actions())
+        totals = writer.write(actions(), on_batch=stop_when_gone)
     except KeyboardInterrupt as exc:
         raise errors.IngestInterrupted(
             f"{len(writer.totals.succeeded)} chunks were imported into {alias} and are kept; run the command again "
