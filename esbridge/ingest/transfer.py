@@ -52,6 +52,14 @@ def export_chunks(engine: Engine, manager: IndexManager, out: IO[str]) -> int:
     for hit in engine.scan(index, {"match_all": {}}, STORED_FIELDS, sort_field="chunk_id"):
         out.write(json.dumps({"_id": hit.id, **dict(hit.source)}, ensure_ascii=False) + "\n")
         written += 1
+    if written != header["chunks"]:
+        warnings.warn(
+            f"{index} changed while it was exported: it held {header['chunks']} chunks when the export began, and "
+            f"{written} were written, so an import will report the difference from the count in the header; "
+            "export again when nothing writes to the index",
+            errors.EsbridgeWarning,
+            stacklevel=2,
+        )
     return written
 
 
