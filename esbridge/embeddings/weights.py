@@ -17,7 +17,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from esbridge.config.embedding import HASH_CACHE_ENV
+from esbridge.config.embedding import HASH_CACHE_ENV as HASH_CACHE_ENV  # re-exported
 
 log = logging.getLogger("esbridge.embeddings")
 
