@@ -276,9 +276,11 @@ def import_chunks(
     model = parse_identity(given, f"the model in {path.name}'s header") if given is not None else None
     refuse_what_the_index_cannot_take(engine, alias, path, params, model)
     _, lines = read_export(path)
-    new_index = not engine.index_exists(alias)
+    empty = not engine.index_exists(alias) or (
+        engine.count(alias) == 0 and recorded_identity(engine.get_mapping(alias), alias) is None
+    )
     IndexManager(engine, alias, encoding_this_engine_has(engine, alias, params, path)).ensure()
-    if model is not None and new_index:
+    if model is not None and empty:
         # Before the first write, as every vector it will hold is the export's: an import stopped part-way
         # (Ctrl-C, a kill) leaves an index that still refuses another model's vectors and searches.
         record_model(engine, alias, model)

@@ -16,6 +16,8 @@ from esbridge.embeddings.identity import recorded_identity
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import EsbridgeError, ModelMismatch
 from esbridge.ingest.transfer import import_chunks
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
 
 REPO = Path(__file__).resolve().parents[3]
 MINILM = {"name": "sentence-transformers/all-MiniLM-L6-v2", "dimension": 3, "pooling": "mean", "normalize": True}
@@ -49,10 +51,17 @@ def written(data_dir: Path) -> int:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
-def test_an_interrupted_import_says_what_it_kept_and_its_index_refuses_another_model(tmp_path: Path) -> None:
+@pytest.mark.parametrize("created_first", [False, True], ids=["new-index", "after-index-create"])
+def test_an_interrupted_import_says_what_it_kept_and_its_index_refuses_another_model(
+    tmp_path: Path, created_first: bool
+) -> None:
     total = 200_000
     source = export_file(tmp_path / "minilm.jsonl", MINILM, total)
     data_dir = tmp_path / "data"
+    if created_first:  # `esbridge index create`, then the import
+        engine = EmbeddedEngine(data_dir)
+        IndexManager(engine, "notes", IndexParameters(dimension=3)).create()
+        engine.close()
     env = {**os.environ, "ESBRIDGE_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO)}
     child = subprocess.Popen(
         [sys.executable, "-m", "esbridge", "import", str(source), "--index", "notes"],
