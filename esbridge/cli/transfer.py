@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from dataclasses import replace
@@ -38,7 +39,13 @@ def export_command(
     with engine_session(settings) as adapter:
         manager = index_manager(settings, adapter)
         if output is None:
-            count = export_chunks(adapter, manager, sys.stdout)
+            try:
+                count = export_chunks(adapter, manager, sys.stdout)
+                sys.stdout.flush()  # here, so that a full disk is reported rather than lost at exit
+            except OSError as exc:
+                if exc.errno == errno.EPIPE:  # the reader stopped (`| head`): click ends quietly
+                    raise
+                raise click.ClickException(f"cannot write to standard output: {exc.strerror or exc}") from exc
         else:
             try:
                 count = export_to_file(adapter, manager, output)

@@ -10,6 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 MODELS_DIR_ENV = "ESBRIDGE_MODELS_DIR"
 """Where esbridge's model folder is, when not ``~/.cache/esbridge/models``."""
 
+HASH_CACHE_ENV = "ESBRIDGE_WEIGHT_HASHES"
+"""The file the digests of model weights are kept in (default ``$XDG_CACHE_HOME/esbridge/weight-hashes.json``)."""
+
 Backend = Literal["torch", "onnx"]
 Precision = Literal["fp32", "int8"]
 

@@ -30,7 +30,7 @@ from pydantic_settings import (
 )
 
 from esbridge.config.connection import AuthSettings, TlsSettings
-from esbridge.config.embedding import MODELS_DIR_ENV
+from esbridge.config.embedding import HASH_CACHE_ENV, MODELS_DIR_ENV
 from esbridge.config.embedding import EmbeddingSettings as EmbeddingSettings  # re-exported
 from esbridge.config.environment import nearest_setting, warn_unknown_variables
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
@@ -246,7 +246,7 @@ ENV_SHORTHANDS: dict[str, tuple[str, str]] = {
 }
 """Short environment names for settings operators change often -> (section, key)."""
 
-ALSO_READ = frozenset({CONFIG_FILE_ENV, MODELS_DIR_ENV, *ENV_SHORTHANDS})
+ALSO_READ = frozenset({CONFIG_FILE_ENV, MODELS_DIR_ENV, HASH_CACHE_ENV, *ENV_SHORTHANDS})
 """Environment variables esbridge reads besides its settings' own: never reported as unknown."""
 
 

@@ -25,6 +25,7 @@ from esbridge.errors import EmbeddingError
 
 FILE_NAME = "embeddings.sqlite3"
 _SCHEMA_VERSION = 1
+_RECOVERY = "it holds only vectors the model makes again: delete it, and the next run starts an empty one"
 assert array("f").itemsize == 4, "esbridge needs a platform whose C float is 32-bit"
 
 
@@ -83,7 +84,7 @@ class EmbeddingCache:
             self._db.close()
             if isinstance(exc, EmbeddingError):
                 raise
-            raise EmbeddingError(f"the embedding cache {self.path} is unusable: {exc}") from exc
+            raise EmbeddingError(f"the embedding cache {self.path} is unusable: {exc}; {_RECOVERY}") from exc
 
     def _prepare(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -118,7 +119,9 @@ class EmbeddingCache:
                     if row is not None and len(row[0]) == size:
                         found[key] = decode_vector(row[0])
             except sqlite3.Error as exc:
-                raise EmbeddingError(f"cannot read the embedding cache {self.path}: {exc}", model=model) from exc
+                raise EmbeddingError(
+                    f"cannot read the embedding cache {self.path}: {exc}; {_RECOVERY}", model=model
+                ) from exc
         return found
 
     def put_many(self, model: str, items: Iterable[tuple[bytes, Sequence[float]]]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -10,7 +11,7 @@ from esbridge.embeddings.base import Embedder, close_model, model_profile
 from esbridge.embeddings.cache import EmbeddingCache, text_key
 from esbridge.embeddings.identity import ModelIdentity, identity_of
 from esbridge.embeddings.profiles import ModelProfile
-from esbridge.errors import EmbeddingError
+from esbridge.errors import EmbeddingError, EsbridgeWarning
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,8 @@ class CacheStats:
 class CachedEmbedder:
     """An ``Embedder`` that asks ``cache`` first and embeds only the misses, ``batch_size`` at a time.
 
-    Each batch is stored as soon as it is embedded, so an interrupted run loses at most one batch.
+    Each batch is stored as soon as it is embedded, so an interrupted run loses at most one batch. A cache that
+    cannot be written is warned about once and left alone; one that cannot be read is an ``EmbeddingError``.
     """
 
     def __init__(self, embedder: Embedder, cache: EmbeddingCache, *, batch_size: int = 256) -> None:
@@ -39,6 +41,7 @@ class CachedEmbedder:
         self._batch_size = batch_size
         self._hits = 0
         self._misses = 0
+        self._unwritable = False
 
     @property
     def name(self) -> str:
@@ -92,10 +95,26 @@ class CachedEmbedder:
             embedded = self.embedder.embed([text for _, text in batch])
             self._check(embedded, len(batch))
             batch_vectors = {key: vector for (key, _), vector in zip(batch, embedded, strict=True)}
-            self.cache.put_many(self.identity, batch_vectors.items())
+            self._store(batch_vectors)
             vectors.update(batch_vectors)
             self._misses += len(batch)
         return [list(vectors[key]) for key in keys]
+
+    def _store(self, vectors: dict[bytes, list[float]]) -> None:
+        """Keep ``vectors`` in the cache; a cache that cannot be written (locked by another process past its
+        timeout, a full disk) costs only their reuse, so the run goes on with them and stops writing to it."""
+        if self._unwritable:
+            return
+        try:
+            self.cache.put_many(self.identity, vectors.items())
+        except EmbeddingError as exc:
+            self._unwritable = True
+            warnings.warn(
+                f"{exc.reason}; the vectors are used all the same, and this run writes no more to the cache "
+                "(the next one embeds again what it did not keep)",
+                EsbridgeWarning,
+                stacklevel=3,
+            )
 
     def _check(self, embedded: list[list[float]], expected: int) -> None:
         if len(embedded) != expected:

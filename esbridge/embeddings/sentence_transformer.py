@@ -65,11 +65,13 @@ class SentenceTransformerEmbedder:
                 f"{self._dimension}-dimensional vectors; remove the setting or pick a matching model"
             )
         self.profile = profile or profile_for(self._source.name)
+        folder_tokens = getattr(self._model, "max_seq_length", None)
         if self.profile.max_tokens is not None:
             self._model.max_seq_length = self.profile.max_tokens
         self._max_tokens = _max_tokens(self._model, self._source.name)
         self._count = _token_counter(self._model, self._source.name)
-        self._identity = f"{self._source.name}@{_fingerprint(self._source)}/{self._dimension}"
+        overrides = _overrides(self._model, self.profile, folder_tokens, self._max_tokens)
+        self._identity = f"{self._source.name}@{_fingerprint(self._source)}{overrides}/{self._dimension}"
 
     @classmethod
     def from_settings(cls, settings: EmbeddingSettings) -> SentenceTransformerEmbedder:
@@ -320,6 +322,13 @@ def _refuse_what_the_folder_overrides(model: Any, name: str, settings: Embedding
 def _normalizes(model: Any) -> bool:
     """Whether the folder ends in a Normalize module, which normalizes whatever ``encode`` is told."""
     return any(type(module).__name__ == "Normalize" for module in model)
+
+
+def _overrides(model: Any, profile: ModelProfile, folder_tokens: object, max_tokens: int) -> str:
+    """What the settings change in the vectors the folder makes by itself, for the cache identity: vectors left
+    unnormalized, another token limit. Empty for the defaults, so the identities of existing caches stay."""
+    unnormalized = "+unnormalized" if not profile.normalize and not _normalizes(model) else ""
+    return unnormalized + (f"+max{max_tokens}" if max_tokens != folder_tokens else "")
 
 
 def _fingerprint(source: ModelSource) -> str:

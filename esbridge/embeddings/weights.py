@@ -17,10 +17,9 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-log = logging.getLogger("esbridge.embeddings")
+from esbridge.config.embedding import HASH_CACHE_ENV as HASH_CACHE_ENV  # re-exported
 
-HASH_CACHE_ENV = "ESBRIDGE_WEIGHT_HASHES"
-"""The file the digests are kept in (default ``$XDG_CACHE_HOME/esbridge/weight-hashes.json``)."""
+log = logging.getLogger("esbridge.embeddings")
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".pt", ".pth")
 _SKIPPED_FOLDERS = {"onnx", "openvino"}  # other backends' exports in a sentence-transformers folder

@@ -24,7 +24,7 @@ from typing import IO, Any
 from esbridge import errors
 from esbridge.embeddings.identity import ModelIdentity, compare, parse_identity, recorded_identity
 from esbridge.engines.base import BulkAction, Engine
-from esbridge.engines.bulk import BulkWriter
+from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.engines.vector_options import unavailable
 from esbridge.errors import SourceError
 from esbridge.ingest.json_lines import json_error_location
@@ -52,12 +52,28 @@ def export_chunks(engine: Engine, manager: IndexManager, out: IO[str]) -> int:
     for hit in engine.scan(index, {"match_all": {}}, STORED_FIELDS, sort_field="chunk_id"):
         out.write(json.dumps({"_id": hit.id, **dict(hit.source)}, ensure_ascii=False) + "\n")
         written += 1
+    if written != header["chunks"]:
+        warnings.warn(
+            f"{index} changed while it was exported: it held {header['chunks']} chunks when the export began, and "
+            f"{written} were written, so an import will report the difference from the count in the header; "
+            "export again when nothing writes to the index",
+            errors.EsbridgeWarning,
+            stacklevel=2,
+        )
     return written
 
 
 def export_to_file(engine: Engine, manager: IndexManager, target: Path) -> int:
     """Export into ``target`` through a temporary file beside it, renamed over ``target`` only once the
-    export is complete, so a failed export leaves an earlier file as it was."""
+    export is complete, so a failed export leaves an earlier file as it was.
+
+    A ``target`` that exists and is not a regular file (a named pipe, ``/dev/stdout``) is written as it is,
+    as a rename would put a file in its place; a symbolic link is followed, so it still points at the export.
+    """
+    if target.exists() and not target.is_file():
+        with target.open("w", encoding="utf-8") as out:
+            return export_chunks(engine, manager, out)
+    target = Path(os.path.realpath(target))
     temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
         # os.open applies the umask as open() would; NamedTemporaryFile would make the file owner-only.
@@ -246,7 +262,12 @@ def encoding_this_engine_has(engine: Engine, alias: str, params: IndexParameters
 
 
 def import_chunks(
-    engine: Engine, alias: str, path: Path, *, parameters: IndexParameters | None = None
+    engine: Engine,
+    alias: str,
+    path: Path,
+    *,
+    parameters: IndexParameters | None = None,
+    retry: RetryPolicy | None = None,
 ) -> tuple[int, list[dict[str, str]]]:
     """Load an export into ``alias`` (created with the export's parameters if missing); no re-embedding."""
     header = read_header(path)
@@ -255,7 +276,14 @@ def import_chunks(
     model = parse_identity(given, f"the model in {path.name}'s header") if given is not None else None
     refuse_what_the_index_cannot_take(engine, alias, path, params, model)
     _, lines = read_export(path)
+    empty = not engine.index_exists(alias) or (
+        engine.count(alias) == 0 and recorded_identity(engine.get_mapping(alias), alias) is None
+    )
     IndexManager(engine, alias, encoding_this_engine_has(engine, alias, params, path)).ensure()
+    if model is not None and empty:
+        # Before the first write, as every vector it will hold is the export's: an import stopped part-way
+        # (Ctrl-C, a kill) leaves an index that still refuses another model's vectors and searches.
+        record_model(engine, alias, model)
     failed: list[dict[str, str]] = []
     seen = 0
 
@@ -276,7 +304,27 @@ def import_chunks(
             yield BulkAction("index", chunk_id, chunk)
 
     # Through the alias, not to its current version, so a reindex that moves it meanwhile loses nothing.
-    totals = BulkWriter(engine, alias).write(actions())
+    writer = BulkWriter(engine, alias, retry=retry)
+
+    def stop_when_gone(_: int) -> None:
+        gone = writer.totals.unreachable
+        if gone is not None:  # every later batch would wait out its retries too, and then the refresh fails
+            written = len(writer.totals.succeeded)
+            raise errors.EngineUnavailable(
+                f"writes stopped after {written} chunks: {gone.reason}. The {written} written are kept; run the "
+                "command again once the engine takes writes",
+                url=gone.url,
+                operation="import",
+                index=alias,
+            ) from gone
+
+    try:
+        totals = writer.write(actions(), on_batch=stop_when_gone)
+    except KeyboardInterrupt as exc:
+        raise errors.IngestInterrupted(
+            f"{len(writer.totals.succeeded)} chunks were imported into {alias} and are kept; run the command again "
+            "to import the rest (it writes the same chunks again, unchanged)"
+        ) from exc
     failed.extend({"id": failure.id, "reason": failure.reason} for failure in totals.failed)
     engine.refresh(alias)
     if model is not None and recorded_identity(engine.get_mapping(alias), alias) is None:

@@ -4,9 +4,7 @@ overload, an engine gone mid-run."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -15,7 +13,6 @@ from esbridge.cli import main
 from esbridge.config import Settings, load_settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine, connect
-from esbridge.engines.base import BulkAction, BulkResult
 from esbridge.engines.bulk import RetryPolicy
 from esbridge.engines.dialect import match_body
 from esbridge.errors import EngineUnavailable
@@ -28,7 +25,7 @@ from tests.support.ingest_runs import (
     run,
     write_vault,
 )
-from tests.support.loopback import ForwardingProxy, busy_for
+from tests.support.loopback import ForwardingProxy, GoesAwayAfter, busy_for
 
 
 def test_bad_records_are_reported_and_every_good_one_indexed(
@@ -131,23 +128,6 @@ def test_an_engine_answering_429_for_a_while_loses_nothing(
     assert report.failed == []
     assert report.chunks_indexed == len(index_state(engine, alias))
     assert report.documents_indexed == 3
-
-
-class GoesAwayAfter:
-    """The engine behind ``proxy``, which stops listening once ``bulks`` bulk requests were answered."""
-
-    def __init__(self, engine: Engine, proxy: ForwardingProxy, bulks: int) -> None:
-        self._engine, self._proxy, self._left = engine, proxy, bulks
-
-    def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
-        result = self._engine.bulk(index, actions)
-        self._left -= 1
-        if self._left == 0:
-            self._proxy.stop()
-        return result
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
 
 
 def test_an_engine_gone_mid_run_stops_it_with_the_count_and_a_rerun_writes_the_rest(

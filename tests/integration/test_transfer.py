@@ -12,10 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from esbridge.cli import main
+from esbridge.config import Settings, load_settings
 from esbridge.embeddings.cached import CachedEmbedder
-from esbridge.engines import Engine
+from esbridge.engines import Engine, connect
+from esbridge.engines.bulk import RetryPolicy
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
-from esbridge.errors import DimensionMismatch, ModelMismatch
+from esbridge.errors import DimensionMismatch, EngineUnavailable, ModelMismatch
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.ingest.transfer import export_chunks, import_chunks
 from esbridge.mappings.lifecycle import IndexManager
@@ -23,6 +25,7 @@ from esbridge.mappings.schema import IndexParameters
 from esbridge.query.models import SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from tests.support.ingest_runs import write_vault
+from tests.support.loopback import ForwardingProxy, GoesAwayAfter
 
 QUERIES = ["baking bread at home", "tidal turbines in estuaries", "wind farms"]
 
@@ -255,3 +258,26 @@ def test_an_import_builds_the_new_index_with_the_shards_and_replicas_the_setting
         settings = engine.get_index_settings(f"{alias}-{name}")
         topologies[name] = (int(settings["number_of_shards"]), int(settings["number_of_replicas"]))
     assert topologies == {"chosen": (2, 1), "kept": (3, 0)}
+
+
+def test_an_engine_gone_mid_import_stops_it_with_the_count_and_a_rerun_writes_the_rest(
+    engine_settings: Settings, engine: Engine, alias: str, tmp_path: Path
+) -> None:
+    header = {"format": "esbridge-export", "version": 1, "parameters": {"dimension": 3}, "chunks": 3500}
+    chunks = [
+        {"_id": f"m{n}#0", "doc_id": f"m{n}", "chunk_id": f"m{n}#0", "vector": [0.2, 0.1, n / 3500]}
+        for n in range(3500)
+    ]
+    source = tmp_path / "many.jsonl"
+    source.write_text("\n".join(json.dumps(line) for line in [header, *chunks]) + "\n", encoding="utf-8")
+    with ForwardingProxy(engine_settings.url or "", lambda *_: None).running() as proxy:
+        through_proxy = connect(load_settings(url=proxy.url, engine=engine_settings.engine, retries=0))
+        going: Engine = GoesAwayAfter(through_proxy, proxy, bulks=1)
+        with pytest.raises(EngineUnavailable, match=r"writes stopped after 1000 chunks: .* run the command again"):
+            import_chunks(going, alias, source, retry=RetryPolicy(attempts=2, initial_delay_s=0.01))
+        through_proxy.close()
+    engine.refresh(alias)
+    assert engine.count(alias) == 1000
+
+    assert import_chunks(engine, alias, source) == (3500, [])
+    assert engine.count(alias) == 3500

@@ -12,13 +12,15 @@ import http.client
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from esbridge.engines.base import BulkAction, BulkResult, Engine
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "elasticsearch"
 
@@ -286,3 +288,20 @@ def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPSer
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+class GoesAwayAfter:
+    """The engine behind ``proxy``, which stops listening once ``bulks`` bulk requests were answered."""
+
+    def __init__(self, engine: Engine, proxy: ForwardingProxy, bulks: int) -> None:
+        self._engine, self._proxy, self._left = engine, proxy, bulks
+
+    def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
+        result = self._engine.bulk(index, actions)
+        self._left -= 1
+        if self._left == 0:
+            self._proxy.stop()
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)

@@ -84,6 +84,14 @@ def test_settings_short_names_and_the_config_file_variable_are_known(
     assert load_settings().pipeline.top_n_max == 60
 
 
+def test_the_model_folder_and_weight_hash_variables_the_docs_name_are_known(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("ESBRIDGE_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("ESBRIDGE_WEIGHT_HASHES", str(tmp_path / "weight-hashes.json"))
+    assert warnings_of_load() == []
+
+
 def variables_named_in(*folders: str) -> set[str]:
     found: set[str] = set()
     for folder in folders:

@@ -73,6 +73,19 @@ def test_a_file_that_is_no_database_is_a_clear_error(tmp_path: Path) -> None:
         EmbeddingCache(tmp_path)
 
 
+def test_a_damaged_cache_is_an_error_that_says_it_can_be_deleted(tmp_path: Path) -> None:
+    with EmbeddingCache(tmp_path) as cache:
+        cache.put_many("m", [(bytes([n]) * 32, [1.0, 2.0]) for n in range(200)])
+    damaged = tmp_path / FILE_NAME
+    damaged.write_bytes(damaged.read_bytes()[:3000])  # cut short, as by a full disk or a bad copy
+    hint = r"malformed; it holds only vectors the model makes again: delete it"
+    with pytest.raises(EmbeddingError, match=hint), EmbeddingCache(tmp_path) as cache:
+        cache.get_many("m", [bytes([n]) * 32 for n in range(200)], 2)
+    damaged.unlink()
+    with EmbeddingCache(tmp_path) as cache:
+        assert cache.count() == 0
+
+
 def test_a_cache_from_a_newer_esbridge_is_refused(tmp_path: Path) -> None:
     db = sqlite3.connect(tmp_path / FILE_NAME)
     db.execute("PRAGMA user_version = 99")

@@ -147,3 +147,28 @@ def test_reset_stats(cache: EmbeddingCache) -> None:
 def test_batch_size_must_be_positive(cache: EmbeddingCache) -> None:
     with pytest.raises(ValueError, match="batch_size"):
         CachedEmbedder(CountingEmbedder(), cache, batch_size=0)
+
+
+def test_a_cache_another_process_keeps_locked_costs_only_the_reuse(tmp_path: Path) -> None:
+    import sqlite3
+
+    from esbridge.errors import EsbridgeWarning
+
+    with EmbeddingCache(tmp_path) as created:
+        holder = sqlite3.connect(created.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process writing to it (a long `esbridge cache prune`)
+    model = CountingEmbedder()
+    try:
+        with CachedEmbedder(model, EmbeddingCache(tmp_path, timeout_s=0.05), batch_size=1) as cached:
+            with pytest.warns(
+                EsbridgeWarning, match=r"database is locked; the vectors are used all the same"
+            ) as caught:
+                vectors = cached.embed(["a", "bb", "ccc"])
+            assert vectors == [[1.0, 1.0], [2.0, 1.0], [3.0, 1.0]]
+            assert len(caught) == 1, "warned once, and no more waits for the lock"
+            assert cached.stats == CacheStats(hits=0, misses=3)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with EmbeddingCache(tmp_path) as cache:
+        assert cache.count() == 0

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 from pathlib import Path
@@ -8,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import ConfigError, EsbridgeWarning, SourceError
-from esbridge.ingest.transfer import import_chunks, read_export
+from esbridge.ingest.transfer import export_chunks, import_chunks, read_export
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 
@@ -137,3 +139,35 @@ def test_a_truncated_gzip_export_imports_its_whole_lines_and_says_how_many(tmp_p
         assert f"the header announces 400 chunks but the file holds {imported} lines" in reasons
     finally:
         engine.close()
+
+
+class WritesDuringExport(io.StringIO):
+    """The export's output; while the export writes its first chunk, another chunk is written to the index."""
+
+    def __init__(self, engine: EmbeddedEngine) -> None:
+        super().__init__()
+        self.engine, self.lines = engine, 0
+
+    def write(self, text: str) -> int:
+        self.lines += 1
+        if self.lines == 2:
+            self.engine.bulk("notes", [BulkAction("index", "z#0", {"chunk_id": "z#0", "doc_id": "z", "body": "z"})])
+        return super().write(text)
+
+
+def test_an_export_of_an_index_written_meanwhile_says_its_header_count_is_off(tmp_path: Path) -> None:
+    chunks = [
+        {"_id": f"c{n:04d}#0", "chunk_id": f"c{n:04d}#0", "doc_id": f"c{n:04d}", "body": "c"} for n in range(1200)
+    ]
+    source = tmp_path / "source.jsonl"
+    source.write_bytes(export_bytes({**HEADER, "chunks": 1200}, [json.dumps(chunk).encode() for chunk in chunks]))
+    engine = EmbeddedEngine(tmp_path / "data")
+    try:
+        assert import_chunks(engine, "notes", source) == (1200, [])
+        out = WritesDuringExport(engine)  # the new chunk sorts after the first page the export reads
+        with pytest.warns(EsbridgeWarning, match=r"changed while it was exported: it held 1200 chunks .* 1201 were"):
+            written = export_chunks(engine, IndexManager(engine, "notes", IndexParameters(dimension=3)), out)
+    finally:
+        engine.close()
+    assert written == 1201
+    assert json.loads(out.getvalue().splitlines()[0])["chunks"] == 1200
