@@ -50,6 +50,22 @@ class BulkTotals:
     unreachable: errors.EngineUnavailable | None = None
     """Set when a request was given up because the engine could not be reached: what the last attempt raised."""
 
+    def stop_if_unreachable(self, *, operation: str, index: str, planned: int | None = None, rerun: str = "") -> None:
+        """Raise once the engine could not be reached: every later request would wait out its retries too. The
+        error counts what was written (of ``planned``) and says it is kept; ``rerun`` says what running again does."""
+        gone = self.unreachable
+        if gone is None:
+            return
+        written = len(self.succeeded)
+        of = f" of {planned}" if planned is not None else ""
+        raise errors.EngineUnavailable(
+            f"writes stopped after {written}{of} chunk writes: {gone.reason}. The {written} written are kept; run "
+            f"the command again once the engine takes writes{rerun}",
+            url=gone.url,
+            operation=operation,
+            index=index,
+        ) from gone
+
 
 def batches_by_bytes(actions: Iterable[BulkAction], max_bytes: int, max_actions: int) -> Iterator[list[BulkAction]]:
     """Group actions so each request body stays under ``max_bytes`` (a larger single action goes alone)."""

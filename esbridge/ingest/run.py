@@ -206,16 +206,9 @@ def ingest(
     def write(actions: list[BulkAction]) -> None:
         with _Timer(timings, "index_s"):
             writer.write(actions)
-        gone = writer.totals.unreachable
-        if gone is not None:  # every later window would wait out its retries too, and then the refresh fails
-            written = len(writer.totals.succeeded)
-            raise errors.EngineUnavailable(
-                f"writes stopped after {written} of {len(todo)} chunk writes: {gone.reason}. The {written} written "
-                "are kept; run the command again once the engine takes writes: it writes only what is missing",
-                url=gone.url,
-                operation="ingest",
-                index=alias,
-            ) from gone
+        writer.totals.stop_if_unreachable(
+            operation="ingest", index=alias, planned=len(todo), rerun=": it writes only what is missing"
+        )
 
     try:
         with progress("indexing", len(todo)) as bar, BackgroundWrites() as writes:

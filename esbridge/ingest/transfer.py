@@ -307,16 +307,7 @@ def import_chunks(
     writer = BulkWriter(engine, alias, retry=retry)
 
     def stop_when_gone(_: int) -> None:
-        gone = writer.totals.unreachable
-        if gone is not None:  # every later batch would wait out its retries too, and then the refresh fails
-            written = len(writer.totals.succeeded)
-            raise errors.EngineUnavailable(
-                f"writes stopped after {written} chunks: {gone.reason}. The {written} written are kept; run the "
-                "command again once the engine takes writes",
-                url=gone.url,
-                operation="import",
-                index=alias,
-            ) from gone
+        writer.totals.stop_if_unreachable(operation="import", index=alias)
 
     try:
         totals = writer.write(actions(), on_batch=stop_when_gone)

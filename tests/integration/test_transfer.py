@@ -273,7 +273,9 @@ def test_an_engine_gone_mid_import_stops_it_with_the_count_and_a_rerun_writes_th
     with ForwardingProxy(engine_settings.url or "", lambda *_: None).running() as proxy:
         through_proxy = connect(load_settings(url=proxy.url, engine=engine_settings.engine, retries=0))
         going: Engine = GoesAwayAfter(through_proxy, proxy, bulks=1)
-        with pytest.raises(EngineUnavailable, match=r"writes stopped after 1000 chunks: .* run the command again"):
+        with pytest.raises(
+            EngineUnavailable, match=r"writes stopped after 1000 chunk writes: .* run the command again"
+        ):
             import_chunks(going, alias, source, retry=RetryPolicy(attempts=2, initial_delay_s=0.01))
         through_proxy.close()
     engine.refresh(alias)
