@@ -164,7 +164,14 @@ def apply_recency(
 
 
 def rule_from(settings: RecencySettings) -> RecencyRule:
-    """The rule ``[pipeline.recency]`` describes."""
+    """The rule ``[pipeline.recency]`` describes; a ``ValueError`` saying why when it describes none."""
     if settings.mode == "half_life":
-        return HalfLife(timedelta(days=settings.half_life_days), settings.boost)
-    return Tiers(tuple(Tier(timedelta(days=days), multiplier) for days, multiplier in settings.tiers))
+        return HalfLife(_days(settings.half_life_days, "half_life_days"), settings.boost)
+    return Tiers(tuple(Tier(_days(days, "tier max_age"), multiplier) for days, multiplier in settings.tiers))
+
+
+def _days(days: float, what: str) -> timedelta:
+    try:
+        return timedelta(days=days)
+    except (OverflowError, ValueError) as exc:  # inf, nan, or beyond timedelta's 999,999,999 days
+        raise ValueError(f"recency {what} must be a finite number of days up to 999999999, got {days}") from exc
