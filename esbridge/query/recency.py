@@ -19,8 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
-from esbridge.config.pipeline import RecencySettings
+if TYPE_CHECKING:  # the settings check their rule with this module when they are read
+    from esbridge.config.pipeline import RecencySettings
 
 
 @dataclass(frozen=True)

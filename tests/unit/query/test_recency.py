@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -204,3 +206,10 @@ def test_the_rule_comes_from_the_recency_settings() -> None:
     half_life = rule_from(RecencySettings(mode="half_life", half_life_days=10, boost=0.5))
     assert half_life == HalfLife(timedelta(days=10), 0.5)
     assert multiplier(timedelta(days=10), half_life) == 1.25
+
+
+@pytest.mark.parametrize("first", ["esbridge.query.recency", "esbridge.config.pipeline", "esbridge.query.orchestrator"])
+def test_the_recency_rule_and_its_settings_import_in_either_order(first: str) -> None:
+    # The settings check their rule with esbridge.query.recency when they are read: no import cycle.
+    done = subprocess.run([sys.executable, "-c", f"import {first}"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
