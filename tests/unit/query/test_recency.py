@@ -138,13 +138,21 @@ def test_non_finite_scores_are_refused() -> None:
         ("", None),
         # Epoch milliseconds, which the engines' default date format takes (an attached index may hold them).
         (1717236000000, datetime(2024, 6, 1, 10, tzinfo=timezone.utc)),
+        # The same format takes them as a string of digits too, and a date reduced to its year or month (the
+        # engines' range filters read all three); four digits are a year, as the engines try dates first.
+        ("1717236000000", datetime(2024, 6, 1, 10, tzinfo=timezone.utc)),
+        (" 1717236000000 ", datetime(2024, 6, 1, 10, tzinfo=timezone.utc)),
+        ("2024", datetime(2024, 1, 1)),
+        ("2024-06", datetime(2024, 6, 1)),
     ],
 )
 def test_parse_modified_at(value: object, expected: datetime | None) -> None:
     assert parse_modified_at(value) == expected
 
 
-@pytest.mark.parametrize("value", ["yesterday", "01/06/2024 10:00", True, ["2024-06-01"]])
+@pytest.mark.parametrize(
+    "value", ["yesterday", "01/06/2024 10:00", True, ["2024-06-01"], "2024-13", "0000", "9" * 30, float("nan")]
+)
 def test_parse_modified_at_refuses_what_is_not_a_date(value: object) -> None:
     with pytest.raises(ValueError, match="ISO 8601 date or epoch milliseconds"):
         parse_modified_at(value)
