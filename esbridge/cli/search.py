@@ -201,7 +201,8 @@ def render(response: SearchResponse, explain: bool) -> str:
         label = hit.title or hit.doc_id
         lines.append(f"{rank:>3}. {hit.score:.3f}  {label}  [{hit.id}]")
         if explain and hit.explain is not None:
-            lines.append(f"       {_how(hit.explain)}; recency x{hit.explain.recency_multiplier:g}")
+            reranked = "" if hit.explain.rerank_score is None else f"; re-ranker {hit.explain.rerank_score:.3f}"
+            lines.append(f"       {_how(hit.explain)}; recency x{hit.explain.recency_multiplier:g}{reranked}")
     if response.groups is not None:
         lines.extend(render_groups(response.groups))
     return "\n".join(lines)

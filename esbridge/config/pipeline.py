@@ -65,6 +65,15 @@ class RecencySettings(_Section):
     half_life_days: float = Field(default=14.0, gt=0)
     boost: float = Field(default=0.2, ge=0, description="half-life mode: multiplier of a brand-new document - 1")
 
+    @model_validator(mode="after")
+    def _rules_usable(self) -> RecencySettings:
+        # Checked when the settings are read, not by the first search; both rules, whichever mode is on.
+        from esbridge.query.recency import rule_from  # esbridge.query.recency imports this module
+
+        for mode in ("tiers", "half_life"):
+            rule_from(self.model_copy(update={"mode": mode}))
+        return self
+
 
 class ShapingSettings(_Section):
     collapse: bool = False

@@ -293,7 +293,8 @@ class HybridSearcher:
             vectors_from=self.embedder.name if self.embedder is not None else None,
         )
         used = {name: weight for name, weight in plan.weights.items() if name in runs}
-        if not any(used.get(name, 1.0) > 0 for name in runs):  # only retrievers weighted 0 answered: their order
+        if not any(used.get(name, 1.0) > 0 and run for name, run in runs.items()):
+            # Only retrievers weighted 0 found anything (the others failed or found nothing): their order, not ties.
             used = dict.fromkeys(runs, 1.0)
         return fuse(get_fusion(plan.method_name), runs, weights=used, context=context, params=plan.params)
 

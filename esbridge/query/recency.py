@@ -15,12 +15,15 @@ would push a recent item down, not up.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
-from esbridge.config.pipeline import RecencySettings
+if TYPE_CHECKING:  # the settings check their rule with this module when they are read
+    from esbridge.config.pipeline import RecencySettings
 
 
 @dataclass(frozen=True)
@@ -88,25 +91,30 @@ def aware(moment: datetime) -> datetime:
     return moment
 
 
+_DIGITS = re.compile(r"-?\d+")
+_YEAR_OR_MONTH = re.compile(r"(?P<year>\d{4})(?:-(?P<month>\d{2}))?")
+
+
 def parse_modified_at(value: object) -> datetime | None:
-    """A ``modified_at`` from an engine's ``_source``: ISO 8601 (``Z`` allowed), a datetime, or a number of
-    epoch milliseconds (the engines' default date format, ``strict_date_optional_time||epoch_millis``, takes
-    both, so an index esbridge did not create may hold either); None when absent."""
+    """A ``modified_at`` from an engine's ``_source``: ISO 8601 (``Z`` allowed; a date reduced to its year or
+    month is its first day), a datetime, or epoch milliseconds as a number or a string of digits (the engines'
+    default date format, ``strict_date_optional_time||epoch_millis``, takes all of these, so an index esbridge
+    did not create may hold any); None when absent."""
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
         return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            return datetime.fromtimestamp(value / 1000, tz=timezone.utc)
-        except (OverflowError, OSError, ValueError):
-            pass
-    if isinstance(value, str):
-        text = value.strip()
-        try:
+    text = value.strip() if isinstance(value, str) else None
+    millis = int(text) if text is not None and _DIGITS.fullmatch(text) and len(text) != 4 else value
+    try:
+        if text is not None and (reduced := _YEAR_OR_MONTH.fullmatch(text)):
+            return datetime(int(reduced["year"]), int(reduced["month"] or 1), 1)  # the engines try a date first
+        if isinstance(millis, (int, float)) and not isinstance(millis, bool):
+            return datetime.fromtimestamp(millis / 1000, tz=timezone.utc)
+        if text is not None:
             return datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
-        except ValueError:
-            pass
+    except (OverflowError, OSError, ValueError):
+        pass
     raise ValueError(f"modified_at is not an ISO 8601 date or epoch milliseconds: {value!r}")
 
 
@@ -164,7 +172,14 @@ def apply_recency(
 
 
 def rule_from(settings: RecencySettings) -> RecencyRule:
-    """The rule ``[pipeline.recency]`` describes."""
+    """The rule ``[pipeline.recency]`` describes; a ``ValueError`` saying why when it describes none."""
     if settings.mode == "half_life":
-        return HalfLife(timedelta(days=settings.half_life_days), settings.boost)
-    return Tiers(tuple(Tier(timedelta(days=days), multiplier) for days, multiplier in settings.tiers))
+        return HalfLife(_days(settings.half_life_days, "half_life_days"), settings.boost)
+    return Tiers(tuple(Tier(_days(days, "tier max_age"), multiplier) for days, multiplier in settings.tiers))
+
+
+def _days(days: float, what: str) -> timedelta:
+    try:
+        return timedelta(days=days)
+    except (OverflowError, ValueError) as exc:  # inf, nan, or beyond timedelta's 999,999,999 days
+        raise ValueError(f"recency {what} must be a finite number of days up to 999999999, got {days}") from exc

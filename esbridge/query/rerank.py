@@ -6,6 +6,7 @@ to a factory taking ``RerankSettings``; esbridge declares its ``cross-encoder`` 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,7 +132,7 @@ def rerank(
     head, tail = ordered[:top], ordered[top:]
     if not head:
         return Reranked(dict(ordered), {})
-    raw = reranker.score(query, [texts.get(item, "") for item, _ in head])
+    raw = _scored(reranker, query, [texts.get(item, "") for item, _ in head])
     by_reranker = dict(zip((item for item, _ in head), raw, strict=True))
     reranked = _min_max(by_reranker)
     fused = _min_max(dict(head))
@@ -143,6 +144,27 @@ def rerank(
         result[item] = floor + 1.0 + combined[item]
     result.update(tail)
     return Reranked(result, by_reranker)
+
+
+def _scored(reranker: Reranker, query: str, texts: Sequence[str]) -> list[float]:
+    """The re-ranker's scores of ``texts``; an ``EmbeddingError`` naming it when it fails or answers with anything
+    but one finite number per text (a plugin's own exception included), so that the search keeps its fused order."""
+    name = getattr(reranker, "name", type(reranker).__name__)
+    try:
+        raw = list(reranker.score(query, texts))
+    except EmbeddingError:
+        raise
+    except Exception as exc:  # a plugin raises whatever its library does
+        raise EmbeddingError(f"{type(exc).__name__}: {exc}", model=name, role=ROLE) from exc
+    if len(raw) != len(texts):
+        raise EmbeddingError(f"gave {len(raw)} scores for {len(texts)} texts", model=name, role=ROLE)
+    try:
+        scores = [float(score) for score in raw]
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(f"gave a score that is not a number: {exc}", model=name, role=ROLE) from exc
+    if (bad := next((score for score in scores if not math.isfinite(score)), None)) is not None:
+        raise EmbeddingError(f"gave a score that is not a finite number: {bad}", model=name, role=ROLE)
+    return scores
 
 
 def _min_max(scores: Mapping[str, float]) -> dict[str, float]:

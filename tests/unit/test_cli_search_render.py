@@ -40,3 +40,16 @@ def test_explain_says_how_far_lifting_moved_a_result_down() -> None:
         "results; recency x1"
     )
     assert lines[5] == "       found by knn #12 (0.900); moved down 0.250 to stay below the kept results; recency x1"
+
+
+def test_explain_says_what_the_re_ranker_scored_a_result() -> None:
+    # Re-ranking decides the order of the head; the readable explanation said nothing of it.
+    found = {"bm25": RetrieverExplain(rank=4, score=0.231)}
+    reranked = Explain(retrievers=found, recency_multiplier=1.2, rerank_score=0.0451)
+    below = Explain(retrievers=found)
+    response = SearchResponse(
+        query="q", search_mode="hybrid", took_ms=1.0, results=[_hit("c#0", 1.0, reranked), _hit("d#0", 0.4, below)]
+    )
+    lines = render(response, explain=True).splitlines()
+    assert lines[3] == "       found by bm25 #4 (0.231); recency x1.2; re-ranker 0.045"
+    assert lines[5] == "       found by bm25 #4 (0.231); recency x1"

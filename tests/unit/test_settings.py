@@ -335,3 +335,26 @@ def test_a_table_from_the_environment_replaces_the_keys_it_names_and_a_list_the_
     pipeline = load_settings().pipeline
     assert (pipeline.weights, pipeline.retrievers) == ({"bm25": 3.0, "knn": 2.0}, ["bm25"])
     assert load_settings(pipeline={"weights": {"bm25": 5}}).pipeline.weights == {"bm25": 5.0, "knn": 2.0}
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ("tiers = [[7, 0.5]]", "multiplier must be a finite number >= 1"),
+        ("tiers = [[7, 1.1], [30, 1.2]]", "must not grow with age"),
+        ("tiers = [[0, 1.1]]", "max_age must be positive"),
+        ("tiers = [[7, 1.2], [7, 1.1]]", "two recency tiers"),
+        ("tiers = [[inf, 1.2]]", "max_age"),
+        ('mode = "half_life"\nhalf_life_days = 1e-12', "half_life must be positive"),
+        ('mode = "half_life"\nhalf_life_days = 1e300', "half_life_days"),
+        ('mode = "half_life"\nhalf_life_days = inf', "half_life_days"),
+        ('mode = "half_life"\nboost = inf', "boost"),
+    ],
+)
+def test_a_recency_rule_a_search_could_not_use_is_refused_when_the_file_is_read(
+    tmp_path: Path, lines: str, message: str
+) -> None:
+    # These once passed the settings and crashed every search with a traceback.
+    path = write_toml(tmp_path / "recency.toml", f"[pipeline.recency]\n{lines}\n")
+    with pytest.raises(ConfigError, match=rf"pipeline\.recency.*{message}"):
+        load_settings(path)

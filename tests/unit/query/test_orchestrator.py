@@ -71,6 +71,18 @@ def test_a_retriever_weighted_0_that_alone_answers_keeps_its_own_order(fusion: s
     assert [hit.score for hit in response.results][1] < 1.0
 
 
+@pytest.mark.parametrize("fusion", ["qpp", "rrf", "linear", "dbsf"])
+@pytest.mark.parametrize("zero", ["bm25", "knn"])
+def test_a_retriever_weighted_0_whose_hits_are_all_there_is_keeps_its_own_order(fusion: str, zero: str) -> None:
+    """The other retriever answered but found nothing (a word the index lacks): as when it fails, the answer is
+    the zero-weighted one's ranking, not every result tied at 1.0 in id order."""
+    ranked = [("c#0", 9.0), ("a#0", 7.0), ("b#0", 3.0)]
+    engine = MemoryEngine(ranked if zero == "bm25" else [], ranked if zero == "knn" else [])
+    response = run(searcher(engine, fusion=fusion), weights={zero: 0.0}, explain=True)
+    assert [hit.id for hit in response.results] == ["c#0", "a#0", "b#0"]
+    assert [hit.score for hit in response.results][1] < 1.0
+
+
 @pytest.mark.parametrize("execution", ["concurrent", "msearch"])
 def test_an_identifier_query_whose_bm25_fails_is_answered_by_knn(execution: str) -> None:
     """adaptive answers an identifier with BM25 alone; when BM25 fails, kNN still answers (semantic-only)."""

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -136,13 +138,21 @@ def test_non_finite_scores_are_refused() -> None:
         ("", None),
         # Epoch milliseconds, which the engines' default date format takes (an attached index may hold them).
         (1717236000000, datetime(2024, 6, 1, 10, tzinfo=timezone.utc)),
+        # The same format takes them as a string of digits too, and a date reduced to its year or month (the
+        # engines' range filters read all three); four digits are a year, as the engines try dates first.
+        ("1717236000000", datetime(2024, 6, 1, 10, tzinfo=timezone.utc)),
+        (" 1717236000000 ", datetime(2024, 6, 1, 10, tzinfo=timezone.utc)),
+        ("2024", datetime(2024, 1, 1)),
+        ("2024-06", datetime(2024, 6, 1)),
     ],
 )
 def test_parse_modified_at(value: object, expected: datetime | None) -> None:
     assert parse_modified_at(value) == expected
 
 
-@pytest.mark.parametrize("value", ["yesterday", "01/06/2024 10:00", True, ["2024-06-01"]])
+@pytest.mark.parametrize(
+    "value", ["yesterday", "01/06/2024 10:00", True, ["2024-06-01"], "2024-13", "0000", "9" * 30, float("nan")]
+)
 def test_parse_modified_at_refuses_what_is_not_a_date(value: object) -> None:
     with pytest.raises(ValueError, match="ISO 8601 date or epoch milliseconds"):
         parse_modified_at(value)
@@ -204,3 +214,10 @@ def test_the_rule_comes_from_the_recency_settings() -> None:
     half_life = rule_from(RecencySettings(mode="half_life", half_life_days=10, boost=0.5))
     assert half_life == HalfLife(timedelta(days=10), 0.5)
     assert multiplier(timedelta(days=10), half_life) == 1.25
+
+
+@pytest.mark.parametrize("first", ["esbridge.query.recency", "esbridge.config.pipeline", "esbridge.query.orchestrator"])
+def test_the_recency_rule_and_its_settings_import_in_either_order(first: str) -> None:
+    # The settings check their rule with esbridge.query.recency when they are read: no import cycle.
+    done = subprocess.run([sys.executable, "-c", f"import {first}"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr

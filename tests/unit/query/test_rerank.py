@@ -178,3 +178,38 @@ def test_loading_draws_no_progress_bar(tiny_cross_encoder: Path, capfd: pytest.C
     # transformers drew "Loading weights" on stderr, between a command's own lines; the embedder hides it too.
     CrossEncoderReranker(str(tiny_cross_encoder), max_length=64)
     assert "Loading weights" not in capfd.readouterr().err
+
+
+class Broken:
+    """A plugin re-ranker that breaks the contract in one of the ways a third-party model can."""
+
+    name = "broken"
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        if self.answer == "raises":
+            raise RuntimeError("CUDA out of memory")
+        if self.answer == "too few":
+            return [1.0] * (len(texts) - 1)
+        return [float("nan")] + [1.0] * (len(texts) - 1)
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("raises", "RuntimeError: CUDA out of memory"),
+        ("too few", "gave 3 scores for 4 texts"),
+        ("nan", "gave a score that is not a finite number: nan"),
+    ],
+)
+def test_a_plugin_re_ranker_that_breaks_leaves_the_fused_order_with_a_warning(answer: str, reason: str) -> None:
+    base = searcher(MemoryEngine(LEX, SEM))
+    fused = asyncio.run(base.search(SearchRequest(query="solar energy")))
+    hybrid = HybridSearcher(base.engine, "idx", StubEmbedder(), base.pipeline, reranker=Broken(answer))
+    response = asyncio.run(hybrid.search(SearchRequest(query="solar energy")))
+    assert [(hit.id, hit.score) for hit in response.results] == [(hit.id, hit.score) for hit in fused.results]
+    assert [warning for warning in response.warnings if warning.startswith("re-ranking failed")] == [
+        f"re-ranking failed, the fused order is kept: re-ranker 'broken': {reason}"
+    ], response.warnings
