@@ -177,6 +177,7 @@ def record_documents(record: RegistryRecord) -> list[Document]:
 def _distinct_tools(tools: Sequence[RegistryTool]) -> tuple[list[tuple[str, RegistryTool]], tuple[str, ...]]:
     kept: list[tuple[str, RegistryTool]] = []
     seen: dict[str, list[RegistryTool]] = {}
+    taken = {tool.name for tool in tools}  # a repeat's key must not be the name of another tool ("x~2")
     warnings: list[str] = []
     for tool in tools:
         same_name = seen.setdefault(tool.name, [])
@@ -184,7 +185,11 @@ def _distinct_tools(tools: Sequence[RegistryTool]) -> tuple[list[tuple[str, Regi
             warnings.append(f"tool {tool.name!r} is listed twice, identically: kept once")
             continue
         same_name.append(tool)
-        key = tool.name if len(same_name) == 1 else f"{tool.name}~{len(same_name)}"
+        key, count = tool.name, len(same_name)
+        if count > 1:
+            while (key := f"{tool.name}~{count}") in taken:
+                count += 1
+            taken.add(key)
         if key != tool.name:
             warnings.append(f"tool name {tool.name!r} is repeated with other content: the repeat is {key!r}")
         kept.append((key, tool))
