@@ -23,8 +23,9 @@ so a tool can match and be scored on its own on every engine. Its text is its na
 adding its server's name and description lowered tool recall@10 on the development tasks (0.7976 to
 0.7440, docs/evaluation.md).
 
-Lifecycle. ``is_enabled: false`` gives the record (and its tools) the status ``disabled``, which searches
-leave out unless asked (``include_disabled``); a record's own ``status`` (``deprecated``) is kept.
+Lifecycle. ``is_enabled: false`` (or ``isEnabled``, as the gateway's agent cards write it) gives the record (and its
+tools) the status ``disabled``, which searches leave out unless asked (``include_disabled``); a record's own
+``status`` (``deprecated``) is kept.
 
 Problems. A line that fails (``tools`` not a list, a schema not an object, no name) is a ``Problem`` naming
 the line and field; the other records are read. When its id can be read, what the index holds for that
@@ -105,6 +106,8 @@ class RegistryRecord(IdentifiedRecord):
         if not isinstance(data, dict):
             return data
         given = dict(data)
+        if "is_enabled" not in given and "isEnabled" in given:  # as the gateway's A2A agent cards spell it
+            given["is_enabled"] = given.pop("isEnabled")
         if given.get("id") is None and isinstance(given.get("path"), str):
             given["id"] = given["path"]
         if given.get("entity_type") is None:

@@ -210,3 +210,12 @@ def test_a_repeated_tool_name_is_never_renamed_onto_another_tools_name(tmp_path:
     key = renamed.doc_id.removeprefix(tool_doc_id("s", ""))
     assert key not in {"x", "x~2"}
     assert server.warnings == (f"tool name 'x' is repeated with other content: the repeat is {key!r}",)
+
+
+def test_an_agent_card_disabled_as_the_gateway_writes_it_is_disabled(tmp_path: Path) -> None:
+    # the gateway's A2A agent cards (cli/examples/*.json) spell the flag isEnabled
+    card = {"name": "Code Reviewer Agent", "path": "/code-reviewer", "url": "https://example.com/agents/code-reviewer",
+            "isEnabled": False, "skills": [{"id": "detect_bugs", "name": "Detect Bugs"}]}  # fmt: skip
+    (agent,) = read_registry(write(tmp_path, [card]))
+    assert isinstance(agent, Document)
+    assert agent.status == "disabled" and "isEnabled" not in agent.metadata
