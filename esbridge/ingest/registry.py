@@ -6,6 +6,8 @@ One JSON object per line (``esbridge ingest --format registry``)::
      "description": "...", "tags": ["jira"], "is_enabled": true, "metadata": {"vendor": "Atlassian"},
      "tools": [{"name": "create_issue", "description": "...", "inputSchema": {...}}]}
 
+A tool may also be given as just its name (``"tools": ["search"]``), as in the JSONL source.
+
 ``entity_type`` is one of ``mcp_server``, ``virtual_server``, ``a2a_agent`` and ``skill``; without it, a record
 with ``skills`` is an ``a2a_agent`` and any other an ``mcp_server``. ``id`` defaults to ``path``.
 
@@ -63,6 +65,11 @@ class RegistryTool(BaseModel):
     name: StrictStr = Field(min_length=1)
     description: StrictStr | None = None
     input_schema: dict[str, Any] | None = Field(default=None, alias="inputSchema")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, data: Any) -> Any:
+        return {"name": data} if isinstance(data, str) else data
 
     @property
     def line(self) -> str:

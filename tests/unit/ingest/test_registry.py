@@ -219,3 +219,10 @@ def test_an_agent_card_disabled_as_the_gateway_writes_it_is_disabled(tmp_path: P
     (agent,) = read_registry(write(tmp_path, [card]))
     assert isinstance(agent, Document)
     assert agent.status == "disabled" and "isEnabled" not in agent.metadata
+
+
+def test_a_tool_given_as_just_its_name_is_read_as_the_jsonl_source_reads_it(tmp_path: Path) -> None:
+    read = list(read_registry(write(tmp_path, [{"id": "s", "name": "S", "tools": ["search", "fetch"]}])))
+    assert not [item for item in read if isinstance(item, Problem)]
+    tools = [item for item in read if isinstance(item, Document) and item.entity_type == "tool"]
+    assert [tool.doc_id for tool in tools] == [tool_doc_id("s", "search"), tool_doc_id("s", "fetch")]
