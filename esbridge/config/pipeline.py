@@ -159,7 +159,8 @@ class PipelineSettings(_Section):
     knn_per_type: list[str] = Field(
         default_factory=list,
         description="entity types that each get their own kNN request (knn_k_per_type results each), so that a "
-        "minority type still has candidates when one type holds most records; empty: one kNN over everything",
+        "minority type still has candidates when one type holds most records (the types not listed share one more); "
+        "empty: one kNN over everything",
     )
     knn_k_per_type: int = Field(default=30, ge=1, le=10_000)
     top_k_multiplier: float = Field(default=2.0, ge=1)

@@ -6,6 +6,8 @@ One JSON object per line (``esbridge ingest --format registry``)::
      "description": "...", "tags": ["jira"], "is_enabled": true, "metadata": {"vendor": "Atlassian"},
      "tools": [{"name": "create_issue", "description": "...", "inputSchema": {...}}]}
 
+A tool may also be given as just its name (``"tools": ["search"]``), as in the JSONL source.
+
 ``entity_type`` is one of ``mcp_server``, ``virtual_server``, ``a2a_agent`` and ``skill``; without it, a record
 with ``skills`` is an ``a2a_agent`` and any other an ``mcp_server``. ``id`` defaults to ``path``.
 
@@ -23,8 +25,9 @@ so a tool can match and be scored on its own on every engine. Its text is its na
 adding its server's name and description lowered tool recall@10 on the development tasks (0.7976 to
 0.7440, docs/evaluation.md).
 
-Lifecycle. ``is_enabled: false`` gives the record (and its tools) the status ``disabled``, which searches
-leave out unless asked (``include_disabled``); a record's own ``status`` (``deprecated``) is kept.
+Lifecycle. ``is_enabled: false`` (or ``isEnabled``, as the gateway's agent cards write it) gives the record (and its
+tools) the status ``disabled``, which searches leave out unless asked (``include_disabled``); a record's own
+``status`` (``deprecated``) is kept.
 
 Problems. A line that fails (``tools`` not a list, a schema not an object, no name) is a ``Problem`` naming
 the line and field; the other records are read. When its id can be read, what the index holds for that
@@ -62,6 +65,11 @@ class RegistryTool(BaseModel):
     name: StrictStr = Field(min_length=1)
     description: StrictStr | None = None
     input_schema: dict[str, Any] | None = Field(default=None, alias="inputSchema")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, data: Any) -> Any:
+        return {"name": data} if isinstance(data, str) else data
 
     @property
     def line(self) -> str:
@@ -105,6 +113,8 @@ class RegistryRecord(IdentifiedRecord):
         if not isinstance(data, dict):
             return data
         given = dict(data)
+        if "is_enabled" not in given and "isEnabled" in given:  # as the gateway's A2A agent cards spell it
+            given["is_enabled"] = given.pop("isEnabled")
         if given.get("id") is None and isinstance(given.get("path"), str):
             given["id"] = given["path"]
         if given.get("entity_type") is None:
@@ -177,6 +187,7 @@ def record_documents(record: RegistryRecord) -> list[Document]:
 def _distinct_tools(tools: Sequence[RegistryTool]) -> tuple[list[tuple[str, RegistryTool]], tuple[str, ...]]:
     kept: list[tuple[str, RegistryTool]] = []
     seen: dict[str, list[RegistryTool]] = {}
+    taken = {tool.name for tool in tools}  # a repeat's key must not be the name of another tool ("x~2")
     warnings: list[str] = []
     for tool in tools:
         same_name = seen.setdefault(tool.name, [])
@@ -184,7 +195,11 @@ def _distinct_tools(tools: Sequence[RegistryTool]) -> tuple[list[tuple[str, Regi
             warnings.append(f"tool {tool.name!r} is listed twice, identically: kept once")
             continue
         same_name.append(tool)
-        key = tool.name if len(same_name) == 1 else f"{tool.name}~{len(same_name)}"
+        key, count = tool.name, len(same_name)
+        if count > 1:
+            while (key := f"{tool.name}~{count}") in taken:
+                count += 1
+            taken.add(key)
         if key != tool.name:
             warnings.append(f"tool name {tool.name!r} is repeated with other content: the repeat is {key!r}")
         kept.append((key, tool))

@@ -172,8 +172,10 @@ def knn_body(
     num_candidates: int,
     fields: FieldMap = DEFAULT_FIELD_MAP,
     source_fields: Sequence[str] = RESULT_FIELDS,
+    excluded_types: Sequence[str] = (),
 ) -> JSON:
-    """The ``k`` nearest chunks to ``vector`` in the mapped vector field among those that pass ``filters``.
+    """The ``k`` nearest chunks to ``vector`` in the mapped vector field among those that pass ``filters``
+    (and whose entity type is none of ``excluded_types``).
 
     ``num_candidates`` is Elasticsearch's per-shard candidate list; for OpenSearch's Lucene engine it
     is sent as ``method_parameters.ef_search``, the same knob.
@@ -184,6 +186,9 @@ def knn_body(
         raise errors.ConfigError("kNN needs a vector field, and the index's field map names none")
     candidates = max(num_candidates, k)
     filter_clause = filter_query(filters, fields)
+    if excluded_types:
+        excluded: JSON = {"terms": {mapped(fields, "entity_type"): list(excluded_types)}}
+        filter_clause["bool"]["must_not"] = [*filter_clause["bool"].get("must_not", []), excluded]
     if dialect == "opensearch":
         clause: JSON = {
             "vector": list(vector),

@@ -63,7 +63,8 @@ class BM25Retriever:
 
 class KnnRetriever:
     """One kNN request; or, with ``context.knn_types``, one per entity type (``k_per_type`` each), whose hits
-    are merged into one run, so a type with few records is not crowded out before fusion."""
+    are merged into one run, so a type with few records is not crowded out before fusion. The types not
+    listed (and records without a type) share one more request of the usual ``top_k``."""
 
     needs_vector = True
 
@@ -74,18 +75,40 @@ class KnnRetriever:
             return [self.body(context, vector)]
         if vector is None:
             raise ValueError("the kNN retriever needs the query vector")
-        return [
-            bodies.knn_body(
-                context.dialect,
-                vector,
-                k=context.k_per_type,
-                filters=context.filters.model_copy(update={"terms": {**context.filters.terms, "entity_type": [kind]}}),
-                num_candidates=max(context.num_candidates, 2 * context.k_per_type),
-                fields=context.fields,
-                source_fields=context.source_fields,
-            )
+        split = [
+            self._typed(context, vector, [kind], k=context.k_per_type, num_candidates=2 * context.k_per_type)
             for kind in types
         ]
+        if asked is None:
+            rest = bodies.knn_body(
+                context.dialect,
+                vector,
+                k=context.top_k,
+                filters=context.filters,
+                num_candidates=max(context.num_candidates, 2 * context.top_k),
+                fields=context.fields,
+                source_fields=context.source_fields,
+                excluded_types=types,
+            )
+            return [*split, rest]
+        others = [kind for kind in asked if kind not in types]
+        if others:
+            split.append(self._typed(context, vector, others, k=context.top_k, num_candidates=2 * context.top_k))
+        return split
+
+    @staticmethod
+    def _typed(
+        context: RetrievalContext, vector: Sequence[float], kinds: list[str], *, k: int, num_candidates: int
+    ) -> JSON:
+        return bodies.knn_body(
+            context.dialect,
+            vector,
+            k=k,
+            filters=context.filters.model_copy(update={"terms": {**context.filters.terms, "entity_type": kinds}}),
+            num_candidates=max(context.num_candidates, num_candidates),
+            fields=context.fields,
+            source_fields=context.source_fields,
+        )
 
     def body(self, context: RetrievalContext, vector: Sequence[float] | None) -> JSON:
         if context.fields.query_embedding == "engine":  # the engine embeds the query text itself

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from esbridge.config import Settings
+from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine, connect_async
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
@@ -17,7 +18,7 @@ from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.grouping import RegistryGroups
-from esbridge.query.models import SearchRequest
+from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
 
 REGISTRY = Path(__file__).resolve().parents[3] / "shared" / "data" / "registry" / "servers.jsonl"
@@ -97,3 +98,29 @@ def test_a_query_naming_a_tool_finds_it_under_its_server_and_in_tools(
             await client.close()
 
     check_groups(asyncio.run(run()), records, tool)
+
+
+def test_knn_per_type_listing_only_agents_leaves_tools_their_knn_candidates(
+    engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    """The engines take the kNN request for the types not listed (a must_not on entity_type in the kNN filter)."""
+    agent = {"id": "travel", "name": "Travel agent", "description": "Books flights and hotels.",
+             "skills": [{"id": "book", "name": "Book flight", "description": "Book airline tickets"}]}  # fmt: skip
+    path = registry_file(tmp_path, [*gateway_servers(), agent])
+    manager = IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension))
+    options = IngestOptions(source_format="registry", source="registry")
+    assert ingest(path, engine=engine, manager=manager, embedder=embedder, options=options).failed == []
+    pipeline = PipelineSettings(knn_per_type=["a2a_agent"])
+    request = SearchRequest(query="open a new ticket in the bug tracker", explain=True)
+
+    async def run() -> SearchResponse:
+        client = connect_async(engine_settings, kind=engine_settings.engine)  # type: ignore[arg-type]
+        try:
+            return await HybridSearcher(client, alias, embedder, pipeline).search(request)
+        finally:
+            await client.close()
+
+    response = asyncio.run(run())
+    assert response.search_mode == "hybrid" and response.warnings == []
+    by_knn = [hit for hit in response.results if hit.explain is not None and "knn" in hit.explain.retrievers]
+    assert {hit.entity_type for hit in by_knn} >= {"tool", "a2a_agent"}

@@ -209,3 +209,23 @@ def test_a_graph_file_written_with_bfloat16_vectors_is_loaded_and_searched_as_it
         assert reopened.search("idx", knn(query, 1)).hits[0].id == "new"
     finally:
         reopened.close()
+
+
+def test_a_filter_of_exclusions_that_leaves_few_rows_is_met_by_the_rows_it_keeps(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kNN whose filter only excludes (``must_not``) but excludes most rows, such as the request for the entity
+    types ``knn_per_type`` does not list: the few rows left are scanned, not the graph widened past every row."""
+    monkeypatch.setattr(ann, "EXACT_BELOW", 20)  # so that a small index uses its graph
+    engine.create_index("idx", mapping(approximate=True))
+    vectors = points(1000)
+    load(engine, "idx", vectors)
+    query = points(1, seed=3)[0]
+    few = {"bool": {"must_not": [{"terms": {"tag": ["common"]}}]}}
+    hits = engine.search("idx", knn(query, 10, filter=few)).hits
+    assert [hit.id for hit in hits] == exact_top(vectors, query, 10, list(range(0, 1000, 50)))
+    none = {"bool": {"must_not": [{"terms": {"tag": ["common", "rare"]}}]}}
+    assert engine.search("idx", knn(query, 10, filter=none)).hits == []
+    held = list(engine._shared._filters.values())
+    # each filter is held as the rows that pass it (20, then none), not as the rows it excludes
+    assert sorted((len(allowed or ()), len(excluded)) for allowed, excluded in held) == [(0, 0), (20, 0)]

@@ -63,6 +63,11 @@ def approximate(record: IndexRecord) -> bool:
     return str(record.settings.get("index", {}).get("knn", "false")).lower() == "true"
 
 
+def _all_but(query: tantivy.Query) -> tantivy.Query:
+    everything = tantivy.Query.all_query()
+    return tantivy.Query.boolean_query([(tantivy.Occur.Must, everything), (tantivy.Occur.MustNot, query)])
+
+
 def _only_exclusions(clause: Any) -> list[Any] | None:
     """The ``must_not`` clauses of a ``bool`` that has nothing else, or None."""
     if not isinstance(clause, Mapping) or list(clause) != ["bool"] or not isinstance(clause["bool"], Mapping):
@@ -104,24 +109,23 @@ class Searcher:
         return (self.record.id, self.record.generation, json.dumps(clause, sort_keys=True, default=str))
 
     def _restriction(self, clause: Any) -> Restriction:
+        text = self.handles.lexical
         exclusion = _only_exclusions(clause)
         if exclusion is not None:  # the lifecycle filter: read the few rows it excludes, not the many it keeps
             failing = self.translator.translate({"bool": {"should": exclusion}}, scoring=False)
             if failing is not None:
-                return None, set(self.handles.lexical.scores(failing))
+                if text.count(failing) * 2 <= text.num_docs():
+                    return None, set(text.scores(failing))
+                return set(text.scores(_all_but(failing))), set()  # it excludes most: read the few it keeps
         query = self.translator.translate(clause, scoring=False)
         if query is None:
             compiled = self.filters.sql(clause)
             if compiled is None:
                 return set(self.scores(clause)), set()
             return self.filters.restriction(compiled)
-        text = self.handles.lexical
         if text.count(query) * 2 <= text.num_docs():
             return set(text.scores(query)), set()
-        failing = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Must, tantivy.Query.all_query()), (tantivy.Occur.MustNot, query)]
-        )
-        return None, set(text.scores(failing))
+        return None, set(text.scores(_all_but(query)))
 
     def _sql_restriction(self, condition: SQL) -> Restriction:
         key = (self.record.id, self.record.generation, condition[0], *condition[1])

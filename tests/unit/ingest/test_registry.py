@@ -195,3 +195,34 @@ def test_what_a_tool_or_skill_carries_besides_its_name_is_stored(tmp_path: Path)
     (read,) = read_registry(write(tmp_path, [agent]))
     assert isinstance(read, Document)
     assert read.metadata["skill_records"] == agent["skills"]  # skill ids (to call one), tags and examples
+
+
+def test_a_repeated_tool_name_is_never_renamed_onto_another_tools_name(tmp_path: Path) -> None:
+    tools = [{"name": "x", "description": "first"}, {"name": "x", "description": "second"},
+             {"name": "x~2", "description": "third"}]  # fmt: skip
+    read = list(read_registry(write(tmp_path, [{"id": "s", "name": "S", "tools": tools}])))
+    docs = [item for item in read if isinstance(item, Document) and item.entity_type == "tool"]
+    assert len({doc.doc_id for doc in docs}) == len(docs) == 3  # every tool kept, each under its own id
+    by_id = {doc.doc_id: doc for doc in docs}
+    assert by_id[tool_doc_id("s", "x~2")].metadata["tool_description"] == "third"  # a tool keeps its own name
+    (server,) = [item for item in read if isinstance(item, Document) and item.entity_type == "mcp_server"]
+    (renamed,) = [doc for doc in docs if doc.metadata["tool_description"] == "second"]
+    key = renamed.doc_id.removeprefix(tool_doc_id("s", ""))
+    assert key not in {"x", "x~2"}
+    assert server.warnings == (f"tool name 'x' is repeated with other content: the repeat is {key!r}",)
+
+
+def test_an_agent_card_disabled_as_the_gateway_writes_it_is_disabled(tmp_path: Path) -> None:
+    # the gateway's A2A agent cards (cli/examples/*.json) spell the flag isEnabled
+    card = {"name": "Code Reviewer Agent", "path": "/code-reviewer", "url": "https://example.com/agents/code-reviewer",
+            "isEnabled": False, "skills": [{"id": "detect_bugs", "name": "Detect Bugs"}]}  # fmt: skip
+    (agent,) = read_registry(write(tmp_path, [card]))
+    assert isinstance(agent, Document)
+    assert agent.status == "disabled" and "isEnabled" not in agent.metadata
+
+
+def test_a_tool_given_as_just_its_name_is_read_as_the_jsonl_source_reads_it(tmp_path: Path) -> None:
+    read = list(read_registry(write(tmp_path, [{"id": "s", "name": "S", "tools": ["search", "fetch"]}])))
+    assert not [item for item in read if isinstance(item, Problem)]
+    tools = [item for item in read if isinstance(item, Document) and item.entity_type == "tool"]
+    assert [tool.doc_id for tool in tools] == [tool_doc_id("s", "search"), tool_doc_id("s", "fetch")]
