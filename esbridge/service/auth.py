@@ -19,6 +19,7 @@ logs why.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import hmac
 import logging
@@ -174,11 +175,19 @@ def read_keys_file(path: Path) -> list[tuple[str, frozenset[str]]]:
         unknown = sorted(set(named) - set(SCOPES))
         if unknown:
             raise ConfigError(
-                f"API keys file {path}, line {number}: unknown scope(s) {', '.join(map(repr, unknown))} "
+                f"API keys file {path}, line {number}: unknown scope(s) {', '.join(map(_shown, unknown))} "
                 f"(scopes are {', '.join(SCOPES)}, comma-separated after the key)"
             )
         keys.append((key, frozenset(named) or UNSCOPED))
     return keys
+
+
+def _shown(word: str) -> str:
+    """An unknown scope as an error may show it: a misspelt scope as it is; any other word is not shown, since it
+    may be a key (two keys on a line, or a label before the key)."""
+    if difflib.get_close_matches(word, SCOPES, n=1, cutoff=0.6):
+        return repr(word)
+    return f"<a word of {len(word)} characters, not shown since it may be a key>"
 
 
 def _refuse_if_shared(path: Path) -> None:

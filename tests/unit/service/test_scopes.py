@@ -145,3 +145,13 @@ def test_the_admin_route_reports_a_file_it_cannot_use(scoped: TestClient, keys_p
     assert answer.status_code == 409
     assert answer.json()["error"]["kind"] == "keys_not_reloaded"
     assert status(scoped, READER, "search") == 200
+
+
+@pytest.mark.parametrize("line", [f"{READER} {WRITER}", f"importer-app {WRITER}", f"{READER} read,{WRITER}"])
+def test_a_key_where_a_scope_belongs_is_not_shown_in_the_error(tmp_path: Path, line: str) -> None:
+    path = write_keys(tmp_path / "keys", f"{ADMIN} admin\n{line}\n")
+    with pytest.raises(ConfigError) as refused:
+        read_keys_file(path)
+    message = str(refused.value)
+    assert message.startswith(f"API keys file {path}, line 2: unknown scope(s) <a word of {len(WRITER)} characters")
+    assert WRITER not in message and READER not in message
