@@ -144,8 +144,10 @@ def _log_service_events(level: str) -> None:
 def server_config(app: FastAPI, settings: Settings, *, log_level: str = "info") -> uvicorn.Config:
     """Uvicorn's settings for ``app``. Uvicorn's own access log stays off whatever ``service.access_log`` says:
     its lines carry the raw path and query string, which the service's log leaves out, and ``false`` means
-    no access log at all."""
+    no access log at all. A request's headers must arrive within ``service.request_timeout_s``, as its body must."""
     import uvicorn
+
+    from esbridge.service.connections import header_deadline_protocol
 
     return uvicorn.Config(
         app,
@@ -156,6 +158,7 @@ def server_config(app: FastAPI, settings: Settings, *, log_level: str = "info") 
         timeout_graceful_shutdown=math.ceil(settings.service.shutdown_timeout_s),  # whole seconds, at least 1
         proxy_headers=False,
         server_header=False,
+        http=header_deadline_protocol(settings.service.request_timeout_s),
     )
 
 
