@@ -147,6 +147,12 @@ async def send_error(
     await send({"type": "http.response.body", "body": payload})
 
 
+def _first(scope: Scope, name: bytes) -> str | None:
+    """The first value of header ``name``, as the routes read it (a request may send a header twice)."""
+    value = next((value for key, value in scope["headers"] if key == name), b"")
+    return value.decode("latin-1") or None
+
+
 def refill(tokens: float, elapsed_s: float, rate: float, burst: float) -> float:
     """A token bucket's tokens after ``elapsed_s`` (Turner, "New directions in communications", 1986)."""
     return min(burst, tokens + max(0.0, elapsed_s) * rate)
@@ -277,11 +283,7 @@ class Admission:
             self.gate.release()
 
     def _caller(self, scope: Scope) -> str:
-        headers: dict[bytes, bytes] = dict(scope["headers"])
-        key = presented_key(
-            headers.get(b"authorization", b"").decode("latin-1") or None,
-            headers.get(b"x-api-key", b"").decode("latin-1") or None,
-        )
+        key = presented_key(_first(scope, b"authorization"), _first(scope, b"x-api-key"))
         grant = self.keys.grant(key) if key is not None else None
         if grant is not None:
             return f"key:{grant.id}"
