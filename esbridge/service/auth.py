@@ -161,7 +161,7 @@ def read_keys_file(path: Path) -> list[tuple[str, frozenset[str]]]:
     """The keys of ``path`` with their scopes; ConfigError (naming the line, never a key) for a bad file."""
     _refuse_if_shared(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte order mark (Windows editors) is no part of a key
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the API keys file {path}: {exc}") from exc
     keys: list[tuple[str, frozenset[str]]] = []
@@ -172,6 +172,11 @@ def read_keys_file(path: Path) -> list[tuple[str, frozenset[str]]]:
         comment = next((at for at, word in enumerate(words) if at and word.startswith("#")), len(words))
         words = words[:comment]
         key, named = words[0], [scope for word in words[1:] for scope in word.split(",") if scope]
+        if not printable_ascii(key):
+            raise ConfigError(
+                f"API keys file {path}, line {number}: the key is not printable ASCII, so no HTTP client could send "
+                "it as it is written here (headers carry bytes, read as Latin-1)"
+            )
         unknown = sorted(set(named) - set(SCOPES))
         if unknown:
             raise ConfigError(
@@ -180,6 +185,11 @@ def read_keys_file(path: Path) -> list[tuple[str, frozenset[str]]]:
             )
         keys.append((key, frozenset(named) or UNSCOPED))
     return keys
+
+
+def printable_ascii(key: str) -> bool:
+    """Whether ``key`` can be sent in a header and read back as written: printable ASCII only."""
+    return key.isascii() and key.isprintable()
 
 
 def _shown(word: str) -> str:
