@@ -282,6 +282,11 @@ async def readyz(request: Request) -> Response:
     return JSONResponse(health.model_dump(exclude_none=True), status_code=200 if ready else 503)
 
 
+# HEAD, which load balancers and uptime monitors may probe with: the GET's status and headers, no body.
+router.add_api_route("/healthz", healthz, methods=["HEAD"], include_in_schema=False)
+router.add_api_route("/readyz", readyz, methods=["HEAD"], include_in_schema=False)
+
+
 def _model_problem(backend: Backend) -> str | None:
     """Why the query model is not loaded: it never was, or its child process died and the replacement
     cannot load it (``ProcessEmbedder.load_problem``)."""
