@@ -75,6 +75,11 @@ class ServiceSettings(_Section):
     def _no_blank_keys(cls, value: list[SecretStr]) -> list[SecretStr]:
         if any(not key.get_secret_value().strip() for key in value):
             raise ValueError("API keys must not be blank")
+        if any(not (text := key.get_secret_value().strip()).isascii() or not text.isprintable() for key in value):
+            raise ValueError(
+                "API keys must be printable ASCII: headers carry bytes, read as Latin-1, so no HTTP client could "
+                "send another key as it is written"
+            )
         return value
 
     @field_validator("refresh", mode="before")

@@ -127,11 +127,27 @@ def _log_access_as_json_lines(level: str) -> None:
     access_log.propagate = False
 
 
+def _log_service_events(level: str) -> None:
+    """The service's own log lines (a write that answered 504 ending, the keys file read again, the engine
+    closed with writes still running) go to stderr as uvicorn's do; without a handler, Python would drop
+    those below a warning."""
+    from uvicorn.logging import DefaultFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(DefaultFormatter("%(levelprefix)s %(message)s", use_colors=False))
+    events = logging.getLogger("esbridge")
+    events.handlers = [handler]
+    events.setLevel(level.upper())
+    events.propagate = False
+
+
 def server_config(app: FastAPI, settings: Settings, *, log_level: str = "info") -> uvicorn.Config:
     """Uvicorn's settings for ``app``. Uvicorn's own access log stays off whatever ``service.access_log`` says:
     its lines carry the raw path and query string, which the service's log leaves out, and ``false`` means
-    no access log at all."""
+    no access log at all. A request's headers must arrive within ``service.request_timeout_s``, as its body must."""
     import uvicorn
+
+    from esbridge.service.connections import header_deadline_protocol
 
     return uvicorn.Config(
         app,
@@ -142,6 +158,7 @@ def server_config(app: FastAPI, settings: Settings, *, log_level: str = "info") 
         timeout_graceful_shutdown=math.ceil(settings.service.shutdown_timeout_s),  # whole seconds, at least 1
         proxy_headers=False,
         server_header=False,
+        http=header_deadline_protocol(settings.service.request_timeout_s),
     )
 
 
@@ -151,6 +168,7 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
 
     app = create_app(settings)
     reload_keys_on_sighup(app.state.keys)
+    _log_service_events(log_level)
     if settings.service.access_log:
         _log_access_as_json_lines(log_level)
     uvicorn.Server(server_config(app, settings, log_level=log_level)).run()

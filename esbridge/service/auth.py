@@ -19,6 +19,7 @@ logs why.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import hmac
 import logging
@@ -160,7 +161,7 @@ def read_keys_file(path: Path) -> list[tuple[str, frozenset[str]]]:
     """The keys of ``path`` with their scopes; ConfigError (naming the line, never a key) for a bad file."""
     _refuse_if_shared(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte order mark (Windows editors) is no part of a key
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the API keys file {path}: {exc}") from exc
     keys: list[tuple[str, frozenset[str]]] = []
@@ -171,14 +172,32 @@ def read_keys_file(path: Path) -> list[tuple[str, frozenset[str]]]:
         comment = next((at for at, word in enumerate(words) if at and word.startswith("#")), len(words))
         words = words[:comment]
         key, named = words[0], [scope for word in words[1:] for scope in word.split(",") if scope]
+        if not printable_ascii(key):
+            raise ConfigError(
+                f"API keys file {path}, line {number}: the key is not printable ASCII, so no HTTP client could send "
+                "it as it is written here (headers carry bytes, read as Latin-1)"
+            )
         unknown = sorted(set(named) - set(SCOPES))
         if unknown:
             raise ConfigError(
-                f"API keys file {path}, line {number}: unknown scope(s) {', '.join(map(repr, unknown))} "
+                f"API keys file {path}, line {number}: unknown scope(s) {', '.join(map(_shown, unknown))} "
                 f"(scopes are {', '.join(SCOPES)}, comma-separated after the key)"
             )
         keys.append((key, frozenset(named) or UNSCOPED))
     return keys
+
+
+def printable_ascii(key: str) -> bool:
+    """Whether ``key`` can be sent in a header and read back as written: printable ASCII only."""
+    return key.isascii() and key.isprintable()
+
+
+def _shown(word: str) -> str:
+    """An unknown scope as an error may show it: a misspelt scope as it is; any other word is not shown, since it
+    may be a key (two keys on a line, or a label before the key)."""
+    if difflib.get_close_matches(word, SCOPES, n=1, cutoff=0.6):
+        return repr(word)
+    return f"<a word of {len(word)} characters, not shown since it may be a key>"
 
 
 def _refuse_if_shared(path: Path) -> None:

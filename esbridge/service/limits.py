@@ -6,7 +6,7 @@
   or never finishes it, holds no slot; one whose body has not arrived within ``timeout_s`` gets 408. Bodies
   read at once are capped per client address (``per_client``) and in all (``at_once``), so the bodies that
   wait bound memory (``at_once`` x ``max_bytes``) and a client that never finishes its bodies locks out
-  only itself; over either cap, 429 at once.
+  only itself; over either cap, 429 at once. A compressed body (``Content-Encoding``) is refused (415) unread.
 - ``Admission`` (``/v1/*`` only, so health, readiness and metrics stay answerable under overload): a
   token bucket per API key (per client address without an accepted key) refuses a caller over its rate,
   and a concurrency gate lets ``max_concurrency`` requests run with at most ``max_queue`` waiting, each
@@ -57,6 +57,11 @@ class BodyLimit:
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
             await self._too_large(scope, send)
+            return
+        encoding = (_first(scope, b"content-encoding") or "identity").strip().lower()
+        if encoding != "identity":
+            message = f"the body must be sent uncompressed (Content-Encoding {encoding} is not supported)"
+            await self._refuse(scope, send, 415, "unsupported_media_type", message, {"Connection": "close"})
             return
         client = str((scope.get("client") or ("",))[0])
         over = "in all" if sum(self._reading.values()) >= self.at_once else None
@@ -145,6 +150,12 @@ async def send_error(
         }
     )
     await send({"type": "http.response.body", "body": payload})
+
+
+def _first(scope: Scope, name: bytes) -> str | None:
+    """The first value of header ``name``, as the routes read it (a request may send a header twice)."""
+    value = next((value for key, value in scope["headers"] if key == name), b"")
+    return value.decode("latin-1") or None
 
 
 def refill(tokens: float, elapsed_s: float, rate: float, burst: float) -> float:
@@ -277,11 +288,7 @@ class Admission:
             self.gate.release()
 
     def _caller(self, scope: Scope) -> str:
-        headers: dict[bytes, bytes] = dict(scope["headers"])
-        key = presented_key(
-            headers.get(b"authorization", b"").decode("latin-1") or None,
-            headers.get(b"x-api-key", b"").decode("latin-1") or None,
-        )
+        key = presented_key(_first(scope, b"authorization"), _first(scope, b"x-api-key"))
         grant = self.keys.grant(key) if key is not None else None
         if grant is not None:
             return f"key:{grant.id}"

@@ -53,6 +53,7 @@ def _error(description: str) -> dict[str, Any]:
 _COMMON: dict[int | str, dict[str, Any]] = {
     401: _error("no API key, or one that is not accepted"),
     403: _error("the API key lacks the scope this route needs (forbidden)"),
+    408: _error("the body did not all arrive within service.request_timeout_s (body_timeout)"),
     413: _error("the body is larger than service.max_body_bytes"),
     422: _error("the request is invalid; error.fields says where"),
     429: _error("over the key's rate limit, or the service is at capacity; retry after Retry-After seconds"),
@@ -66,7 +67,8 @@ _WRITES: dict[int | str, dict[str, Any]] = {
     403: _error("the key lacks the write scope, or writes are disabled: no API keys are configured"),
     409: _error(
         "the index is attached (not created by esbridge): the sidecar does not write to it (read_only_index); or the "
-        "alias points to several indices, of which a write would reach one (alias_ambiguous)"
+        "alias points to several indices, of which a write would reach one (alias_ambiguous); or the index's vectors "
+        "were made by another model (model_mismatch)"
     ),
 }
 _NOT_JSON: dict[int | str, dict[str, Any]] = {
@@ -140,7 +142,11 @@ router = APIRouter(route_class=GuardedRoute)
 @router.post(
     "/v1/search",
     response_model=SearchResponse,
-    responses={**_NOT_JSON, **_COMMON},
+    responses={
+        **_NOT_JSON,
+        **_COMMON,
+        409: _error("the index's vectors were made by another model than the service's (model_mismatch)"),
+    },
     dependencies=[Depends(require_read)],
     summary="Hybrid search",
 )
@@ -276,6 +282,11 @@ async def readyz(request: Request) -> Response:
     return JSONResponse(health.model_dump(exclude_none=True), status_code=200 if ready else 503)
 
 
+# HEAD, which load balancers and uptime monitors may probe with: the GET's status and headers, no body.
+router.add_api_route("/healthz", healthz, methods=["HEAD"], include_in_schema=False)
+router.add_api_route("/readyz", readyz, methods=["HEAD"], include_in_schema=False)
+
+
 def _model_problem(backend: Backend) -> str | None:
     """Why the query model is not loaded: it never was, or its child process died and the replacement
     cannot load it (``ProcessEmbedder.load_problem``)."""
@@ -287,7 +298,11 @@ def _model_problem(backend: Backend) -> str | None:
 
 @router.get(
     "/metrics",
-    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format"}, 401: _COMMON[401]},
+    responses={
+        200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format"},
+        401: _COMMON[401],
+        403: _COMMON[403],
+    },
     dependencies=[Depends(require_read)],
     summary="Prometheus metrics",
 )

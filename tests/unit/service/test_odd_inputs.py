@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from typing import Any
 
 import pytest
@@ -80,3 +81,18 @@ def test_json_media_types_are_read_as_json_and_no_body_is_a_missing_one(client: 
         assert answer.status_code == 200, (content_type, answer.text)
     empty = client.post("/v1/search")
     assert (empty.status_code, empty.json()["error"]["message"]) == (422, "body: Field required")
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "br", "deflate"])
+def test_a_compressed_body_is_415_naming_the_encoding_not_a_json_error(client: TestClient, encoding: str) -> None:
+    body = gzip.compress(b'{"query": "solar"}')
+    headers = {"Content-Type": "application/json", "Content-Encoding": encoding}
+    answer = client.post("/v1/search", content=body, headers=headers)
+    assert answer.status_code == 415, answer.text
+    assert answer.json()["error"] == {
+        "kind": "unsupported_media_type",
+        "message": f"the body must be sent uncompressed (Content-Encoding {encoding} is not supported)",
+        "fields": [],
+    }
+    plain = client.post("/v1/search", json={"query": "solar"}, headers={"Content-Encoding": "identity"})
+    assert plain.status_code == 200, plain.text

@@ -183,3 +183,16 @@ def test_a_request_that_waits_too_long_for_a_slot_gets_429(make_client: ClientFa
                 return [(await first).status_code, second.status_code]
 
         assert asyncio.run(pair()) == [200, 429]
+
+
+@pytest.mark.parametrize("header", ["X-API-Key", "Authorization"])
+def test_a_key_over_its_rate_cannot_go_on_by_sending_a_second_key_header(
+    make_client: ClientFactory, header: str
+) -> None:
+    client = make_client(api_keys=[KEY], rate_limit_per_s=0.001, rate_limit_burst=1)
+    given = KEY if header == "X-API-Key" else f"Bearer {KEY}"
+    body = {"documents": [RECORDS[0]]}
+    assert client.post("/v1/documents", json=body, headers={header: given}).status_code == 200
+    # The route authenticates with the first of the headers: the rate limit must count against that key too.
+    answer = client.post("/v1/documents", json=body, headers=[(header, given), (header, "not-a-key")])
+    assert (answer.status_code, answer.json()["error"]["kind"]) == (429, "rate_limited")

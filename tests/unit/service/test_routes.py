@@ -342,3 +342,12 @@ def test_an_unknown_category_is_422_naming_the_valid_ones(make_client: ClientFac
     answer = search(client, query="look up", category="crypto")
     assert answer.status_code == 422
     assert answer.json()["error"]["message"] == "unknown category 'crypto'; categories: development, security"
+
+
+def test_health_and_readiness_answer_head_as_they_answer_get(make_client: ClientFactory) -> None:
+    client = make_client()
+    for route in ("/healthz", "/readyz"):
+        got, head = client.get(route), client.head(route)
+        assert head.status_code == got.status_code, route
+        assert head.content == b"", route
+    assert client.head("/readyz").status_code == 503  # no index yet: HEAD says so too

@@ -145,3 +145,32 @@ def test_the_admin_route_reports_a_file_it_cannot_use(scoped: TestClient, keys_p
     assert answer.status_code == 409
     assert answer.json()["error"]["kind"] == "keys_not_reloaded"
     assert status(scoped, READER, "search") == 200
+
+
+@pytest.mark.parametrize("line", [f"{READER} {WRITER}", f"importer-app {WRITER}", f"{READER} read,{WRITER}"])
+def test_a_key_where_a_scope_belongs_is_not_shown_in_the_error(tmp_path: Path, line: str) -> None:
+    path = write_keys(tmp_path / "keys", f"{ADMIN} admin\n{line}\n")
+    with pytest.raises(ConfigError) as refused:
+        read_keys_file(path)
+    message = str(refused.value)
+    assert message.startswith(f"API keys file {path}, line 2: unknown scope(s) <a word of {len(WRITER)} characters")
+    assert WRITER not in message and READER not in message
+
+
+def test_the_first_key_of_a_file_saved_with_a_byte_order_mark_is_accepted(
+    make_client: ClientFactory, tmp_path: Path
+) -> None:
+    path = tmp_path / "keys"
+    path.write_text(f"{READER} read\n{WRITER} write\n", encoding="utf-8-sig")  # as Notepad or PowerShell 5 save it
+    path.chmod(0o600)
+    client = make_client(api_keys_file=path, require_key_for_reads=True)
+    assert status(client, READER, "search") != 401
+    assert status(client, WRITER, "write") == 200
+
+
+def test_a_key_no_client_could_send_is_refused_naming_the_line_not_the_key(tmp_path: Path) -> None:
+    path = write_keys(tmp_path / "keys", f"{READER} read\nclé-secrète write\n")
+    with pytest.raises(ConfigError) as refused:
+        read_keys_file(path)
+    assert str(refused.value).startswith(f"API keys file {path}, line 2: the key is not printable ASCII")
+    assert "secr" not in str(refused.value)

@@ -74,3 +74,10 @@ def test_bad_service_settings_are_config_errors(monkeypatch: pytest.MonkeyPatch,
         load_settings(service={"port": 70000})
     with pytest.raises(ConfigError, match=r"service\.api_keys"):
         load_settings(service={"api_keys": "[not json"})
+
+
+def test_a_key_no_http_client_could_send_is_refused_without_showing_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ESBRIDGE_API_KEYS", "ok-key,clé-secrète")
+    with pytest.raises(ConfigError, match=r"API keys must be printable ASCII") as refused:
+        load_settings()
+    assert "secr" not in str(refused.value)

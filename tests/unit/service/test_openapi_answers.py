@@ -1,0 +1,49 @@
+"""The OpenAPI document declares, for each route, the error statuses the route really answers (docs/service.md),
+so that a client generated from it knows them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from esbridge.service.app import create_app
+from tests.support.hashing import HashingEmbedder, OtherHashingEmbedder
+from tests.support.serving import uvicorn_thread
+from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, service_settings
+from tests.unit.service.test_slow_bodies import status_of, unfinished_bodies
+
+
+def declared(document: dict[str, Any], method: str, path: str) -> set[int]:
+    return {int(status) for status in document["paths"][path][method]["responses"]}
+
+
+def test_a_search_answers_409_model_mismatch_and_declares_it(make_client: ClientFactory) -> None:
+    writer = make_client(api_keys=[KEY])
+    assert writer.post("/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY}).status_code == 200
+    other = make_client(embedder=OtherHashingEmbedder())
+    answer = other.post("/v1/search", json={"query": "sourdough"})
+    assert (answer.status_code, answer.json()["error"]["kind"]) == (409, "model_mismatch")
+    document = other.get("/openapi.json").json()
+    assert 409 in declared(document, "post", "/v1/search")
+    assert "model_mismatch" in document["paths"]["/v1/search"]["post"]["responses"]["409"]["description"]
+    assert "model_mismatch" in document["paths"]["/v1/documents"]["post"]["responses"]["409"]["description"]
+
+
+def test_metrics_answer_403_to_a_key_without_read_and_declare_it(make_client: ClientFactory, tmp_path: Any) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text(f"{KEY} write\n", encoding="utf-8")
+    keys.chmod(0o600)
+    client = make_client(api_keys_file=keys, require_key_for_reads=True)
+    answer = client.get("/metrics", headers={"X-API-Key": KEY})
+    assert (answer.status_code, answer.json()["error"]["kind"]) == (403, "forbidden")
+    assert 403 in declared(client.get("/openapi.json").json(), "get", "/metrics")
+
+
+def test_a_body_that_does_not_arrive_is_408_and_every_route_taking_a_body_declares_it() -> None:
+    app = create_app(service_settings(request_timeout_s=0.5), embedder=HashingEmbedder())
+    with uvicorn_thread(app) as (_, url), unfinished_bodies(url, 1) as [sock]:
+        assert status_of(sock)[0] == b"HTTP/1.1 408 Request Timeout"
+        document = app.openapi()
+    for path, operations in document["paths"].items():
+        for method in operations:
+            if method in ("post", "delete"):
+                assert 408 in declared(document, method, path), (method, path)
