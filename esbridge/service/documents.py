@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from esbridge import errors
-from esbridge.embeddings.base import Embedder, embed_passages
+from esbridge.embeddings.base import Embedder, embed_passages, passages_cut
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
@@ -200,10 +200,17 @@ def _write(
         outcome.warnings.append("no embedding model: documents were indexed for lexical search only")
     else:
         refuse_other_model(engine, index, embedder)  # vectors of two models must not mix in one index
+        cut = 0
         for start in range(0, len(flat), _EMBED_STEP):
             cancel.check("embedding")
-            step = flat[start : start + _EMBED_STEP]
-            vectors[start : start + len(step)] = embed_passages(embedder, [chunk.embedding_text for chunk in step])
+            texts = [chunk.embedding_text for chunk in flat[start : start + _EMBED_STEP]]
+            vectors[start : start + len(texts)] = embed_passages(embedder, texts)
+            cut += passages_cut(embedder, texts)
+        if cut:
+            outcome.warnings.append(
+                f"{cut} of {len(flat)} chunk(s) hold more than the {embedder.max_tokens} tokens {embedder.name} reads: "
+                "their vectors stand for their beginnings only (BM25 searches their whole text)"
+            )
     before = {hit.id: str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, sorted(doc_ids))}
     cancel.check("writing")
     writer = BulkWriter(engine, index, retry=retry)

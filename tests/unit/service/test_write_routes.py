@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 
 from esbridge.config import load_settings
 from esbridge.engines.embedded import EmbeddedEngine
+from tests.support.hashing import HashingEmbedder
 from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, fields
 
 WRITE = {"X-API-Key": KEY}
@@ -143,3 +144,21 @@ def test_a_search_before_the_first_write_leaves_no_stale_warning_after_it(make_c
     answer = search(client, query="solar")
     assert answer.status_code == 200, answer.text
     assert answer.json()["warnings"] == []
+
+
+class ShortReader(HashingEmbedder):
+    max_tokens = 12
+
+
+def test_an_upsert_says_how_many_chunks_were_longer_than_the_model_reads(make_client: ClientFactory) -> None:
+    client = make_client(embedder=ShortReader(), api_keys=[KEY])
+    documents = [
+        {"id": "long", "title": "", "text": " ".join(f"word{i}" for i in range(40))},
+        {"id": "short", "title": "", "text": "tides and currents"},
+    ]
+    body = client.post("/v1/documents", json={"documents": documents}, headers=WRITE).json()
+    assert (body["written"], body["failed"]) == (2, 0)
+    assert body["warnings"] == [
+        "1 of 2 chunk(s) hold more than the 12 tokens hashing-32 reads: their vectors stand for their beginnings "
+        "only (BM25 searches their whole text)"
+    ]
