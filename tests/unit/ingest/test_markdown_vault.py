@@ -402,3 +402,11 @@ def test_the_convention_can_be_forced(tmp_path: Path) -> None:
         item for item in read_vault(tmp_path, convention="dendron") if isinstance(item, Document) and item.doc_id == "a"
     )
     assert doc.links == ("b",)
+
+
+def test_a_date_out_of_range_in_utc_leaves_the_rest_of_the_vault_readable(tmp_path: Path) -> None:
+    docs = read_documents(
+        write_vault(tmp_path, {"far.md": "---\ncreated: 9999-12-31T23:59:59-05:00\n---\nfar", "near.md": "near"})
+    )
+    assert sorted(docs) == ["far", "near"]
+    assert docs["far"].created_at is None
