@@ -244,10 +244,13 @@ def _from_epoch(number: float) -> datetime | None:
         return None
 
 
-def _as_utc(moment: datetime) -> datetime:
+def _as_utc(moment: datetime) -> datetime | None:
     if moment.tzinfo is None:
         return moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:  # 9999-12-31T23:00-05:00 is valid where written but after year 9999 in UTC
+        return None
 
 
 def json_safe(value: Any) -> Any:

@@ -91,13 +91,16 @@ def _read_vault(
     root: Path, convention: LinkConvention | None, paths: Sequence[str] | None
 ) -> Iterator[Document | Problem]:
     notes: list[NoteFile] = []
+    # A note that cannot be read this time keeps its indexed chunks, so links to it still name it.
+    unreadable: list[str] = []
     for path in note_paths(root) if paths is None else paths:
         loaded = load_note(root, path)
         if isinstance(loaded, Problem):
+            unreadable.extend([note_id(path)] if is_text(path) else [])
             yield loaded
         else:
             notes.append(loaded)
-    index = NoteIndex(note.doc_id for note in notes)
+    index = NoteIndex([*(note.doc_id for note in notes), *unreadable])
     chosen = convention or detect_convention(root, [note.frontmatter for note in notes])
     for note in notes:
         yield build_document(note, index, chosen)

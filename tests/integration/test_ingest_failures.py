@@ -155,3 +155,19 @@ def test_an_engine_gone_mid_run_stops_it_with_the_count_and_a_rerun_writes_the_r
                    options=IngestOptions(source="t"))  # fmt: skip
     assert (again.failed, again.unchanged, again.chunks_indexed) == ([], 4, 8)
     assert sorted(index_state(engine, alias)) == [f"r{n:02d}#0" for n in range(12)]
+
+
+def test_a_note_that_cannot_be_read_keeps_its_chunks_and_the_links_to_it(
+    engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    vault = write_vault(tmp_path / "vault")
+    run(vault, engine, alias, embedder)
+    before = index_state(engine, alias)
+
+    (vault / "beta.md").write_bytes(b"# Beta\n\nsaved as Latin-1: caf\xe9\n")
+    again = run(vault, engine, alias, embedder)
+    assert [failure["id"] for failure in again.failed] == [f"{vault / 'beta.md'}:3"]
+    assert (again.chunks_indexed, again.deleted) == (0, 0)
+    assert index_state(engine, alias) == before
+    alpha = engine.search(alias, {"query": {"term": {"doc_id": "alpha"}}}).hits[0].source
+    assert sorted(alpha["links"]) == ["beta", "gamma"]

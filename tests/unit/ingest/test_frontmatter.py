@@ -35,7 +35,20 @@ def test_dates_become_aware_utc_datetimes(value: object, expected: datetime) -> 
     assert parsed is not None and parsed.utcoffset() == timedelta(0)
 
 
-@pytest.mark.parametrize("value", ["last tuesday", True, None, [2024], float("nan")])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "last tuesday",
+        True,
+        None,
+        [2024],
+        float("nan"),
+        # Valid where written, but out of datetime's range once moved to UTC.
+        "9999-12-31T23:59:59-05:00",
+        datetime(9999, 12, 31, 23, 59, tzinfo=timezone(timedelta(hours=-5))),
+        "0001-01-01T00:00:00+05:00",
+    ],
+)
 def test_what_is_not_a_date_gives_none(value: object) -> None:
     assert parse_datetime(value) is None
 
@@ -173,3 +186,10 @@ def test_metadata_over_the_cap_is_dropped_and_the_fields_kept() -> None:
     assert (front.title, front.tags, front.metadata) == ("Big", ("a",), {})
     [warning] = meaning_warnings
     assert "64.0 KiB" in warning and "metadata" in warning and "dropped" in warning
+
+
+def test_a_date_past_the_end_of_time_in_utc_costs_only_its_own_key() -> None:
+    data, _ = load_frontmatter("title: Kept\ncreated: 9999-12-31T23:59:59-05:00\n")
+    front, meaning_warnings = interpret_frontmatter(data)
+    assert (front.title, front.created_at) == ("Kept", None)
+    assert len(meaning_warnings) == 1 and "'created' is not a date" in meaning_warnings[0]

@@ -66,9 +66,15 @@ def test_a_non_utf8_note_is_a_problem_and_the_others_are_still_read(tmp_path: Pa
     assert problems[0].line == 2
     assert "UTF-8" in problems[0].reason
     assert sorted(docs) == ["good", "other"]
-    # the unreadable note is not in the index, so a link to it dangles
-    assert docs["good"].links == ("other",)
-    assert docs["good"].metadata["unresolved_links"] == ["bad"]
+    # the unreadable note is still a note of the vault (an ingest keeps its indexed chunks): links to it hold
+    assert docs["good"].links == ("bad", "other")
+    assert docs["good"].metadata["unresolved_links"] == []
+
+
+def test_a_link_to_an_unreadable_note_does_not_move_to_another_note_of_that_name(tmp_path: Path) -> None:
+    write_vault(tmp_path, {"a/Plan.md": b"caf\xe9\n", "b/archive/Plan.md": "old plan", "note.md": "[[Plan]]"})
+    docs = {item.doc_id: item for item in read_vault(tmp_path) if isinstance(item, Document)}
+    assert docs["note"].links == ("a/Plan",)
 
 
 def test_a_file_name_that_is_not_utf8_is_a_problem_and_the_others_are_still_read(tmp_path: Path) -> None:
@@ -402,3 +408,11 @@ def test_the_convention_can_be_forced(tmp_path: Path) -> None:
         item for item in read_vault(tmp_path, convention="dendron") if isinstance(item, Document) and item.doc_id == "a"
     )
     assert doc.links == ("b",)
+
+
+def test_a_date_out_of_range_in_utc_leaves_the_rest_of_the_vault_readable(tmp_path: Path) -> None:
+    docs = read_documents(
+        write_vault(tmp_path, {"far.md": "---\ncreated: 9999-12-31T23:59:59-05:00\n---\nfar", "near.md": "near"})
+    )
+    assert sorted(docs) == ["far", "near"]
+    assert docs["far"].created_at is None
