@@ -62,7 +62,10 @@ TOOLS_HEADING = "Tools"
 def as_utc(moment: datetime | None) -> datetime | None:
     if moment is None:
         return None
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    try:
+        return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    except OverflowError as exc:  # (9999-12-31T23:59:59-05:00 is past the last datetime once in UTC)
+        raise ValueError(f"{moment.isoformat()} lies outside the dates that can be held once moved to UTC") from exc
 
 
 class Tool(BaseModel):

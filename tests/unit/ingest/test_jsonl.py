@@ -294,3 +294,21 @@ def test_a_beir_corpus_line_is_told_apart_from_a_record_without_id(tmp_path: Pat
     assert beir_line.reason.startswith("field 'id' is missing; the record has '_id', as a line of a BEIR corpus")
     assert "corpus.jsonl" in beir_line.reason
     assert no_id.reason == "field 'id' is missing"
+
+
+def test_a_date_past_the_last_datetime_once_in_utc_fails_its_record_alone(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    lines = [
+        '{"id": "far", "modified_at": "9999-12-31T23:59:59-05:00"}',
+        '{"id": "early", "created_at": "0001-01-01T00:00:00+05:00"}',
+        '{"id": "fine", "modified_at": "2026-11-27T06:00:00-05:00"}',
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    items = list(read_jsonl(path))
+    problems = [item for item in items if isinstance(item, Problem)]
+    assert [problem.doc_id for problem in problems] == ["far", "early"]
+    assert "9999-12-31T23:59:59-05:00 lies outside the dates" in problems[0].reason
+    documents = [item for item in items if isinstance(item, Document)]
+    assert [(doc.doc_id, doc.modified_at) for doc in documents] == [
+        ("fine", datetime(2026, 11, 27, 11, 0, tzinfo=timezone.utc))
+    ]
