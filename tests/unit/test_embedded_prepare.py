@@ -50,9 +50,10 @@ def test_prepare_waits_for_a_build_longer_than_a_search_waits_and_says_so(
     finally:
         engine.close()
     assert [hit.id for hit in found.hits] == ["astro#0"]
-    assert any(
-        "is not ready" in record.getMessage() and "waiting for it" in record.getMessage() for record in caplog.records
-    )
+    waiting = [record.getMessage() for record in caplog.records if "waiting for it" in record.getMessage()]
+    assert waiting
+    assert all("is not ready" in message for message in waiting)
+    assert not any("failed" in message for message in waiting)  # the search waits and answers: nothing failed
 
 
 def test_prepare_leaves_other_errors_to_the_search(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ class AsyncEmbeddedEngine:
             await asyncio.to_thread(self._engine.search, index, _PROBE, patience_s=builds.PATIENCE_S)
             return
         except errors.IndexUnavailable as exc:
-            log.warning("%s; waiting for it", exc)
+            log.warning("%s: %s; waiting for it", exc.url, exc.reason)  # (the search waits: nothing failed)
         except errors.EngineError:
             return
         with contextlib.suppress(errors.EngineError):
