@@ -52,6 +52,7 @@ def test_it_is_an_engine_and_an_async_engine(engine: EmbeddedEngine) -> None:
     assert (capabilities.distribution, capabilities.knn, engine.dialect) == ("embedded", True, "opensearch")
     assert not any(capabilities.native_hybrid.values())
     assert capabilities.cluster_name == "embedded"
+    assert not capabilities.plugins["tantivy"].startswith("tantivy")
     assert "the index's b" in capabilities.notes[0] and "b=0.75" not in capabilities.notes[0]
 
 

@@ -21,7 +21,7 @@ def describe(url: str) -> Capabilities:
         knn=True,
         plugins={
             "sqlite": sqlite3.sqlite_version,
-            "tantivy": str(getattr(tantivy, "__version__", "?")),
+            "tantivy": str(getattr(tantivy, "__version__", "?")).removeprefix("tantivy "),  # ("tantivy v0.27.0, ...")
             "usearch": str(getattr(usearch, "__version__", "?")),
         },
         native_hybrid=dict.fromkeys(OPENSEARCH_NEURAL_FEATURES, False),
