@@ -20,10 +20,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def uvicorn_thread(app: Any, **config: Any) -> Iterator[tuple[uvicorn.Server, str]]:
-    """The started server and its base URL; stopped (gracefully) on exit."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config))
+def running(config: uvicorn.Config) -> Iterator[uvicorn.Server]:
+    """A uvicorn server for ``config``, started in a background thread; stopped (gracefully) on exit."""
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -32,7 +31,15 @@ def uvicorn_thread(app: Any, **config: Any) -> Iterator[tuple[uvicorn.Server, st
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.02)
     try:
-        yield server, f"http://127.0.0.1:{port}"
+        yield server
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+@contextmanager
+def uvicorn_thread(app: Any, **config: Any) -> Iterator[tuple[uvicorn.Server, str]]:
+    """The started server and its base URL; stopped (gracefully) on exit."""
+    port = free_port()
+    with running(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config)) as server:
+        yield server, f"http://127.0.0.1:{port}"

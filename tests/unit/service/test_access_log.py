@@ -5,19 +5,16 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
-import time
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 
 from esbridge.service.app import create_app, server_config
 from esbridge.service.metrics import request_id
 from tests.support.hashing import HashingEmbedder
-from tests.support.serving import free_port
+from tests.support.serving import free_port, running
 from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, service_settings
 
 SECRET_QUERY = "sourdough starter confidential-words"
@@ -102,18 +99,9 @@ def test_uvicorn_logs_no_raw_paths_whether_or_not_the_access_log_is_on(
 ) -> None:
     settings = service_settings(api_keys=[KEY], access_log=enabled, port=free_port())
     app = create_app(settings, embedder=HashingEmbedder(), load_model=False)
-    server = uvicorn.Server(server_config(app, settings, log_level="info"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            assert thread.is_alive(), "uvicorn did not start"
-            time.sleep(0.02)
+    with running(server_config(app, settings, log_level="info")):
         url = f"http://127.0.0.1:{settings.service.port}"
         answer = httpx.delete(f"{url}/v1/documents/private-note?token=abc", headers={"X-API-Key": KEY})
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
     assert answer.json()["error"]["kind"] == "index_missing"  # answered: nothing was written yet
     printed = capfd.readouterr()
     assert "private-note" not in printed.out + printed.err

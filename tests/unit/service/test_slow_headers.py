@@ -5,17 +5,14 @@ cannot hold connections (and file descriptors) without bound. Requests whose hea
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import uvicorn
-
 from esbridge.embeddings.base import Embedder
 from esbridge.service.app import create_app, server_config
 from tests.support.hashing import HashingEmbedder
-from tests.support.serving import free_port
+from tests.support.serving import free_port, running
 from tests.unit.service.conftest import KEY, SlowEmbedder, service_settings
 
 TIMEOUT_S = 1.0
@@ -27,17 +24,8 @@ def served(embedder: Embedder | None = None, **service: object) -> Iterator[int]
         api_keys=[KEY], port=free_port(), request_timeout_s=TIMEOUT_S, access_log=False, **service
     )
     app = create_app(settings, embedder=embedder or HashingEmbedder(), load_model=False)
-    server = uvicorn.Server(server_config(app, settings, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            assert thread.is_alive(), "uvicorn did not start"
-            time.sleep(0.02)
+    with running(server_config(app, settings, log_level="warning")):
         yield settings.service.port
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
 
 
 def closed_within(sock: socket.socket, seconds: float, trickle: bytes = b"") -> float | None:
