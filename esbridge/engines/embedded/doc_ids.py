@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from esbridge.engines.base import BulkItemFailure
 from esbridge.engines.bulk import MAX_ID_BYTES
-from esbridge.engines.embedded.mapping import unpaired_surrogate
+from esbridge.engines.embedded.scalars import unpaired_surrogate
 
 
 def refused_id(doc_id: str) -> BulkItemFailure | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +11,7 @@ import numpy as np
 
 from esbridge.engines.embedded.analysis import ANALYSIS_VERSION, FieldAnalysis, UnsupportedAnalysis, field_analysis
 from esbridge.engines.embedded.dates import parse_date
+from esbridge.engines.embedded.scalars import check_number, unpaired_surrogate
 
 NUMERIC = frozenset({"integer", "long", "short", "byte", "float", "double", "half_float", "scaled_float"})
 SUPPORTED_TYPES = frozenset({"text", "keyword", "boolean", "date", "object", "knn_vector", *NUMERIC})
@@ -19,10 +19,6 @@ SPACE_TYPES = frozenset({"cosinesimil"})
 
 
 _ANY_STRING = frozenset({"text", "keyword"})
-_WHOLE = {"byte": 2**7, "short": 2**15, "integer": 2**31, "long": 2**63}
-"""Whole-number types and their limit: a value (a fraction too) must lie in [-limit, limit - 1]."""
-_OVERFLOW = {"half_float": 65520.0, "float": 3.4028235677973366e38}
-"""Half a step above the type's largest value: a value from here on is infinite in the type."""
 _BOOLEANS = frozenset({"true", "false", ""})
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -313,7 +309,7 @@ class Schema:
                 if kind == "date":
                     parse_date(item)
                 elif kind in NUMERIC:
-                    _check_number(kind, item)
+                    check_number(kind, item)
                 elif isinstance(item, (Mapping, list)) or (
                     kind == "boolean" and not (plain is str and item in _BOOLEANS)
                 ):
@@ -332,34 +328,6 @@ def _check_text(field: Field, value: str | list[str]) -> None:
             raise DocumentError(
                 "mapper_parsing_exception", f"failed to parse field [{field.path}] of type [{field.type}]: {problem}"
             )
-
-
-def unpaired_surrogate(text: str) -> str | None:
-    """Why ``text`` is not UTF-8 text (it holds an unpaired surrogate, as a string cut inside an emoji does)."""
-    try:
-        text.encode()
-    except UnicodeEncodeError as exc:
-        return f"unpaired surrogate U+{ord(text[exc.start]):04X} at character {exc.start}, which is not UTF-8 text"
-    return None
-
-
-def _check_number(kind: str, item: Any) -> None:
-    """Raise ValueError unless a cluster takes ``item`` for a field of ``kind``: a number, or a string of one (not in
-    forms only Python reads, ``1_000``), within the type's range and finite (a whole-number type takes ``NaN``)."""
-    if isinstance(item, (bool, Mapping, list)) or (type(item) is str and "_" in item):
-        raise ValueError(item)
-    number = item
-    if type(item) is str:
-        try:
-            number = int(item)
-        except ValueError:
-            number = float(item)
-    limit = _WHOLE.get(kind)
-    if limit is not None:
-        if number == number and not -limit <= number <= limit - 1:  # (NaN, unequal to itself, passes)
-            raise ValueError(item)
-    elif not math.isfinite(float(number)) or abs(number) >= _OVERFLOW.get(kind, math.inf):
-        raise ValueError(item)
 
 
 def value_at(item: Any, path: tuple[str, ...]) -> Any:

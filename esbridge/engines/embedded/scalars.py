@@ -1,0 +1,40 @@
+"""Scalar values as a cluster takes them: numbers within their type's range, strings that are UTF-8 text."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+_WHOLE = {"byte": 2**7, "short": 2**15, "integer": 2**31, "long": 2**63}
+"""Whole-number types and their limit: a value (a fraction too) must lie in [-limit, limit - 1]."""
+_OVERFLOW = {"half_float": 65520.0, "float": 3.4028235677973366e38}
+"""Half a step above the type's largest value: a value from here on is infinite in the type."""
+
+
+def unpaired_surrogate(text: str) -> str | None:
+    """Why ``text`` is not UTF-8 text (it holds an unpaired surrogate, as a string cut inside an emoji does)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        return f"unpaired surrogate U+{ord(text[exc.start]):04X} at character {exc.start}, which is not UTF-8 text"
+    return None
+
+
+def check_number(kind: str, item: Any) -> None:
+    """Raise ValueError unless a cluster takes ``item`` for a field of ``kind``: a number, or a string of one (not in
+    forms only Python reads, ``1_000``), within the type's range and finite (a whole-number type takes ``NaN``)."""
+    if isinstance(item, (bool, Mapping, list)) or (type(item) is str and "_" in item):
+        raise ValueError(item)
+    number = item
+    if type(item) is str:
+        try:
+            number = int(item)
+        except ValueError:
+            number = float(item)
+    limit = _WHOLE.get(kind)
+    if limit is not None:
+        if number == number and not -limit <= number <= limit - 1:  # (NaN, unequal to itself, passes)
+            raise ValueError(item)
+    elif not math.isfinite(float(number)) or abs(number) >= _OVERFLOW.get(kind, math.inf):
+        raise ValueError(item)
