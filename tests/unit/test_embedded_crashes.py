@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from esbridge.engines.embedded import EmbeddedEngine, lexical
+from esbridge.engines.embedded import EmbeddedEngine, lexical, lexical_folders
 
 _WRITER = """
 import os, sys
@@ -76,7 +76,7 @@ def test_a_full_text_index_rebuilt_in_pages_is_kept_by_the_next_process(tmp_path
     try:
         record = engine._store.index("idx")
         assert record is not None
-        folder = lexical.folder_for(tmp_path, record.id, lexical.Layout(record.schema))
+        folder = lexical_folders.folder_for(tmp_path, record.id, lexical.Layout(record.schema))
         assert not lexical.LexicalIndex(folder, lexical.Layout(record.schema), writer=False).fresh
     finally:
         engine.close()

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from esbridge.engines.embedded import ann, lexical
+from esbridge.engines.embedded import ann, lexical, lexical_folders
 from esbridge.engines.embedded.ann import VectorIndex
 from esbridge.engines.embedded.backfill import log
 from esbridge.engines.embedded.lexical import Layout, LexicalIndex
@@ -68,7 +68,7 @@ def slow_work(
     parts = []
     layout = Layout(record.schema)
     if text is None or text.layout.digest != layout.digest:
-        if not lexical.recorded(lexical.folder_for(root, record.id, layout)):
+        if not lexical.recorded(lexical_folders.folder_for(root, record.id, layout)):
             parts.append("its full-text index")
     elif text.fresh:
         parts.append("its full-text index")

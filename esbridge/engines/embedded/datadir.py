@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from esbridge.engines.embedded import ann, changelog, lexical
+from esbridge.engines.embedded import ann, changelog, lexical, lexical_folders
 from esbridge.engines.embedded.ann import VectorIndex
 from esbridge.engines.embedded.backfill import Backfills, log, mark_complete
 from esbridge.engines.embedded.builds import Builds, slow_work
@@ -203,7 +203,7 @@ class DataDir:
         if found is None or found.lexical.layout.digest != layout.digest:
             if found is not None:
                 found.lexical.close()
-            folder = lexical.folder_for(self.root, record.id, layout)
+            folder = lexical_folders.folder_for(self.root, record.id, layout)
             vectors = {
                 field.path: VectorIndex(ann.path_for(self.root, record.id, field.path), field.dimension)
                 for field in record.schema.vector_fields
@@ -235,7 +235,7 @@ class DataDir:
                 rebuilt = text.fresh
                 self._apply_text(store, record, text)
                 if rebuilt:  # a new layout (the mapping changed) or a first build: earlier layouts are stale
-                    lexical.remove_all(self.root, record.id, keep=text.folder)
+                    lexical_folders.remove_all(self.root, record.id, keep=text.folder)
             else:
                 text.recheck()  # and search what the writer has committed since
         finally:
@@ -259,12 +259,12 @@ class DataDir:
         process: their files take disk space while this process keeps them open); the first time this process
         writes, also removes the files of such indices that a writer killed while deleting them left behind."""
         sweep = self.writing and not self._swept
-        listed = lexical.owners(self.root) | ann.owners(self.root) if sweep else set()  # (before: files follow)
+        listed = lexical_folders.owners(self.root) | ann.owners(self.root) if sweep else set()  # (before: files follow)
         live = {index_id for (index_id,) in store.db.execute("SELECT id FROM indices")}
         for index_id in [index_id for index_id in self._handles if index_id not in live]:
             self._drop(index_id)
         for index_id in listed - live:
-            lexical.remove_all(self.root, index_id)
+            lexical_folders.remove_all(self.root, index_id)
             ann.remove_all(self.root, index_id)
         self._swept = self._swept or sweep
         return live
@@ -364,7 +364,7 @@ class DataDir:
         self._backfills.stop(index_id)
         with self._guard:
             self._drop(index_id)
-            lexical.remove_all(self.root, index_id)
+            lexical_folders.remove_all(self.root, index_id)
             ann.remove_all(self.root, index_id)
 
     def close(self, store: Store) -> None:

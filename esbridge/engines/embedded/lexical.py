@@ -395,23 +395,3 @@ def recorded(folder: Path) -> bool:
     """The directory records its state, so holds a whole build. An unreadable record counts as none: the lengths its
     documents were padded with are lost with it, and only a new build pads every document alike."""
     return read_state(folder / STATE) is not None
-
-
-def folder_for(root: Path, index_id: int, layout: Layout) -> Path:
-    return root / "lexical" / f"{index_id}-{layout.digest}"
-
-
-def remove_all(root: Path, index_id: int, *, keep: Path | None = None) -> None:
-    """Delete every lexical directory of ``index_id`` (all layouts but ``keep``)."""
-    base = root / "lexical"
-    if base.exists():
-        for folder in base.glob(f"{index_id}-*"):
-            if folder != keep:
-                shutil.rmtree(folder, ignore_errors=True)
-
-
-def owners(root: Path) -> set[int]:
-    """The index ids of the directories in ``lexical/``."""
-    return {
-        int(path.name.split("-", 1)[0]) for path in root.glob("lexical/*-*") if path.name.split("-", 1)[0].isdigit()
-    }
