@@ -19,6 +19,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 CLUSTER_MARKER = b"-Desbridge.engine=opensearch-cluster"
+STATE_MARKER = b"-Desbridge.state="
 # Read at import, before the test-wide fixture unsets ESBRIDGE_* variables: restarting a node needs the
 # state directory (ESBRIDGE_ENGINES_DIR) and ports the cluster was started with.
 START_ENVIRONMENT = dict(os.environ)
@@ -85,11 +86,43 @@ def kill_node(url: str, name: str) -> None:
         time.sleep(0.5)
 
 
+def state_root(url: str) -> Path | None:
+    """The state directory the running cluster was started with, read from a live node's command line.
+
+    A node's JVM carries ``-Desbridge.state=<state root>/opensearch-cluster/nodeN``. The checkout that runs
+    the tests may not be the one that started the cluster, and its own default state directory would then
+    hold no cluster to restart nodes in.
+    """
+    try:
+        pids = node_pids(url).values()
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if CLUSTER_MARKER not in arguments:
+            continue
+        for argument in arguments:
+            if argument.startswith(STATE_MARKER):
+                return Path(os.fsdecode(argument[len(STATE_MARKER) :])).parents[1]
+    return None
+
+
 def restart_missing_nodes() -> None:
-    """``scripts/engines up opensearch-cluster``: starts the nodes that do not run and waits for green."""
+    """``scripts/engines up opensearch-cluster``: starts the nodes that do not run and waits for green.
+
+    Runs with the state directory of the running cluster, whichever checkout started it.
+    """
+    environment = dict(START_ENVIRONMENT)
+    url = cluster_url()
+    root = state_root(url) if url else None
+    if root is not None and "ESBRIDGE_ENGINES_DIR" not in environment:
+        environment["ESBRIDGE_ENGINES_DIR"] = str(root)
     subprocess.run(
         [str(REPO / "scripts" / "engines"), "up", "opensearch-cluster"],
-        env=START_ENVIRONMENT,
+        env=environment,
         check=True,
         timeout=600,
     )
