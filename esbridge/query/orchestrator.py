@@ -14,7 +14,6 @@ request fails, the search falls back to the client-side path and says so in ``wa
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -52,6 +51,7 @@ from esbridge.query.planning import Plan, plan_search, query_cut
 from esbridge.query.query_vectors import QueryVectors
 from esbridge.query.recency import apply_recency, read_dates, rule_from
 from esbridge.query.rerank import Reranker, rerank
+from esbridge.query.rerank_budget import OverBudget, RerankThreads
 from esbridge.query.retrieval import Retrieval, Retrieved
 from esbridge.query.routing import Categories, route, routed_filters
 from esbridge.query.shaping import ShapeOptions, shape
@@ -97,6 +97,7 @@ class HybridSearcher:
         self.num_candidates = num_candidates
         self.clock = clock
         self.reranker = reranker
+        self._rerank_threads = RerankThreads()
         self.model_problem = model_problem
         """why the configured model did not load; every answer carries it as a warning"""
         self.routing: Categories = routing or {}
@@ -347,12 +348,16 @@ class HybridSearcher:
         started = time.perf_counter()
         texts = {item: _rerank_text(trail.sources.get(item, {})) for item in scores}
         settings = self.pipeline.rerank
+        reranker = self.reranker
         try:
-            reranked = await asyncio.to_thread(
-                rerank, scores, texts, request.query, self.reranker, settings.top, weight=settings.weight
+            reranked = await self._rerank_threads.run(
+                lambda: rerank(scores, texts, request.query, reranker, settings.top, weight=settings.weight),
+                settings.timeout_s,
             )
         except errors.EmbeddingError as exc:  # the model failed on these texts: the answer stands without it
             return scores, trail, notes.add(f"re-ranking failed, the fused order is kept: {exc}")
+        except OverBudget as exc:
+            return scores, trail, notes.add(f"re-ranking was not applied, the fused order is kept: {exc}")
         trail = replace(trail, rerank_scores=reranked.rerank_scores)
         return reranked.scores, trail, notes.add(timings={"rerank": elapsed_ms(started)})
 
