@@ -47,7 +47,7 @@ from esbridge.query.models import (
     SearchResponse,
 )
 from esbridge.query.native.choice import NativeChoice, choose_native
-from esbridge.query.planning import Plan, plan_search, query_cut
+from esbridge.query.planning import Plan, plan_search, query_cut, weights_for_runs
 from esbridge.query.query_vectors import QueryVectors
 from esbridge.query.recency import apply_recency, read_dates, rule_from
 from esbridge.query.rerank import Reranker, rerank
@@ -154,9 +154,9 @@ class HybridSearcher:
         mode = self._mode(retrieved, notes)
         doc_of = {item: document_of(item, source) for item, source in retrieved.sources.items()}
         runs = self._runs(retrieved, doc_of)
-        fused = self._fuse(request, plan, runs, retrieved)
+        fused, unweighted = self._fuse(request, plan, runs, retrieved)
         scores, multipliers, unread_dates = self._recency(request, fused.scores, retrieved.sources)
-        notes = notes.add(unread_dates)
+        notes = notes.add(unweighted, unread_dates)
         trail = Trail(
             runs,
             retrieved.sources,
@@ -284,20 +284,19 @@ class HybridSearcher:
             return per_document(retrieved.runs, doc_of)
         return retrieved.runs
 
-    def _fuse(self, request: SearchRequest, plan: Plan, runs: Runs, retrieved: Retrieved) -> FusionResult:
+    def _fuse(
+        self, request: SearchRequest, plan: Plan, runs: Runs, retrieved: Retrieved
+    ) -> tuple[FusionResult, str | None]:
         if retrieved.native:
-            return FusionResult(dict(runs["native"]))
+            return FusionResult(dict(runs["native"])), None
         context = FusionContext(
             query=request.query,
             request=request,
             sources=retrieved.sources,
             vectors_from=self.embedder.name if self.embedder is not None else None,
         )
-        used = {name: weight for name, weight in plan.weights.items() if name in runs}
-        if not any(used.get(name, 1.0) > 0 and run for name, run in runs.items()):
-            # Only retrievers weighted 0 found anything (the others failed or found nothing): their order, not ties.
-            used = dict.fromkeys(runs, 1.0)
-        return fuse(get_fusion(plan.method_name), runs, weights=used, context=context, params=plan.params)
+        used, warning = weights_for_runs(plan.weights, runs)
+        return fuse(get_fusion(plan.method_name), runs, weights=used, context=context, params=plan.params), warning
 
     def _recency(
         self, request: SearchRequest, scores: dict[str, float], sources: Mapping[str, Mapping[str, Any]]
