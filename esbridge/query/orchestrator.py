@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -46,7 +46,8 @@ from esbridge.query.models import (
     SearchRequest,
     SearchResponse,
 )
-from esbridge.query.native.choice import NativeChoice, choose_native
+from esbridge.query.native.choice import NativeChoice, Refusals, choose_native
+from esbridge.query.notes import Notes
 from esbridge.query.planning import Plan, plan_search, query_cut, weights_for_runs
 from esbridge.query.query_vectors import QueryVectors
 from esbridge.query.recency import apply_recency, read_dates, rule_from
@@ -104,6 +105,7 @@ class HybridSearcher:
         """category -> keywords ([routing])"""
         self._probe = probe
         self._capabilities: Capabilities | str | None = None
+        self._refusals = Refusals()
         self.vectors = QueryVectors(embedder, self.pipeline, engine, index)
         self.retrieval = Retrieval(engine, index, self.pipeline, self.vectors)
         self.links = LinkReader(engine, index, fields)
@@ -237,16 +239,18 @@ class HybridSearcher:
         if self.fields.query_embedding == "engine":
             reason = "the engine embeds the query (query_embedding = 'engine'); native plans send esbridge's vector"
             return NativeChoice(None, NativeDetails(used=False, reason=reason))
-        return await choose_native(
+        choice = await choose_native(
             mode, self.pipeline, plan.method_name, plan.weights, plan.params, capabilities=self.capabilities
         )
+        return self._refusals.screen(choice, mode=mode, explain=request.explain)
 
     async def _retrieve(
         self, request: SearchRequest, plan: Plan, native: NativeChoice
-    ) -> tuple[Retrieved, NativeChoice, _Notes]:
+    ) -> tuple[Retrieved, NativeChoice, Notes]:
         """Native hybrid when it is planned and answers; the client-side retrievers otherwise."""
-        notes = _Notes(native.notes)
+        notes = Notes(native.notes)
         lexical_only = plan.lexical_only
+        refused: errors.RequestRejected | None = None
         if native.plan is not None:
             answer = await self.retrieval.native(plan.context, native.plan, explain=request.explain)
             used = isinstance(answer, Retrieved) and answer.native
@@ -255,17 +259,22 @@ class HybridSearcher:
                 return answer, native, notes.add(*answer.warnings, timings=answer.timings)
             if not isinstance(answer, Retrieved):
                 notes = notes.add(f"native hybrid failed ({answer}); fused by esbridge instead")
+                native = native.failed(f"native hybrid failed: {answer}")
                 if isinstance(answer, errors.UnsupportedFeature):  # a licence refusal: the next ones would be too
                     self._capabilities = f"the engine refused native hybrid: {answer}"
+                refused = answer if isinstance(answer, errors.RequestRejected) else None
             else:  # no query vector: lexical-only, as on the client-side path
                 notes = notes.add(*answer.warnings)
                 lexical_only = True
         retrieved = await self.retrieval.client_side(
             plan.context, lexical_only=lexical_only, semantic_fallback=plan.semantic_skipped
         )
+        if refused is not None and native.plan is not None and {"bm25", "knn"} <= retrieved.runs.keys():
+            # Its sub-queries answered on their own: the engine lacks what the native form needs.
+            self._refusals.remember(native.plan, explain=request.explain, reason=str(refused))
         return retrieved, native, notes.add(*retrieved.warnings, timings=retrieved.timings)
 
-    def _mode(self, retrieved: Retrieved, notes: _Notes) -> SearchMode:
+    def _mode(self, retrieved: Retrieved, notes: Notes) -> SearchMode:
         mode = "native-hybrid" if retrieved.native else _mode(retrieved.semantic)
         if mode is None:
             if retrieved.rejected is not None:  # the request itself is at fault: sending it again will not help
@@ -315,8 +324,8 @@ class HybridSearcher:
         scores: dict[str, float],
         trail: Trail,
         doc_of: dict[str, str],
-        notes: _Notes,
-    ) -> tuple[dict[str, float], Trail, dict[str, str], _Notes]:
+        notes: Notes,
+    ) -> tuple[dict[str, float], Trail, dict[str, str], Notes]:
         """Links: neighbours of the strongest results join them (``expand``), or the results are re-scored
         by their links to each other (``rescore``)."""
         wanted = request.graph if request.graph is not None else self.pipeline.graph.enabled
@@ -338,8 +347,8 @@ class HybridSearcher:
         return with_neighbors(scores, expanded.expansion), trail, {**doc_of, **expanded.expansion.doc_of}, notes
 
     async def _rerank(
-        self, request: SearchRequest, scores: dict[str, float], trail: Trail, notes: _Notes
-    ) -> tuple[dict[str, float], Trail, _Notes]:
+        self, request: SearchRequest, scores: dict[str, float], trail: Trail, notes: Notes
+    ) -> tuple[dict[str, float], Trail, Notes]:
         if request.rerank and self.reranker is None:
             notes = notes.add("re-ranking was asked for, but no re-ranker is configured (pipeline.rerank)")
         if self.reranker is None or request.rerank is False:
@@ -373,18 +382,6 @@ class HybridSearcher:
         )
         types = {item: str_or_none(source.get("entity_type")) for item, source in trail.sources.items()}
         return dict(shape(scores, options, doc_of=doc_of, entity_type_of=types))
-
-
-@dataclass(frozen=True)
-class _Notes:
-    """Warnings and step timings of one search so far, in the order the steps ran."""
-
-    warnings: tuple[str, ...] = ()
-    timings: Mapping[str, float] = field(default_factory=dict)
-
-    def add(self, *warnings: str | None, timings: Mapping[str, float] | None = None) -> _Notes:
-        kept = tuple(warning for warning in warnings if warning)
-        return _Notes((*self.warnings, *kept), {**self.timings, **(timings or {})})
 
 
 def _rerank_text(source: Mapping[str, Any]) -> str:

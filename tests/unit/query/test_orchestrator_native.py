@@ -357,6 +357,43 @@ def test_a_licence_refusal_of_native_hybrid_is_not_asked_again_with_every_search
     assert len(engine.native_bodies) == 1
 
 
+def unknown(what: str) -> errors.RequestRejected:
+    return errors.RequestRejected(f"parsing_exception: unknown {what}", url="memory://", operation="search", status=400)
+
+
+def test_a_native_request_the_engine_does_not_know_is_sent_once_per_form() -> None:
+    """An engine without what the request needs (a retriever, a query type, a processor) refuses it every time."""
+    engine = EmulatedNativeEngine(MemoryEngine(LEX, SEM), fail_native=unknown("query [hybrid]"))
+    searcher, _ = native_searcher(opensearch(), engine)
+    first = run(searcher)
+    assert any(w.startswith("native hybrid failed (") for w in first.warnings), first.warnings
+    assert first.details.native is not None and "unknown query [hybrid]" in str(first.details.native.reason)
+    later = run(searcher)
+    assert len(engine.native_bodies) == 1
+    assert later.search_mode == "hybrid" and later.warnings == []
+    assert later.details.native is not None and later.details.native.used is False
+    assert str(later.details.native.reason).startswith("the engine refused this native hybrid request before: ")
+    assert ranked(later) == ranked(first)
+    forced = run(searcher, mode="native")
+    assert any("native hybrid is not available" in w and "unknown query" in w for w in forced.warnings)
+    assert len(engine.native_bodies) == 1
+    run(searcher, weights={"bm25": 1.0, "knn": 3.0})  # weighted: another request, which may be accepted
+    run(searcher, explain=True)  # with the engine's explanation: another request too
+    assert len(engine.native_bodies) == 3
+
+
+def test_a_refusal_of_the_query_itself_does_not_turn_native_hybrid_off() -> None:
+    """The engine refused the native request, and the same search's BM25 request failed too: nothing says the
+    native form is what it lacks, and the next search still goes native."""
+    inner = MemoryEngine(LEX, SEM, fail=["bm25"])
+    engine = EmulatedNativeEngine(inner, fail_native=unknown("field [x]"))
+    searcher, _ = native_searcher(opensearch(), engine)
+    assert run(searcher).search_mode == "semantic-only"
+    engine.fail_native, inner.fail = None, set()
+    assert run(searcher).search_mode == "native-hybrid"
+    assert len(engine.native_bodies) == 2
+
+
 @pytest.mark.parametrize("explain", [False, True])
 def test_details_name_the_search_pipeline_exactly_as_it_was_sent(explain: bool) -> None:
     """With explain on, the pipeline sent carries the hybrid_score_explanation response processor;
