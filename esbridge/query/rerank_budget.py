@@ -6,7 +6,7 @@ stragglers neither hold the threads that embed queries and search the embedded e
 exiting. At most ``LATE_LIMIT`` of them may run at once; while that many do, a search skips re-ranking at once
 instead of starting another (a re-ranker that hangs would otherwise add a thread per search). A straggler shares
 nothing a later search writes: the ONNX cross-encoder's session and tokenizer are only read by a call, and
-sentence-transformers' ``predict`` keeps no state between calls.
+sentence-transformers' ``predict`` only puts the model in eval mode, as every call does.
 """
 
 from __future__ import annotations
