@@ -46,7 +46,7 @@ from esbridge.query.models import (
     SearchRequest,
     SearchResponse,
 )
-from esbridge.query.native.choice import NativeChoice, Refusals, choose_native
+from esbridge.query.native.choice import NativeChoice, Refusals, choose_native, zero_weighted
 from esbridge.query.notes import Notes
 from esbridge.query.planning import Plan, plan_search, query_cut, weights_for_runs
 from esbridge.query.query_vectors import QueryVectors
@@ -253,11 +253,14 @@ class HybridSearcher:
         refused: errors.RequestRejected | None = None
         if native.plan is not None:
             answer = await self.retrieval.native(plan.context, native.plan, explain=request.explain)
-            used = isinstance(answer, Retrieved) and answer.native
+            tied = zero_weighted(native.plan, answer.runs.get("native", {})) if isinstance(answer, Retrieved) else None
+            used = isinstance(answer, Retrieved) and answer.native and tied is None
             native = native.outcome(used=used, explain=request.explain)
-            if isinstance(answer, Retrieved) and answer.native:
+            if used and isinstance(answer, Retrieved):
                 return answer, native, notes.add(*answer.warnings, timings=answer.timings)
-            if not isinstance(answer, Retrieved):
+            if tied is not None:  # the client-side fusion ranks by the retriever weighted 0, and says so
+                native = native.failed(tied)
+            elif not isinstance(answer, Retrieved):
                 notes = notes.add(f"native hybrid failed ({answer}); fused by esbridge instead")
                 native = native.failed(f"native hybrid failed: {answer}")
                 if isinstance(answer, errors.UnsupportedFeature):  # a licence refusal: the next ones would be too

@@ -75,6 +75,14 @@ async def choose_native(
     return NativeChoice(outcome, outcome.describe(used=False))
 
 
+def zero_weighted(native_plan: NativePlan, fused: Mapping[str, float]) -> str | None:
+    """Why a native answer ranks nothing: a retriever weighted 0 found every hit and the other none, so the engine
+    scored each 0 and their order is arbitrary. Fused by esbridge, the same lists keep that retriever's order."""
+    if not fused or 0.0 not in native_plan.fusion.weights or any(score > 0 for score in fused.values()):
+        return None
+    return "every fused score was 0 (only a retriever weighted 0 found anything); fused by esbridge instead"
+
+
 class Refusals:
     """Native requests the engine refused as invalid (HTTP 4xx: an unknown retriever or query type, a processor
     its plugins lack) while the same search's sub-queries, sent client-side, answered: the engine lacks what the

@@ -394,6 +394,23 @@ def test_a_refusal_of_the_query_itself_does_not_turn_native_hybrid_off() -> None
     assert len(engine.native_bodies) == 2
 
 
+@pytest.mark.parametrize("fusion", ["linear", "rrf"])
+def test_a_native_answer_ranked_only_by_a_retriever_weighted_0_is_fused_by_esbridge(fusion: str) -> None:
+    """`--weights knn=0` and BM25 finds nothing: the engine scores every hit 0, ties in no order; esbridge fuses the
+    same search, in kNN's order, and says so, as it does without native hybrid."""
+    ranked = [("c#0", 9.0), ("a#0", 7.0), ("b#0", 3.0)]
+    searcher, engine = native_searcher(opensearch(), MemoryEngine([], ranked), fusion=fusion)
+    response = run(searcher, weights={"knn": 0.0})
+    assert len(engine.native_bodies) == 1, "the engine was asked, and its answer set aside"
+    assert [hit.id for hit in response.results] == ["c#0", "a#0", "b#0"]
+    assert response.search_mode == "hybrid"
+    assert "bm25 gave no results, so these are ranked by knn alone, though the weights give it 0" in response.warnings
+    assert response.details.native is not None and response.details.native.used is False
+    assert "every fused score was 0" in str(response.details.native.reason)
+    healthy, _ = native_searcher(opensearch(), MemoryEngine(LEX, SEM), fusion=fusion)
+    assert run(healthy, weights={"knn": 0.0}).search_mode == "native-hybrid"
+
+
 @pytest.mark.parametrize("explain", [False, True])
 def test_details_name_the_search_pipeline_exactly_as_it_was_sent(explain: bool) -> None:
     """With explain on, the pipeline sent carries the hybrid_score_explanation response processor;
