@@ -104,6 +104,15 @@ class RerankSettings(_Section):
     )
     batch_size: int = Field(default=16, ge=1)
     device: str = "cpu"
+    # The int8 cross-encoder took at most 7.7 s for the default top 30 and 6.1 s for the top 50 on 2 shared cores
+    # (docs/models.md): 15 s is twice that, and with the 5 s embedding and kNN timeouts stays within the sidecar's
+    # 30 s request timeout.
+    timeout_s: float = Field(
+        default=15.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="seconds a search waits for the re-ranker; past them the fused order is kept, with a warning",
+    )
 
 
 class ConceptSettings(_Section):

@@ -14,10 +14,9 @@ request fails, the search falls back to the client-side path and says so in ``wa
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -47,11 +46,13 @@ from esbridge.query.models import (
     SearchRequest,
     SearchResponse,
 )
-from esbridge.query.native.choice import NativeChoice, choose_native
-from esbridge.query.planning import Plan, plan_search, query_cut
+from esbridge.query.native.choice import NativeChoice, Refusals, choose_native, zero_weighted
+from esbridge.query.notes import Notes
+from esbridge.query.planning import Plan, plan_search, query_cut, weights_for_runs
 from esbridge.query.query_vectors import QueryVectors
 from esbridge.query.recency import apply_recency, read_dates, rule_from
 from esbridge.query.rerank import Reranker, rerank
+from esbridge.query.rerank_budget import OverBudget, RerankThreads
 from esbridge.query.retrieval import Retrieval, Retrieved
 from esbridge.query.routing import Categories, route, routed_filters
 from esbridge.query.shaping import ShapeOptions, shape
@@ -97,12 +98,14 @@ class HybridSearcher:
         self.num_candidates = num_candidates
         self.clock = clock
         self.reranker = reranker
+        self._rerank_threads = RerankThreads()
         self.model_problem = model_problem
         """why the configured model did not load; every answer carries it as a warning"""
         self.routing: Categories = routing or {}
         """category -> keywords ([routing])"""
         self._probe = probe
         self._capabilities: Capabilities | str | None = None
+        self._refusals = Refusals()
         self.vectors = QueryVectors(embedder, self.pipeline, engine, index)
         self.retrieval = Retrieval(engine, index, self.pipeline, self.vectors)
         self.links = LinkReader(engine, index, fields)
@@ -153,9 +156,9 @@ class HybridSearcher:
         mode = self._mode(retrieved, notes)
         doc_of = {item: document_of(item, source) for item, source in retrieved.sources.items()}
         runs = self._runs(retrieved, doc_of)
-        fused = self._fuse(request, plan, runs, retrieved)
+        fused, unweighted = self._fuse(request, plan, runs, retrieved)
         scores, multipliers, unread_dates = self._recency(request, fused.scores, retrieved.sources)
-        notes = notes.add(unread_dates)
+        notes = notes.add(unweighted, unread_dates)
         trail = Trail(
             runs,
             retrieved.sources,
@@ -236,35 +239,45 @@ class HybridSearcher:
         if self.fields.query_embedding == "engine":
             reason = "the engine embeds the query (query_embedding = 'engine'); native plans send esbridge's vector"
             return NativeChoice(None, NativeDetails(used=False, reason=reason))
-        return await choose_native(
+        choice = await choose_native(
             mode, self.pipeline, plan.method_name, plan.weights, plan.params, capabilities=self.capabilities
         )
+        return self._refusals.screen(choice, mode=mode, explain=request.explain)
 
     async def _retrieve(
         self, request: SearchRequest, plan: Plan, native: NativeChoice
-    ) -> tuple[Retrieved, NativeChoice, _Notes]:
+    ) -> tuple[Retrieved, NativeChoice, Notes]:
         """Native hybrid when it is planned and answers; the client-side retrievers otherwise."""
-        notes = _Notes(native.notes)
+        notes = Notes(native.notes)
         lexical_only = plan.lexical_only
+        refused: errors.RequestRejected | None = None
         if native.plan is not None:
             answer = await self.retrieval.native(plan.context, native.plan, explain=request.explain)
-            used = isinstance(answer, Retrieved) and answer.native
+            tied = zero_weighted(native.plan, answer.runs.get("native", {})) if isinstance(answer, Retrieved) else None
+            used = isinstance(answer, Retrieved) and answer.native and tied is None
             native = native.outcome(used=used, explain=request.explain)
-            if isinstance(answer, Retrieved) and answer.native:
+            if used and isinstance(answer, Retrieved):
                 return answer, native, notes.add(*answer.warnings, timings=answer.timings)
-            if not isinstance(answer, Retrieved):
+            if tied is not None:  # the client-side fusion ranks by the retriever weighted 0, and says so
+                native = native.failed(tied)
+            elif not isinstance(answer, Retrieved):
                 notes = notes.add(f"native hybrid failed ({answer}); fused by esbridge instead")
+                native = native.failed(f"native hybrid failed: {answer}")
                 if isinstance(answer, errors.UnsupportedFeature):  # a licence refusal: the next ones would be too
                     self._capabilities = f"the engine refused native hybrid: {answer}"
+                refused = answer if isinstance(answer, errors.RequestRejected) else None
             else:  # no query vector: lexical-only, as on the client-side path
                 notes = notes.add(*answer.warnings)
                 lexical_only = True
         retrieved = await self.retrieval.client_side(
             plan.context, lexical_only=lexical_only, semantic_fallback=plan.semantic_skipped
         )
+        if refused is not None and native.plan is not None and {"bm25", "knn"} <= retrieved.runs.keys():
+            # Its sub-queries answered on their own: the engine lacks what the native form needs.
+            self._refusals.remember(native.plan, explain=request.explain, reason=str(refused))
         return retrieved, native, notes.add(*retrieved.warnings, timings=retrieved.timings)
 
-    def _mode(self, retrieved: Retrieved, notes: _Notes) -> SearchMode:
+    def _mode(self, retrieved: Retrieved, notes: Notes) -> SearchMode:
         mode = "native-hybrid" if retrieved.native else _mode(retrieved.semantic)
         if mode is None:
             if retrieved.rejected is not None:  # the request itself is at fault: sending it again will not help
@@ -283,20 +296,19 @@ class HybridSearcher:
             return per_document(retrieved.runs, doc_of)
         return retrieved.runs
 
-    def _fuse(self, request: SearchRequest, plan: Plan, runs: Runs, retrieved: Retrieved) -> FusionResult:
+    def _fuse(
+        self, request: SearchRequest, plan: Plan, runs: Runs, retrieved: Retrieved
+    ) -> tuple[FusionResult, str | None]:
         if retrieved.native:
-            return FusionResult(dict(runs["native"]))
+            return FusionResult(dict(runs["native"])), None
         context = FusionContext(
             query=request.query,
             request=request,
             sources=retrieved.sources,
             vectors_from=self.embedder.name if self.embedder is not None else None,
         )
-        used = {name: weight for name, weight in plan.weights.items() if name in runs}
-        if not any(used.get(name, 1.0) > 0 and run for name, run in runs.items()):
-            # Only retrievers weighted 0 found anything (the others failed or found nothing): their order, not ties.
-            used = dict.fromkeys(runs, 1.0)
-        return fuse(get_fusion(plan.method_name), runs, weights=used, context=context, params=plan.params)
+        used, warning = weights_for_runs(plan.weights, runs)
+        return fuse(get_fusion(plan.method_name), runs, weights=used, context=context, params=plan.params), warning
 
     def _recency(
         self, request: SearchRequest, scores: dict[str, float], sources: Mapping[str, Mapping[str, Any]]
@@ -315,8 +327,8 @@ class HybridSearcher:
         scores: dict[str, float],
         trail: Trail,
         doc_of: dict[str, str],
-        notes: _Notes,
-    ) -> tuple[dict[str, float], Trail, dict[str, str], _Notes]:
+        notes: Notes,
+    ) -> tuple[dict[str, float], Trail, dict[str, str], Notes]:
         """Links: neighbours of the strongest results join them (``expand``), or the results are re-scored
         by their links to each other (``rescore``)."""
         wanted = request.graph if request.graph is not None else self.pipeline.graph.enabled
@@ -338,8 +350,8 @@ class HybridSearcher:
         return with_neighbors(scores, expanded.expansion), trail, {**doc_of, **expanded.expansion.doc_of}, notes
 
     async def _rerank(
-        self, request: SearchRequest, scores: dict[str, float], trail: Trail, notes: _Notes
-    ) -> tuple[dict[str, float], Trail, _Notes]:
+        self, request: SearchRequest, scores: dict[str, float], trail: Trail, notes: Notes
+    ) -> tuple[dict[str, float], Trail, Notes]:
         if request.rerank and self.reranker is None:
             notes = notes.add("re-ranking was asked for, but no re-ranker is configured (pipeline.rerank)")
         if self.reranker is None or request.rerank is False:
@@ -347,12 +359,16 @@ class HybridSearcher:
         started = time.perf_counter()
         texts = {item: _rerank_text(trail.sources.get(item, {})) for item in scores}
         settings = self.pipeline.rerank
+        reranker = self.reranker
         try:
-            reranked = await asyncio.to_thread(
-                rerank, scores, texts, request.query, self.reranker, settings.top, weight=settings.weight
+            reranked = await self._rerank_threads.run(
+                lambda: rerank(scores, texts, request.query, reranker, settings.top, weight=settings.weight),
+                settings.timeout_s,
             )
         except errors.EmbeddingError as exc:  # the model failed on these texts: the answer stands without it
             return scores, trail, notes.add(f"re-ranking failed, the fused order is kept: {exc}")
+        except OverBudget as exc:
+            return scores, trail, notes.add(f"re-ranking was not applied, the fused order is kept: {exc}")
         trail = replace(trail, rerank_scores=reranked.rerank_scores)
         return reranked.scores, trail, notes.add(timings={"rerank": elapsed_ms(started)})
 
@@ -369,18 +385,6 @@ class HybridSearcher:
         )
         types = {item: str_or_none(source.get("entity_type")) for item, source in trail.sources.items()}
         return dict(shape(scores, options, doc_of=doc_of, entity_type_of=types))
-
-
-@dataclass(frozen=True)
-class _Notes:
-    """Warnings and step timings of one search so far, in the order the steps ran."""
-
-    warnings: tuple[str, ...] = ()
-    timings: Mapping[str, float] = field(default_factory=dict)
-
-    def add(self, *warnings: str | None, timings: Mapping[str, float] | None = None) -> _Notes:
-        kept = tuple(warning for warning in warnings if warning)
-        return _Notes((*self.warnings, *kept), {**self.timings, **(timings or {})})
 
 
 def _rerank_text(source: Mapping[str, Any]) -> str:

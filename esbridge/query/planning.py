@@ -3,7 +3,7 @@ engine request. Pure functions of the request and the configuration."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,3 +103,22 @@ def query_cut(request: SearchRequest, pipeline: PipelineSettings, fields: FieldM
             f"{bodies.MAX_CLAUSES // (len(fields.text) + len(fields.exact))} distinct words"
         )
     return None
+
+
+def weights_for_runs(
+    weights: Mapping[str, float], runs: Mapping[str, Mapping[str, float]]
+) -> tuple[dict[str, float], str | None]:
+    """The weights to fuse ``runs`` with, and a warning when they are not the planned ``weights``: when only
+    retrievers weighted 0 found anything (the others failed or found nothing), every run weighs 1, so that the
+    answer keeps their order instead of tying every result, and the warning says whose order it is."""
+    used = {name: weight for name, weight in weights.items() if name in runs}
+    if any(used.get(name, 1.0) > 0 and run for name, run in runs.items()):
+        return used, None
+    zero = [name for name, run in runs.items() if run]
+    if not zero:
+        return dict.fromkeys(runs, 1.0), None
+    weighted = ", ".join(name for name, weight in weights.items() if weight > 0)
+    it = "it" if len(zero) == 1 else "them"
+    return dict.fromkeys(runs, 1.0), (
+        f"{weighted} gave no results, so these are ranked by {', '.join(zero)} alone, though the weights give {it} 0"
+    )

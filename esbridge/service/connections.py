@@ -1,5 +1,7 @@
-"""A deadline for a request's headers: uvicorn's HTTP protocol, closing a connection whose next request has not
-sent all its headers in time.
+"""Uvicorn's HTTP protocol with a deadline for a request's headers, and malformed HTTP answered in JSON.
+
+A request uvicorn cannot parse never reaches the app; uvicorn answers it 400 in plain text itself. Here the
+answer has the service's error shape (``bad_request``) and an ``X-Request-ID``, as every other answer has.
 
 Uvicorn times out only a kept-alive connection that stays silent after an answer; it waits without bound for a
 connection that never sends anything, or sends its headers a byte at a time, so such clients (slowloris) could
@@ -11,9 +13,13 @@ the next request's headers to arrive; a request whose headers arrived is never c
 from __future__ import annotations
 
 import asyncio
+import json
+import uuid
 from typing import Any
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+from esbridge.service.errors import error_body
 
 
 class _HeaderDeadline:
@@ -51,6 +57,24 @@ class _HeaderDeadline:
             self.transport.close()
 
 
+class _JsonBadRequest:
+    """Mixed into uvicorn's HTTP protocol class: its 400 for bytes that are not HTTP, as JSON. Uvicorn closes the
+    connection after it, so the answer is written whole, past the parser's state."""
+
+    transport: asyncio.Transport
+
+    def send_400_response(self, msg: str) -> None:
+        body = json.dumps(error_body("bad_request", "the request is not valid HTTP")).encode()
+        head = (
+            "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\nx-request-id: {uuid.uuid4().hex}\r\nconnection: close\r\n\r\n"
+        )
+        self.transport.write(head.encode("ascii") + body)
+        self.transport.close()
+
+
 def header_deadline_protocol(timeout_s: float) -> type[asyncio.Protocol]:
-    """Uvicorn's HTTP protocol class, with ``timeout_s`` for each request's headers to arrive."""
-    return type("HeaderDeadlineProtocol", (_HeaderDeadline, AutoHTTPProtocol), {"header_timeout_s": timeout_s})
+    """Uvicorn's HTTP protocol class, with ``timeout_s`` for each request's headers to arrive and malformed HTTP
+    answered in JSON."""
+    bases = (_JsonBadRequest, _HeaderDeadline, AutoHTTPProtocol)
+    return type("HeaderDeadlineProtocol", bases, {"header_timeout_s": timeout_s})

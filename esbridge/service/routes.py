@@ -104,6 +104,15 @@ def _check(request: Request, bearer: HTTPAuthorizationCredentials | None, header
         raise ServiceError(403, "forbidden", f"the API key has scope(s) {held}; this route needs {scope}")
 
 
+def _may_read(request: Request, bearer: HTTPAuthorizationCredentials | None, header: str | None) -> bool:
+    """Whether the caller may search: reads are open, or it presents a key with the read scope."""
+    if not _settings(request).service.reads_need_key:
+        return True
+    keys: KeyRing = request.app.state.keys
+    grant = keys.grant(bearer.credentials if bearer is not None else header)
+    return grant is not None and grant.allows("read")
+
+
 async def require_read(
     request: Request,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
@@ -253,8 +262,15 @@ async def healthz() -> Health:
     responses={503: {"model": Health, "description": "not ready; checks says why"}},
     summary="Ready",
 )
-async def readyz(request: Request) -> Response:
-    """Ready when the engine answers, the index exists and the embedding model is loaded and may search it."""
+async def readyz(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+    header: Annotated[str | None, Security(_header)],
+) -> Response:
+    """Ready when the engine answers, the index exists and the embedding model is loaded and may search it.
+
+    Where searches need a key, a caller without one that may read learns only which checks failed: their reasons
+    name the engine's URL, the index and the model."""
     backend = _backend(request)
     checks = {"engine": "ok", "index": "ok", "model": "ok"}
     partial = None  # searches answer from the shards that do, flagged: the sidecar stays in service
@@ -276,6 +292,9 @@ async def readyz(request: Request) -> Response:
     if checks["model"] == "ok":
         checks["model"] = _model_problem(backend) or "ok"
     ready = all(value == "ok" for value in checks.values())
+    if not _may_read(request, bearer, header):
+        checks = {name: "ok" if value == "ok" else "not ok" for name, value in checks.items()}
+        partial = None
     health = Health(
         status="ready" if ready else "not ready", checks=checks, warnings=[f"index: {partial}"] if partial else None
     )

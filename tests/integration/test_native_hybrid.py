@@ -238,3 +238,56 @@ def test_pipeline_commands_with_the_default_fusion_name_what_is_missing() -> Non
     assert result.exit_code == 1
     expected = "fusion 'linear', qpp's fixed-weight base" if natively_fusing("opensearch") else "neural-search"
     assert expected in result.output, result.output
+
+
+class Counting:
+    """The live engine, counting the native hybrid requests that reach it."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self.native = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    async def search(self, index: str, body: Any, **options: Any) -> Any:
+        if "retriever" in body or "hybrid" in json.dumps(body.get("query", {})):
+            self.native += 1
+        return await self._engine.search(index, body, **options)
+
+
+def test_a_native_request_the_engine_refuses_is_not_sent_again(
+    engine_kind: str, engine_settings: Settings, alias: str, engine: Engine, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    """Capabilities that claim what the engine lacks (neural-search, the rrf and linear retrievers): the engine
+    refuses the native request for real; later searches fuse client-side without sending it again."""
+    if natively_fusing(engine_kind):
+        pytest.skip(f"this {engine_kind} fuses natively: it refuses no native request")
+    records = [{"id": f"d{i}", "title": f"solar panel {i}", "text": f"solar energy note {i}"} for i in range(5)]
+    load_records(engine, alias, embedder, tmp_path, records)
+    claimed = capabilities_of(engine_kind).model_copy(update={"native_hybrid": dict.fromkeys(_ALL_FEATURES, True)})
+
+    async def known() -> Capabilities:
+        return claimed
+
+    async def run() -> list[SearchResponse]:
+        counting = Counting(connect_async(engine_settings, kind=engine_kind))  # type: ignore[arg-type]
+        pipeline = PipelineSettings(fusion="linear", cache={"results": 0})  # type: ignore[arg-type]
+        hybrid = HybridSearcher(counting, alias, embedder, pipeline, probe=known)
+        try:
+            answers = []
+            for expected in (1, 1, 1):
+                answers.append(await hybrid.search(SearchRequest(query="solar energy", top_n=3)))
+                assert counting.native == expected, "the refused native request was sent again"
+            return answers
+        finally:
+            await counting.close()
+
+    first, *later = asyncio.run(run())
+    assert first.search_mode == later[0].search_mode == "hybrid"
+    assert any(w.startswith("native hybrid failed (") for w in first.warnings), first.warnings
+    for answer in later:
+        assert answer.warnings == [], answer.warnings
+        assert answer.details.native is not None and answer.details.native.used is False
+        assert (answer.details.native.reason or "").startswith("the engine refused"), answer.details.native
+        assert [hit.id for hit in answer.results] == [hit.id for hit in first.results]

@@ -32,6 +32,12 @@ class NativeChoice:
             return self
         return NativeChoice(self.plan, self.plan.describe(used=used, explain=explain), self.notes)
 
+    def failed(self, reason: str) -> NativeChoice:
+        """This choice once its native request failed: ``details.native.reason`` says why."""
+        if self.details is None:
+            return self
+        return NativeChoice(self.plan, self.details.model_copy(update={"reason": reason}), self.notes)
+
 
 def _client_side(reason: str, *, warn: bool) -> NativeChoice:
     notes = (f"native hybrid is not available ({reason}); fused by esbridge instead",) if warn else ()
@@ -67,3 +73,30 @@ async def choose_native(
     if isinstance(outcome, str):
         return _client_side(outcome, warn=mode == "native")
     return NativeChoice(outcome, outcome.describe(used=False))
+
+
+def zero_weighted(native_plan: NativePlan, fused: Mapping[str, float]) -> str | None:
+    """Why a native answer ranks nothing: a retriever weighted 0 found every hit and the other none, so the engine
+    scored each 0 and their order is arbitrary. Fused by esbridge, the same lists keep that retriever's order."""
+    if not fused or 0.0 not in native_plan.fusion.weights or any(score > 0 for score in fused.values()):
+        return None
+    return "every fused score was 0 (only a retriever weighted 0 found anything); fused by esbridge instead"
+
+
+class Refusals:
+    """Native requests the engine refused as invalid (HTTP 4xx: an unknown retriever or query type, a processor
+    its plugins lack) while the same search's sub-queries, sent client-side, answered: the engine lacks what the
+    request needs, not the query. Later searches of the same form (``NativePlan.form``) fuse client-side without
+    asking it again, for the searcher's lifetime, as its probed capabilities are kept."""
+
+    def __init__(self) -> None:
+        self._reasons: dict[tuple[object, ...], str] = {}
+
+    def remember(self, native_plan: NativePlan, *, explain: bool, reason: str) -> None:
+        self._reasons[native_plan.form(explain=explain)] = reason
+
+    def screen(self, choice: NativeChoice, *, mode: str, explain: bool) -> NativeChoice:
+        """``choice``, or the client-side path when the engine refused its request before."""
+        if choice.plan is None or (reason := self._reasons.get(choice.plan.form(explain=explain))) is None:
+            return choice
+        return _client_side(f"the engine refused this native hybrid request before: {reason}", warn=mode == "native")

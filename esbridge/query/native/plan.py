@@ -49,6 +49,12 @@ class NativePlan:
             )
         return elasticsearch.retriever_body(self.fusion, bm25, knn, size=size, source_fields=source_fields)
 
+    def form(self, *, explain: bool) -> tuple[object, ...]:
+        """What an engine's refusal of this plan's request can depend on: the features the body uses (weights only
+        by whether they differ), not the query, its filters or the weights' values."""
+        fusion = self.fusion
+        return (self.dialect, fusion.method, fusion.normalization, fusion.combination, fusion.equal_weights, explain)
+
     def describe(self, *, used: bool, explain: bool = False) -> NativeDetails:
         """What the engine was asked to do, for ``details.native`` of a response (``explain`` as in ``body``)."""
         fusion = self.fusion

@@ -83,6 +83,23 @@ def test_a_retriever_weighted_0_whose_hits_are_all_there_is_keeps_its_own_order(
     assert [hit.score for hit in response.results][1] < 1.0
 
 
+@pytest.mark.parametrize("fusion", ["qpp", "rrf", "linear"])
+@pytest.mark.parametrize(("zero", "other"), [("knn", "bm25"), ("bm25", "knn")])
+@pytest.mark.parametrize("failing", [False, True])
+def test_results_ranked_by_a_retriever_weighted_0_say_so(fusion: str, zero: str, other: str, failing: bool) -> None:
+    """`--weights knn=0` asked for no kNN: when BM25 finds nothing (or fails), the answer is kNN's, and says so."""
+    ranked = [("c#0", 9.0), ("a#0", 7.0), ("b#0", 3.0)]
+    lists = {zero: ranked, other: LEX if failing else []}
+    engine = MemoryEngine(lists["bm25"], lists["knn"], fail=[other] if failing else [])
+    response = run(searcher(engine, fusion=fusion), weights={zero: 0.0})
+    assert [hit.id for hit in response.results] == ["c#0", "a#0", "b#0"]
+    assert (
+        f"{other} gave no results, so these are ranked by {zero} alone, though the weights give it 0"
+        in response.warnings
+    ), response.warnings
+    assert run(searcher(MemoryEngine(LEX, SEM), fusion=fusion), weights={zero: 0.0}).warnings == []
+
+
 @pytest.mark.parametrize("execution", ["concurrent", "msearch"])
 def test_an_identifier_query_whose_bm25_fails_is_answered_by_knn(execution: str) -> None:
     """adaptive answers an identifier with BM25 alone; when BM25 fails, kNN still answers (semantic-only)."""

@@ -357,6 +357,60 @@ def test_a_licence_refusal_of_native_hybrid_is_not_asked_again_with_every_search
     assert len(engine.native_bodies) == 1
 
 
+def unknown(what: str) -> errors.RequestRejected:
+    return errors.RequestRejected(f"parsing_exception: unknown {what}", url="memory://", operation="search", status=400)
+
+
+def test_a_native_request_the_engine_does_not_know_is_sent_once_per_form() -> None:
+    """An engine without what the request needs (a retriever, a query type, a processor) refuses it every time."""
+    engine = EmulatedNativeEngine(MemoryEngine(LEX, SEM), fail_native=unknown("query [hybrid]"))
+    searcher, _ = native_searcher(opensearch(), engine)
+    first = run(searcher)
+    assert any(w.startswith("native hybrid failed (") for w in first.warnings), first.warnings
+    assert first.details.native is not None and "unknown query [hybrid]" in str(first.details.native.reason)
+    later = run(searcher)
+    assert len(engine.native_bodies) == 1
+    assert later.search_mode == "hybrid" and later.warnings == []
+    assert later.details.native is not None and later.details.native.used is False
+    assert str(later.details.native.reason).startswith("the engine refused this native hybrid request before: ")
+    assert ranked(later) == ranked(first)
+    forced = run(searcher, mode="native")
+    assert any("native hybrid is not available" in w and "unknown query" in w for w in forced.warnings)
+    assert len(engine.native_bodies) == 1
+    run(searcher, weights={"bm25": 1.0, "knn": 3.0})  # weighted: another request, which may be accepted
+    run(searcher, explain=True)  # with the engine's explanation: another request too
+    assert len(engine.native_bodies) == 3
+
+
+def test_a_refusal_of_the_query_itself_does_not_turn_native_hybrid_off() -> None:
+    """The engine refused the native request, and the same search's BM25 request failed too: nothing says the
+    native form is what it lacks, and the next search still goes native."""
+    inner = MemoryEngine(LEX, SEM, fail=["bm25"])
+    engine = EmulatedNativeEngine(inner, fail_native=unknown("field [x]"))
+    searcher, _ = native_searcher(opensearch(), engine)
+    assert run(searcher).search_mode == "semantic-only"
+    engine.fail_native, inner.fail = None, set()
+    assert run(searcher).search_mode == "native-hybrid"
+    assert len(engine.native_bodies) == 2
+
+
+@pytest.mark.parametrize("fusion", ["linear", "rrf"])
+def test_a_native_answer_ranked_only_by_a_retriever_weighted_0_is_fused_by_esbridge(fusion: str) -> None:
+    """`--weights knn=0` and BM25 finds nothing: the engine scores every hit 0, ties in no order; esbridge fuses the
+    same search, in kNN's order, and says so, as it does without native hybrid."""
+    ranked = [("c#0", 9.0), ("a#0", 7.0), ("b#0", 3.0)]
+    searcher, engine = native_searcher(opensearch(), MemoryEngine([], ranked), fusion=fusion)
+    response = run(searcher, weights={"knn": 0.0})
+    assert len(engine.native_bodies) == 1, "the engine was asked, and its answer set aside"
+    assert [hit.id for hit in response.results] == ["c#0", "a#0", "b#0"]
+    assert response.search_mode == "hybrid"
+    assert "bm25 gave no results, so these are ranked by knn alone, though the weights give it 0" in response.warnings
+    assert response.details.native is not None and response.details.native.used is False
+    assert "every fused score was 0" in str(response.details.native.reason)
+    healthy, _ = native_searcher(opensearch(), MemoryEngine(LEX, SEM), fusion=fusion)
+    assert run(healthy, weights={"knn": 0.0}).search_mode == "native-hybrid"
+
+
 @pytest.mark.parametrize("explain", [False, True])
 def test_details_name_the_search_pipeline_exactly_as_it_was_sent(explain: bool) -> None:
     """With explain on, the pipeline sent carries the hybrid_score_explanation response processor;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,22 @@ def test_scores_do_not_depend_on_the_thread_count(reranker: OnnxCrossEncoder) ->
     one = OnnxCrossEncoder(MS_MARCO_RERANKER, precision="int8", threads=1)
     texts = [f"solar panel number {n} turns sunlight into electricity " * (1 + n % 5) for n in range(20)]
     assert one.score("how do solar panels work", texts) == reranker.score("how do solar panels work", texts)
+
+
+def test_a_call_still_running_past_its_budget_does_not_change_the_next_calls_scores(reranker: OnnxCrossEncoder) -> None:
+    """A search's re-ranking that went past pipeline.rerank.timeout_s runs on beside the next one, on the same
+    session and tokenizer: each gets the scores it gets alone."""
+    long_texts = [f"solar panel number {n} turns sunlight into electricity " * (2 + n % 7) for n in range(40)]
+    short_texts = ["wind turbines generate power", "sourdough bread needs a starter", "photovoltaic cells"] * 3
+    alone_long = reranker.score("how do solar panels work", long_texts)
+    alone_short = reranker.score("what makes electricity", short_texts)
+    straggler: list[list[float]] = []
+    thread = threading.Thread(target=lambda: straggler.append(reranker.score("how do solar panels work", long_texts)))
+    thread.start()
+    beside = [reranker.score("what makes electricity", short_texts) for _ in range(3)]
+    thread.join(timeout=120)
+    assert beside == [alone_short] * 3
+    assert straggler == [alone_long]
 
 
 def test_an_embedding_model_named_as_the_re_ranker_is_refused_when_it_loads() -> None:
