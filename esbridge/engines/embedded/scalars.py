@@ -21,11 +21,29 @@ def unpaired_surrogate(text: str) -> str | None:
     return None
 
 
+MAX_TERM_BYTES = 32766
+"""Lucene's longest term, in UTF-8 bytes: a cluster refuses a document whose keyword value is longer (an immense
+term) unless the field's ``ignore_above`` leaves the value unindexed."""
+
+
+def immense_term(text: str) -> str | None:
+    """Why ``text`` is too long for a term (a keyword value), or None."""
+    if len(text) * 4 <= MAX_TERM_BYTES:  # (no character takes more than 4 bytes)
+        return None
+    size = len(text.encode())
+    if size <= MAX_TERM_BYTES:
+        return None
+    return f"a value of {size} UTF-8 bytes starting {text[:20]!r}"
+
+
 def check_number(kind: str, item: Any) -> None:
     """Raise ValueError unless a cluster takes ``item`` for a field of ``kind``: a number, or a string of one (not in
-    forms only Python reads, ``1_000``), within the type's range and finite (a whole-number type takes ``NaN``)."""
+    forms only Python reads, ``1_000``), within the type's range and finite (a whole-number type takes ``NaN``). An
+    empty string is taken as no value, as a cluster takes it (neither indexes it)."""
     if isinstance(item, (bool, Mapping, list)) or (type(item) is str and "_" in item):
         raise ValueError(item)
+    if item == "":
+        return
     number = item
     if type(item) is str:
         try:
