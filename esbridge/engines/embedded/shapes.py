@@ -11,6 +11,7 @@ JSON parser allows 1,000; Python's JSON reader and writer, which store and retur
 that (its recursion limit), and within a deep call stack sooner."""
 
 _CONTAINERS = (dict, list, tuple)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def nesting_depth(
@@ -25,18 +26,13 @@ def nesting_depth(
         pending: list[tuple[Any, int]] = [(value, 2)]
         while pending:
             item, depth = pending.pop()
-            if not isinstance(item, _CONTAINERS):
-                continue
-            if depth > limit:
-                return depth, key
             inner = item.values() if isinstance(item, dict) else item
-            if _nests(inner):  # (not an array of scalars, as a vector's numbers are)
-                pending.extend((child, depth + 1) for child in inner)
+            if not isinstance(item, _CONTAINERS) or _SCALARS.issuperset(map(type, inner)):
+                continue  # (a scalar, or an object or array of them: nothing deeper)
+            if depth >= limit:
+                return depth + 1, key
+            pending.extend((child, depth + 1) for child in inner)
     return None
-
-
-def _nests(items: Any) -> bool:
-    return any(issubclass(kind, _CONTAINERS) for kind in set(map(type, items)))
 
 
 def flat_items(value: Any) -> list[Any]:
