@@ -1,9 +1,13 @@
 """What the embedded engine refuses item by item, keeping the rest of the bulk request: ids a cluster refuses,
 strings that are not UTF-8 text (an unpaired surrogate, as a string cut inside an emoji leaves), which tantivy and
-SQLite cannot take, and documents nested deeper than Python's JSON can reliably store and read back."""
+SQLite cannot take, and documents nested deeper than Python's JSON can reliably store and read back; and such a
+string stored before it was refused."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -155,4 +159,25 @@ def test_a_document_nested_too_deep_is_refused_alone_naming_its_field(
     assert f"nesting depth ({MAX_DEPTH + 1}) in field [meta] exceeds the maximum allowed" in result.failed[0].reason
     assert _found(engine, "common") == ["after", "deep"]
     assert _found(engine, "deep") == []
+    engine.close()
+
+
+def test_a_stored_string_that_is_not_utf8_text_leaves_that_document_out_of_full_text_naming_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As an index written before such strings were refused holds them: its full-text index, built again, takes the
+    rest, and says which document it left out."""
+    engine = EmbeddedEngine(tmp_path)
+    engine.create_index("idx", {"mappings": {"properties": PROPERTIES}})
+    engine.bulk("idx", [BulkAction("index", key, {"body": f"common {key}"}) for key in ("a", "cut", "b")])
+    engine.close()
+    with sqlite3.connect(tmp_path / "esbridge.sqlite3") as db:
+        db.execute("UPDATE docs SET source = ? WHERE id = 'cut'", (json.dumps({"body": "common cut \ud83d"}),))
+    db.close()
+    shutil.rmtree(tmp_path / "lexical")
+    engine = EmbeddedEngine(tmp_path)
+    assert _found(engine, "common") == ["a", "b"]
+    assert "document 'cut' is left out of the full-text index" in caplog.text
+    assert not engine.bulk("idx", [BulkAction("index", "cut", {"body": "common cut again"})]).failed
+    assert _found(engine, "common") == ["a", "b", "cut"]
     engine.close()

@@ -30,6 +30,7 @@ from esbridge.engines.embedded.analysis import NATIVE
 from esbridge.engines.embedded.lengths import Lengths
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, value_at
 from esbridge.engines.embedded.progress import read_state, write_applied
+from esbridge.engines.embedded.scalars import text_only
 from esbridge.engines.embedded.shapes import flat_items
 from esbridge.engines.embedded.values import readable_value
 
@@ -315,7 +316,7 @@ class LexicalIndex:
                 writer.delete_all_documents()
             if changed:  # (delete_documents_by_term does not match an int against a u64 field)
                 writer.delete_documents_by_query(tantivy.Query.term_set_query(self.layout.schema, ROW, list(changed)))
-            documents = list(documents)
+            documents = text_only(documents, f"the full-text index {self.folder}")
             pending = self.lengths.pending(list(self.layout.text.values()))
             sample = documents[:LEARN_FROM]
             learnt = bool(pending and sample) and self.lengths.learn(self.layout.token_counts(sample, pending))
