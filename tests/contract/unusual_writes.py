@@ -1,7 +1,7 @@
 """What every engine does with unusual writes: arrays within arrays (read as one flat array), an empty string in a
 number field (no value), a keyword value longer than Lucene's longest term (refused, unless ``ignore_above`` leaves
-it unindexed), and writes through an alias that has no write index (each refused). Mixed into the engine contract
-classes, which provide ``engine`` and ``prefix``."""
+it unindexed), writes through an alias that has no write index (each refused), and a document nested thousands of
+levels deep (refused alone). Mixed into the engine contract classes, which provide ``engine`` and ``prefix``."""
 
 from __future__ import annotations
 
@@ -103,3 +103,19 @@ class UnusualWritesContract:
         assert list(engine.bulk(alias, writes[:1]).succeeded) == ["one"]
         engine.refresh(alias)
         assert engine.count(alias) == 1
+
+    def test_a_document_nested_thousands_of_levels_deep_is_refused_alone(self, engine: Engine, prefix: str) -> None:
+        IndexManager(engine, prefix, PARAMS).create()
+        deep: dict[str, Any] = {"leaf": 1}
+        for _ in range(5000):
+            deep = {"inner": deep}
+        actions = [
+            BulkAction("index", "deep#0", {**CHUNKS["fox#0"], "metadata": deep}),
+            BulkAction("index", "fox#0", CHUNKS["fox#0"]),
+        ]
+        result = engine.bulk(prefix, actions)
+        assert list(result.succeeded) == ["fox#0"]
+        assert [(failure.id, failure.status) for failure in result.failed] == [("deep#0", 400)]
+        assert "nest" in result.failed[0].reason
+        engine.refresh(prefix)
+        assert engine.count(prefix) == 1
