@@ -288,8 +288,7 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
         if not actions:
             return BulkResult(succeeded=[], failed=[])
         with self._call("bulk write", index):
-            answer = self._client.bulk(operations=responses.bulk_lines(index, actions)).body
-        return responses.bulk_result(answer, actions)
+            return responses.sent_in_bulk(index, actions, lambda lines: self._client.bulk(operations=lines).body)
 
     def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
         with self._call("search", index):

@@ -302,8 +302,7 @@ class OpenSearchEngine(paging.ScanBySearch, _Translating):
         if not actions:
             return BulkResult(succeeded=[], failed=[])
         with self._call("bulk write", index):
-            body = self._client.bulk(body=responses.bulk_lines(index, actions))
-        return responses.bulk_result(body, actions)
+            return responses.sent_in_bulk(index, actions, lambda lines: self._client.bulk(body=lines))
 
     def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
         with self._call("search", index):

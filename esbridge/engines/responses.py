@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -124,6 +125,35 @@ def bulk_lines(index: str, actions: Sequence[BulkAction]) -> list[dict[str, Any]
             raise ValueError(f"{action.op} action for {action.id!r} has no document")
         lines.append(dict(action.document) if action.op == "index" else {"doc": dict(action.document)})
     return lines
+
+
+TOO_DEEP = (
+    "mapper_parsing_exception: the document is nested too deeply to be written as JSON (a cluster refuses one "
+    "nested more than 1,000 levels deep)"
+)
+
+
+def sent_in_bulk(
+    index: str, actions: Sequence[BulkAction], send: Callable[[list[dict[str, Any]]], Mapping[str, Any]]
+) -> BulkResult:
+    """``actions`` sent as one bulk request through ``send`` (which returns the engine's answer), sorted into
+    succeeded and failed. A document nested too deeply for Python's JSON writer, which the client cannot send (and a
+    cluster would refuse), is refused alone, as the cluster refuses it, and the others are sent."""
+    try:
+        return bulk_result(send(bulk_lines(index, actions)), actions)
+    except RecursionError:
+        pass
+    refused: list[BulkItemFailure] = []
+    kept: list[BulkAction] = []
+    for action in actions:
+        try:
+            json.dumps(action.document, default=str)
+        except RecursionError:
+            refused.append(BulkItemFailure(action.id, 400, TOO_DEEP))
+            continue
+        kept.append(action)
+    result = bulk_result(send(bulk_lines(index, kept)), kept) if kept else BulkResult(succeeded=[], failed=[])
+    return BulkResult(succeeded=list(result.succeeded), failed=[*refused, *result.failed])
 
 
 def bulk_result(body: Mapping[str, Any], actions: Sequence[BulkAction]) -> BulkResult:

@@ -14,6 +14,7 @@ from tests.contract.field_values import FieldValuesContract
 from tests.contract.model_record import ModelRecordContract
 from tests.contract.query_dsl import QueryDslContract
 from tests.contract.scoring import ScoringContract
+from tests.contract.unusual_writes import UnusualWritesContract
 from tests.integration.engines import engine_url, require_live
 
 pytestmark = pytest.mark.integration
@@ -24,7 +25,9 @@ def live_engine(kind: str) -> Engine:
     return connect(load_settings(url=engine_url(kind), engine=kind, timeout_s=30))
 
 
-class TestOpenSearchEngine(EngineContract, FieldValuesContract, ModelRecordContract, QueryDslContract, ScoringContract):
+class TestOpenSearchEngine(
+    EngineContract, FieldValuesContract, ModelRecordContract, QueryDslContract, ScoringContract, UnusualWritesContract
+):
     @pytest.fixture
     def engine(self) -> Iterator[Engine]:
         engine = live_engine("opensearch")
@@ -33,7 +36,12 @@ class TestOpenSearchEngine(EngineContract, FieldValuesContract, ModelRecordContr
 
 
 class TestElasticsearchEngine(
-    EngineContract, FieldValuesContract, ModelRecordContract, QueryDslContract, ScoringContract
+    EngineContract,
+    FieldValuesContract,
+    ModelRecordContract,
+    QueryDslContract,
+    ScoringContract,
+    UnusualWritesContract,
 ):
     @pytest.fixture
     def engine(self) -> Iterator[Engine]:

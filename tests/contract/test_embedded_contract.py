@@ -12,9 +12,12 @@ from tests.contract.field_values import FieldValuesContract
 from tests.contract.model_record import ModelRecordContract
 from tests.contract.query_dsl import QueryDslContract
 from tests.contract.scoring import ScoringContract
+from tests.contract.unusual_writes import UnusualWritesContract
 
 
-class TestEmbeddedEngine(EngineContract, FieldValuesContract, ModelRecordContract, QueryDslContract, ScoringContract):
+class TestEmbeddedEngine(
+    EngineContract, FieldValuesContract, ModelRecordContract, QueryDslContract, ScoringContract, UnusualWritesContract
+):
     @pytest.fixture
     def engine(self, tmp_path: Path) -> Iterator[Engine]:
         engine = EmbeddedEngine(tmp_path / "data")

@@ -1,17 +1,22 @@
-"""What the embedded engine refuses item by item, keeping the rest of the bulk request: ids a cluster refuses, and
+"""What the embedded engine refuses item by item, keeping the rest of the bulk request: ids a cluster refuses,
 strings that are not UTF-8 text (an unpaired surrogate, as a string cut inside an emoji leaves), which tantivy and
-SQLite cannot take."""
+SQLite cannot take, and documents nested deeper than Python's JSON can reliably store and read back; and such a
+string stored before it was refused."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.engines.embedded.shapes import MAX_DEPTH
 
 PROPERTIES = {
     "body": {"type": "text"},
@@ -124,3 +129,55 @@ def test_a_mapping_update_over_values_written_before_it_leaves_those_it_cannot_r
     assert found({"match": {"body": "common"}}) == ["fits"]
     assert not engine.bulk("idx", [BulkAction("index", "later", {"body": "common", "extra": 9})]).failed
     assert found({"range": {"extra": {"gte": 1}}}) == ["fits", "later"]
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    """An object ``levels`` objects deep (itself included)."""
+    value: dict[str, Any] = {"leaf": 1}
+    for _ in range(levels - 1):
+        value = {"inner": value}
+    return value
+
+
+@pytest.mark.parametrize("levels", [MAX_DEPTH, 5000])
+@pytest.mark.parametrize("op", ["index", "update"])
+def test_a_document_nested_too_deep_is_refused_alone_naming_its_field(
+    tmp_path: Path, levels: int, op: Literal["index", "update"]
+) -> None:
+    engine = EmbeddedEngine(tmp_path)
+    engine.create_index(
+        "idx", {"mappings": {"properties": {"body": {"type": "text"}, "meta": {"type": "object", "enabled": False}}}}
+    )
+    engine.bulk("idx", [BulkAction("index", "deep", {"body": "common"})])
+    actions = [
+        BulkAction(op, "deep", {"body": "common deep", "meta": _nested(levels)}),  # (the document is level 1)
+        BulkAction("index", "after", {"body": "common after", "meta": [_nested(MAX_DEPTH - 2)]}),
+    ]
+    result = engine.bulk("idx", actions)
+    assert list(result.succeeded) == ["after"]
+    assert [(failure.id, failure.status) for failure in result.failed] == [("deep", 400)]
+    assert f"nesting depth ({MAX_DEPTH + 1}) in field [meta] exceeds the maximum allowed" in result.failed[0].reason
+    assert _found(engine, "common") == ["after", "deep"]
+    assert _found(engine, "deep") == []
+    engine.close()
+
+
+def test_a_stored_string_that_is_not_utf8_text_leaves_that_document_out_of_full_text_naming_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As an index written before such strings were refused holds them: its full-text index, built again, takes the
+    rest, and says which document it left out."""
+    engine = EmbeddedEngine(tmp_path)
+    engine.create_index("idx", {"mappings": {"properties": PROPERTIES}})
+    engine.bulk("idx", [BulkAction("index", key, {"body": f"common {key}"}) for key in ("a", "cut", "b")])
+    engine.close()
+    with sqlite3.connect(tmp_path / "esbridge.sqlite3") as db:
+        db.execute("UPDATE docs SET source = ? WHERE id = 'cut'", (json.dumps({"body": "common cut \ud83d"}),))
+    db.close()
+    shutil.rmtree(tmp_path / "lexical")
+    engine = EmbeddedEngine(tmp_path)
+    assert _found(engine, "common") == ["a", "b"]
+    assert "document 'cut' is left out of the full-text index" in caplog.text
+    assert not engine.bulk("idx", [BulkAction("index", "cut", {"body": "common cut again"})]).failed
+    assert _found(engine, "common") == ["a", "b", "cut"]
+    engine.close()

@@ -1,5 +1,5 @@
 """Searches remember what an alias stands for, and follow every alias change: of the same engine, another
-engine of the process, or another process."""
+engine of the process, or another process; writes go to its write index."""
 
 from __future__ import annotations
 
@@ -60,3 +60,16 @@ def test_a_search_follows_an_alias_moved_by_the_same_engine_and_by_another_one(t
     finally:
         engine.close()
         other.close()
+
+
+def test_an_index_that_stopped_being_the_write_index_takes_writes_again_once_alone(tmp_path: Path) -> None:
+    """Where a cluster refuses a second write index, the embedded engine moves the flag; the index it moved it from
+    is not flagged false, which would refuse writes once it is the alias's only index again."""
+    _two_indices(tmp_path)
+    engine = EmbeddedEngine(tmp_path)
+    engine.update_aliases([{"add": {"index": "old", "alias": "current", "is_write_index": True}}])
+    engine.update_aliases([{"add": {"index": "new", "alias": "current", "is_write_index": True}}])
+    engine.update_aliases([{"remove": {"index": "new", "alias": "current"}}])
+    assert list(engine.bulk("current", [BulkAction("index", "old-2", {"text": "word"})]).succeeded) == ["old-2"]
+    assert sorted(_ids(engine, "current")) == ["old-1", "old-2"]
+    engine.close()

@@ -25,7 +25,7 @@ from esbridge.engines.embedded.datadir import IndexGone, close_shared, open_shar
 from esbridge.engines.embedded.doc_ids import refused_id
 from esbridge.engines.embedded.lexical import Damaged
 from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema, created_schema, updated_schema
-from esbridge.engines.embedded.names import Names, alias_action, check_new_index
+from esbridge.engines.embedded.names import Names, NoWriteIndex, alias_action, check_new_index, write_index
 from esbridge.engines.embedded.query import Searcher, Unsupported
 from esbridge.engines.embedded.settings import index_settings, merge
 from esbridge.engines.embedded.store import IndexRecord, Store
@@ -121,18 +121,10 @@ class EmbeddedEngine(paging.ScanBySearch):
             )
         return found[0]
 
-    def _write_target(self, name: str, operation: str) -> IndexRecord:
-        record = self._store.index(name)
-        if record is not None:
-            return record
-        targets = self._store.alias_targets(name)
-        if not targets:
+    def _write_target(self, name: str, operation: str, *, documents: bool = True) -> IndexRecord:
+        found = write_index(self._store, name, documents=documents)
+        if found is None:
             raise self._missing(operation, name)
-        writable = [target for target, flag in targets if flag] or ([targets[0][0]] if len(targets) == 1 else [])
-        if not writable:
-            raise self._rejected(f"no write index is defined for alias [{name}]", operation, name)
-        found = self._store.index(writable[0])
-        assert found is not None
         return found
 
     # Engine protocol
@@ -236,7 +228,7 @@ class EmbeddedEngine(paging.ScanBySearch):
     def put_mapping(self, index: str, properties: Mapping[str, Any]) -> None:
         operation = "update mapping"
         with self._writing(operation, index):
-            record = self._write_target(index, operation)
+            record = self._write_target(index, operation, documents=False)
             live = record.mappings.setdefault("properties", {})
             for name, wanted in properties.items():
                 current = live.get(name)
@@ -253,7 +245,9 @@ class EmbeddedEngine(paging.ScanBySearch):
 
     def put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
         with self._writing("update mapping _meta", index):
-            self._store.replace_meta(self._write_target(index, "update mapping _meta"), copy.deepcopy(dict(meta)))
+            self._store.replace_meta(
+                self._write_target(index, "update mapping _meta", documents=False), copy.deepcopy(dict(meta))
+            )
 
     def set_write_block(self, index: str, blocked: bool) -> None:
         operation = "block writes" if blocked else "allow writes"
@@ -305,7 +299,12 @@ class EmbeddedEngine(paging.ScanBySearch):
         succeeded: list[str] = []
         failed: list[BulkItemFailure] = []
         with self._writing(operation, index):
-            record = self._write_target(index, operation)
+            try:
+                record = self._write_target(index, operation)
+            except NoWriteIndex as exc:  # (refused item by item, as a cluster refuses them)
+                return BulkResult(
+                    [], [BulkItemFailure(a.id, 400, f"illegal_argument_exception: {exc}") for a in actions]
+                )
             if record.write_blocked:
                 reason = cluster_block_reason(record.name)
                 return BulkResult(succeeded=[], failed=[BulkItemFailure(a.id, BLOCKED_STATUS, reason) for a in actions])
@@ -343,12 +342,12 @@ class EmbeddedEngine(paging.ScanBySearch):
                 action.id, 400, f"action_request_validation_exception: {action.op} without a document"
             )
         document = dict(action.document)
-        if action.op == "update":
+        problem = self._check(schema, action.id, document)  # (a patch alone first: one nested too deep cannot merge)
+        if action.op == "update" and problem is None:
             row = self._store.document_row(record.id, action.id)
             if row is None:
                 return BulkItemFailure(action.id, 404, f"document_missing_exception: [{action.id}]: document missing")
-            document = merge(self._store.full_source(row), document)
-        problem = self._check(schema, action.id, document)
+            problem = self._check(schema, action.id, document := merge(self._store.full_source(row), document))
         if problem is None:
             self._store.put_document(record, schema, action.id, document)
         return problem

@@ -30,6 +30,8 @@ from esbridge.engines.embedded.analysis import NATIVE
 from esbridge.engines.embedded.lengths import Lengths
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, value_at
 from esbridge.engines.embedded.progress import read_state, write_applied
+from esbridge.engines.embedded.scalars import text_only
+from esbridge.engines.embedded.shapes import flat_items
 from esbridge.engines.embedded.values import readable_value
 
 SEPARATOR = "\x1f"
@@ -129,7 +131,7 @@ class Layout:
                 if type(value) is str:
                     items = texts = [value]
                 else:
-                    items = value if type(value) is list else [value]
+                    items = flat_items(value)
                     texts = _texts(items) if readers.native or readers.custom else []
                 if texts:
                     for name in readers.native:
@@ -166,7 +168,7 @@ class Layout:
                 value = value_at(source, field.source_path)
                 if not value:
                     continue
-                items = value if type(value) is list else [value]
+                items = flat_items(value)
                 tokens = sum(len(_analyze(field, text)) for text in _texts(items) if text.strip())
                 having += tokens > 0
                 total += tokens
@@ -314,7 +316,7 @@ class LexicalIndex:
                 writer.delete_all_documents()
             if changed:  # (delete_documents_by_term does not match an int against a u64 field)
                 writer.delete_documents_by_query(tantivy.Query.term_set_query(self.layout.schema, ROW, list(changed)))
-            documents = list(documents)
+            documents = text_only(documents, f"the full-text index {self.folder}")
             pending = self.lengths.pending(list(self.layout.text.values()))
             sample = documents[:LEARN_FROM]
             learnt = bool(pending and sample) and self.lengths.learn(self.layout.token_counts(sample, pending))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +11,8 @@ import numpy as np
 
 from esbridge.engines.embedded.analysis import ANALYSIS_VERSION, FieldAnalysis, UnsupportedAnalysis, field_analysis
 from esbridge.engines.embedded.dates import parse_date
-from esbridge.engines.embedded.scalars import check_number, unpaired_surrogate
+from esbridge.engines.embedded.scalars import check_number, immense_term, unpaired_surrogate
+from esbridge.engines.embedded.shapes import MAX_DEPTH, flat_items, nesting_depth
 
 NUMERIC = frozenset({"integer", "long", "short", "byte", "float", "double", "half_float", "scaled_float"})
 SUPPORTED_TYPES = frozenset({"text", "keyword", "boolean", "date", "object", "knn_vector", *NUMERIC})
@@ -238,8 +239,19 @@ class Schema:
             current = current[part]
         return current
 
+    @functools.cached_property
+    def _vector_keys(self) -> frozenset[str]:
+        return frozenset(f.source_path[0] for f in self.vector_fields if len(f.source_path) == 1)
+
     def check(self, document: Mapping[str, Any]) -> None:
         """Raise DocumentError when ``document`` does not fit the mapping (as OpenSearch would refuse it)."""
+        deep = nesting_depth(document, self._vector_keys)
+        if deep is not None:
+            raise DocumentError(
+                "mapper_parsing_exception",
+                f"failed to parse: document nesting depth ({deep[0]}) in field [{deep[1]}] exceeds the maximum "
+                f"allowed ({MAX_DEPTH})",
+            )
         self._check_object(document, ())
 
     def _check_object(self, document: Mapping[str, Any], parent: tuple[str, ...]) -> None:
@@ -268,7 +280,7 @@ class Schema:
             passing = self._passing[field.source_path]
             plain = type(value)
             if plain in passing or (plain is list and value and all(type(item) in passing for item in value)):
-                _check_text(field, value)  # (strings, the only values passing so)
+                _check_text(self._by_source[field.source_path], value)  # (strings, the only values passing so)
                 continue
             for checked in self._by_source[field.source_path]:
                 self._check_value(checked, value)
@@ -298,12 +310,12 @@ class Schema:
         if kind == "knn_vector":
             _check_vector(field, value)
             return
-        for item in value if type(value) is list else (value,):
+        for item in flat_items(value):
             plain = type(item)  # strings for text and keywords, booleans for booleans: no closer look
             if item is None or (plain is bool and kind == "boolean"):
                 continue
             if plain is str and kind in _ANY_STRING:
-                _check_text(field, item)
+                _check_text((field,), item)
                 continue
             try:
                 if kind == "date":
@@ -320,14 +332,24 @@ class Schema:
                 ) from exc
 
 
-def _check_text(field: Field, value: str | list[str]) -> None:
-    """Refuse a string that is not UTF-8 text (it holds an unpaired surrogate), which tantivy and SQLite cannot take."""
+def _check_text(fields: Sequence[Field], value: str | list[str]) -> None:
+    """Refuse a string that is not UTF-8 text (it holds an unpaired surrogate), which tantivy and SQLite cannot take,
+    and one a keyword field among ``fields`` (those reading it) would index as an immense term, as a cluster does."""
     texts = value if isinstance(value, list) else [value]
     for text in texts:
         if not text.isascii() and (problem := unpaired_surrogate(text)) is not None:
+            field = fields[0]
             raise DocumentError(
                 "mapper_parsing_exception", f"failed to parse field [{field.path}] of type [{field.type}]: {problem}"
             )
+        if (problem := immense_term(text)) is not None:
+            for field in fields:
+                if field.type == "keyword" and field.indexes(text):
+                    raise DocumentError(
+                        "illegal_argument_exception",
+                        f'Document contains at least one immense term in field="{field.path}" (whose UTF8 encoding is '
+                        f"longer than the max length 32766): {problem}",
+                    )
 
 
 def value_at(item: Any, path: tuple[str, ...]) -> Any:

@@ -16,6 +16,33 @@ _KEPT = 256
 """Names remembered per thread; more are forgotten all at once (a search names one or two)."""
 
 
+class NoWriteIndex(Unsupported):
+    """Writes to an alias without a write index, which a cluster refuses (each item of a bulk request)."""
+
+    def __init__(self, alias: str) -> None:
+        super().__init__(
+            f"no write index is defined for alias [{alias}]. The write index may be explicitly disabled using "
+            "is_write_index=false or the alias points to multiple indices without one being designated as a write index"
+        )
+
+
+def write_index(store: Store, name: str, *, documents: bool = True) -> IndexRecord | None:
+    """The index writes to ``name`` go to: that index, or the alias's index flagged ``is_write_index``, else its only
+    index (with ``documents``, as a cluster writes documents, only if that one is not flagged false: a mapping
+    change is not refused so); None when ``name`` is neither. NoWriteIndex when the alias has no write index."""
+    record = store.index(name)
+    if record is not None:
+        return record
+    targets = store.alias_targets(name)
+    if not targets:
+        return None
+    lone = len(targets) == 1 and not (documents and targets[0][1] is False)
+    chosen = [target for target, flag in targets if flag] or ([targets[0][0]] if lone else [])
+    if not chosen:
+        raise NoWriteIndex(name)
+    return store.index(chosen[0])
+
+
 class Names:
     """The indices a name stands for. Outside a transaction the answer is remembered per thread (SQLite's
     ``data_version`` is per connection) and asked again once ``Store.version`` moves: any commit, by this

@@ -225,14 +225,15 @@ class Store:
         return cursor.rowcount > 0
 
     def put_alias(self, alias: str, index_id: int, write_index: bool | None) -> None:
-        """Point ``alias`` at the index; as its write index, the alias's other indices stop being it."""
+        """Point ``alias`` at the index; as its write index, the alias's other indices stop being it (their flag
+        unset, not false: one left alone in the alias takes writes again, as it did before)."""
         self.db.execute(
             "INSERT OR REPLACE INTO aliases (alias, index_id, is_write_index) VALUES (?, ?, ?)",
             (alias, index_id, None if write_index is None else int(write_index)),
         )
         if write_index:
             self.db.execute(
-                "UPDATE aliases SET is_write_index = 0 WHERE alias = ? AND index_id != ? AND is_write_index",
+                "UPDATE aliases SET is_write_index = NULL WHERE alias = ? AND index_id != ? AND is_write_index",
                 (alias, index_id),
             )
 

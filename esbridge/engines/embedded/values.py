@@ -8,6 +8,7 @@ from typing import Any
 
 from esbridge.engines.embedded.dates import parse_date
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, value_at
+from esbridge.engines.embedded.shapes import flat_items
 
 
 def sql_date(value: Any) -> float | None:
@@ -68,7 +69,7 @@ def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[st
                 continue
             kind = field.type
             limited = field.ignore_above is not None
-            for item in value if type(value) is list else (value,):
+            for item in flat_items(value):
                 plain = type(item)
                 if (plain is str and kind == "keyword" and not limited) or (plain is float and kind in NUMERIC):
                     yield field.path, item
