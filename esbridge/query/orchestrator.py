@@ -51,7 +51,7 @@ from esbridge.query.notes import Notes
 from esbridge.query.planning import Plan, plan_search, query_cut, weights_for_runs
 from esbridge.query.query_vectors import QueryVectors
 from esbridge.query.recency import apply_recency, read_dates, rule_from
-from esbridge.query.rerank import Reranker, rerank
+from esbridge.query.rerank import Reranker, rerank, rerank_text
 from esbridge.query.rerank_budget import OverBudget, RerankThreads
 from esbridge.query.retrieval import Retrieval, Retrieved
 from esbridge.query.routing import Categories, route, routed_filters
@@ -357,7 +357,7 @@ class HybridSearcher:
         if self.reranker is None or request.rerank is False:
             return scores, trail, notes
         started = time.perf_counter()
-        texts = {item: _rerank_text(trail.sources.get(item, {})) for item in scores}
+        texts = {item: rerank_text(trail.sources.get(item, {})) for item in scores}
         settings = self.pipeline.rerank
         reranker = self.reranker
         try:
@@ -385,10 +385,6 @@ class HybridSearcher:
         )
         types = {item: str_or_none(source.get("entity_type")) for item, source in trail.sources.items()}
         return dict(shape(scores, options, doc_of=doc_of, entity_type_of=types))
-
-
-def _rerank_text(source: Mapping[str, Any]) -> str:
-    return "\n".join(str(source.get(field) or "") for field in ("title", "body") if source.get(field))
 
 
 def _mode(answered: Mapping[str, bool]) -> SearchMode | None:

@@ -103,6 +103,11 @@ def cross_encoder(settings: RerankSettings) -> Reranker:
     return CrossEncoderReranker(settings.model, device=settings.device, batch_size=settings.batch_size)
 
 
+def rerank_text(source: Mapping[str, Any]) -> str:
+    """What the cross-encoder reads of a result: its title and body."""
+    return "\n".join(str(source.get(field) or "") for field in ("title", "body") if source.get(field))
+
+
 @dataclass(frozen=True)
 class Reranked:
     scores: dict[str, float]
