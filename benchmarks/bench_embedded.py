@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from esbridge.blas import limit_blas_threads
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.mappings.lifecycle import IndexManager
@@ -212,6 +213,7 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="search the data a previous run left in --folder")
     parser.add_argument("--concurrency", type=int, default=4, help="searching threads compared with one")
     args = parser.parse_args()
+    blas = "one thread" if limit_blas_threads() else "as the environment sets"  # as in esbridge's own processes
     size, dimension, folder = args.size, args.dimension, args.folder
     corpus = texts()
     vocabulary = sorted({w for _, text in corpus[:2000] for w in re.findall(r"[a-z]{4,}", text.lower())})
@@ -219,7 +221,7 @@ def main() -> None:
     vectors = Vectors(dimension)
     queries = vectors.queries(args.queries)
     best: list[list[tuple[float, int]]] = [[] for _ in range(len(queries))]
-    print(f"{size:,} chunks x {dimension}d, {len(corpus):,} source texts; {_rss()}; {_load()}", flush=True)
+    print(f"{size:,} chunks x {dimension}d, {len(corpus):,} source texts; BLAS {blas}; {_rss()}; {_load()}", flush=True)
 
     if args.reuse:  # a previous run's data: drop the chunks its write test added, recompute the exact top-10s
         engine = EmbeddedEngine(folder)

@@ -11,6 +11,7 @@ from typing import Any, TextIO
 import click
 
 from esbridge import __version__
+from esbridge.blas import limit_blas_threads
 from esbridge.cli import (
     bench,
     cache,
@@ -39,6 +40,7 @@ class _Group(click.Group):
     exit code 130 instead of click's ``Aborted!`` and 1, and esbridge's warnings into ``warning:`` lines."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        limit_blas_threads()
         with _warning_lines():
             return self._invoke(ctx)
 
