@@ -34,6 +34,7 @@ from esbridge.config.embedding import HASH_CACHE_ENV, MODELS_DIR_ENV
 from esbridge.config.embedding import EmbeddingSettings as EmbeddingSettings  # re-exported
 from esbridge.config.environment import nearest_setting, warn_unknown_variables
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
+from esbridge.config.file_secrets import warn_if_readable_by_others
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.search import SearchSettings
 from esbridge.config.service import ServiceSettings
@@ -311,14 +312,15 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
     """Build settings from every source; ``overrides`` (e.g. CLI flags) win, ``None`` values are ignored.
 
     An explicitly named config file (argument or ``$ESBRIDGE_CONFIG``) must exist; the default
-    ``./esbridge.toml`` is optional. Each ``ESBRIDGE_*`` variable no setting reads is named in a
-    ``SettingsWarning``.
+    ``./esbridge.toml`` is optional. A ``SettingsWarning`` names each ``ESBRIDGE_*`` variable no setting reads,
+    and a settings file holding secrets that group or others may read.
     """
     warn_unknown_variables(os.environ, Settings, also_read=ALSO_READ)
     explicit = config_file if config_file is not None else os.environ.get(CONFIG_FILE_ENV) or None
     path = Path(explicit) if explicit is not None else DEFAULT_CONFIG_FILE
     if explicit is not None and not path.is_file():
         raise ConfigError(f"config file not found: {path}")
+    warn_if_readable_by_others(path)
 
     class _FromFile(Settings):
         model_config = SettingsConfigDict(toml_file=path)

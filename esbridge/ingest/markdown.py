@@ -2,7 +2,8 @@
 
 A note's ``doc_id`` is its vault-relative path without ``.md`` (forward slashes), its ``path`` the same
 with the extension. Hidden folders and files (``.obsidian``, ``.git``, ...) and ``node_modules`` are
-skipped; symbolic links to folders outside the vault are followed (see ``note_paths``). A file that is
+skipped; symbolic links to folders outside the vault are followed, and a note that is a symbolic link to a file
+other than a note is not read (see ``note_paths``). A file that is
 not UTF-8 becomes a ``Problem``; broken frontmatter becomes a warning on a Document that is still indexed.
 
 Title: frontmatter ``title``, else the first H1 (then left out of the heading paths), else the file name.
@@ -27,13 +28,14 @@ from __future__ import annotations
 
 import os
 import posixpath
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from esbridge.errors import SourceError
+from esbridge.errors import EsbridgeWarning, SourceError
 from esbridge.ingest.frontmatter import interpret_frontmatter, load_frontmatter
 from esbridge.ingest.links import (
     LinkConvention,
@@ -111,7 +113,9 @@ def note_paths(root: Path) -> list[str]:
 
     A symbolic link to a folder outside the vault is followed, as Obsidian does; one to a folder inside the
     vault (its notes are read at their own path), to a folder holding the vault, or to a folder already
-    read (a loop, or a second link to it; links are taken in name order) is not.
+    read (a loop, or a second link to it; links are taken in name order) is not. A ``.md`` file that is a
+    symbolic link to a file whose name is not a note's is not read either, with a warning: a vault from elsewhere
+    could hold ``meeting.md -> ../../.ssh/id_ed25519``, whose text would go into the index.
     """
     found: list[str] = []
     vault = os.path.realpath(root)
@@ -126,8 +130,25 @@ def note_paths(root: Path) -> list[str]:
         relative = Path(folder).relative_to(root).as_posix()
         for name in files:
             if name.casefold().endswith(NOTE_SUFFIX) and not _is_skipped(name):
-                found.append(name if relative == "." else f"{relative}/{name}")
+                path = name if relative == "." else f"{relative}/{name}"
+                target = _other_than_a_note(os.path.join(folder, name))
+                if target is None:
+                    found.append(path)
+                else:
+                    warnings.warn(
+                        f"{path}: a symbolic link to {target}, which is not a Markdown note; not read",
+                        EsbridgeWarning,
+                        stacklevel=2,
+                    )
     return sorted(found)
+
+
+def _other_than_a_note(file: str) -> str | None:
+    """The target of ``file`` when it is a symbolic link to a file whose name is not a note's, else None."""
+    if not os.path.islink(file):
+        return None
+    target = os.path.realpath(file)
+    return None if target.casefold().endswith(tuple(NOTE_FILE_SUFFIXES)) else target
 
 
 def _followed(folder: str, vault: str, read: set[str]) -> bool:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from esbridge import errors
+from esbridge.config.files import creation_mode
 from esbridge.embeddings.identity import ModelIdentity, compare, parse_identity, recorded_identity
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
@@ -76,8 +77,9 @@ def export_to_file(engine: Engine, manager: IndexManager, target: Path) -> int:
     target = Path(os.path.realpath(target))
     temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
-        # os.open applies the umask as open() would; NamedTemporaryFile would make the file owner-only.
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        # os.open applies the umask as open() would; NamedTemporaryFile would make the file owner-only. An owner-only
+        # target stays so while its replacement is written.
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, creation_mode(target))
         with os.fdopen(descriptor, "w", encoding="utf-8") as out:
             count = export_chunks(engine, manager, out)
         if target.exists():

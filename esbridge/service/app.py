@@ -5,9 +5,9 @@ searcher, the embedding model loaded once in a worker thread at start-up). Uvico
 connections on SIGTERM/SIGINT and lets in-flight requests finish (up to ``service.shutdown_timeout_s``)
 before the lifespan closes the engine clients; SIGHUP reads the API keys file again.
 
-Middleware, outermost first: the request observer (request id, metrics, access log), CORS, the body limit
-(the whole body is read here, within ``request_timeout_s``), admission (rate limits and the concurrency
-gate), then the routes.
+Middleware, outermost first: the request observer (request id, metrics, access log), the loopback host check
+(where reads need no key), CORS, the body limit (the whole body is read here, within ``request_timeout_s``),
+admission (rate limits and the concurrency gate), then the routes.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from esbridge.service import errors
 from esbridge.service.auth import KeyRing
 from esbridge.service.backend import opened
 from esbridge.service.cors import ServiceCORS
+from esbridge.service.hosts import LoopbackHost
 from esbridge.service.limits import Admission, BodyLimit, ConcurrencyGate, TokenBuckets
 from esbridge.service.metrics import Metrics, RequestObserver, access_log
 from esbridge.service.routes import router
@@ -108,6 +109,8 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None, load_mod
             headers=["Authorization", "X-API-Key", "Content-Type"],
             on_refusal=lambda: metrics.errors.labels(kind="cors_refused").inc(),
         )
+    if not service.reads_need_key and service.loopback:  # see esbridge.service.hosts: DNS rebinding
+        app.add_middleware(LoopbackHost, on_refusal=lambda: metrics.errors.labels(kind="host_refused").inc())
     app.add_middleware(RequestObserver, metrics=metrics, log=service.access_log, queries=service.log_queries)
     return app
 

@@ -18,6 +18,7 @@ over the key's (or client's) rate limit    429     rate_limited (with Retry-Afte
 at capacity: queue full or no slot in time  429     overloaded (with Retry-After)
 too many bodies arriving at once            429     too_many_bodies (with Retry-After)
 CORS preflight refused (origin, method)    403     cors_refused
+Host not loopback while reads need no key  403     host_refused (DNS rebinding, see hosts.py)
 document to delete does not exist          404     not_found
 engine unreachable, overloaded             503     engine_unavailable (with Retry-After)
 index (alias) missing on the engine        503     index_missing (with Retry-After)

@@ -255,7 +255,9 @@ def test_readiness_stays_ready_and_warns_when_the_index_lacks_shards(
         body = IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension)).wanted_body()
         create_half_stranded(str(engine_settings.url), name, body, ["a", "b", "c", "d"])
         engine.update_aliases([{"add": {"index": name, "alias": alias, "is_write_index": True}}])
-        with TestClient(create_app(settings, embedder=embedder, load_model=False)) as client:
+        with TestClient(
+            create_app(settings, embedder=embedder, load_model=False), base_url="http://127.0.0.1:8088"
+        ) as client:
             ready = client.get("/readyz")
     assert ready.status_code == 200, ready.json()
     assert ready.json()["checks"] == {"engine": "ok", "index": "ok", "model": "ok"}

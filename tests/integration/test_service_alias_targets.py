@@ -34,7 +34,11 @@ def test_writes_through_an_alias_over_two_indices_are_refused_naming_them(
     settings = load_settings(url=str(engine_settings.url), engine=engine_kind, index=alias, service={"api_keys": [KEY]})
     chunks = {index: engine.count(index) for index in (old, new)}
 
-    with TestClient(create_app(settings, embedder=embedder, load_model=False), raise_server_exceptions=False) as app:
+    with TestClient(
+        create_app(settings, embedder=embedder, load_model=False),
+        base_url="http://127.0.0.1:8088",
+        raise_server_exceptions=False,
+    ) as app:
         deleted = app.delete("/v1/documents/solar", headers={"X-API-Key": KEY})
         document = {"id": "tides", "title": "Tidal power", "text": "The moon's pull moves oceans past turbines."}
         written = app.post("/v1/documents", json={"documents": [document]}, headers={"X-API-Key": KEY})

@@ -26,7 +26,11 @@ def client(engine_kind: str, engine_settings: Settings, alias: str, embedder: Ca
     settings = load_settings(
         url=str(engine_settings.url), engine=engine_kind, index=alias, service={"api_keys": [KEY], "retry_after_s": 7}
     )
-    with TestClient(create_app(settings, embedder=embedder, load_model=False), raise_server_exceptions=False) as app:
+    with TestClient(
+        create_app(settings, embedder=embedder, load_model=False),
+        base_url="http://127.0.0.1:8088",
+        raise_server_exceptions=False,
+    ) as app:
         yield app
 
 

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any, TextIO
 
 import pytest
 from click.testing import CliRunner
 
 from esbridge.cli import main
 from esbridge.engines.embedded import EmbeddedEngine
-from esbridge.ingest.transfer import import_chunks
+from esbridge.ingest import transfer
+from esbridge.ingest.transfer import export_chunks, import_chunks
 
 HEADER = {"format": "esbridge-export", "version": 1, "parameters": {"dimension": 3}, "chunks": 2}
 CHUNKS = [{"_id": f"{name}#0", "chunk_id": f"{name}#0", "doc_id": name, "body": name} for name in ("a", "b")]
@@ -71,6 +74,36 @@ def test_an_export_through_a_symbolic_link_replaces_the_file_it_points_at(data_d
     assert link.is_symlink(), "the link is kept"
     assert chunk_ids(real.read_text(encoding="utf-8")) == ["a#0", "b#0"]
     assert sorted(path.name for path in real.parent.iterdir()) == ["notes.jsonl"], "no temporary file is left"
+
+
+def test_an_export_over_an_owner_only_file_is_never_open_to_others(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The export is written to a temporary file beside the target first, for as long as the export takes.
+    target = tmp_path / "notes.jsonl"
+    target.write_text("an earlier export\n", encoding="utf-8")
+    target.chmod(0o600)
+    modes: list[int] = []
+
+    def noting_the_mode(engine: Any, manager: Any, out: TextIO) -> int:
+        count = export_chunks(engine, manager, out)
+        out.flush()
+        modes.append(stat.S_IMODE(os.fstat(out.fileno()).st_mode))
+        return count
+
+    monkeypatch.setattr(transfer, "export_chunks", noting_the_mode)
+    umask = os.umask(0o022)
+    try:
+        result = CliRunner().invoke(
+            main, ["export", "--index", "notes", "-o", str(target)], env={"ESBRIDGE_DATA_DIR": str(data_dir)}
+        )
+    finally:
+        os.umask(umask)
+
+    assert result.exit_code == 0, result.output
+    assert modes == [0o600]
+    assert target.stat().st_mode & 0o777 == 0o600
+    assert chunk_ids(target.read_text(encoding="utf-8")) == ["a#0", "b#0"]
 
 
 @pytest.mark.skipif(not Path("/dev/full").is_char_device(), reason="needs /dev/full")

@@ -128,6 +128,7 @@ def test_a_password_in_the_environment_and_one_in_the_files_url_are_refused_not_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write_toml(tmp_path / "esbridge.toml", 'url = "http://bob:oldpassword@127.0.0.1:9200"\n')
+    path.chmod(0o600)  # a file holding a password that others may read is warned about
     monkeypatch.setenv("ESBRIDGE_AUTH__PASSWORD", "newpassword")
     with pytest.raises(ConfigError, match="credentials are given both in the URL and in auth settings") as refused:
         load_settings(path)

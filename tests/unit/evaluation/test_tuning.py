@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -153,6 +155,29 @@ def test_writing_keeps_the_files_mode_and_a_symlink(tmp_path: Path) -> None:
     assert link.is_symlink()
     assert real.stat().st_mode & 0o777 == 0o600
     assert load_settings(link).pipeline.fusion == "rrf"
+
+
+def test_the_settings_being_written_are_never_open_to_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The text is written to a temporary file before it replaces the owner-only file: made with the umask alone,
+    # that file would let any local user read the password in it (and keep it open) until it was renamed.
+    path = tmp_path / "esbridge.toml"
+    path.write_text('url = "http://elastic:secret@127.0.0.1:9201"\n', encoding="utf-8")
+    path.chmod(0o600)
+    modes: list[int] = []
+    fsync = os.fsync
+
+    def noting_the_mode(descriptor: int) -> None:  # the moment the whole text is in the temporary file
+        modes.append(stat.S_IMODE(os.fstat(descriptor).st_mode))
+        fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", noting_the_mode)
+    umask = os.umask(0o022)
+    try:
+        write_pipeline(path, GridPoint("rrf", 0.6, k=20))
+    finally:
+        os.umask(umask)
+    assert modes == [0o600]
+    assert path.stat().st_mode & 0o777 == 0o600
 
 
 def qpp_outcomes(count: int) -> list[ConfigurationRuns]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from esbridge.errors import SourceError
+from esbridge.errors import EsbridgeWarning, SourceError
 from esbridge.ingest.markdown import read_vault
 from esbridge.ingest.model import Document, Problem, Section
 from tests.unit.ingest.vaults import read_documents, write_vault
@@ -52,6 +52,30 @@ def test_a_linked_folder_outside_the_vault_is_read_and_links_that_would_repeat_o
     (vault / "Up").symlink_to(tmp_path, target_is_directory=True)  # holds the vault: a loop too
     (vault / "Twice").symlink_to(shared, target_is_directory=True)  # the first link to it, by name, is read
     assert sorted(read_documents(vault)) == ["Inner/inside", "Shared/common", "Shared/deeper/more", "Top"]
+
+
+def test_a_note_that_is_a_link_to_a_file_other_than_a_note_is_not_read(tmp_path: Path) -> None:
+    # A vault from elsewhere (a shared git repository) could hold meeting.md -> ../../.aws/credentials: read, any
+    # file its owner may read would go into the index, to whoever may search it.
+    vault = write_vault(tmp_path / "vault", {"Top.md": "top"})
+    secret = tmp_path / "home" / ".aws" / "credentials"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("aws_secret_access_key = not-for-the-index\n", encoding="utf-8")
+    elsewhere = write_vault(tmp_path / "elsewhere", {"kept.md": "a note kept elsewhere"})
+    (vault / "meeting.md").symlink_to(secret)
+    (vault / "kept.md").symlink_to(elsewhere / "kept.md")  # a note outside the vault, as a linked folder's are
+    (vault / "Linked").symlink_to(secret.parent, target_is_directory=True)
+    (secret.parent / "notes.md").symlink_to(secret)
+
+    with pytest.warns(EsbridgeWarning) as warned:
+        items = list(read_vault(vault))
+
+    assert sorted(item.doc_id for item in items if isinstance(item, Document)) == ["Top", "kept"]
+    assert not [item for item in items if isinstance(item, Problem)]
+    assert sorted(str(warning.message) for warning in warned) == [
+        f"Linked/notes.md: a symbolic link to {secret}, which is not a Markdown note; not read",
+        f"meeting.md: a symbolic link to {secret}, which is not a Markdown note; not read",
+    ]
 
 
 def test_a_non_utf8_note_is_a_problem_and_the_others_are_still_read(tmp_path: Path) -> None:

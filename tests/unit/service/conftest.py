@@ -41,7 +41,8 @@ def make_client() -> Iterator[ClientFactory]:
         if model and embedder is None:
             embedder = HashingEmbedder()
         app = create_app(settings or service_settings(**service), embedder=embedder, load_model=False)
-        client = TestClient(app, raise_server_exceptions=False)
+        # A loopback host, as a caller on this machine names: the service refuses others where reads need no key.
+        client = TestClient(app, base_url="http://127.0.0.1:8088", raise_server_exceptions=False)
         client.__enter__()
         clients.append(client)
         return client

@@ -25,9 +25,9 @@ def raw_answer(port: int, data: bytes) -> bytes:
 @pytest.mark.parametrize(
     "data",
     [
-        b"GET / HTTP/1.1\r\nHost: x\r\nbad header line\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nbad header line\r\n\r\n",
         b"NOT HTTP AT ALL\r\n\r\n",
-        b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n",
     ],
 )
 def test_malformed_http_gets_a_json_400(data: bytes) -> None:

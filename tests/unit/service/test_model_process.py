@@ -28,7 +28,7 @@ def test_the_sidecar_embeds_in_a_child_process_and_outlives_its_death(tmp_path: 
         index="notes", service={"api_keys": [KEY]}, embedding={"cache_dir": str(tmp_path / "cache")}
     )
     app = create_app(settings)  # loads the configured model, as `esbridge serve` does
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1:8088") as client:
         model = app.state.backend.embedder
         assert isinstance(model, CachedEmbedder) and isinstance(model.embedder, ProcessEmbedder)
         (child,) = model.embedder.pids

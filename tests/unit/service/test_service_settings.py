@@ -45,6 +45,7 @@ def test_precedence_flags_over_env_over_file(monkeypatch: pytest.MonkeyPatch) ->
     Path("esbridge.toml").write_text(
         '[service]\nport = 9000\nmax_top_n = 20\napi_keys = ["from-file"]\nhost = "10.0.0.1"\n', encoding="utf-8"
     )
+    Path("esbridge.toml").chmod(0o600)  # a file holding keys that others may read is warned about
     assert keys() == ["from-file"]
     monkeypatch.setenv("ESBRIDGE_API_KEYS", "from-short-env")
     assert keys() == ["from-short-env"]

@@ -18,7 +18,7 @@ from tests.support.serving import uvicorn_thread
 from tests.unit.service.conftest import service_settings
 
 UNFINISHED = (
-    b"POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+    b"POST /v1/documents HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
 )
 
 
