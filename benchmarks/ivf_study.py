@@ -30,14 +30,14 @@ only in memory); ``ivf-flat:NLIST`` and ``ivf-sq8:NLIST`` are faiss IndexIVFFlat
 k-means by exact assignment) instead of comparing each vector with every centroid. Every search asks for
 ``--rescore`` candidates and ranks them by the float32 vectors, as the engine does.
 
-Per variant: training time, add rate (``BATCH`` vectors per call, both cores) and CPU per vector, resident
-memory growth, file size, save and load time; recall@10 (the index's own top 10 and after re-scoring) and
-latency p50/p95 one query at a time per nprobe (faiss's OpenMP threads set to 1 for every search);
-``--filters`` allowing 1% and 10% of the rows (keys divisible by 100 or 10; faiss ``IDSelectorBitmap``
-through ``SearchParametersIVF`` at each nprobe; usearch as the engine meets them: up to 5% of the rows an
-exact scan of their vectors kept in memory, more a graph search widened until enough pass); for usearch, a
-numpy scan of 10,000 vectors alone and right after a graph search; whether a search lets other Python
-threads run (one thread spins while another searches); queries/s from 1 and ``--concurrency`` Python
+Per variant: training time, add rate (``BATCH`` vectors per call; faiss on ``--add-threads``, default all
+cores) and CPU per vector, resident memory growth, file size, save and load time; recall@10 (the index's own
+top 10 and after re-scoring) and latency p50/p95 one query at a time per nprobe (faiss's OpenMP threads set to
+1 for every search); ``--filters`` allowing 1% and 10% of the rows (keys divisible by 100 or 10; faiss
+``IDSelectorBitmap`` through ``SearchParametersIVF`` at each nprobe; usearch as the engine meets them: up to
+5% of the rows an exact scan of their vectors kept in memory, more a graph search widened until enough pass);
+for usearch, a numpy scan of 10,000 vectors alone and right after a graph search; whether a search lets other
+Python threads run (one thread spins while another searches); queries/s from 1 and ``--concurrency`` Python
 threads, the library alone and with re-scoring, with the cores kept busy (process CPU seconds per second);
 then ``--extra`` more vectors added and ``--remove`` keys removed in one call (for faiss also with a hash
 table from key to list). Each figure is printed with the load average beside it.
@@ -407,7 +407,7 @@ def run_ivf(study: Study, args: argparse.Namespace, variant: str) -> None:
     kind, _, nlist_text = variant.partition(":")
     nlist = int(nlist_text)
     data = study.data
-    faiss.omp_set_num_threads(os.cpu_count() or 1)
+    faiss.omp_set_num_threads(args.add_threads)
     rss = _rss_mb()
     if kind in ("ivf-flat", "ivf-sq8"):
         quantizer = faiss.IndexFlatIP(384)
@@ -491,7 +491,7 @@ def run_ivf(study: Study, args: argparse.Namespace, variant: str) -> None:
     study.gil_probe(f"{variant}, nprobe {nlist} (all)", lambda: index.search(query, 100, params=everything))
     study.throughput(f"{variant}, nprobe {best}", served, rescore=False)
     study.throughput(f"{variant}, nprobe {best}", served)
-    faiss.omp_set_num_threads(os.cpu_count() or 1)
+    faiss.omp_set_num_threads(args.add_threads)
     if kind == "ivf-sq8-hnsw":
         faiss.downcast_index(index.quantizer).hnsw.efSearch = 16
     study.adding(variant, lambda keys, vectors: index.add_with_ids(vectors, keys), 2_000_000_000)
@@ -511,10 +511,11 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=["usearch", "ivf-flat:1024", "ivf-sq8:1024"])
     parser.add_argument("--nprobe", type=int, nargs="+", default=[4, 8, 16, 32, 64])
     parser.add_argument("--widths", type=int, nargs="+", default=[256, 512])
+    parser.add_argument("--add-threads", type=int, default=os.cpu_count() or 1, help="faiss's threads to train and add")
     parser.add_argument("--train", type=int, default=100_000, help="vectors the coarse quantizer is trained on")
     parser.add_argument("--rescore", type=int, default=100, help="candidates re-scored from float32")
     parser.add_argument("--target", type=float, default=0.95, help="recall@10 the QPS run's nprobe must reach")
-    parser.add_argument("--filters", type=int, nargs="+", default=[1, 10], help="% of rows a filter allows")
+    parser.add_argument("--filters", type=int, nargs="+", default=[1, 10], help="%% of the rows a filter allows")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=4.0)
