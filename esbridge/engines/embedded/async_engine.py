@@ -63,5 +63,5 @@ class AsyncEmbeddedEngine:
             await asyncio.to_thread(self._engine.search, index, _PROBE, patience_s=None)
 
     async def close(self) -> None:
-        if self._owned:
-            self._engine.close()
+        if self._owned:  # (in a thread: the close waits for searches still running in theirs)
+            await asyncio.to_thread(self._engine.close)

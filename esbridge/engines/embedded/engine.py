@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import fnmatch
+import logging
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -19,17 +20,17 @@ from esbridge.engines import paging, responses
 from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult, Dialect, IndexInfo, SearchResult
 from esbridge.engines.blocks import BLOCKED_STATUS, cluster_block_reason
 from esbridge.engines.capabilities import Capabilities
-from esbridge.engines.embedded.builds import Building
+from esbridge.engines.embedded.calls import CLOSE_WAIT_S, Calls
 from esbridge.engines.embedded.capabilities import describe
 from esbridge.engines.embedded.datadir import IndexGone, close_shared, open_shared
 from esbridge.engines.embedded.doc_ids import refused_id
-from esbridge.engines.embedded.lexical import Damaged
-from esbridge.engines.embedded.mapping import DocumentError, MappingError, Schema, created_schema, updated_schema
+from esbridge.engines.embedded.mapping import DocumentError, Schema, created_schema, updated_schema
 from esbridge.engines.embedded.names import Names, NoWriteIndex, alias_action, check_new_index, write_index
 from esbridge.engines.embedded.query import Searcher, Unsupported
 from esbridge.engines.embedded.settings import index_settings, merge
 from esbridge.engines.embedded.store import IndexRecord, Store
-from esbridge.engines.embedded.writer import WriterBusy
+
+log = logging.getLogger("esbridge.embedded")
 
 
 class EmbeddedEngine(paging.ScanBySearch):
@@ -45,6 +46,8 @@ class EmbeddedEngine(paging.ScanBySearch):
             raise errors.EngineUnavailable(f"cannot open the database: {exc}", url=self._url, operation="open") from exc
         self._shared = open_shared(self._dir)
         self._names = Names(self._store)
+        self._calls = Calls(self._url)
+        self._closed = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EmbeddedEngine:
@@ -66,20 +69,8 @@ class EmbeddedEngine(paging.ScanBySearch):
 
     @contextmanager
     def _call(self, operation: str, index: str | None = None) -> Iterator[None]:
-        try:
+        with self._calls.call(operation, index):
             yield
-        except (Unsupported, MappingError) as exc:
-            raise errors.RequestRejected(str(exc), url=self._url, operation=operation, index=index, status=400) from exc
-        except WriterBusy as exc:
-            raise errors.EngineUnavailable(str(exc), url=self._url, operation=operation, index=index) from exc
-        except (Building, Damaged) as exc:
-            raise errors.IndexUnavailable(
-                str(exc), url=self._url, operation=operation, index=index, status=503
-            ) from exc
-        except sqlite3.Error as exc:
-            raise errors.EngineResponseError(f"SQLite: {exc}", url=self._url, operation=operation, index=index) from exc
-        except OSError as exc:  # (a full disk, a file in the way: a write of the graphs' or full-text files)
-            raise errors.EngineResponseError(str(exc), url=self._url, operation=operation, index=index) from exc
 
     @contextmanager
     def _writing(self, operation: str, index: str | None = None) -> Iterator[sqlite3.Connection]:
@@ -403,5 +394,13 @@ class EmbeddedEngine(paging.ScanBySearch):
         return results
 
     def close(self) -> None:
+        """Wait for the calls other threads have under way, then save and close; once only."""
+        if self._closed:
+            return
+        self._closed = True
+        running = self._calls.close()
+        if running:  # closing under them would crash the process; what they commit is in the database anyway
+            log.warning("%s: %d call(s) still running after %.0f s; left open", self._url, running, CLOSE_WAIT_S)
+            return
         close_shared(self._shared, self._store)
         self._store.close()
