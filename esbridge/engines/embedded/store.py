@@ -37,6 +37,8 @@ from esbridge.engines.embedded.mapping import Field, Schema, schema_of
 from esbridge.engines.embedded.values import field_values, put_path, sql_date, without_path
 
 DB_FILE = "esbridge.sqlite3"
+VECTOR_BLOBS = "SELECT row, data FROM vectors WHERE field = ? AND length(data) > 0 AND row IN ({}) ORDER BY row"
+"""The vectors the graphs and re-scoring read; an empty one, which older versions stored, is no vector."""
 LOG_LIMIT = 256 * 1024 * 1024
 
 _SCHEMA = """
@@ -376,7 +378,7 @@ class Store:
 
     def vector_blobs(self, rows: Sequence[int], field: str) -> list[tuple[int, bytes]]:
         """(row, float32 bytes) of ``field`` for those of ``rows`` that have it, in row order."""
-        query = "SELECT row, data FROM vectors WHERE field = ? AND row IN ({}) ORDER BY row"
+        query = VECTOR_BLOBS
         return list(self._where_in(query, rows, field))
 
     def count(self, index_id: int) -> int:
