@@ -55,6 +55,12 @@ class Filters(BaseModel):
         empty = sorted(name for name, values in value.items() if not values)
         if empty:
             raise ValueError(f"filter on {empty} has no values")
+        for name, values in value.items():
+            for text in values:
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:  # a lone surrogate, as bytes that are not UTF-8 become in a command line
+                    raise ValueError(f"filter on {name!r}: {text!r} is not valid text (not UTF-8)") from None
         return value
 
     @model_validator(mode="after")

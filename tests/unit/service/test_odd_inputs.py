@@ -33,6 +33,14 @@ def test_a_range_mixing_dates_with_and_without_offset_in_order_searches(client: 
     assert answer.status_code == 200, answer.text
 
 
+def test_a_filter_value_with_a_lone_surrogate_escape_is_refused_not_a_500(client: TestClient) -> None:
+    body = b'{"query": "solar", "filters": {"terms": {"tags": ["caf\\udce9"]}}}'
+    answer = client.post("/v1/search", content=body, headers={"Content-Type": "application/json"})
+    assert answer.status_code == 422, answer.text
+    assert "filter on 'tags'" in answer.json()["error"]["message"]
+    assert "is not valid text" in answer.json()["error"]["message"]
+
+
 @pytest.mark.parametrize("fusion", ["qpp", "linear", "rrf", "dbsf", "adaptive"])
 def test_weights_whose_sum_overflows_are_refused_not_a_500(client: TestClient, fusion: str) -> None:
     body = {"query": "solar", "fusion": fusion, "weights": {"bm25": 1e308, "knn": 1e308}}
