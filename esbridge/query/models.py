@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from esbridge.ingest.json_lines import surrogate_location
 from esbridge.query.grouping import RegistryGroups
 from esbridge.query.types import FusionDecision
 
@@ -30,6 +31,15 @@ def _as_utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=timezone.utc) if moment.utcoffset() is None else moment
 
 
+def _refuse_lone_surrogates(data: Any) -> Any:
+    """``data`` unless a string in it holds a lone surrogate, which no engine takes and JSON cannot carry: bytes that
+    are not UTF-8 in a command line, or an unpaired ``\\uXXXX`` escape in a JSON body."""
+    where = surrogate_location(data) if isinstance(data, dict) else None
+    if where is not None:
+        raise ValueError(f"{where!r} is not valid text (it holds a lone UTF-16 surrogate: not UTF-8)")
+    return data
+
+
 class Filters(BaseModel):
     """Filters every retriever applies inside its search (kNN pre-filters, not post-filters)."""
 
@@ -46,6 +56,11 @@ class Filters(BaseModel):
     include_draft: bool = False
     include_disabled: bool = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _text_only(cls, data: Any) -> Any:
+        return _refuse_lone_surrogates(data)
+
     @field_validator("terms")
     @classmethod
     def _known_fields(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -55,12 +70,6 @@ class Filters(BaseModel):
         empty = sorted(name for name, values in value.items() if not values)
         if empty:
             raise ValueError(f"filter on {empty} has no values")
-        for name, values in value.items():
-            for text in values:
-                try:
-                    text.encode("utf-8")
-                except UnicodeEncodeError:  # a lone surrogate, as bytes that are not UTF-8 become in a command line
-                    raise ValueError(f"filter on {name!r}: {text!r} is not valid text (not UTF-8)") from None
         return value
 
     @model_validator(mode="after")
@@ -116,6 +125,11 @@ class SearchRequest(BaseModel):
         description="search only this category (one of [routing]); without it, a query naming a category's "
         "keywords is routed to that category",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_only(cls, data: Any) -> Any:
+        return _refuse_lone_surrogates(data)
 
     @field_validator("query")
     @classmethod
