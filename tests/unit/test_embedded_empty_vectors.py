@@ -58,3 +58,20 @@ def test_a_stored_empty_vector_is_no_vector(
         assert sorted(hit.id for hit in engine.search("idx", _KNN).hits) == ["d0", "d1", "d2", "d3", "d4", "d9"]
     finally:
         engine.close()
+
+
+def test_a_stored_empty_vector_is_left_out_of_the_source_and_of_a_copy(tmp_path: Path) -> None:
+    # Read back as [], it was shown in hits and exports, matched exists, and failed a reindex as a vector of
+    # dimension 0.
+    _written_by_an_older_version(tmp_path, keep_copies=False)
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        engine.create_index("copy", {"settings": {"index": {"knn": True}}, "mappings": engine.get_mapping("idx")})
+        assert engine.reindex("idx", "copy") == 6
+        for index in ("idx", "copy"):
+            hits = engine.search(index, {"size": 10, "query": {"ids": {"values": ["empty", "d1"]}}}).hits
+            assert {hit.id: "v" in hit.source for hit in hits} == {"empty": False, "d1": True}
+            with_vector = engine.search(index, {"size": 10, "query": {"exists": {"field": "v"}}}).hits
+            assert "empty" not in {hit.id for hit in with_vector}
+    finally:
+        engine.close()
