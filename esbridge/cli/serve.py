@@ -37,6 +37,7 @@ def serve_command(
     flags = {name: value for name, value in (("host", host), ("port", port)) if value is not None}
     if flags:
         settings = settings.model_copy(update={"service": settings.service.model_copy(update=flags)})
-    from esbridge.service.app import serve
+    from esbridge.service.app import check_address, serve
 
+    check_address(settings.service.host, settings.service.port)
     serve(settings, log_level=log_level)

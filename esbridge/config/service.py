@@ -96,7 +96,8 @@ class ServiceSettings(_Section):
     @model_validator(mode="after")
     def _keys_file_exists(self) -> ServiceSettings:
         if self.api_keys_file is not None and not self.api_keys_file.is_file():
-            raise ValueError(f"service.api_keys_file not found: {self.api_keys_file}")
+            problem = "is a folder, not a file" if self.api_keys_file.is_dir() else "not found"
+            raise ValueError(f"service.api_keys_file {problem}: {self.api_keys_file}")
         return self
 
     @property

@@ -177,8 +177,8 @@ class Settings(BaseSettings):
     @classmethod
     def _credentials_out_of_url(cls, data: Any) -> Any:
         # user:pass@ in a URL would be echoed in every error message; move it into auth instead.
-        if not isinstance(data, dict) or not isinstance(data.get("url"), str):
-            return data
+        if not isinstance(data, dict) or not isinstance(data.get("url"), str) or "@" not in data["url"]:
+            return data  # (without credentials, a url urllib cannot split is left to the url validator to name)
         parts = urlsplit(data["url"].strip())
         if parts.username is None:
             return data

@@ -73,6 +73,11 @@ class OnnxSession:
         try:
             self.tokenizer = tokenizers.Tokenizer.from_file(str(files.tokenizer))
             self.counter = tokenizers.Tokenizer.from_file(str(files.tokenizer))
+        except Exception as exc:  # not JSON, or no tokenizer tokenizers can build
+            raise ModelUnavailable(
+                f"cannot load {files.tokenizer}: {type(exc).__name__}: {exc}", model=files.name
+            ) from exc
+        try:
             options = onnxruntime.SessionOptions()
             options.intra_op_num_threads = 1
             options.inter_op_num_threads = 1

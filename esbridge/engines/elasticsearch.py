@@ -64,7 +64,9 @@ def translate(
     exc: Exception, *, url: str, operation: str, index: str | None, timeout: str = "no answer in time"
 ) -> errors.EngineError:
     """The esbridge error for an elasticsearch-py / elastic-transport exception."""
-    if isinstance(exc, elasticsearch.UnsupportedProductError):
+    # OpenSearch refuses the client's media type (HTTP 406) before the client can check which server answered.
+    refused_media = isinstance(exc, elasticsearch.ApiError) and exc.meta.status == 406 and "vnd.elastic" in str(exc)
+    if isinstance(exc, elasticsearch.UnsupportedProductError) or refused_media:
         return errors.EngineResponseError(
             "the server does not identify as Elasticsearch (is it OpenSearch? set engine = 'opensearch')",
             url=url,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from esbridge.config.settings import Settings
 from esbridge.engines.base import AsyncEngine, Engine, Prepares
@@ -30,6 +30,7 @@ def detect(settings: Settings) -> Literal["opensearch", "elasticsearch"]:
 
     from esbridge.engines.errors import no_answer
     from esbridge.engines.opensearch import client_options, translate
+    from esbridge.engines.responses import root_info
 
     without_key = settings.auth.model_copy(update={"api_key": None})
     options = client_options(settings.model_copy(update={"auth": without_key}))
@@ -39,7 +40,7 @@ def detect(settings: Settings) -> Literal["opensearch", "elasticsearch"]:
     options["serializers"] = {_ELASTIC_JSON: JSONSerializer()}
     client = OpenSearch(**options)
     try:
-        info: dict[str, Any] = client.info()
+        answer = client.info()
     except OpenSearchException as exc:
         # Every OpenSearch answers GET /; Elasticsearch builds without the rest-root module say 405.
         if getattr(exc, "status_code", None) == 405:
@@ -48,7 +49,8 @@ def detect(settings: Settings) -> Literal["opensearch", "elasticsearch"]:
         raise translate(exc, url=settings.display_url, operation="detect engine", index=None, timeout=timeout) from exc
     finally:
         client.close()
-    distribution = str(info.get("version", {}).get("distribution", "")).lower()
+    info = root_info(answer, url=settings.display_url, operation="detect engine")
+    distribution = str(info["version"].get("distribution", "")).lower()
     return "opensearch" if distribution == "opensearch" else "elasticsearch"
 
 

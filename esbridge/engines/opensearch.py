@@ -182,7 +182,7 @@ class OpenSearchEngine(paging.ScanBySearch, _Translating):
     def _root(self) -> dict[str, Any]:
         """``GET /``, refused when the server is Elasticsearch, which the OpenSearch adapter would misread."""
         try:
-            info: dict[str, Any] = self._client.info()
+            info = responses.root_info(self._client.info(), url=self._url, operation="probe")
         except ox.TransportError as exc:
             # Every OpenSearch answers GET /; Elasticsearch builds without the rest-root module say 405.
             if exc.status_code != 405:

@@ -12,6 +12,20 @@ from esbridge.engines.errors import error_type_and_reason, from_response
 from esbridge.errors import EngineError, EngineResponseError, IndexUnavailable
 
 
+def root_info(answer: Any, *, url: str, operation: str) -> dict[str, Any]:
+    """The answer to ``GET /``, which from every OpenSearch and Elasticsearch is an object naming its version."""
+    version = answer.get("version") if isinstance(answer, Mapping) else None
+    if isinstance(version, Mapping) and isinstance(version.get("number"), str):
+        return dict(answer)
+    shown = repr(answer)[:200] if answer not in ("", None) else "an empty body"
+    raise EngineResponseError(
+        f"GET / answered {shown}, not the object with version.number that OpenSearch and Elasticsearch answer: "
+        "the URL leads to another server, or a proxy answers in its place",
+        url=url,
+        operation=operation,
+    )
+
+
 def search_result(body: Mapping[str, Any], *, url: str, index: str) -> SearchResult:
     try:
         hits_section = body["hits"]

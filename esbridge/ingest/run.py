@@ -154,6 +154,8 @@ def ingest(
     """Bring the index in line with the source at ``path``; see the module docstring."""
     options = options or IngestOptions()
     source = options.source or path.resolve().name
+    if options.source and not is_text(source):
+        raise errors.ConfigError(f"the source label {source!r} (--source) is not UTF-8 text; nothing was written")
     if not is_text(source):  # a folder or file name in another encoding: no engine takes it as a term
         shown = os.fsencode(path.resolve()).decode("utf-8", "backslashreplace")
         raise errors.ConfigError(

@@ -15,6 +15,7 @@ import os
 import shutil
 import uuid
 import warnings
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, fields, replace
 from io import BufferedIOBase
@@ -124,8 +125,8 @@ def _open_export(path: Path) -> BufferedIOBase:
 def _read_line(handle: BufferedIOBase, path: Path) -> bytes:
     try:
         return handle.readline()
-    except (OSError, EOFError) as exc:
-        # gzip raises BadGzipFile (an OSError) or EOFError for a damaged or truncated file.
+    except (OSError, EOFError, zlib.error) as exc:
+        # gzip raises BadGzipFile (an OSError), EOFError or zlib.error for a damaged or truncated file.
         raise SourceError(f"cannot read {path}: {exc}") from exc
 
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from esbridge.ingest.json_lines import surrogate_location
 from esbridge.query.grouping import RegistryGroups
 from esbridge.query.types import FusionDecision
 
@@ -30,6 +31,15 @@ def _as_utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=timezone.utc) if moment.utcoffset() is None else moment
 
 
+def _refuse_lone_surrogates(data: Any) -> Any:
+    """``data`` unless a string in it holds a lone surrogate, which no engine takes and JSON cannot carry: bytes that
+    are not UTF-8 in a command line, or an unpaired ``\\uXXXX`` escape in a JSON body."""
+    where = surrogate_location(data) if isinstance(data, dict) else None
+    if where is not None:
+        raise ValueError(f"{where!r} is not valid text (it holds a lone UTF-16 surrogate: not UTF-8)")
+    return data
+
+
 class Filters(BaseModel):
     """Filters every retriever applies inside its search (kNN pre-filters, not post-filters)."""
 
@@ -45,6 +55,11 @@ class Filters(BaseModel):
     include_deprecated: bool = False
     include_draft: bool = False
     include_disabled: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_only(cls, data: Any) -> Any:
+        return _refuse_lone_surrogates(data)
 
     @field_validator("terms")
     @classmethod
@@ -110,6 +125,11 @@ class SearchRequest(BaseModel):
         description="search only this category (one of [routing]); without it, a query naming a category's "
         "keywords is routed to that category",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_only(cls, data: Any) -> Any:
+        return _refuse_lone_surrogates(data)
 
     @field_validator("query")
     @classmethod

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,6 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from esbridge import __version__
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
+from esbridge.errors import ConfigError
 from esbridge.service import errors
 from esbridge.service.auth import KeyRing
 from esbridge.service.backend import opened
@@ -163,6 +165,24 @@ def server_config(app: FastAPI, settings: Settings, *, log_level: str = "info") 
         server_header=False,
         http=header_deadline_protocol(settings.service.request_timeout_s),
     )
+
+
+def check_address(host: str, port: int) -> None:
+    """Refuse an address the service cannot listen on (a port in use, a host that is no address of this machine)
+    before the model loads: uvicorn logs its own line and exits 3. Each address is bound as asyncio binds it."""
+    try:
+        for family, kind, protocol, _, address in socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        ):
+            with socket.socket(family, kind, protocol) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                probe.bind(address)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot listen on {host}:{port} (service.host, service.port): {exc.strerror or exc}"
+        ) from exc
 
 
 def serve(settings: Settings, *, log_level: str = "info") -> None:

@@ -272,3 +272,25 @@ def test_the_other_engine_kind_says_which_server_answered_and_how_to_select_it(
     finally:
         wrong.close()
     assert f"engine = '{engine_kind}'" in str(caught.value)
+
+
+async def test_a_search_through_the_elasticsearch_adapter_at_opensearch_says_which_server_answered(
+    engine_settings: Settings, engine_kind: str, engine: Engine, index_name: str
+) -> None:
+    # A search does not probe: OpenSearch's HTTP 406 for Elasticsearch's media type was all the error said.
+    if engine_kind != "opensearch":
+        pytest.skip("the OpenSearch adapter at Elasticsearch is refused by its probe (the test above)")
+    create_test_index(engine, index_name)
+    settings = engine_settings.model_copy(update={"engine": "elasticsearch", "retries": 0})
+    wrong = connect(settings)
+    try:
+        with pytest.raises(EngineResponseError, match=r"does not identify as Elasticsearch.*engine = 'opensearch'"):
+            wrong.search(index_name, {"query": {"match_all": {}}})
+    finally:
+        wrong.close()
+    wrong_async = connect_async(settings, "elasticsearch")
+    try:
+        with pytest.raises(EngineResponseError, match=r"does not identify as Elasticsearch.*engine = 'opensearch'"):
+            await wrong_async.search(index_name, {"query": {"match_all": {}}})
+    finally:
+        await wrong_async.close()

@@ -57,6 +57,8 @@ def test_search_pipeline_command_keeps_its_former_name_hidden() -> None:
         (["--filter", "tags"], "--filter", "filters look like key=value"),
         (["--filter", "modified_after=yesterday"], "--filter", "modified_after"),
         (["--filter", "include_draft=maybe"], "--filter", "include_draft"),
+        # Bytes that are not UTF-8 in the command line (a Latin-1 terminal): they failed as a raw traceback.
+        (["--filter", "tags=caf\udce9"], "--filter", "'terms.tags[0]' is not valid text"),
     ],
 )
 def test_a_bad_value_is_a_usage_error_naming_its_option(args: list[str], option: str, said: str) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import traceback
 from pathlib import Path
 from typing import Any
@@ -143,6 +144,14 @@ def test_a_bad_port_is_a_url_error_that_keeps_secrets(url: str) -> None:
     with pytest.raises(ConfigError, match=r"url has no valid port") as refused:
         load_settings(url=url)
     assert "topsecret" not in str(refused.value)
+
+
+def test_an_unclosed_ipv6_bracket_is_a_url_error_naming_the_file(tmp_path: Path) -> None:
+    # urllib's error was raised before the url was read as a setting: "settings: Invalid IPv6 URL", no file named.
+    config = tmp_path / "esbridge.toml"
+    config.write_text('url = "http://[::1:9200"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"invalid settings \(config file {re.escape(str(config))}\):\n  url: "):
+        load_settings(config_file=config)
 
 
 @pytest.mark.parametrize(

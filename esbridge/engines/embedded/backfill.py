@@ -27,6 +27,7 @@ import numpy as np
 
 from esbridge.engines.embedded.ann import VectorIndex
 from esbridge.engines.embedded.floats import FloatCopies
+from esbridge.engines.embedded.store import VECTOR_BLOBS
 
 log = logging.getLogger("esbridge.embedded")
 
@@ -139,10 +140,9 @@ def _copy_page(db: sqlite3.Connection, copies: FloatCopies, path: str, rows: Seq
     after this read is written again (copy and graph) by the worker's next update. A copy written here can thus
     be newer than the graph for a moment, never older than it; and a copy that disagrees with the graph is not
     used (``floats.AGREEMENT``), so even then a search reads that row from the database."""
-    query = "SELECT row, data FROM vectors WHERE field = ? AND row IN ({}) ORDER BY row"
     for start in range(0, len(rows), _CHUNK):
         chunk = rows[start : start + _CHUNK]
-        found = db.execute(query.format(", ".join("?" * len(chunk))), (path, *chunk)).fetchall()
+        found = db.execute(VECTOR_BLOBS.format(", ".join("?" * len(chunk))), (path, *chunk)).fetchall()
         if found:
             matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
             copies.write([row for row, _ in found], matrix.reshape(len(found), copies.dimension))

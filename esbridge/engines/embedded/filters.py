@@ -276,7 +276,10 @@ class SqlFilters:
         if field is None:
             return ("0", [])
         if field.type == "knn_vector":
-            return ("EXISTS (SELECT 1 FROM vectors x WHERE x.row = d.row AND x.field = ?)", [field.path])
+            return (
+                "EXISTS (SELECT 1 FROM vectors x WHERE x.row = d.row AND x.field = ? AND length(x.data) > 0)",
+                [field.path],
+            )
         if field.type == "object":  # as in OpenSearch: some field inside it has a value (none when not indexed)
             inner = [
                 self._exists_sql({"field": path})

@@ -37,6 +37,9 @@ from esbridge.engines.embedded.mapping import Field, Schema, schema_of
 from esbridge.engines.embedded.values import field_values, put_path, sql_date, without_path
 
 DB_FILE = "esbridge.sqlite3"
+VECTOR_BLOBS = "SELECT row, data FROM vectors WHERE field = ? AND length(data) > 0 AND row IN ({}) ORDER BY row"
+"""The vectors the graphs and re-scoring read. An empty one, which older versions stored, is no vector, here and
+wherever a vector is read."""
 LOG_LIMIT = 256 * 1024 * 1024
 
 _SCHEMA = """
@@ -294,7 +297,9 @@ class Store:
         source: dict[str, Any] = json.loads(
             self.db.execute("SELECT source FROM docs WHERE row = ?", (row,)).fetchone()[0]
         )
-        for field, data in self.db.execute("SELECT field, data FROM vectors WHERE row = ?", (row,)):
+        for field, data in self.db.execute(
+            "SELECT field, data FROM vectors WHERE row = ? AND length(data) > 0", (row,)
+        ):
             put_path(source, field.split("."), np.frombuffer(data, dtype=np.float32).tolist())
         return source
 
@@ -369,14 +374,14 @@ class Store:
         return {row: (doc_id, json.loads(source)) for row, doc_id, source in self._where_in(query, rows)}
 
     def vectors_of(self, rows: Sequence[int], field: Field) -> dict[int, list[float]]:
-        query = "SELECT row, data FROM vectors WHERE field = ? AND row IN ({})"
+        query = "SELECT row, data FROM vectors WHERE field = ? AND length(data) > 0 AND row IN ({})"
         return {
             row: np.frombuffer(data, dtype=np.float32).tolist() for row, data in self._where_in(query, rows, field.path)
         }
 
     def vector_blobs(self, rows: Sequence[int], field: str) -> list[tuple[int, bytes]]:
         """(row, float32 bytes) of ``field`` for those of ``rows`` that have it, in row order."""
-        query = "SELECT row, data FROM vectors WHERE field = ? AND row IN ({}) ORDER BY row"
+        query = VECTOR_BLOBS
         return list(self._where_in(query, rows, field))
 
     def count(self, index_id: int) -> int:

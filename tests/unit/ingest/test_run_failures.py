@@ -142,3 +142,14 @@ def test_a_folder_whose_name_is_not_utf8_needs_a_source_label(engine: EmbeddedEn
         vault, engine=engine, manager=manager, embedder=HashingEmbedder(), options=IngestOptions(source="cafe")
     )
     assert (report.chunks_indexed, report.failed) == (1, [])
+
+
+def test_a_source_label_that_is_not_utf8_is_named_as_the_label(engine: EmbeddedEngine, tmp_path: Path) -> None:
+    # --source with bytes that are not UTF-8: the error blamed the folder's name, which was fine.
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "note.md").write_text("A note.\n", encoding="utf-8")
+    manager = IndexManager(engine, "notes", IndexParameters(dimension=HashingEmbedder().dimension))
+    with pytest.raises(ConfigError, match=r"^the source label 'caf\\udce9' \(--source\) is not UTF-8 text") as refused:
+        ingest(vault, engine=engine, manager=manager, embedder=None, options=IngestOptions(source="caf\udce9"))
+    assert "default" not in str(refused.value)

@@ -171,3 +171,27 @@ def test_an_export_of_an_index_written_meanwhile_says_its_header_count_is_off(tm
         engine.close()
     assert written == 1201
     assert json.loads(out.getvalue().splitlines()[0])["chunks"] == 1200
+
+
+def test_a_damaged_gzip_export_imports_its_whole_lines_and_says_where_it_stops(tmp_path: Path) -> None:
+    # Bytes spoilt inside the compressed stream (here where the second gzip member's data starts): zlib's own
+    # error escaped, a traceback on the command line.
+    lines = [json.dumps({"_id": f"d{n}#0", "doc_id": f"d{n}", "body": f"b{n}"}).encode() for n in range(400)]
+    first = gzip.compress(export_bytes({**HEADER, "chunks": 400}, lines[:200]))
+    second = bytearray(gzip.compress(b"\n".join(lines[200:]) + b"\n"))
+    second[10:40] = bytes(byte ^ 0x5A for byte in second[10:40])
+    path = tmp_path / "damaged.jsonl.gz"
+    path.write_bytes(first + bytes(second))
+    read = lines_of(path)
+    assert sum(isinstance(item, dict) for _, item in read) == 200
+    assert f"cannot read {path}: Error -3 while decompressing data" in read[-1][1]
+    assert "the file ends early, after 200 chunk line(s)" in read[-1][1]
+
+
+def test_a_gzip_export_damaged_in_its_first_line_is_refused(tmp_path: Path) -> None:
+    whole = bytearray(gzip.compress(export_bytes(HEADER, [json.dumps(chunk).encode() for chunk in GOOD])))
+    whole[12:40] = bytes(byte ^ 0x5A for byte in whole[12:40])
+    path = tmp_path / "damaged.jsonl.gz"
+    path.write_bytes(bytes(whole))
+    with pytest.raises(SourceError, match=f"cannot read {path}: Error -3 while decompressing data"):
+        read_export(path)

@@ -33,6 +33,26 @@ def test_a_range_mixing_dates_with_and_without_offset_in_order_searches(client: 
     assert answer.status_code == 200, answer.text
 
 
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        (b'{"query": "solar", "filters": {"terms": {"tags": ["caf\\udce9"]}}}', "filters.terms.tags[0]"),
+        (b'{"query": "solar", "category": "caf\\udce9"}', "category"),
+        (b'{"query": "solar", "fusion": "\\udce9"}', "fusion"),
+        (b'{"query": "solar", "weights": {"bm25\\udce9": 1}}', "weights.bm25\udce9"),
+        (b'{"query": "caf\\udce9"}', "query"),
+    ],
+)
+def test_a_lone_surrogate_escape_is_refused_naming_its_field_not_a_500(
+    client: TestClient, body: bytes, where: str
+) -> None:
+    # Valid JSON, but no text: the search failed in pydantic's JSON serializer (500, or a plain-text 500 when the
+    # refusing message quoted the value).
+    answer = client.post("/v1/search", content=body, headers={"Content-Type": "application/json"})
+    assert answer.status_code == 422, answer.text
+    assert f"{where!r} is not valid text" in answer.json()["error"]["message"]
+
+
 @pytest.mark.parametrize("fusion", ["qpp", "linear", "rrf", "dbsf", "adaptive"])
 def test_weights_whose_sum_overflows_are_refused_not_a_500(client: TestClient, fusion: str) -> None:
     body = {"query": "solar", "fusion": fusion, "weights": {"bm25": 1e308, "knn": 1e308}}

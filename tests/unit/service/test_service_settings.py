@@ -69,8 +69,10 @@ def test_keys_are_secret_in_repr_and_dumps(monkeypatch: pytest.MonkeyPatch) -> N
 def test_bad_service_settings_are_config_errors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("ESBRIDGE_API_KEYS", "ok, ")
     assert keys() == ["ok"]
-    with pytest.raises(ConfigError, match=r"service\.api_keys_file"):
+    with pytest.raises(ConfigError, match=r"service\.api_keys_file not found"):
         load_settings(service={"api_keys_file": tmp_path / "missing"})
+    with pytest.raises(ConfigError, match=r"service\.api_keys_file is a folder, not a file"):
+        load_settings(service={"api_keys_file": tmp_path})
     with pytest.raises(ConfigError, match=r"service\.port"):
         load_settings(service={"port": 70000})
     with pytest.raises(ConfigError, match=r"service\.api_keys"):
