@@ -13,9 +13,9 @@ from esbridge.engines.embedded import EmbeddedEngine, lexical, lexical_folders
 _WRITER = """
 import os, sys
 from esbridge.engines.base import BulkAction
-from esbridge.engines.embedded import EmbeddedEngine, datadir, lexical
+from esbridge.engines.embedded import EmbeddedEngine, catch_up, datadir, lexical
 root, index, first, count, kill = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-datadir._BATCH, lexical.COMMIT_EVERY = 20, 50  # a build in pages, committed on the way, as at scale
+catch_up.BATCH, lexical.COMMIT_EVERY = 20, 50  # a build in pages, committed on the way, as at scale
 if kill == "mid-build":
     apply, calls = lexical.LexicalIndex.apply, []
     def killed(self, *args, **kwargs):

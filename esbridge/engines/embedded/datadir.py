@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from esbridge.engines.embedded import ann, changelog, lexical, lexical_folders
+from esbridge.engines.embedded import ann, catch_up, changelog, lexical, lexical_folders
 from esbridge.engines.embedded.ann import VectorIndex
 from esbridge.engines.embedded.backfill import Backfills, log, mark_complete
 from esbridge.engines.embedded.builds import Builds, slow_work
@@ -37,7 +37,6 @@ from esbridge.engines.embedded.writer import WriterBusy, WriterLock
 
 SAVE_EVERY = 200_000
 """Changes a graph takes in memory before it is written to its file again."""
-_BATCH = 20_000
 COMMIT_AT_ONCE_BELOW = 1_000
 """A write that leaves fewer full-text changes waiting commits them before it returns; larger ones gather."""
 _SHARED: dict[Path, DataDir] = {}
@@ -233,7 +232,7 @@ class DataDir:
             if (text.fresh or text.held < latest) and self._try_writer():
                 text.recheck()  # this process may have read the state before another writer moved it
                 rebuilt = text.fresh
-                self._apply_text(store, record, text)
+                catch_up.apply_text(store, record, text)
                 if rebuilt:  # a new layout (the mapping changed) or a first build: earlier layouts are stale
                     lexical_folders.remove_all(self.root, record.id, keep=text.folder)
             else:
@@ -278,53 +277,9 @@ class DataDir:
         for key in [key for key in self._filters if key[0] == index_id]:
             del self._filters[key]
 
-    def _apply_text(self, store: Store, record: IndexRecord, text: LexicalIndex) -> None:
-        with store.read() as db:
-            latest = changelog.latest(db, record.id)
-            if text.fresh:
-                rows = [row for (row,) in db.execute("SELECT row FROM docs WHERE index_id = ?", (record.id,))]
-                removed: list[int] = []
-            else:
-                rows = changelog.changed(db, record.id, text.held)
-                removed = rows
-            for start in range(0, max(len(rows), 1), _BATCH):
-                chunk = rows[start : start + _BATCH]
-                documents = [(row, doc_id, source) for row, (doc_id, source) in store.hits(chunk).items()]
-                last = start + _BATCH >= len(rows)
-                seq = latest if last else text.held
-                text.apply(removed[start : start + _BATCH], documents, seq, clear=text.fresh and start == 0)
-        text.built()
-
     def _apply_vectors(self, store: Store, record: IndexRecord, path: str, graph: VectorIndex) -> None:
         writing = self.writing  # once: the lock may be taken while this runs, and then the next update copies
-        with store.read() as db:
-            latest = changelog.latest(db, record.id)
-            if writing and graph.built and graph.copied < graph.applied:
-                _write_copies(store, record.id, path, graph)
-            if graph.built and graph.applied >= latest:
-                return
-            if graph.built and graph.applied < changelog.floor(db, record.id):
-                graph.reopen()  # the log moved past this copy (another process saved): start from the file
-            if not graph.built:
-                rows = [row for (row,) in db.execute("SELECT row FROM docs WHERE index_id = ?", (record.id,))]
-                removed: list[int] = []
-            else:
-                rows = removed = changelog.changed(db, record.id, graph.applied)
-            for start in range(0, max(len(rows), 1), _BATCH):
-                found = store.vector_blobs(rows[start : start + _BATCH], path)
-                matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
-                if writing:  # the copies re-scoring reads, before the graph can propose these rows
-                    graph.copies.write([row for row, _ in found], matrix.reshape(-1, graph.dimension))
-                last = start + _BATCH >= len(rows)
-                graph.apply(
-                    removed[start : start + _BATCH],
-                    [row for row, _ in found],
-                    matrix.reshape(-1, graph.dimension),
-                    latest if last else graph.applied,
-                )
-            graph.built = True
-            if writing:
-                graph.copied = graph.applied
+        catch_up.apply_vectors(store, record, path, graph, writing=writing)
         if writing and graph.applied - graph.saved >= SAVE_EVERY:
             graph.save()
             self._trim(store, record.id)
@@ -399,21 +354,7 @@ class DataDir:
                 if graph.applied != graph.saved:
                     if graph.copied < graph.applied:
                         with store.read():
-                            _write_copies(store, index_id, path, graph)
+                            catch_up.write_copies(store, index_id, path, graph)
                     graph.save()
             with contextlib.suppress(sqlite3.Error):  # the log stays; the next writer trims it
                 self._trim(store, index_id)
-
-
-def _write_copies(store: Store, index_id: int, path: str, graph: VectorIndex) -> None:
-    """Write the copies of the rows the graph took in before this process held the writer lock (rows a killed
-    writer committed before writing their copies, replayed by a reader), so that a save never records rows
-    without copies. Rows up to the log's floor were saved by a writer, after their copies were."""
-    applied = graph.applied
-    rows = changelog.changed(store.db, index_id, max(graph.copied, changelog.floor(store.db, index_id)))
-    for start in range(0, len(rows), _BATCH):
-        found = store.vector_blobs(rows[start : start + _BATCH], path)
-        if found:
-            matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
-            graph.copies.write([row for row, _ in found], matrix.reshape(-1, graph.dimension))
-    graph.copied = applied

@@ -1,0 +1,81 @@
+"""Bringing an index's full-text index and graphs up to the database's change log.
+
+The database is the truth; tantivy and the graphs record the last change they hold. A structure built whole
+(``fresh``, not ``built``) takes every row; one that holds part takes the rows changed since. Rows go in pages
+of ``BATCH``, so a build of a million rows never holds them all at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from esbridge.engines.embedded import changelog
+from esbridge.engines.embedded.ann import VectorIndex
+from esbridge.engines.embedded.lexical import LexicalIndex
+from esbridge.engines.embedded.store import IndexRecord, Store
+
+BATCH = 20_000
+
+
+def apply_text(store: Store, record: IndexRecord, text: LexicalIndex) -> None:
+    with store.read() as db:
+        latest = changelog.latest(db, record.id)
+        if text.fresh:
+            rows = [row for (row,) in db.execute("SELECT row FROM docs WHERE index_id = ?", (record.id,))]
+            removed: list[int] = []
+        else:
+            rows = changelog.changed(db, record.id, text.held)
+            removed = rows
+        for start in range(0, max(len(rows), 1), BATCH):
+            chunk = rows[start : start + BATCH]
+            documents = [(row, doc_id, source) for row, (doc_id, source) in store.hits(chunk).items()]
+            last = start + BATCH >= len(rows)
+            seq = latest if last else text.held
+            text.apply(removed[start : start + BATCH], documents, seq, clear=text.fresh and start == 0)
+    text.built()
+
+
+def apply_vectors(store: Store, record: IndexRecord, path: str, graph: VectorIndex, *, writing: bool) -> None:
+    """``writing``: this process holds the writer lock, so it also writes the float32 copies re-scoring reads."""
+    with store.read() as db:
+        latest = changelog.latest(db, record.id)
+        if writing and graph.built and graph.copied < graph.applied:
+            write_copies(store, record.id, path, graph)
+        if graph.built and graph.applied >= latest:
+            return
+        if graph.built and graph.applied < changelog.floor(db, record.id):
+            graph.reopen()  # the log moved past this copy (another process saved): start from the file
+        if not graph.built:
+            rows = [row for (row,) in db.execute("SELECT row FROM docs WHERE index_id = ?", (record.id,))]
+            removed: list[int] = []
+        else:
+            rows = removed = changelog.changed(db, record.id, graph.applied)
+        for start in range(0, max(len(rows), 1), BATCH):
+            found = store.vector_blobs(rows[start : start + BATCH], path)
+            matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
+            if writing:  # the copies re-scoring reads, before the graph can propose these rows
+                graph.copies.write([row for row, _ in found], matrix.reshape(-1, graph.dimension))
+            last = start + BATCH >= len(rows)
+            graph.apply(
+                removed[start : start + BATCH],
+                [row for row, _ in found],
+                matrix.reshape(-1, graph.dimension),
+                latest if last else graph.applied,
+            )
+        graph.built = True
+        if writing:
+            graph.copied = graph.applied
+
+
+def write_copies(store: Store, index_id: int, path: str, graph: VectorIndex) -> None:
+    """Write the copies of the rows the graph took in before this process held the writer lock (rows a killed
+    writer committed before writing their copies, replayed by a reader), so that a save never records rows
+    without copies. Rows up to the log's floor were saved by a writer, after their copies were."""
+    applied = graph.applied
+    rows = changelog.changed(store.db, index_id, max(graph.copied, changelog.floor(store.db, index_id)))
+    for start in range(0, len(rows), BATCH):
+        found = store.vector_blobs(rows[start : start + BATCH], path)
+        if found:
+            matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
+            graph.copies.write([row for row, _ in found], matrix.reshape(-1, graph.dimension))
+    graph.copied = applied
