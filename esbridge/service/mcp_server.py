@@ -33,6 +33,7 @@ from esbridge.embeddings.base import Embedder
 from esbridge.errors import EsbridgeError
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.service.backend import Backend, opened
+from esbridge.service.models import IndexStatus
 
 _log = logging.getLogger(__name__)
 
@@ -193,7 +194,7 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
         return answer
 
     @server.strict_tool(description="The engine, the index behind the alias, how many chunks it holds, the model.")
-    async def index_status() -> dict[str, Any]:
+    async def index_status() -> IndexStatus:
         backend = holder["backend"]
         with _reported("index_status"):
             connected = await backend.connected()
