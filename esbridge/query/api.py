@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 from esbridge.config.settings import EmbeddingSettings, Settings
 from esbridge.embeddings.base import Embedder
@@ -48,7 +49,8 @@ async def searcher(
     """A searcher over the configured index, its engine connection closed on exit. ``one_shot``: the caller
     searches once or a few times and would rather wait for an index the engine is still building
     (``engines.prepare``) than have its searches fail."""
-    kind = resolve_kind(settings)
+    # Asking a cluster which engine it is, and loading a re-ranker's model, block: in worker threads.
+    kind = await asyncio.to_thread(resolve_kind, settings)
     if settings.attached:
         await asyncio.to_thread(_preflight, settings.model_copy(update={"engine": kind}), embedder)
     engine = connect_async(settings, kind=kind)
@@ -56,7 +58,9 @@ async def searcher(
         if one_shot:
             await prepare(engine, settings.index)
         probe = settings.model_copy(update={"engine": kind})  # only when a search may go native
-        yield searcher_for(settings, engine, embedder, probe=probe, model_problem=model_problem)
+        yield await asyncio.to_thread(
+            partial(searcher_for, settings, engine, embedder, probe=probe, model_problem=model_problem)
+        )
     finally:
         await engine.close()
 

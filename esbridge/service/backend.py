@@ -29,6 +29,7 @@ from esbridge.query.api import open_query_embedder
 from esbridge.query.deadline import within
 from esbridge.query.factory import searcher_for
 from esbridge.query.orchestrator import HybridSearcher
+from esbridge.service.models import IndexStatus
 
 log = logging.getLogger("esbridge.service")
 
@@ -135,30 +136,30 @@ class Backend:
                     record_model(engine, self.index, identity_of(self.embedder))
             self._index_ensured = True
 
-    def index_status(self, engine: Engine) -> dict[str, Any]:
+    def index_status(self, engine: Engine) -> IndexStatus:
         """What the index behind the alias holds (blocking)."""
         targets = engine.alias_targets(self.index)
         exists = bool(targets) or engine.index_exists(self.index)
-        status: dict[str, Any] = {
-            "index": self.index,
-            "engine": self.settings.display_url,
-            "exists": exists,
-            "indices": targets or ([self.index] if exists else []),
-            "chunks": 0,
-            "partial": False,
-            "model": self.embedder.name if self.embedder is not None else None,
-            "index_model": index_model(engine, self.index) if exists else None,
-        }
+        chunks, warnings = 0, []
         if exists:
             # A search counts what the shards that answer hold, and says which did not: a status reports that
             # rather than fail, as ``Engine.count`` would.
             counted = engine.search(self.index, _COUNT_QUERY)
-            status["chunks"] = counted.total
+            chunks = counted.total
             if counted.partial:
-                status.update(partial=True, warnings=[f"chunks: {counted.partial}"])
-        if self.model_problem:
-            status["model_problem"] = self.model_problem
-        return status
+                warnings.append(f"chunks: {counted.partial}")
+        return IndexStatus(
+            index=self.index,
+            engine=self.settings.display_url,
+            exists=exists,
+            indices=targets or ([self.index] if exists else []),
+            chunks=chunks,
+            partial=bool(warnings),
+            warnings=warnings,
+            model=self.embedder.name if self.embedder is not None else None,
+            index_model=index_model(engine, self.index) if exists else None,
+            model_problem=self.model_problem or None,
+        )
 
     async def close(self) -> None:
         if self.writes:  # a write that outlived its request finishes (or stops) before the engine closes

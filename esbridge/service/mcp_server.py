@@ -3,9 +3,9 @@
 Tools:
 
 - ``search``: the parameters of ``SearchRequest`` (the HTTP service's and the CLI's), answering the
-  ``SearchResponse`` as structured JSON;
+  ``SearchResponse`` as structured JSON (its output schema);
 - ``index_status``: the engine, the index behind the alias, its chunk count, the model in use and the model
-  the index records as having made its vectors.
+  the index records as having made its vectors (``IndexStatus``, its output schema).
 
 The server holds one ``Backend`` (engine clients, searcher, embedding model loaded once) for the
 session. Errors, unknown arguments and arguments that fail validation reach the agent as tool errors with
@@ -21,18 +21,20 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, Literal
 
+import pydantic_core
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult
+from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from mcp.types import Tool as MCPTool
 from pydantic import Field, ValidationError
 
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.errors import EsbridgeError
-from esbridge.query.models import Filters, SearchRequest
+from esbridge.query.models import Filters, SearchRequest, SearchResponse
 from esbridge.service.backend import Backend, opened
+from esbridge.service.models import IndexStatus
 
 _log = logging.getLogger(__name__)
 
@@ -166,7 +168,7 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
         category: Annotated[
             str | None, Field(description="search only this category; an unknown one is an error naming the valid")
         ] = None,
-    ) -> dict[str, Any]:
+    ) -> Annotated[CallToolResult, SearchResponse]:
         try:
             request = SearchRequest(
                 query=query,
@@ -189,11 +191,13 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
         with _reported("search"):
             connected = await backend.connected()
             response = await connected.searcher.search(request)
-        answer: dict[str, Any] = response.model_dump(mode="json", exclude_none=True)
-        return answer
+        # The schema listed is SearchResponse's; the answer leaves out what is None, as it always has.
+        answer = response.model_dump(mode="json", exclude_none=True)
+        text = pydantic_core.to_json(answer, indent=2).decode()
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=answer)
 
     @server.strict_tool(description="The engine, the index behind the alias, how many chunks it holds, the model.")
-    async def index_status() -> dict[str, Any]:
+    async def index_status() -> IndexStatus:
         backend = holder["backend"]
         with _reported("index_status"):
             connected = await backend.connected()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, SerializerFunctionWrapHandler, model_serializer
 
 DOCUMENT_EXAMPLE: dict[str, JsonValue] = {
     "id": "github-mcp",
@@ -82,3 +82,28 @@ class Health(BaseModel):
         default=None,
         description="what answers lack while the service stays ready (shards of the index that do not answer)",
     )
+
+
+class IndexStatus(BaseModel):
+    """What the index behind the alias holds (the MCP tool ``index_status``, ``Backend.index_status``)."""
+
+    index: str = Field(description="the alias (or index) the settings name")
+    engine: str = Field(description="the engine's URL without credentials, or embedded")
+    exists: bool
+    indices: list[str] = Field(description="the indices behind the alias")
+    chunks: int = Field(description="chunks the index holds (only the shards that answered, when partial)")
+    partial: bool = Field(description="some shard did not answer: chunks counts only those that did")
+    warnings: list[str] = Field(default_factory=list, description="what is missing from chunks; left out when none")
+    model: str | None = Field(description="the query model in use (null: none loaded)")
+    index_model: str | None = Field(description="the model the index records as having made its vectors (null: none)")
+    model_problem: str | None = Field(default=None, description="why no model is loaded; left out when none")
+
+    @model_serializer(mode="wrap")
+    def _without_empty_extras(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``warnings`` and ``model_problem`` only when they say something, as the tool has always answered."""
+        data: dict[str, Any] = handler(self)
+        if not data.get("warnings"):
+            data.pop("warnings", None)
+        if data.get("model_problem") is None:
+            data.pop("model_problem", None)
+        return data

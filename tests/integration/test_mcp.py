@@ -50,11 +50,11 @@ def test_the_mcp_server_answers_search_and_index_status_over_stdio(embedder: Cac
         cwd=tmp_path,
     )
 
-    async def session_calls() -> tuple[set[str], Any, Any, Any, Any]:
+    async def session_calls() -> tuple[dict[str, Any], Any, Any, Any, Any]:
         with (tmp_path / "server.log").open("w") as errlog:
             async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
-                tools = {tool.name for tool in (await session.list_tools()).tools}
+                tools = {tool.name: tool.output_schema for tool in (await session.list_tools()).tools}
                 found = await session.call_tool("search", {"query": "how is bread leavened", "top_n": 2})
                 filtered = await session.call_tool(
                     "search", {"query": "power", "filters": {"terms": {"tags": ["energy"]}}, "explain": True}
@@ -65,7 +65,9 @@ def test_the_mcp_server_answers_search_and_index_status_over_stdio(embedder: Cac
 
     tools, found, filtered, status, bad = anyio.run(session_calls)
 
-    assert {"search", "index_status"} <= tools
+    assert {"search", "index_status"} <= set(tools)
+    assert "results" in tools["search"]["properties"]
+    assert "chunks" in tools["index_status"]["properties"]
     assert not found.is_error, found.content
     answer = found.structured_content
     assert answer["search_mode"] == "hybrid"
@@ -76,6 +78,9 @@ def test_the_mcp_server_answers_search_and_index_status_over_stdio(embedder: Cac
     assert status.structured_content["index"] == "notes"
     assert status.structured_content["chunks"] == len(RECORDS)
     assert status.structured_content["model"]
+    assert set(status.structured_content) == {
+        "index", "engine", "exists", "indices", "chunks", "partial", "model", "index_model"
+    }  # fmt: skip
     assert bad.is_error
     assert "unknown fusion method" in bad.content[0].text
     assert "Traceback" not in bad.content[0].text

@@ -170,17 +170,17 @@ def test_index_status_reports_a_count_that_lacks_shards_as_partial(
         )
         engine.update_aliases([{"add": {"index": name, "alias": alias, "is_write_index": True}}])
         status = Backend(engine_settings.model_copy(update={"index": alias}), None).index_status(engine)
-    assert status["chunks"] == written
-    assert status["partial"] is True
-    assert any("1 of 2 shards did not answer" in warning for warning in status["warnings"]), status
+    assert status.chunks == written
+    assert status.partial is True
+    assert any("1 of 2 shards did not answer" in warning for warning in status.warnings), status
 
 
 def test_index_status_of_a_whole_index_is_not_partial(engine: Engine, engine_settings: Settings, alias: str) -> None:
     manager(engine, alias).create()
     status = Backend(engine_settings.model_copy(update={"index": alias}), None).index_status(engine)
-    assert status["chunks"] == 0
-    assert status["partial"] is False
-    assert "warnings" not in status
+    assert status.chunks == 0
+    assert status.partial is False
+    assert "warnings" not in status.model_dump(mode="json")
 
 
 def test_index_list_says_which_versions_lack_shards_in_their_chunk_counts(
