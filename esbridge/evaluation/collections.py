@@ -162,7 +162,8 @@ def matrix_table(
             cells.append(_cell(value, row.p_values.get(metric) if row else None, cell))
         cells.append(_cell(mean.scores.get(metric), mean.p_values.get(metric), cell))
         lines.append(f"{mean.name:<{width}}  " + "  ".join(cells))
-    if baseline:
+    tested = any(row.p_values for result in results for row in result.rows) or any(mean.p_values for mean in means)
+    if baseline and tested:  # a baseline that ran nowhere was tested against nothing
         lines.append(
             f"* differs from {baseline} with p < {SIGNIFICANCE} (per collection: paired t-test over queries; "
             "mean: stratified randomization test)"

@@ -23,7 +23,7 @@ from esbridge.config.settings import Settings
 from esbridge.embeddings.base import close_model
 from esbridge.embeddings.factory import load_model
 from esbridge.engines import connect
-from esbridge.errors import ConfigError, EsbridgeError, SourceError
+from esbridge.errors import ConfigError, EsbridgeError, IngestInterrupted, SourceError
 from esbridge.ingest.beir import CORPUS_FILE
 from esbridge.ingest.json_lines import require_file
 from esbridge.ingest.run import IngestOptions, ingest
@@ -127,6 +127,10 @@ def measure_ingest(
                     started = time.perf_counter()
                     result = ingest(Path(scratch), engine=engine, manager=manager, embedder=model, options=_options())
                     wall = time.perf_counter() - started
+                except KeyboardInterrupt as exc:  # ingest's own message says its writes are kept: here they are not
+                    raise IngestInterrupted(
+                        f"no figures are printed; the scratch index {alias} is dropped, so a new run starts over"
+                    ) from exc
                 finally:
                     close_model(model)
                     manager.drop()

@@ -16,8 +16,9 @@ import shutil
 import uuid
 import warnings
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, fields, replace
+from functools import partial
 from io import BufferedIOBase
 from pathlib import Path
 from typing import IO, Any
@@ -32,12 +33,15 @@ from esbridge.errors import SourceError
 from esbridge.ingest.json_lines import json_error_location
 from esbridge.ingest.json_values import json_type
 from esbridge.ingest.model_record import record_model
+from esbridge.ingest.overlap import BackgroundWrites
 from esbridge.mappings.lifecycle import IndexManager, live_parameters
 from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters
 
 FORMAT = "esbridge-export"
 VERSION = 1
 STORED_FIELDS = tuple(spec.name for spec in FIELDS)
+IMPORT_WINDOW = 1000
+"""Chunks handed to the writer at a time (one bulk request each, unless larger than its byte limit)."""
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -313,7 +317,13 @@ def import_chunks(
         writer.totals.stop_if_unreachable(operation="import", index=alias)
 
     try:
-        totals = writer.write(actions(), on_batch=stop_when_gone)
+        # In a worker thread, so Ctrl-C (always raised in the main thread) stops the import between writes: a
+        # write under way finishes and is counted, and the count said to be kept is what the index holds.
+        with BackgroundWrites() as writes:
+            for window in _windows(actions(), IMPORT_WINDOW):
+                writes.submit(partial(writer.write, window, on_batch=stop_when_gone))
+            writes.wait()
+        totals = writer.totals
     except KeyboardInterrupt as exc:
         raise errors.IngestInterrupted(
             f"{len(writer.totals.succeeded)} chunks were imported into {alias} and are kept; run the command again "
@@ -330,3 +340,14 @@ def import_chunks(
             {"id": path.name, "reason": f"the header announces {expected} chunks but the file holds {seen} lines"}
         )
     return len(totals.succeeded), failed
+
+
+def _windows(actions: Iterable[BulkAction], size: int) -> Iterator[list[BulkAction]]:
+    window: list[BulkAction] = []
+    for action in actions:
+        window.append(action)
+        if len(window) >= size:
+            yield window
+            window = []
+    if window:
+        yield window

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from click.testing import CliRunner
@@ -118,3 +119,24 @@ def test_ingest_mode_refuses_a_missing_or_empty_corpus(
     assert result.exit_code == 1, result.output
     assert message in result.output
     assert f"Error: {path}" in result.output or f"Error: {message}: {path}" in result.output
+
+
+def test_ctrl_c_during_the_ingest_mode_says_its_scratch_index_was_dropped(
+    runner: CliRunner, energy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def ctrl_c(*args: object, **kwargs: object) -> NoReturn:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(HashingEmbedder, "embed", ctrl_c)
+    args = ["bench", str(energy), "--engine", "embedded", "--modes", "ingest", "--backends", "onnx-int8"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 130, result.output
+    said = result.stderr.strip().splitlines()[-1]
+    assert said.startswith("interrupted: no figures are printed; the scratch index esbridge-ingest-bench-onnx-int8-")
+    assert said.endswith(" is dropped, so a new run starts over"), said
+    assert "kept" not in said and "writes only what is missing" not in said
+    engine = connect(load_settings(engine="embedded"))
+    try:
+        assert engine.list_indices("*ingest-bench*") == []
+    finally:
+        engine.close()

@@ -175,3 +175,11 @@ def test_the_chart_leaves_out_a_configuration_that_did_not_run(
     svg = chart.read_text(encoding="utf-8")
     assert ">bm25<" in svg and "1.000" in svg
     assert ">native<" not in svg and "0.000" not in svg  # it did not run; it did not score 0
+
+
+def test_a_baseline_that_did_not_run_gets_no_significance_key(runner: CliRunner, energy: Path, baking: Path) -> None:
+    methods = ["--methods", "bm25,native", "--baseline", "native"]
+    result = runner.invoke(main, ["eval", str(energy), str(baking), "--engine", "embedded", *methods])
+    assert result.exit_code == 0, result.output
+    assert "differs from native" not in result.stdout  # nothing was tested against it
+    assert "warning: energy: no significance against native: native did not run" in result.stderr
