@@ -208,12 +208,14 @@ class VectorIndex:
         rows = sorted(found)
         matrix = self.copies.read(rows)
         keys = np.asarray(rows, dtype=np.uint64)
-        with self._gate.searching():
-            present = np.asarray(self.graph.contains(keys), dtype=bool)
-            compact = np.zeros_like(matrix)
-            if present.any():
-                stored = self.graph.get(keys[present], dtype="f32")
-                compact[present] = np.asarray(stored, dtype=np.float32).reshape(-1, self.dimension)
+        with self._gate.searching():  # (None for a row the graph lacks, or dropped since: updates run beside)
+            found_now = self.graph.get(keys, dtype="f32")
+        stored = list(found_now) if found_now is not None else [None] * len(rows)
+        present = np.asarray([value is not None for value in stored], dtype=bool)
+        compact = np.zeros_like(matrix)
+        if present.any():
+            kept = [value for value in stored if value is not None]
+            compact[present] = np.asarray(kept, dtype=np.float32).reshape(-1, self.dimension)
         norms = np.linalg.norm(matrix, axis=1)
         lengths = np.linalg.norm(compact, axis=1)
         agree = (norms > 0) & (lengths > 0)

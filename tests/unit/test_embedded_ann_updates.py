@@ -1,0 +1,51 @@
+"""A kNN search re-scoring its candidates while the graph takes in a write (in the graph worker thread)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from esbridge.engines.embedded.ann import VectorIndex
+
+
+class DroppedDuringSearch:
+    """The graph, where a row is removed (a write's update) after the search found it and before it reads it."""
+
+    def __init__(self, graph: Any, row: int) -> None:
+        self._graph, self._row = graph, row
+
+    def _drop(self) -> None:
+        if self._graph.contains(self._row):
+            self._graph.remove(self._row)
+
+    def contains(self, keys: Any) -> Any:
+        found = self._graph.contains(keys)
+        self._drop()
+        return found
+
+    def get(self, keys: Any, dtype: str) -> Any:
+        self._drop()
+        return self._graph.get(keys, dtype=dtype)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._graph, name)
+
+
+def test_a_row_dropped_from_the_graph_while_a_search_rescores_is_scored_from_the_database(tmp_path: Path) -> None:
+    """Rows read back from the graph after it was asked which it held: one dropped in between came back as None
+    and the search failed with a raw 'ValueError: setting an array element with a sequence'."""
+    vectors = np.random.default_rng(1).random((50, 4), dtype=np.float32) - 0.5
+    index = VectorIndex(tmp_path / "vector.usearch", 4)
+    index.apply([], list(range(50)), vectors, seq=1)
+    dropped = int(np.argmax(vectors @ vectors[7] / np.linalg.norm(vectors, axis=1)))
+    index.graph = DroppedDuringSearch(index.graph, dropped)  # type: ignore[assignment]
+
+    def database(rows: Sequence[int]) -> list[tuple[int, bytes]]:
+        return [(row, vectors[row].tobytes()) for row in rows]
+
+    found = index.nearest(vectors[7].tolist(), 5, floats=database)
+
+    assert dropped in found and len(found) == 5
