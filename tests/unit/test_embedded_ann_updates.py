@@ -26,9 +26,9 @@ class DroppedDuringSearch:
         self._drop()
         return found
 
-    def get(self, keys: Any, dtype: str) -> Any:
+    def get(self, keys: Any, **options: Any) -> Any:
         self._drop()
-        return self._graph.get(keys, dtype=dtype)
+        return self._graph.get(keys, **options)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._graph, name)
@@ -49,3 +49,15 @@ def test_a_row_dropped_from_the_graph_while_a_search_rescores_is_scored_from_the
     found = index.nearest(vectors[7].tolist(), 5, floats=database)
 
     assert dropped in found and len(found) == 5
+
+
+def test_a_row_dropped_from_the_graph_while_a_filtered_search_reads_its_subset_is_left_out(tmp_path: Path) -> None:
+    """The same in the exact search of a filter's rows: asked which rows the graph held, then read back."""
+    vectors = np.random.default_rng(2).random((50, 4), dtype=np.float32) - 0.5
+    index = VectorIndex(tmp_path / "vector.usearch", 4)
+    index.apply([], list(range(50)), vectors, seq=1)
+    index.graph = DroppedDuringSearch(index.graph, 3)  # type: ignore[assignment]
+
+    found = index.nearest(vectors[3].tolist(), 5, allowed={1, 2, 3, 4, 5, 6}, exact=True)
+
+    assert sorted(found) == [1, 2, 4, 5, 6]

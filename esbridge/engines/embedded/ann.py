@@ -297,8 +297,11 @@ class VectorIndex:
         found = self._subsets.get(subset) if subset is not None else None
         if found is None:
             keys = np.fromiter(allowed, dtype=np.uint64, count=len(allowed))
-            keys = keys[self.graph.contains(keys)] if len(keys) else keys
-            matrix = np.asarray(self.graph.get(keys), dtype=np.float32).reshape(len(keys), self.dimension)
+            got = self.graph.get(keys) if len(keys) else None  # (None for a row dropped meanwhile, as above)
+            stored = list(got) if got is not None else []
+            keys = keys[np.asarray([value is not None for value in stored], dtype=bool)] if stored else keys[:0]
+            kept = [value for value in stored if value is not None]
+            matrix = np.asarray(kept, dtype=np.float32).reshape(len(keys), self.dimension)
             norms = np.linalg.norm(matrix, axis=1, keepdims=True)
             norms[norms == 0] = 1.0
             found = (keys, (matrix / norms).astype(np.float32))
