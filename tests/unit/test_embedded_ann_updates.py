@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pytest
 
-from esbridge.engines.embedded.ann import VectorIndex
+from esbridge.engines.embedded.ann import EXACT_BELOW, FREE_KEY, VectorIndex
 
 
 class DroppedDuringSearch:
@@ -61,3 +63,30 @@ def test_a_row_dropped_from_the_graph_while_a_filtered_search_reads_its_subset_i
     found = index.nearest(vectors[3].tolist(), 5, allowed={1, 2, 3, 4, 5, 6}, exact=True)
 
     assert sorted(found) == [1, 2, 4, 5, 6]
+
+
+class FreedDuringSearch(DroppedDuringSearch):
+    """The graph, whose search meets a slot a removal is freeing: usearch answers it with its free key."""
+
+    def search(self, query: Any, count: int, **options: Any) -> Any:
+        found = self._graph.search(query, count, **options)
+        keys = np.array(found.keys, dtype=np.uint64)
+        keys[0] = FREE_KEY
+        return SimpleNamespace(keys=keys, distances=np.array(found.distances))
+
+
+@pytest.mark.parametrize("rows", [50, EXACT_BELOW + 1])
+def test_a_slot_freed_while_a_search_runs_is_no_row(tmp_path: Path, rows: int) -> None:
+    """The graph's answer held the free key; taken as a row, it failed the search with a raw OverflowError (reading
+    its float32 copy) or came back as a hit."""
+    vectors = np.random.default_rng(3).random((rows, 4), dtype=np.float32) - 0.5
+    index = VectorIndex(tmp_path / "vector.usearch", 4)
+    index.apply([], list(range(rows)), vectors, seq=1)
+    index.graph = FreedDuringSearch(index.graph, rows + 1)  # type: ignore[assignment]  # (drops nothing)
+
+    def database(wanted: Sequence[int]) -> list[tuple[int, bytes]]:
+        return [(row, vectors[row].tobytes()) for row in wanted]
+
+    found = index.nearest(vectors[9].tolist(), 5, floats=database)
+
+    assert len(found) == 5 and max(found) < rows

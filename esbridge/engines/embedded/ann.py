@@ -44,6 +44,8 @@ RESCORE = 100
 """Candidates the graph (or a scan of its stored vectors) proposes, re-scored from the float32 vectors."""
 DTYPE = "i8"
 """How a new graph stores its vectors; a file written with another kind (bfloat16) keeps its own."""
+FREE_KEY = 2**64 - 1
+"""usearch's key of a slot it frees: a search beside a write's removal may return it (no row has it)."""
 
 Floats = Callable[[Sequence[int]], Sequence[tuple[int, bytes]]]
 """(row, float32 bytes) of those of the given rows that still have a vector: the database's copy."""
@@ -262,7 +264,7 @@ class VectorIndex:
         found = {
             int(key): 1.0 - float(distance) / 2.0
             for key, distance in zip(matches.keys.tolist(), matches.distances.tolist(), strict=True)
-            if key not in excluded
+            if key not in excluded and key != FREE_KEY
         }
         return dict(sorted(found.items(), key=lambda item: (-item[1], item[0]))[:k])
 
@@ -281,7 +283,7 @@ class VectorIndex:
             matches = self.graph.search(query, wanted)
             found: dict[int, float] = {}
             for key, distance in zip(matches.keys.tolist(), matches.distances.tolist(), strict=True):
-                if passes(key):
+                if key != FREE_KEY and passes(key):
                     found[int(key)] = 1.0 - float(distance) / 2.0
                     if len(found) == k:
                         return found
