@@ -7,11 +7,14 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from esbridge import errors
+from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.engines.embedded.calls import Calls
 from esbridge.mappings.lifecycle import IndexManager
@@ -113,3 +116,69 @@ def test_close_waits_for_the_calls_under_way_and_says_how_many_outlived_it() -> 
     assert calls.close(timeout_s=1) == 0
     with pytest.raises(errors.EngineUnavailable, match="closed"), calls.call("search", "notes"):
         pass
+
+
+@pytest.mark.parametrize("write", ["put_mapping", "reindex"])
+def test_close_waits_for_the_indices_to_catch_up_with_a_committed_write(tmp_path: Path, write: str) -> None:
+    """What follows a write's commit (bringing the full-text index and graphs up to it) is counted as a call, and
+    left to the next process once a close has begun. It was not counted: a close during the write closed the
+    database under it, which failed the committed write with a raw SQLite error."""
+    engine = EmbeddedEngine(tmp_path / "data")
+    manager = IndexManager(engine, "notes", IndexParameters(dimension=2))
+    manager.create()
+    engine.create_index("copy", manager.wanted_body())
+    engine.bulk("notes", [BulkAction("index", f"d{i}", {"chunk_id": f"d{i}", "body": "solar"}) for i in range(20)])
+    shared = engine._shared
+    ready, hold_writer, writing_began = shared.ready, shared.hold_writer, threading.Event()
+
+    def ready_once_closing(*args: Any, **kwargs: Any) -> Any:
+        for _ in range(500):  # until another thread's close has begun
+            if engine._calls._closing:
+                break
+            time.sleep(0.01)
+        time.sleep(0.2)
+        return ready(*args, **kwargs)
+
+    def held_when_writing_begins() -> None:
+        writing_began.set()
+        hold_writer()
+
+    outcome: list[object] = []
+
+    def writing() -> None:
+        try:
+            if write == "put_mapping":
+                engine.put_mapping("notes", {"extra": {"type": "keyword"}})
+            else:
+                engine.reindex("notes", "copy")
+            outcome.append("done")
+        except Exception as exc:  # (what escapes is the finding)
+            outcome.append(exc)
+
+    shared.ready = ready_once_closing  # type: ignore[method-assign]
+    shared.hold_writer = held_when_writing_begins  # type: ignore[method-assign]
+    thread = threading.Thread(target=writing)
+    thread.start()
+    writing_began.wait(10)
+    engine.close()
+    thread.join(30)
+
+    assert outcome == ["done"]
+    reopened = EmbeddedEngine(tmp_path / "data")
+    try:
+        assert reopened.count("copy" if write == "reindex" else "notes") == 20
+        if write == "put_mapping":
+            assert "extra" in reopened.get_mapping("notes")["properties"]
+    finally:
+        reopened.close()
+
+
+def test_work_after_a_commit_counts_as_a_call_and_is_skipped_once_a_close_has_begun() -> None:
+    calls = Calls("embedded:///x")
+    under_way: list[int] = []
+    calls.after_commit("bulk write", "notes", lambda: under_way.append(calls.close(timeout_s=0.05)))
+    assert under_way == [1]  # the close found the step running
+
+    skipped: list[str] = []
+    calls.after_commit("bulk write", "notes", lambda: skipped.append("ran"))  # no error: the write stands
+    assert skipped == []

@@ -44,6 +44,8 @@ RESCORE = 100
 """Candidates the graph (or a scan of its stored vectors) proposes, re-scored from the float32 vectors."""
 DTYPE = "i8"
 """How a new graph stores its vectors; a file written with another kind (bfloat16) keeps its own."""
+FREE_KEY = 2**64 - 1
+"""usearch's key of a slot it frees: a search beside a write's removal may return it (no row has it)."""
 
 Floats = Callable[[Sequence[int]], Sequence[tuple[int, bytes]]]
 """(row, float32 bytes) of those of the given rows that still have a vector: the database's copy."""
@@ -208,12 +210,14 @@ class VectorIndex:
         rows = sorted(found)
         matrix = self.copies.read(rows)
         keys = np.asarray(rows, dtype=np.uint64)
-        with self._gate.searching():
-            present = np.asarray(self.graph.contains(keys), dtype=bool)
-            compact = np.zeros_like(matrix)
-            if present.any():
-                stored = self.graph.get(keys[present], dtype="f32")
-                compact[present] = np.asarray(stored, dtype=np.float32).reshape(-1, self.dimension)
+        with self._gate.searching():  # (None for a row the graph lacks, or dropped since: updates run beside)
+            found_now = self.graph.get(keys, dtype="f32")
+        stored = list(found_now) if found_now is not None else [None] * len(rows)
+        present = np.asarray([value is not None for value in stored], dtype=bool)
+        compact = np.zeros_like(matrix)
+        if present.any():
+            kept = [value for value in stored if value is not None]
+            compact[present] = np.asarray(kept, dtype=np.float32).reshape(-1, self.dimension)
         norms = np.linalg.norm(matrix, axis=1)
         lengths = np.linalg.norm(compact, axis=1)
         agree = (norms > 0) & (lengths > 0)
@@ -260,7 +264,7 @@ class VectorIndex:
         found = {
             int(key): 1.0 - float(distance) / 2.0
             for key, distance in zip(matches.keys.tolist(), matches.distances.tolist(), strict=True)
-            if key not in excluded
+            if key not in excluded and key != FREE_KEY
         }
         return dict(sorted(found.items(), key=lambda item: (-item[1], item[0]))[:k])
 
@@ -279,7 +283,7 @@ class VectorIndex:
             matches = self.graph.search(query, wanted)
             found: dict[int, float] = {}
             for key, distance in zip(matches.keys.tolist(), matches.distances.tolist(), strict=True):
-                if passes(key):
+                if key != FREE_KEY and passes(key):
                     found[int(key)] = 1.0 - float(distance) / 2.0
                     if len(found) == k:
                         return found
@@ -295,8 +299,11 @@ class VectorIndex:
         found = self._subsets.get(subset) if subset is not None else None
         if found is None:
             keys = np.fromiter(allowed, dtype=np.uint64, count=len(allowed))
-            keys = keys[self.graph.contains(keys)] if len(keys) else keys
-            matrix = np.asarray(self.graph.get(keys), dtype=np.float32).reshape(len(keys), self.dimension)
+            got = self.graph.get(keys) if len(keys) else None  # (None for a row dropped meanwhile, as above)
+            stored = list(got) if got is not None else []
+            keys = keys[np.asarray([value is not None for value in stored], dtype=bool)] if stored else keys[:0]
+            kept = [value for value in stored if value is not None]
+            matrix = np.asarray(kept, dtype=np.float32).reshape(len(keys), self.dimension)
             norms = np.linalg.norm(matrix, axis=1, keepdims=True)
             norms[norms == 0] = 1.0
             found = (keys, (matrix / norms).astype(np.float32))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from esbridge import errors
@@ -39,18 +39,34 @@ class Calls:
 
     @contextmanager
     def call(self, operation: str, index: str | None = None) -> Iterator[None]:
+        with self._counted(operation, index, after_commit=False):
+            yield
+
+    def after_commit(self, operation: str, index: str | None, step: Callable[[], None]) -> None:
+        """Run ``step``, the work that follows a write's commit (bringing the indices up to it), as a call;
+        once a close has begun, not at all: the write stands, and the next process catches up with it."""
+        with self._counted(operation, index, after_commit=True) as counted:
+            if counted:
+                step()
+
+    @contextmanager
+    def _counted(self, operation: str, index: str | None, *, after_commit: bool) -> Iterator[bool]:
         outer = not getattr(self._depth, "value", 0)
         if outer:
             with self._state:
-                if self._closing:
+                closing = self._closing
+                if closing and not after_commit:
                     raise errors.EngineUnavailable(
                         "the embedded engine is closed", url=self.url, operation=operation, index=index
                     )
-                self._running += 1
+                self._running += not closing
+            if closing:
+                yield False
+                return
         self._depth.value = getattr(self._depth, "value", 0) + 1
         try:
             with self._translated(operation, index):
-                yield
+                yield True
         finally:
             self._depth.value -= 1
             if outer:

@@ -92,6 +92,7 @@ class DataDir:
         self._guard = threading.RLock()
         self._handles: dict[int, Handles] = {}
         self._filters: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._filters_lock = threading.Lock()  # (searches fill it outside ``_guard``)
         self._workers = ThreadPoolExecutor(1, thread_name_prefix="esbridge-graphs")
         self._backfills = Backfills(root / DB_FILE, self._workers)
         self._builds = Builds()
@@ -274,8 +275,9 @@ class DataDir:
         if found is not None:
             wait(found.growing)  # what becomes of them no longer matters, only that they are done
             found.lexical.close()
-        for key in [key for key in self._filters if key[0] == index_id]:
-            del self._filters[key]
+        with self._filters_lock:
+            for key in [key for key in self._filters if key[0] == index_id]:
+                del self._filters[key]
 
     def _apply_vectors(self, store: Store, record: IndexRecord, path: str, graph: VectorIndex) -> None:
         writing = self.writing  # once: the lock may be taken while this runs, and then the next update copies
@@ -298,9 +300,11 @@ class DataDir:
         """A cached filter result; ``key`` starts with the index id and includes its generation."""
         found = self._filters.get(key)
         if found is None:
-            found = self._filters[key] = compute()
-            while len(self._filters) > 16:
-                self._filters.popitem(last=False)
+            found = compute()
+            with self._filters_lock:
+                self._filters[key] = found
+                while len(self._filters) > 16:
+                    self._filters.popitem(last=False)
         return found
 
     def created(self, record: IndexRecord) -> None:

@@ -144,7 +144,8 @@ class EmbeddedEngine(paging.ScanBySearch):
             self._store.create_index(index, settings, mappings, schema)
             created = self._store.index(index)
         assert created is not None
-        self._shared.created(created)  # (drops what a database without id reuse protection may have left)
+        # (drops what a database without id reuse protection may have left)
+        self._calls.after_commit(operation, index, lambda: self._shared.created(created))
 
     def delete_index(self, index: str, *, missing_ok: bool = False) -> bool:
         operation = "delete index"
@@ -159,7 +160,7 @@ class EmbeddedEngine(paging.ScanBySearch):
                     return False
                 raise self._missing(operation, index)
             self._store.delete_index(record)
-        self._shared.forget(record.id)
+        self._calls.after_commit(operation, index, lambda: self._shared.forget(record.id))
         return True
 
     def refresh(self, index: str) -> None:
@@ -232,7 +233,7 @@ class EmbeddedEngine(paging.ScanBySearch):
                 live[name] = merge(copy.deepcopy(current or {}), wanted)
             updated_schema(record.mappings, record.settings["index"], properties)
             self._store.replace_mappings(record, record.mappings)
-        self._refresh(record)
+        self._calls.after_commit(operation, index, lambda: self._refresh(record))
 
     def put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
         with self._writing("update mapping _meta", index):
@@ -279,7 +280,7 @@ class EmbeddedEngine(paging.ScanBySearch):
                     ) from exc
                 self._store.put_document(target, schema, doc_id, document)
             self._store.bump(target.id)
-        self._refresh(target)
+        self._calls.after_commit(operation, dest, lambda: self._refresh(target))
         return len(rows)
 
     def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
@@ -320,8 +321,7 @@ class EmbeddedEngine(paging.ScanBySearch):
                     failed.append(problem)
             self._store.put_documents(record, schema, list(batch.items()))
             self._store.bump(record.id)
-        with self._call(operation, index):
-            self._refresh(record)
+        self._calls.after_commit(operation, index, lambda: self._refresh(record))
         return BulkResult(succeeded=succeeded, failed=failed)
 
     def _apply(self, record: IndexRecord, schema: Schema, action: BulkAction) -> BulkItemFailure | None:
