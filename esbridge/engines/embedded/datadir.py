@@ -189,6 +189,9 @@ class DataDir:
         writer's, a full-text index to build) and gives it back once they are committed, so that it never
         refuses the next writer; it also lets go of the indices other processes deleted."""
         borrowing = not self.writing
+        current = store.index(record.name)
+        if current is not None and current.id == record.id:
+            record = current  # not one read before a mapping change, whose old layout would be built again
         try:
             if record.id not in self._drop_deleted(store):
                 raise IndexGone(record.name)  # (rather than build anything for it)
