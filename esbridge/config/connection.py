@@ -94,3 +94,12 @@ class _EncryptedKey(Exception):
 
 def _no_passphrase() -> str:
     raise _EncryptedKey
+
+
+def redact_url(url: str) -> str:
+    """``url`` without any ``user:password@`` part, safe to print and log: everything up to the last '@', which
+    also hides a password whose unencoded '/', '?' or '#' keeps urllib from reading it as one."""
+    if "@" not in url:
+        return url
+    scheme, separator, rest = url.partition("://")
+    return f"{scheme}{separator}{rest.rpartition('@')[2]}" if separator else url.rpartition("@")[2]

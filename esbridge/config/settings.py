@@ -29,7 +29,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from esbridge.config.connection import AuthSettings, TlsSettings
+from esbridge.config.connection import AuthSettings, TlsSettings, redact_url
 from esbridge.config.embedding import HASH_CACHE_ENV, MODELS_DIR_ENV
 from esbridge.config.embedding import EmbeddingSettings as EmbeddingSettings  # re-exported
 from esbridge.config.environment import nearest_setting, warn_unknown_variables
@@ -297,15 +297,6 @@ class _NamedEnv(EnvSettingsSource):
             except ValueError:
                 return name.upper()
         return None
-
-
-def redact_url(url: str) -> str:
-    """``url`` without any ``user:password@`` part, safe to print and log: everything up to the last '@', which
-    also hides a password whose unencoded '/', '?' or '#' keeps urllib from reading it as one."""
-    if "@" not in url:
-        return url
-    scheme, separator, rest = url.partition("://")
-    return f"{scheme}{separator}{rest.rpartition('@')[2]}" if separator else url.rpartition("@")[2]
 
 
 def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Settings:

@@ -23,10 +23,10 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.embedded.calls import CLOSE_WAIT_S, Calls
 from esbridge.engines.embedded.capabilities import describe
 from esbridge.engines.embedded.datadir import IndexGone, close_shared, open_shared
-from esbridge.engines.embedded.doc_ids import refused_id
 from esbridge.engines.embedded.mapping import DocumentError, Schema, created_schema, updated_schema
 from esbridge.engines.embedded.names import Names, NoWriteIndex, alias_action, check_new_index, write_index
 from esbridge.engines.embedded.query import Searcher, Unsupported
+from esbridge.engines.embedded.refusals import refused_document, refused_id
 from esbridge.engines.embedded.settings import index_settings, merge
 from esbridge.engines.embedded.store import IndexRecord, Store
 
@@ -312,7 +312,7 @@ class EmbeddedEngine(paging.ScanBySearch):
                     batch.clear()
                     problem = self._apply(record, schema, action)
                 else:
-                    problem = self._check(schema, action.id, action.document)
+                    problem = refused_document(schema, action.id, action.document)
                     if problem is None:
                         batch[action.id] = action.document
                 if problem is None:
@@ -333,23 +333,17 @@ class EmbeddedEngine(paging.ScanBySearch):
                 action.id, 400, f"action_request_validation_exception: {action.op} without a document"
             )
         document = dict(action.document)
-        problem = self._check(schema, action.id, document)  # (a patch alone first: one nested too deep cannot merge)
+        problem = refused_document(
+            schema, action.id, document
+        )  # (a patch alone first: one nested too deep cannot merge)
         if action.op == "update" and problem is None:
             row = self._store.document_row(record.id, action.id)
             if row is None:
                 return BulkItemFailure(action.id, 404, f"document_missing_exception: [{action.id}]: document missing")
-            problem = self._check(schema, action.id, document := merge(self._store.full_source(row), document))
+            problem = refused_document(schema, action.id, document := merge(self._store.full_source(row), document))
         if problem is None:
             self._store.put_document(record, schema, action.id, document)
         return problem
-
-    @staticmethod
-    def _check(schema: Schema, doc_id: str, document: Mapping[str, Any]) -> BulkItemFailure | None:
-        try:
-            schema.check(document)
-        except DocumentError as exc:
-            return BulkItemFailure(doc_id, 400, f"{exc.kind}: {exc}")
-        return None
 
     def search(self, index: str, body: Mapping[str, Any], *, patience_s: float | None = None) -> SearchResult:
         """``patience_s``: how long to wait for an index being built whole (``builds``; None: to the end)."""

@@ -1,9 +1,14 @@
-"""The ``_id`` values the embedded engine refuses, item by item, as a cluster refuses them."""
+"""What the embedded engine refuses item by item in a bulk request, as a cluster refuses it: an ``_id``, or a
+document that does not fit the mapping."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from esbridge.engines.base import BulkItemFailure
 from esbridge.engines.bulk import MAX_ID_BYTES
+from esbridge.engines.embedded.mapping import DocumentError, Schema
 from esbridge.engines.embedded.scalars import unpaired_surrogate
 
 
@@ -17,4 +22,13 @@ def refused_id(doc_id: str) -> BulkItemFailure | None:
     if size > MAX_ID_BYTES:
         reason = f"id is too long, must be no longer than {MAX_ID_BYTES} bytes but was: {size}"
         return BulkItemFailure(doc_id, 400, f"action_request_validation_exception: {reason}")
+    return None
+
+
+def refused_document(schema: Schema, doc_id: str, document: Mapping[str, Any]) -> BulkItemFailure | None:
+    """The failure a cluster reports for a document that does not fit the mapping."""
+    try:
+        schema.check(document)
+    except DocumentError as exc:
+        return BulkItemFailure(doc_id, 400, f"{exc.kind}: {exc}")
     return None
