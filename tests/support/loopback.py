@@ -305,3 +305,17 @@ class GoesAwayAfter:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._engine, name)
+
+
+@contextmanager
+def listening(handler: type[BaseHTTPRequestHandler], *, scheme: str = "http") -> Iterator[str]:
+    """``handler`` answering on a free port of 127.0.0.1, in a thread; the base URL, under ``scheme``, while it runs."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"{scheme}://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

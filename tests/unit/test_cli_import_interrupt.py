@@ -24,13 +24,19 @@ NAMES = ("a", "b", "c", "d")
 HEADER = {"format": "esbridge-export", "version": 1, "parameters": {"dimension": 3}, "chunks": len(NAMES)}
 
 
-def test_ctrl_c_during_an_import_says_how_many_chunks_the_index_holds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def one_chunk_a_bulk_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An export of four chunks, imported one chunk a bulk request."""
     source = tmp_path / "export.jsonl"
     chunks = [{"_id": f"{name}#0", "chunk_id": f"{name}#0", "doc_id": name, "body": name} for name in NAMES]
     source.write_text("\n".join(json.dumps(line) for line in [HEADER, *chunks]) + "\n", encoding="utf-8")
     monkeypatch.setattr(transfer, "BulkWriter", functools.partial(BulkWriter, max_actions=1))
+    return source
+
+
+def test_ctrl_c_during_an_import_says_how_many_chunks_the_index_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = one_chunk_a_bulk_request(tmp_path, monkeypatch)
     bulk = EmbeddedEngine.bulk
     calls = 0
 
@@ -61,10 +67,7 @@ def test_ctrl_c_during_an_import_says_how_many_chunks_the_index_holds(
 def test_an_engine_gone_mid_import_stops_it_saying_how_many_chunks_were_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    source = tmp_path / "export.jsonl"
-    chunks = [{"_id": f"{name}#0", "chunk_id": f"{name}#0", "doc_id": name, "body": name} for name in NAMES]
-    source.write_text("\n".join(json.dumps(line) for line in [HEADER, *chunks]) + "\n", encoding="utf-8")
-    monkeypatch.setattr(transfer, "BulkWriter", functools.partial(BulkWriter, max_actions=1))
+    source = one_chunk_a_bulk_request(tmp_path, monkeypatch)
     bulk = EmbeddedEngine.bulk
     calls = 0
 

@@ -22,6 +22,7 @@ from esbridge.engines.elasticsearch import AsyncElasticsearchEngine, Elasticsear
 from esbridge.engines.factory import detect
 from esbridge.engines.opensearch import AsyncOpenSearchEngine, OpenSearchEngine
 from tests.support.certificates import self_signed
+from tests.support.loopback import listening
 
 EMPTY_SEARCH = {"took": 1, "timed_out": False, "hits": {"total": {"value": 0, "relation": "eq"}, "hits": []}}
 
@@ -115,14 +116,8 @@ def test_a_ca_bundle_makes_the_certificate_trusted(kind: str, tls_listener: tupl
 @pytest.fixture(scope="module")
 def plain_http_listener() -> Iterator[str]:
     """The answering listener without TLS, addressed as https://: the mistake of a wrong scheme."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with listening(_Answer, scheme="https") as url:
+        yield url
 
 
 @pytest.mark.parametrize("kind", [*KINDS, "detect"])

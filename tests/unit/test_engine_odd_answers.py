@@ -6,7 +6,6 @@ identify as Elasticsearch before esbridge reads the answer.)"""
 from __future__ import annotations
 
 import http.server
-import threading
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -18,6 +17,7 @@ from esbridge.cli import main
 from esbridge.config import load_settings
 from esbridge.engines.factory import detect
 from esbridge.engines.opensearch import OpenSearchEngine
+from tests.support.loopback import listening
 
 
 class _Odd(http.server.BaseHTTPRequestHandler):
@@ -39,14 +39,8 @@ class _Odd(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def listener() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Odd)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with listening(_Odd) as url:
+        yield url
 
 
 ROOTS = {

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from collections.abc import Awaitable, Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import TypeVar
 
@@ -23,6 +22,7 @@ from esbridge.query.api import searcher
 from esbridge.query.models import SearchRequest
 from esbridge.query.rerank import RERANKERS, Reranker
 from tests.contract.records import CHUNKS, PARAMS
+from tests.support.loopback import listening
 
 LOADING_S = 0.6  # what a model takes to load, or a server to answer
 T = TypeVar("T")
@@ -110,15 +110,8 @@ class SlowRoot(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def slow_root() -> Iterator[str]:
-    server = HTTPServer(("127.0.0.1", 0), SlowRoot)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with listening(SlowRoot) as url:
+        yield url
 
 
 def test_asking_a_cluster_which_engine_it_is_does_not_stop_the_event_loop(slow_root: str) -> None:
