@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 from usearch.index import Index
 
+from esbridge.engines.embedded.batching import Searches
 from esbridge.engines.embedded.floats import AGREEMENT, FloatCopies
 from esbridge.engines.embedded.progress import read_applied, write_applied
 
@@ -44,6 +45,8 @@ RESCORE = 100
 """Candidates the graph (or a scan of its stored vectors) proposes, re-scored from the float32 vectors."""
 DTYPE = "i8"
 """How a new graph stores its vectors; a file written with another kind (bfloat16) keeps its own."""
+ADD_SLICE = 64
+"""Vectors added to the graph a call: a search waits for the call running (usearch takes one call at a time)."""
 FREE_KEY = 2**64 - 1
 """usearch's key of a slot it frees: a search beside a write's removal may return it (no row has it)."""
 
@@ -100,6 +103,7 @@ class VectorIndex:
         self.dimension = dimension
         self.lock = threading.Lock()
         self._gate = _Gate()
+        self._searches = Searches()
         self._subsets_lock = threading.Lock()
         self.copies = FloatCopies(copies_path(path), dimension)
         self.reopen()
@@ -142,13 +146,14 @@ class VectorIndex:
                 present = keys[self.graph.contains(keys)]
                 if len(present):
                     self.graph.remove(present)
-            if len(rows):
-                keys = np.asarray(rows, dtype=np.uint64)
-                if len(self.graph) + len(rows) >= self.graph.capacity:  # usearch reserves inside this add
+            keys = np.asarray(rows, dtype=np.uint64)
+            for start in range(0, len(keys), ADD_SLICE):
+                part = slice(start, start + ADD_SLICE)
+                if len(self.graph) + len(keys[part]) >= self.graph.capacity:  # usearch reserves inside this add
                     with self._gate.growing():
-                        self.graph.add(keys, vectors)
+                        self.graph.add(keys[part], vectors[part])
                 else:
-                    self.graph.add(keys, vectors)
+                    self.graph.add(keys[part], vectors[part])
             self.applied = seq
 
     def save(self) -> None:
@@ -192,12 +197,18 @@ class VectorIndex:
         if behind:
             found = {row: score for row, score in found.items() if row not in behind}
         found = self._rescored(query, found, k, floats)
-        for row, value in (behind or {}).items():
-            if value is None or row in excluded or (allowed is not None and row not in allowed):
-                continue
-            norm = float(np.linalg.norm(value))
-            if norm:
-                found[row] = (1.0 + float(value @ query) / norm) / 2.0
+        written = [
+            (row, value)
+            for row, value in (behind or {}).items()
+            if value is not None and row not in excluded and (allowed is None or row in allowed)
+        ]
+        if written:  # scored as re-scoring scores rows, so a row scores alike before and after the graph has it
+            matrix = np.stack([value for _, value in written])
+            lengths = np.linalg.norm(matrix, axis=1)
+            kept = lengths > 0
+            cosines = _cosines(matrix[kept], lengths[kept], query)
+            rows = [row for (row, _), ok in zip(written, kept.tolist(), strict=True) if ok]
+            found.update(zip(rows, ((1.0 + cosine) / 2.0 for cosine in cosines.tolist()), strict=True))
         return dict(sorted(found.items(), key=lambda item: (-item[1], item[0]))[:k])
 
     def _rescored(
@@ -224,7 +235,7 @@ class VectorIndex:
         agree[agree] = np.einsum("ij,ij->i", matrix[agree], compact[agree]) >= (
             AGREEMENT * norms[agree] * lengths[agree]
         )
-        scored = dict(zip(keys[agree].tolist(), (matrix[agree] @ query / norms[agree]).tolist(), strict=True))
+        scored = dict(zip(keys[agree].tolist(), _cosines(matrix[agree], norms[agree], query).tolist(), strict=True))
         missing = [row for row, ok in zip(rows, agree.tolist(), strict=True) if not ok]
         if missing:
             stored_rows = floats(missing)
@@ -233,7 +244,8 @@ class VectorIndex:
                 exact = exact.reshape(len(stored_rows), self.dimension)
                 lengths = np.linalg.norm(exact, axis=1)
                 lengths[lengths == 0] = 1.0
-                scored.update(zip((row for row, _ in stored_rows), ((exact @ query) / lengths).tolist(), strict=True))
+                cosines = _cosines(exact, lengths, query).tolist()
+                scored.update(zip((row for row, _ in stored_rows), cosines, strict=True))
         ranked = sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:k]
         return {row: (1.0 + cosine) / 2.0 for row, cosine in ranked}
 
@@ -260,10 +272,10 @@ class VectorIndex:
 
     def _brute_force(self, query: npt.NDArray[np.float32], k: int, excluded: Collection[int]) -> dict[int, float]:
         """Exact search over the whole graph (usearch's own SIMD scan), then ``excluded`` dropped."""
-        matches = self.graph.search(query, min(len(self), k + len(excluded)), exact=True)
+        keys, distances = self._searches.search(self.graph, query, min(len(self), k + len(excluded)), exact=True)
         found = {
             int(key): 1.0 - float(distance) / 2.0
-            for key, distance in zip(matches.keys.tolist(), matches.distances.tolist(), strict=True)
+            for key, distance in zip(keys.tolist(), distances.tolist(), strict=True)
             if key not in excluded and key != FREE_KEY
         }
         return dict(sorted(found.items(), key=lambda item: (-item[1], item[0]))[:k])
@@ -280,14 +292,14 @@ class VectorIndex:
         size = len(self)
         while True:
             wanted = min(wanted, size)
-            matches = self.graph.search(query, wanted)
+            keys, distances = self._searches.search(self.graph, query, wanted)
             found: dict[int, float] = {}
-            for key, distance in zip(matches.keys.tolist(), matches.distances.tolist(), strict=True):
+            for key, distance in zip(keys.tolist(), distances.tolist(), strict=True):
                 if key != FREE_KEY and passes(key):
                     found[int(key)] = 1.0 - float(distance) / 2.0
                     if len(found) == k:
                         return found
-            if wanted >= size or len(matches.keys) < wanted:
+            if wanted >= size or len(keys) < wanted:
                 return found
             if allowed is not None and wanted * 4 >= size:
                 return self._exact(query, k, allowed, subset)
@@ -320,6 +332,15 @@ class VectorIndex:
         top = np.argpartition(-similarity, k - 1)[:k]
         top = top[np.lexsort((keys[top], -similarity[top]))]
         return {int(keys[i]): float((1.0 + similarity[i]) / 2.0) for i in top}
+
+
+def _cosines(
+    matrix: npt.NDArray[np.float32], lengths: npt.NDArray[np.float32], query: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """Each row's cosine with the unit ``query``. Row by row (einsum), not by BLAS, whose sums depend on how many
+    rows it is given: a row scores the same whichever rows are scored with it."""
+    cosines: npt.NDArray[np.float32] = np.einsum("ij,j->i", matrix, query) / lengths
+    return cosines
 
 
 def path_for(root: Path, index_id: int, field: str) -> Path:

@@ -126,7 +126,9 @@ class DataDir:
         """The index's tantivy index and graphs, with every committed change applied; for a search (not a
         write) the full-text changes the writer holds are committed first, so a search sees every write. A
         full-text index another process is still building is looked at again by each search until it is whole.
-        A search waits ``patience_s`` (None: to the end) for a structure built whole (``builds``)."""
+        A search waits ``patience_s`` (None: to the end) for a structure built whole (``builds``), but not for
+        the graph updates of the last writes (a few thousand rows at most, else ``builds``): it scores the rows
+        they are adding exactly (``behind``)."""
         found = self._handles.get(record.id)
         if found is None or found.generation != record.generation or found.lexical.fresh:
             text, graphs = (found.lexical, found.vectors) if found else (None, {})
@@ -136,7 +138,7 @@ class DataDir:
                     record.id, record.name, building, lambda: self._caught_up(store, record), patience_s=patience_s
                 )
             else:
-                found = self._caught_up(store, record, wait=searching)
+                found = self._caught_up(store, record, wait=False)
         if searching:
             if found.growing and all(update.done() for update in found.growing):
                 with self._guard:
@@ -178,6 +180,9 @@ class DataDir:
 
     def _caught_up(self, store: Store, record: IndexRecord, *, wait: bool = True) -> Handles:
         with self._guard:
+            found = self._handles.get(record.id)
+            if found is not None and found.generation >= record.generation and not found.lexical.fresh:
+                return found  # brought up while this thread waited (by the write's own refresh)
             return self._catch_up(store, record, wait=wait)
 
     def _catch_up(self, store: Store, record: IndexRecord, *, wait: bool) -> Handles:
