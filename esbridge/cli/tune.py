@@ -21,7 +21,10 @@ from esbridge.evaluation.runner import Depth
 @click.command(name="tune")
 @click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
-    "--split", default="train", show_default=True, help="qrels/<split>.tsv to tune on (never the test split)."
+    "--split",
+    default="train",
+    show_default=True,
+    help="qrels/<split>.tsv to tune on; figures on the split tuned on are in-sample (test: warned).",
 )
 @dataset_options
 @click.option(
@@ -62,6 +65,12 @@ def tune_command(
         dataset, split, limit, index, plot, {"url": url, "engine": engine, "config_file": config_file}
     )
     target, chosen_by = _tune_target(output, config_file)
+    if split == "test":  # allowed: some collections (CISI, MED) have no other split
+        click.echo(
+            "warning: tuning on the test split: what esbridge eval reports on it with the settings chosen "
+            "is in-sample, not a held-out figure",
+            err=True,
+        )
     if not dry_run:
         _check_writable_settings(target, chosen_by)
     grid = tuning.grid(settings.pipeline)

@@ -35,6 +35,17 @@ def fit(
     """The ridge model over ``predictors`` (one row per query) and ``gains`` (one nDCG per share, per query);
     ``embedding_model`` names the model whose kNN scores the predictors were read from."""
     x, y = _arrays(predictors, gains, shares)
+    return _fitted(x, y, shares, ridge, source, embedding_model)
+
+
+def _fitted(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    shares: Sequence[float],
+    ridge: float,
+    source: str = "",
+    embedding_model: str = "",
+) -> QppModel:
     if ridge < 0:
         raise ConfigError(f"ridge must be >= 0, got {ridge}")
     center = x.mean(axis=0)
@@ -85,7 +96,8 @@ def cross_validated(
         chosen = np.zeros(len(x))
         for held in np.array_split(order, folds):
             kept = np.setdiff1d(order, held)
-            model = fit(x[kept].tolist(), y[kept].tolist(), shares, ridge=ridge)
+            # A fold's training part may hold fewer than MIN_QUERIES; the minimum is the written model's.
+            model = _fitted(x[kept], y[kept], shares, ridge)
             chosen[held] = chosen_gains(model, x[held].tolist(), y[held].tolist())
         means.append(float(chosen.mean()))
     return float(np.mean(means))

@@ -295,3 +295,17 @@ def test_when_no_configuration_ran_the_index_is_not_blamed(runner: CliRunner, en
     warnings = json.loads(result.stdout)["warnings"]
     assert [warning.split(":")[0] for warning in warnings] == ["no significance against native"]
     assert "may not hold this dataset" not in result.stderr
+
+
+def test_tune_on_the_test_split_warns_that_its_figures_become_in_sample(
+    runner: CliRunner, energy: Path, tmp_path: Path
+) -> None:
+    # Collections with only a test split (CISI, MED) are tuned on it; that is allowed, and said.
+    result = runner.invoke(
+        main, ["tune", str(energy), "--split", "test", "--engine", "embedded", "--dry-run", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "warning: tuning on the test split" in result.stderr
+    assert json.loads(result.stdout)["split"] == "test"
+    help_text = runner.invoke(main, ["tune", "--help"]).stdout
+    assert "never the test split" not in " ".join(help_text.split())

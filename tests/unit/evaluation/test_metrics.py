@@ -59,3 +59,15 @@ def test_one_query_gets_means_but_no_significance_test() -> None:
     result = metrics.compare(judged, {"base": {}, "other": {"q1": {"d1": 1.0}}}, ["mrr@10"], "base")
     assert (result["base"].scores, result["other"].scores) == ({"mrr@10": 0.0}, {"mrr@10": 1.0})
     assert result["other"].p_values == {}
+
+
+def test_graded_judgements_count_as_trec_eval_counts_them() -> None:
+    # Linear gains; the ideal ranking from every judged document (relevance 2, 1, 1), whether retrieved or
+    # not; a document judged 0 (or below) is not relevant; a run shorter than k is scored as it is.
+    judged = metrics.qrels({"q": {"a": 2, "b": 1, "c": 0, "d": 1, "e": -1}})
+    ranking = {"q": {"c": 5.0, "a": 4.0, "e": 3.0, "x": 2.0, "d": 1.0}}
+    dcg = 2 / math.log2(3) + 1 / math.log2(6)
+    ideal = 2 + 1 / math.log2(3) + 1 / math.log2(4)
+    assert metrics.per_query(judged, ranking, "ndcg@10") == {"q": pytest.approx(dcg / ideal)}
+    assert metrics.per_query(judged, ranking, "recall@100") == {"q": pytest.approx(2 / 3)}
+    assert metrics.per_query(judged, ranking, "mrr@10") == {"q": pytest.approx(1 / 2)}

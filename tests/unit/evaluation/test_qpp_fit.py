@@ -58,3 +58,12 @@ def test_too_few_queries_or_misshapen_input_are_refused() -> None:
         fit([[float("nan")] * 8, *rows[1:]], gains, SHARES)
     with pytest.raises(ConfigError, match="folds"):
         cross_validated(rows, gains, SHARES, folds=1)
+
+
+def test_cross_validation_works_from_the_fewest_queries_fit_accepts() -> None:
+    # Each fold's model is fitted on four fifths of the queries, fewer than MIN_QUERIES when there are
+    # fewer than 63: the minimum is about the model written, which is fitted on all of them.
+    for count in (MIN_QUERIES, 62):
+        rows, gains = queries(count)
+        fit(rows, gains, SHARES)
+        assert 0.6 <= cross_validated(rows, gains, SHARES, repeats=2) <= 0.8

@@ -244,3 +244,12 @@ def test_qpp_is_not_fitted_on_too_few_queries_or_without_its_probe() -> None:
     assert fit_qpp(enough, without_shares, "train", embedding_model="m") == (
         "the qpp share configurations were not run (qpp gains at kNN share 0.2)"
     )
+
+
+def test_qpp_is_fitted_and_cross_validated_on_as_few_queries_as_it_accepts() -> None:
+    # 55 queries: enough to fit, but a fold's training part holds 44; tune must not fail after its grid ran.
+    judgements = {f"q{i}": {"rel": 1} for i in range(55)}
+    fitted = fit_qpp(judgements, qpp_outcomes(55), "small train", embedding_model="m")
+    assert isinstance(fitted, QppFit)
+    assert fitted.queries == 55
+    assert fitted.cross_validated == pytest.approx(1.0)
