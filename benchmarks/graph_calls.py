@@ -1,50 +1,151 @@
-"""Calls on the usearch graph from several threads: searches one call each (usearch runs one call on an index at
-a time) against searches combined into batches (the engine's), and a write's vectors added in one call against
-added in slices, alternated in one process on a copy of a data directory ``bench_embedded.py`` left.
+"""kNN searches from several threads: one usearch call each (the engine's; usearch's binding runs one call on an
+index at a time, behind a mutex of its own) against searches combined into batched calls (``Searches`` below),
+alternated in one process on a copy of a data directory ``bench_embedded.py`` left.
 
     .venv/bin/python benchmarks/bench_embedded.py --size 1000000 --folder /tmp/emb-b1m --queries 100
     cp -a /tmp/emb-b1m /tmp/emb-b1m-ab
     .venv/bin/python benchmarks/graph_calls.py --folder /tmp/emb-b1m-ab
 
-Both ways of searching must give the same answers (checked first). Then each takes ``--rounds`` turns, in
-alternating order, of searches per second at concurrency 1 and 4 (kNN alone, and half BM25, half kNN), and of
-kNN latency from one thread while another writes 2,000 chunks (the graph taking in their vectors); the written
-chunks are deleted after each turn, so the copy changes (use a copy).
+Batching: flat combining (Hendler, Incze, Shavit and Tzafrir, "Flat combining and the synchronization-
+parallelism tradeoff", SPAA 2010). A search that finds no batch running runs at once, with every search waiting
+at that moment as one call, which usearch spreads over the cores; searches arriving meanwhile wait (they would
+wait for the mutex anyway) and the first of them to wake runs all that have gathered.
+
+Both ways must give the same answers (checked first). Then each takes ``--rounds`` turns, in alternating
+order, of searches per second at concurrency 1 and 4 (kNN alone, and half BM25, half kNN), and of kNN latency
+from one thread while another writes 2,000 chunks; the written chunks are deleted after each turn, so the copy
+changes (use a copy).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import re
 import statistics
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from bench_embedded import ALIAS, BATCH, Vectors, _load, _rss, _throughput, chunk, texts
 
 from esbridge.blas import limit_blas_threads
 from esbridge.engines.base import BulkAction
-from esbridge.engines.embedded import EmbeddedEngine, ann, batching
+from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.query import bodies
 from esbridge.query.models import Filters
 
 
-class OneCallEach:
-    """Searches as usearch takes them from several threads: one call each, one at a time."""
+def cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
 
-    def search(self, graph: Any, query: np.ndarray, count: int, *, exact: bool = False) -> tuple[Any, Any]:
-        matches = graph.search(query, count, exact=exact)
-        return matches.keys, matches.distances
+
+class _Search:
+    __slots__ = ("answered", "count", "distances", "done", "error", "exact", "graph", "keys", "query")
+
+    def __init__(self, graph: Any, query: npt.NDArray[np.float32], count: int, exact: bool) -> None:
+        self.graph = graph
+        self.query = query
+        self.count = count
+        self.exact = exact
+        self.keys: npt.NDArray[np.uint64] = np.empty(0, dtype=np.uint64)
+        self.distances: npt.NDArray[np.float32] = np.empty(0, dtype=np.float32)
+        self.error: BaseException | None = None
+        self.answered = self.done = False
 
 
-def _use(engine: EmbeddedEngine, searches: Any) -> None:
+class Searches:
+    """Runs ``graph.search`` for threads at once, as batches; thread-safe."""
+
+    def __init__(self, threads: int | None = None) -> None:
+        self._threads = threads or cores()
+        self._state = threading.Condition()
+        self._waiting: list[_Search] = []
+        self._running = False
+
+    def search(
+        self, graph: Any, query: npt.NDArray[np.float32], count: int, *, exact: bool = False
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]:
+        """The keys and distances of ``graph.search(query, count, exact=exact)``, at most ``count`` of each."""
+        own = _Search(graph, query, count, exact)
+        with self._state:
+            self._waiting.append(own)
+            while self._running and not own.done:
+                self._state.wait()
+            batch: list[_Search] = []
+            if not own.done:
+                self._running = True
+                batch, self._waiting = self._waiting, []
+        if batch:
+            try:
+                self._run(batch)
+            finally:
+                with self._state:
+                    for search in batch:
+                        if not search.answered and search.error is None:  # (the running thread was interrupted)
+                            search.error = RuntimeError("the batch of graph searches this search was in stopped")
+                        search.done = True
+                    self._running = False
+                    self._state.notify_all()
+        if own.error is not None:
+            raise own.error
+        return own.keys, own.distances
+
+    def _run(self, batch: list[_Search]) -> None:
+        groups: dict[tuple[int, int, bool], list[_Search]] = {}
+        for search in batch:
+            groups.setdefault((id(search.graph), search.count, search.exact), []).append(search)
+        for group in groups.values():
+            first = group[0]
+            try:
+                if len(group) == 1:
+                    matches = first.graph.search(first.query, first.count, exact=first.exact, threads=1)
+                    first.keys, first.distances = matches.keys, matches.distances
+                    first.answered = True
+                    continue
+                queries = np.stack([search.query for search in group])
+                found = first.graph.search(
+                    queries, first.count, exact=first.exact, threads=min(len(group), self._threads)
+                )
+                for i, search in enumerate(group):
+                    kept = int(found.counts[i])
+                    search.keys, search.distances = found.keys[i, :kept], found.distances[i, :kept]
+                    search.answered = True
+            except Exception as exc:  # (each thread raises what its own search met)
+                for search in group:
+                    search.error = exc
+
+
+class Batched:
+    """The graph, its searches run through ``Searches``."""
+
+    def __init__(self, graph: Any) -> None:
+        self._graph, self._searches = graph, Searches()
+
+    def search(self, query: Any, count: int, exact: bool = False, **options: Any) -> Any:
+        keys, distances = self._searches.search(self._graph, query, count, exact=exact)
+        return SimpleNamespace(keys=keys, distances=distances)
+
+    def __len__(self) -> int:
+        return len(self._graph)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._graph, name)
+
+
+def _use(engine: EmbeddedEngine, batched: bool) -> None:
     for handles in engine._shared._handles.values():
-        for graph in handles.vectors.values():
-            graph._searches = searches
+        for index in handles.vectors.values():
+            graph = index.graph._graph if isinstance(index.graph, Batched) else index.graph
+            index.graph = Batched(graph) if batched else graph
 
 
 def _percentiles(values: list[float]) -> str:
@@ -88,10 +189,10 @@ def main() -> None:
             latencies.append((time.perf_counter() - began) * 1000)
             i += 1
 
-    ways = {"one call each": (OneCallEach(), 10**9), "batched, adds in slices": (batching.Searches(), ann.ADD_SLICE)}
+    ways = {"one call each": False, "batched": True}
     answers = {}
-    for name, (searches, _) in ways.items():
-        _use(engine, searches)
+    for name, batched in ways.items():
+        _use(engine, batched)
         answers[name] = [[(hit.id, hit.score) for hit in engine.search(ALIAS, knn(i)).hits] for i in range(30)]
     if len({repr(found) for found in answers.values()}) != 1:
         raise SystemExit("the two ways of searching gave different answers")
@@ -102,8 +203,7 @@ def main() -> None:
     during: dict[str, list[float]] = {name: [] for name in ways}
     for turn in range(args.rounds):
         for name in list(ways) if turn % 2 == 0 else list(reversed(ways)):
-            searches, ann.ADD_SLICE = ways[name]
-            _use(engine, searches)
+            _use(engine, ways[name])
             for label, load in (("kNN", knn_only), ("mixed", mixed)):
                 (one_rate, one_cores), (four_rate, four_cores) = _throughput(1, load), _throughput(4, load)
                 rates[name][label].append((one_rate, four_rate))

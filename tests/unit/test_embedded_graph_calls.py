@@ -1,8 +1,8 @@
-"""Searches beside the graph's writes: searches from several threads run together as batches, adds in slices,
-and a search does not wait for the graph to take in the last write.
+"""Searches beside the graph's writes: a write's vectors go into the graph in slices, and a search does not wait
+for the graph to take in the last write.
 
-usearch's binding runs one call on an index at a time, so searches from several threads used one core between
-them, and a search waited for the whole of a write's add (a second for 2,000 vectors at 100k)."""
+usearch's binding runs one call on an index at a time, so a search waited for the whole of a write's add (a
+second for 2,000 vectors at 100k)."""
 
 from __future__ import annotations
 
@@ -16,97 +16,7 @@ import pytest
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.engines.embedded.ann import ADD_SLICE, VectorIndex
-from esbridge.engines.embedded.batching import Searches
 from tests.support.embedded_index import QUERIES, Answers, answers, at_small_scale, indexed
-
-
-def _graph(count: int, dimension: int = 16, seed: int = 0) -> tuple[Any, np.ndarray]:
-    from usearch.index import Index  # (after esbridge's embedded engine: see its __init__)
-
-    vectors = np.random.default_rng(seed).standard_normal((count, dimension)).astype(np.float32)
-    graph = Index(ndim=dimension, metric="cos", dtype="f32", connectivity=16)
-    graph.add(np.arange(count, dtype=np.uint64), vectors)
-    return graph, vectors
-
-
-class HeldFirstSearch:
-    """The graph, where the first search waits until ``release`` is set (so that others gather meanwhile) and
-    every search's number of queries is recorded."""
-
-    def __init__(self, graph: Any) -> None:
-        self._graph = graph
-        self.started = threading.Event()
-        self.release = threading.Event()
-        self.queries: list[int] = []
-
-    def search(self, queries: np.ndarray, count: int, **options: Any) -> Any:
-        self.queries.append(1 if queries.ndim == 1 else len(queries))
-        if not self.started.is_set():
-            self.started.set()
-            assert self.release.wait(10)
-        return self._graph.search(queries, count, **options)
-
-
-def test_searches_from_several_threads_get_the_answers_each_would_get_alone() -> None:
-    graph, _ = _graph(2_000)
-    queries = np.random.default_rng(1).standard_normal((64, 16)).astype(np.float32)
-    alone = [graph.search(query, 20, threads=1) for query in queries]
-    searches = Searches(threads=2)
-    got: dict[int, tuple[list[int], list[float]]] = {}
-
-    def search(first: int) -> None:
-        for i in range(first, len(queries), 8):
-            keys, distances = searches.search(graph, queries[i], 20)
-            got[i] = (keys.tolist(), distances.tolist())
-
-    threads = [threading.Thread(target=search, args=(first,)) for first in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-    assert sorted(got) == list(range(len(queries)))
-    for i, matches in enumerate(alone):
-        assert got[i][0] == matches.keys.tolist()
-        assert got[i][1] == pytest.approx(matches.distances.tolist())
-
-
-def test_searches_arriving_while_one_runs_run_together_as_one_call() -> None:
-    graph, vectors = _graph(500)
-    held = HeldFirstSearch(graph)
-    searches = Searches(threads=2)
-    answers: dict[int, list[int]] = {}
-
-    def search(i: int) -> None:
-        answers[i] = searches.search(held, vectors[i], 5)[0].tolist()
-
-    first = threading.Thread(target=search, args=(0,))
-    first.start()
-    assert held.started.wait(10)
-    others = [threading.Thread(target=search, args=(i,)) for i in (1, 2, 3)]
-    for thread in others:
-        thread.start()
-    while len(searches._waiting) < 3:  # (the three wait for the running search)
-        threading.Event().wait(0.01)
-    held.release.set()
-    for thread in [first, *others]:
-        thread.join(10)
-
-    assert held.queries == [1, 3]
-    for i in range(4):
-        assert answers[i][0] == i  # each vector is its own nearest
-
-
-def test_a_failed_batch_fails_every_search_in_it_and_the_next_searches_run() -> None:
-    class Failing:
-        def search(self, *args: Any, **options: Any) -> Any:
-            raise RuntimeError("graph unreadable")
-
-    searches = Searches(threads=2)
-    with pytest.raises(RuntimeError, match="graph unreadable"):
-        searches.search(Failing(), np.ones(16, dtype=np.float32), 5)
-    graph, vectors = _graph(100)
-    assert searches.search(graph, vectors[3], 1)[0].tolist() == [3]
 
 
 class PausedAfterAnAdd:

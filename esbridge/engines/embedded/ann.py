@@ -29,7 +29,6 @@ import numpy as np
 import numpy.typing as npt
 from usearch.index import Index
 
-from esbridge.engines.embedded.batching import Searches
 from esbridge.engines.embedded.floats import AGREEMENT, FloatCopies
 from esbridge.engines.embedded.progress import read_applied, write_applied
 
@@ -103,7 +102,6 @@ class VectorIndex:
         self.dimension = dimension
         self.lock = threading.Lock()
         self._gate = _Gate()
-        self._searches = Searches()
         self._subsets_lock = threading.Lock()
         self.copies = FloatCopies(copies_path(path), dimension)
         self.reopen()
@@ -272,10 +270,10 @@ class VectorIndex:
 
     def _brute_force(self, query: npt.NDArray[np.float32], k: int, excluded: Collection[int]) -> dict[int, float]:
         """Exact search over the whole graph (usearch's own SIMD scan), then ``excluded`` dropped."""
-        keys, distances = self._searches.search(self.graph, query, min(len(self), k + len(excluded)), exact=True)
+        matches = self.graph.search(query, min(len(self), k + len(excluded)), exact=True)
         found = {
             int(key): 1.0 - float(distance) / 2.0
-            for key, distance in zip(keys.tolist(), distances.tolist(), strict=True)
+            for key, distance in zip(matches.keys.tolist(), matches.distances.tolist(), strict=True)
             if key not in excluded and key != FREE_KEY
         }
         return dict(sorted(found.items(), key=lambda item: (-item[1], item[0]))[:k])
@@ -292,14 +290,14 @@ class VectorIndex:
         size = len(self)
         while True:
             wanted = min(wanted, size)
-            keys, distances = self._searches.search(self.graph, query, wanted)
+            matches = self.graph.search(query, wanted)
             found: dict[int, float] = {}
-            for key, distance in zip(keys.tolist(), distances.tolist(), strict=True):
+            for key, distance in zip(matches.keys.tolist(), matches.distances.tolist(), strict=True):
                 if key != FREE_KEY and passes(key):
                     found[int(key)] = 1.0 - float(distance) / 2.0
                     if len(found) == k:
                         return found
-            if wanted >= size or len(keys) < wanted:
+            if wanted >= size or len(matches.keys) < wanted:
                 return found
             if allowed is not None and wanted * 4 >= size:
                 return self._exact(query, k, allowed, subset)
