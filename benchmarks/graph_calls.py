@@ -144,8 +144,9 @@ class Batched:
 def _use(engine: EmbeddedEngine, batched: bool) -> None:
     for handles in engine._shared._handles.values():
         for index in handles.vectors.values():
-            graph = index.graph._graph if isinstance(index.graph, Batched) else index.graph
-            index.graph = Batched(graph) if batched else graph
+            current: Any = index.graph
+            graph = current._graph if isinstance(current, Batched) else current
+            index.graph = Batched(graph) if batched else graph  # type: ignore[assignment]
 
 
 def _percentiles(values: list[float]) -> str:
