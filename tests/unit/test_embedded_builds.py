@@ -114,6 +114,27 @@ def test_a_call_without_a_deadline_says_what_it_waits_for_once_that_takes_longer
     ]
 
 
+def test_a_write_that_waits_for_its_index_to_be_built_whole_says_so_too(
+    unbuilt: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The first write to an upgraded data directory (esbridge import, the sidecar's upserts) built everything
+    # before it returned, in silence.
+    engine = EmbeddedEngine(unbuilt)
+    try:
+        with caplog.at_level(logging.WARNING):
+            monkeypatch.setattr(builds, "PATIENCE_S", 0.0)
+            assert not engine.bulk("idx", [BulkAction("index", "n0", {"body": "common"})]).failed
+        assert [record.getMessage() for record in caplog.records] == [
+            "index [idx]: the embedded engine is building its full-text index and the graph of [vector] from its "
+            f"database, {DOCUMENTS + 1} documents; waiting for it"
+        ]
+        monkeypatch.undo()
+        assert not engine.bulk("idx", [BulkAction("index", "n1", {"body": "common"})]).failed
+        assert engine.search("idx", MATCH).total == DOCUMENTS + 2
+    finally:
+        engine.close()
+
+
 def test_a_build_already_reported_to_a_search_is_not_reported_again_by_a_caller_that_waits_for_it(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
