@@ -62,10 +62,12 @@ def slow_work(
     record: IndexRecord,
     text: LexicalIndex | None,
     graphs: Mapping[str, VectorIndex],
+    *,
+    changes: bool = True,
 ) -> str | None:
     """What bringing the index up to date would take long for, given the structures this process has for it
-    (``text`` None: none yet): a structure to build whole from the database, or many changes to apply; None
-    when there are only a few changes to apply."""
+    (``text`` None: none yet): a structure to build whole from the database, or (``changes``) many changes to
+    apply; None when there are only a few changes to apply."""
     parts = []
     layout = Layout(record.schema)
     if text is None or text.layout.digest != layout.digest:
@@ -84,7 +86,7 @@ def slow_work(
     if parts:
         documents = db.execute("SELECT count(*) FROM docs WHERE index_id = ?", (record.id,)).fetchone()[0]
         return f"building {' and '.join(parts)} from its database, {documents:,} documents"
-    if applied:
+    if applied and changes:
         query = "SELECT count(*) FROM changes WHERE index_id = ? AND seq > ?"
         behind = db.execute(query, (record.id, min(applied))).fetchone()[0]
         if behind > BEHIND:

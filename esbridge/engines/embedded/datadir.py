@@ -132,8 +132,10 @@ class DataDir:
         found = self._handles.get(record.id)
         if found is None or found.generation != record.generation or found.lexical.fresh:
             text, graphs = (found.lexical, found.vectors) if found else (None, {})
-            building = slow_work(self.root, store.db, record, text, graphs)
-            if building is not None:  # (on the build thread, so that a write waiting for it long says so)
+            # A write waits for a build on the build thread too, so that it says what it waits for when that is long
+            # (its graphs lag by the last write's changes, which it waits for as it always does).
+            building = slow_work(self.root, store.db, record, text, graphs, changes=searching)
+            if building is not None:
                 found = self._builds.run(
                     record.id,
                     record.name,
