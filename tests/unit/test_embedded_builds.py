@@ -5,6 +5,7 @@ waits for the work under way."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import shutil
 import subprocess
 import sys
@@ -95,6 +96,62 @@ def test_searches_under_a_deadline_are_told_what_is_being_built_while_it_goes_on
     found = engine.search("idx", MATCH, patience_s=30.0)
     assert found.total == DOCUMENTS and _every_document([hit.id for hit in found.hits])
     assert engine.search("idx", MATCH, patience_s=0.0).total == DOCUMENTS  # built: nothing to wait for
+
+
+def test_a_call_without_a_deadline_says_what_it_waits_for_once_that_takes_longer_than_a_search_waits(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Ingest, export, graph stats and the other commands that read wait for the build to the end: minutes at a
+    # million chunks (an upgraded data directory's first open), which they spent saying nothing.
+    monkeypatch.setattr(builds, "PATIENCE_S", 0.05)
+    with holding_the_guard(engine) as release, caplog.at_level(logging.WARNING):
+        threading.Timer(0.5, release.set).start()  # the build can start half a second from now
+        found = engine.search("idx", MATCH)
+    assert found.total == DOCUMENTS
+    assert [record.getMessage() for record in caplog.records] == [
+        "index [idx]: the embedded engine is building its full-text index and the graph of [vector] from its "
+        f"database, {DOCUMENTS} documents; waiting for it"
+    ]
+
+
+def test_a_write_that_waits_for_its_index_to_be_built_whole_says_so_too(
+    unbuilt: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The first write to an upgraded data directory (esbridge import, the sidecar's upserts) built everything
+    # before it returned, in silence.
+    engine = EmbeddedEngine(unbuilt)
+    try:
+        with caplog.at_level(logging.WARNING):
+            monkeypatch.setattr(builds, "PATIENCE_S", 0.0)
+            assert not engine.bulk("idx", [BulkAction("index", "n0", {"body": "common"})]).failed
+        assert [record.getMessage() for record in caplog.records] == [
+            "index [idx]: the embedded engine is building its full-text index and the graph of [vector] from its "
+            f"database, {DOCUMENTS + 1} documents; waiting for it"
+        ]
+        monkeypatch.undo()
+        assert not engine.bulk("idx", [BulkAction("index", "n1", {"body": "common"})]).failed
+        assert engine.search("idx", MATCH).total == DOCUMENTS + 2
+    finally:
+        engine.close()
+
+
+def test_a_build_already_reported_to_a_search_is_not_reported_again_by_a_caller_that_waits_for_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(builds, "PATIENCE_S", 0.05)
+    pool = builds.Builds()
+    release = threading.Event()
+    try:
+        with pytest.raises(builds.Building):
+            pool.run(1, "idx", "building", lambda: release.wait(10) and "built", patience_s=0.0)
+        threading.Timer(0.3, release.set).start()
+        with caplog.at_level(logging.WARNING):
+            assert pool.run(1, "idx", "building", lambda: "another", patience_s=None) == "built"
+        assert pool.run(2, "other", "building", lambda: "quick", patience_s=None) == "quick"
+    finally:
+        release.set()
+        pool.close()
+    assert not caplog.records
 
 
 def test_closing_waits_for_the_build_so_the_next_process_finds_it_whole(

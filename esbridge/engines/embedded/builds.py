@@ -8,7 +8,8 @@ a process that only searches applies the graph changes of another process's larg
 second. Every other search of the index would queue behind it and time out too, none saying why. Such a
 catch-up runs on a thread of its own. A caller that serves searches under a deadline waits for it
 ``patience_s`` and otherwise gets ``Building`` at once, naming the index, what is being done and for how
-long, while the work goes on; other callers (ingest, export, the command line's reads) wait for it to end.
+long, while the work goes on; other callers (ingest, export, the command line's reads) wait for it to end,
+logging what they wait for once that takes longer than a search waits.
 Closing the data directory waits for the work under way, so that a command that stops early leaves a
 full-text index whole for the next one.
 """
@@ -61,10 +62,12 @@ def slow_work(
     record: IndexRecord,
     text: LexicalIndex | None,
     graphs: Mapping[str, VectorIndex],
+    *,
+    changes: bool = True,
 ) -> str | None:
     """What bringing the index up to date would take long for, given the structures this process has for it
-    (``text`` None: none yet): a structure to build whole from the database, or many changes to apply; None
-    when there are only a few changes to apply."""
+    (``text`` None: none yet): a structure to build whole from the database, or (``changes``) many changes to
+    apply; None when there are only a few changes to apply."""
     parts = []
     layout = Layout(record.schema)
     if text is None or text.layout.digest != layout.digest:
@@ -83,7 +86,7 @@ def slow_work(
     if parts:
         documents = db.execute("SELECT count(*) FROM docs WHERE index_id = ?", (record.id,)).fetchone()[0]
         return f"building {' and '.join(parts)} from its database, {documents:,} documents"
-    if applied:
+    if applied and changes:
         query = "SELECT count(*) FROM changes WHERE index_id = ? AND seq > ?"
         behind = db.execute(query, (record.id, min(applied))).fetchone()[0]
         if behind > BEHIND:
@@ -97,6 +100,24 @@ class _Build:
     what: str
     started: float
     future: Future[Any]
+    told: bool = False
+    """Someone was told it is under way (a search, with ``Building``; or the log, by a caller that waits)."""
+
+
+def _result(build: _Build, patience_s: float | None) -> Any:
+    """The build's result within ``patience_s`` (None: to the end, saying what it waits for once that takes
+    longer than ``PATIENCE_S``, unless a search was told already)."""
+    if patience_s is None and not build.told:
+        try:
+            return build.future.result(timeout=PATIENCE_S)
+        except FutureTimeout:
+            build.told = True
+            log.warning("index [%s]: the embedded engine is %s; waiting for it", build.name, build.what)
+    try:
+        return build.future.result(timeout=patience_s)
+    except FutureTimeout:
+        build.told = True
+        raise Building(build.name, build.what, build.started) from None
 
 
 class Builds:
@@ -118,9 +139,7 @@ class Builds:
             if build is None or build.future.done():
                 build = self._running[index_id] = _Build(name, what, time.monotonic(), self._thread.submit(work))
         try:
-            result = build.future.result(timeout=patience_s)
-        except FutureTimeout:
-            raise Building(name, build.what, build.started) from None
+            result = _result(build, patience_s)
         finally:
             if build.future.done():
                 with self._lock:

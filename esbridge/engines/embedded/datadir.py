@@ -126,16 +126,22 @@ class DataDir:
         """The index's tantivy index and graphs, with every committed change applied; for a search (not a
         write) the full-text changes the writer holds are committed first, so a search sees every write. A
         full-text index another process is still building is looked at again by each search until it is whole.
-        A search waits ``patience_s`` (None: to the end) for a structure built whole (``builds``), but not for
-        the graph updates of the last writes (a few thousand rows at most, else ``builds``): it scores the rows
-        they are adding exactly (``behind``)."""
+        A search waits ``patience_s`` (None: to the end) for a structure built whole (``builds``; a write waits to
+        the end), but not for the graph updates of the last writes (a few thousand rows at most, else ``builds``):
+        it scores the rows they are adding exactly (``behind``)."""
         found = self._handles.get(record.id)
         if found is None or found.generation != record.generation or found.lexical.fresh:
             text, graphs = (found.lexical, found.vectors) if found else (None, {})
-            building = slow_work(self.root, store.db, record, text, graphs) if searching else None
+            # A write waits for a build on the build thread too, so that it says what it waits for when that is long
+            # (its graphs lag by the last write's changes, which it waits for as it always does).
+            building = slow_work(self.root, store.db, record, text, graphs, changes=searching)
             if building is not None:
                 found = self._builds.run(
-                    record.id, record.name, building, lambda: self._caught_up(store, record), patience_s=patience_s
+                    record.id,
+                    record.name,
+                    building,
+                    lambda: self._caught_up(store, record, wait=searching),
+                    patience_s=patience_s,
                 )
             else:
                 found = self._caught_up(store, record, wait=False)

@@ -1,4 +1,4 @@
-"""The SQLite database behind the embedded engine: catalog, documents, full-text tables, vectors.
+"""The SQLite database behind the embedded engine: catalog, documents, vectors, and the log of changes.
 
 One file, ``<data_dir>/esbridge.sqlite3``, in WAL mode. Tables:
 
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from esbridge.engines.blocks import write_blocked
+from esbridge.engines.embedded.fts5_tables import drop_fts5_tables
 from esbridge.engines.embedded.mapping import Field, Schema, schema_of
 from esbridge.engines.embedded.values import field_values, put_path, sql_date, without_path
 
@@ -123,6 +124,7 @@ class Store:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     self.db.execute(statement)
+        drop_fts5_tables(self)
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
