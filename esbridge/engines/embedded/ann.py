@@ -18,6 +18,7 @@ re-scoring. Scores are OpenSearch's cosinesimil, (1 + cos) / 2.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections import OrderedDict
@@ -147,10 +148,8 @@ class VectorIndex:
             keys = np.asarray(rows, dtype=np.uint64)
             for start in range(0, len(keys), ADD_SLICE):
                 part = slice(start, start + ADD_SLICE)
-                if len(self.graph) + len(keys[part]) >= self.graph.capacity:  # usearch reserves inside this add
-                    with self._gate.growing():
-                        self.graph.add(keys[part], vectors[part])
-                else:
+                grows = len(self.graph) + len(keys[part]) >= self.graph.capacity  # usearch reserves inside this add
+                with self._gate.growing() if grows else contextlib.nullcontext():
                     self.graph.add(keys[part], vectors[part])
             self.applied = seq
 

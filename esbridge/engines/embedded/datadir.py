@@ -184,7 +184,7 @@ class DataDir:
             for found in self._handles.values():
                 found.lexical.commit()
 
-    def _caught_up(self, store: Store, record: IndexRecord, *, wait: bool = True) -> Handles:
+    def _caught_up(self, store: Store, record: IndexRecord, *, wait: bool) -> Handles:
         with self._guard:
             found = self._handles.get(record.id)
             if found is not None and found.generation >= record.generation and not found.lexical.fresh:
