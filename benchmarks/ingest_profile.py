@@ -2,10 +2,12 @@
 
     .venv/bin/python benchmarks/ingest_profile.py --size 50000 --folder /tmp/emb-prof
     .venv/bin/python benchmarks/ingest_profile.py --size 50000 --folder /tmp/emb-prof --no-graph --profile
+    .venv/bin/python benchmarks/ingest_profile.py --size 100000 --folder /tmp/emb-prof --add-slice 1000000000
 
 The chunks and vectors are ``bench_embedded``'s. ``--no-graph`` replaces the graph update by nothing (the
 rest of the engine's work alone, an upper bound for any graph); ``--profile`` prints cProfile's top
-functions by own time.
+functions by own time; ``--add-slice`` sets how many vectors go into the graph a call (``ann.ADD_SLICE``; a
+number above the bulk size adds each write in one call).
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, required=True)
     parser.add_argument("--no-graph", action="store_true")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--add-slice", type=int, default=ann.ADD_SLICE)
     args = parser.parse_args()
     shutil.rmtree(args.folder, ignore_errors=True)
+    ann.ADD_SLICE = args.add_slice
     corpus = texts()
     vocabulary = sorted({w for _, text in corpus[:2000] for w in re.findall(r"[a-z]{4,}", text.lower())})
     rng = random.Random(11)  # noqa: S311

@@ -1,5 +1,5 @@
-"""Searches beside the graph's writes: a write's vectors go into the graph in slices, and a search does not wait
-for the graph to take in the last write.
+"""Searches beside writes: a write's vectors go into the graph in slices, a search does not wait for the graph to
+take in the last write, and a thread's first search does not wait for a write under way.
 
 usearch's binding runs one call on an index at a time, so a search waited for the whole of a write's add (a
 second for 2,000 vectors at 100k)."""
@@ -102,4 +102,25 @@ def test_a_search_after_a_write_does_not_wait_for_the_graph_to_take_it_in(
         assert graph.applied > 0 and answers(engine)[0][0] == found[0][0][0]  # the same score, from the graph
     finally:
         release.set()
+        engine.close()
+
+
+def test_a_thread_s_first_search_does_not_wait_for_a_write_under_way(tmp_path: Path) -> None:
+    """A thread's first search registered its database connection under the write lock, so a new thread (a
+    server's new worker, a benchmark's searcher) waited for the whole of a write running meanwhile."""
+    indexed(tmp_path)
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        before = answers(engine)
+        found: list[Answers] = []
+        with engine._store.write():  # a write under way, as a bulk request holds it
+            searcher = threading.Thread(target=lambda: found.append(answers(engine)))
+            searcher.start()
+            searcher.join(10)
+            waited = searcher.is_alive()
+        searcher.join(30)
+
+        assert not waited, "the search waited for the write"
+        assert found == [before]
+    finally:
         engine.close()

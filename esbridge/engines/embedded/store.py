@@ -116,6 +116,7 @@ class Store:
         self.lock = threading.RLock()
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()  # (not ``lock``: a thread's first read must not wait for a write)
         self._closed = False
         self._records: dict[str, tuple[tuple[Any, ...], IndexRecord]] = {}
         self._commits = 0
@@ -140,11 +141,13 @@ class Store:
         """This thread's connection."""
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is None:
-            if self._closed:
-                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
-            db = self._local.db = self._connect()
-            with self.lock:
+            db = self._connect()
+            with self._connections_lock:
+                if self._closed:
+                    db.close()
+                    raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
                 self._connections.append(db)
+            self._local.db = db
         return db
 
     @contextmanager
@@ -191,7 +194,7 @@ class Store:
             self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
-        with self.lock:
+        with self.lock, self._connections_lock:
             self._closed = True
             for db in self._connections:
                 db.close()
