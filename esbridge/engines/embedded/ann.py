@@ -19,12 +19,14 @@ re-scoring. Scores are OpenSearch's cosinesimil, (1 + cos) / 2.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -220,30 +222,28 @@ class VectorIndex:
         keys = np.asarray(rows, dtype=np.uint64)
         with self._gate.searching():  # (None for a row the graph lacks, or dropped since: updates run beside)
             found_now = self.graph.get(keys, dtype="f32")
-        stored = list(found_now) if found_now is not None else [None] * len(rows)
-        present = np.asarray([value is not None for value in stored], dtype=bool)
-        compact = np.zeros_like(matrix)
-        if present.any():
-            kept = [value for value in stored if value is not None]
-            compact[present] = np.asarray(kept, dtype=np.float32).reshape(-1, self.dimension)
+        compact = _stacked(found_now, len(rows), self.dimension)
         norms = np.linalg.norm(matrix, axis=1)
         lengths = np.linalg.norm(compact, axis=1)
+        # Row by row throughout, so a row's figures do not depend on which rows came with it.
         agree = (norms > 0) & (lengths > 0)
-        agree[agree] = np.einsum("ij,ij->i", matrix[agree], compact[agree]) >= (
-            AGREEMENT * norms[agree] * lengths[agree]
-        )
-        scored = dict(zip(keys[agree].tolist(), _cosines(matrix[agree], norms[agree], query).tolist(), strict=True))
-        missing = [row for row, ok in zip(rows, agree.tolist(), strict=True) if not ok]
-        if missing:
+        agree &= np.einsum("ij,ij->i", matrix, compact) >= AGREEMENT * norms * lengths
+        cosines = _cosines(matrix, np.where(agree, norms, 1.0).astype(np.float32), query)
+        if agree.all():
+            scored = dict(zip(rows, cosines.tolist(), strict=True))
+        else:
+            scored = dict(zip(keys[agree].tolist(), cosines[agree].tolist(), strict=True))
+            missing = [row for row, ok in zip(rows, agree.tolist(), strict=True) if not ok]
             stored_rows = floats(missing)
             if stored_rows:
                 exact = np.frombuffer(b"".join(blob for _, blob in stored_rows), dtype=np.float32)
                 exact = exact.reshape(len(stored_rows), self.dimension)
-                lengths = np.linalg.norm(exact, axis=1)
-                lengths[lengths == 0] = 1.0
-                cosines = _cosines(exact, lengths, query).tolist()
-                scored.update(zip((row for row, _ in stored_rows), cosines, strict=True))
-        ranked = sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:k]
+                exact_lengths = np.linalg.norm(exact, axis=1)
+                exact_lengths[exact_lengths == 0] = 1.0
+                scored.update(
+                    zip((row for row, _ in stored_rows), _cosines(exact, exact_lengths, query).tolist(), strict=True)
+                )
+        ranked = heapq.nsmallest(k, scored.items(), key=lambda item: (-item[1], item[0]))
         return {row: (1.0 + cosine) / 2.0 for row, cosine in ranked}
 
     def _nearest(
@@ -265,7 +265,8 @@ class VectorIndex:
             return self._widening(query, k, wanted, lambda row: row in allowed, allowed, subset)
         if exact or size <= EXACT_BELOW:
             return self._brute_force(query, k, excluded)
-        return self._widening(query, k, k + len(excluded), lambda row: row not in excluded, None, None)
+        passes = (lambda row: row not in excluded) if excluded else None
+        return self._widening(query, k, k + len(excluded), passes, None, None)
 
     def _brute_force(self, query: npt.NDArray[np.float32], k: int, excluded: Collection[int]) -> dict[int, float]:
         """Exact search over the whole graph (usearch's own SIMD scan), then ``excluded`` dropped."""
@@ -282,15 +283,25 @@ class VectorIndex:
         query: npt.NDArray[np.float32],
         k: int,
         wanted: int,
-        passes: Callable[[int], bool],
+        passes: Callable[[int], bool] | None,
         allowed: Collection[int] | None,
         subset: Hashable,
     ) -> dict[int, float]:
+        """``passes``: whether a row may be returned (None: every row)."""
         size = len(self)
         while True:
             wanted = min(wanted, size)
             matches = self.graph.search(query, wanted)
-            found: dict[int, float] = {}
+            if passes is None:
+                keys, distances = matches.keys, matches.distances
+                taken = keys != FREE_KEY
+                keys, distances = keys[taken][:k], distances[taken][:k]
+                found = dict(zip(keys.tolist(), (1.0 - distances.astype(np.float64) / 2.0).tolist(), strict=True))
+                if len(found) == k or wanted >= size or len(matches.keys) < wanted:
+                    return found
+                wanted *= 4
+                continue
+            found = {}
             for key, distance in zip(matches.keys.tolist(), matches.distances.tolist(), strict=True):
                 if key != FREE_KEY and passes(key):
                     found[int(key)] = 1.0 - float(distance) / 2.0
@@ -329,6 +340,18 @@ class VectorIndex:
         top = np.argpartition(-similarity, k - 1)[:k]
         top = top[np.lexsort((keys[top], -similarity[top]))]
         return {int(keys[i]): float((1.0 + similarity[i]) / 2.0) for i in top}
+
+
+def _stacked(vectors: Any, count: int, dimension: int) -> npt.NDArray[np.float32]:
+    """What ``Index.get`` gave for several keys (a tuple, None for a key it lacks), as one matrix: zeros where
+    a key had no vector."""
+    if vectors is not None and not any(vector is None for vector in vectors):
+        return np.asarray(vectors, dtype=np.float32).reshape(count, dimension)
+    matrix = np.zeros((count, dimension), dtype=np.float32)
+    for i, vector in enumerate(vectors or ()):
+        if vector is not None:
+            matrix[i] = vector
+    return matrix
 
 
 def _cosines(
