@@ -33,6 +33,7 @@ from esbridge.engines.embedded.builds import Builds, slow_work
 from esbridge.engines.embedded.floats import FloatCopies
 from esbridge.engines.embedded.lexical import COMMIT_AFTER_S, Layout, LexicalIndex
 from esbridge.engines.embedded.store import DB_FILE, IndexRecord, Store
+from esbridge.engines.embedded.under_way import Before, WritesUnderWay
 from esbridge.engines.embedded.writer import WriterBusy, WriterLock
 
 SAVE_EVERY = 200_000
@@ -96,6 +97,7 @@ class DataDir:
         self._workers = ThreadPoolExecutor(1, thread_name_prefix="esbridge-graphs")
         self._backfills = Backfills(root / DB_FILE, self._workers)
         self._builds = Builds()
+        self.under_way = WritesUnderWay()
         self._timer: threading.Timer | None = None
         self._timer_lock = threading.Lock()
         self._swept = False
@@ -130,6 +132,9 @@ class DataDir:
         the end), but not for the graph updates of the last writes (a few thousand rows at most, else ``builds``):
         it scores the rows they are adding exactly (``behind``)."""
         found = self._handles.get(record.id)
+        before = self.under_way.before(record.id, record.generation) if searching and found is not None else None
+        if before is not None and found is not None and before.serves(found.generation, found.lexical.fresh):
+            return self._beside_write(found, before)
         if found is None or found.generation != record.generation or found.lexical.fresh:
             text, graphs = (found.lexical, found.vectors) if found else (None, {})
             # A write waits for a build on the build thread too, so that it says what it waits for when that is long
@@ -155,6 +160,20 @@ class DataDir:
         else:
             self._commit_later()
         return found
+
+    def _beside_write(self, found: Handles, before: Before) -> Handles:
+        """The structures for a search while a bulk write of this process is under way (``under_way``); the write
+        itself settles the graph updates (under ``_guard``, which it holds while it brings the structures up)."""
+        if found.lexical.applied < before.text:  # a write that returned left text uncommitted
+            found.lexical.commit()
+        return found
+
+    def writing_to(self, record: IndexRecord) -> contextlib.AbstractContextManager[None]:
+        """Around a bulk write to ``record``'s index, from inside its transaction until it returns."""
+        found = self._handles.get(record.id)
+        current = found is not None and found.generation == record.generation and not found.lexical.fresh
+        before = Before(record.generation, found.lexical.held) if found is not None and current else None
+        return self.under_way.writing(record.id, before)
 
     def behind(
         self, store: Store, record: IndexRecord, handles: Handles, path: str

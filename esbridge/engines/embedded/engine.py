@@ -290,38 +290,42 @@ class EmbeddedEngine(paging.ScanBySearch):
             return BulkResult(succeeded=[], failed=[])
         succeeded: list[str] = []
         failed: list[BulkItemFailure] = []
-        with self._writing(operation, index):
-            try:
-                record = self._write_target(index, operation)
-            except NoWriteIndex as exc:  # (refused item by item, as a cluster refuses them)
-                return BulkResult(
-                    [], [BulkItemFailure(a.id, 400, f"illegal_argument_exception: {exc}") for a in actions]
-                )
-            if record.write_blocked:
-                reason = cluster_block_reason(record.name)
-                return BulkResult(succeeded=[], failed=[BulkItemFailure(a.id, BLOCKED_STATUS, reason) for a in actions])
-            schema = record.schema
-            batch: dict[str, Mapping[str, Any]] = {}  # whole documents, stored together
-            for action in actions:
-                refused = refused_id(action.id)
-                if refused is not None:
-                    failed.append(refused)
-                    continue
-                if action.op != "index" or action.document is None or action.id in batch:
-                    self._store.put_documents(record, schema, list(batch.items()))
-                    batch.clear()
-                    problem = self._apply(record, schema, action)
-                else:
-                    problem = refused_document(schema, action.id, action.document)
+        with contextlib.ExitStack() as under_way:  # (until the write returns: see ``under_way``)
+            with self._writing(operation, index):
+                try:
+                    record = self._write_target(index, operation)
+                except NoWriteIndex as exc:  # (refused item by item, as a cluster refuses them)
+                    return BulkResult(
+                        [], [BulkItemFailure(a.id, 400, f"illegal_argument_exception: {exc}") for a in actions]
+                    )
+                under_way.enter_context(self._shared.writing_to(record))
+                if record.write_blocked:
+                    reason = cluster_block_reason(record.name)
+                    return BulkResult(
+                        succeeded=[], failed=[BulkItemFailure(a.id, BLOCKED_STATUS, reason) for a in actions]
+                    )
+                schema = record.schema
+                batch: dict[str, Mapping[str, Any]] = {}  # whole documents, stored together
+                for action in actions:
+                    refused = refused_id(action.id)
+                    if refused is not None:
+                        failed.append(refused)
+                        continue
+                    if action.op != "index" or action.document is None or action.id in batch:
+                        self._store.put_documents(record, schema, list(batch.items()))
+                        batch.clear()
+                        problem = self._apply(record, schema, action)
+                    else:
+                        problem = refused_document(schema, action.id, action.document)
+                        if problem is None:
+                            batch[action.id] = action.document
                     if problem is None:
-                        batch[action.id] = action.document
-                if problem is None:
-                    succeeded.append(action.id)
-                else:
-                    failed.append(problem)
-            self._store.put_documents(record, schema, list(batch.items()))
-            self._store.bump(record.id)
-        self._calls.after_commit(operation, index, lambda: self._refresh(record))
+                        succeeded.append(action.id)
+                    else:
+                        failed.append(problem)
+                self._store.put_documents(record, schema, list(batch.items()))
+                self._store.bump(record.id)
+            self._calls.after_commit(operation, index, lambda: self._refresh(record))
         return BulkResult(succeeded=succeeded, failed=failed)
 
     def _apply(self, record: IndexRecord, schema: Schema, action: BulkAction) -> BulkItemFailure | None:

@@ -106,7 +106,15 @@ class Searcher:
         return self.shared.restriction(self._key(clause), lambda: self._restriction(clause))  # type: ignore[no-any-return]
 
     def _key(self, clause: Any) -> tuple[Any, ...]:
-        return (self.record.id, self.record.generation, json.dumps(clause, sort_keys=True, default=str))
+        # The structures' own state too: beside a write under way they are older than the record (``under_way``).
+        text = self.handles.lexical
+        return (
+            self.record.id,
+            self.record.generation,
+            self.handles.generation,
+            text.applied,
+            json.dumps(clause, sort_keys=True, default=str),
+        )
 
     def _restriction(self, clause: Any) -> Restriction:
         text = self.handles.lexical
