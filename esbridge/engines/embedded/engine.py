@@ -26,7 +26,7 @@ from esbridge.engines.embedded.datadir import IndexGone, close_shared, open_shar
 from esbridge.engines.embedded.mapping import DocumentError, Schema, created_schema, updated_schema
 from esbridge.engines.embedded.names import Names, NoWriteIndex, alias_action, check_new_index, write_index
 from esbridge.engines.embedded.query import Searcher, Unsupported
-from esbridge.engines.embedded.refusals import refused_document, refused_id
+from esbridge.engines.embedded.refusals import all_refused, refused_document, refused_id
 from esbridge.engines.embedded.settings import index_settings, merge
 from esbridge.engines.embedded.store import IndexRecord, Store
 
@@ -295,15 +295,10 @@ class EmbeddedEngine(paging.ScanBySearch):
                 try:
                     record = self._write_target(index, operation)
                 except NoWriteIndex as exc:  # (refused item by item, as a cluster refuses them)
-                    return BulkResult(
-                        [], [BulkItemFailure(a.id, 400, f"illegal_argument_exception: {exc}") for a in actions]
-                    )
+                    return all_refused(actions, 400, f"illegal_argument_exception: {exc}")
                 under_way.enter_context(self._shared.writing_to(record))
                 if record.write_blocked:
-                    reason = cluster_block_reason(record.name)
-                    return BulkResult(
-                        succeeded=[], failed=[BulkItemFailure(a.id, BLOCKED_STATUS, reason) for a in actions]
-                    )
+                    return all_refused(actions, BLOCKED_STATUS, cluster_block_reason(record.name))
                 schema = record.schema
                 batch: dict[str, Mapping[str, Any]] = {}  # whole documents, stored together
                 for action in actions:

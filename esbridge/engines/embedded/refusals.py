@@ -3,13 +3,18 @@ document that does not fit the mapping."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from esbridge.engines.base import BulkItemFailure
+from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult
 from esbridge.engines.bulk import MAX_ID_BYTES
 from esbridge.engines.embedded.mapping import DocumentError, Schema
 from esbridge.engines.embedded.scalars import unpaired_surrogate
+
+
+def all_refused(actions: Sequence[BulkAction], status: int, reason: str) -> BulkResult:
+    """Every item of a bulk request refused for one reason (no write index, a write block)."""
+    return BulkResult(succeeded=[], failed=[BulkItemFailure(a.id, status, reason) for a in actions])
 
 
 def refused_id(doc_id: str) -> BulkItemFailure | None:
