@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from esbridge.engines.embedded import floats
 from esbridge.engines.embedded.floats import FloatCopies
 
 
@@ -30,3 +33,34 @@ def test_a_missing_empty_or_cut_short_file_gives_zeros(tmp_path: Path) -> None:
         file.truncate(2 * 4 + 4)  # row 1 cut in half: not a whole row, so not read
     np.testing.assert_array_equal(copies.read([1, 0]), np.array([[0, 0], [1, 2]], dtype=np.float32))
     assert copies.read([]).shape == (0, 2)
+
+
+def asked_ahead(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The offsets the kernel is asked to fetch ahead (the call still goes through)."""
+    offsets: list[int] = []
+    real = os.posix_fadvise
+
+    def recording(fd: int, offset: int, length: int, advice: int) -> None:
+        assert advice == os.POSIX_FADV_WILLNEED
+        offsets.append(offset)
+        real(fd, offset, length, advice)
+
+    monkeypatch.setattr(floats.os, "posix_fadvise", recording)
+    return offsets
+
+
+def test_after_a_read_that_waited_the_rows_still_to_read_are_fetched_ahead_and_read_back_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copies = FloatCopies(tmp_path / "1.v.f32", 4)
+    vectors = np.arange(40, dtype=np.float32).reshape(10, 4) - 7
+    copies.write(list(range(10)), vectors)
+    rows = [1, 3, 4, 8, 12]
+    offsets = asked_ahead(monkeypatch)
+    monkeypatch.setattr(floats, "FROM_DISK_NS", 10**12)  # no read counts as one that waited
+    expected = np.vstack([vectors[[1, 3, 4, 8]], np.zeros((1, 4), dtype=np.float32)])
+    np.testing.assert_array_equal(copies.read(rows), expected)
+    assert offsets == []  # none waited: nothing asked ahead
+    monkeypatch.setattr(floats, "FROM_DISK_NS", -1)  # every read counts as one that waited
+    np.testing.assert_array_equal(copies.read(rows), expected)
+    assert offsets == [row * 16 for row in rows[1:]]  # once, after the first read, for every later row
