@@ -64,3 +64,13 @@ def test_after_a_read_that_waited_the_rows_still_to_read_are_fetched_ahead_and_r
     monkeypatch.setattr(floats, "FROM_DISK_NS", -1)  # every read counts as one that waited
     np.testing.assert_array_equal(copies.read(rows), expected)
     assert offsets == [row * 16 for row in rows[1:]]  # once, after the first read, for every later row
+
+
+def test_without_posix_fadvise_as_on_macos_rows_are_read_one_by_one_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copies = FloatCopies(tmp_path / "1.v.f32", 2)
+    copies.write([0, 1, 2], np.array([[1, 2], [3, 4], [5, 6]], dtype=np.float32))
+    monkeypatch.delattr(floats.os, "posix_fadvise")
+    monkeypatch.setattr(floats, "FROM_DISK_NS", -1)
+    np.testing.assert_array_equal(copies.read([2, 0, 5]), np.array([[5, 6], [1, 2], [0, 0]], dtype=np.float32))

@@ -90,6 +90,9 @@ def _gathered(fd: int, width: int, rows: Sequence[int]) -> list[bytes]:
     """The rows' bytes, read one after another. Once one read has had to wait (for the disk, or for Python's
     lock as a read lets it go), the kernel is asked to fetch all the rows still to read at once, so that a
     page cache that has let the file go costs about one disk wait per search rather than one per row."""
+    advise = getattr(os, "posix_fadvise", None)  # not on macOS: there the rows are read one by one
+    if advise is None:
+        return [os.pread(fd, width, row * width) for row in rows]
     parts: list[bytes] = []
     for position, row in enumerate(rows):
         began = time.perf_counter_ns()
@@ -97,7 +100,7 @@ def _gathered(fd: int, width: int, rows: Sequence[int]) -> list[bytes]:
         if time.perf_counter_ns() - began > FROM_DISK_NS and position + 1 < len(rows):
             later = rows[position + 1 :]
             for other in later:
-                os.posix_fadvise(fd, other * width, width, os.POSIX_FADV_WILLNEED)
+                advise(fd, other * width, width, os.POSIX_FADV_WILLNEED)
             parts.extend(os.pread(fd, width, other * width) for other in later)
             break
     return parts
