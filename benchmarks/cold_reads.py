@@ -15,19 +15,19 @@ import argparse
 import os
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 from bench_embedded import ALIAS, Vectors, _load
+from rescore_reads import Read, same_answers
 
 from esbridge.blas import limit_blas_threads
 from esbridge.engines.embedded import EmbeddedEngine, floats
 from esbridge.query import bodies
 from esbridge.query.models import Filters
 
-Read = Callable[[floats.FloatCopies, Sequence[int]], npt.NDArray[np.float32]]
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 
@@ -68,12 +68,7 @@ def main() -> None:
     def knn(i: int) -> dict[str, object]:
         return bodies.knn_body("opensearch", queries[i].tolist(), k=10, filters=Filters(), num_candidates=100)
 
-    answers = {}
-    for name, read in reads.items():
-        floats.FloatCopies.read = read  # type: ignore[method-assign,assignment]
-        answers[name] = [[(hit.id, hit.score) for hit in engine.search(ALIAS, knn(i)).hits] for i in range(20)]
-    if len({repr(found) for found in answers.values()}) != 1:
-        raise SystemExit("the reads gave different answers")
+    same_answers(engine, reads, knn)
     times: dict[str, list[float]] = {name: [] for name in reads}
     following = 20
     for turn in range(args.rounds):

@@ -82,6 +82,16 @@ def pread_holding_lock(copies: floats.FloatCopies, rows: Sequence[int]) -> npt.N
     return found
 
 
+def same_answers(engine: EmbeddedEngine, reads: dict[str, Read], knn: Callable[[int], dict[str, object]]) -> None:
+    """Stop the run unless every read gives the same answers to the first 20 kNN searches."""
+    answers = {}
+    for name, read in reads.items():
+        floats.FloatCopies.read = read  # type: ignore[method-assign,assignment]
+        answers[name] = [[(hit.id, hit.score) for hit in engine.search(ALIAS, knn(i)).hits] for i in range(20)]
+    if len({repr(found) for found in answers.values()}) != 1:
+        raise SystemExit("the reads gave different answers")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--folder", type=Path, required=True)
@@ -112,12 +122,7 @@ def main() -> None:
         bm25 = bodies.bm25_body("opensearch", phrases[i % len(phrases)], size=10, filters=Filters())
         engine.search(ALIAS, bm25 if i % 2 else knn(i))
 
-    answers = {}
-    for name, read in reads.items():
-        floats.FloatCopies.read = read  # type: ignore[method-assign,assignment]
-        answers[name] = [[(hit.id, hit.score) for hit in engine.search(ALIAS, knn(i)).hits] for i in range(20)]
-    if len({repr(found) for found in answers.values()}) != 1:
-        raise SystemExit("the reads gave different answers")
+    same_answers(engine, reads, knn)
     rates: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in reads}
     alone: dict[str, list[float]] = {name: [] for name in reads}
     for turn in range(args.rounds):
