@@ -45,7 +45,7 @@ def asked_ahead(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         offsets.append(offset)
         real(fd, offset, length, advice)
 
-    monkeypatch.setattr(floats.os, "posix_fadvise", recording)
+    monkeypatch.setattr(os, "posix_fadvise", recording)
     return offsets
 
 
@@ -71,6 +71,20 @@ def test_without_posix_fadvise_as_on_macos_rows_are_read_one_by_one_alike(
 ) -> None:
     copies = FloatCopies(tmp_path / "1.v.f32", 2)
     copies.write([0, 1, 2], np.array([[1, 2], [3, 4], [5, 6]], dtype=np.float32))
-    monkeypatch.delattr(floats.os, "posix_fadvise")
+    monkeypatch.delattr(os, "posix_fadvise")
     monkeypatch.setattr(floats, "FROM_DISK_NS", -1)
     np.testing.assert_array_equal(copies.read([2, 0, 5]), np.array([[5, 6], [1, 2], [0, 0]], dtype=np.float32))
+
+
+def test_a_file_system_that_refuses_the_advice_still_gives_every_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copies = FloatCopies(tmp_path / "1.v.f32", 2)
+    copies.write([0, 1, 2], np.array([[1, 2], [3, 4], [5, 6]], dtype=np.float32))
+
+    def refusing(fd: int, offset: int, length: int, advice: int) -> None:
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(os, "posix_fadvise", refusing)
+    monkeypatch.setattr(floats, "FROM_DISK_NS", -1)
+    np.testing.assert_array_equal(copies.read([2, 0, 1]), np.array([[5, 6], [1, 2], [3, 4]], dtype=np.float32))

@@ -99,8 +99,11 @@ def _gathered(fd: int, width: int, rows: Sequence[int]) -> list[bytes]:
         parts.append(os.pread(fd, width, row * width))
         if time.perf_counter_ns() - began > FROM_DISK_NS and position + 1 < len(rows):
             later = rows[position + 1 :]
-            for other in later:
-                advise(fd, other * width, width, os.POSIX_FADV_WILLNEED)
+            try:
+                for other in later:
+                    advise(fd, other * width, width, os.POSIX_FADV_WILLNEED)
+            except OSError:  # a file system that refuses the advice: the reads alone still answer
+                pass
             parts.extend(os.pread(fd, width, other * width) for other in later)
             break
     return parts
