@@ -19,7 +19,7 @@ same cores do not get.
 
 With ``--queries N``, the first N queries of the dataset instead, each behind the model's query prompt and
 embedded alone as a query-serving process embeds them (no ``batches side by side``, which needs two batches);
-it also prints each variant's median time per query.
+it also prints each variant's median time per query over every repeat.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def main() -> None:
 
     shared, single = session(files.onnx, args.threads), session(files.onnx, 1)
     quiet = session(files.onnx, args.threads, spinning=False)
-    pool = ThreadPoolExecutor(max_workers=args.threads)
+    pool = ThreadPoolExecutor(max_workers=1 if args.queries else args.threads)  # no batches side by side then
 
     def one_at_a_time(model: Any, name: str) -> Callable[[], None]:
         def run() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -35,6 +36,10 @@ def test_a_missing_empty_or_cut_short_file_gives_zeros(tmp_path: Path) -> None:
     assert copies.read([]).shape == (0, 2)
 
 
+ADVISES = hasattr(os, "posix_fadvise")
+needs_advice = pytest.mark.skipif(not ADVISES, reason="os.posix_fadvise is missing here (macOS)")
+
+
 def asked_ahead(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The offsets the kernel is asked to fetch ahead (the call still goes through)."""
     offsets: list[int] = []
@@ -49,6 +54,22 @@ def asked_ahead(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return offsets
 
 
+def waiting_on(monkeypatch: pytest.MonkeyPatch, slow: set[int]) -> None:
+    """Reads take no time, but the reads at these positions (from 0, in the order made) take a second."""
+    clock = iter(range(10**6))
+    made: list[int] = []
+
+    def now() -> int:
+        tick = next(clock)
+        if tick % 2 == 0:  # before a read
+            made.append(tick // 2)
+            return 0
+        return 10**9 if made[-1] in slow else 0
+
+    monkeypatch.setattr(floats, "time", SimpleNamespace(perf_counter_ns=now))  # floats' clock alone
+
+
+@needs_advice
 def test_after_a_read_that_waited_the_rows_still_to_read_are_fetched_ahead_and_read_back_alike(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -56,14 +77,18 @@ def test_after_a_read_that_waited_the_rows_still_to_read_are_fetched_ahead_and_r
     vectors = np.arange(40, dtype=np.float32).reshape(10, 4) - 7
     copies.write(list(range(10)), vectors)
     rows = [1, 3, 4, 8, 12]
-    offsets = asked_ahead(monkeypatch)
-    monkeypatch.setattr(floats, "FROM_DISK_NS", 10**12)  # no read counts as one that waited
     expected = np.vstack([vectors[[1, 3, 4, 8]], np.zeros((1, 4), dtype=np.float32)])
+    offsets = asked_ahead(monkeypatch)
+    waiting_on(monkeypatch, set())
     np.testing.assert_array_equal(copies.read(rows), expected)
     assert offsets == []  # none waited: nothing asked ahead
-    monkeypatch.setattr(floats, "FROM_DISK_NS", -1)  # every read counts as one that waited
+    waiting_on(monkeypatch, {2})
     np.testing.assert_array_equal(copies.read(rows), expected)
-    assert offsets == [row * 16 for row in rows[1:]]  # once, after the first read, for every later row
+    assert offsets == [8 * 16, 12 * 16]  # once, after the third read, for each later row (past the end too)
+    offsets.clear()
+    waiting_on(monkeypatch, {4})
+    np.testing.assert_array_equal(copies.read(rows), expected)
+    assert offsets == []  # the last read waited: nothing left to ask for
 
 
 def test_without_posix_fadvise_as_on_macos_rows_are_read_one_by_one_alike(
@@ -71,20 +96,25 @@ def test_without_posix_fadvise_as_on_macos_rows_are_read_one_by_one_alike(
 ) -> None:
     copies = FloatCopies(tmp_path / "1.v.f32", 2)
     copies.write([0, 1, 2], np.array([[1, 2], [3, 4], [5, 6]], dtype=np.float32))
-    monkeypatch.delattr(os, "posix_fadvise")
+    monkeypatch.delattr(os, "posix_fadvise", raising=False)
     monkeypatch.setattr(floats, "FROM_DISK_NS", -1)
     np.testing.assert_array_equal(copies.read([2, 0, 5]), np.array([[5, 6], [1, 2], [0, 0]], dtype=np.float32))
 
 
+@needs_advice
 def test_a_file_system_that_refuses_the_advice_still_gives_every_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     copies = FloatCopies(tmp_path / "1.v.f32", 2)
     copies.write([0, 1, 2], np.array([[1, 2], [3, 4], [5, 6]], dtype=np.float32))
+    refused: list[int] = []
 
     def refusing(fd: int, offset: int, length: int, advice: int) -> None:
+        refused.append(offset)
         raise OSError(22, "Invalid argument")
 
     monkeypatch.setattr(os, "posix_fadvise", refusing)
     monkeypatch.setattr(floats, "FROM_DISK_NS", -1)
-    np.testing.assert_array_equal(copies.read([2, 0, 1]), np.array([[5, 6], [1, 2], [3, 4]], dtype=np.float32))
+    found = copies.read([2, 0, 1, 7])
+    np.testing.assert_array_equal(found, np.array([[5, 6], [1, 2], [3, 4], [0, 0]], dtype=np.float32))
+    assert refused == [0]  # asked once, refused, and read on without asking again
