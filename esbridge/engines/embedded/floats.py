@@ -89,7 +89,7 @@ class FloatCopies:
 def _gathered(fd: int, width: int, rows: Sequence[int]) -> list[bytes]:
     """The rows' bytes, read one after another. Once one read has had to wait (for the disk, or for Python's
     lock as a read lets it go), the kernel is asked to fetch all the rows still to read at once, so that a
-    page cache that has let the file go costs about one disk wait per search rather than one per row."""
+    page cache that has let the file go has the disk serve them together rather than one after another."""
     advise = getattr(os, "posix_fadvise", None)  # not on macOS: there the rows are read one by one
     if advise is None:
         return [os.pread(fd, width, row * width) for row in rows]
