@@ -1,4 +1,4 @@
-"""Reads of the database's change log (``changes``, ``change_floor``; see ``store``): how far an index has
+"""Reads of the database's change log (``changes``, ``change_floor``; see ``tables``): how far an index has
 been written, and which rows changed since a structure last applied the log."""
 
 from __future__ import annotations

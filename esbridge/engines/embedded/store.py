@@ -1,17 +1,6 @@
 """The SQLite database behind the embedded engine: catalog, documents, vectors, and the log of changes.
 
-One file, ``<data_dir>/esbridge.sqlite3``, in WAL mode. Tables:
-
-- ``indices``: name, settings and mappings as created (echoed back verbatim; settings also hold the write
-  block, ``index.blocks.write``), a write ``generation``;
-- ``aliases``: alias -> index, with ``is_write_index``;
-- ``docs``: one row per document: index, ``_id``, ``_source`` as JSON without its vectors;
-- ``fieldvals``: (field, value, row) of every keyword (as text), number, boolean and date (epoch ms)
-  value, indexed, so filters and sorts are index lookups instead of JSON scans;
-- ``vectors``: float32 blobs per (document row, vector field);
-- ``changes``: (seq, index, row) of every document written or deleted, in order; the full-text and
-  vector indices beside the database (``lexical``, ``ann``) record the last seq they hold and catch up
-  from here, so a crash between the database's commit and theirs loses nothing.
+One file, ``<data_dir>/esbridge.sqlite3``, in WAL mode; its tables are described in ``tables``.
 
 Every write request runs in one transaction (``BEGIN IMMEDIATE`` .. ``COMMIT``), so a crash leaves
 the database at the last committed request. Each thread reads through its own connection (WAL lets
@@ -35,6 +24,7 @@ import numpy as np
 from esbridge.engines.blocks import write_blocked
 from esbridge.engines.embedded.fts5_tables import drop_fts5_tables
 from esbridge.engines.embedded.mapping import Field, Schema, schema_of
+from esbridge.engines.embedded.tables import create_tables
 from esbridge.engines.embedded.values import field_values, put_path, sql_date, without_path
 
 DB_FILE = "esbridge.sqlite3"
@@ -42,52 +32,6 @@ VECTOR_BLOBS = "SELECT row, data FROM vectors WHERE field = ? AND length(data) >
 """The vectors the graphs and re-scoring read. An empty one, which older versions stored, is no vector, here and
 wherever a vector is read."""
 LOG_LIMIT = 256 * 1024 * 1024
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS indices (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL UNIQUE,
-    settings TEXT NOT NULL,
-    mappings TEXT NOT NULL,
-    generation INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS aliases (
-    alias TEXT NOT NULL,
-    index_id INTEGER NOT NULL REFERENCES indices(id) ON DELETE CASCADE,
-    is_write_index INTEGER,
-    PRIMARY KEY (alias, index_id)
-);
-CREATE TABLE IF NOT EXISTS docs (
-    row INTEGER PRIMARY KEY,
-    index_id INTEGER NOT NULL REFERENCES indices(id) ON DELETE CASCADE,
-    id TEXT NOT NULL,
-    source TEXT NOT NULL,
-    UNIQUE (index_id, id)
-);
-CREATE TABLE IF NOT EXISTS fieldvals (
-    field TEXT NOT NULL,
-    value NOT NULL,
-    row INTEGER NOT NULL REFERENCES docs(row) ON DELETE CASCADE,
-    PRIMARY KEY (field, value, row)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS fieldvals_row ON fieldvals (row);
-CREATE TABLE IF NOT EXISTS vectors (
-    row INTEGER NOT NULL REFERENCES docs(row) ON DELETE CASCADE,
-    field TEXT NOT NULL,
-    data BLOB NOT NULL,
-    PRIMARY KEY (row, field)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS changes (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    index_id INTEGER NOT NULL,
-    row INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS changes_index ON changes (index_id, seq);
-CREATE TABLE IF NOT EXISTS change_floor (
-    index_id INTEGER PRIMARY KEY,
-    seq INTEGER NOT NULL
-);
-"""
 
 
 @dataclass(frozen=True)
@@ -121,10 +65,8 @@ class Store:
         self._records: dict[str, tuple[tuple[Any, ...], IndexRecord]] = {}
         self._commits = 0
         self.db.execute("PRAGMA journal_mode=WAL")
-        with self.write():
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    self.db.execute(statement)
+        with self.write() as db:
+            create_tables(db)
         drop_fts5_tables(self)
 
     def _connect(self) -> sqlite3.Connection:

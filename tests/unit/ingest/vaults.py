@@ -24,3 +24,7 @@ def read_documents(root: Path) -> dict[str, Document]:
     problems = [item for item in items if isinstance(item, Problem)]
     assert not problems, problems
     return {item.doc_id: item for item in items if isinstance(item, Document)}
+
+
+def one_note(tmp_path: Path, text: str, name: str = "note.md") -> Document:
+    return read_documents(write_vault(tmp_path, {name: text}))[name.removesuffix(".md")]
