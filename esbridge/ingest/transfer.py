@@ -13,6 +13,7 @@ import gzip
 import json
 import os
 import shutil
+import stat
 import uuid
 import warnings
 import zlib
@@ -119,6 +120,12 @@ def read_header(path: Path) -> dict[str, Any]:
 
 def _open_export(path: Path) -> BufferedIOBase:
     try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            # Import reads the file more than once; a second read of a pipe starts where the first stopped.
+            raise SourceError(
+                f"cannot read {path}: it is not a regular file (a pipe or a device), and import reads the export "
+                "more than once; save it to a file first (`esbridge export --output FILE`)"
+            )
         with path.open("rb") as probe:
             compressed = probe.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
         return gzip.open(path, "rb") if compressed else path.open("rb")

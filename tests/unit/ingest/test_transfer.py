@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import pytest
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import ConfigError, EsbridgeWarning, SourceError
-from esbridge.ingest.transfer import export_chunks, import_chunks, read_export
+from esbridge.ingest.transfer import export_chunks, import_chunks, read_export, read_header
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 
@@ -195,3 +197,24 @@ def test_a_gzip_export_damaged_in_its_first_line_is_refused(tmp_path: Path) -> N
     path.write_bytes(bytes(whole))
     with pytest.raises(SourceError, match=f"cannot read {path}: Error -3 while decompressing data"):
         read_export(path)
+
+
+@pytest.mark.parametrize("read", [read_header, read_export])
+def test_an_export_on_a_pipe_is_refused_by_name_and_not_waited_on(tmp_path: Path, read: Any) -> None:
+    path = tmp_path / "pipe.jsonl"
+    os.mkfifo(path)  # `esbridge import <(zcat notes.jsonl.gz)`: the header is read once, the chunks again
+    done = threading.Event()
+
+    def release_waiting_readers() -> None:  # so that a reader that does wait fails the test instead of hanging
+        while not done.wait(0.5):
+            with contextlib.suppress(OSError):  # ENXIO: nothing is reading it
+                os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+    releaser = threading.Thread(target=release_waiting_readers)
+    releaser.start()
+    try:
+        with pytest.raises(SourceError, match=f"cannot read {path}: it is not a regular file.*save it to a file first"):
+            read(path)
+    finally:
+        done.set()
+        releaser.join()
