@@ -32,7 +32,7 @@ from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.engines.vector_options import unavailable
 from esbridge.errors import SourceError
 from esbridge.ingest.json_lines import json_error_location
-from esbridge.ingest.json_values import json_type
+from esbridge.ingest.json_values import describe_value, json_type
 from esbridge.ingest.model_record import record_model
 from esbridge.ingest.overlap import BackgroundWrites
 from esbridge.mappings.lifecycle import IndexManager, live_parameters
@@ -310,6 +310,9 @@ def import_chunks(
                 continue
             chunk_id = chunk.pop("_id")
             vector = chunk.get(VECTOR_FIELD)
+            if vector is not None and not isinstance(vector, list):
+                failed.append({"id": chunk_id, "reason": f"vector is {describe_value(vector)}, not a list of numbers"})
+                continue
             if vector is not None and len(vector) != params.dimension:
                 failed.append(
                     {"id": chunk_id, "reason": f"vector of {len(vector)} dimensions, index has {params.dimension}"}

@@ -124,6 +124,25 @@ def test_an_export_quantized_in_a_way_this_engine_lacks_is_imported_as_float(tmp
         engine.close()
 
 
+def test_a_vector_that_is_not_a_list_fails_its_chunk_alone(tmp_path: Path) -> None:
+    # A number there once stopped the whole import with a traceback (TypeError: object of type 'int' has no len()).
+    path = tmp_path / "export.jsonl"
+    chunks: list[dict[str, Any]] = [{**chunk, "chunk_id": chunk["_id"], "vector": [0.6, 0.8, 0.0]} for chunk in GOOD]
+    chunks[0]["vector"], chunks[1]["vector"] = 5, {"x": 1, "y": 2, "z": 3}
+    path.write_bytes(export_bytes(HEADER, [json.dumps(chunk).encode() for chunk in chunks]))
+    engine = EmbeddedEngine(tmp_path / "data")
+    try:
+        imported, failed = import_chunks(engine, "moved", path)
+        assert imported == 1
+        assert failed == [
+            {"id": "a#0", "reason": "vector is number 5, not a list of numbers"},
+            {"id": "b#0", "reason": "vector is object, not a list of numbers"},
+        ]
+        assert [hit.id for hit in engine.scan("moved", {"match_all": {}}, ["doc_id"], sort_field="chunk_id")] == ["c#0"]
+    finally:
+        engine.close()
+
+
 def test_a_truncated_gzip_export_imports_its_whole_lines_and_says_how_many(tmp_path: Path) -> None:
     # An interrupted `esbridge export | gzip`: the import once stopped with only gzip's error, not saying that
     # (nor how many) chunks had been written.
