@@ -179,7 +179,10 @@ class Settings(BaseSettings):
         # user:pass@ in a URL would be echoed in every error message; move it into auth instead.
         if not isinstance(data, dict) or not isinstance(data.get("url"), str) or "@" not in data["url"]:
             return data  # (without credentials, a url urllib cannot split is left to the url validator to name)
-        parts = urlsplit(data["url"].strip())
+        try:
+            parts = urlsplit(data["url"].strip())
+        except ValueError:  # an unclosed '[': the url validator names the field and where it was set
+            return data
         if parts.username is None:
             return data
         auth = dict(data.get("auth") or {})

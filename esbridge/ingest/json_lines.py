@@ -21,16 +21,24 @@ from esbridge.ingest.model import Problem
 JsonObject = dict[str, Any]
 
 _BOM = b"\xef\xbb\xbf"
+_GZIP_MAGIC = b"\x1f\x8b"
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def require_file(path: Path, what: str) -> None:
-    """Raise ``SourceError`` unless ``path`` is an existing file."""
+    """Raise ``SourceError`` unless ``path`` is an existing file, readable and not gzip-compressed."""
     if not path.exists():
         raise SourceError(f"{what} not found: {path}")
     if not path.is_file():
         raise SourceError(f"{what} is not a file: {path}")
+    try:
+        with path.open("rb") as probe:
+            compressed = probe.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
+    except OSError as exc:
+        raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if compressed:  # read as text, each of its lines would fail as "invalid UTF-8", the file never named
+        raise SourceError(f"{what} {path} is gzip-compressed: decompress it first (gunzip -k {path})")
 
 
 def read_json_lines(path: Path, id_field: str = "id") -> Iterator[tuple[int, JsonObject] | Problem]:

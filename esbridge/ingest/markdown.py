@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -178,8 +179,12 @@ def load_note(root: Path, path: str) -> NoteFile | Problem:
         reason = "the file name is not UTF-8, so it cannot be a document id; rename the file"
         return Problem(str(root / shown), reason, doc_id=note_id(shown))
     try:
+        status = file.stat()
+        if not stat.S_ISREG(status.st_mode):  # reading a named pipe waits for a writer that may never come
+            reason = "not a regular file (a named pipe, socket or device); not read"
+            return Problem(str(file), reason, doc_id=note_id(path))
         data = file.read_bytes()
-        mtime = datetime.fromtimestamp(file.stat().st_mtime, tz=timezone.utc)
+        mtime = datetime.fromtimestamp(status.st_mtime, tz=timezone.utc)
     except OSError as exc:
         return Problem(str(file), f"cannot read the note: {exc.strerror or exc}", doc_id=note_id(path))
     try:

@@ -33,7 +33,7 @@ def detect_format(path: Path) -> Literal["markdown", "jsonl", "beir"]:
         return "markdown"
     if not path.exists():
         raise SourceError(f"{path} does not exist")
-    raise SourceError(f"cannot tell the format of {path}: pass --format markdown, jsonl or beir")
+    raise SourceError(f"cannot tell the format of {path}: pass --format markdown, jsonl, beir or registry")
 
 
 def _refuse_beir_without_corpus(folder: Path) -> None:

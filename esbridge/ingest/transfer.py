@@ -13,6 +13,7 @@ import gzip
 import json
 import os
 import shutil
+import stat
 import uuid
 import warnings
 import zlib
@@ -31,7 +32,7 @@ from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.engines.vector_options import unavailable
 from esbridge.errors import SourceError
 from esbridge.ingest.json_lines import json_error_location
-from esbridge.ingest.json_values import json_type
+from esbridge.ingest.json_values import describe_value, json_type
 from esbridge.ingest.model_record import record_model
 from esbridge.ingest.overlap import BackgroundWrites
 from esbridge.mappings.lifecycle import IndexManager, live_parameters
@@ -119,6 +120,12 @@ def read_header(path: Path) -> dict[str, Any]:
 
 def _open_export(path: Path) -> BufferedIOBase:
     try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            # Import reads the file more than once; a second read of a pipe starts where the first stopped.
+            raise SourceError(
+                f"cannot read {path}: it is not a regular file (a pipe or a device), and import reads the export "
+                "more than once; save it to a file first (`esbridge export --output FILE`)"
+            )
         with path.open("rb") as probe:
             compressed = probe.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
         return gzip.open(path, "rb") if compressed else path.open("rb")
@@ -303,6 +310,9 @@ def import_chunks(
                 continue
             chunk_id = chunk.pop("_id")
             vector = chunk.get(VECTOR_FIELD)
+            if vector is not None and not isinstance(vector, list):
+                failed.append({"id": chunk_id, "reason": f"vector is {describe_value(vector)}, not a list of numbers"})
+                continue
             if vector is not None and len(vector) != params.dimension:
                 failed.append(
                     {"id": chunk_id, "reason": f"vector of {len(vector)} dimensions, index has {params.dimension}"}

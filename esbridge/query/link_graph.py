@@ -32,13 +32,18 @@ def link_map(sources: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]
     """``{doc_id: {target: weight}}`` from hits' ``_source`` (several chunks of one document are merged).
 
     A target without an entry in ``link_weights`` weighs 1; a weight that is not a positive number is
-    stored data gone wrong, and the link is then taken to weigh 1 rather than dropped.
+    stored data gone wrong, and the link is then taken to weigh 1 rather than dropped. ``links`` may be one
+    value instead of a list; a source without a ``doc_id`` is left out.
     """
     merged: dict[str, dict[str, float]] = {}
     for source in sources:
+        if source.get("doc_id") is None:  # a chunk written without one (by hand, by another tool) links nothing
+            continue
         targets = source.get("links") or []
-        if isinstance(targets, str):
-            targets = [targets]
+        if isinstance(targets, (str, int, float)) and not isinstance(targets, bool):
+            targets = [targets]  # one value, as a cluster keeps a keyword field written without a list
+        elif not isinstance(targets, list):
+            targets = []
         weights = source.get("link_weights") or {}
         weights = weights if isinstance(weights, Mapping) else {}
         links = merged.setdefault(str(source["doc_id"]), {})

@@ -15,6 +15,7 @@ import pytest
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine, ann, store
 from esbridge.engines.embedded.lexical import COMMIT_AFTER_S
+from esbridge.engines.embedded.writer import LOCK_FILE, WriterBusy, WriterLock
 from esbridge.errors import EngineUnavailable
 from tests.support.embedded_index import knn, load, mapping, points
 
@@ -115,6 +116,21 @@ def test_a_second_process_cannot_write_but_can_read_and_writes_once_the_first_cl
     for word in ("other", "mine"):  # the new writer carried on from the first one's state: nothing doubled
         assert second.search("idx", {"query": {"match": {"body": word}}}).total == 1
     second.close()
+
+
+def test_a_removed_lock_file_does_not_let_a_second_writer_in(tmp_path: Path) -> None:
+    # writer.lock stays after its holder exits, so it can look stale; removed while a writer ran, the next process
+    # locked a new file of that name and wrote beside it (then tantivy refused it with a traceback).
+    first, second = WriterLock(tmp_path), WriterLock(tmp_path)  # two open file descriptions, as two processes
+    first.take()
+    (tmp_path / LOCK_FILE).unlink()
+    with pytest.raises(WriterBusy, match=rf"the data directory {tmp_path} is being written by another process"):
+        second.take()
+    assert not second.held
+    first.release()
+    second.take()
+    assert second.held
+    second.release()
 
 
 def test_searches_run_beside_a_writer_and_see_each_committed_write(engine: EmbeddedEngine) -> None:

@@ -146,12 +146,17 @@ def test_a_bad_port_is_a_url_error_that_keeps_secrets(url: str) -> None:
     assert "topsecret" not in str(refused.value)
 
 
-def test_an_unclosed_ipv6_bracket_is_a_url_error_naming_the_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("url", ["http://[::1:9200", "http://u:topsecret@[::1:9200"])
+def test_an_unclosed_ipv6_bracket_is_a_url_error_naming_the_file(tmp_path: Path, url: str) -> None:
     # urllib's error was raised before the url was read as a setting: "settings: Invalid IPv6 URL", no file named.
     config = tmp_path / "esbridge.toml"
-    config.write_text('url = "http://[::1:9200"\n', encoding="utf-8")
-    with pytest.raises(ConfigError, match=rf"invalid settings \(config file {re.escape(str(config))}\):\n  url: "):
+    config.write_text(f'url = "{url}"\n', encoding="utf-8")
+    config.chmod(0o600)
+    with pytest.raises(
+        ConfigError, match=rf"invalid settings \(config file {re.escape(str(config))}\):\n  url: "
+    ) as refused:
         load_settings(config_file=config)
+    assert "topsecret" not in str(refused.value)
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import gzip
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -211,6 +213,14 @@ def test_a_missing_file_or_a_folder_raises_source_error(tmp_path: Path) -> None:
         read_jsonl(tmp_path / "nope.jsonl")
     with pytest.raises(SourceError, match="is not a file"):
         read_jsonl(tmp_path)
+
+
+def test_a_gzipped_file_raises_source_error_naming_it(tmp_path: Path) -> None:
+    # Read as text, each of its lines failed alone as "invalid UTF-8", and the file was never said to be gzip.
+    path = tmp_path / "records.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"id": "a", "text": "alpha"}\n'))
+    with pytest.raises(SourceError, match=rf"JSON-lines file {re.escape(str(path))} is gzip-compressed: decompress"):
+        read_jsonl(path)
 
 
 @pytest.mark.parametrize(

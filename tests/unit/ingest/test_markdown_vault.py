@@ -3,7 +3,9 @@ What a note holds: test_markdown_vault_notes.py; its links: test_markdown_vault_
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -93,6 +95,34 @@ def test_a_link_to_an_unreadable_note_does_not_move_to_another_note_of_that_name
     write_vault(tmp_path, {"a/Plan.md": b"caf\xe9\n", "b/archive/Plan.md": "old plan", "note.md": "[[Plan]]"})
     docs = {item.doc_id: item for item in read_vault(tmp_path) if isinstance(item, Document)}
     assert docs["note"].links == ("a/Plan",)
+
+
+def test_a_named_pipe_is_a_problem_and_is_not_waited_on(tmp_path: Path) -> None:
+    write_vault(tmp_path, {"good.md": "[[pipe]]"})
+    os.mkfifo(tmp_path / "pipe.md")  # opening it to read would wait for a writer
+    (tmp_path / "linked.md").symlink_to(tmp_path / "pipe.md")
+    done = threading.Event()
+
+    def release_waiting_readers() -> None:  # so that a reader that does wait fails the test instead of hanging
+        while not done.wait(0.5):
+            with contextlib.suppress(OSError):  # ENXIO: nothing is reading it
+                os.close(os.open(tmp_path / "pipe.md", os.O_WRONLY | os.O_NONBLOCK))
+
+    releaser = threading.Thread(target=release_waiting_readers)
+    releaser.start()
+    try:
+        items = list(read_vault(tmp_path))
+    finally:
+        done.set()
+        releaser.join()
+    problems = [item for item in items if isinstance(item, Problem)]
+    assert [(problem.source, problem.doc_id) for problem in problems] == [
+        (str(tmp_path / "linked.md"), "linked"),
+        (str(tmp_path / "pipe.md"), "pipe"),
+    ]
+    assert all("not a regular file" in problem.reason for problem in problems)
+    [good] = [item for item in items if isinstance(item, Document)]
+    assert good.links == ("pipe",)
 
 
 def test_a_file_name_that_is_not_utf8_is_a_problem_and_the_others_are_still_read(tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import pytest
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import ConfigError, EsbridgeWarning, SourceError
-from esbridge.ingest.transfer import export_chunks, import_chunks, read_export
+from esbridge.ingest.transfer import export_chunks, import_chunks, read_export, read_header
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 
@@ -122,6 +124,25 @@ def test_an_export_quantized_in_a_way_this_engine_lacks_is_imported_as_float(tmp
         engine.close()
 
 
+def test_a_vector_that_is_not_a_list_fails_its_chunk_alone(tmp_path: Path) -> None:
+    # A number there once stopped the whole import with a traceback (TypeError: object of type 'int' has no len()).
+    path = tmp_path / "export.jsonl"
+    chunks: list[dict[str, Any]] = [{**chunk, "chunk_id": chunk["_id"], "vector": [0.6, 0.8, 0.0]} for chunk in GOOD]
+    chunks[0]["vector"], chunks[1]["vector"] = 5, {"x": 1, "y": 2, "z": 3}
+    path.write_bytes(export_bytes(HEADER, [json.dumps(chunk).encode() for chunk in chunks]))
+    engine = EmbeddedEngine(tmp_path / "data")
+    try:
+        imported, failed = import_chunks(engine, "moved", path)
+        assert imported == 1
+        assert failed == [
+            {"id": "a#0", "reason": "vector is number 5, not a list of numbers"},
+            {"id": "b#0", "reason": "vector is object, not a list of numbers"},
+        ]
+        assert [hit.id for hit in engine.scan("moved", {"match_all": {}}, ["doc_id"], sort_field="chunk_id")] == ["c#0"]
+    finally:
+        engine.close()
+
+
 def test_a_truncated_gzip_export_imports_its_whole_lines_and_says_how_many(tmp_path: Path) -> None:
     # An interrupted `esbridge export | gzip`: the import once stopped with only gzip's error, not saying that
     # (nor how many) chunks had been written.
@@ -195,3 +216,24 @@ def test_a_gzip_export_damaged_in_its_first_line_is_refused(tmp_path: Path) -> N
     path.write_bytes(bytes(whole))
     with pytest.raises(SourceError, match=f"cannot read {path}: Error -3 while decompressing data"):
         read_export(path)
+
+
+@pytest.mark.parametrize("read", [read_header, read_export])
+def test_an_export_on_a_pipe_is_refused_by_name_and_not_waited_on(tmp_path: Path, read: Any) -> None:
+    path = tmp_path / "pipe.jsonl"
+    os.mkfifo(path)  # `esbridge import <(zcat notes.jsonl.gz)`: the header is read once, the chunks again
+    done = threading.Event()
+
+    def release_waiting_readers() -> None:  # so that a reader that does wait fails the test instead of hanging
+        while not done.wait(0.5):
+            with contextlib.suppress(OSError):  # ENXIO: nothing is reading it
+                os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+    releaser = threading.Thread(target=release_waiting_readers)
+    releaser.start()
+    try:
+        with pytest.raises(SourceError, match=f"cannot read {path}: it is not a regular file.*save it to a file first"):
+            read(path)
+    finally:
+        done.set()
+        releaser.join()

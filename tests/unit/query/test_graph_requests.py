@@ -46,6 +46,18 @@ def test_link_map_reads_weights_and_takes_a_bad_one_as_1() -> None:
     assert link_map(sources) == {"A": {"X": 3.0, "B": 1.0, "C": 1.0}, "Z": {"A": 1.0}}
 
 
+def test_link_map_takes_a_single_number_as_one_link_and_leaves_out_a_chunk_without_doc_id() -> None:
+    # Stored as a cluster keeps them (imported, or written by another tool): `esbridge graph stats` and
+    # `search --graph` once stopped with a traceback (TypeError: 'int' object is not iterable, KeyError: 'doc_id').
+    sources: list[dict[str, Any]] = [
+        {"doc_id": "A", "links": 42},
+        {"doc_id": "B", "links": {"X": 1}},
+        {"doc_id": "C", "links": True},
+        {"links": ["A"]},
+    ]
+    assert link_map(sources) == {"A": {"42": 1.0}, "B": {}, "C": {}}
+
+
 def test_frontier_names_the_one_hop_documents_of_seeds_with_room() -> None:
     scores, doc_of = SCORES, docs_of(SCORES)
     seeds_data = {"A": ["X", "B"], "B": ["Y"]}
