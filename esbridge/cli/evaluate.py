@@ -180,6 +180,8 @@ def _evaluate(
     answered = any(not runs.unavailable for runs in outcome.outcomes)
     if answered and not report.any_judged(judged.qrels, outcome.outcomes):
         warnings.append(not_held(folder, split, outcome.index, reuse=reuse))
+    elif ingested is None and (absent := session.absent_from_index(settings, split, judged)) is not None:
+        warnings.append(absent)  # part of the dataset, e.g. an ingest interrupted before --reuse
     summary = {
         **run_summary(folder, split, outcome, ingested),
         "baseline": baseline,
