@@ -152,7 +152,8 @@ def _require_index(settings: Settings) -> None:
 def _bench_ingest(settings: Settings, dataset: Path, backends: str, documents: int, as_json: bool) -> None:
     from esbridge.evaluation.ingest_bench import measure_ingest
 
-    chosen = [backend.strip() for backend in backends.split(",") if backend.strip()]
+    # Once each: a backend named twice would be measured twice, and its second figure would replace the first.
+    chosen = list(dict.fromkeys(backend.strip() for backend in backends.split(",") if backend.strip()))
     unknown = sorted(name for name in chosen if not known_backend(name))
     if unknown or not chosen:
         raise click.BadParameter(
