@@ -18,6 +18,7 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.errors import IndexNotFound, ReadOnlyIndex, SourceError
 from esbridge.evaluation.dataset import JudgedQueries
 from esbridge.evaluation.methods import Configuration
+from esbridge.evaluation.reranking import Rerankers
 from esbridge.evaluation.runner import ConfigurationRuns, Depth, run_configurations
 from esbridge.ingest.beir import CORPUS_FILE
 from esbridge.ingest.model_record import refuse_other_model
@@ -159,6 +160,7 @@ def run(
     *,
     depth: Depth | None = None,
     progress: Callable[[int], None] = lambda n: None,
+    rerankers: Rerankers | None = None,
 ) -> Session:
     kind = resolve_kind(settings)
     native_reason = None
@@ -183,6 +185,7 @@ def run(
                 capabilities=capabilities,
                 progress=progress,
                 fields=settings.field_map,
+                rerankers=rerankers,
             )
         finally:
             await engine.close()

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from esbridge.cli import main
 from esbridge.config.settings import load_settings
+from esbridge.engines import connect
 from esbridge.errors import ConfigError
 from esbridge.evaluation import plot, session
 from esbridge.evaluation.dataset import judged_queries
@@ -335,3 +336,18 @@ def test_reuse_of_an_index_holding_part_of_the_dataset_names_the_judged_document
     result = runner.invoke(main, ["eval", str(energy), "--reuse", *common])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["warnings"] == []
+
+
+def test_a_re_ranker_that_cannot_load_is_refused_before_the_corpus_is_ingested(
+    runner: CliRunner, energy: Path, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-cross-encoder"
+    args = ["eval", str(energy), "--engine", "embedded", "--index", "rerank-first", "--methods", "bm25,default+rerank"]
+    result = runner.invoke(main, args, env={"ESBRIDGE_PIPELINE__RERANK__MODEL": str(missing)})
+    assert result.exit_code == 1, result.output
+    assert f"re-ranker '{missing}': model folder {missing} does not exist" in result.stderr
+    engine = connect(load_settings(engine="embedded"))
+    try:
+        assert not engine.index_exists("rerank-first")  # nothing was embedded or written before the refusal
+    finally:
+        engine.close()
