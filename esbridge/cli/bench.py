@@ -123,7 +123,11 @@ def bench_command(
     for mode, count in report.errors_by_mode().items():
         click.echo(f"{mode:<18} {count} failed search(es), the last {report.failures[-1].at_s:g}s into the run")
     if report.partial:
-        click.echo(f"{len(report.partial)} answer(s) lacked shards, the last {report.partial[-1].at_s:g}s into the run")
+        first = report.partial[0]
+        click.echo(
+            f"{len(report.partial)} answer(s) lacked shards or a retriever, the last {report.partial[-1].at_s:g}s into "
+            f"the run; the first: {first.mode} at {first.at_s:g}s: {first.reason}"
+        )
     if report.failures:
         click.echo(
             f"first failure: {report.failures[0].mode} at {report.failures[0].at_s:g}s: {report.failures[0].reason}"
@@ -152,7 +156,8 @@ def _require_index(settings: Settings) -> None:
 def _bench_ingest(settings: Settings, dataset: Path, backends: str, documents: int, as_json: bool) -> None:
     from esbridge.evaluation.ingest_bench import measure_ingest
 
-    chosen = [backend.strip() for backend in backends.split(",") if backend.strip()]
+    # Once each: a backend named twice would be measured twice, and its second figure would replace the first.
+    chosen = list(dict.fromkeys(backend.strip() for backend in backends.split(",") if backend.strip()))
     unknown = sorted(name for name in chosen if not known_backend(name))
     if unknown or not chosen:
         raise click.BadParameter(

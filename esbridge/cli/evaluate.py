@@ -21,6 +21,7 @@ from esbridge.errors import ConfigError
 from esbridge.evaluation import collections, report, session
 from esbridge.evaluation.dataset import JudgedQueries, judged_queries, outside_corpus
 from esbridge.evaluation.methods import METHODS, Configuration, configurations
+from esbridge.evaluation.reranking import Rerankers
 from esbridge.ingest.run import IngestReport
 
 DEFAULT_METHODS = "bm25,knn,rrf,linear,dbsf,adaptive,default,native"
@@ -154,6 +155,15 @@ def _chosen(settings: Settings, methods: str, baseline: str) -> list[Configurati
     return chosen
 
 
+def _rerankers(chosen: list[Configuration]) -> Rerankers:
+    """The re-rankers of the configurations that re-rank, loaded before any ingest: one that cannot load is
+    refused at once, not after a corpus has been embedded."""
+    rerankers = Rerankers()
+    for configuration in chosen:
+        rerankers.get(configuration.pipeline.rerank)
+    return rerankers
+
+
 def _evaluate(
     settings: Settings,
     folder: Path,
@@ -166,11 +176,12 @@ def _evaluate(
     reuse: bool,
     as_json: bool,
     baseline: str,
+    rerankers: Rerankers,
 ) -> tuple[list[report.ResultRow], dict[str, Any], session.Session, list[str]]:
     """One collection, its index prepared, through every configuration: its rows, its summary, the
     session, and its warnings."""
     with query_progress(as_json, "queries", len(judged.queries)) as advance:
-        outcome = session.run(settings, judged, chosen, embedder, progress=advance)
+        outcome = session.run(settings, judged, chosen, embedder, progress=advance, rerankers=rerankers)
     rows = report.score(judged.qrels, outcome.outcomes, baseline)
     warnings = session.ingest_warnings(folder, ingested)
     if ingested is not None and (outside := outside_corpus(folder, split, judged)) is not None:
@@ -180,6 +191,8 @@ def _evaluate(
     answered = any(not runs.unavailable for runs in outcome.outcomes)
     if answered and not report.any_judged(judged.qrels, outcome.outcomes):
         warnings.append(not_held(folder, split, outcome.index, reuse=reuse))
+    elif ingested is None and (absent := session.absent_from_index(settings, split, judged)) is not None:
+        warnings.append(absent)  # part of the dataset, e.g. an ingest interrupted before --reuse
     summary = {
         **run_summary(folder, split, outcome, ingested),
         "baseline": baseline,
@@ -204,6 +217,7 @@ def _eval_one(
     settings, judged = prepare(dataset, split, limit, index, plot, flags)
     chosen = _chosen(settings, methods, baseline)
     with open_model(settings) as embedder:
+        rerankers = _rerankers(chosen)
         ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
         rows, summary, outcome, warnings = _evaluate(
             settings,
@@ -216,6 +230,7 @@ def _eval_one(
             reuse=reuse,
             as_json=as_json,
             baseline=baseline,
+            rerankers=rerankers,
         )
     if as_json:
         click.echo(json.dumps(summary, indent=2))
@@ -252,6 +267,7 @@ def _eval_several(
     results: list[collections.CollectionResult] = []
     warnings: list[str] = []
     with open_model(prepared[0][1]) as embedder:
+        rerankers = _rerankers([configuration for configs in chosen for configuration in configs])
         # Every index first (ingested, or checked with --reuse), so none is found missing after a long run;
         # once each: two splits of one folder share it.
         ingests: dict[str, IngestReport | None] = {}
@@ -273,6 +289,7 @@ def _eval_several(
                 reuse=reuse,
                 as_json=as_json,
                 baseline=baseline,
+                rerankers=rerankers,
             )
             values = collections.per_query(judged.qrels, outcome.outcomes)
             results.append(collections.CollectionResult(collection, rows, values, summary))

@@ -210,6 +210,16 @@ class Settings(BaseSettings):
             raise _conflict(
                 "url and auth.cloud_id both say which engine to reach: set only one", "url", "auth.cloud_id"
             )
+        # torch runs a model's own fp32 weights: an int8 asked for there would be ignored without a word.
+        for section, model in (("embedding", self.embedding), ("pipeline.rerank", self.pipeline.rerank)):
+            if model.backend == "torch" and model.precision == "int8" and "precision" in model.model_fields_set:
+                raise _conflict(
+                    f"{section}.precision 'int8' is for backend 'onnx' (ONNX Runtime's quantized weights), and "
+                    f"{section}.backend is 'torch', which runs the model's fp32 weights: set backend = 'onnx', or "
+                    "remove precision",
+                    f"{section}.backend",
+                    f"{section}.precision",
+                )
         return self
 
     @classmethod

@@ -91,7 +91,8 @@ class LatencyReport:
     skipped: dict[str, str] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
     partial: list[Failure] = field(default_factory=list)
-    """answers that lacked shards or were cut short by the engine's time limit"""
+    """answers that lacked shards or were cut short by the engine's time limit, and hybrid searches answered by one
+    retriever (the other failed): timed, but not what their mode names"""
     started: float = 0.0
     """``time.perf_counter()`` when the measured part began (``at_s`` counts from it)"""
 
@@ -275,6 +276,8 @@ async def _measure(
 def _partial(result: Any) -> str | None:
     """Why a measured answer (a SearchResult, a list of them, or a SearchResponse) lacked documents, if it did."""
     if isinstance(result, SearchResponse):
+        if result.search_mode in ("lexical-only", "semantic-only"):  # a hybrid search degraded: kNN or BM25 failed
+            return "; ".join([f"answered {result.search_mode}", *result.warnings])
         if not result.partial:
             return None
         return "; ".join(warning for warning in result.warnings if "partial results" in warning) or "partial"

@@ -79,9 +79,10 @@ def grouped_chart(table: Mapping[str, Mapping[str, float]], columns: Sequence[st
     axes.set_yticks([index + height * (len(columns) - 1) / 2 for index in range(len(names))])
     axes.set_yticklabels(names)
     axes.invert_yaxis()
-    axes.set_xlim(0, 1.05)
+    axes.set_xlim(0, 1.1)  # room for a value label beside a bar of 1
     axes.set_title(title)
-    axes.legend(loc="lower right", fontsize=8)
+    # Beside the bars, not over them: inside, it hid the longest bars (scores near 1) and their values.
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)

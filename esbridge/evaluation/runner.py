@@ -162,17 +162,19 @@ async def run_configurations(
     capabilities: Capabilities | None = None,
     progress: Callable[[int], None] = lambda n: None,
     fields: FieldMap = DEFAULT_FIELD_MAP,
+    rerankers: Rerankers | None = None,
 ) -> list[ConfigurationRuns]:
     """Each query through each configuration; retrieval shared by the configurations of a query.
 
     A native configuration answers only if the engine fuses itself (``search_mode`` ``native-hybrid``);
     otherwise it is reported unavailable with the reason, as it is when ``native_unavailable`` says so.
+    ``rerankers`` may hold re-rankers loaded beforehand.
     """
     depth = depth or Depth()
 
     memo = MemoEngine(engine)
     model = MemoEmbedder(embedder) if embedder is not None else None
-    rerankers = Rerankers()
+    rerankers = rerankers or Rerankers()
     outcomes = [ConfigurationRuns(configuration) for configuration in configurations]
     searchers: list[tuple[HybridSearcher, HybridSearcher | None]] = []
     for outcome in outcomes:

@@ -18,10 +18,12 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.errors import IndexNotFound, ReadOnlyIndex, SourceError
 from esbridge.evaluation.dataset import JudgedQueries
 from esbridge.evaluation.methods import Configuration
+from esbridge.evaluation.reranking import Rerankers
 from esbridge.evaluation.runner import ConfigurationRuns, Depth, run_configurations
 from esbridge.ingest.beir import CORPUS_FILE
 from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.progress import ProgressFactory, no_progress
+from esbridge.ingest.refusals import DOC_ID_BATCH
 from esbridge.ingest.run import IngestOptions, IngestReport, ingest
 from esbridge.mappings.lifecycle import IndexManager, parameters_from
 
@@ -90,6 +92,35 @@ def ingest_warnings(folder: Path, ingested: IngestReport | None) -> list[str]:
     ]
 
 
+def absent_from_index(settings: Settings, split: str, judged: JudgedQueries) -> str | None:
+    """With ``--reuse``: a warning naming the documents the split judges relevant that the index holds no chunk
+    of, or None. An ingest that was interrupted leaves part of the corpus out, and ``--reuse`` would otherwise
+    score what it left as if it were the dataset. Attached indices name their documents by their own field."""
+    if settings.attached:
+        return None
+    relevant = sorted({doc for docs in judged.qrels.values() for doc, relevance in docs.items() if relevance > 0})
+    adapter = connect(settings)
+    try:
+        held: set[str] = set()
+        for start in range(0, len(relevant), DOC_ID_BATCH):
+            query = {"terms": {"doc_id": relevant[start : start + DOC_ID_BATCH]}}
+            held.update(
+                str(hit.source.get("doc_id"))
+                for hit in adapter.scan(settings.index, query, ["doc_id"], sort_field="chunk_id")
+            )
+    finally:
+        adapter.close()
+    absent = [doc for doc in relevant if doc not in held]
+    if not absent:
+        return None
+    shown = ", ".join(repr(doc) for doc in absent[:3])
+    return (
+        f"index {settings.index} holds no chunk of {len(absent)} of the {len(relevant)} documents "
+        f"qrels/{split}.tsv judges relevant (e.g. {shown}), so no configuration can find them: it may hold only "
+        "part of this dataset (an ingest that did not finish?); run without --reuse to ingest what is missing"
+    )
+
+
 def _examples(failed: Sequence[dict[str, str]]) -> str:
     shown = "; ".join(f"{failure['id']}: {failure['reason']}" for failure in failed[:3])
     return f" ({shown}{'; ...' if len(failed) > 3 else ''})" if failed else ""
@@ -129,6 +160,7 @@ def run(
     *,
     depth: Depth | None = None,
     progress: Callable[[int], None] = lambda n: None,
+    rerankers: Rerankers | None = None,
 ) -> Session:
     kind = resolve_kind(settings)
     native_reason = None
@@ -153,6 +185,7 @@ def run(
                 capabilities=capabilities,
                 progress=progress,
                 fields=settings.field_map,
+                rerankers=rerankers,
             )
         finally:
             await engine.close()

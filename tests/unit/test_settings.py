@@ -373,3 +373,28 @@ def test_a_recency_rule_a_search_could_not_use_is_refused_when_the_file_is_read(
     path = write_toml(tmp_path / "recency.toml", f"[pipeline.recency]\n{lines}\n")
     with pytest.raises(ConfigError, match=rf"pipeline\.recency.*{message}"):
         load_settings(path)
+
+
+def test_int8_on_torch_is_refused_naming_where_each_setting_came_from(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # torch runs fp32 weights; an int8 there used to be ignored without a word.
+    settings_file = tmp_path / "esbridge.toml"
+    settings_file.write_text('[embedding]\nprecision = "int8"\n', encoding="utf-8")
+    monkeypatch.setenv("ESBRIDGE_EMBEDDING__BACKEND", "torch")
+    with pytest.raises(ConfigError) as refused:
+        load_settings(settings_file)
+    said = str(refused.value)
+    assert "embedding.precision 'int8' is for backend 'onnx'" in said
+    assert "embedding.backend from environment variable ESBRIDGE_EMBEDDING__BACKEND" in said
+    assert f"embedding.precision from config file {settings_file}" in said
+
+    settings_file.write_text('[pipeline.rerank]\nprecision = "int8"\n', encoding="utf-8")
+    monkeypatch.delenv("ESBRIDGE_EMBEDDING__BACKEND")
+    with pytest.raises(ConfigError, match=r"pipeline\.rerank\.precision 'int8' is for backend 'onnx'"):
+        load_settings(settings_file)
+
+    torch = load_settings(embedding={"backend": "torch"})  # its default int8 is the onnx backend's, not asked for
+    assert (torch.embedding.backend, torch.embedding.precision) == ("torch", "int8")
+    settings_file.write_text('[pipeline.rerank]\nbackend = "onnx"\nprecision = "int8"\n', encoding="utf-8")
+    assert load_settings(settings_file).pipeline.rerank.precision == "int8"

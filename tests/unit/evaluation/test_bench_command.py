@@ -78,6 +78,16 @@ def test_ingest_mode_measures_each_backend_on_a_scratch_index_and_drops_it(runne
         engine.close()
 
 
+def test_ingest_mode_measures_a_backend_named_twice_once(runner: CliRunner, energy: Path) -> None:
+    args = ["bench", str(energy), "--engine", "embedded", "--modes", "ingest"]
+    args += ["--backends", "onnx-int8,torch,onnx-int8"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == ["ingesting with onnx-int8 ...", "ingesting with torch ..."]
+    rows = [line.split()[0] for line in result.stdout.splitlines()[2:] if not line.startswith(" ")]
+    assert rows == ["onnx-int8", "torch"]
+
+
 def test_ingest_mode_runs_alone_and_knows_its_backends(runner: CliRunner, energy: Path) -> None:
     mixed = runner.invoke(main, ["bench", str(energy), "--engine", "embedded", "--modes", "ingest,bm25"])
     assert mixed.exit_code == 2

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from esbridge.cli import main
 from esbridge.config.settings import load_settings
+from esbridge.engines import connect
 from esbridge.errors import ConfigError
 from esbridge.evaluation import plot, session
 from esbridge.evaluation.dataset import judged_queries
@@ -309,3 +310,44 @@ def test_tune_on_the_test_split_warns_that_its_figures_become_in_sample(
     assert json.loads(result.stdout)["split"] == "test"
     help_text = runner.invoke(main, ["tune", "--help"]).stdout
     assert "never the test split" not in " ".join(help_text.split())
+
+
+def test_reuse_of_an_index_holding_part_of_the_dataset_names_the_judged_documents_it_lacks(
+    runner: CliRunner, energy: Path
+) -> None:
+    corpus = energy / "corpus.jsonl"
+    whole = corpus.read_text(encoding="utf-8")
+    corpus.write_text(whole.splitlines(keepends=True)[0], encoding="utf-8")  # as an ingest stopped after 'solar'
+    common = ["--engine", "embedded", "--methods", "bm25", "--json"]
+    assert runner.invoke(main, ["eval", str(energy), *common]).exit_code == 0
+    corpus.write_text(whole, encoding="utf-8")
+
+    result = runner.invoke(main, ["eval", str(energy), "--reuse", *common])
+    assert result.exit_code == 0, result.output
+    warning = (
+        "index eval-energy holds no chunk of 1 of the 2 documents qrels/test.tsv judges relevant (e.g. 'wind'), so no "
+        "configuration can find them: it may hold only part of this dataset (an ingest that did not finish?); run "
+        "without --reuse to ingest what is missing"
+    )
+    assert json.loads(result.stdout)["warnings"] == [warning]
+    assert f"warning: {warning}" in result.stderr
+
+    assert runner.invoke(main, ["eval", str(energy), *common]).exit_code == 0  # ingests 'wind'
+    result = runner.invoke(main, ["eval", str(energy), "--reuse", *common])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["warnings"] == []
+
+
+def test_a_re_ranker_that_cannot_load_is_refused_before_the_corpus_is_ingested(
+    runner: CliRunner, energy: Path, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-cross-encoder"
+    args = ["eval", str(energy), "--engine", "embedded", "--index", "rerank-first", "--methods", "bm25,default+rerank"]
+    result = runner.invoke(main, args, env={"ESBRIDGE_PIPELINE__RERANK__MODEL": str(missing)})
+    assert result.exit_code == 1, result.output
+    assert f"re-ranker '{missing}': model folder {missing} does not exist" in result.stderr
+    engine = connect(load_settings(engine="embedded"))
+    try:
+        assert not engine.index_exists("rerank-first")  # nothing was embedded or written before the refusal
+    finally:
+        engine.close()

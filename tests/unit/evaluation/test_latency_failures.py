@@ -44,3 +44,24 @@ def test_a_healthy_index_reports_no_failures_and_no_partial_answers(tmp_path: Pa
         "knn": 3,
         "hybrid": 3,
     }
+
+
+class _OtherModel(HashingEmbedder):
+    name = identity = "hashing-16"
+    dimension = 16
+
+
+def test_hybrid_answers_from_one_retriever_are_counted_as_partial(tmp_path: Path) -> None:
+    settings = load_settings(data_dir=tmp_path, index="notes")
+    engine = connect(settings)
+    try:
+        load_records(engine, "notes", HashingEmbedder(), tmp_path, RECORDS)
+    finally:
+        engine.close()
+    # Query vectors of another size: every kNN search fails, so each hybrid search is answered by BM25 alone.
+    report = measure(settings, QUERIES, _OtherModel(), modes=("knn", "hybrid"), warmup=0)
+    assert report.errors_by_mode() == {"knn": 3}
+    assert report.modes["hybrid"]["n"] == 3
+    assert [failure.mode for failure in report.partial] == ["hybrid"] * 3
+    assert all(failure.reason.startswith("answered lexical-only; ") for failure in report.partial)
+    assert report.as_json()["partial"] == 3
