@@ -167,7 +167,9 @@ async def search(request: Request, body: SearchRequest) -> SearchResponse:
         raise _invalid("body.query", f"must have at most {service.max_query_chars} characters")
     top_n_max = min(service.max_top_n, settings.pipeline.top_n_max)
     if body.top_n > top_n_max:
-        raise _invalid("body.top_n", f"must be at most {top_n_max}")
+        if "top_n" in body.model_fields_set:
+            raise _invalid("body.top_n", f"must be at most {top_n_max}")
+        body = body.model_copy(update={"top_n": top_n_max})  # the default (10) over a lower configured bound
     backend = _backend(request)
     if service.log_queries:
         request.state.query = body.query
