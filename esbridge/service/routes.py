@@ -98,6 +98,8 @@ def _check(request: Request, bearer: HTTPAuthorizationCredentials | None, header
     grant = keys.grant(given)
     if grant is None:
         message = "an API key is required" if given is None else "the API key is not accepted"
+        if given is None and request.headers.get("authorization"):  # Basic, a bare key, ...: not shown, it may be one
+            message += "; the Authorization header is read only as 'Bearer <key>' (or send X-API-Key: <key>)"
         raise ServiceError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
     if not grant.allows(scope):
         held = ", ".join(sorted(grant.scopes))
