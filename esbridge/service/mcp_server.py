@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, Literal
 
+import anyio
 import pydantic_core
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
@@ -210,4 +211,7 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
 
 
 def run_stdio(settings: Settings) -> None:
-    build_server(settings).run("stdio")
+    from esbridge.service.mcp_stdio import serve_stdio
+
+    server = build_server(settings)
+    anyio.run(serve_stdio, server)
