@@ -85,7 +85,7 @@ def bench_command(
             f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}", param_hint="'--modes'"
         )
     settings = settings_from(config_file, url=url, engine=engine, index=index)
-    check_top_n(top_n, settings)
+    top_n = check_top_n(top_n, settings)
     texts = list(judged_queries(dataset, split, limit).queries.values())
     _require_index(settings)
     # The model itself, not behind the on-disk cache: embedding time is part of what is measured. Like

@@ -43,7 +43,7 @@ def demo_command(url: str | None, engine: str | None, config_file: Path | None, 
     With no engine configured this runs on the embedded engine; with --url, on that cluster.
     """
     settings = settings_from(config_file, url=url, engine=engine, index=index)
-    check_top_n(top_n, settings)
+    top_n = check_top_n(top_n, settings)
     vault, queries = demo_files()
     embedder, problem = open_query_embedder(settings)
     if problem:

@@ -57,14 +57,19 @@ def top_n_option(default: int, what: str = "results") -> Callable[[F], F]:
     )
 
 
-def check_top_n(top_n: int, settings: Settings) -> None:
-    """Refuse, before any work, a ``--top-n`` the search would refuse."""
+def check_top_n(top_n: int, settings: Settings) -> int:
+    """The ``--top-n`` to search with. One given above ``pipeline.top_n_max`` is refused before any work, as the
+    search would refuse it; the option's default is lowered to that bound, since the user asked for no number."""
     top_n_max = settings.pipeline.top_n_max
-    if top_n > top_n_max:
-        raise click.BadParameter(
-            f"{top_n} is more than the setting pipeline.top_n_max ({top_n_max}); raise that setting to ask for more",
-            param_hint="'--top-n'",
-        )
+    if top_n <= top_n_max:
+        return top_n
+    context = click.get_current_context(silent=True)
+    if context is not None and context.get_parameter_source("top_n") is click.core.ParameterSource.DEFAULT:
+        return top_n_max
+    raise click.BadParameter(
+        f"{top_n} is more than the setting pipeline.top_n_max ({top_n_max}); raise that setting to ask for more",
+        param_hint="'--top-n'",
+    )
 
 
 def settings_from(config_file: Path | None = None, **flags: Any) -> Settings:

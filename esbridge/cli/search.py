@@ -85,7 +85,7 @@ def search_command(
     if allow_model_mismatch:
         allowed = settings.search.model_copy(update={"allow_model_mismatch": True})
         settings = settings.model_copy(update={"search": allowed})
-    check_top_n(top_n, settings)
+    top_n = check_top_n(top_n, settings)
     check_choices(fusion, category, settings)
     try:
         request = SearchRequest(

@@ -19,7 +19,7 @@ import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -29,6 +29,7 @@ from esbridge import __version__
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.errors import ConfigError
+from esbridge.query.models import SearchRequest
 from esbridge.service import errors
 from esbridge.service.auth import KeyRing
 from esbridge.service.backend import opened
@@ -73,6 +74,7 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None, load_mod
     )
     app.state.settings = settings
     app.state.keys = keys
+    app.openapi = lambda: _with_service_limits(app, settings)  # type: ignore[method-assign]
     app.state.metrics = metrics
     app.include_router(router)
     app.add_exception_handler(errors.ServiceError, errors.on_service_error)
@@ -115,6 +117,19 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None, load_mod
         app.add_middleware(LoopbackHost, on_refusal=lambda: metrics.errors.labels(kind="host_refused").inc())
     app.add_middleware(RequestObserver, metrics=metrics, log=service.access_log, queries=service.log_queries)
     return app
+
+
+def _with_service_limits(app: FastAPI, settings: Settings) -> dict[str, Any]:
+    """The OpenAPI document with the bounds this service enforces on top of the models' own (which the CLI and
+    the Python API share): a client generated from it then stays within them."""
+    document = FastAPI.openapi(app)  # made once (and again if the routes change), then the same dict
+    schemas = document["components"]["schemas"]
+    search = schemas["SearchRequest"]["properties"]
+    top_n_max = min(settings.service.max_top_n, settings.pipeline.top_n_max)
+    search["query"]["maxLength"] = settings.service.max_query_chars  # at most the model's own 4,096
+    search["top_n"].update(maximum=top_n_max, default=min(SearchRequest.model_fields["top_n"].default, top_n_max))
+    schemas["DocumentsRequest"]["properties"]["documents"]["maxItems"] = settings.service.max_documents
+    return document
 
 
 def reload_keys_on_sighup(keys: KeyRing) -> None:

@@ -164,7 +164,8 @@ async def on_validation_error(request: Request, exc: Exception) -> Response:
         return respond(request, ServiceError(415, "unsupported_media_type", message))
     if len(found) == 1 and found[0].get("type") == "json_invalid":
         return respond(request, invalid_json(_decode_error(found[0], exc.body)))
-    fields = [(_where(error.get("loc", ())), _message(error)) for error in exc.errors()]
+    query_chars = request.app.state.settings.service.max_query_chars
+    fields = [(_where(error.get("loc", ())), _message(error, query_chars)) for error in exc.errors()]
     message = "; ".join(f"{where}: {what}" for where, what in fields) or "invalid request"
     return respond(request, ServiceError(422, "validation", message, fields=fields))
 
@@ -225,5 +226,8 @@ def _where(loc: Sequence[Any]) -> str:
     return ".".join(str(part) for part in loc) or "body"
 
 
-def _message(error: Mapping[str, Any]) -> str:
+def _message(error: Mapping[str, Any], query_chars: int) -> str:
+    if tuple(error.get("loc", ())) == ("body", "query") and error.get("type") == "string_too_long":
+        # The model's own bound (4,096) is not the service's, which the route checks once the model has validated.
+        return f"must have at most {query_chars} characters"
     return str(error.get("msg", "invalid")).removeprefix("Value error, ")

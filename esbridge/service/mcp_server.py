@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, Literal
 
+import anyio
 import pydantic_core
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
@@ -146,13 +147,16 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
 
     # The SDK evaluates these annotations in module scope, so they cannot refer to ``settings``: the
     # upper bound of top_n (pipeline.top_n_max) is enforced by the searcher and listed through ``bounds``.
+    # The default may not exceed that bound, or a search that leaves top_n out would be refused.
+    default_top_n = min(SearchRequest.model_fields["top_n"].default, settings.pipeline.top_n_max)
+
     @server.strict_tool(
         description="Hybrid BM25 + kNN search of the index, fused; returns ranked results.",
         bounds={"top_n": {"maximum": settings.pipeline.top_n_max}},
     )
     async def search(
         query: Annotated[str, Field(min_length=1, max_length=4096, description="what to look for")],
-        top_n: Annotated[int, Field(ge=1, description="how many results")] = 10,
+        top_n: Annotated[int, Field(ge=1, description="how many results")] = default_top_n,
         fusion: Annotated[str | None, Field(description="qpp (the default), rrf, linear, dbsf or adaptive")] = None,
         weights: Annotated[dict[str, float] | None, Field(description="retriever -> weight, e.g. bm25, knn")] = None,
         filters: Annotated[Filters | None, Field(description="term filters, date ranges, lifecycle")] = None,
@@ -207,4 +211,7 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
 
 
 def run_stdio(settings: Settings) -> None:
-    build_server(settings).run("stdio")
+    from esbridge.service.mcp_stdio import serve_stdio
+
+    server = build_server(settings)
+    anyio.run(serve_stdio, server)

@@ -98,6 +98,8 @@ def _check(request: Request, bearer: HTTPAuthorizationCredentials | None, header
     grant = keys.grant(given)
     if grant is None:
         message = "an API key is required" if given is None else "the API key is not accepted"
+        if given is None and request.headers.get("authorization"):  # Basic, a bare key, ...: not shown, it may be one
+            message += "; the Authorization header is read only as 'Bearer <key>' (or send X-API-Key: <key>)"
         raise ServiceError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
     if not grant.allows(scope):
         held = ", ".join(sorted(grant.scopes))
@@ -167,7 +169,9 @@ async def search(request: Request, body: SearchRequest) -> SearchResponse:
         raise _invalid("body.query", f"must have at most {service.max_query_chars} characters")
     top_n_max = min(service.max_top_n, settings.pipeline.top_n_max)
     if body.top_n > top_n_max:
-        raise _invalid("body.top_n", f"must be at most {top_n_max}")
+        if "top_n" in body.model_fields_set:
+            raise _invalid("body.top_n", f"must be at most {top_n_max}")
+        body = body.model_copy(update={"top_n": top_n_max})  # the default (10) over a lower configured bound
     backend = _backend(request)
     if service.log_queries:
         request.state.query = body.query

@@ -97,3 +97,20 @@ def test_top_n_up_to_a_raised_setting_searches(
     result = CliRunner(env=env).invoke(main, ["search", "solar", "--top-n", "51", "--json", *notes])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["results"]
+
+
+def test_a_search_without_top_n_answers_when_the_setting_is_below_its_default(
+    notes: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(EMBEDDERS, "hashing", lambda settings: HashingEmbedder())
+    env = {
+        "ESBRIDGE_PIPELINE__TOP_N_MAX": "2",
+        "ESBRIDGE_EMBEDDING__PROVIDER": "hashing",
+        "ESBRIDGE_EMBEDDING__CACHE_DIR": str(tmp_path / "cache"),
+    }
+    result = CliRunner(env=env).invoke(main, ["search", "solar", "--json", *notes])
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.stdout)["results"]) == 2
+    asked = CliRunner(env=env).invoke(main, ["search", "solar", "--top-n", "3", *notes])
+    assert asked.exit_code == 2
+    assert "3 is more than the setting pipeline.top_n_max (2)" in asked.output

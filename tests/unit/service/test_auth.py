@@ -49,6 +49,20 @@ def test_writes_without_or_with_a_wrong_key_are_401(make_client: ClientFactory) 
             assert answer.json()["error"]["kind"] == "unauthorized"
 
 
+def test_a_key_in_an_authorization_header_of_another_scheme_is_refused_saying_how_to_send_it(
+    make_client: ClientFactory,
+) -> None:
+    client = make_client(api_keys=[KEY])
+    for header in (f"Basic {KEY}", KEY, "Bearer "):
+        answer = client.post("/v1/documents", json=DOCS, headers={"Authorization": header})
+        assert answer.status_code == 401
+        message = answer.json()["error"]["message"]
+        assert message == (
+            "an API key is required; the Authorization header is read only as 'Bearer <key>' (or send X-API-Key: <key>)"
+        )
+    assert client.post("/v1/documents", json=DOCS).json()["error"]["message"] == "an API key is required"
+
+
 def test_an_unauthenticated_write_is_refused_before_its_body_is_judged(make_client: ClientFactory) -> None:
     answer = make_client(api_keys=[KEY]).post("/v1/documents", json={"not": "valid"})
     assert answer.status_code == 401

@@ -21,8 +21,8 @@ from tests.support.hashing import HashingEmbedder
 from tests.unit.service.conftest import service_settings
 
 
-def call(name: str, arguments: dict[str, Any]) -> CallToolResult:
-    server = build_server(service_settings(), embedder=HashingEmbedder(), load_model=False)
+def call(name: str, arguments: dict[str, Any], settings: Settings | None = None) -> CallToolResult:
+    server = build_server(settings or service_settings(), embedder=HashingEmbedder(), load_model=False)
 
     async def session() -> CallToolResult:
         async with Client(server) as client:
@@ -69,6 +69,16 @@ def test_the_listed_top_n_has_the_bound_the_search_enforces() -> None:
     settings = service_settings().model_copy(update={"pipeline": PipelineSettings(top_n_max=20)})
     assert listed_input_schemas(settings)["search"]["properties"]["top_n"]["maximum"] == 20
     assert "top_n_max (50), got 51" in text(call("search", {"query": "x", "top_n": 51}))
+
+
+def test_a_search_without_top_n_answers_when_top_n_max_is_below_the_default(client: TestClient) -> None:
+    settings = service_settings().model_copy(update={"pipeline": PipelineSettings(top_n_max=2)})
+    assert listed_input_schemas(settings)["search"]["properties"]["top_n"]["default"] == 2
+    result = call("search", {"query": "energy"}, settings)
+    assert not result.is_error, text(result)
+    assert result.structured_content is not None
+    assert len(result.structured_content["results"]) == 2
+    assert "top_n_max (2), got 3" in text(call("search", {"query": "energy", "top_n": 3}, settings))
 
 
 def test_an_unknown_index_status_argument_is_refused() -> None:

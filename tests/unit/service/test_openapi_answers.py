@@ -47,3 +47,15 @@ def test_a_body_that_does_not_arrive_is_408_and_every_route_taking_a_body_declar
         for method in operations:
             if method in ("post", "delete"):
                 assert 408 in declared(document, method, path), (method, path)
+
+
+def test_the_openapi_document_lists_the_bounds_the_service_enforces(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY], max_query_chars=20, max_top_n=5, max_documents=2)
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    search = schemas["SearchRequest"]["properties"]
+    assert (search["query"]["maxLength"], search["top_n"]["maximum"], search["top_n"]["default"]) == (20, 5, 5)
+    assert schemas["DocumentsRequest"]["properties"]["documents"]["maxItems"] == 2
+    assert client.post("/v1/search", json={"query": "x" * 21}).status_code == 422
+    assert client.post("/v1/search", json={"query": "x", "top_n": 6}).status_code == 422
+    three = client.post("/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY})
+    assert three.status_code == 422

@@ -101,6 +101,22 @@ def test_query_length_and_top_n_are_limited_by_settings(make_client: ClientFacto
     many = search(client, query="x", top_n=6)
     assert (many.status_code, fields(many)) == (422, ["body.top_n"])
     assert "at most 5" in many.json()["error"]["message"]
+    beyond_the_model = search(client, query="x" * 5000)  # over SearchRequest's own 4,096 too
+    assert (beyond_the_model.status_code, fields(beyond_the_model)) == (422, ["body.query"])
+    assert beyond_the_model.json()["error"]["message"] == long.json()["error"]["message"]
+    assert long.json()["error"]["message"] == "body.query: must have at most 20 characters"
+
+
+def test_a_search_without_top_n_is_answered_when_the_configured_bound_is_below_the_default(
+    make_client: ClientFactory,
+) -> None:
+    client = make_client(api_keys=[KEY], max_top_n=2)
+    assert client.post("/v1/documents", json={"documents": RECORDS}, headers=WRITE).status_code == 200
+    answer = search(client, query="energy")  # top_n left out: its default, 10, is over the bound
+    assert answer.status_code == 200, answer.text
+    assert len(answer.json()["results"]) == 2
+    asked = search(client, query="energy", top_n=3)
+    assert (asked.status_code, fields(asked)) == (422, ["body.top_n"])
 
 
 def test_an_unknown_fusion_method_is_422(client: TestClient) -> None:

@@ -1,0 +1,72 @@
+"""The MCP server over stdio answers every request, one whose line holds a lone UTF-16 surrogate escape included:
+the SDK's transport cannot read such a line and would leave the agent waiting for an answer."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import anyio
+
+from esbridge.service.mcp_server import build_server
+from esbridge.service.mcp_stdio import serve_stdio
+from tests.support.hashing import HashingEmbedder
+from tests.unit.service.conftest import service_settings
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
+
+
+def search_line(request_id: Any, arguments: str) -> str:
+    """A tools/call line written by hand: json.dumps would escape a lone surrogate the same way, but this shows it."""
+    return (
+        f'{{"jsonrpc": "2.0", "id": {json.dumps(request_id)}, "method": "tools/call", '
+        f'"params": {{"name": "search", "arguments": {arguments}}}}}'
+    )
+
+
+def answers(*lines: str) -> dict[Any, dict[str, Any]]:
+    """The answers of a stdio session that sends ``lines`` after initializing, by request id."""
+    sent = [json.dumps(INITIALIZE), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), *lines]
+    stdin, stdout = io.StringIO("\n".join(sent) + "\n"), io.StringIO()
+    server = build_server(service_settings(), embedder=HashingEmbedder(), load_model=False)
+
+    async def session() -> None:
+        with anyio.fail_after(30):
+            await serve_stdio(server, anyio.wrap_file(stdin), anyio.wrap_file(stdout))
+
+    anyio.run(session)
+    found = [json.loads(line) for line in stdout.getvalue().splitlines() if line.strip()]
+    return {answer["id"]: answer for answer in found if "id" in answer}
+
+
+def test_a_request_holding_a_lone_surrogate_is_answered_naming_where_and_the_session_goes_on() -> None:
+    found = answers(
+        search_line(1, '{"query": "\\ud800abc"}'),
+        search_line("two", '{"query": "x", "weights": {"\\udc00": 1}}'),
+        '{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "\\ud800"}}',
+        search_line(3, '{"query": "   "}'),
+    )
+    assert found[1]["error"] == {
+        "code": -32602,
+        "message": "'params.arguments.query' is not valid text (it holds a lone UTF-16 surrogate: not UTF-8)",
+    }
+    assert found["two"]["error"]["message"] == (
+        "'params.arguments.weights.\\udc00' is not valid text (it holds a lone UTF-16 surrogate: not UTF-8)"
+    )
+    assert found[3]["result"]["isError"] is True  # the next request is answered as ever
+    assert "query must not be blank" in found[3]["result"]["content"][0]["text"]
+    assert set(found) == {0, 1, "two", 3}
+
+
+def test_a_whole_surrogate_pair_is_text_and_reaches_the_tool() -> None:
+    found = answers(search_line(1, '{"query": "solar \\ud83d\\ude00", "top_n": 0}'))
+    assert found[1]["result"]["isError"] is True
+    assert found[1]["result"]["content"][0]["text"] == (
+        "Error executing tool search: invalid arguments: top_n: Input should be greater than or equal to 1"
+    )
