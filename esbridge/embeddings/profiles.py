@@ -9,7 +9,9 @@ them costs quality silently, so every known model has a profile; settings can ov
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 Pooling = Literal["mean", "cls"]
@@ -82,6 +84,39 @@ def canonical_name(model: str) -> str | None:
     return _ALIASES.get(folded)
 
 
+def folder_model(model: str) -> str | None:
+    """The known model a local folder holds, by the folder's name: the model's own (``bge-small-en-v1.5``, as
+    ``huggingface-cli download --local-dir`` names it), esbridge's model folder's ``BAAI--bge-small-en-v1.5``, or
+    a hub cache's ``models--BAAI--bge-small-en-v1.5/snapshots/<commit>``. None for anything else."""
+    path = Path(model).expanduser()
+    if not path.is_dir():
+        return None
+    for part in reversed(path.resolve().parts[-3:]):
+        named = part.removeprefix("models--").replace("--", "/")
+        known = canonical_name(named) or canonical_name(named.rpartition("/")[2])
+        if known is not None:
+            return known
+    return None
+
+
+def folder_pooling(model: str) -> Pooling | None:
+    """The pooling a local sentence-transformers folder declares (``1_Pooling/config.json``: the [CLS] token's
+    state, or the mean of the tokens'), which its ONNX export beside it needs too; None where it declares
+    neither, or ``model`` is not a folder."""
+    config = Path(model).expanduser() / "1_Pooling" / "config.json"
+    try:
+        declared = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(declared, dict):
+        return None
+    if declared.get("pooling_mode_cls_token") is True:
+        return "cls"
+    if declared.get("pooling_mode_mean_tokens") is True:
+        return "mean"
+    return None
+
+
 def profile_for(
     model: str,
     *,
@@ -91,11 +126,13 @@ def profile_for(
     passage_prompt: str | None = None,
     max_tokens: int | None = None,
 ) -> ModelProfile:
-    """The known profile of ``model`` (``PLAIN`` when unknown) with each given field replacing its own."""
-    known = canonical_name(model)
+    """The known profile of ``model`` (by name, or a local folder's name; ``PLAIN`` when unknown), pooled as a
+    local folder declares, with each given field replacing its own."""
+    known = canonical_name(model) or folder_model(model)
     base = KNOWN_PROFILES[known] if known is not None else PLAIN
+    declared = folder_pooling(model)
     return ModelProfile(
-        pooling=base.pooling if pooling is None else pooling,
+        pooling=(declared or base.pooling) if pooling is None else pooling,
         normalize=base.normalize if normalize is None else normalize,
         query_prompt=base.query_prompt if query_prompt is None else query_prompt,
         passage_prompt=base.passage_prompt if passage_prompt is None else passage_prompt,

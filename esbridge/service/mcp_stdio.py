@@ -23,9 +23,13 @@ from esbridge.ingest.json_lines import surrogate_location
 
 
 async def serve_stdio(server: MCPServer, stdin: Any = None, stdout: Any = None) -> None:
-    """What ``server.run("stdio")`` does (the process's stdin and stdout unless given), with such requests answered."""
+    """What ``server.run("stdio")`` does (the process's stdin and stdout unless given), with such requests answered.
+    An SDK whose server no longer has the attribute its own stdio runner uses is run by that runner, without."""
+    lowlevel = getattr(server, "_lowlevel_server", None)  # as MCPServer.run_stdio_async runs it
+    if lowlevel is None and stdin is None and stdout is None:
+        await server.run_stdio_async()
+        return
     async with stdio_server(stdin, stdout) as (read_stream, write_stream):
-        lowlevel = server._lowlevel_server  # as MCPServer.run_stdio_async runs it
         answering = _AnsweringUnreadable(read_stream, write_stream)
         await lowlevel.run(answering, write_stream, lowlevel.create_initialization_options())
 

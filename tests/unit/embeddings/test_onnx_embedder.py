@@ -140,6 +140,25 @@ def test_prompted_models_rank_the_relevant_passage_first(name: str) -> None:
     assert embed_queries(model, ["x"]) != embed_passages(model, ["x"])
 
 
+def test_a_local_copy_of_a_known_model_embeds_as_the_model_does(tmp_path: Path) -> None:
+    """A folder downloaded under the model's name gets the model's pooling and query instruction, not mean
+    pooling without prompts: its vectors are the known model's."""
+    require_stored(BGE_SMALL, "int8")
+    known = load_model(EmbeddingSettings(model=BGE_SMALL, backend="onnx", precision="int8"))
+    copy = tmp_path / "bge-small-en-v1.5"
+    copy.mkdir()
+    for file in locate_onnx(BGE_SMALL, "int8").folder.iterdir():
+        (copy / file.name).symlink_to(file)
+    local = load_model(EmbeddingSettings(model=str(copy), backend="onnx", precision="int8"))
+    assert model_profile(local) == profile_for(BGE_SMALL)
+    for mine, theirs in zip(
+        embed_queries(local, TEXTS[:2]) + embed_passages(local, TEXTS[:2]),
+        embed_queries(known, TEXTS[:2]) + embed_passages(known, TEXTS[:2]),
+        strict=True,
+    ):
+        assert cosine(mine, theirs) > 0.9999
+
+
 def test_the_query_serving_child_process_runs_the_onnx_backend() -> None:
     require_stored(E5_SMALL, "int8")
     settings = EmbeddingSettings(model=E5_SMALL, backend="onnx", precision="int8")

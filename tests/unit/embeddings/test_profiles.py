@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +23,8 @@ from esbridge.embeddings.profiles import (
     PLAIN,
     ModelProfile,
     canonical_name,
+    folder_model,
+    folder_pooling,
     profile_for,
 )
 
@@ -113,3 +117,49 @@ def test_pooled_outputs_pass_through_and_rows_become_unit_length() -> None:
 def test_length_order_is_longest_first_and_stable() -> None:
     assert length_order([3, 9, 3, 5]) == [1, 3, 0, 2]
     assert length_order([]) == []
+
+
+@pytest.mark.parametrize(
+    ("parts", "known"),
+    [
+        (("bge-small-en-v1.5",), BGE_SMALL),  # huggingface-cli download --local-dir bge-small-en-v1.5
+        (("BAAI--bge-small-en-v1.5",), BGE_SMALL),  # esbridge's model folder
+        (("models--intfloat--e5-small-v2", "snapshots", "0123abcd"), E5_SMALL),  # a hub cache's snapshot
+        (("All-MiniLM-L6-v2",), MINILM),
+    ],
+)
+def test_a_local_folder_of_a_known_model_gets_its_profile(tmp_path: Path, parts: tuple[str, ...], known: str) -> None:
+    folder = tmp_path.joinpath(*parts)
+    folder.mkdir(parents=True)
+    assert folder_model(str(folder)) == known
+    assert profile_for(str(folder)) == profile_for(known)
+
+
+def test_a_folder_of_another_name_or_a_missing_one_is_not_taken_for_a_known_model(tmp_path: Path) -> None:
+    (tmp_path / "my-encoder").mkdir()
+    assert folder_model(str(tmp_path / "my-encoder")) is None
+    assert profile_for(str(tmp_path / "my-encoder")) == PLAIN
+    assert folder_model(str(tmp_path / "missing" / "bge-small-en-v1.5")) is None
+
+
+def _declares(folder: Path, **modes: bool) -> None:
+    (folder / "1_Pooling").mkdir(parents=True)
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 384, **modes}))
+
+
+def test_a_folder_pools_as_its_sentence_transformers_config_declares_unless_settings_say(tmp_path: Path) -> None:
+    unknown = tmp_path / "my-encoder"
+    _declares(unknown, pooling_mode_cls_token=True, pooling_mode_mean_tokens=False)
+    assert folder_pooling(str(unknown)) == "cls"
+    assert profile_for(str(unknown)) == ModelProfile(pooling="cls")
+    assert profile_for(str(unknown), pooling="mean").pooling == "mean"
+    renamed = tmp_path / "bge-small-en-v1.5"  # a known name holding a folder that declares otherwise
+    _declares(renamed, pooling_mode_cls_token=False, pooling_mode_mean_tokens=True)
+    assert profile_for(str(renamed)) == ModelProfile(pooling="mean", query_prompt=BGE_QUERY_INSTRUCTION, max_tokens=512)
+    undeclared = tmp_path / "other"
+    _declares(undeclared, pooling_mode_max_tokens=True)
+    (tmp_path / "broken" / "1_Pooling").mkdir(parents=True)
+    (tmp_path / "broken" / "1_Pooling" / "config.json").write_text("{not json")
+    assert folder_pooling(str(undeclared)) is None
+    assert folder_pooling(str(tmp_path / "broken")) is None
+    assert profile_for(str(tmp_path / "broken")) == PLAIN
