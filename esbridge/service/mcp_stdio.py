@@ -25,7 +25,7 @@ from esbridge.ingest.json_lines import surrogate_location
 async def serve_stdio(server: MCPServer, stdin: Any = None, stdout: Any = None) -> None:
     """What ``server.run("stdio")`` does (the process's stdin and stdout unless given), with such requests answered.
     An SDK whose server no longer has the attribute its own stdio runner uses is run by that runner, without."""
-    lowlevel = getattr(server, "_lowlevel_server", None)  # as MCPServer.run_stdio_async runs it
+    lowlevel: Any = getattr(server, "_lowlevel_server", None)  # as MCPServer.run_stdio_async runs it
     if lowlevel is None and stdin is None and stdout is None:
         await server.run_stdio_async()
         return
