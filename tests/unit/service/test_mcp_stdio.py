@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -30,19 +31,29 @@ def search_line(request_id: Any, arguments: str) -> str:
     )
 
 
-def answers(*lines: str) -> dict[Any, dict[str, Any]]:
-    """The answers of a stdio session that sends ``lines`` after initializing, by request id."""
+def answers(*lines: str, expected: int) -> dict[Any, dict[str, Any]]:
+    """The answers of a stdio session that sends ``lines`` after initializing, by request id. Its stdin stays open
+    until ``expected`` answers are out, as an agent's does: at the end of stdin the session ends, tool calls still
+    running with it."""
     sent = [json.dumps(INITIALIZE), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), *lines]
-    stdin, stdout = io.StringIO("\n".join(sent) + "\n"), io.StringIO()
+    stdout = io.StringIO()
     server = build_server(service_settings(), embedder=HashingEmbedder(), load_model=False)
+
+    def found() -> list[dict[str, Any]]:
+        return [json.loads(line) for line in stdout.getvalue().splitlines() if line.strip()]
+
+    async def stdin() -> AsyncIterator[str]:
+        for line in sent:
+            yield line + "\n"
+        while sum("id" in answer for answer in found()) < expected:
+            await anyio.sleep(0.01)
 
     async def session() -> None:
         with anyio.fail_after(30):
-            await serve_stdio(server, anyio.wrap_file(stdin), anyio.wrap_file(stdout))
+            await serve_stdio(server, stdin(), anyio.wrap_file(stdout))
 
     anyio.run(session)
-    found = [json.loads(line) for line in stdout.getvalue().splitlines() if line.strip()]
-    return {answer["id"]: answer for answer in found if "id" in answer}
+    return {answer["id"]: answer for answer in found() if "id" in answer}
 
 
 def test_a_request_holding_a_lone_surrogate_is_answered_naming_where_and_the_session_goes_on() -> None:
@@ -51,6 +62,7 @@ def test_a_request_holding_a_lone_surrogate_is_answered_naming_where_and_the_ses
         search_line("two", '{"query": "x", "weights": {"\\udc00": 1}}'),
         '{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "\\ud800"}}',
         search_line(3, '{"query": "   "}'),
+        expected=4,
     )
     assert found[1]["error"] == {
         "code": -32602,
@@ -65,7 +77,7 @@ def test_a_request_holding_a_lone_surrogate_is_answered_naming_where_and_the_ses
 
 
 def test_a_whole_surrogate_pair_is_text_and_reaches_the_tool() -> None:
-    found = answers(search_line(1, '{"query": "solar \\ud83d\\ude00", "top_n": 0}'))
+    found = answers(search_line(1, '{"query": "solar \\ud83d\\ude00", "top_n": 0}'), expected=2)
     assert found[1]["result"]["isError"] is True
     assert found[1]["result"]["content"][0]["text"] == (
         "Error executing tool search: invalid arguments: top_n: Input should be greater than or equal to 1"
