@@ -10,6 +10,7 @@ when the alias moves.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -205,13 +206,25 @@ class IndexManager:
                 index=self.alias,
             )
         name = version_name(self.alias, state.latest_version + 1)
-        self.engine.create_index(name, self.wanted_body())
+        self._create_version(name, self.wanted_body())
         try:
             self.engine.update_aliases([{"add": {"index": name, "alias": self.alias, "is_write_index": True}}])
-        except errors.EsbridgeError:
+        except BaseException:
             self.engine.delete_index(name, missing_ok=True)
             raise
         return name
+
+    def _create_version(self, name: str, body: dict[str, Any]) -> None:
+        """Create a new version. When the engine's answer is lost (Ctrl-C, a time-out) it may have made the index
+        all the same, so it is deleted rather than left behind empty; one that existed already is not this one's."""
+        try:
+            self.engine.create_index(name, body)
+        except errors.IndexAlreadyExists:
+            raise
+        except BaseException:
+            with contextlib.suppress(errors.EsbridgeError):
+                self.engine.delete_index(name, missing_ok=True)
+            raise
 
     def ensure(self) -> str:
         """The current index, created first if the alias has none."""
@@ -263,7 +276,7 @@ class IndexManager:
         server_side = self.server_features.get("reindex", True) and not left_out
         # A reindex killed before it could lift its block leaves it; the next one then finds it blocked.
         lift_block = not write_blocked(self.engine.get_index_settings(old))
-        self.engine.create_index(new, self.body_carrying_model(old))
+        self._create_version(new, self.body_carrying_model(old))
         try:
             self.engine.set_write_block(old, True)
             self.engine.refresh(old)  # writes that finished before the block must be visible to the copy
