@@ -32,6 +32,10 @@ from esbridge.errors import ConfigError, ModelMismatch
 META_KEY = "esbridge_model"
 """The key of the identity in the index mapping's ``_meta``."""
 
+PENDING_KEY = "esbridge_model_pending"
+"""The key of the model an ingest is re-embedding the index with, in ``_meta`` until that run records it: while it
+is there, the index may hold vectors of both models."""
+
 SAME_MODEL_COSINE = 0.9
 """Stored vectors whose cosine with a model's vectors of the same texts is at least this were made by that
 model: between backends and precisions of one model the lowest cosine measured was 0.9875, between two

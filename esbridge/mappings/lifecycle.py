@@ -18,7 +18,7 @@ from typing import Any
 
 from esbridge import errors
 from esbridge.config.settings import Settings
-from esbridge.embeddings.identity import META_KEY
+from esbridge.embeddings.identity import META_KEY, PENDING_KEY
 from esbridge.engines.base import Engine, IndexInfo
 from esbridge.engines.blocks import write_blocked
 from esbridge.engines.capabilities import Capabilities
@@ -157,11 +157,13 @@ class IndexManager:
         return render_index(self.engine.dialect, self.params)
 
     def body_carrying_model(self, source: str) -> dict[str, Any]:
-        """The wanted body, with the model ``source`` records: a copy holds the same vectors."""
+        """The wanted body, with the model ``source`` records (and the one it is being re-embedded with): a copy
+        holds the same vectors."""
         body = self.wanted_body()
-        recorded = (self.engine.get_mapping(source).get("_meta") or {}).get(META_KEY)
-        if recorded is not None:
-            body["mappings"]["_meta"] = {**body["mappings"].get("_meta", {}), META_KEY: recorded}
+        meta = self.engine.get_mapping(source).get("_meta") or {}
+        carried = {key: meta[key] for key in (META_KEY, PENDING_KEY) if meta.get(key) is not None}
+        if carried:
+            body["mappings"]["_meta"] = {**body["mappings"].get("_meta", {}), **carried}
         return body
 
     def state(self) -> AliasState:
