@@ -34,7 +34,7 @@ from esbridge.embeddings.identity import (
     compare,
     identity_of,
     mismatch_error,
-    parse_identity,
+    pending_identity,
     recorded_identity,
     unrecorded_mismatch,
     with_identity,
@@ -65,7 +65,7 @@ def plan_model(engine: Engine, index: str, mapping: Mapping[str, Any], embedder:
         return ModelPlan()
     current = identity_of(embedder)
     recorded = recorded_identity(mapping, index)
-    pending = _pending_identity(mapping, index)
+    pending = pending_identity(mapping, index)
     if pending is not None and not compare(pending, current).compatible:
         # The record does not say which chunks that run rewrote, and their hashes are unchanged.
         return ModelPlan(
@@ -147,16 +147,6 @@ def mark_reembedding(engine: Engine, index: str, identity: ModelIdentity) -> Non
     for concrete in engine.alias_targets(index) or [index]:
         meta = engine.get_mapping(concrete).get("_meta") or {}
         engine.put_meta(concrete, {**meta, PENDING_KEY: identity.to_meta()})
-
-
-def _pending_identity(mapping: Mapping[str, Any], index: str) -> ModelIdentity | None:
-    meta = mapping.get("_meta") or {}
-    pending = meta.get(PENDING_KEY) if isinstance(meta, Mapping) else None
-    if pending is None:
-        return None
-    return parse_identity(
-        pending, f"index {index} names the model it was being re-embedded with in _meta.{PENDING_KEY}, but the record"
-    )
 
 
 def stored_with_vectors(engine: Engine, index: str, *, skip: Collection[str] = ()) -> list[Hit]:

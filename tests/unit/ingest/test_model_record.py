@@ -6,6 +6,7 @@ deterministic models."""
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -15,7 +16,7 @@ import pytest
 from esbridge.embeddings.identity import identity_of, recorded_identity
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.embedded import EmbeddedEngine
-from esbridge.errors import ModelMismatch
+from esbridge.errors import EsbridgeWarning, ModelMismatch
 from esbridge.ingest.documents import EMBEDDED
 from esbridge.ingest.embed_missing import embed_missing
 from esbridge.ingest.run import IngestOptions, IngestReport, ingest
@@ -233,3 +234,18 @@ def test_a_re_embedding_that_stopped_half_way_converges_with_either_model(
         reference.close()
     settled = run(engine, tmp_path, "first", FIRST, model)
     assert (settled.unchanged, settled.embedded) == (len(FIRST), 0), "the mark went with the record"
+
+
+def test_an_export_of_an_unfinished_re_embedding_warns_that_the_header_is_not_every_vectors_model(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    stop_a_re_embedding(engine, tmp_path)
+    manager = IndexManager(engine, "notes", IndexParameters(dimension=32))
+    with pytest.warns(
+        EsbridgeWarning, match="notes-v1 was being re-embedded with other-hashing-32 by an ingest that did"
+    ):
+        export_to_file(engine, manager, tmp_path / "notes.jsonl")
+    run(engine, tmp_path, "first", FIRST, HashingEmbedder())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        export_to_file(engine, manager, tmp_path / "notes.jsonl")
