@@ -104,6 +104,7 @@ def list_(url: str | None, engine: str | None, config_file: Path | None, index: 
     settings = settings_from(config_file, url=url, engine=engine, index=index)
     with engine_session(settings) as adapter:
         state = index_manager(settings, adapter).state()
+        concrete = not state.versions and adapter.index_exists(state.alias)
     if as_json:
         versions = [
             {
@@ -117,6 +118,11 @@ def list_(url: str | None, engine: str | None, config_file: Path | None, index: 
             for info in state.versions
         ]
         click.echo(json.dumps({"alias": state.alias, "current": state.current, "versions": versions}, indent=2))
+        return
+    if concrete:  # `index create` refuses that name
+        click.echo(
+            f"{state.alias} is an index, not an alias over versions ({state.alias}-v1, ...) as esbridge makes them"
+        )
         return
     if not state.versions:
         click.echo(f"no index versions for alias {state.alias}; run `esbridge index create`")

@@ -32,6 +32,10 @@ from esbridge.errors import ConfigError, ModelMismatch
 META_KEY = "esbridge_model"
 """The key of the identity in the index mapping's ``_meta``."""
 
+PENDING_KEY = "esbridge_model_pending"
+"""The key of the model an ingest is re-embedding the index with, in ``_meta`` until that run records it: while it
+is there, the index may hold vectors of both models."""
+
 SAME_MODEL_COSINE = 0.9
 """Stored vectors whose cosine with a model's vectors of the same texts is at least this were made by that
 model: between backends and precisions of one model the lowest cosine measured was 0.9875, between two
@@ -151,6 +155,25 @@ def recorded_identity(mapping: Mapping[str, Any], index: str) -> ModelIdentity |
     if recorded is None:
         return None
     return parse_identity(recorded, f"index {index} records its model in _meta.{META_KEY}, but the record")
+
+
+def pending_identity(mapping: Mapping[str, Any], index: str) -> ModelIdentity | None:
+    """The model an ingest began to re-embed ``index`` with and has not recorded yet (``PENDING_KEY``); None when
+    no re-embedding is unfinished."""
+    meta = mapping.get("_meta") or {}
+    pending = meta.get(PENDING_KEY) if isinstance(meta, Mapping) else None
+    if pending is None:
+        return None
+    what = f"index {index} names the model it is being re-embedded with in _meta.{PENDING_KEY}, but that record"
+    return parse_identity(pending, what)
+
+
+def unfinished_warning(index: str, pending: ModelIdentity) -> str:
+    """What a search or an export of ``index`` says while a re-embedding with ``pending`` is unfinished."""
+    return (
+        f"index {index} was being re-embedded with {pending.name} by an ingest that did not finish: some of its "
+        f"vectors may be {pending.name}'s, others the recorded model's; run `esbridge ingest` again to finish it"
+    )
 
 
 def parse_identity(value: Any, what: str) -> ModelIdentity:

@@ -10,7 +10,10 @@ The record must never name a model whose vectors are not all written. So an inge
   chunks by the run's writes and every other chunk from the text the index holds
   (``stored_with_vectors``, ``reembed_stored``), and the new model is recorded only when all of that
   succeeded; a run that failed half-way leaves the old record, so running it again re-embeds again
-  and converges;
+  and converges. Before its first write it marks the index as being re-embedded (``mark_reembedding``),
+  and recording the new model removes the mark: a later run with the old model, which the record still
+  names, finds the mark and re-embeds every chunk too, since the chunks the stopped run wrote hold the
+  other model's vectors under unchanged hashes;
 * it records nothing but holds vectors (an index made before esbridge recorded models): the vectors
   say which model made them (``vector_agreement``). If the run's model gives the same vectors for
   a few stored chunks' texts, it is recorded after the writes; if not, every chunk is re-embedded as for
@@ -25,11 +28,13 @@ from typing import Any
 
 from esbridge.embeddings.base import Embedder, embed_passages
 from esbridge.embeddings.identity import (
+    PENDING_KEY,
     SAME_MODEL_COSINE,
     ModelIdentity,
     compare,
     identity_of,
     mismatch_error,
+    pending_identity,
     recorded_identity,
     unrecorded_mismatch,
     with_identity,
@@ -60,6 +65,15 @@ def plan_model(engine: Engine, index: str, mapping: Mapping[str, Any], embedder:
         return ModelPlan()
     current = identity_of(embedder)
     recorded = recorded_identity(mapping, index)
+    pending = pending_identity(mapping, index)
+    if pending is not None and not compare(pending, current).compatible:
+        # The record does not say which chunks that run rewrote, and their hashes are unchanged.
+        return ModelPlan(
+            reembed=True,
+            record=current,
+            warning=f"index {index} was being re-embedded with {pending.name} by a run that did not finish, so some "
+            f"of its vectors may be {pending.name}'s: every chunk is embedded again with {current.name}",
+        )
     if recorded is None:
         vectors = engine.search(index, {"size": 0, "track_total_hits": True, "query": WITH_VECTOR}).total
         if vectors == 0:
@@ -118,10 +132,21 @@ def holds_vectors(engine: Engine, index: str) -> bool:
 
 
 def record_model(engine: Engine, index: str, identity: ModelIdentity) -> None:
-    """Write ``identity`` into the ``_meta`` of the index behind ``index``, keeping the rest of ``_meta``."""
+    """Write ``identity`` into the ``_meta`` of the index behind ``index``, keeping the rest of ``_meta`` but the
+    mark of a re-embedding (``mark_reembedding``), which is done now."""
     for concrete in engine.alias_targets(index) or [index]:
         meta = engine.get_mapping(concrete).get("_meta") or {}
-        engine.put_meta(concrete, with_identity(meta, identity))
+        kept = {key: value for key, value in meta.items() if key != PENDING_KEY}
+        engine.put_meta(concrete, with_identity(kept, identity))
+
+
+def mark_reembedding(engine: Engine, index: str, identity: ModelIdentity) -> None:
+    """Say in ``_meta``, before the first vector of ``identity`` is written, that the index is being re-embedded
+    with it: a run that stops half-way leaves the old record, and a later run with the old model must then
+    re-embed too, as the chunks already written hold the other model's vectors under unchanged hashes."""
+    for concrete in engine.alias_targets(index) or [index]:
+        meta = engine.get_mapping(concrete).get("_meta") or {}
+        engine.put_meta(concrete, {**meta, PENDING_KEY: identity.to_meta()})
 
 
 def stored_with_vectors(engine: Engine, index: str, *, skip: Collection[str] = ()) -> list[Hit]:

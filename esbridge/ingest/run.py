@@ -30,6 +30,7 @@ from esbridge.ingest.documents import EMBEDDED, index_document
 from esbridge.ingest.markdown import is_text
 from esbridge.ingest.model import Chunk, Problem
 from esbridge.ingest.model_record import (
+    mark_reembedding,
     plan_model,
     record_model,
     reembed_stored,
@@ -190,6 +191,8 @@ def ingest(
             )
     model = plan_model(engine, index, mapping, embedder)
     report.warnings.extend([model.warning] if model.warning else [])
+    if model.reembed and model.record is not None:
+        mark_reembedding(engine, index, model.record)
 
     with _Timer(timings, "index_s"):
         refuse_foreign_documents(engine, path, index, source, chunks)

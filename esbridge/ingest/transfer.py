@@ -26,7 +26,14 @@ from typing import IO, Any
 
 from esbridge import errors
 from esbridge.config.files import creation_mode
-from esbridge.embeddings.identity import ModelIdentity, compare, parse_identity, recorded_identity
+from esbridge.embeddings.identity import (
+    ModelIdentity,
+    compare,
+    parse_identity,
+    pending_identity,
+    recorded_identity,
+    unfinished_warning,
+)
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.engines.vector_options import unavailable
@@ -51,9 +58,13 @@ def export_chunks(engine: Engine, manager: IndexManager, out: IO[str]) -> int:
     index = manager.current()
     params = live_parameters(engine, index, manager.params)
     header = {"format": FORMAT, "version": VERSION, "parameters": asdict(params), "chunks": engine.count(index)}
-    recorded = recorded_identity(engine.get_mapping(index), index)
+    mapping = engine.get_mapping(index)
+    recorded = recorded_identity(mapping, index)
     if recorded is not None:  # the importing index then records the model its vectors came from
         header["model"] = recorded.to_meta()
+    pending = pending_identity(mapping, index)
+    if pending is not None:  # the header's model is not that of every vector
+        warnings.warn(unfinished_warning(index, pending), errors.EsbridgeWarning, stacklevel=2)
     out.write(json.dumps(header) + "\n")
     written = 0
     for hit in engine.scan(index, {"match_all": {}}, STORED_FIELDS, sort_field="chunk_id"):

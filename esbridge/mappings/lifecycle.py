@@ -10,6 +10,7 @@ when the alias moves.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -17,7 +18,7 @@ from typing import Any
 
 from esbridge import errors
 from esbridge.config.settings import Settings
-from esbridge.embeddings.identity import META_KEY
+from esbridge.embeddings.identity import META_KEY, PENDING_KEY
 from esbridge.engines.base import Engine, IndexInfo
 from esbridge.engines.blocks import write_blocked
 from esbridge.engines.capabilities import Capabilities
@@ -156,11 +157,13 @@ class IndexManager:
         return render_index(self.engine.dialect, self.params)
 
     def body_carrying_model(self, source: str) -> dict[str, Any]:
-        """The wanted body, with the model ``source`` records: a copy holds the same vectors."""
+        """The wanted body, with the model ``source`` records (and the one it is being re-embedded with): a copy
+        holds the same vectors."""
         body = self.wanted_body()
-        recorded = (self.engine.get_mapping(source).get("_meta") or {}).get(META_KEY)
-        if recorded is not None:
-            body["mappings"]["_meta"] = {**body["mappings"].get("_meta", {}), META_KEY: recorded}
+        meta = self.engine.get_mapping(source).get("_meta") or {}
+        carried = {key: meta[key] for key in (META_KEY, PENDING_KEY) if meta.get(key) is not None}
+        if carried:
+            body["mappings"]["_meta"] = {**body["mappings"].get("_meta", {}), **carried}
         return body
 
     def state(self) -> AliasState:
@@ -205,13 +208,25 @@ class IndexManager:
                 index=self.alias,
             )
         name = version_name(self.alias, state.latest_version + 1)
-        self.engine.create_index(name, self.wanted_body())
+        self._create_version(name, self.wanted_body())
         try:
             self.engine.update_aliases([{"add": {"index": name, "alias": self.alias, "is_write_index": True}}])
-        except errors.EsbridgeError:
+        except BaseException:
             self.engine.delete_index(name, missing_ok=True)
             raise
         return name
+
+    def _create_version(self, name: str, body: dict[str, Any]) -> None:
+        """Create a new version. When the engine's answer is lost (Ctrl-C, a time-out) it may have made the index
+        all the same, so it is deleted rather than left behind empty; one that existed already is not this one's."""
+        try:
+            self.engine.create_index(name, body)
+        except errors.IndexAlreadyExists:
+            raise
+        except BaseException:
+            with contextlib.suppress(errors.EsbridgeError):
+                self.engine.delete_index(name, missing_ok=True)
+            raise
 
     def ensure(self) -> str:
         """The current index, created first if the alias has none."""
@@ -263,7 +278,7 @@ class IndexManager:
         server_side = self.server_features.get("reindex", True) and not left_out
         # A reindex killed before it could lift its block leaves it; the next one then finds it blocked.
         lift_block = not write_blocked(self.engine.get_index_settings(old))
-        self.engine.create_index(new, self.body_carrying_model(old))
+        self._create_version(new, self.body_carrying_model(old))
         try:
             self.engine.set_write_block(old, True)
             self.engine.refresh(old)  # writes that finished before the block must be visible to the copy

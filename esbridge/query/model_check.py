@@ -22,7 +22,9 @@ from esbridge.embeddings.identity import (
     compare,
     mismatch_error,
     mismatch_warning,
+    pending_identity,
     recorded_identity,
+    unfinished_warning,
     unrecorded_mismatch,
     unrecorded_mismatch_warning,
 )
@@ -61,6 +63,7 @@ class ModelGuard:
         self._recorded: tuple[float, ModelIdentity | str | None] | None = None
         self._agreement = agreement
         self._esbridge_made = False
+        self._pending: ModelIdentity | None = None
         self._agreed: tuple[float, float | None] | None = None
 
     async def recorded(self) -> ModelIdentity | str | None:
@@ -71,6 +74,7 @@ class ModelGuard:
             try:
                 mapping = await self._read()
                 found: ModelIdentity | str | None = recorded_identity(mapping, self.index)
+                self._pending = pending_identity(mapping, self.index)
                 meta = mapping.get("_meta")
                 self._esbridge_made = isinstance(meta, Mapping) and SCHEMA_META_KEY in meta
             except errors.EngineError as exc:
@@ -92,6 +96,9 @@ class ModelGuard:
             return recorded
         verdict = compare(recorded, self.query)
         if verdict.compatible:
+            pending = self._pending
+            if pending is not None and not compare(pending, self.query).compatible:
+                return unfinished_warning(self.index, pending)
             return None
         if not self.allow_mismatch:
             raise mismatch_error(self.index, recorded, self.query, verdict)

@@ -6,16 +6,17 @@ deterministic models."""
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from esbridge.embeddings.identity import identity_of, recorded_identity
-from esbridge.engines.base import BulkAction
+from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.embedded import EmbeddedEngine
-from esbridge.errors import ModelMismatch
+from esbridge.errors import EsbridgeWarning, ModelMismatch
 from esbridge.ingest.documents import EMBEDDED
 from esbridge.ingest.embed_missing import embed_missing
 from esbridge.ingest.run import IngestOptions, IngestReport, ingest
@@ -174,3 +175,77 @@ def test_a_reindex_and_an_export_carry_the_record(engine: EmbeddedEngine, tmp_pa
     imported, failed = import_chunks(engine, "copy", export)
     assert (imported, failed) == (len(FIRST), [])
     assert recorded_identity(engine.get_mapping("copy"), "copy") == identity_of(HashingEmbedder())
+
+
+class StopsAfterFirstWrite:
+    """The embedded engine, except that the run is stopped (Ctrl-C) at its second bulk write."""
+
+    def __init__(self, engine: EmbeddedEngine) -> None:
+        self._engine = engine
+        self.bulks = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def bulk(self, index: str, actions: Sequence[BulkAction], **kwargs: Any) -> Any:
+        self.bulks += 1
+        if self.bulks > 1:
+            raise KeyboardInterrupt
+        return self._engine.bulk(index, actions, **kwargs)
+
+
+def stop_a_re_embedding(engine: EmbeddedEngine, tmp_path: Path) -> None:
+    """Index both sources with one model, then stop a run with another after it rewrote the first source's chunks
+    (their hashes unchanged) and before the second's."""
+    run(engine, tmp_path, "first", FIRST, HashingEmbedder())
+    run(engine, tmp_path, "second", SECOND, HashingEmbedder())
+    manager = IndexManager(engine, "notes", IndexParameters(dimension=32))
+    stopping = cast(Engine, StopsAfterFirstWrite(engine))
+    with pytest.raises(KeyboardInterrupt):  # the first source's chunks got the other model's vectors, not the rest
+        ingest(
+            tmp_path / "first.jsonl",
+            engine=stopping,
+            manager=manager,
+            embedder=OtherHashingEmbedder(),
+            options=IngestOptions(source="first"),
+        )
+    assert recorded_name(engine) == "hashing-32"
+
+
+@pytest.mark.parametrize("then", [HashingEmbedder, OtherHashingEmbedder])
+@pytest.mark.parametrize("reindexed", [False, True])
+def test_a_re_embedding_that_stopped_half_way_converges_with_either_model(
+    engine: EmbeddedEngine, tmp_path: Path, then: type[HashingEmbedder], reindexed: bool
+) -> None:
+    stop_a_re_embedding(engine, tmp_path)
+    if reindexed:  # the new version carries the mark with the record
+        IndexManager(engine, "notes", IndexParameters(dimension=32)).reindex()
+    model = then()
+    report = run(engine, tmp_path, "first", FIRST, model)  # the hashes are unchanged
+    assert (report.failed, report.embedded, report.model_recorded) == ([], len(RECORDS), model.name)
+    assert recorded_name(engine) == model.name
+
+    reference = EmbeddedEngine(tmp_path / "reference")
+    try:
+        run(reference, tmp_path, "first", FIRST, model)
+        run(reference, tmp_path, "second", SECOND, model)
+        assert vectors(engine) == vectors(reference), "every vector is the run's model's"
+    finally:
+        reference.close()
+    settled = run(engine, tmp_path, "first", FIRST, model)
+    assert (settled.unchanged, settled.embedded) == (len(FIRST), 0), "the mark went with the record"
+
+
+def test_an_export_of_an_unfinished_re_embedding_warns_that_the_header_is_not_every_vectors_model(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    stop_a_re_embedding(engine, tmp_path)
+    manager = IndexManager(engine, "notes", IndexParameters(dimension=32))
+    with pytest.warns(
+        EsbridgeWarning, match="notes-v1 was being re-embedded with other-hashing-32 by an ingest that did"
+    ):
+        export_to_file(engine, manager, tmp_path / "notes.jsonl")
+    run(engine, tmp_path, "first", FIRST, HashingEmbedder())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        export_to_file(engine, manager, tmp_path / "notes.jsonl")

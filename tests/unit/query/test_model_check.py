@@ -16,6 +16,7 @@ from esbridge.engines.base import BulkAction, SearchResult
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.errors import AuthorizationError, ModelMismatch
 from esbridge.ingest.documents import EMBEDDED
+from esbridge.ingest.model_record import mark_reembedding, record_model
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.factory import build_searcher, model_guard
@@ -161,3 +162,14 @@ def test_a_mapping_that_cannot_be_read_leaves_the_search_unchecked_with_a_warnin
     assert warning is not None
     assert warning.startswith("the query model was not checked against the index's: its mapping could not be read")
     assert "no view_index_metadata" in warning
+
+
+def test_an_unfinished_re_embedding_is_searched_with_a_warning(engine: EmbeddedEngine, tmp_path: Path) -> None:
+    load_records(engine, "notes", HashingEmbedder(), tmp_path, RECORDS)
+    mark_reembedding(engine, "notes", identity_of(OtherHashingEmbedder()))  # as a run that then stopped left it
+    response, _ = search(engine, HashingEmbedder())
+    (warning,) = response.warnings
+    assert warning.startswith("index notes was being re-embedded with other-hashing-32 by an ingest that did not")
+    assert "run `esbridge ingest` again to finish it" in warning
+    record_model(engine, "notes", identity_of(HashingEmbedder()))
+    assert search(engine, HashingEmbedder())[0].warnings == [], "recording the model ends it"
