@@ -21,7 +21,8 @@ from esbridge.evaluation.collections import parse_collection
 from esbridge.evaluation.dataset import judged_queries
 from esbridge.evaluation.methods import configurations
 from esbridge.ingest.run import IngestOptions, ingest
-from esbridge.mappings.lifecycle import IndexManager, parameters_from
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.parameters import parameters_from
 
 
 def main() -> None:

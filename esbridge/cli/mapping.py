@@ -21,7 +21,7 @@ from esbridge.cli.options import (
 )
 from esbridge.engines.factory import resolve_kind
 from esbridge.mappings.diff import MappingDiff
-from esbridge.mappings.lifecycle import parameters_from
+from esbridge.mappings.parameters import parameters_from
 from esbridge.mappings.schema import render_index
 
 

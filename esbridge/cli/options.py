@@ -14,7 +14,8 @@ from esbridge.config.fields import WRITE_ATTACHED_FLAG
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.settings import CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE, Settings, load_settings
 from esbridge.engines import Engine, connect
-from esbridge.mappings.lifecycle import IndexManager, parameters_from
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.parameters import parameters_from
 
 F = TypeVar("F", bound=Callable[..., Any])
 

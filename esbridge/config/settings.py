@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 from pydantic_settings import (
@@ -35,6 +35,7 @@ from esbridge.config.embedding import EmbeddingSettings as EmbeddingSettings  # 
 from esbridge.config.environment import nearest_setting, warn_unknown_variables
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.file_secrets import warn_if_readable_by_others
+from esbridge.config.mapping import MappingSettings
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.search import SearchSettings
 from esbridge.config.service import ServiceSettings
@@ -47,32 +48,6 @@ CONFIG_FILE_ENV = "ESBRIDGE_CONFIG"
 
 # Elasticsearch/OpenSearch index naming rules: lowercase, no \ / * ? " < > | space , #, not starting with - _ +.
 _INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,199}$")
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-# Lucene's k1 with a lower b than its 0.75: on the mean over SciFact train, CISI and MED it gives BM25
-# alone and the default hybrid their best figures of the points tried (docs/evaluation.md).
-DEFAULT_BM25_K1 = 1.2
-DEFAULT_BM25_B = 0.4
-
-
-class MappingSettings(_Section):
-    """Index parameters: HNSW graph and BM25. Changing any but ef_search needs a new index version."""
-
-    hnsw_m: int = Field(default=16, ge=2, le=100)
-    hnsw_ef_construction: int = Field(default=100, ge=10, le=4096)
-    hnsw_ef_search: int = Field(default=100, ge=1, le=10000, description="candidates searched per kNN query")
-    bm25_k1: float = Field(default=DEFAULT_BM25_K1, ge=0)
-    bm25_b: float = Field(default=DEFAULT_BM25_B, ge=0, le=1)
-    shards: int = Field(default=1, ge=1, le=1024)
-    replicas: int = Field(default=0, ge=0, le=16)
-    vector_encoding: Literal["float", "int8", "int4", "bbq"] = Field(
-        default="float",
-        description="vector storage: float, int8 (both engines), int4 or bbq (Elasticsearch); docs/clusters.md",
-    )
 
 
 class Settings(BaseSettings):

@@ -27,7 +27,8 @@ from esbridge.errors import ConfigError, EsbridgeError, IngestInterrupted, Sourc
 from esbridge.ingest.beir import CORPUS_FILE
 from esbridge.ingest.json_lines import require_file
 from esbridge.ingest.run import IngestOptions, ingest
-from esbridge.mappings.lifecycle import IndexManager, parameters_from
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.parameters import parameters_from
 
 BACKENDS: dict[str, dict[str, str]] = {
     "torch": {"backend": "torch", "precision": "fp32"},

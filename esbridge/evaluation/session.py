@@ -25,7 +25,8 @@ from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.progress import ProgressFactory, no_progress
 from esbridge.ingest.refusals import DOC_ID_BATCH
 from esbridge.ingest.run import IngestOptions, IngestReport, ingest
-from esbridge.mappings.lifecycle import IndexManager, parameters_from
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.parameters import parameters_from
 
 
 @dataclass

@@ -42,7 +42,8 @@ from esbridge.ingest.json_lines import json_error_location
 from esbridge.ingest.json_values import describe_value, json_type
 from esbridge.ingest.model_record import record_model
 from esbridge.ingest.overlap import BackgroundWrites
-from esbridge.mappings.lifecycle import IndexManager, live_parameters
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.parameters import live_parameters
 from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters
 
 FORMAT = "esbridge-export"

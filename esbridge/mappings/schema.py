@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from esbridge.config.settings import DEFAULT_BM25_B, DEFAULT_BM25_K1
+from esbridge.config.mapping import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from esbridge.engines.analysis import ENGLISH, analysis
 from esbridge.engines.base import JSON, Dialect
 from esbridge.engines.dialect import vector_field

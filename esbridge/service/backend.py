@@ -24,7 +24,8 @@ from esbridge.embeddings.identity import identity_of, recorded_identity
 from esbridge.engines.base import AsyncEngine, Engine
 from esbridge.engines.factory import Resolved, connect, connect_async, resolve_kind
 from esbridge.ingest.model_record import record_model
-from esbridge.mappings.lifecycle import IndexManager, parameters_from
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.parameters import parameters_from
 from esbridge.query.api import open_query_embedder
 from esbridge.query.deadline import within
 from esbridge.query.factory import searcher_for
