@@ -62,6 +62,26 @@ class QueryDslContract:
         assert self._matching(engine, loaded, {"match": {"body": "4711"}}) == ["fox#0"]
         assert self._matching(engine, loaded, {"match": {"body": "true"}}) == ["owl#0"]
 
+    def test_matches_are_counted_as_track_total_hits_asks_and_not_counting_keeps_the_hits(
+        self, engine: Engine, loaded: str
+    ) -> None:
+        everything: dict[str, Any] = {"size": 2, "_source": ["chunk_id"], "query": {"match_all": {}}}
+
+        def total(tracked: object) -> object:
+            return engine.search(loaded, {**everything, "track_total_hits": tracked}).raw["hits"].get("total")
+
+        assert total(True) == {"value": len(CHUNKS), "relation": "eq"}
+        assert total(3) == {"value": 3, "relation": "gte"}
+        assert total(len(CHUNKS)) == {"value": len(CHUNKS), "relation": "eq"}
+        assert total(False) is None
+        bm25 = bodies.bm25_body(engine.dialect, "owls foxes telescope", size=10, filters=Filters())
+        knn = bodies.knn_body(engine.dialect, [0, 1, 0, 0], k=3, filters=Filters(), num_candidates=20)
+        for listing in (bm25, knn):
+            uncounted, counted = (engine.search(loaded, {**listing, "track_total_hits": t}) for t in (False, True))
+            assert "total" not in uncounted.raw["hits"]
+            assert ids(uncounted) == ids(counted) != []
+            assert [hit.score for hit in uncounted.hits] == [hit.score for hit in counted.hits]
+
     def test_a_filter_to_the_second_keeps_what_falls_within_that_second(self, engine: Engine, loaded: str) -> None:
         self._dated(engine, loaded, SUB_SECOND)
         filters = Filters(

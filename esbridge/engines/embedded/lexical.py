@@ -351,12 +351,15 @@ class LexicalIndex:
     def searcher(self) -> tantivy.Searcher:
         return self.index.searcher()
 
-    def top(self, query: tantivy.Query, limit: int) -> tuple[list[tuple[int, float]], int]:
-        """The best ``limit`` (row, score) pairs for ``query``, and how many documents match."""
+    def top(
+        self, query: tantivy.Query, limit: int, *, count: bool = True
+    ) -> tuple[list[tuple[int, float]], int | None]:
+        """The best ``limit`` (row, score) pairs for ``query``, and how many documents match (None unless
+        ``count``: counting every match keeps tantivy from skipping the blocks that cannot reach the top)."""
         searcher = self.index.searcher()
-        found = searcher.search(query, limit=max(limit, 1), count=True)
+        found = searcher.search(query, limit=max(limit, 1), count=count)
         hits = found.hits[:limit]
-        return _rows(searcher, hits), _count(found)
+        return _rows(searcher, hits), _count(found) if count else None
 
     def scores(self, query: tantivy.Query) -> dict[int, float]:
         """Row -> score of every matching document."""

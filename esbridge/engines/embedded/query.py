@@ -6,7 +6,8 @@ Supported: ``bool`` (must, filter, should, must_not, minimum_should_match as a c
 ``operator``, ``tie_breaker``, ``field^boost``), and ``knn`` (``vector``, ``k``, ``filter``;
 ``method_parameters`` accepted, the graph's own search width used). Search bodies may carry ``size``,
 ``from``, ``_source``, ``sort`` (keyword, number and date fields, ``_id``, ``_score``), ``search_after``,
-``track_total_hits`` and ``timeout`` (accepted, not enforced: a search runs to completion).
+``track_total_hits`` (as OpenSearch: exact up to 10,000 by default, ``false`` for none, which lets tantivy
+skip what cannot reach the top) and ``timeout`` (accepted, not enforced: a search runs to completion).
 Anything else is refused with ``Unsupported``, naming the construct.
 
 A query that tantivy can express whole (text, filters and their ``bool`` combinations: see
@@ -47,6 +48,8 @@ Restriction = tuple[set[int] | None, set[int]]
 
 BODY_KEYS = frozenset({"query", "size", "from", "_source", "sort", "search_after", "track_total_hits", "timeout"})
 MAX_RESULT_WINDOW = 10_000
+TRACKED_BY_DEFAULT = 10_000
+"""Matches counted exactly when a body does not say (OpenSearch's and Elasticsearch's default)."""
 
 __all__ = ["BODY_KEYS", "MAX_RESULT_WINDOW", "Searcher", "Unsupported"]
 
@@ -261,9 +264,10 @@ class Searcher:
         if sort is None and body.get("search_after") is not None:
             raise Unsupported("search_after needs a sort")
         clause = body.get("query", {"match_all": {}})
+        tracked = _tracked(body.get("track_total_hits", TRACKED_BY_DEFAULT))
         keys: dict[int, tuple[Any, ...]] = {}
         wanted = start + size
-        top = self._top(clause, wanted) if sort is None else None
+        top = self._top(clause, wanted, count=tracked is not False) if sort is None else None
         if top is not None:
             ordered, scores, total = top
         elif sort is None:
@@ -291,18 +295,16 @@ class Searcher:
                 ordered = heapq.nsmallest(wanted, candidates, key=functools.cmp_to_key(compare_rows(keys, sort)))
         page = ordered[start : start + size]
         hits = self.results.hits(page, scores, keys if sort is not None else None, body.get("_source", True))
-        return {
-            "took": int((time.perf_counter() - started) * 1000),
-            "timed_out": False,
-            "hits": {
-                "total": {"value": total, "relation": "eq"},
-                "max_score": max(scores.values(), default=None) if sort is None else None,
-                "hits": hits,
-            },
-        }
+        section: dict[str, Any] = {}
+        if tracked is not False and total is not None:
+            section["total"] = _total(total, tracked)
+        section["max_score"] = max(scores.values(), default=None) if sort is None else None
+        section["hits"] = hits
+        return {"took": int((time.perf_counter() - started) * 1000), "timed_out": False, "hits": section}
 
-    def _top(self, clause: Any, wanted: int) -> tuple[list[int], Rows, int] | None:
-        """The best ``wanted`` rows in score order, their scores and the match count, when one search finds them."""
+    def _top(self, clause: Any, wanted: int, *, count: bool = True) -> tuple[list[int], Rows, int | None] | None:
+        """The best ``wanted`` rows in score order, their scores and the match count (None when not ``count``ed),
+        when one search finds them."""
         kind, spec = one(clause)
         if kind == "knn":
             scores = self._knn_scores(spec)
@@ -314,10 +316,23 @@ class Searcher:
         # with the last wanted row are all in (a longer list only when ties cross that boundary).
         limit = wanted + 1
         while True:
-            found, total = self.handles.lexical.top(query, limit)
-            if not wanted or total <= limit or len(found) <= wanted or found[-1][1] != found[wanted - 1][1]:
+            found, total = self.handles.lexical.top(query, limit, count=count)
+            if not wanted or len(found) < limit or len(found) <= wanted or found[-1][1] != found[wanted - 1][1]:
                 break
             limit *= 4
         scores = dict(found)
         ordered = sorted(scores, key=lambda row: (-scores[row], row))[:wanted]
         return ordered, scores, total
+
+
+def _tracked(value: Any) -> bool | int:
+    if isinstance(value, bool) or (isinstance(value, int) and value >= 0):
+        return value
+    raise Unsupported(f"track_total_hits must be true, false or a non-negative count, not {value!r}")
+
+
+def _total(total: int, tracked: bool | int) -> dict[str, Any]:
+    """OpenSearch's ``hits.total``: exact up to the tracked count, then that count as a lower bound."""
+    if tracked is True or total <= tracked:
+        return {"value": total, "relation": "eq"}
+    return {"value": tracked, "relation": "gte"}
