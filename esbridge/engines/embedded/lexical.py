@@ -354,8 +354,7 @@ class LexicalIndex:
     def top(
         self, query: tantivy.Query, limit: int, *, count: bool = True
     ) -> tuple[list[tuple[int, float]], int | None]:
-        """The best ``limit`` (row, score) pairs for ``query``, and how many documents match (None unless
-        ``count``: counting every match keeps tantivy from skipping the blocks that cannot reach the top)."""
+        """The best ``limit`` (row, score) pairs for ``query``, and how many documents match (None unless ``count``)."""
         searcher = self.index.searcher()
         found = searcher.search(query, limit=max(limit, 1), count=count)
         hits = found.hits[:limit]
