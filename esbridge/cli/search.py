@@ -120,7 +120,7 @@ def search_command(
         if embedder is not None:
             embedder.close()
     if as_json:
-        click.echo(json.dumps(response.model_dump(mode="json", exclude_none=True), indent=2))
+        click.echo(json.dumps(response.model_dump(mode="json"), indent=2))
     else:
         click.echo(render(response, explain))
 

@@ -199,8 +199,8 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
         with _reported("search"):
             connected = await backend.connected()
             response = await connected.searcher.search(request)
-        # The schema listed is SearchResponse's; the answer leaves out what is None, as it always has.
-        answer = response.model_dump(mode="json", exclude_none=True)
+        # Null fields stay, as the HTTP API and ``esbridge search --json`` answer them.
+        answer = response.model_dump(mode="json")
         text = pydantic_core.to_json(answer, indent=2).decode()
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=answer)
 
