@@ -20,6 +20,11 @@ from esbridge.query.planning import weights_for
 
 _DATE_FILTERS = ("modified_after", "modified_before", "created_after", "created_before")
 _SWITCHES = ("include_deprecated", "include_draft", "include_disabled")
+# The spellings pydantic reads as a switch in a string; the request itself takes only true and false.
+_SWITCH_VALUES = {
+    **dict.fromkeys(("true", "t", "yes", "y", "on", "1"), True),
+    **dict.fromkeys(("false", "f", "no", "n", "off", "0"), False),
+}
 _WEIGHTS = "'--weights'"
 _FILTER = "'--filter'"
 _REQUEST_OPTIONS = {
@@ -115,7 +120,7 @@ def search_command(
         if embedder is not None:
             embedder.close()
     if as_json:
-        click.echo(json.dumps(response.model_dump(mode="json", exclude_none=True), indent=2))
+        click.echo(json.dumps(response.model_dump(mode="json"), indent=2))
     else:
         click.echo(render(response, explain))
 
@@ -160,7 +165,12 @@ def parse_filters(items: tuple[str, ...]) -> Filters:
         if key in _DATE_FILTERS:
             options[key] = value
         elif key in _SWITCHES:
-            options[key] = value  # pydantic reads true/false, yes/no, on/off, 1/0 and refuses anything else
+            switch = _SWITCH_VALUES.get(value.strip().lower())
+            if switch is None:
+                raise click.BadParameter(
+                    f"{key}: give true or false (yes/no, on/off, 1/0); got {value!r}", param_hint=_FILTER
+                )
+            options[key] = switch
         else:
             terms.setdefault(key, []).append(value)
     try:

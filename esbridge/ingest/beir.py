@@ -22,6 +22,7 @@ from esbridge.ingest.json_lines import known_id, read_json_lines, record_id, req
 from esbridge.ingest.json_values import describe_validation_error
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
+from esbridge.text import is_blank
 
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
@@ -116,7 +117,7 @@ def read_beir_queries(folder: Path) -> dict[str, str]:
             record = BeirRecord.model_validate(data)
         except ValidationError as exc:
             raise SourceError(f"{path}, line {number}: {describe_validation_error(exc)}") from exc
-        if not (record.text and record.text.strip()):
+        if not record.text or is_blank(record.text):  # as a search would refuse it
             raise SourceError(f"{path}, line {number}: query {record.id!r} has no text")
         if record.id in queries:
             raise SourceError(f"{path}, line {number}: duplicate query _id {record.id!r}")

@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from esbridge.ingest.json_lines import surrogate_location
 from esbridge.query.grouping import RegistryGroups
 from esbridge.query.types import FusionDecision
+from esbridge.text import is_blank
 
 SearchMode = Literal["hybrid", "lexical-only", "semantic-only", "native-hybrid"]
 
@@ -40,6 +54,25 @@ def _refuse_lone_surrogates(data: Any) -> Any:
     return data
 
 
+def _moment(value: Any) -> Any:
+    """A time as JSON gives one, a string, or a ``datetime``: not a number, which pydantic would read as seconds since
+    1970 where the schema promises a date-time string."""
+    if isinstance(value, (int, float)):
+        raise ValueError("Input should be a date-time string such as 2024-05-01 or 2024-05-01T10:00:00Z")
+    return value
+
+
+Moment = Annotated[datetime | None, BeforeValidator(_moment)]
+
+
+class _NullIsNoFilters:
+    """In the JSON schema, ``filters`` may also be null, which the validator reads as no filters."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        return {"anyOf": [handler(schema), {"type": "null"}]}
+
+
 class Filters(BaseModel):
     """Filters every retriever applies inside its search (kNN pre-filters, not post-filters)."""
 
@@ -48,13 +81,13 @@ class Filters(BaseModel):
     terms: dict[str, list[str]] = Field(
         default_factory=dict, description="keyword field -> accepted values (any of them matches)"
     )
-    modified_after: datetime | None = None
-    modified_before: datetime | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    include_deprecated: bool = False
-    include_draft: bool = False
-    include_disabled: bool = False
+    modified_after: Moment = None
+    modified_before: Moment = None
+    created_after: Moment = None
+    created_before: Moment = None
+    include_deprecated: StrictBool = False
+    include_draft: StrictBool = False
+    include_disabled: StrictBool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -97,25 +130,32 @@ class Filters(BaseModel):
         return [status for status in LIFECYCLE_STATUSES if not switched_on[status] and status not in asked]
 
 
+def _no_filters(value: Any) -> Any:
+    return Filters() if value is None else value
+
+
 class SearchRequest(BaseModel):
-    """One search. Fields left as None take the configured pipeline's value."""
+    """One search. Fields left as None take the configured pipeline's value. Numbers and switches are strict: JSON's
+    ``true``, ``"3"`` or ``2.0`` for ``top_n`` is refused rather than read as 1, 3 or 2."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     query: str = Field(min_length=1, max_length=4096)
-    top_n: int = Field(default=10, ge=1)
+    top_n: StrictInt = Field(default=10, ge=1)
     fusion: str | None = Field(
         default=None, description="fusion method name: qpp (the default), rrf, linear, dbsf, adaptive, or a plugin's"
     )
-    weights: dict[str, float] | None = Field(default=None, description="retriever -> weight, e.g. bm25, knn")
-    filters: Filters = Field(default_factory=Filters)
-    explain: bool = False
-    collapse: bool | None = Field(default=None, description="keep only the best chunk of each document")
-    graph: bool | None = Field(default=None, description="add linked documents of the top results")
-    recency: bool | None = Field(default=None, description="multiply scores by recency")
-    rerank: bool | None = Field(default=None, description="re-rank the top candidates with the cross-encoder")
+    weights: dict[str, StrictFloat] | None = Field(default=None, description="retriever -> weight, e.g. bm25, knn")
+    filters: Annotated[Filters, BeforeValidator(_no_filters), _NullIsNoFilters] = Field(
+        default_factory=Filters, description="null: no filters"
+    )
+    explain: StrictBool = False
+    collapse: StrictBool | None = Field(default=None, description="keep only the best chunk of each document")
+    graph: StrictBool | None = Field(default=None, description="add linked documents of the top results")
+    recency: StrictBool | None = Field(default=None, description="multiply scores by recency")
+    rerank: StrictBool | None = Field(default=None, description="re-rank the top candidates with the cross-encoder")
     mode: Literal["auto", "native", "client"] | None = None
-    group: bool = Field(
+    group: StrictBool = Field(
         default=False,
         description="also answer grouped as a registry shows it: servers (with matching_tools), virtual_servers, "
         "agents, skills, tools",
@@ -134,7 +174,7 @@ class SearchRequest(BaseModel):
     @field_validator("query")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
+        if is_blank(value):
             raise ValueError("query must not be blank")
         return value
 

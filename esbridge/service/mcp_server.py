@@ -28,7 +28,7 @@ from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from mcp.types import Tool as MCPTool
-from pydantic import Field, ValidationError
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
@@ -156,18 +156,22 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
     )
     async def search(
         query: Annotated[str, Field(min_length=1, max_length=4096, description="what to look for")],
-        top_n: Annotated[int, Field(ge=1, description="how many results")] = default_top_n,
+        top_n: Annotated[StrictInt, Field(ge=1, description="how many results")] = default_top_n,
         fusion: Annotated[str | None, Field(description="qpp (the default), rrf, linear, dbsf or adaptive")] = None,
-        weights: Annotated[dict[str, float] | None, Field(description="retriever -> weight, e.g. bm25, knn")] = None,
-        filters: Annotated[Filters | None, Field(description="term filters, date ranges, lifecycle")] = None,
-        explain: Annotated[bool, Field(description="say how each result was found and scored")] = False,
-        collapse: Annotated[bool | None, Field(description="best chunk of each document only")] = None,
-        graph: Annotated[bool | None, Field(description="add documents linked with the top results")] = None,
-        recency: Annotated[bool | None, Field(description="boost recently modified documents")] = None,
-        rerank: Annotated[bool | None, Field(description="re-rank with the cross-encoder")] = None,
+        weights: Annotated[
+            dict[str, StrictFloat] | None, Field(description="retriever -> weight, e.g. bm25, knn")
+        ] = None,
+        filters: Annotated[
+            Filters | None, Field(description="term filters, date ranges, lifecycle; null: none")
+        ] = None,
+        explain: Annotated[StrictBool, Field(description="say how each result was found and scored")] = False,
+        collapse: Annotated[StrictBool | None, Field(description="best chunk of each document only")] = None,
+        graph: Annotated[StrictBool | None, Field(description="add documents linked with the top results")] = None,
+        recency: Annotated[StrictBool | None, Field(description="boost recently modified documents")] = None,
+        rerank: Annotated[StrictBool | None, Field(description="re-rank with the cross-encoder")] = None,
         mode: Literal["auto", "native", "client"] | None = None,
         group: Annotated[
-            bool, Field(description="also group: servers with their matching tools, agents, skills, tools")
+            StrictBool, Field(description="also group: servers with their matching tools, agents, skills, tools")
         ] = False,
         category: Annotated[
             str | None, Field(description="search only this category; an unknown one is an error naming the valid")
@@ -195,8 +199,8 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
         with _reported("search"):
             connected = await backend.connected()
             response = await connected.searcher.search(request)
-        # The schema listed is SearchResponse's; the answer leaves out what is None, as it always has.
-        answer = response.model_dump(mode="json", exclude_none=True)
+        # Null fields stay, as the HTTP API and ``esbridge search --json`` answer them.
+        answer = response.model_dump(mode="json")
         text = pydantic_core.to_json(answer, indent=2).decode()
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=answer)
 

@@ -79,6 +79,7 @@ def test_queries_are_a_plain_dict(tmp_path: Path) -> None:
     ("line", "reason"),
     [
         (b'{"_id": "1"}', "line 2: query '1' has no text"),
+        (b'{"_id": "1", "text": "\\u200b\\u2060 "}', "line 2: query '1' has no text"),
         (b'{"_id": "0", "text": "dup"}', "line 2: duplicate query _id '0'"),
         (b"{", "line 2: invalid JSON"),
         (b'{"text": "t"}', "line 2: field '_id' is missing"),

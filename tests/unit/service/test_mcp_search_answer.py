@@ -1,5 +1,5 @@
-"""The MCP ``search`` tool lists ``SearchResponse``'s schema as its output schema, and answers as it always has:
-the response without its None fields, as structured content and as the same JSON in a text block."""
+"""The MCP ``search`` tool lists ``SearchResponse``'s schema as its output schema, and answers the response with
+its null fields, as the HTTP API does, as structured content and as the same JSON in a text block."""
 
 from __future__ import annotations
 
@@ -36,14 +36,14 @@ def test_the_search_tool_lists_the_search_response_schema(client: TestClient) ->
     assert "SearchHit" in schema["$defs"]
 
 
-def test_the_search_tool_answers_the_response_without_its_none_fields(client: TestClient) -> None:
+def test_the_search_tool_answers_the_response_with_its_null_fields(client: TestClient) -> None:
     _, result = listed_and_called({"query": "sunlight electricity", "top_n": 2, "explain": True})
     assert not result.is_error, result.content
     answer = result.structured_content
     assert answer is not None
     assert answer["results"][0]["doc_id"] == "solar"
-    assert "groups" not in answer  # None: left out
-    assert "rerank_score" not in answer["results"][0]["explain"]
+    assert answer["groups"] is None  # no group asked for: null, as over HTTP
+    assert answer["results"][0]["explain"]["rerank_score"] is None
     assert SearchResponse.model_validate(answer).results[0].doc_id == "solar"
     block = result.content[0]
     assert block.type == "text"

@@ -1,0 +1,17 @@
+"""What counts as text a reader can see."""
+
+from __future__ import annotations
+
+import unicodedata
+
+# Invisible code points that are not Unicode format characters (Cf) but are default-ignorable as well:
+# Hangul fillers, the combining grapheme joiner, variation selectors, the Mongolian free variation selectors.
+_IGNORABLE = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u3164\uffa0") | frozenset(
+    map(chr, [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
+)
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: only whitespace and invisible characters (format characters such as zero-width
+    spaces and joiners, U+2060, a byte order mark; variation selectors, Hangul fillers)."""
+    return all(char.isspace() or char in _IGNORABLE or unicodedata.category(char) == "Cf" for char in text)
