@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from esbridge.cli import main
+from esbridge.cli import demo, main
 from esbridge.cli.search import render
 from esbridge.embeddings.factory import EMBEDDERS
 from esbridge.query.models import Explain, RetrieverExplain, SearchHit, SearchResponse
@@ -82,6 +82,8 @@ def test_explain_says_recency_multiplies_nothing_on_a_fused_score_of_0() -> None
     assert (
         lines[5] == "       found by knn #5 (0.500); no recency multiplier (it changes nothing on a fused score of 0)"
     )
+    table = demo.render(response).splitlines()
+    assert [line.split()[-1] for line in table[3:]] == ["x1.2", "-"]
 
 
 def test_a_search_of_the_embedded_engine_says_so_of_a_recent_result_fused_to_0(
