@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -10,12 +11,14 @@ import click
 from esbridge.cli.options import check_top_n, engine_options, index_option, settings_from, top_n_option
 from esbridge.cli.progress import query_progress
 from esbridge.config.settings import Settings
+from esbridge.embeddings.base import Embedder
 from esbridge.engines import connect
 from esbridge.errors import IndexNotFound
 from esbridge.evaluation.dataset import judged_queries
 from esbridge.evaluation.ingest_bench import BACKENDS, known_backend
 from esbridge.evaluation.latency_bench import DEFAULT_MODES, MODES, measure
 from esbridge.query.api import query_embedding
+from esbridge.query.factory import model_guard
 
 
 @click.command(name="bench")
@@ -45,6 +48,12 @@ from esbridge.query.api import query_embedding
 @click.option("--warmup", type=click.IntRange(min=0), default=10, show_default=True, help="Unrecorded queries first.")
 @top_n_option(default=10, what="results per query")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--allow-model-mismatch",
+    is_flag=True,
+    default=None,
+    help="Measure even if another model made the index's vectors; warns (search.allow_model_mismatch).",
+)
 @engine_options
 @index_option
 def bench_command(
@@ -58,6 +67,7 @@ def bench_command(
     warmup: int,
     top_n: int,
     as_json: bool,
+    allow_model_mismatch: bool | None,
     url: str | None,
     engine: str | None,
     config_file: Path | None,
@@ -85,6 +95,9 @@ def bench_command(
             f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}", param_hint="'--modes'"
         )
     settings = settings_from(config_file, url=url, engine=engine, index=index)
+    if allow_model_mismatch:
+        allowed = settings.search.model_copy(update={"allow_model_mismatch": True})
+        settings = settings.model_copy(update={"search": allowed})
     top_n = check_top_n(top_n, settings)
     texts = list(judged_queries(dataset, split, limit).queries.values())
     _require_index(settings)
@@ -93,17 +106,21 @@ def bench_command(
     from esbridge.embeddings.factory import uncached_model
 
     model = uncached_model(query_embedding(settings), processes=settings.embedding.query_processes)
-    with model as embedder, query_progress(as_json, "queries", len(texts)) as advance:
-        report = measure(
-            settings,
-            texts,
-            embedder,
-            modes=chosen,
-            concurrency=concurrency,
-            warmup=warmup,
-            top_n=top_n,
-            progress=advance,
-        )
+    with model as embedder:
+        warning = _model_warning(settings, embedder)
+        if warning is not None:
+            click.echo(f"warning: {warning}", err=True)
+        with query_progress(as_json, "queries", len(texts)) as advance:
+            report = measure(
+                settings,
+                texts,
+                embedder,
+                modes=chosen,
+                concurrency=concurrency,
+                warmup=warmup,
+                top_n=top_n,
+                progress=advance,
+            )
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2))
     if not report.modes:
@@ -151,6 +168,16 @@ def _require_index(settings: Settings) -> None:
             )
     finally:
         adapter.close()
+
+
+def _model_warning(settings: Settings, embedder: Embedder) -> str | None:
+    """Check the query model against the index's as a search does, before any query is timed: refuse
+    (``ModelMismatch``) an index whose vectors another model made, as the searches would be refused one by one;
+    or the warning a forced mismatch or an unfinished re-embedding gives."""
+    guard = model_guard(
+        settings, settings.index, embedder, settings.field_map, allow_mismatch=settings.search.allow_model_mismatch
+    )
+    return asyncio.run(guard.check()) if guard is not None else None
 
 
 def _bench_ingest(settings: Settings, dataset: Path, backends: str, documents: int, as_json: bool) -> None:

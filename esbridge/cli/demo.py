@@ -103,7 +103,11 @@ def _neighbour_of(hit: SearchHit) -> list[str]:
 
 
 def _recency(hit: SearchHit) -> str:
-    return f"x{hit.explain.recency_multiplier:g}" if hit.explain else ""
+    if hit.explain is None:
+        return ""
+    if hit.explain.retrievers and hit.explain.fused_score == 0 and hit.explain.recency_multiplier == 1:
+        return "-"  # fused to 0, which no multiplier changes: "x1" would say the note is not recent
+    return f"x{hit.explain.recency_multiplier:g}"
 
 
 def _cut(text: str, width: int) -> str:

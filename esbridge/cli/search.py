@@ -212,10 +212,18 @@ def render(response: SearchResponse, explain: bool) -> str:
         lines.append(f"{rank:>3}. {hit.score:.3f}  {label}  [{hit.id}]")
         if explain and hit.explain is not None:
             reranked = "" if hit.explain.rerank_score is None else f"; re-ranker {hit.explain.rerank_score:.3f}"
-            lines.append(f"       {_how(hit.explain)}; recency x{hit.explain.recency_multiplier:g}{reranked}")
+            lines.append(f"       {_how(hit.explain)}; {_recency(hit.explain)}{reranked}")
     if response.groups is not None:
         lines.extend(render_groups(response.groups))
     return "\n".join(lines)
+
+
+def _recency(explain: Explain) -> str:
+    """The recency multiplier, unless the result was fused to 0: no multiplier changes that, so none was applied,
+    and "x1" would say the document is not recent."""
+    if explain.retrievers and explain.fused_score == 0 and explain.recency_multiplier == 1:
+        return "no recency multiplier (it changes nothing on a fused score of 0)"
+    return f"recency x{explain.recency_multiplier:g}"
 
 
 def _how(explain: Explain) -> str:

@@ -80,6 +80,8 @@ def tune_command(
         warnings = session.ingest_warnings(dataset, ingested)
         if ingested is not None and (outside := outside_corpus(dataset, split, judged)) is not None:
             warnings.append(outside)
+        elif ingested is None and (absent := session.absent_from_index(settings, split, judged)) is not None:
+            warnings.append(absent)  # part of the dataset, e.g. an ingest interrupted before --reuse
         for warning in warnings:
             click.echo(f"warning: {warning}", err=True)
         with query_progress(as_json, "queries", len(judged.queries)) as advance:
@@ -124,6 +126,7 @@ def tune_command(
             "written": {"fusion": chosen.fusion, "weights": chosen.weights},
             "written_to": None if dry_run else str(target),
             "target_chosen_by": chosen_by,
+            "warnings": warnings,
         }
         click.echo(json.dumps(summary, indent=2))
     else:

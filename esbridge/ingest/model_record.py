@@ -4,7 +4,8 @@ The record must never name a model whose vectors are not all written. So an inge
 (``plan_model``) and records last (``record_model``, after its writes):
 
 * the index records no model and holds no vectors yet (a new index): the run's model is recorded after
-  its writes (a chunk whose write failed has no vector at all, so the record is still true);
+  its writes (a chunk whose write failed has no vector at all, so the record is still true), unless they
+  wrote no vector (an empty source): an empty index records no model, so it holds no later run to one;
 * it records a compatible model (the same one, or another backend or precision of it): nothing changes;
 * it records another model of the same dimension: every chunk is re-embedded, the source's own
   chunks by the run's writes and every other chunk from the text the index holds

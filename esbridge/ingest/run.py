@@ -30,6 +30,7 @@ from esbridge.ingest.documents import EMBEDDED, index_document
 from esbridge.ingest.markdown import is_text
 from esbridge.ingest.model import Chunk, Problem
 from esbridge.ingest.model_record import (
+    holds_vectors,
     mark_reembedding,
     plan_model,
     record_model,
@@ -266,9 +267,10 @@ def ingest(
         report.embedded += count
         write_failures.extend(failures)
         engine.refresh(alias)
-    if model.record is not None and not (model.reembed and write_failures):
-        record_model(engine, alias, model.record)
-        report.model_recorded = model.record.name
+    to_record = None if model.reembed and write_failures else model.record
+    if to_record is not None and (model.reembed or holds_vectors(engine, alias)):  # a new, empty index records none
+        record_model(engine, alias, to_record)
+        report.model_recorded = to_record.name
     report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in write_failures)
     report.warnings.extend(write_block_warnings(write_failures, alias))
     if report.cut_by_model and embedder is not None:

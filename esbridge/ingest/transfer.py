@@ -234,7 +234,8 @@ def refuse_what_the_index_cannot_take(
 ) -> None:
     """Refuse an import into an existing index, before anything is written, when the index cannot take the
     export's chunks: vectors of another dimension (each chunk would fail with the engine's message), vectors
-    another model made (the index would hold two spaces under one record), or a field its strict mapping lacks
+    another model made or an index whose re-embedding with another model did not finish (the index would hold two
+    spaces under one record), or a field its strict mapping lacks
     (an index made by an older esbridge has no ``link_weights``)."""
     try:
         mapping = engine.get_mapping(alias)
@@ -249,6 +250,18 @@ def refuse_what_the_index_cannot_take(
             "is created with the export's parameters"
         )
     recorded = recorded_identity(mapping, alias)
+    pending = pending_identity(mapping, alias)
+    if pending is not None and engine.count(alias) > 0:
+        # The mark does not say which chunks hold which model's vectors; only a finished re-embedding does.
+        made_by = f"made by {model.name}" if model is not None else "whose model its header does not name"
+        raise errors.ModelMismatch(
+            f"{unfinished_warning(alias, pending)}. {path.name}'s vectors ({made_by}) would be added to vectors of "
+            "two models under one record, so nothing was written. Finish the re-embedding first (`esbridge ingest` "
+            f"with [embedding] model = {pending.name!r}), or import into another index (--index NAME)",
+            index=alias,
+            index_model=f"{recorded.describe() if recorded else 'not recorded'}, and {pending.describe()}",
+            query_model=model.describe() if model is not None else "not recorded",
+        )
     if recorded is not None and model is not None and not (verdict := compare(recorded, model)).compatible:
         raise errors.ModelMismatch(
             f"index {alias} holds vectors made by {recorded.describe()}, but {path.name}'s were made by "
@@ -348,8 +361,8 @@ def import_chunks(
         totals = writer.totals
     except KeyboardInterrupt as exc:
         raise errors.IngestInterrupted(
-            f"{len(writer.totals.succeeded)} chunks were imported into {alias} and are kept; run the command again "
-            "to import the rest (it writes the same chunks again, unchanged)"
+            f"{len(set(writer.totals.succeeded))} chunks were imported into {alias} and are kept; run the command "
+            "again to import the rest (it writes the same chunks again, unchanged)"
         ) from exc
     failed.extend({"id": failure.id, "reason": failure.reason} for failure in totals.failed)
     engine.refresh(alias)
@@ -361,7 +374,16 @@ def import_chunks(
         failed.append(
             {"id": path.name, "reason": f"the header announces {expected} chunks but the file holds {seen} lines"}
         )
-    return len(totals.succeeded), failed
+    imported = len(set(totals.succeeded))
+    if imported < len(totals.succeeded):
+        # A later line with an id written before replaces that chunk: the index holds one chunk for both.
+        warnings.warn(
+            f"{path.name} holds {len(totals.succeeded) - imported} chunk line(s) whose _id an earlier line has; each "
+            f"replaced the earlier chunk, so {imported} distinct chunks were imported",
+            errors.EsbridgeWarning,
+            stacklevel=2,
+        )
+    return imported, failed
 
 
 def _windows(actions: Iterable[BulkAction], size: int) -> Iterator[list[BulkAction]]:

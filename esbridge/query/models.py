@@ -202,7 +202,11 @@ class Explain(BaseModel):
         default=None,
         description="graph expansion: how strongly the neighbour is tied to its most strongly tied seed, in (0, 1]",
     )
-    recency_multiplier: float = 1.0
+    recency_multiplier: float = Field(
+        default=1.0,
+        description="what recency multiplied the fused score by: 1.0 when it multiplied nothing (recency off, no date, "
+        "or a fused score of 0, which no multiplier changes)",
+    )
     link_lift: float | None = Field(
         default=None, description="graph re-scoring: what links to other results added to the fused score"
     )

@@ -6,8 +6,11 @@ to a factory taking ``RerankSettings``; esbridge declares its ``cross-encoder`` 
 
 from __future__ import annotations
 
+import importlib
+import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -53,13 +56,16 @@ class CrossEncoderReranker:
         if not local:
             model = canonical_name(model) or model  # a short alias is no hub repository
         location = str(path.resolve()) if local else model
+        if local:  # before loading: transformers would print its report of the head it made up
+            _require_scoring_head(_architectures_in(path), model)
         try:
-            with no_weight_loading_progress_bar():
+            with no_weight_loading_progress_bar(), _transformers_warnings_off():
                 self._model = CrossEncoder(location, device=device, max_length=max_length, local_files_only=local)
         except Exception as exc:  # the library raises many kinds; all mean "no model"
             reason = f"cannot load the cross-encoder: {type(exc).__name__}: {exc}"
             raise ModelUnavailable(reason if local else with_offline_hint(reason), model=model, role=ROLE) from exc
-        _require_classification_head(self._model, model)
+        config = getattr(self._model, "config", None)
+        _require_scoring_head([str(kind) for kind in getattr(config, "architectures", None) or []], model)
         refuse_a_tokenizer_without_words(getattr(self._model, "tokenizer", None), model, ROLE)
         self.name = model
         self.batch_size = batch_size
@@ -76,11 +82,36 @@ class CrossEncoderReranker:
         return [float(value) for value in scores]
 
 
-def _require_classification_head(model: Any, name: str) -> None:
+def _architectures_in(folder: Path) -> list[str]:
+    """The architectures a model folder's ``config.json`` names; none when it cannot be read (the loader says why)."""
+    try:
+        named = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(kind) for kind in named] if isinstance(named, list) else []
+
+
+@contextmanager
+def _transformers_warnings_off() -> Iterator[None]:
+    """transformers logs a load report of the weights it made up for a missing head; esbridge's own refusal
+    (``_require_scoring_head``) says what that means for a re-ranker, so the report is not shown."""
+    try:
+        transformers_logging: Any = importlib.import_module("transformers.utils.logging")  # untyped
+    except ImportError:
+        yield
+        return
+    level = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers_logging.set_verbosity(level)
+
+
+def _require_scoring_head(architectures: Sequence[str], name: str) -> None:
     """Refuse a model whose configuration names no head to score with (an embedding model, a bare encoder):
     sentence-transformers gives it a sequence-classification head of random weights, which would re-rank by
     noise. A causal language model scores with its "yes" and "no" tokens (sentence-transformers' LogitScore)."""
-    architectures = [str(kind) for kind in getattr(getattr(model, "config", None), "architectures", None) or []]
     if not architectures or any(kind.endswith(_SCORING_HEADS) for kind in architectures):
         return
     raise ModelUnavailable(

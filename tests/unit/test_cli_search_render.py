@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from esbridge.cli import demo, main
 from esbridge.cli.search import render
+from esbridge.embeddings.factory import EMBEDDERS
 from esbridge.query.models import Explain, RetrieverExplain, SearchHit, SearchResponse
+from tests.support.hashing import RECORDS, HashingEmbedder
 
 
 def _hit(item: str, score: float, explain: Explain) -> SearchHit:
@@ -12,9 +22,9 @@ def _hit(item: str, score: float, explain: Explain) -> SearchHit:
 
 def test_explain_names_the_links_that_lifted_a_result_and_the_seeds_of_a_neighbour() -> None:
     found = {"bm25": RetrieverExplain(rank=7, score=3.5)}
-    lifted = Explain(retrievers=found, neighbour_of=["a#0", "b#2"], link_lift=0.1183)
+    lifted = Explain(retrievers=found, fused_score=0.4, neighbour_of=["a#0", "b#2"], link_lift=0.1183)
     neighbour = Explain(neighbour_of=["a#0"], hops=2)
-    plain = Explain(retrievers=found)
+    plain = Explain(retrievers=found, fused_score=0.3)
     response = SearchResponse(
         query="q",
         search_mode="hybrid",
@@ -29,8 +39,8 @@ def test_explain_names_the_links_that_lifted_a_result_and_the_seeds_of_a_neighbo
 
 def test_explain_says_how_far_lifting_moved_a_result_down() -> None:
     found = {"knn": RetrieverExplain(rank=12, score=0.9)}
-    lifted = Explain(retrievers=found, neighbour_of=["a#0"], link_lift=0.261, link_shift=0.25)
-    shifted = Explain(retrievers=found, link_shift=0.25)
+    lifted = Explain(retrievers=found, fused_score=0.5, neighbour_of=["a#0"], link_lift=0.261, link_shift=0.25)
+    shifted = Explain(retrievers=found, fused_score=0.65, link_shift=0.25)
     response = SearchResponse(
         query="q", search_mode="hybrid", took_ms=1.0, results=[_hit("c#0", 0.5, lifted), _hit("d#0", 0.4, shifted)]
     )
@@ -45,11 +55,56 @@ def test_explain_says_how_far_lifting_moved_a_result_down() -> None:
 def test_explain_says_what_the_re_ranker_scored_a_result() -> None:
     # Re-ranking decides the order of the head; the readable explanation said nothing of it.
     found = {"bm25": RetrieverExplain(rank=4, score=0.231)}
-    reranked = Explain(retrievers=found, recency_multiplier=1.2, rerank_score=0.0451)
-    below = Explain(retrievers=found)
+    reranked = Explain(retrievers=found, fused_score=0.6, recency_multiplier=1.2, rerank_score=0.0451)
+    below = Explain(retrievers=found, fused_score=0.4)
     response = SearchResponse(
         query="q", search_mode="hybrid", took_ms=1.0, results=[_hit("c#0", 1.0, reranked), _hit("d#0", 0.4, below)]
     )
     lines = render(response, explain=True).splitlines()
     assert lines[3] == "       found by bm25 #4 (0.231); recency x1.2; re-ranker 0.045"
     assert lines[5] == "       found by bm25 #4 (0.231); recency x1"
+
+
+def test_explain_says_recency_multiplies_nothing_on_a_fused_score_of_0() -> None:
+    # Recency multiplies only positive scores: "x1" on a recent result fused to 0 would say it is not recent.
+    found = {"knn": RetrieverExplain(rank=5, score=0.5)}
+    response = SearchResponse(
+        query="q",
+        search_mode="hybrid",
+        took_ms=1.0,
+        results=[
+            _hit("c#0", 1.0, Explain(retrievers=found, fused_score=0.8, recency_multiplier=1.2)),
+            _hit("d#0", 0.0, Explain(retrievers=found, fused_score=0.0)),
+        ],
+    )
+    lines = render(response, explain=True).splitlines()
+    assert lines[3] == "       found by knn #5 (0.500); recency x1.2"
+    assert (
+        lines[5] == "       found by knn #5 (0.500); no recency multiplier (it changes nothing on a fused score of 0)"
+    )
+    table = demo.render(response).splitlines()
+    assert [line.split()[-1] for line in table[3:]] == ["x1.2", "-"]
+
+
+def test_a_search_of_the_embedded_engine_says_so_of_a_recent_result_fused_to_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(EMBEDDERS, "hashing", lambda settings: HashingEmbedder())
+    today = datetime.now(timezone.utc).date().isoformat()
+    records = tmp_path / "records.jsonl"
+    records.write_text("\n".join(json.dumps({**record, "modified_at": today}) for record in RECORDS), "utf-8")
+    runner = CliRunner(env={"ESBRIDGE_EMBEDDING__PROVIDER": "hashing", "ESBRIDGE_EMBEDDING__QUERY_PROCESSES": "0"})
+    assert runner.invoke(main, ["ingest", str(records), "--index", "notes"]).exit_code == 0
+
+    answer = json.loads(
+        runner.invoke(main, ["search", "solar sunlight", "--explain", "--json", "--index", "notes"]).stdout
+    )
+    fused = {hit["id"]: hit["explain"]["fused_score"] for hit in answer["results"]}
+    assert 0.0 in fused.values() and any(score > 0 for score in fused.values())
+    lines = runner.invoke(main, ["search", "solar sunlight", "--explain", "--index", "notes"]).stdout.splitlines()
+    for hit in answer["results"]:
+        said = lines[lines.index(next(line for line in lines if f"[{hit['id']}]" in line)) + 1]
+        if fused[hit["id"]] == 0:
+            assert said.endswith("; no recency multiplier (it changes nothing on a fused score of 0)")
+        else:
+            assert said.endswith("; recency x1.2")  # every record is from today

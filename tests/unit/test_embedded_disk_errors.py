@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from esbridge import errors
+from esbridge.cli import main
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine, ann
 from esbridge.engines.embedded.writer import LOCK_FILE
@@ -89,3 +91,21 @@ def test_structures_that_cannot_be_saved_at_close_are_a_warning_and_the_next_pro
         assert [hit.id for hit in engine.search("second", knn).hits] == ["a"]
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize(
+    ("setting", "in_the_way", "said"),
+    [("data", "data", "it is a file"), ("data/sub", "data", "{tmp}/data, on its path, is a file")],
+)
+def test_a_data_directory_that_is_a_file_is_said_to_be_no_folder_naming_the_setting(
+    tmp_path: Path, setting: str, in_the_way: str, said: str
+) -> None:
+    (tmp_path / in_the_way).write_text("not a folder\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["index", "list"], env={"ESBRIDGE_DATA_DIR": str(tmp_path / setting)})
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: the embedded engine's data directory {tmp_path / setting} is not a folder: "
+        f"{said.format(tmp=tmp_path)}. Set data_dir (ESBRIDGE_DATA_DIR, or data_dir in the settings file) to a "
+        "folder, or to one that does not exist yet\n"
+    )
+    assert (tmp_path / in_the_way).read_text(encoding="utf-8") == "not a folder\n"

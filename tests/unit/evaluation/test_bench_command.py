@@ -13,7 +13,7 @@ from esbridge.cli import main
 from esbridge.config.settings import EmbeddingSettings, load_settings
 from esbridge.embeddings.factory import EMBEDDERS
 from esbridge.engines import connect
-from tests.support.hashing import HashingEmbedder, beir_folder
+from tests.support.hashing import HashingEmbedder, OtherHashingEmbedder, beir_folder
 
 
 @pytest.fixture
@@ -150,3 +150,30 @@ def test_ctrl_c_during_the_ingest_mode_says_its_scratch_index_was_dropped(
         assert engine.list_indices("*ingest-bench*") == []
     finally:
         engine.close()
+
+
+def test_bench_with_another_model_than_the_index_s_is_refused_before_measuring(
+    runner: CliRunner, energy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(EMBEDDERS, "other", lambda settings: OtherHashingEmbedder())
+    ingested = runner.invoke(main, ["ingest", str(energy), "--engine", "embedded", "--index", "energy"])
+    assert ingested.exit_code == 0, ingested.output
+    args = ["bench", str(energy), "--engine", "embedded", "--index", "energy", "--modes", "bm25,hybrid", "--json"]
+    other = {"ESBRIDGE_EMBEDDING__PROVIDER": "other"}
+
+    refused = runner.invoke(main, [*args, "--warmup", "0"], env=other)
+    assert refused.exit_code == 1, refused.output
+    assert "Error: index energy holds vectors made by hashing-32" in refused.stderr
+    assert "differ in model hashing-32 vs other-hashing-32" in refused.stderr
+    assert refused.stdout == ""
+
+    forced = runner.invoke(main, [*args, "--warmup", "0", "--allow-model-mismatch"], env=other)
+    assert forced.exit_code == 0, forced.output
+    assert "warning: model mismatch (allowed by allow_model_mismatch): energy's vectors were made by hashing-32" in (
+        forced.stderr
+    )
+    assert set(json.loads(forced.stdout)["modes"]) == {"bm25", "hybrid"}
+
+    same = runner.invoke(main, [*args, "--warmup", "0"])
+    assert same.exit_code == 0, same.output
+    assert "warning" not in same.stderr

@@ -351,3 +351,24 @@ def test_a_re_ranker_that_cannot_load_is_refused_before_the_corpus_is_ingested(
         assert not engine.index_exists("rerank-first")  # nothing was embedded or written before the refusal
     finally:
         engine.close()
+
+
+def test_tune_reusing_an_index_holding_part_of_the_dataset_names_the_judged_documents_it_lacks(
+    runner: CliRunner, energy: Path
+) -> None:
+    corpus = energy / "corpus.jsonl"
+    whole = corpus.read_text(encoding="utf-8")
+    corpus.write_text(whole.splitlines(keepends=True)[0], encoding="utf-8")  # as an ingest stopped after 'solar'
+    assert runner.invoke(main, ["eval", str(energy), "--engine", "embedded", "--methods", "bm25"]).exit_code == 0
+    corpus.write_text(whole, encoding="utf-8")
+
+    tune = ["tune", str(energy), "--split", "test", "--reuse", "--engine", "embedded", "--dry-run", "--json"]
+    result = runner.invoke(main, tune)
+    assert result.exit_code == 0, result.output
+    warning = (
+        "index eval-energy holds no chunk of 1 of the 2 documents qrels/test.tsv judges relevant (e.g. 'wind'), so no "
+        "configuration can find them: it may hold only part of this dataset (an ingest that did not finish?); run "
+        "without --reuse to ingest what is missing"
+    )
+    assert json.loads(result.stdout)["warnings"] == [warning]
+    assert f"warning: {warning}" in result.stderr

@@ -62,6 +62,16 @@ def test_a_new_index_records_the_model_of_its_first_ingest(engine: EmbeddedEngin
     assert (again.unchanged, again.embedded, again.model_recorded) == (len(FIRST), 0, None)
 
 
+def test_an_ingest_that_writes_no_vector_records_no_model(engine: EmbeddedEngine, tmp_path: Path) -> None:
+    # Nothing in the index was made by the model; recording it would hold the next run and every search to it.
+    empty = run(engine, tmp_path, "empty", [], HashingEmbedder())
+    assert (empty.chunks_indexed, empty.model_recorded, recorded_name(engine)) == (0, None, None)
+
+    other = run(engine, tmp_path, "first", FIRST, OtherHashingEmbedder())
+    assert other.warnings == [], "no chunk is re-embedded: there was none"
+    assert (other.embedded, other.model_recorded, recorded_name(engine)) == (3, "other-hashing-32", "other-hashing-32")
+
+
 def test_another_model_of_the_same_dimension_re_embeds_every_chunk_of_every_source(
     engine: EmbeddedEngine, tmp_path: Path
 ) -> None:

@@ -82,6 +82,37 @@ def test_an_encoder_without_a_classification_head_is_refused(tmp_path: Path) -> 
         RERANKERS.get_named("cross-encoder")(RerankSettings(enabled=True, model=str(tmp_path)))
 
 
+def test_a_sentence_transformers_embedding_folder_is_refused_with_esbridge_s_error_alone(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # transformers printed its load report of the head it made up ("MISSING ... newly initialized") first.
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    models = pytest.importorskip("sentence_transformers.models")
+    st = pytest.importorskip("sentence_transformers")
+    encoder = tmp_path / "encoder"
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]), encoding="utf-8")
+    transformers.BertTokenizer(str(vocab)).save_pretrained(encoder)
+    config = transformers.BertConfig(
+        vocab_size=len(WORDS) + 5, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(encoder)
+    embedding = tmp_path / "embedding-model"
+    st.SentenceTransformer(modules=[models.Transformer(str(encoder)), models.Pooling(16)]).save(str(embedding))
+    assert (embedding / "modules.json").is_file()
+    capfd.readouterr()
+    caplog.clear()
+    verbosity = transformers.logging.get_verbosity()
+
+    with pytest.raises(ModelUnavailable, match=r"BertModel.*no cross-encoder.*belongs in \[embedding\] model"):
+        RERANKERS.get_named("cross-encoder")(RerankSettings(enabled=True, model=str(embedding)))
+    captured = capfd.readouterr()
+    assert (captured.out, captured.err, caplog.text) == ("", "", "")
+    assert transformers.logging.get_verbosity() == verbosity
+
+
 def test_a_causal_language_model_scored_by_its_yes_and_no_tokens_is_accepted(tmp_path: Path) -> None:
     """sentence-transformers scores a ...ForCausalLM re-ranker (Qwen3-Reranker's kind) by its "yes" and "no" tokens."""
     torch = pytest.importorskip("torch")
