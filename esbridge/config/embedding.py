@@ -40,7 +40,13 @@ class EmbeddingSettings(_Section):
         default="int8", description="onnx backend: int8 (dynamically quantized) weights, or fp32 ones"
     )
     dimension: int | None = Field(default=None, ge=1, le=4096, description="defaults to the model's own")
-    batch_size: int = Field(default=32, ge=1, le=4096)
+    batch_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="texts per model call; none = the backend's own: torch 32, onnx 1 (on CPU one text a call is the "
+        "fastest, and its int8 vector then depends on its own text only)",
+    )
     device: str = "cpu"
     threads: int | None = Field(
         default=None, ge=1, le=512, description="CPU threads when embedding documents; none = one per core"

@@ -29,6 +29,9 @@ from esbridge.embeddings.resolve import (
 from esbridge.embeddings.weights import torch_weight_files, weights_digest
 from esbridge.errors import ConfigError, DependencyMissing, EmbeddingError, ModelUnavailable
 
+BATCH_SIZE = 32
+"""Texts sentence-transformers embeds at a time unless ``[embedding] batch_size`` says otherwise."""
+
 
 class SentenceTransformerEmbedder:
     """An ``Embedder`` backed by a sentence-transformers model; loading happens in the constructor.
@@ -43,7 +46,7 @@ class SentenceTransformerEmbedder:
         model: str = BUNDLED_MODEL,
         *,
         dimension: int | None = None,
-        batch_size: int = 32,
+        batch_size: int = BATCH_SIZE,
         device: str = "cpu",
         threads: int | None = None,
         profile: ModelProfile | None = None,
@@ -78,7 +81,7 @@ class SentenceTransformerEmbedder:
         embedder = cls(
             settings.model,
             dimension=settings.dimension,
-            batch_size=settings.batch_size,
+            batch_size=BATCH_SIZE if settings.batch_size is None else settings.batch_size,
             device=settings.device,
             threads=settings.threads,
             profile=_settings_profile(settings),

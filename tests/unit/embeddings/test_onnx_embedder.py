@@ -89,6 +89,28 @@ def test_int8_vectors_depend_a_little_on_the_batch() -> None:
     assert model.embed(TEXTS) == batched
 
 
+@pytest.mark.parametrize("name", [MINILM, BGE_SMALL])
+def test_by_default_a_texts_int8_vector_depends_on_its_own_text_alone(name: str) -> None:
+    """One text a call (the default for ONNX, settings or not): the same vector alone, among others, in any order."""
+    require_stored(name, "int8")
+    model = OnnxEmbedder.from_settings(EmbeddingSettings(model=name, backend="onnx", precision="int8"))
+    assert model._batch_size == 1
+    one_by_one = [model.embed([text])[0] for text in TEXTS]
+    assert model.embed(TEXTS) == one_by_one
+    assert model.embed(TEXTS[::-1]) == one_by_one[::-1]
+    assert model.embed([TEXTS[1], TEXTS[1], TEXTS[4]]) == [one_by_one[1], one_by_one[1], one_by_one[4]]
+
+
+def test_the_batch_size_setting_is_each_backends_own_unless_given() -> None:
+    assert EmbeddingSettings().batch_size is None
+    require_stored(MINILM, "int8")
+    given = OnnxEmbedder.from_settings(EmbeddingSettings(model=MINILM, precision="int8", batch_size=8))
+    assert given._batch_size == 8
+    if bundled_model_dir() is not None:
+        torch = SentenceTransformerEmbedder.from_settings(EmbeddingSettings(model=MINILM, backend="torch"))
+        assert torch._batch_size == 32
+
+
 def test_batches_run_side_by_side_on_threads_of_their_own_with_the_same_vectors() -> None:
     """``threads`` batches run at once, each on one thread; the batches (so the int8 vectors) do not change."""
     require_stored(MINILM, "int8")
