@@ -2,8 +2,9 @@
 
 Dates may be ISO strings, YAML dates/timestamps, or epoch numbers (Dendron writes ``created`` and
 ``updated`` as epoch milliseconds); numbers of 10^11 and more are taken as milliseconds, smaller ones
-as seconds. Naive datetimes are taken as UTC. Keys that are not understood, and understood keys whose
-value cannot be used (a list as ``status``, ``created: someday``), go JSON-safe into ``metadata``.
+as seconds, but a year (``2024``, ``"2024"``) or a year and month (``2024-05``) is its first day. Naive
+datetimes are taken as UTC. Keys that are not understood, and understood keys whose value cannot be used
+(a list as ``status``, ``created: someday``), go JSON-safe into ``metadata``.
 
 Size. A frontmatter that stands for more than ``MAX_FRONTMATTER_VALUES`` values once its YAML aliases are
 expanded (a "billion laughs") is ignored with a warning, checked on the composed node graph before any
@@ -20,6 +21,8 @@ from datetime import date, datetime, time, timezone
 from typing import Any
 
 import yaml
+
+from esbridge.ingest.calendar import is_year_or_month, year_or_month
 
 _TITLE_KEYS = ("title",)
 _TAG_KEYS = ("tags", "tag")
@@ -215,6 +218,8 @@ def parse_datetime(value: Any) -> datetime | None:
     """A timezone-aware UTC datetime from a YAML date, datetime, ISO string or epoch (s or ms) number."""
     if isinstance(value, bool):
         return None
+    if is_year_or_month(value):
+        return year_or_month(value)
     if isinstance(value, datetime):
         return _as_utc(value)
     if isinstance(value, date):

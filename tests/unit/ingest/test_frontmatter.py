@@ -193,3 +193,25 @@ def test_a_date_past_the_end_of_time_in_utc_costs_only_its_own_key() -> None:
     front, meaning_warnings = interpret_frontmatter(data)
     assert (front.title, front.created_at) == ("Kept", None)
     assert len(meaning_warnings) == 1 and "'created' is not a date" in meaning_warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("raw", "created", "modified"),
+    [
+        ("created: 2024\nupdated: 2024-05\n", datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 5, 1, tzinfo=UTC)),
+        ('created: "1999"\nmodified: "2021-11"\n', datetime(1999, 1, 1, tzinfo=UTC), datetime(2021, 11, 1, tzinfo=UTC)),
+    ],
+)
+def test_a_year_or_a_month_is_its_first_day_not_an_epoch_in_1970(
+    raw: str, created: datetime, modified: datetime
+) -> None:
+    data, warnings = load_frontmatter(raw)
+    front, meaning_warnings = interpret_frontmatter(data)
+    assert warnings == meaning_warnings == []
+    assert (front.created_at, front.modified_at) == (created, modified)
+    assert front.metadata == {}
+
+
+@pytest.mark.parametrize("value", ["2024-13", "2024-00", "0000"])
+def test_a_month_or_year_that_does_not_exist_is_not_a_date(value: str) -> None:
+    assert parse_datetime(value) is None
