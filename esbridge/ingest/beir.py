@@ -2,11 +2,11 @@
 
 The corpus becomes Documents (``doc_id`` = ``_id``, one section holding ``text``; ``metadata`` and any
 other fields go into ``Document.metadata``), with the same per-line robustness as the JSONL source: a
-bad line is a ``Problem`` and reading goes on. Links and their weights are read as the JSONL source
-reads them (``links`` and ``link_weights``, at the top level or in ``metadata``); a corpus with links
-is read twice, to know which targets exist. Queries and relevance judgements are evaluation input,
-so they come back as plain dicts and any bad line raises ``SourceError`` instead: an evaluation that
-silently lost queries would report wrong figures.
+bad line (one nesting a field more than 100 levels deep included) is a ``Problem`` and reading goes on.
+Links and their weights are read as the JSONL source reads them (``links`` and ``link_weights``, at the
+top level or in ``metadata``); a corpus with links is read twice, to know which targets exist. Queries
+and relevance judgements are evaluation input, so they come back as plain dicts and any bad line raises
+``SourceError`` instead: an evaluation that silently lost queries would report wrong figures.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, f
 
 from esbridge.errors import ConfigError, SourceError
 from esbridge.ingest.json_lines import known_id, read_json_lines, record_id, require_file
-from esbridge.ingest.json_values import describe_validation_error
+from esbridge.ingest.json_values import describe_validation_error, too_deep
+from esbridge.ingest.jsonl import MAX_NESTING
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
 from esbridge.text import is_blank
@@ -45,6 +46,14 @@ class BeirRecord(BaseModel):
     @classmethod
     def _links(cls, data: Any) -> Any:
         return consume_links(data)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_too_deep(cls, data: Any) -> Any:
+        field = too_deep(data, MAX_NESTING)
+        if field is not None:
+            raise ValueError(f"field {field!r}: nested more than {MAX_NESTING} levels deep")
+        return data
 
     @field_validator("id", mode="before")
     @classmethod

@@ -2,12 +2,14 @@
 
 Dates may be ISO strings, YAML dates/timestamps, or epoch numbers (Dendron writes ``created`` and
 ``updated`` as epoch milliseconds); numbers of 10^11 and more are taken as milliseconds, smaller ones
-as seconds. Naive datetimes are taken as UTC. Keys that are not understood, and understood keys whose
-value cannot be used (a list as ``status``, ``created: someday``), go JSON-safe into ``metadata``.
+as seconds, but a year (``2024``, ``"2024"``) or a year and month (``2024-05``) is its first day. Naive
+datetimes are taken as UTC. Keys that are not understood, and understood keys whose value cannot be used
+(a list as ``status``, ``created: someday``), go JSON-safe into ``metadata``.
 
 Size. A frontmatter that stands for more than ``MAX_FRONTMATTER_VALUES`` values once its YAML aliases are
-expanded (a "billion laughs") is ignored with a warning, checked on the composed node graph before any
-value is built; metadata over ``MAX_METADATA_BYTES`` as JSON is dropped with a warning.
+expanded (a "billion laughs"), or nests them more than ``MAX_FRONTMATTER_DEPTH`` levels deep, is ignored with
+a warning, checked on the composed node graph before any value is built; metadata over ``MAX_METADATA_BYTES``
+as JSON is dropped with a warning.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from datetime import date, datetime, time, timezone
 from typing import Any
 
 import yaml
+
+from esbridge.ingest.calendar import is_year_or_month, year_or_month
 
 _TITLE_KEYS = ("title",)
 _TAG_KEYS = ("tags", "tag")
@@ -52,6 +56,8 @@ _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
 # them, but turning them into JSON copies each one. A frontmatter is refused past this many values
 # once aliases are expanded, which no real note comes near.
 MAX_FRONTMATTER_VALUES = 100_000
+# Far deeper than a note needs, far shallower than what exhausts the recursion of later stages (as for JSONL).
+MAX_FRONTMATTER_DEPTH = 100
 # What a note may store as metadata (its frontmatter's other keys), serialized as JSON.
 MAX_METADATA_BYTES = 64 * 1024
 
@@ -104,9 +110,22 @@ def _load_bounded(raw: str) -> tuple[Any, str | None]:
                 f"frontmatter holds more than {MAX_FRONTMATTER_VALUES} values once its YAML aliases (*name) "
                 "are expanded; ignored"
             )
+        if nested_deeper(node, MAX_FRONTMATTER_DEPTH):
+            return None, f"frontmatter nests values more than {MAX_FRONTMATTER_DEPTH} levels deep; ignored"
         return loader.construct_document(node), None
     finally:
         loader.dispose()
+
+
+def nested_deeper(root: yaml.Node, limit: int) -> bool:
+    """Whether ``root`` nests deeper than ``limit``; iterative, for a graph already known to be finite and acyclic."""
+    stack = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in _children(node))
+    return False
 
 
 def expanded_size(root: yaml.Node, limit: int) -> int | None:
@@ -175,13 +194,23 @@ def interpret_frontmatter(data: Mapping[str, Any]) -> tuple[FrontMatter, list[st
             warnings.append(f"frontmatter {key!r} is not a date: {value!r}")
         return None
 
+    def strings(keys: Sequence[str], *, split_spaces: bool, what: str) -> list[str]:
+        found: list[str] = []
+        for key in keys:
+            value = data.get(key)
+            if _holds_mapping(value):
+                used.discard(key)
+                warnings.append(f"frontmatter {key!r} holds a mapping, which is no {what}; kept in metadata")
+            found.extend(string_list(value, split_spaces=split_spaces))
+        return found
+
     created_at = moment(_CREATED_KEYS)
     if created_at is None and data.get(_FALLBACK_CREATED_KEY) is not None:
         created_at = parse_datetime(data[_FALLBACK_CREATED_KEY])
     front = FrontMatter(
         title=scalar(_TITLE_KEYS),
-        tags=tuple(tag.lstrip("#") for key in _TAG_KEYS for tag in string_list(data.get(key), split_spaces=True)),
-        aliases=tuple(alias for key in _ALIAS_KEYS for alias in string_list(data.get(key), split_spaces=False)),
+        tags=tuple(tag.lstrip("#") for tag in strings(_TAG_KEYS, split_spaces=True, what="tag")),
+        aliases=tuple(strings(_ALIAS_KEYS, split_spaces=False, what="alias")),
         created_at=created_at,
         modified_at=moment(_MODIFIED_KEYS),
         status=scalar(_STATUS_KEYS),
@@ -206,15 +235,31 @@ def string_list(value: Any, *, split_spaces: bool) -> list[str]:
     if isinstance(value, str):
         separators = value.replace(",", " ").split() if split_spaces else value.split(",")
         return [part.strip() for part in separators if part.strip()]
+    return _items(value)
+
+
+def _items(value: Any) -> list[str]:
+    """Each scalar of a value as stripped text, without splitting it; a list inside the list (``tags: [[a,
+    b]]`` to YAML) gives its items, not its Python text, and a mapping gives none (it is no tag or alias)."""
+    if value is None or isinstance(value, Mapping):
+        return []
     if isinstance(value, (list, tuple, set)):
-        return [str(item).strip() for item in value if item is not None and str(item).strip()]
-    return [str(value).strip()]
+        return [text for item in value for text in _items(item)]
+    return [text] if (text := str(value).strip()) else []
+
+
+def _holds_mapping(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return True
+    return isinstance(value, (list, tuple, set)) and any(_holds_mapping(item) for item in value)
 
 
 def parse_datetime(value: Any) -> datetime | None:
     """A timezone-aware UTC datetime from a YAML date, datetime, ISO string or epoch (s or ms) number."""
     if isinstance(value, bool):
         return None
+    if is_year_or_month(value):
+        return year_or_month(value)
     if isinstance(value, datetime):
         return _as_utc(value)
     if isinstance(value, date):

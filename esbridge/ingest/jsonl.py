@@ -10,7 +10,8 @@ A record::
 Only ``id`` (a non-empty string, or an integer) is required. ``name`` stands in for a missing ``title``
 and ``description`` adds a summary; ``tags`` may be one string; ``null`` means absent. Dates are ISO 8601
 strings or epoch numbers (seconds, or milliseconds when above 2e10), stored as UTC (a time without zone
-is taken as UTC). Fields not listed here go into ``metadata``; keys given in ``metadata`` win.
+is taken as UTC); a year (``2024``, ``"2024"``) or a year and month (``"2024-05"``) is its first day.
+Fields not listed here go into ``metadata``; keys given in ``metadata`` win.
 
 Text. The sections to chunk are, in order: ``description``; ``text``; when the record has no ``text``,
 its fields as prose (``Tags: a, b`` and the flattened metadata), since an entity record such as a tool
@@ -41,6 +42,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
 
+from esbridge.ingest.calendar import year_or_month
 from esbridge.ingest.json_lines import (
     JsonObject,
     known_id,
@@ -170,6 +172,11 @@ class JsonlRecord(IdentifiedRecord):
     @classmethod
     def _metadata(cls, value: Any) -> Any:
         return {} if value is None else value
+
+    @field_validator("created_at", "modified_at", mode="before")
+    @classmethod
+    def _year_or_month(cls, value: Any) -> Any:
+        return year_or_month(value) or value
 
     @field_validator("created_at", "modified_at", mode="after")
     @classmethod

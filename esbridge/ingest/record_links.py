@@ -1,6 +1,7 @@
 """Links of a JSONL or BEIR record, with optional weights, read from the record's top level or its ``metadata``.
 
-Three spellings, each at the top level or under ``metadata`` (the top level wins when both have one)::
+Three spellings, each at the top level or under ``metadata`` (the top level wins when both have one, and a
+different value under ``metadata`` then stays in the document's metadata)::
 
     "links": ["b", "c"]                                   every link weighs 1
     "links": [{"id": "b", "weight": 3}, "c"]              a weight per link; a bare id weighs 1
@@ -58,9 +59,14 @@ def read_links(data: Mapping[str, Any]) -> RecordLinks:
     return RecordLinks(tuple(found), {target: weight for target, weight in found.items() if weight != 1.0})
 
 
-def without_link_keys(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """``metadata`` without the keys ``read_links`` consumed: they live in the document's links now."""
-    return {key: value for key, value in metadata.items() if key not in LINK_KEYS}
+def without_link_keys(metadata: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """``metadata`` without the keys ``read_links`` consumed: they live in the document's links now. A key the
+    top level ``top`` shadows with another value was not read; it stays, so the record loses nothing."""
+    return {
+        key: value
+        for key, value in metadata.items()
+        if key not in LINK_KEYS or (top.get(key) is not None and top[key] != value)
+    }
 
 
 def _where(data: Mapping[str, Any], nested: Mapping[str, Any], key: str) -> tuple[str, Any] | None:
@@ -129,7 +135,7 @@ def consume_links(data: Any) -> Any:
     links = read_links(data)
     consumed = {key: value for key, value in data.items() if key not in LINK_KEYS}
     if isinstance(data.get("metadata"), Mapping):
-        consumed["metadata"] = without_link_keys(data["metadata"])
+        consumed["metadata"] = without_link_keys(data["metadata"], data)
     consumed[LINKS] = links
     return consumed
 

@@ -61,6 +61,16 @@ def test_corpus_lines_become_documents_or_problems(tmp_path: Path) -> None:
     assert doc_ids == {3: "12", 4: None, 5: None, 6: "13", 8: "10"}
 
 
+def test_a_corpus_line_nested_too_deep_is_a_problem_of_its_own_not_a_crash_later(tmp_path: Path) -> None:
+    deep = b"[" * 500 + b"1" + b"]" * 500
+    deep_line = b'{"_id": "d1", "title": "T", "text": "x", "metadata": {"deep": ' + deep + b"}}"
+    folder = make_dataset(tmp_path / "ds", [deep_line, b'{"_id": "d2", "text": "y"}'])
+    problem, document = list(read_beir_corpus(folder))
+    assert isinstance(problem, Problem) and isinstance(document, Document)
+    assert (problem.line, problem.doc_id, document.doc_id) == (1, "d1", "d2")
+    assert problem.reason == "field 'metadata': nested more than 100 levels deep"
+
+
 def test_missing_corpus_names_the_path(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match=r"BEIR corpus not found: .*empty.corpus\.jsonl"):
         read_beir_corpus(tmp_path / "empty")

@@ -5,6 +5,7 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 
 from esbridge.ingest.frontmatter import (
+    MAX_FRONTMATTER_DEPTH,
     MAX_FRONTMATTER_VALUES,
     MAX_METADATA_BYTES,
     interpret_frontmatter,
@@ -110,6 +111,25 @@ def test_tags_are_a_list_or_a_space_or_comma_string(tags: str, expected: tuple[s
     assert front.tags == expected
 
 
+def test_a_list_inside_tags_or_aliases_gives_its_items_not_its_python_text() -> None:
+    data, _ = load_frontmatter("tags: [[a, b], c]\naliases: [[Other Note], [[Deeper]], 'Smith, John']\n")
+    front, warnings = interpret_frontmatter(data)
+    assert warnings == []
+    assert (front.tags, front.aliases) == (("a", "b", "c"), ("Other Note", "Deeper", "Smith, John"))
+    assert front.metadata == {}
+
+
+def test_a_mapping_inside_tags_is_no_tag_but_a_warning_and_kept_in_metadata() -> None:
+    data, _ = load_frontmatter("tags: [a, {c: d}]\naliases: {k: v}\n")
+    front, warnings = interpret_frontmatter(data)
+    assert (front.tags, front.aliases) == (("a",), ())
+    assert warnings == [
+        "frontmatter 'tags' holds a mapping, which is no tag; kept in metadata",
+        "frontmatter 'aliases' holds a mapping, which is no alias; kept in metadata",
+    ]
+    assert front.metadata == {"tags": ["a", {"c": "d"}], "aliases": {"k": "v"}}
+
+
 def test_known_keys_are_fields_and_the_rest_is_json_safe_metadata() -> None:
     data, _ = load_frontmatter(
         "title: Deploy guide\n"
@@ -193,3 +213,42 @@ def test_a_date_past_the_end_of_time_in_utc_costs_only_its_own_key() -> None:
     front, meaning_warnings = interpret_frontmatter(data)
     assert (front.title, front.created_at) == ("Kept", None)
     assert len(meaning_warnings) == 1 and "'created' is not a date" in meaning_warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("raw", "created", "modified"),
+    [
+        ("created: 2024\nupdated: 2024-05\n", datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 5, 1, tzinfo=UTC)),
+        ('created: "1999"\nmodified: "2021-11"\n', datetime(1999, 1, 1, tzinfo=UTC), datetime(2021, 11, 1, tzinfo=UTC)),
+    ],
+)
+def test_a_year_or_a_month_is_its_first_day_not_an_epoch_in_1970(
+    raw: str, created: datetime, modified: datetime
+) -> None:
+    data, warnings = load_frontmatter(raw)
+    front, meaning_warnings = interpret_frontmatter(data)
+    assert warnings == meaning_warnings == []
+    assert (front.created_at, front.modified_at) == (created, modified)
+    assert front.metadata == {}
+
+
+@pytest.mark.parametrize("value", ["2024-13", "2024-00", "0000"])
+def test_a_month_or_year_that_does_not_exist_is_not_a_date(value: str) -> None:
+    assert parse_datetime(value) is None
+
+
+@pytest.mark.parametrize(("key", "depth"), [("other", MAX_FRONTMATTER_DEPTH + 5), ("tags", 500), ("config", 900)])
+def test_a_frontmatter_nested_too_deep_is_ignored_not_a_crash_of_the_whole_run(key: str, depth: int) -> None:
+    data, warnings = load_frontmatter(f"title: T\n{key}: " + "[" * depth + "a" + "]" * depth + "\n")
+    assert data == {}
+    assert warnings == [f"frontmatter nests values more than {MAX_FRONTMATTER_DEPTH} levels deep; ignored"]
+    front, meaning_warnings = interpret_frontmatter(data)
+    assert (front.title, meaning_warnings) == (None, [])
+
+
+def test_a_frontmatter_nested_within_the_limit_is_read() -> None:
+    depth = MAX_FRONTMATTER_DEPTH - 2
+    data, warnings = load_frontmatter("other: " + "[" * depth + "a" + "]" * depth + "\n")
+    assert warnings == []
+    front, _ = interpret_frontmatter(data)
+    assert "other" in front.metadata

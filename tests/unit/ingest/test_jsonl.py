@@ -322,3 +322,21 @@ def test_a_date_past_the_last_datetime_once_in_utc_fails_its_record_alone(tmp_pa
     assert [(doc.doc_id, doc.modified_at) for doc in documents] == [
         ("fine", datetime(2026, 11, 27, 11, 0, tzinfo=timezone.utc))
     ]
+
+
+def test_a_year_or_a_month_is_its_first_day_not_an_epoch_in_1970(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    lines = [
+        '{"id": "year", "created_at": 2024, "modified_at": "2025"}',
+        '{"id": "month", "created_at": "2024-05", "modified_at": " 2025-12 "}',
+        '{"id": "epoch", "created_at": 1714557600, "modified_at": "1714557600"}',
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    items = list(read_jsonl(path))
+    assert all(isinstance(item, Document) for item in items), items
+    dates = {doc.doc_id: (doc.created_at, doc.modified_at) for doc in items if isinstance(doc, Document)}
+    assert dates == {
+        "year": (datetime(2024, 1, 1, tzinfo=UTC), datetime(2025, 1, 1, tzinfo=UTC)),
+        "month": (datetime(2024, 5, 1, tzinfo=UTC), datetime(2025, 12, 1, tzinfo=UTC)),
+        "epoch": (datetime(2024, 5, 1, 10, 0, tzinfo=UTC), datetime(2024, 5, 1, 10, 0, tzinfo=UTC)),
+    }

@@ -146,3 +146,20 @@ def test_the_real_cisi_corpus_keeps_every_co_citation_with_its_weight() -> None:
     assert max(weight for doc in documents for weight in doc.link_weights.values()) == 16.0
     assert "links" not in first.metadata and "link_weights" not in first.metadata
     assert first.metadata["times_cited"] == 5
+
+
+def test_a_different_copy_of_the_links_under_metadata_is_kept_there_not_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    lines = [
+        {"id": "p", "text": "P", "links": ["q"], "metadata": {"links": ["r"], "link_weights": {"q": 2}, "k": 1}},
+        {"id": "q", "text": "Q", "links": ["p"], "metadata": {"links": ["p"]}},
+        {"id": "r", "text": "R", "link_weights": {}, "links": ["p"], "metadata": {"link_weights": {"p": 3}}},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    documents = {item.doc_id: item for item in read_jsonl(path) if isinstance(item, Document)}
+    # The top level still wins for the graph; the copy it shadows stays in metadata when it says something else.
+    assert (documents["p"].links, documents["p"].link_weights) == (("q",), {"q": 2.0})
+    assert documents["p"].metadata == {"links": ["r"], "k": 1}
+    assert (documents["q"].links, documents["q"].metadata) == (("p",), {})
+    assert (documents["r"].links, documents["r"].link_weights) == (("p",), {})
+    assert documents["r"].metadata == {"link_weights": {"p": 3}}
