@@ -201,20 +201,26 @@ def _load(source: ModelSource, device: str) -> Any:
 
 
 @contextmanager
-def no_weight_loading_progress_bar() -> Iterator[None]:
-    """transformers draws a "Loading weights" bar on stderr, which would interleave with esbridge's output."""
+def no_weight_loading_progress_bar(*, warnings: bool = True) -> Iterator[None]:
+    """transformers draws a "Loading weights" bar on stderr, which would interleave with esbridge's output.
+    ``warnings=False`` also silences its warnings meanwhile (e.g. the report of a head it made up, which the
+    caller reports in its own words)."""
     try:
         transformers_logging: Any = importlib.import_module("transformers.utils.logging")  # untyped
     except ImportError:
         yield
         return
     was_enabled = transformers_logging.is_progress_bar_enabled()
+    level = transformers_logging.get_verbosity()
     transformers_logging.disable_progress_bar()
+    if not warnings:
+        transformers_logging.set_verbosity_error()
     try:
         yield
     finally:
         if was_enabled:
             transformers_logging.enable_progress_bar()
+        transformers_logging.set_verbosity(level)
 
 
 def _refuse_a_classifier(folder: Path, name: str) -> None:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, f
 
 from esbridge.errors import ConfigError, SourceError
 from esbridge.ingest.json_lines import known_id, read_json_lines, record_id, require_file
-from esbridge.ingest.json_values import describe_validation_error, too_deep
+from esbridge.ingest.json_values import describe_validation_error, refuse_too_deep
 from esbridge.ingest.jsonl import MAX_NESTING
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
@@ -50,10 +50,7 @@ class BeirRecord(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _not_too_deep(cls, data: Any) -> Any:
-        field = too_deep(data, MAX_NESTING)
-        if field is not None:
-            raise ValueError(f"field {field!r}: nested more than {MAX_NESTING} levels deep")
-        return data
+        return refuse_too_deep(data, MAX_NESTING)
 
     @field_validator("id", mode="before")
     @classmethod

@@ -63,3 +63,11 @@ def describe_validation_error(exc: ValidationError) -> str:
             message += f", got {describe_value(error['input'])}"
         parts.append(f"field {where!r}: {message}" if where else message)
     return "; ".join(parts)
+
+
+def refuse_too_deep(data: Any, limit: int) -> Any:
+    """``data`` unchanged, or ValueError naming its field nested deeper than ``limit`` (a record validator)."""
+    field = too_deep(data, limit)
+    if field is not None:
+        raise ValueError(f"field {field!r}: nested more than {limit} levels deep")
+    return data

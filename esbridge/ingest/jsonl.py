@@ -50,7 +50,7 @@ from esbridge.ingest.json_lines import (
     record_id,
     require_file,
 )
-from esbridge.ingest.json_values import describe_validation_error, too_deep
+from esbridge.ingest.json_values import describe_validation_error, refuse_too_deep
 from esbridge.ingest.metadata import flatten_metadata
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
@@ -106,10 +106,7 @@ class IdentifiedRecord(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _not_too_deep(cls, data: Any) -> Any:
-        field = too_deep(data, MAX_NESTING)
-        if field is not None:
-            raise ValueError(f"field {field!r}: nested more than {MAX_NESTING} levels deep")
-        return data
+        return refuse_too_deep(data, MAX_NESTING)
 
 
 Record = TypeVar("Record", bound=IdentifiedRecord)

@@ -6,11 +6,9 @@ to a factory taking ``RerankSettings``; esbridge declares its ``cross-encoder`` 
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -59,7 +57,7 @@ class CrossEncoderReranker:
         if local:  # before loading: transformers would print its report of the head it made up
             _require_scoring_head(_architectures_in(path), model)
         try:
-            with no_weight_loading_progress_bar(), _transformers_warnings_off():
+            with no_weight_loading_progress_bar(warnings=False):
                 self._model = CrossEncoder(location, device=device, max_length=max_length, local_files_only=local)
         except Exception as exc:  # the library raises many kinds; all mean "no model"
             reason = f"cannot load the cross-encoder: {type(exc).__name__}: {exc}"
@@ -89,23 +87,6 @@ def _architectures_in(folder: Path) -> list[str]:
     except (OSError, ValueError, AttributeError):
         return []
     return [str(kind) for kind in named] if isinstance(named, list) else []
-
-
-@contextmanager
-def _transformers_warnings_off() -> Iterator[None]:
-    """transformers logs a load report of the weights it made up for a missing head; esbridge's own refusal
-    (``_require_scoring_head``) says what that means for a re-ranker, so the report is not shown."""
-    try:
-        transformers_logging: Any = importlib.import_module("transformers.utils.logging")  # untyped
-    except ImportError:
-        yield
-        return
-    level = transformers_logging.get_verbosity()
-    transformers_logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        transformers_logging.set_verbosity(level)
 
 
 def _require_scoring_head(architectures: Sequence[str], name: str) -> None:

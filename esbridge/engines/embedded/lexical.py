@@ -51,6 +51,8 @@ COMMIT_AFTER_S = 1.0
 """The longest a change waits in the writer while writing goes on, and the pause in writing that commits it
 (the role of OpenSearch's refresh interval: other processes see a write this late at most)."""
 
+Scored = list[tuple[int, float]]  # (database row, BM25 score), best first
+
 
 class Damaged(RuntimeError):
     """tantivy cannot open a full-text directory (a file of it removed, cut short or spoilt)."""
@@ -351,9 +353,7 @@ class LexicalIndex:
     def searcher(self) -> tantivy.Searcher:
         return self.index.searcher()
 
-    def top(
-        self, query: tantivy.Query, limit: int, *, count: bool = True
-    ) -> tuple[list[tuple[int, float]], int | None]:
+    def top(self, query: tantivy.Query, limit: int, *, count: bool = True) -> tuple[Scored, int | None]:
         """The best ``limit`` (row, score) pairs for ``query``, and how many documents match (None unless ``count``)."""
         searcher = self.index.searcher()
         found = searcher.search(query, limit=max(limit, 1), count=count)
@@ -387,7 +387,7 @@ def _count(found: tantivy.SearchResult) -> int:
     return total
 
 
-def _rows(searcher: tantivy.Searcher, hits: list[tuple[Any, tantivy.DocAddress]]) -> list[tuple[int, float]]:
+def _rows(searcher: tantivy.Searcher, hits: list[tuple[Any, tantivy.DocAddress]]) -> Scored:
     """(row, score) of each hit, the row read from its fast field."""
     if not hits:
         return []
