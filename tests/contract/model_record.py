@@ -19,7 +19,8 @@ from esbridge.engines.base import AsyncEngine, Engine
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.errors import ModelMismatch
 from esbridge.ingest.model_record import record_model
-from esbridge.ingest.run import IngestOptions, IngestReport, ingest
+from esbridge.ingest.report import IngestReport
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.ingest.transfer import import_chunks
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import SCHEMA_VERSION, IndexParameters
