@@ -105,8 +105,8 @@ def _neighbour_of(hit: SearchHit) -> list[str]:
 def _recency(hit: SearchHit) -> str:
     if hit.explain is None:
         return ""
-    if hit.explain.retrievers and hit.explain.fused_score == 0 and hit.explain.recency_multiplier == 1:
-        return "-"  # fused to 0, which no multiplier changes: "x1" would say the note is not recent
+    if hit.explain.recency_multiplier == 1:
+        return "-"  # none applied: recency off, no date, or fused to 0 (which no multiplier changes)
     return f"x{hit.explain.recency_multiplier:g}"
 
 

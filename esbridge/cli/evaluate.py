@@ -22,7 +22,7 @@ from esbridge.evaluation import collections, report, session
 from esbridge.evaluation.dataset import JudgedQueries, judged_queries, outside_corpus
 from esbridge.evaluation.methods import METHODS, Configuration, configurations
 from esbridge.evaluation.reranking import Rerankers
-from esbridge.ingest.run import IngestReport
+from esbridge.ingest.report import IngestReport
 
 DEFAULT_METHODS = "bm25,knn,rrf,linear,dbsf,adaptive,default,native"
 

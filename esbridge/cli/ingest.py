@@ -22,7 +22,8 @@ from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.errors import ModelUnavailable
 from esbridge.ingest.embed_missing import embed_missing
 from esbridge.ingest.refusals import MAX_DELETE_SHARE
-from esbridge.ingest.run import IngestOptions, IngestReport, ingest
+from esbridge.ingest.report import IngestReport
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.ingest.sources import FORMATS
 
 

@@ -211,19 +211,21 @@ def render(response: SearchResponse, explain: bool) -> str:
         label = hit.title or hit.doc_id
         lines.append(f"{rank:>3}. {hit.score:.3f}  {label}  [{hit.id}]")
         if explain and hit.explain is not None:
-            reranked = "" if hit.explain.rerank_score is None else f"; re-ranker {hit.explain.rerank_score:.3f}"
-            lines.append(f"       {_how(hit.explain)}; {_recency(hit.explain)}{reranked}")
+            lines.append(f"       {'; '.join(_how_scored(hit.explain))}")
     if response.groups is not None:
         lines.extend(render_groups(response.groups))
     return "\n".join(lines)
 
 
-def _recency(explain: Explain) -> str:
-    """The recency multiplier, unless the result was fused to 0: no multiplier changes that, so none was applied,
-    and "x1" would say the document is not recent."""
-    if explain.retrievers and explain.fused_score == 0 and explain.recency_multiplier == 1:
-        return "no recency multiplier (it changes nothing on a fused score of 0)"
-    return f"recency x{explain.recency_multiplier:g}"
+def _how_scored(explain: Explain) -> list[str]:
+    """How a result entered the list, then the stages that changed its score: the recency multiplier only where
+    one applied (1 is recency off, no date, or a fused score of 0, which no multiplier changes)."""
+    parts = [_how(explain)]
+    if explain.recency_multiplier != 1:
+        parts.append(f"recency x{explain.recency_multiplier:g}")
+    if explain.rerank_score is not None:
+        parts.append(f"re-ranker {explain.rerank_score:.3f}")
+    return parts
 
 
 def _how(explain: Explain) -> str:

@@ -24,7 +24,8 @@ from esbridge.ingest.beir import CORPUS_FILE
 from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.progress import ProgressFactory, no_progress
 from esbridge.ingest.refusals import DOC_ID_BATCH
-from esbridge.ingest.run import IngestOptions, IngestReport, ingest
+from esbridge.ingest.report import IngestReport
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.parameters import parameters_from
 

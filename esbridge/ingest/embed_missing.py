@@ -11,7 +11,8 @@ from esbridge.engines.bulk import BulkWriter
 from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source
 from esbridge.ingest.model_record import holds_vectors, model_to_record_with_missing, record_model
 from esbridge.ingest.progress import ProgressFactory, no_progress
-from esbridge.ingest.run import IngestReport, _embed, _Timer, mapped_dimension, write_block_warnings
+from esbridge.ingest.report import IngestReport, Timer, embed_window
+from esbridge.ingest.run import mapped_dimension, write_block_warnings
 from esbridge.mappings.schema import VECTOR_FIELD
 
 
@@ -31,7 +32,7 @@ def embed_missing(
             f"the model {embedder.name} makes {embedder.dimension}-dimensional vectors but {index} maps {dimension}"
         )
     identity = model_to_record_with_missing(engine, index, embedder)
-    with _Timer(report.timings, "index_s"):
+    with Timer(report.timings, "index_s"):
         hits = list(
             engine.scan(
                 index,
@@ -44,12 +45,12 @@ def embed_missing(
     with progress("embedding", len(hits)) as bar:
         for start in range(0, len(hits), window):
             chunks = [chunk_from_source(hit.source) for hit in hits[start : start + window]]
-            vectors = _embed(chunks, embedder, report)
+            vectors = embed_window(chunks, embedder, report)
             updates: Iterable[BulkAction] = (
                 BulkAction("update", chunk.chunk_id, {VECTOR_FIELD: vector, "embedding": EMBEDDED})
                 for chunk, vector in zip(chunks, vectors, strict=True)
             )
-            with _Timer(report.timings, "index_s"):
+            with Timer(report.timings, "index_s"):
                 writer.write(updates)
             bar.update(len(chunks))
         engine.refresh(index)

@@ -12,7 +12,6 @@ then records it (``esbridge.ingest.model_record``).
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from esbridge import errors
-from esbridge.embeddings.base import Embedder, embed_passages, passages_cut
+from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ids import doc_id_of
@@ -45,6 +44,7 @@ from esbridge.ingest.refusals import (
     refuse_mass_delete,
     refuse_missing_fields,
 )
+from esbridge.ingest.report import IngestReport, Timer, cache_hits, embed_window
 from esbridge.ingest.sources import SourceFormat, detect_format, read_source
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import VECTOR_FIELD
@@ -73,56 +73,10 @@ class IngestOptions:
     holds for the source (and at least ``MASS_DELETE_MINIMUM`` of them); 1.0 allows any deletion."""
 
 
-@dataclass
-class IngestReport:
-    source: str
-    index: str
-    documents_indexed: int = 0
-    chunks_indexed: int = 0
-    unchanged: int = 0
-    deleted: int = 0
-    embedded: int = 0
-    without_vectors: int = 0
-    cut_by_model: int = 0
-    """chunks embedded whose text holds more tokens than the model reads"""
-    failed: list[dict[str, str]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    model_recorded: str | None = None
-    """the model this run recorded in the index's ``_meta`` as the one that made its vectors"""
-    timings: dict[str, float] = field(default_factory=lambda: {"parse_s": 0.0, "embed_s": 0.0, "index_s": 0.0})
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "index": self.index,
-            "documents_indexed": self.documents_indexed,
-            "chunks_indexed": self.chunks_indexed,
-            "unchanged": self.unchanged,
-            "deleted": self.deleted,
-            "embedded": self.embedded,
-            "without_vectors": self.without_vectors,
-            "failed": self.failed,
-            "warnings": self.warnings,
-            "model_recorded": self.model_recorded,
-            "timings": {key: round(value, 3) for key, value in self.timings.items()},
-        }
-
-
 @dataclass(frozen=True)
 class IndexedChunk:
     content_hash: str
     embedded: bool
-
-
-class _Timer:
-    def __init__(self, timings: dict[str, float], key: str) -> None:
-        self.timings, self.key = timings, key
-
-    def __enter__(self) -> None:
-        self.start = time.perf_counter()
-
-    def __exit__(self, *exc: object) -> None:
-        self.timings[self.key] += time.perf_counter() - self.start
 
 
 def indexed_chunks(engine: Engine, index: str, source: str) -> dict[str, IndexedChunk]:
@@ -172,7 +126,7 @@ def ingest(
         )
     timings = report.timings
     # The source is read before the index is created, so one that cannot be read leaves no empty index.
-    with _Timer(timings, "parse_s"):
+    with Timer(timings, "parse_s"):
         chunks, problems = _read_and_chunk(path, options, report)
     report.failed.extend({"id": problem.id, "reason": problem.reason} for problem in problems)
 
@@ -195,7 +149,7 @@ def ingest(
     if model.reembed and model.record is not None:
         mark_reembedding(engine, index, model.record)
 
-    with _Timer(timings, "index_s"):
+    with Timer(timings, "index_s"):
         refuse_foreign_documents(engine, path, index, source, chunks)
         before = indexed_chunks(engine, index, source)
     stale = _stale_chunks(before, chunks, problems, report)
@@ -210,7 +164,7 @@ def ingest(
     written_docs: set[str] = set()
 
     def write(actions: list[BulkAction]) -> None:
-        with _Timer(timings, "index_s"):
+        with Timer(timings, "index_s"):
             writer.write(actions)
         writer.totals.stop_if_unreachable(
             operation="ingest", index=alias, planned=len(todo), rerun=": it writes only what is missing"
@@ -219,7 +173,7 @@ def ingest(
     try:
         with progress("indexing", len(todo)) as bar, BackgroundWrites() as writes:
             for window in _windows(todo, options.window):
-                vectors = _embed(window, embedder, report)
+                vectors = embed_window(window, embedder, report)
                 actions = [
                     BulkAction("index", chunk.chunk_id, index_document(chunk, source=source, vector=vector))
                     for chunk, vector in zip(window, vectors, strict=True)
@@ -252,7 +206,7 @@ def ingest(
     refused_docs = {doc_id_of(failure.id) for failure in write_failures}
     stale = [chunk_id for chunk_id in stale if doc_id_of(chunk_id) not in refused_docs]
 
-    with _Timer(timings, "index_s"), _after_the_writes(report.chunks_indexed):
+    with Timer(timings, "index_s"), _after_the_writes(report.chunks_indexed):
         if stale:
             deleter = BulkWriter(engine, alias, max_bytes=options.max_request_bytes, retry=options.retry)
             totals = deleter.write(BulkAction("delete", chunk_id) for chunk_id in stale)
@@ -260,11 +214,12 @@ def ingest(
             write_failures.extend(totals.failed)
         engine.refresh(alias)
     if model.reembed and embedder is not None:  # the other sources' chunks, and kept ones of unreadable records
-        with _Timer(timings, "embed_s"):
+        hits = cache_hits(embedder)
+        with Timer(timings, "embed_s"):
             rest = stored_with_vectors(engine, alias, skip={chunk.chunk_id for chunk in todo})
             with progress("re-embedding the rest of the index", len(rest)) as bar:
-                count, failures = reembed_stored(engine, alias, embedder, rest, on_window=bar.update)
-        report.embedded += count
+                _, failures = reembed_stored(engine, alias, embedder, rest, on_window=bar.update)
+        report.count_vectors(len(rest), cache_hits(embedder) - hits)
         write_failures.extend(failures)
         engine.refresh(alias)
     to_record = None if model.reembed and write_failures else model.record
@@ -275,12 +230,12 @@ def ingest(
     report.warnings.extend(write_block_warnings(write_failures, alias))
     if report.cut_by_model and embedder is not None:
         report.warnings.append(
-            f"{report.cut_by_model} of {report.embedded} chunk(s) embedded hold more than the {embedder.max_tokens} "
-            f"tokens {embedder.name} reads: their vectors stand for their beginnings only (BM25 searches their whole "
-            "text); a model or an [embedding] max_tokens that reads more embeds them whole"
+            f"{report.cut_by_model} of {report.embedded + report.from_cache} chunk(s) embedded hold more than the "
+            f"{embedder.max_tokens} tokens {embedder.name} reads: their vectors stand for their beginnings only (BM25 "
+            "searches their whole text); a model or an [embedding] max_tokens that reads more embeds them whole"
         )
     if options.concepts and embedder is not None:
-        with _Timer(timings, "embed_s"):
+        with Timer(timings, "embed_s"):
             terms = frequent_terms(
                 (
                     str(hit.source.get("body", ""))
@@ -354,17 +309,6 @@ def _needs_write(chunk: Chunk, indexed: IndexedChunk | None, embedder: Embedder 
     if indexed is None or indexed.content_hash != chunk.content_hash:
         return True
     return embedder is not None and not indexed.embedded
-
-
-def _embed(window: Sequence[Chunk], embedder: Embedder | None, report: IngestReport) -> list[list[float] | None]:
-    if embedder is None:
-        return [None] * len(window)
-    texts = [chunk.embedding_text for chunk in window]
-    with _Timer(report.timings, "embed_s"):
-        vectors = embed_passages(embedder, texts)
-        report.cut_by_model += passages_cut(embedder, texts)
-    report.embedded += len(window)
-    return list(vectors)
 
 
 def _stale_chunks(

@@ -319,10 +319,9 @@ def import_chunks(
         engine.count(alias) == 0 and recorded_identity(engine.get_mapping(alias), alias) is None
     )
     IndexManager(engine, alias, encoding_this_engine_has(engine, alias, params, path)).ensure()
-    if model is not None and empty:
-        # Before the first write, as every vector it will hold is the export's: an import stopped part-way
-        # (Ctrl-C, a kill) leaves an index that still refuses another model's vectors and searches.
-        record_model(engine, alias, model)
+    # Recorded before the first vector is written (an empty index's vectors are all the export's), so an import
+    # stopped part-way still refuses other models; one that writes no vector records none, as an empty ingest.
+    record_first, with_vectors = model if empty else None, set[str]()
     failed: list[dict[str, str]] = []
     seen = 0
 
@@ -343,6 +342,8 @@ def import_chunks(
                     {"id": chunk_id, "reason": f"vector of {len(vector)} dimensions, index has {params.dimension}"}
                 )
                 continue
+            if vector is not None:
+                with_vectors.add(chunk_id)
             yield BulkAction("index", chunk_id, chunk)
 
     # Through the alias, not to its current version, so a reindex that moves it meanwhile loses nothing.
@@ -356,6 +357,9 @@ def import_chunks(
         # write under way finishes and is counted, and the count said to be kept is what the index holds.
         with BackgroundWrites() as writes:
             for window in _windows(actions(), IMPORT_WINDOW):
+                if record_first is not None and any(action.id in with_vectors for action in window):
+                    record_model(engine, alias, record_first)
+                    record_first = None
                 writes.submit(partial(writer.write, window, on_batch=stop_when_gone))
             writes.wait()
         totals = writer.totals
@@ -366,7 +370,8 @@ def import_chunks(
         ) from exc
     failed.extend({"id": failure.id, "reason": failure.reason} for failure in totals.failed)
     engine.refresh(alias)
-    if model is not None and recorded_identity(engine.get_mapping(alias), alias) is None:
+    wrote_vectors = not with_vectors.isdisjoint(totals.succeeded)
+    if model is not None and wrote_vectors and recorded_identity(engine.get_mapping(alias), alias) is None:
         record_model(engine, alias, model)
     expected = header.get("chunks")
     if isinstance(expected, int) and not isinstance(expected, bool) and seen != expected:

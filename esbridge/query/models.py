@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+import operator
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
@@ -63,6 +65,23 @@ def _moment(value: Any) -> Any:
 
 
 Moment = Annotated[datetime | None, BeforeValidator(_moment)]
+
+
+def _integral(value: Any) -> Any:
+    """A count given from Python as any integral number (numpy's ``int64``, a type with ``__index__``), as the int it
+    stands for. Anything else is left for ``StrictInt`` to judge: a bool, numpy's ``bool_`` and every value JSON
+    carries (``true``, ``"3"``, ``2.0``), so HTTP and MCP bodies, which hold no other objects, stay as strict."""
+    if isinstance(value, (bool, int)):
+        return value
+    try:
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        return int(operator.index(value)) if hasattr(type(value), "__index__") else value
+    except (TypeError, ValueError, OverflowError):
+        return value
+
+
+Count = Annotated[StrictInt, BeforeValidator(_integral)]
 
 
 class _NullIsNoFilters:
@@ -136,12 +155,13 @@ def _no_filters(value: Any) -> Any:
 
 class SearchRequest(BaseModel):
     """One search. Fields left as None take the configured pipeline's value. Numbers and switches are strict: JSON's
-    ``true``, ``"3"`` or ``2.0`` for ``top_n`` is refused rather than read as 1, 3 or 2."""
+    ``true``, ``"3"`` or ``2.0`` for ``top_n`` is refused rather than read as 1, 3 or 2. From Python, ``top_n`` may be
+    any integral number but a bool (``numpy.int64(5)``), kept as a plain int."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     query: str = Field(min_length=1, max_length=4096)
-    top_n: StrictInt = Field(default=10, ge=1)
+    top_n: Count = Field(default=10, ge=1)
     fusion: str | None = Field(
         default=None, description="fusion method name: qpp (the default), rrf, linear, dbsf, adaptive, or a plugin's"
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,9 @@ from esbridge.engines.base import AsyncEngine, Engine
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.errors import ModelMismatch
 from esbridge.ingest.model_record import record_model
-from esbridge.ingest.run import IngestOptions, IngestReport, ingest
+from esbridge.ingest.report import IngestReport
+from esbridge.ingest.run import IngestOptions, ingest
+from esbridge.ingest.transfer import import_chunks
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import SCHEMA_VERSION, IndexParameters
 from esbridge.query.factory import build_searcher
@@ -84,6 +87,32 @@ class ModelRecordContract:
         done = ingest_with(engine, prefix, other, tmp_path)
         assert (done.failed, done.unchanged, done.model_recorded) == ([], 0, other.name)
         assert recorded_identity(engine.get_mapping(prefix), prefix) == identity_of(other)
+
+    def test_an_import_that_writes_no_vector_records_no_model(
+        self, engine: Engine, prefix: str, tmp_path: Path
+    ) -> None:
+        # As after an empty ingest: the header's model made none of the index's vectors, so the index is left free
+        # to take any model's, until an import writes one of the export's vectors.
+        header = {
+            "format": "esbridge-export",
+            "version": 1,
+            "parameters": {"dimension": 4},
+            "model": RECORDED.to_meta(),
+        }
+        chunk = {"_id": "a#0", "doc_id": "a", "chunk_id": "a#0", "title": "Moved"}
+        exports: dict[str, list[dict[str, Any]]] = {
+            "empty": [{**header, "chunks": 0}],
+            "without vectors": [{**header, "chunks": 1}, chunk],
+            "with a vector": [{**header, "chunks": 1}, {**chunk, "vector": [0.5, 0.5, 0.5, 0.5]}],
+        }
+        recorded = {}
+        for name, lines in exports.items():
+            path = tmp_path / f"{name}.jsonl"
+            path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+            assert import_chunks(engine, prefix, path) == (len(lines) - 1, [])
+            recorded[name] = recorded_identity(engine.get_mapping(prefix), prefix)
+        assert engine.alias_targets(prefix) == [f"{prefix}-v1"]
+        assert recorded == {"empty": None, "without vectors": None, "with a vector": RECORDED}
 
 
 def async_twin(engine: Engine) -> AsyncEngine:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine
-from esbridge.ingest.run import IngestOptions, IngestReport, ingest
+from esbridge.ingest.report import IngestReport
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 

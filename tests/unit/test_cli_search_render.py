@@ -32,9 +32,9 @@ def test_explain_names_the_links_that_lifted_a_result_and_the_seeds_of_a_neighbo
         results=[_hit("c#0", 0.5, lifted), _hit("d#0", 0.4, neighbour), _hit("e#0", 0.3, plain)],
     )
     lines = render(response, explain=True).splitlines()
-    assert lines[3] == "       found by bm25 #7 (3.500); lifted +0.118 by links with a#0, b#2; recency x1"
-    assert lines[5] == "       neighbour of a#0 (2 hops); recency x1"
-    assert lines[7] == "       found by bm25 #7 (3.500); recency x1"
+    assert lines[3] == "       found by bm25 #7 (3.500); lifted +0.118 by links with a#0, b#2"
+    assert lines[5] == "       neighbour of a#0 (2 hops)"
+    assert lines[7] == "       found by bm25 #7 (3.500)"
 
 
 def test_explain_says_how_far_lifting_moved_a_result_down() -> None:
@@ -47,9 +47,9 @@ def test_explain_says_how_far_lifting_moved_a_result_down() -> None:
     lines = render(response, explain=True).splitlines()
     assert lines[3] == (
         "       found by knn #12 (0.900); lifted +0.261 by links with a#0; moved down 0.250 to stay below the kept "
-        "results; recency x1"
+        "results"
     )
-    assert lines[5] == "       found by knn #12 (0.900); moved down 0.250 to stay below the kept results; recency x1"
+    assert lines[5] == "       found by knn #12 (0.900); moved down 0.250 to stay below the kept results"
 
 
 def test_explain_says_what_the_re_ranker_scored_a_result() -> None:
@@ -62,11 +62,12 @@ def test_explain_says_what_the_re_ranker_scored_a_result() -> None:
     )
     lines = render(response, explain=True).splitlines()
     assert lines[3] == "       found by bm25 #4 (0.231); recency x1.2; re-ranker 0.045"
-    assert lines[5] == "       found by bm25 #4 (0.231); recency x1"
+    assert lines[5] == "       found by bm25 #4 (0.231)"
 
 
-def test_explain_says_recency_multiplies_nothing_on_a_fused_score_of_0() -> None:
-    # Recency multiplies only positive scores: "x1" on a recent result fused to 0 would say it is not recent.
+def test_explain_says_nothing_of_recency_where_no_multiplier_applied() -> None:
+    # "recency x1" on every result with recency off (or no date, or a score of 0 it cannot change) says nothing
+    # true: a multiplier of 1 is none applied, and is left out like a re-ranker score that was never computed.
     found = {"knn": RetrieverExplain(rank=5, score=0.5)}
     response = SearchResponse(
         query="q",
@@ -74,19 +75,19 @@ def test_explain_says_recency_multiplies_nothing_on_a_fused_score_of_0() -> None
         took_ms=1.0,
         results=[
             _hit("c#0", 1.0, Explain(retrievers=found, fused_score=0.8, recency_multiplier=1.2)),
-            _hit("d#0", 0.0, Explain(retrievers=found, fused_score=0.0)),
+            _hit("d#0", 0.5, Explain(retrievers=found, fused_score=0.4)),
+            _hit("e#0", 0.0, Explain(retrievers=found, fused_score=0.0)),
         ],
     )
     lines = render(response, explain=True).splitlines()
     assert lines[3] == "       found by knn #5 (0.500); recency x1.2"
-    assert (
-        lines[5] == "       found by knn #5 (0.500); no recency multiplier (it changes nothing on a fused score of 0)"
-    )
+    assert lines[5] == "       found by knn #5 (0.500)"
+    assert lines[7] == "       found by knn #5 (0.500)"
     table = demo.render(response).splitlines()
-    assert [line.split()[-1] for line in table[3:]] == ["x1.2", "-"]
+    assert [line.split()[-1] for line in table[3:]] == ["x1.2", "-", "-"]
 
 
-def test_a_search_of_the_embedded_engine_says_so_of_a_recent_result_fused_to_0(
+def test_a_search_of_the_embedded_engine_names_recency_only_where_it_multiplied(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(EMBEDDERS, "hashing", lambda settings: HashingEmbedder())
@@ -105,6 +106,9 @@ def test_a_search_of_the_embedded_engine_says_so_of_a_recent_result_fused_to_0(
     for hit in answer["results"]:
         said = lines[lines.index(next(line for line in lines if f"[{hit['id']}]" in line)) + 1]
         if fused[hit["id"]] == 0:
-            assert said.endswith("; no recency multiplier (it changes nothing on a fused score of 0)")
+            assert "recency" not in said
         else:
             assert said.endswith("; recency x1.2")  # every record is from today
+    switched_off = runner.invoke(main, ["search", "solar sunlight", "--explain", "--no-recency", "--index", "notes"])
+    assert switched_off.exit_code == 0 and "found by" in switched_off.stdout
+    assert "recency" not in switched_off.stdout

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from esbridge.engines.embedded import EmbeddedEngine, lexical, lexical_folders
+from esbridge.engines.embedded.lexical_layout import Layout
 
 _WRITER = """
 import os, sys
@@ -76,8 +77,8 @@ def test_a_full_text_index_rebuilt_in_pages_is_kept_by_the_next_process(tmp_path
     try:
         record = engine._store.index("idx")
         assert record is not None
-        folder = lexical_folders.folder_for(tmp_path, record.id, lexical.Layout(record.schema))
-        assert not lexical.LexicalIndex(folder, lexical.Layout(record.schema), writer=False).fresh
+        folder = lexical_folders.folder_for(tmp_path, record.id, Layout(record.schema))
+        assert not lexical.LexicalIndex(folder, Layout(record.schema), writer=False).fresh
     finally:
         engine.close()
     assert answers_like_the_database(tmp_path) == 300

@@ -14,7 +14,8 @@ import pytest
 
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine, lengths
-from esbridge.engines.embedded.lexical import STATE, Layout, LexicalIndex
+from esbridge.engines.embedded.lexical import STATE, LexicalIndex
+from esbridge.engines.embedded.lexical_layout import Layout
 from esbridge.engines.embedded.mapping import created_schema
 from esbridge.errors import RequestRejected
 from tests.contract.scoring import BODIES, LENGTHS, saturation

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine
-from esbridge.engines.embedded.lexical import Layout
+from esbridge.engines.embedded.lexical_layout import Layout
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query import bodies

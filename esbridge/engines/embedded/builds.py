@@ -29,7 +29,8 @@ from typing import Any, TypeVar
 from esbridge.engines.embedded import ann, lexical, lexical_folders
 from esbridge.engines.embedded.ann import VectorIndex
 from esbridge.engines.embedded.backfill import log
-from esbridge.engines.embedded.lexical import Layout, LexicalIndex
+from esbridge.engines.embedded.lexical import LexicalIndex
+from esbridge.engines.embedded.lexical_layout import Layout
 from esbridge.engines.embedded.progress import read_applied
 from esbridge.engines.embedded.store import IndexRecord
 

@@ -31,7 +31,8 @@ from esbridge.engines.embedded.ann import VectorIndex
 from esbridge.engines.embedded.backfill import Backfills, log, mark_complete
 from esbridge.engines.embedded.builds import Builds, slow_work
 from esbridge.engines.embedded.floats import FloatCopies
-from esbridge.engines.embedded.lexical import COMMIT_AFTER_S, Layout, LexicalIndex
+from esbridge.engines.embedded.lexical import COMMIT_AFTER_S, LexicalIndex
+from esbridge.engines.embedded.lexical_layout import Layout
 from esbridge.engines.embedded.store import DB_FILE, IndexRecord, Store
 from esbridge.engines.embedded.under_way import Before, WritesUnderWay
 from esbridge.engines.embedded.writer import WriterBusy, WriterLock

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from esbridge.engines.embedded.lexical import Layout
+    from esbridge.engines.embedded.lexical_layout import Layout
 
 
 def folder_for(root: Path, index_id: int, layout: Layout) -> Path:

@@ -34,7 +34,7 @@ from esbridge.engines.embedded.filters import (
     term_as_terms,
     terms_field,
 )
-from esbridge.engines.embedded.lexical import ID, Layout
+from esbridge.engines.embedded.lexical_layout import ID, Layout
 from esbridge.engines.embedded.mapping import Field
 
 Occur = tantivy.Occur

@@ -16,7 +16,8 @@ from esbridge.engines import Engine
 from esbridge.engines.base import BulkAction, BulkResult
 from esbridge.ingest.beir import read_beir_corpus
 from esbridge.ingest.model import Document
-from esbridge.ingest.run import IngestOptions, IngestReport, ingest
+from esbridge.ingest.report import IngestReport
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from tests.integration.cluster.nodes import kill_node, node_behind, nodes_holding_primaries

@@ -19,7 +19,8 @@ from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import EsbridgeWarning, ModelMismatch
 from esbridge.ingest.documents import EMBEDDED
 from esbridge.ingest.embed_missing import embed_missing
-from esbridge.ingest.run import IngestOptions, IngestReport, ingest
+from esbridge.ingest.report import IngestReport
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.ingest.transfer import export_to_file, import_chunks
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from esbridge.engines.embedded import EmbeddedEngine
-from esbridge.ingest.run import IngestOptions, IngestReport, ingest
+from esbridge.ingest.report import IngestReport
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.ingest.sources import SourceFormat
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters

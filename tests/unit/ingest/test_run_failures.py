@@ -11,7 +11,8 @@ import pytest
 
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import ConfigError, EmbeddingError, EngineUnavailable, IngestInterrupted
-from esbridge.ingest.run import IngestOptions, IngestReport, ingest
+from esbridge.ingest.report import IngestReport
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from tests.support.hashing import HashingEmbedder

@@ -14,7 +14,8 @@ from esbridge.embeddings.base import passages_cut
 from esbridge.embeddings.onnx_runtime import OnnxEmbedder
 from esbridge.embeddings.profiles import BGE_SMALL, E5_SMALL
 from esbridge.engines.embedded import EmbeddedEngine
-from esbridge.ingest.run import IngestOptions, IngestReport, ingest
+from esbridge.ingest.report import IngestReport
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from tests.support.hashing import HashingEmbedder

@@ -14,7 +14,8 @@ from esbridge.engines.base import Engine
 from esbridge.engines.blocks import write_blocked
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import EngineResponseError, EngineUnavailable, IndexWriteBlocked
-from esbridge.ingest.run import IngestOptions, IngestReport, ingest
+from esbridge.ingest.report import IngestReport
+from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from tests.support.hashing import HashingEmbedder

@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
+from pydantic import ValidationError
 
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.text import is_blank
@@ -74,6 +76,26 @@ def test_numbers_and_switches_of_their_own_type_are_accepted(client: TestClient)
     assert result.structured_content["results"][0]["doc_id"] == "solar"
     dated = SearchRequest.model_validate({"query": "x", "filters": {"modified_after": "2020-01-01T00:00:00Z"}})
     assert dated.filters.modified_after is not None and dated.filters.modified_after.year == 2020
+
+
+class Index:
+    """An integral number of a program's own type, as numpy's and others' are: an int through ``__index__``."""
+
+    def __index__(self) -> int:
+        return 4
+
+
+@pytest.mark.parametrize("count", [np.int64(4), np.int32(4), np.uint8(4), Index(), 4])
+def test_the_python_api_takes_any_integral_count_as_a_plain_int(count: object) -> None:
+    request = SearchRequest(query="x", top_n=count)  # type: ignore[arg-type]
+    assert type(request.top_n) is int and request.top_n == 4
+    assert SearchRequest.model_validate({"query": "x", "top_n": count}).top_n == 4
+
+
+@pytest.mark.parametrize("count", [True, np.bool_(True), 4.0, np.float64(4.0), "4", np.int64(0)])
+def test_the_python_api_still_refuses_a_count_that_is_not_a_whole_number_of_at_least_1(count: object) -> None:
+    with pytest.raises(ValidationError, match="top_n"):
+        SearchRequest(query="x", top_n=count)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("query", INVISIBLE)
