@@ -19,7 +19,8 @@ from esbridge.cli.options import (
     settings_from,
     write_attached_option,
 )
-from esbridge.ingest.transfer import export_chunks, export_to_file, header_parameters, import_chunks, read_header
+from esbridge.ingest.export_file import header_parameters, read_header
+from esbridge.ingest.transfer import export_chunks, export_to_file, import_chunks
 
 
 @click.command(name="export")

@@ -14,7 +14,8 @@ import pytest
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import ConfigError, EsbridgeWarning, SourceError
-from esbridge.ingest.transfer import export_chunks, import_chunks, read_export, read_header
+from esbridge.ingest.export_file import read_export, read_header
+from esbridge.ingest.transfer import export_chunks, import_chunks
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 
