@@ -63,6 +63,14 @@ def test_label_first_links_still_resolve_in_an_obsidian_vault(tmp_path: Path) ->
     assert docs["a"].metadata["unresolved_links"] == []
 
 
+def test_a_link_with_an_empty_label_reads_as_its_target(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path, {"a.md": "See [[beta|]] and [[gamma#Goals|]] and [[ghost|]].", "beta.md": ""})
+    docs = read_documents(vault)
+    assert docs["a"].sections[0].text == "See beta and gamma Goals and ghost."
+    assert docs["a"].links == ("beta",)
+    assert docs["a"].metadata["unresolved_links"] == ["gamma", "ghost"]
+
+
 def test_links_reach_a_note_whose_file_name_is_decomposed_unicode(tmp_path: Path) -> None:
     # macOS writes file names decomposed (NFD); the links typed in the notes are composed (NFC).
     decomposed = unicodedata.normalize("NFD", "Café")
