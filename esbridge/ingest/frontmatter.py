@@ -1,5 +1,8 @@
 """A note's YAML frontmatter, read leniently: what cannot be understood becomes a warning, never an error.
 
+YAML is read as YAML 1.2 reads booleans: ``true`` and ``false`` are booleans, ``yes``, ``no``, ``on`` and
+``off`` stay the text written (PyYAML alone reads them as YAML 1.1 booleans).
+
 Dates may be ISO strings, YAML dates/timestamps, or epoch numbers (Dendron writes ``created`` and
 ``updated`` as epoch milliseconds); numbers above 2e10 are taken as milliseconds, smaller ones as seconds
 (``calendar.from_epoch``, as for JSONL), but a year (``2024``, ``"2024"``) or a year and month (``2024-05``)
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timezone
@@ -51,6 +55,14 @@ def _timestamp_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
 
 
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
+# Booleans as YAML 1.2 (Obsidian and most tools) reads them: only true and false. PyYAML follows YAML 1.1,
+# where yes/no/on/off are booleans too, which would store `status: off` as "False".
+_BOOL = "tag:yaml.org,2002:bool"
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != _BOOL]
+    for first, resolvers in _SAFE_LOADER.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 # YAML aliases let a 1 KB block stand for millions of values ("billion laughs"); the loader shares
 # them, but turning them into JSON copies each one. A frontmatter is refused past this many values
 # once aliases are expanded, which no real note comes near.
