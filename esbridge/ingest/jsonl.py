@@ -262,7 +262,7 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
         created_at=record.created_at,
         modified_at=record.modified_at,
         metadata=metadata,
-        warnings=() if title.strip() or sections else ("record has neither title nor text",),
+        warnings=(*links.warnings, *(() if title.strip() or sections else ("record has neither title nor text",))),
     )
 
 
