@@ -106,7 +106,7 @@ def corpus_document(record: BeirRecord, known_ids: set[str] | None = None) -> Do
         links=links.links,
         link_weights=links.weights,
         metadata={**(record.model_extra or {}), **record.metadata, **links.metadata},
-        warnings=() if title or text else ("record has neither title nor text",),
+        warnings=(*links.warnings, *(() if title or text else ("record has neither title nor text",))),
     )
 
 

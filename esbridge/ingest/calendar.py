@@ -1,19 +1,28 @@
-"""A year, or a year and month, given as a date: its first moment, as the engines read such a date field.
+"""Dates written as numbers: a year or a year and month, and epoch seconds or milliseconds, for every source.
 
 OpenSearch and Elasticsearch read ``"2024"`` and ``"2024-05"`` in a date field as the first day of that year or
 month, and so does recency. Taken as epoch seconds, as the sources take other numbers, ``created: 2024`` would be
 33 minutes into 1970.
+
+An epoch number above ``EPOCH_MILLISECONDS_ABOVE`` (2e10) is read as milliseconds, one up to it as seconds: as
+seconds 2e10 is in the year 2603, as milliseconds in August 1970, so either reading beyond it would be a date
+nobody writes. (It is pydantic's rule, which JSONL dates always followed; Markdown frontmatter drew the line at
+10^11 until both sources took it from here.)
 """
 
 from __future__ import annotations
 
+import math
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 _YEAR_OR_MONTH = re.compile(r"([0-9]{4})(?:-([0-9]{2}))?")
 # An integer date of four digits is a year; below 1000 it is left to the epoch reading (``created: 0``).
 _FIRST_YEAR_AS_NUMBER = 1000
+EPOCH_MILLISECONDS_ABOVE = 2 * 10**10
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_NUMBER_TEXT = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
 
 
 def year_or_month(value: Any) -> datetime | None:
@@ -43,3 +52,28 @@ def is_year_or_month(value: Any) -> bool:
     if isinstance(value, int) and not isinstance(value, bool):
         return _FIRST_YEAR_AS_NUMBER <= value <= 9999
     return isinstance(value, str) and _YEAR_OR_MONTH.fullmatch(value.strip()) is not None
+
+
+def epoch_number(value: Any) -> int | float | None:
+    """``value`` when it is a number (not a boolean), or the number a text of digits spells; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value.strip()):
+        text = value.strip()
+        return float(text) if "." in text else int(text)
+    return None
+
+
+def from_epoch(number: float) -> datetime | None:
+    """Epoch seconds, or milliseconds above ``EPOCH_MILLISECONDS_ABOVE``, as a UTC datetime; None for a number
+    that is no date (not finite, or outside the years 1 to 9999)."""
+    if not math.isfinite(number):
+        return None
+    try:
+        if abs(number) > EPOCH_MILLISECONDS_ABOVE:
+            return _EPOCH + timedelta(milliseconds=number)
+        return _EPOCH + timedelta(seconds=number)
+    except OverflowError:
+        return None

@@ -1,10 +1,13 @@
 """A note's YAML frontmatter, read leniently: what cannot be understood becomes a warning, never an error.
 
+YAML is read as YAML 1.2 reads booleans: ``true`` and ``false`` are booleans, ``yes``, ``no``, ``on`` and
+``off`` stay the text written (PyYAML alone reads them as YAML 1.1 booleans).
+
 Dates may be ISO strings, YAML dates/timestamps, or epoch numbers (Dendron writes ``created`` and
-``updated`` as epoch milliseconds); numbers of 10^11 and more are taken as milliseconds, smaller ones
-as seconds, but a year (``2024``, ``"2024"``) or a year and month (``2024-05``) is its first day. Naive
-datetimes are taken as UTC. Keys that are not understood, and understood keys whose value cannot be used
-(a list as ``status``, ``created: someday``), go JSON-safe into ``metadata``.
+``updated`` as epoch milliseconds); numbers above 2e10 are taken as milliseconds, smaller ones as seconds
+(``calendar.from_epoch``, as for JSONL), but a year (``2024``, ``"2024"``) or a year and month (``2024-05``)
+is its first day. Naive datetimes are taken as UTC. Keys that are not understood, and understood keys whose
+value cannot be used (a list as ``status``, ``created: someday``), go JSON-safe into ``metadata``.
 
 Size. A frontmatter that stands for more than ``MAX_FRONTMATTER_VALUES`` values once its YAML aliases are
 expanded (a "billion laughs"), or nests them more than ``MAX_FRONTMATTER_DEPTH`` levels deep, is ignored with
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timezone
@@ -23,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from esbridge.ingest.calendar import is_year_or_month, year_or_month
+from esbridge.ingest.calendar import epoch_number, from_epoch, is_year_or_month, year_or_month
 
 _TITLE_KEYS = ("title",)
 _TAG_KEYS = ("tags", "tag")
@@ -35,7 +39,6 @@ _ENTITY_TYPE_KEYS = ("entity_type", "type")
 _CATEGORY_KEYS = ("category",)
 # A date used only as a fallback for `created_at` (Jekyll/Hugo style); it also stays in metadata.
 _FALLBACK_CREATED_KEY = "date"
-_EPOCH_MILLISECONDS_FROM = 10**11
 _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -52,6 +55,14 @@ def _timestamp_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
 
 
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
+# Booleans as YAML 1.2 (Obsidian and most tools) reads them: only true and false. PyYAML follows YAML 1.1,
+# where yes/no/on/off are booleans too, which would store `status: off` as "False".
+_BOOL = "tag:yaml.org,2002:bool"
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != _BOOL]
+    for first, resolvers in _SAFE_LOADER.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 # YAML aliases let a 1 KB block stand for millions of values ("billion laughs"); the loader shares
 # them, but turning them into JSON copies each one. A frontmatter is refused past this many values
 # once aliases are expanded, which no real note comes near.
@@ -264,12 +275,11 @@ def parse_datetime(value: Any) -> datetime | None:
         return _as_utc(value)
     if isinstance(value, date):
         return datetime.combine(value, time(), tzinfo=timezone.utc)
-    if isinstance(value, (int, float)):
-        return _from_epoch(value)
+    number = epoch_number(value)
+    if number is not None:
+        return from_epoch(number)
     if isinstance(value, str):
         text = value.strip()
-        if text.lstrip("-").isdigit():
-            return _from_epoch(int(text))
         if text.endswith(("Z", "z")):
             text = text[:-1] + "+00:00"
         try:
@@ -277,16 +287,6 @@ def parse_datetime(value: Any) -> datetime | None:
         except ValueError:
             return None
     return None
-
-
-def _from_epoch(number: float) -> datetime | None:
-    if not math.isfinite(number):
-        return None
-    seconds = number / 1000 if abs(number) >= _EPOCH_MILLISECONDS_FROM else number
-    try:
-        return datetime.fromtimestamp(seconds, tz=timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 def _as_utc(moment: datetime) -> datetime | None:

@@ -9,8 +9,9 @@ A record::
 
 Only ``id`` (a non-empty string, or an integer) is required. ``name`` stands in for a missing ``title``
 and ``description`` adds a summary; ``tags`` may be one string; ``null`` means absent. Dates are ISO 8601
-strings or epoch numbers (seconds, or milliseconds when above 2e10), stored as UTC (a time without zone
-is taken as UTC); a year (``2024``, ``"2024"``) or a year and month (``"2024-05"``) is its first day.
+strings or epoch numbers (seconds, or milliseconds when above 2e10, as in ``calendar.from_epoch``), stored as
+UTC (a time without zone is taken as UTC); a year (``2024``, ``"2024"``) or a year and month (``"2024-05"``) is
+its first day, and one that does not exist (``"0000"``, ``"2024-13"``) fails the line, naming the field.
 Fields not listed here go into ``metadata``; keys given in ``metadata`` win.
 
 Text. The sections to chunk are, in order: ``description``; ``text``; when the record has no ``text``,
@@ -42,7 +43,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
 
-from esbridge.ingest.calendar import year_or_month
+from esbridge.ingest.calendar import epoch_number, from_epoch, is_year_or_month, year_or_month
 from esbridge.ingest.json_lines import (
     JsonObject,
     known_id,
@@ -68,6 +69,23 @@ def as_utc(moment: datetime | None) -> datetime | None:
         return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
     except OverflowError as exc:  # (9999-12-31T23:59:59-05:00 is past the last datetime once in UTC)
         raise ValueError(f"{moment.isoformat()} lies outside the dates that can be held once moved to UTC") from exc
+
+
+def numeric_date(value: Any) -> Any:
+    """A date written as a number, a year or a year and month as its datetime (``esbridge.ingest.calendar``);
+    ``ValueError`` when it names no date (``"0000"``, ``"2024-13"``, 1e20); any other value as it is."""
+    if is_year_or_month(value):
+        moment = year_or_month(value)
+        if moment is None:
+            raise ValueError(f"{value!r} is written as a year or a year and month, but there is no such date")
+        return moment
+    number = epoch_number(value)
+    if number is None:
+        return value
+    moment = from_epoch(number)
+    if moment is None:
+        raise ValueError(f"{value!r} as epoch seconds (milliseconds above 2e10) is outside the years 1 to 9999")
+    return moment
 
 
 class Tool(BaseModel):
@@ -172,8 +190,8 @@ class JsonlRecord(IdentifiedRecord):
 
     @field_validator("created_at", "modified_at", mode="before")
     @classmethod
-    def _year_or_month(cls, value: Any) -> Any:
-        return year_or_month(value) or value
+    def _numeric_date(cls, value: Any) -> Any:
+        return numeric_date(value)
 
     @field_validator("created_at", "modified_at", mode="after")
     @classmethod
@@ -244,7 +262,7 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
         created_at=record.created_at,
         modified_at=record.modified_at,
         metadata=metadata,
-        warnings=() if title.strip() or sections else ("record has neither title nor text",),
+        warnings=(*links.warnings, *(() if title.strip() or sections else ("record has neither title nor text",))),
     )
 
 

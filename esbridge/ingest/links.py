@@ -115,10 +115,14 @@ def wikilink_readings(link: Wikilink, convention: LinkConvention) -> tuple[str |
 
 
 def wikilink_label(link: Wikilink, convention: LinkConvention) -> str:
-    """The text a reader sees in place of the link."""
+    """The text a reader sees in place of the link: its label, or its target when the label is empty
+    (``[[target|]]`` reads as ``[[target]]``)."""
+    target = link.first
     if link.second is not None:
-        return link.first if convention == "dendron" else link.second
-    target = _DENDRON_VAULT_PREFIX.sub("", link.first)
+        label, target = (link.first, link.second) if convention == "dendron" else (link.second, link.first)
+        if label:
+            return label
+    target = _DENDRON_VAULT_PREFIX.sub("", target)
     page, _, heading = target.partition("#")
     return f"{page} {heading}".strip()
 

@@ -16,7 +16,8 @@ target ``b``. The convention is chosen once per vault (``links.detect_convention
 file next to the vault, or Dendron frontmatter in most notes), and a link whose conventional reading
 names no note while the other reading does is read the other way, so a vault mixing both still links.
 Resolved doc ids go, deduplicated and without self-links, into ``Document.links``; targets naming no
-note go into ``metadata["unresolved_links"]`` (Markdown links only when they point at a ``.md`` file;
+note go, deduplicated as they are resolved (``[[Beta]]`` and ``[[beta]]`` once, as first written), into
+``metadata["unresolved_links"]`` (Markdown links only when they point at a ``.md`` file;
 wikilinks to attachments such as images are neither). In a Dendron vault a tag ``#x`` also links to
 the note ``tags.x`` when it exists, as Dendron itself does.
 
@@ -43,6 +44,7 @@ from esbridge.ingest.links import (
     NoteIndex,
     Wikilink,
     detect_convention,
+    fold,
     markdown_link_target,
     wikilink_label,
     wikilink_readings,
@@ -280,7 +282,10 @@ def resolve_links(
             resolved.append(found)
         elif missing is not None:
             unresolved.append(missing)
-    return _unique(resolved, exclude=doc_id), _unique(unresolved, exclude=None)
+    # Targets are matched without regard to case or Unicode normalization, so [[Beta]] and [[beta]] are one
+    # missing note: the first spelling is kept.
+    first_spelling = {fold(target): target for target in reversed(unresolved)}
+    return _unique(resolved, exclude=doc_id), tuple(first_spelling[key] for key in dict.fromkeys(map(fold, unresolved)))
 
 
 def _resolve_wikilink(

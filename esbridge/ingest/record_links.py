@@ -10,7 +10,8 @@ different value under ``metadata`` then stays in the document's metadata)::
 A weight is a finite number > 0 (how strongly the two documents are tied: co-citations, shared
 authors, clicks). A target named twice keeps its largest weight. ``link_weights`` may not name a
 target that ``links`` lacks: a weight without its link is most likely a mistake in the data, and
-guessing either way would change the graph silently.
+guessing either way would change the graph silently. A link object's own ``weight`` is the more specific
+one: ``link_weights`` does not override it, and a warning names the link when the two disagree.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ LINK_KEYS = (LINKS, LINK_WEIGHTS)
 
 @dataclass(frozen=True)
 class RecordLinks:
-    """The targets in first-seen order, and the weight of each target whose weight is not 1."""
+    """The targets in first-seen order, the weight of each target whose weight is not 1, and what was
+    noticed on the way (a link whose own weight and ``link_weights`` disagree)."""
 
     targets: tuple[str, ...] = ()
     weights: Mapping[str, float] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
     def weight(self, target: str) -> float:
         return self.weights.get(target, 1.0)
@@ -47,16 +50,25 @@ def read_links(data: Mapping[str, Any]) -> RecordLinks:
     links_at = _where(data, nested, LINKS)
     weights_at = _where(data, nested, LINK_WEIGHTS)
     found: dict[str, float] = {}
+    own: set[str] = set()  # targets given as a link object with a weight of its own
+    warnings: list[str] = []
     if links_at is not None:
-        place, value = links_at
-        found = _link_list(value, place)
+        links_place, value = links_at
+        found, own = _link_list(value, links_place)
     if weights_at is not None:
         place, value = weights_at
         for target, weight in _weight_map(value, place).items():
             if target not in found:
                 raise ValueError(f"field {place!r}: weight given for {target!r}, which is not in the links")
-            found[target] = weight
-    return RecordLinks(tuple(found), {target: weight for target, weight in found.items() if weight != 1.0})
+            if target not in own:
+                found[target] = weight
+            elif weight != found[target]:
+                warnings.append(
+                    f"link {target!r} weighs {found[target]:g} in {links_place!r} and {weight:g} in {place!r}; "
+                    "kept the link's own weight"
+                )
+    weights = {target: weight for target, weight in found.items() if weight != 1.0}
+    return RecordLinks(tuple(found), weights, tuple(warnings))
 
 
 def without_link_keys(metadata: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -77,10 +89,12 @@ def _where(data: Mapping[str, Any], nested: Mapping[str, Any], key: str) -> tupl
     return None
 
 
-def _link_list(value: Any, place: str) -> dict[str, float]:
+def _link_list(value: Any, place: str) -> tuple[dict[str, float], set[str]]:
+    """The targets with their weights, and those whose weight a link object gave."""
     if not isinstance(value, list):
         raise ValueError(f"field {place!r}: expected a list of ids or {{'id', 'weight'}} objects")
     found: dict[str, float] = {}
+    own: set[str] = set()
     for index, item in enumerate(value):
         where = f"{place}[{index}]"
         if isinstance(item, Mapping):
@@ -89,10 +103,12 @@ def _link_list(value: Any, place: str) -> dict[str, float]:
                 raise ValueError(f"field {where!r}: unknown key {unknown[0]!r}; a link object has 'id' and 'weight'")
             target = _target(item.get("id"), f"{where}.id")
             weight = _weight(item.get("weight", 1.0), f"{where}.weight")
+            if "weight" in item:
+                own.add(target)
         else:
             target, weight = _target(item, where), 1.0
         found[target] = max(weight, found.get(target, weight))
-    return found
+    return found, own
 
 
 def _weight_map(value: Any, place: str) -> dict[str, float]:
@@ -142,12 +158,14 @@ def consume_links(data: Any) -> Any:
 
 @dataclass(frozen=True)
 class ResolvedLinks:
-    """What a source puts into a ``Document``: links to records of the same source, their weights, and the
-    rest for ``metadata`` (``unresolved_links``, with ``unresolved_link_weights`` when weighted)."""
+    """What a source puts into a ``Document``: links to records of the same source, their weights, the
+    rest for ``metadata`` (``unresolved_links``, with ``unresolved_link_weights`` when weighted) and the
+    warnings of reading them."""
 
     links: tuple[str, ...]
     weights: dict[str, float]
     metadata: dict[str, Any]
+    warnings: tuple[str, ...] = ()
 
 
 def resolve_links(record_id: str, links: RecordLinks, known_ids: set[str]) -> ResolvedLinks:
@@ -160,7 +178,8 @@ def resolve_links(record_id: str, links: RecordLinks, known_ids: set[str]) -> Re
         weighted = {target: links.weights[target] for target in unresolved if target in links.weights}
         if weighted:
             metadata["unresolved_link_weights"] = weighted
-    return ResolvedLinks(kept, {target: links.weights[target] for target in kept if target in links.weights}, metadata)
+    weights = {target: links.weights[target] for target in kept if target in links.weights}
+    return ResolvedLinks(kept, weights, metadata, links.warnings)
 
 
 class LinkedRecord(Protocol):

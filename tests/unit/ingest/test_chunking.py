@@ -160,10 +160,33 @@ def test_impossible_settings_are_refused(max_tokens: int, overlap_tokens: int, m
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("", 0), ("word", 2), ("three little words", 4), ("Hello, world.", 5), ("read_vault(root)", 5)],
+    [
+        ("", 0),
+        ("word", 2),
+        ("three little words", 4),
+        ("Hello, world.", 5),
+        ("read_vault(root)", 5),
+        ("a" * 64, 2),
+        ("a" * 65, 3),
+        ("a" * 400_000, 8125),
+        ("x " + "a" * 129 + ".", 7),
+    ],
 )
 def test_approximate_token_count(text: str, expected: int) -> None:
     assert approximate_token_count(text) == expected
+
+
+def test_a_word_longer_than_a_chunk_can_hold_is_cut_by_the_default_counter() -> None:
+    """A run of word characters counts by its length (one word per 64 characters), so a 400,000-letter word
+    (a data URI in a note) is cut into chunks that fit instead of making one 400 KB chunk."""
+    word = "A" * 400_000
+    doc = doc_of(Section(f"An image: {word} and after."))
+    chunks = chunk_document(doc, max_tokens=200, overlap_tokens=32, min_tokens=24)
+    assert len(chunks) > 40
+    assert all(approximate_token_count(c.body) <= 200 for c in chunks)
+    assert max(len(c.body) for c in chunks) <= 153 * 64
+    assert "".join(c.body for c in chunks).replace("A", "") == "n image: and after."
+    assert sum(c.body.count("A") for c in chunks) == 400_000 + 1  # no window overlaps a full one
 
 
 def test_the_approximate_counter_is_the_default() -> None:

@@ -252,3 +252,23 @@ def test_a_frontmatter_nested_within_the_limit_is_read() -> None:
     assert warnings == []
     front, _ = interpret_frontmatter(data)
     assert "other" in front.metadata
+
+
+def test_yes_no_on_off_stay_the_text_written_and_only_true_false_are_booleans() -> None:
+    """Frontmatter booleans as YAML 1.2 (Obsidian) reads them, not as PyYAML's YAML 1.1 resolver does."""
+    raw = "status: off\ndraft: Yes\npublish: NO\nsync: On\nflags: [on, off, yes, no]\nyes: key\nok: true\nbad: FALSE\n"
+    data, warnings = load_frontmatter(raw)
+    assert warnings == []
+    assert data == {
+        "status": "off",
+        "draft": "Yes",
+        "publish": "NO",
+        "sync": "On",
+        "flags": ["on", "off", "yes", "no"],
+        "yes": "key",
+        "ok": True,
+        "bad": False,
+    }
+    front, _ = interpret_frontmatter(data)
+    assert front.status == "off"
+    assert front.metadata["draft"] == "Yes" and front.metadata["ok"] is True

@@ -340,3 +340,23 @@ def test_a_year_or_a_month_is_its_first_day_not_an_epoch_in_1970(tmp_path: Path)
         "month": (datetime(2024, 5, 1, tzinfo=UTC), datetime(2025, 12, 1, tzinfo=UTC)),
         "epoch": (datetime(2024, 5, 1, 10, 0, tzinfo=UTC), datetime(2024, 5, 1, 10, 0, tzinfo=UTC)),
     }
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("created_at", '"0000"', "field 'created_at': '0000' is written as a year or a year and month, but there"),
+        ("modified_at", '"0000-05"', "field 'modified_at': '0000-05' is written as a year or a year and month"),
+        ("created_at", '"2024-13"', "field 'created_at': '2024-13' is written as a year or a year and month"),
+        ("modified_at", "1e20", "field 'modified_at': 1e+20 as epoch seconds (milliseconds above 2e10) is outside"),
+    ],
+)
+def test_a_date_that_cannot_be_is_a_problem_naming_the_field_not_1970(
+    tmp_path: Path, field: str, value: str, reason: str
+) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_text(f'{{"id": "r", "text": "x", "{field}": {value}}}\n{{"id": "fine", "{field}": 0}}\n', "utf-8")
+    problem, fine = list(read_jsonl(path))
+    assert isinstance(problem, Problem) and problem.doc_id == "r" and problem.line == 1
+    assert problem.reason.startswith(reason), problem.reason
+    assert isinstance(fine, Document) and getattr(fine, field) == datetime(1970, 1, 1, tzinfo=UTC)

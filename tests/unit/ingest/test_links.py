@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from esbridge.ingest.links import (
+    LinkConvention,
     NoteIndex,
     Wikilink,
     clean_target,
@@ -80,6 +81,20 @@ def test_pipe_is_read_per_convention() -> None:
     assert wikilink_label(link, "dendron") == "label"
     assert wikilink_label(parse_wikilink("target|label"), "obsidian") == "label"
     assert wikilink_label(parse_wikilink("dendron://v/target#heading"), "dendron") == "target heading"
+
+
+@pytest.mark.parametrize(
+    ("inner", "convention", "expected"),
+    [
+        ("target|", "obsidian", "target"),
+        ("target#heading|", "obsidian", "target heading"),
+        ("|target", "dendron", "target"),
+        ("|dendron://v/target#h", "dendron", "target h"),
+        ("|", "obsidian", ""),
+    ],
+)
+def test_an_empty_label_shows_the_target(inner: str, convention: LinkConvention, expected: str) -> None:
+    assert wikilink_label(parse_wikilink(inner), convention) == expected
 
 
 @pytest.mark.parametrize(

@@ -63,6 +63,22 @@ def test_label_first_links_still_resolve_in_an_obsidian_vault(tmp_path: Path) ->
     assert docs["a"].metadata["unresolved_links"] == []
 
 
+def test_a_link_with_an_empty_label_reads_as_its_target(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path, {"a.md": "See [[beta|]] and [[gamma#Goals|]] and [[ghost|]].", "beta.md": ""})
+    docs = read_documents(vault)
+    assert docs["a"].sections[0].text == "See beta and gamma Goals and ghost."
+    assert docs["a"].links == ("beta",)
+    assert docs["a"].metadata["unresolved_links"] == ["gamma", "ghost"]
+
+
+def test_missing_targets_are_deduplicated_as_they_are_resolved(tmp_path: Path) -> None:
+    """Resolution ignores case and Unicode normalization, so the missing targets do too: first spelling kept."""
+    decomposed = unicodedata.normalize("NFD", "Café")
+    text = f"[[Beta]] [[beta]] [[BETA#h]] [beta](beta.md) [[Café]] [[{decomposed}]] [[café]] [[Gamma]] [[gamma|g]]"
+    docs = read_documents(write_vault(tmp_path, {"a.md": text}))
+    assert docs["a"].metadata["unresolved_links"] == ["Beta", "Café", "Gamma"]
+
+
 def test_links_reach_a_note_whose_file_name_is_decomposed_unicode(tmp_path: Path) -> None:
     # macOS writes file names decomposed (NFD); the links typed in the notes are composed (NFC).
     decomposed = unicodedata.normalize("NFD", "Café")

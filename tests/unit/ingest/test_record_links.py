@@ -34,6 +34,44 @@ def test_links_and_weights_from_the_top_level_or_metadata(
 
 
 @pytest.mark.parametrize(
+    ("record", "weights", "warnings"),
+    [
+        (  # the link object's own weight is the more specific one
+            {"links": [{"id": "b", "weight": 5}], "metadata": {"link_weights": {"b": 2}}},
+            {"b": 5.0},
+            ("link 'b' weighs 5 in 'links' and 2 in 'metadata.link_weights'; kept the link's own weight",),
+        ),
+        (
+            {"links": [{"id": "b", "weight": 0.5}, "c"], "link_weights": {"b": 3, "c": 4}},
+            {"b": 0.5, "c": 4.0},
+            ("link 'b' weighs 0.5 in 'links' and 3 in 'link_weights'; kept the link's own weight",),
+        ),
+        ({"links": [{"id": "b", "weight": 2}], "link_weights": {"b": 2}}, {"b": 2.0}, ()),  # they agree
+        ({"links": [{"id": "b"}], "link_weights": {"b": 2}}, {"b": 2.0}, ()),  # an object without a weight
+    ],
+)
+def test_a_link_objects_own_weight_wins_over_link_weights(
+    record: dict[str, Any], weights: dict[str, float], warnings: tuple[str, ...]
+) -> None:
+    links = read_links(record)
+    assert (links.weights, links.warnings) == (weights, warnings)
+
+
+def test_a_jsonl_record_whose_link_weights_disagree_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    records = [
+        {"id": "a", "text": "x", "links": [{"id": "b", "weight": 5}], "metadata": {"link_weights": {"b": 2}}},
+        {"id": "b", "text": "y"},
+    ]
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    a, b = read_jsonl(path)
+    assert isinstance(a, Document) and isinstance(b, Document)
+    assert a.link_weights == {"b": 5.0}
+    assert a.warnings == ("link 'b' weighs 5 in 'links' and 2 in 'metadata.link_weights'; kept the link's own weight",)
+    assert b.warnings == ()
+
+
+@pytest.mark.parametrize(
     ("record", "reason"),
     [
         ({"links": "b"}, "field 'links': expected a list"),
