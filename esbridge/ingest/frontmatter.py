@@ -1,7 +1,9 @@
 """A note's YAML frontmatter, read leniently: what cannot be understood becomes a warning, never an error.
 
-YAML is read as YAML 1.2 reads booleans: ``true`` and ``false`` are booleans, ``yes``, ``no``, ``on`` and
-``off`` stay the text written (PyYAML alone reads them as YAML 1.1 booleans).
+YAML is read as YAML 1.2 reads booleans: ``true`` and ``false`` are booleans, ``yes``, ``no``, ``on`` and ``off``
+stay the text written. A scalar is a number only where YAML 1.1 and YAML 1.2 read the same number; where they
+differ the text is kept: ``0755`` (octal 493 in YAML 1.1), ``12:30:45`` (base 60), ``1_000``, and ``09`` or
+``1e5`` (9 and 100000.0 in YAML 1.2). PyYAML alone follows YAML 1.1.
 
 Dates may be ISO strings, YAML dates/timestamps, or epoch numbers (Dendron writes ``created`` and
 ``updated`` as epoch milliseconds); numbers above 2e10 are taken as milliseconds, smaller ones as seconds
@@ -54,15 +56,26 @@ def _timestamp_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
         return loader.construct_scalar(node)
 
 
+def _int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node))
+    return int(text[2:], 16) if text.startswith("0x") else int(text, 10)
+
+
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
-# Booleans as YAML 1.2 (Obsidian and most tools) reads them: only true and false. PyYAML follows YAML 1.1,
-# where yes/no/on/off are booleans too, which would store `status: off` as "False".
-_BOOL = "tag:yaml.org,2002:bool"
+_Loader.add_constructor("tag:yaml.org,2002:int", _int)
+# Booleans as YAML 1.2 (Obsidian) reads them, numbers only where YAML 1.1 and 1.2 agree (the module's docstring).
+_BOOL, _INT, _FLOAT = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, pattern) for tag, pattern in resolvers if tag != _BOOL]
+    first: [(tag, pattern) for tag, pattern in resolvers if tag not in (_BOOL, _INT, _FLOAT)]
     for first, resolvers in _SAFE_LOADER.yaml_implicit_resolvers.items()
 }
 _Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+_Loader.add_implicit_resolver(_INT, re.compile(r"^(?:[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+)$"), list("-+0123456789"))
+_Loader.add_implicit_resolver(
+    _FLOAT,
+    re.compile(r"^(?:[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+][0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    list("-+.0123456789"),
+)
 # YAML aliases let a 1 KB block stand for millions of values ("billion laughs"); the loader shares
 # them, but turning them into JSON copies each one. A frontmatter is refused past this many values
 # once aliases are expanded, which no real note comes near.

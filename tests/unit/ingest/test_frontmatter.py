@@ -272,3 +272,33 @@ def test_yes_no_on_off_stay_the_text_written_and_only_true_false_are_booleans() 
     front, _ = interpret_frontmatter(data)
     assert front.status == "off"
     assert front.metadata["draft"] == "Yes" and front.metadata["ok"] is True
+
+
+def test_a_number_is_read_only_where_yaml_1_1_and_1_2_agree_and_otherwise_the_text_is_kept() -> None:
+    """PyYAML's YAML 1.1 reads a time as base 60, a leading zero as octal and 1_000 as 1000; YAML 1.2 reads 09 as 9."""
+    raw = (
+        "time: 12:30:45\nduration: 1:30\nmode: 0755\nzip: 01234\ntitle: 09\nbig: 1_000\nbits: 0b101\n"
+        "sci: 1e5\noctal: 0o17\ncount: 42\nneg: -7\nhex: 0x1F\nratio: 0.5\nsmall: 1.5e-3\nzero: 0\n"
+    )
+    data, warnings = load_frontmatter(raw)
+    assert warnings == []
+    assert data == {
+        "time": "12:30:45",
+        "duration": "1:30",
+        "mode": "0755",
+        "zip": "01234",
+        "title": "09",
+        "big": "1_000",
+        "bits": "0b101",
+        "sci": "1e5",
+        "octal": "0o17",
+        "count": 42,
+        "neg": -7,
+        "hex": 31,
+        "ratio": 0.5,
+        "small": 0.0015,
+        "zero": 0,
+    }
+    front, _ = interpret_frontmatter(data)
+    assert front.title == "09"
+    assert front.metadata["time"] == "12:30:45" and front.metadata["mode"] == "0755"
