@@ -26,7 +26,7 @@ from esbridge.ingest.documents import index_document
 from esbridge.ingest.json_lines import known_id, surrogate_location
 from esbridge.ingest.json_values import describe_validation_error
 from esbridge.ingest.jsonl import JsonlRecord, record_document
-from esbridge.ingest.model import Chunk
+from esbridge.ingest.model import Chunk, Document
 from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.run import DEFAULT_MAX_TOKENS
 from esbridge.service.models import DocumentResult
@@ -78,7 +78,8 @@ def upsert(
         _refuse_several_targets(engine, index)
         with DOCUMENT_LOCKS.held(index, first, control.cancel):
             known = set(first) | _existing_docs(engine, index, {t for r in valid.values() for t in r.links.targets})
-            chunks = {position: _chunks(record, known) for position, record in valid.items()}
+            read = {position: record_document(record, known) for position, record in valid.items()}
+            chunks = {position: _chunks(document) for position, document in read.items()}
             written = _write(engine, index, embedder, chunks, set(first), source, retry, outcome, control.cancel)
             for position, record in valid.items():
                 problem = written.get(record.id)
@@ -88,6 +89,7 @@ def upsert(
                     status="error" if problem else "ok",
                     chunks=0 if problem else len(chunks[position]),
                     error=problem,
+                    warnings=list(read[position].warnings),
                 )
             kept = [c for group in chunks.values() for c in group if c.doc_id not in written]
             expected = chunk_hashes([(c.doc_id, c.chunk_id, c.content_hash) for c in kept])
@@ -159,8 +161,7 @@ def _validate(data: Mapping[str, Any]) -> JsonlRecord | str:
         return describe_validation_error(exc)
 
 
-def _chunks(record: JsonlRecord, known: set[str]) -> list[Chunk]:
-    document = record_document(record, known)
+def _chunks(document: Document) -> list[Chunk]:
     return chunk_document(
         document,
         max_tokens=DEFAULT_MAX_TOKENS,

@@ -38,6 +38,10 @@ class DocumentResult(BaseModel):
     status: Literal["ok", "error"]
     chunks: int = Field(default=0, description="chunks written for the document")
     error: str | None = None
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="what in the record was read otherwise than given or left out (a link weighed twice, no text)",
+    )
 
 
 class DocumentsResponse(BaseModel):

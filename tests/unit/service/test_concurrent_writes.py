@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from esbridge.config import load_settings
 from esbridge.engines.embedded import EmbeddedEngine
-from esbridge.ingest.jsonl import JsonlRecord
+from esbridge.ingest.jsonl import JsonlRecord, record_document
 from esbridge.service import documents
 from tests.support.hashing import HashingEmbedder
 
@@ -54,5 +54,6 @@ def test_two_upserts_of_one_document_at_once_leave_one_of_them_whole(client: Tes
         engine.close()
     titles = {hit.source["title"] for hit in hits}
     assert len(titles) == 1, f"chunks of both writes: {sorted(hit.id for hit in hits)}"
-    expected = 1 if titles == {"short"} else len(documents._chunks(JsonlRecord.model_validate(LONG), set()))
+    long_document = record_document(JsonlRecord.model_validate(LONG), set())
+    expected = 1 if titles == {"short"} else len(documents._chunks(long_document))
     assert len(hits) == expected

@@ -162,3 +162,23 @@ def test_an_upsert_says_how_many_chunks_were_longer_than_the_model_reads(make_cl
         "1 of 2 chunk(s) hold more than the 12 tokens hashing-32 reads: their vectors stand for their beginnings "
         "only (BM25 searches their whole text)"
     ]
+
+
+def test_each_document_says_what_of_it_was_read_otherwise_than_given(make_client: ClientFactory) -> None:
+    """A record's own warnings (those `esbridge ingest` prints for a JSONL line) reach the client too."""
+    client = make_client(api_keys=[KEY])
+    documents = [
+        {
+            "id": "a",
+            "title": "Alpha",
+            "text": "tides",
+            "links": [{"id": "b", "weight": 5}],
+            "metadata": {"link_weights": {"b": 2}},
+        },
+        {"id": "b", "title": "Beta", "text": "currents"},
+    ]
+    body = client.post("/v1/documents", json={"documents": documents}, headers=WRITE).json()
+    assert [result["status"] for result in body["results"]] == ["ok", "ok"]
+    first, second = (result["warnings"] for result in body["results"])
+    assert len(first) == 1 and "'b'" in first[0] and "5" in first[0] and "2" in first[0]
+    assert second == []
