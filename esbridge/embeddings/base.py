@@ -8,6 +8,7 @@ from typing import Protocol, runtime_checkable
 
 from esbridge.embeddings.profiles import PLAIN, ModelProfile
 from esbridge.errors import ConfigError
+from esbridge.text import is_blank
 
 
 @runtime_checkable
@@ -84,6 +85,16 @@ def embed_passages(model: Embedder, texts: Sequence[str]) -> list[list[float]]:
     """Vectors of texts to be indexed, each behind the model's passage prompt (e5's ``"passage: "``)."""
     profile = model_profile(model)
     return model.embed([profile.passage(text) for text in texts])
+
+
+def passage_vectors(model: Embedder, texts: Sequence[str]) -> list[list[float] | None]:
+    """``embed_passages`` of the texts that show something, None for a blank one: a model's vector of nothing sits
+    near every query, so a chunk without text would be the first kNN hit for queries it has nothing to do with."""
+    shown = [position for position, text in enumerate(texts) if not is_blank(text)]
+    vectors: list[list[float] | None] = [None] * len(texts)
+    for position, vector in zip(shown, embed_passages(model, [texts[p] for p in shown]) if shown else [], strict=True):
+        vectors[position] = vector
+    return vectors
 
 
 def embed_queries(model: Embedder, texts: Sequence[str]) -> list[list[float]]:

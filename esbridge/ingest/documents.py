@@ -8,9 +8,12 @@ from typing import Any
 from esbridge.ingest.frontmatter import json_safe
 from esbridge.ingest.metadata import flatten_metadata
 from esbridge.ingest.model import Chunk, Document, Section
+from esbridge.text import is_blank
 
 EMBEDDED = "ok"
 AWAITING_VECTOR = "missing"
+NOTHING_TO_EMBED = "none"
+"""A chunk whose embedding text shows nothing (a record with neither title nor text) gets no vector."""
 
 # Kept in `metadata` for reference, but not worth searching as text.
 _UNSEARCHED_METADATA = (
@@ -24,6 +27,12 @@ _UNSEARCHED_METADATA = (
 
 # What `esbridge embed --missing` reads back to rebuild a chunk's embedding text.
 EMBEDDING_SOURCE_FIELDS = ("chunk_id", "doc_id", "chunk_index", "title", "headings", "body")
+
+
+def embedding_state(chunk: Chunk, vector: Sequence[float] | None) -> str:
+    if vector is not None:
+        return EMBEDDED
+    return NOTHING_TO_EMBED if is_blank(chunk.embedding_text) else AWAITING_VECTOR
 
 
 def index_document(chunk: Chunk, *, source: str, vector: Sequence[float] | None) -> dict[str, Any]:
@@ -51,7 +60,7 @@ def index_document(chunk: Chunk, *, source: str, vector: Sequence[float] | None)
         "metadata": metadata,
         "metadata_text": flatten_metadata(doc.metadata, exclude=_UNSEARCHED_METADATA),
         "content_hash": chunk.content_hash,
-        "embedding": EMBEDDED if vector is not None else AWAITING_VECTOR,
+        "embedding": embedding_state(chunk, vector),
     }
     if vector is not None:
         document["vector"] = list(vector)

@@ -8,7 +8,7 @@ from esbridge import errors
 from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter
-from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, chunk_from_source
+from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, NOTHING_TO_EMBED, chunk_from_source
 from esbridge.ingest.model_record import holds_vectors, model_to_record_with_missing, record_model
 from esbridge.ingest.progress import ProgressFactory, no_progress
 from esbridge.ingest.report import IngestReport, Timer, embed_window
@@ -47,7 +47,13 @@ def embed_missing(
             chunks = [chunk_from_source(hit.source) for hit in hits[start : start + window]]
             vectors = embed_window(chunks, embedder, report)
             updates: Iterable[BulkAction] = (
-                BulkAction("update", chunk.chunk_id, {VECTOR_FIELD: vector, "embedding": EMBEDDED})
+                BulkAction(
+                    "update",
+                    chunk.chunk_id,
+                    {VECTOR_FIELD: vector, "embedding": EMBEDDED}
+                    if vector is not None
+                    else {"embedding": NOTHING_TO_EMBED},  # no text: indexed before such chunks were told apart
+                )
                 for chunk, vector in zip(chunks, vectors, strict=True)
             )
             with Timer(report.timings, "index_s"):

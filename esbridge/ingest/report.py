@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from esbridge.embeddings.base import Embedder, embed_passages, passages_cut
+from esbridge.embeddings.base import Embedder, passage_vectors, passages_cut
 from esbridge.embeddings.cached import CacheStats
 from esbridge.ingest.model import Chunk
 
@@ -84,7 +84,7 @@ def embed_window(window: Sequence[Chunk], embedder: Embedder | None, report: Ing
     texts = [chunk.embedding_text for chunk in window]
     hits = cache_hits(embedder)
     with Timer(report.timings, "embed_s"):
-        vectors = embed_passages(embedder, texts)
+        vectors = passage_vectors(embedder, texts)
         report.cut_by_model += passages_cut(embedder, texts)
-    report.count_vectors(len(window), cache_hits(embedder) - hits)
-    return list(vectors)
+    report.count_vectors(sum(vector is not None for vector in vectors), cache_hits(embedder) - hits)
+    return vectors

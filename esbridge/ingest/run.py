@@ -25,7 +25,7 @@ from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ids import doc_id_of
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
-from esbridge.ingest.documents import EMBEDDED, index_document
+from esbridge.ingest.documents import EMBEDDED, NOTHING_TO_EMBED, index_document
 from esbridge.ingest.markdown import is_text
 from esbridge.ingest.model import Chunk, Problem
 from esbridge.ingest.model_record import (
@@ -49,6 +49,7 @@ from esbridge.ingest.sources import SourceFormat, detect_format, read_source
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import VECTOR_FIELD
 from esbridge.query.concepts import build_concept_index, frequent_terms
+from esbridge.text import is_blank
 
 # Chunk sizes are counted with a deterministic estimate, not the model's tokenizer, so chunk
 # boundaries (and ids) do not depend on whether or which model loaded. 200 estimated tokens keep
@@ -76,15 +77,16 @@ class IngestOptions:
 @dataclass(frozen=True)
 class IndexedChunk:
     content_hash: str
-    embedded: bool
+    embedding: str
+    """``documents.EMBEDDED``, ``AWAITING_VECTOR`` or ``NOTHING_TO_EMBED``"""
 
 
 def indexed_chunks(engine: Engine, index: str, source: str) -> dict[str, IndexedChunk]:
-    """What the index holds for ``source``: chunk id -> (content hash, has a vector)."""
+    """What the index holds for ``source``: chunk id -> (content hash, the state of its vector)."""
     found: dict[str, IndexedChunk] = {}
     hits = engine.scan(index, {"term": {"source": source}}, ["content_hash", "embedding"], sort_field="chunk_id")
     for hit in hits:
-        found[hit.id] = IndexedChunk(str(hit.source.get("content_hash", "")), hit.source.get("embedding") == EMBEDDED)
+        found[hit.id] = IndexedChunk(str(hit.source.get("content_hash", "")), str(hit.source.get("embedding")))
     return found
 
 
@@ -308,7 +310,9 @@ def _read_and_chunk(path: Path, options: IngestOptions, report: IngestReport) ->
 def _needs_write(chunk: Chunk, indexed: IndexedChunk | None, embedder: Embedder | None) -> bool:
     if indexed is None or indexed.content_hash != chunk.content_hash:
         return True
-    return embedder is not None and not indexed.embedded
+    if is_blank(chunk.embedding_text):  # written with a vector of nothing before such chunks were left without one
+        return indexed.embedding != NOTHING_TO_EMBED
+    return embedder is not None and indexed.embedding != EMBEDDED
 
 
 def _stale_chunks(

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from esbridge import errors
-from esbridge.embeddings.base import Embedder, embed_passages, passages_cut
+from esbridge.embeddings.base import Embedder, passage_vectors, passages_cut
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
@@ -205,7 +205,7 @@ def _write(
         for start in range(0, len(flat), _EMBED_STEP):
             cancel.check("embedding")
             texts = [chunk.embedding_text for chunk in flat[start : start + _EMBED_STEP]]
-            vectors[start : start + len(texts)] = embed_passages(embedder, texts)
+            vectors[start : start + len(texts)] = passage_vectors(embedder, texts)
             cut += passages_cut(embedder, texts)
         if cut:
             outcome.warnings.append(

@@ -176,9 +176,11 @@ def test_each_document_says_what_of_it_was_read_otherwise_than_given(make_client
             "metadata": {"link_weights": {"b": 2}},
         },
         {"id": "b", "title": "Beta", "text": "currents"},
+        {"id": "empty", "title": "", "text": ""},  # written, with no vector: nothing to embed
     ]
     body = client.post("/v1/documents", json={"documents": documents}, headers=WRITE).json()
-    assert [result["status"] for result in body["results"]] == ["ok", "ok"]
-    first, second = (result["warnings"] for result in body["results"])
+    assert [result["status"] for result in body["results"]] == ["ok", "ok", "ok"]
+    first, second, empty = (result["warnings"] for result in body["results"])
     assert len(first) == 1 and "'b'" in first[0] and "5" in first[0] and "2" in first[0]
     assert second == []
+    assert empty == ["record has neither title nor text"]

@@ -1,0 +1,83 @@
+"""A chunk whose embedding text shows nothing gets no vector: a model's vector of nothing sits near every query."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from esbridge.cli import main
+from esbridge.embeddings.base import embed_passages, passage_vectors
+from esbridge.embeddings.factory import EMBEDDERS
+from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.text import is_blank
+from tests.support.hashing import RECORDS, HashingEmbedder
+
+EMPTY = {"id": "empty", "title": "", "text": " \u200b ", "tags": ["energy"]}
+
+
+class NearEverything(HashingEmbedder):
+    """As a real model does, embeds a text of nothing to a vector close to every query (here: all ones)."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        ones = [self.dimension**-0.5] * self.dimension
+        return [ones if is_blank(text) else vector for text, vector in zip(texts, super().embed(texts), strict=True)]
+
+
+def test_passage_vectors_give_a_blank_text_none_and_every_other_text_its_vector() -> None:
+    model = NearEverything()
+    texts = ["tides and currents", "", " \u200b\u2060 ", "solar panels"]
+    vectors = passage_vectors(model, texts)
+    assert vectors[1] is None and vectors[2] is None
+    assert vectors[0] == embed_passages(model, [texts[0]])[0]
+    assert vectors[3] == embed_passages(model, [texts[3]])[0]
+    assert passage_vectors(model, ["", " "]) == [None, None]
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setitem(EMBEDDERS, "near-everything", lambda settings: NearEverything())
+    return CliRunner(
+        env={
+            "ESBRIDGE_EMBEDDING__PROVIDER": "near-everything",
+            "ESBRIDGE_DATA_DIR": str(tmp_path / "data"),
+            "ESBRIDGE_EMBEDDING__CACHE_DIR": str(tmp_path / "cache"),
+        }
+    )
+
+
+def _ingest(cli: CliRunner, records: Path) -> dict[str, object]:
+    result = cli.invoke(main, ["ingest", str(records), "--index", "notes", "--json"])
+    assert result.exit_code == 0, result.output
+    report: dict[str, object] = json.loads(result.stdout)
+    return report
+
+
+def test_a_record_with_nothing_to_embed_is_kept_without_a_vector_and_no_knn_search_finds_it(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    records = tmp_path / "records.jsonl"
+    records.write_text("\n".join(json.dumps(record) for record in [*RECORDS, EMPTY]), encoding="utf-8")
+    first = _ingest(cli, records)
+    assert (first["chunks_indexed"], first["embedded"], first["failed"]) == (len(RECORDS) + 1, len(RECORDS), [])
+
+    engine = EmbeddedEngine(tmp_path / "data")
+    try:
+        stored = engine.search("notes", {"size": 5, "query": {"term": {"doc_id": "empty"}}}).hits
+        assert [hit.source["embedding"] for hit in stored] == ["none"]
+        assert "vector" not in stored[0].source
+        query = NearEverything().embed(["bread and flour"])[0]
+        knn = {"size": 10, "query": {"knn": {"vector": {"vector": query, "k": 10}}}}
+        found = [hit.source["doc_id"] for hit in engine.search("notes", knn).hits]
+    finally:
+        engine.close()
+    assert found and found[0] == "bread" and "empty" not in found
+
+    again = _ingest(cli, records)  # nothing changed, nothing waits for a vector
+    assert (again["chunks_indexed"], again["unchanged"]) == (0, len(RECORDS) + 1)
+    missing = cli.invoke(main, ["embed", "--missing", "--index", "notes", "--json"])
+    assert missing.exit_code == 0, missing.output
+    assert json.loads(missing.stdout)["chunks_indexed"] == 0
