@@ -87,7 +87,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("metadata", "object", doc="source metadata, stored but not indexed"),
     FieldSpec("metadata_text", "text", ENGLISH, doc="metadata keys and values, flattened, searchable"),
     FieldSpec("content_hash", "keyword", doc="hash of everything indexed, for incremental sync"),
-    FieldSpec("embedding", "keyword", doc="'ok', or 'missing' when the chunk awaits its vector"),
+    FieldSpec("embedding", "keyword", doc="'ok', 'missing' (awaits its vector), 'none' (no text to embed)"),
     FieldSpec(VECTOR_FIELD, "vector"),
 )
 
