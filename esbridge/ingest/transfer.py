@@ -23,6 +23,7 @@ from typing import IO
 from esbridge import errors
 from esbridge.config.files import creation_mode
 from esbridge.embeddings.identity import (
+    SAME_MODEL_COSINE,
     ModelIdentity,
     compare,
     parse_identity,
@@ -35,8 +36,9 @@ from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.engines.vector_options import unavailable
 from esbridge.ingest.export_file import FORMAT, VERSION, CutShort, header_parameters, read_export, read_header
 from esbridge.ingest.json_values import describe_value
-from esbridge.ingest.model_record import record_model
+from esbridge.ingest.model_record import holds_vectors, record_model
 from esbridge.ingest.overlap import BackgroundWrites
+from esbridge.ingest.vector_agreement import export_agreement
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.parameters import live_parameters
 from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters
@@ -155,6 +157,48 @@ def refuse_what_the_index_cannot_take(
         )
 
 
+def vectors_agree_with_export(engine: Engine, alias: str, path: Path, model: ModelIdentity | None) -> bool:
+    """Whether the export's model may be recorded in ``alias``. An index that records no model but holds vectors
+    (made before esbridge recorded models) says which model made them by its vectors, as for an ingest: those of the
+    chunks the export holds too are compared with the export's, and an import of another model's vectors is refused.
+    When no chunk is in both, nothing tells, and the import records no model (with a warning)."""
+    if model is None or not engine.index_exists(alias):
+        return True
+    mapping = engine.get_mapping(alias)
+    if recorded_identity(mapping, alias) is not None or pending_identity(mapping, alias) is not None:
+        return True
+    if not holds_vectors(engine, alias):
+        return True
+    _, lines = read_export(path)
+    try:
+        agreed = export_agreement(engine, alias, (chunk for _, chunk in lines if isinstance(chunk, dict)))
+    finally:
+        close = getattr(lines, "close", None)
+        if close is not None:
+            close()
+    if agreed is not None and agreed < SAME_MODEL_COSINE:
+        raise errors.ModelMismatch(
+            f"index {alias} records no embedding model, and its vectors were not made by {model.describe()}, which "
+            f"made {path.name}'s: the vectors of chunks both hold have cosine {agreed:.2f} (the same model gives "
+            f"{SAME_MODEL_COSINE} or more), so nothing was written. Import into another index (--index NAME), or "
+            f"re-embed this one first (`esbridge ingest` with [embedding] model = {model.name!r} re-embeds every "
+            "chunk)",
+            index=alias,
+            index_model="not recorded",
+            query_model=model.describe(),
+        )
+    if agreed is None:
+        warnings.warn(
+            f"index {alias} records no embedding model and holds vectors, and none of {path.name}'s chunks is among "
+            f"them, so nothing tells whether {model.name} made them: the import records no model. If it did, "
+            "`esbridge index record-model` with it configured records it",
+            errors.EsbridgeWarning,
+            stacklevel=3,
+        )
+        return False
+    return True
+
+
 def encoding_this_engine_has(engine: Engine, alias: str, params: IndexParameters, path: Path) -> IndexParameters:
     """``params`` for a new index ``alias``, or with float vectors when their quantization is one this engine lacks
     (an Elasticsearch index's int4 or bbq, moved to OpenSearch): the export holds them as floats, nothing is lost."""
@@ -186,6 +230,7 @@ def import_chunks(
     given = header.get("model")
     model = parse_identity(given, f"the model in {path.name}'s header") if given is not None else None
     refuse_what_the_index_cannot_take(engine, alias, path, params, model)
+    model = model if vectors_agree_with_export(engine, alias, path, model) else None
     _, lines = read_export(path)
     empty = not engine.index_exists(alias) or (
         engine.count(alias) == 0 and recorded_identity(engine.get_mapping(alias), alias) is None
