@@ -132,16 +132,20 @@ class IndexManager:
         """The concrete index behind the alias; IndexNotFound when there is none."""
         state = self.state()
         if state.current is None:
-            concrete = self.engine.index_exists(self.alias)
-            raise errors.IndexNotFound(
-                f"{self.alias} is an index, not an alias over versions ({self.alias}-v1, ...) as esbridge makes them"
-                if concrete
-                else "no index behind this alias: run `esbridge index create`",
-                url=self.engine.url,
-                operation="resolve alias",
-                index=self.alias,
-            )
+            raise self._nothing_behind("resolve alias", "run `esbridge index create`")
         return state.current
+
+    def _nothing_behind(self, operation: str, then: str) -> errors.IndexNotFound:
+        """The error for an alias with no index behind it, or a name that is a concrete index and no alias."""
+        concrete = self.engine.index_exists(self.alias)
+        return errors.IndexNotFound(
+            f"{self.alias} is an index, not an alias over versions ({self.alias}-v1, ...) as esbridge makes them"
+            if concrete
+            else f"no index behind this alias: {then}",
+            url=self.engine.url,
+            operation=operation,
+            index=self.alias,
+        )
 
     def create(self) -> str:
         """Create the next version and point the alias at it; refuse if the alias already has an index."""
@@ -218,12 +222,7 @@ class IndexManager:
         """
         state = self.state()
         if state.current is None:
-            raise errors.IndexNotFound(
-                "nothing to reindex: the alias has no index",
-                url=self.engine.url,
-                operation="reindex",
-                index=self.alias,
-            )
+            raise self._nothing_behind("reindex", "nothing to reindex (`esbridge index create` makes one)")
         old = state.current
         self._refuse_a_red_source(old)
         new = version_name(self.alias, state.latest_version + 1)
