@@ -46,8 +46,7 @@ def agreement(engine: Engine, index: str, embedder: Embedder) -> float | None:
         raise errors.DimensionMismatch(
             f"index {index} records no embedding model, and holds {max(stored)}-dimensional vectors, which the "
             f"model {embedder.name} ({embedder.dimension}-dimensional) cannot have made. Use the model that made "
-            "them ([embedding] model), or move the index to this one: `esbridge index reindex` with "
-            "embedding.dimension set, or a new --index"
+            "them ([embedding] model), or ingest into a new index (--index NAME) with this one"
         )
     fresh = embed_passages(embedder, [chunk_from_source(hit.source).embedding_text for hit in hits])
     return min(cosine(hit.source[VECTOR_FIELD], vector) for hit, vector in zip(hits, fresh, strict=True))
