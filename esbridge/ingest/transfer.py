@@ -109,7 +109,7 @@ def refuse_what_the_index_cannot_take(
     """Refuse an import into an existing index, before anything is written, when the index cannot take the
     export's chunks: vectors of another dimension (each chunk would fail with the engine's message), vectors
     another model made or an index whose re-embedding with another model did not finish (the index would hold two
-    spaces under one record), or a field its strict mapping lacks
+    spaces under one record), an index esbridge did not make (no vector field), or a field its mapping lacks
     (an index made by an older esbridge has no ``link_weights``)."""
     try:
         mapping = engine.get_mapping(alias)
@@ -117,7 +117,14 @@ def refuse_what_the_index_cannot_take(
         return
     vector = mapping.get("properties", {}).get(VECTOR_FIELD, {})
     dimension = vector.get("dimension", vector.get("dims"))
-    if isinstance(dimension, int) and dimension != params.dimension:
+    if not isinstance(dimension, int):
+        # A dynamic mapping would take the vectors as plain numbers, which no kNN search reads.
+        raise errors.ConfigError(
+            f"index {alias} maps no vector field {VECTOR_FIELD!r} (esbridge did not make it), so its kNN search "
+            f"could not read {path.name}'s vectors; nothing was written. Import into another index (--index NAME), "
+            "which is created with the export's parameters"
+        )
+    if dimension != params.dimension:
         raise errors.DimensionMismatch(
             f"index {alias} holds {dimension}-dimensional vectors, but {path.name}'s are "
             f"{params.dimension}-dimensional; nothing was written. Import into another index (--index NAME), which "
@@ -146,7 +153,7 @@ def refuse_what_the_index_cannot_take(
             query_model=model.describe(),
         )
     lacking = set(STORED_FIELDS) - set(mapping.get("properties", {}))
-    if mapping.get("dynamic") != "strict" or not lacking:
+    if not lacking:  # a strict mapping would refuse such chunks, a dynamic one guess the fields' types
         return
     _, lines = read_export(path)  # read a second time only for such an index
     missing = sorted({name for _, chunk in lines if isinstance(chunk, dict) for name in chunk} & lacking)
