@@ -104,7 +104,8 @@ def list_(url: str | None, engine: str | None, config_file: Path | None, index: 
     settings = settings_from(config_file, url=url, engine=engine, index=index)
     with engine_session(settings) as adapter:
         state = index_manager(settings, adapter).state()
-        concrete = not state.versions and adapter.index_exists(state.alias)
+        # An alias exists as a name too: only a name behind no alias is a concrete index.
+        concrete = state.current is None and not state.versions and adapter.index_exists(state.alias)
     if as_json:
         versions = [
             {
@@ -124,8 +125,15 @@ def list_(url: str | None, engine: str | None, config_file: Path | None, index: 
             f"{state.alias} is an index, not an alias over versions ({state.alias}-v1, ...) as esbridge makes them"
         )
         return
+    foreign = state.current is not None and all(info.name != state.current for info in state.versions)
+    if foreign:  # `index create` refuses it ("alias already points to ...")
+        click.echo(
+            f"alias {state.alias} points to {state.current}, which is not one of its versions ({state.alias}-v1, ...) "
+            "as esbridge makes them"
+        )
     if not state.versions:
-        click.echo(f"no index versions for alias {state.alias}; run `esbridge index create`")
+        if not foreign:
+            click.echo(f"no index versions for alias {state.alias}; run `esbridge index create`")
         return
     # The engine counts chunks (one engine document per chunk), not the source documents ingest reports.
     click.echo(f"{'':2}{'index':<32} {'chunks':>10} {'size':>10}  health")

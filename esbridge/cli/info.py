@@ -46,22 +46,26 @@ class IndexModel(BaseModel):
     name: str
     indices: list[str]
     model: ModelIdentity | None
-    """None: the index records no model (made before esbridge recorded models, or not by esbridge)"""
+    """None: the index records no model (made before esbridge recorded models, or not by esbridge, or empty)"""
+    empty: bool = False
+    """it records no model and holds no chunk yet, as a new index or one whose first ingest was stopped"""
 
 
 def index_model(engine: Engine, index: str) -> IndexModel:
     """What ``index`` records about its model; IndexNotFound when there is no such index or alias."""
     mapping = engine.get_mapping(index)
-    return IndexModel(
-        name=index, indices=engine.alias_targets(index) or [index], model=recorded_identity(mapping, index)
-    )
+    model = recorded_identity(mapping, index)
+    indices = engine.alias_targets(index) or [index]
+    return IndexModel(name=index, indices=indices, model=model, empty=model is None and engine.count(index) == 0)
 
 
 def render_index_model(found: IndexModel) -> str:
     """The index and its model, one field a line, aligned like ``render``."""
     rows = [("Index", f"{found.name} -> {', '.join(found.indices)}")]
     model = found.model
-    if model is None:
+    if model is None and found.empty:
+        rows.append(("Model", "not recorded yet: the index is empty (the first ingest or import of vectors does it)"))
+    elif model is None:
         rows.append(("Model", "not recorded (the index predates model records or was not made by esbridge)"))
     else:
         rows += [

@@ -143,8 +143,7 @@ def ingest(
         if dimension is not None and dimension != embedder.dimension:
             raise errors.ConfigError(
                 f"the model {embedder.name} makes {embedder.dimension}-dimensional vectors but index {index} maps "
-                f"{dimension}; use the index's model, or build a new version (embedding.dimension and "
-                "`esbridge index reindex`, or a new --index)"
+                f"{dimension}; use the index's model, or ingest into a new index (--index NAME) with this one"
             )
     model = plan_model(engine, index, mapping, embedder)
     report.warnings.extend([model.warning] if model.warning else [])

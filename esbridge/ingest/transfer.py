@@ -23,6 +23,7 @@ from typing import IO
 from esbridge import errors
 from esbridge.config.files import creation_mode
 from esbridge.embeddings.identity import (
+    SAME_MODEL_COSINE,
     ModelIdentity,
     compare,
     parse_identity,
@@ -35,8 +36,9 @@ from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.engines.vector_options import unavailable
 from esbridge.ingest.export_file import FORMAT, VERSION, CutShort, header_parameters, read_export, read_header
 from esbridge.ingest.json_values import describe_value
-from esbridge.ingest.model_record import record_model
+from esbridge.ingest.model_record import holds_vectors, record_model
 from esbridge.ingest.overlap import BackgroundWrites
+from esbridge.ingest.vector_agreement import export_agreement
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.parameters import live_parameters
 from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters
@@ -107,7 +109,7 @@ def refuse_what_the_index_cannot_take(
     """Refuse an import into an existing index, before anything is written, when the index cannot take the
     export's chunks: vectors of another dimension (each chunk would fail with the engine's message), vectors
     another model made or an index whose re-embedding with another model did not finish (the index would hold two
-    spaces under one record), or a field its strict mapping lacks
+    spaces under one record), an index esbridge did not make (no vector field), or a field its mapping lacks
     (an index made by an older esbridge has no ``link_weights``)."""
     try:
         mapping = engine.get_mapping(alias)
@@ -115,7 +117,14 @@ def refuse_what_the_index_cannot_take(
         return
     vector = mapping.get("properties", {}).get(VECTOR_FIELD, {})
     dimension = vector.get("dimension", vector.get("dims"))
-    if isinstance(dimension, int) and dimension != params.dimension:
+    if not isinstance(dimension, int):
+        # A dynamic mapping would take the vectors as plain numbers, which no kNN search reads.
+        raise errors.ConfigError(
+            f"index {alias} maps no vector field {VECTOR_FIELD!r} (esbridge did not make it), so its kNN search "
+            f"could not read {path.name}'s vectors; nothing was written. Import into another index (--index NAME), "
+            "which is created with the export's parameters"
+        )
+    if dimension != params.dimension:
         raise errors.DimensionMismatch(
             f"index {alias} holds {dimension}-dimensional vectors, but {path.name}'s are "
             f"{params.dimension}-dimensional; nothing was written. Import into another index (--index NAME), which "
@@ -144,7 +153,7 @@ def refuse_what_the_index_cannot_take(
             query_model=model.describe(),
         )
     lacking = set(STORED_FIELDS) - set(mapping.get("properties", {}))
-    if mapping.get("dynamic") != "strict" or not lacking:
+    if not lacking:  # a strict mapping would refuse such chunks, a dynamic one guess the fields' types
         return
     _, lines = read_export(path)  # read a second time only for such an index
     missing = sorted({name for _, chunk in lines if isinstance(chunk, dict) for name in chunk} & lacking)
@@ -153,6 +162,48 @@ def refuse_what_the_index_cannot_take(
             f"index {alias} has no mapping for {', '.join(missing)}, which {path.name}'s chunks carry; nothing was "
             "written. Add the fields with `esbridge mapping apply` (`esbridge mapping diff` shows the change)"
         )
+
+
+def vectors_agree_with_export(engine: Engine, alias: str, path: Path, model: ModelIdentity | None) -> bool:
+    """Whether the export's model may be recorded in ``alias``. An index that records no model but holds vectors
+    (made before esbridge recorded models) says which model made them by its vectors, as for an ingest: those of the
+    chunks the export holds too are compared with the export's, and an import of another model's vectors is refused.
+    When no chunk is in both, nothing tells, and the import records no model (with a warning)."""
+    if model is None or not engine.index_exists(alias):
+        return True
+    mapping = engine.get_mapping(alias)
+    if recorded_identity(mapping, alias) is not None or pending_identity(mapping, alias) is not None:
+        return True
+    if not holds_vectors(engine, alias):
+        return True
+    _, lines = read_export(path)
+    try:
+        agreed = export_agreement(engine, alias, (chunk for _, chunk in lines if isinstance(chunk, dict)))
+    finally:
+        close = getattr(lines, "close", None)
+        if close is not None:
+            close()
+    if agreed is not None and agreed < SAME_MODEL_COSINE:
+        raise errors.ModelMismatch(
+            f"index {alias} records no embedding model, and its vectors were not made by {model.describe()}, which "
+            f"made {path.name}'s: the vectors of chunks both hold have cosine {agreed:.2f} (the same model gives "
+            f"{SAME_MODEL_COSINE} or more), so nothing was written. Import into another index (--index NAME), or "
+            f"re-embed this one first (`esbridge ingest` with [embedding] model = {model.name!r} re-embeds every "
+            "chunk)",
+            index=alias,
+            index_model="not recorded",
+            query_model=model.describe(),
+        )
+    if agreed is None:
+        warnings.warn(
+            f"index {alias} records no embedding model and holds vectors, and none of {path.name}'s chunks is among "
+            f"them, so nothing tells whether {model.name} made them: the import records no model. If it did, "
+            "`esbridge index record-model` with it configured records it",
+            errors.EsbridgeWarning,
+            stacklevel=3,
+        )
+        return False
+    return True
 
 
 def encoding_this_engine_has(engine: Engine, alias: str, params: IndexParameters, path: Path) -> IndexParameters:
@@ -186,6 +237,7 @@ def import_chunks(
     given = header.get("model")
     model = parse_identity(given, f"the model in {path.name}'s header") if given is not None else None
     refuse_what_the_index_cannot_take(engine, alias, path, params, model)
+    model = model if vectors_agree_with_export(engine, alias, path, model) else None
     _, lines = read_export(path)
     empty = not engine.index_exists(alias) or (
         engine.count(alias) == 0 and recorded_identity(engine.get_mapping(alias), alias) is None

@@ -10,7 +10,9 @@ the lowest cosine decides (``esbridge.embeddings.identity.SAME_MODEL_COSINE``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import islice
+from typing import Any
 
 from esbridge import errors
 from esbridge.embeddings.base import Embedder, embed_passages
@@ -19,6 +21,8 @@ from esbridge.ingest.documents import EMBEDDED, EMBEDDING_SOURCE_FIELDS, chunk_f
 from esbridge.mappings.schema import VECTOR_FIELD
 
 SAMPLE = 3
+TEXT_FIELDS = ("title", "headings", "body")
+"""What a chunk's embedding text is made of: two chunks equal in these have the same model's same vector."""
 
 
 def sample_body(size: int = SAMPLE) -> dict[str, object]:
@@ -42,8 +46,7 @@ def agreement(engine: Engine, index: str, embedder: Embedder) -> float | None:
         raise errors.DimensionMismatch(
             f"index {index} records no embedding model, and holds {max(stored)}-dimensional vectors, which the "
             f"model {embedder.name} ({embedder.dimension}-dimensional) cannot have made. Use the model that made "
-            "them ([embedding] model), or move the index to this one: `esbridge index reindex` with "
-            "embedding.dimension set, or a new --index"
+            "them ([embedding] model), or ingest into a new index (--index NAME) with this one"
         )
     fresh = embed_passages(embedder, [chunk_from_source(hit.source).embedding_text for hit in hits])
     return min(cosine(hit.source[VECTOR_FIELD], vector) for hit, vector in zip(hits, fresh, strict=True))
@@ -55,3 +58,29 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
         return 0.0
     norms = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
     return math.fsum(x * y for x, y in zip(a, b, strict=True)) / norms if norms > 0 else 0.0
+
+
+def export_agreement(
+    engine: Engine, index: str, chunks: Iterable[Mapping[str, Any]], *, batch: int = 100, batches: int = 10
+) -> float | None:
+    """The lowest cosine between a few stored vectors of ``index`` and an export's vectors of the same chunks (the
+    same id and text), so without a model; None when none of the export's first ``batch * batches`` chunks with a
+    vector is in the index with one."""
+    with_vectors = (chunk for chunk in chunks if isinstance(chunk.get(VECTOR_FIELD), list) and "_id" in chunk)
+    cosines: list[float] = []
+    for _ in range(batches):
+        exported = {str(chunk["_id"]): chunk for chunk in islice(with_vectors, batch)}
+        if not exported:
+            break
+        body = {
+            "size": len(exported),
+            "query": {"bool": {"filter": [{"term": {"embedding": EMBEDDED}}, {"terms": {"chunk_id": list(exported)}}]}},
+            "_source": [*TEXT_FIELDS, VECTOR_FIELD],
+        }
+        for hit in engine.search(index, body).hits:
+            chunk, stored = exported.get(hit.id), hit.source.get(VECTOR_FIELD)
+            if chunk is not None and stored and all(chunk.get(f) == hit.source.get(f) for f in TEXT_FIELDS):
+                cosines.append(cosine(stored, chunk[VECTOR_FIELD]))
+        if len(cosines) >= SAMPLE:
+            break
+    return min(cosines) if cosines else None

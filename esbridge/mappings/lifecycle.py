@@ -24,7 +24,7 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.vector_options import unavailable
 from esbridge.mappings.copy import COPIED_FIELDS, copy_documents
 from esbridge.mappings.diff import MappingDiff, diff_index
-from esbridge.mappings.schema import SCHEMA_META_KEY, IndexParameters, render_index
+from esbridge.mappings.schema import SCHEMA_META_KEY, VECTOR_FIELD, IndexParameters, render_index
 
 
 class MappingNeedsNewVersion(errors.EsbridgeError):
@@ -132,16 +132,20 @@ class IndexManager:
         """The concrete index behind the alias; IndexNotFound when there is none."""
         state = self.state()
         if state.current is None:
-            concrete = self.engine.index_exists(self.alias)
-            raise errors.IndexNotFound(
-                f"{self.alias} is an index, not an alias over versions ({self.alias}-v1, ...) as esbridge makes them"
-                if concrete
-                else "no index behind this alias: run `esbridge index create`",
-                url=self.engine.url,
-                operation="resolve alias",
-                index=self.alias,
-            )
+            raise self._nothing_behind("resolve alias", "run `esbridge index create`")
         return state.current
+
+    def _nothing_behind(self, operation: str, then: str) -> errors.IndexNotFound:
+        """The error for an alias with no index behind it, or a name that is a concrete index and no alias."""
+        concrete = self.engine.index_exists(self.alias)
+        return errors.IndexNotFound(
+            f"{self.alias} is an index, not an alias over versions ({self.alias}-v1, ...) as esbridge makes them"
+            if concrete
+            else f"no index behind this alias: {then}",
+            url=self.engine.url,
+            operation=operation,
+            index=self.alias,
+        )
 
     def create(self) -> str:
         """Create the next version and point the alias at it; refuse if the alias already has an index."""
@@ -218,14 +222,10 @@ class IndexManager:
         """
         state = self.state()
         if state.current is None:
-            raise errors.IndexNotFound(
-                "nothing to reindex: the alias has no index",
-                url=self.engine.url,
-                operation="reindex",
-                index=self.alias,
-            )
+            raise self._nothing_behind("reindex", "nothing to reindex (`esbridge index create` makes one)")
         old = state.current
         self._refuse_a_red_source(old)
+        self._refuse_another_dimension(old)
         new = version_name(self.alias, state.latest_version + 1)
         left_out = self._fields_left_out(old)
         server_side = self.server_features.get("reindex", True) and not left_out
@@ -311,6 +311,20 @@ class IndexManager:
         if SCHEMA_META_KEY not in (mapping.get("_meta") or {}):
             return ()
         return tuple(name for name in mapping.get("properties", {}) if name not in COPIED_FIELDS)
+
+    def _refuse_another_dimension(self, old: str) -> None:
+        """A copy keeps each vector as it is, so a new version of another dimension would refuse every chunk that
+        has one; an empty index moves to the new dimension."""
+        vector = self.engine.get_mapping(old).get("properties", {}).get(VECTOR_FIELD, {})
+        dimension = vector.get("dimension", vector.get("dims"))
+        if not isinstance(dimension, int) or dimension == self.params.dimension or self.engine.count(old) == 0:
+            return
+        raise errors.DimensionMismatch(
+            f"index {old} holds {dimension}-dimensional vectors and the wanted mapping has "
+            f"{self.params.dimension} (embedding.dimension, or the model's): a reindex copies vectors as they are, "
+            "so it cannot change their dimension; nothing was changed. Ingest the sources into a new index "
+            f"(--index NAME) with the new model, or leave the dimension at {dimension} to reindex"
+        )
 
     def _refuse_a_red_source(self, old: str) -> None:
         """A red index answers searches, counts and scrolls from the shards it has, without saying that others are

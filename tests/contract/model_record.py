@@ -17,11 +17,11 @@ from esbridge.embeddings.identity import META_KEY, ModelIdentity, identity_of, r
 from esbridge.engines import connect_async
 from esbridge.engines.base import AsyncEngine, Engine
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
-from esbridge.errors import ModelMismatch
+from esbridge.errors import EsbridgeWarning, ModelMismatch
 from esbridge.ingest.model_record import record_model
 from esbridge.ingest.report import IngestReport
 from esbridge.ingest.run import IngestOptions, ingest
-from esbridge.ingest.transfer import import_chunks
+from esbridge.ingest.transfer import export_chunks, import_chunks
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import SCHEMA_VERSION, IndexParameters
 from esbridge.query.factory import build_searcher
@@ -113,6 +113,37 @@ class ModelRecordContract:
             recorded[name] = recorded_identity(engine.get_mapping(prefix), prefix)
         assert engine.alias_targets(prefix) == [f"{prefix}-v1"]
         assert recorded == {"empty": None, "without vectors": None, "with a vector": RECORDED}
+
+    def test_an_import_into_an_index_recording_no_model_is_checked_against_its_vectors(
+        self, engine: Engine, prefix: str, tmp_path: Path
+    ) -> None:
+        # An index made before models were recorded: its vectors, not its record, say which model made them.
+        first, other = HashingEmbedder(), OtherHashingEmbedder()
+        ingest_with(engine, prefix, first, tmp_path)
+        (current,) = engine.alias_targets(prefix)
+        engine.put_meta(current, {"esbridge_schema": SCHEMA_VERSION})
+        exports = {}
+        for embedder in (other, first):
+            alias = f"{prefix}-{embedder.name}"
+            ingest_with(engine, alias, embedder, tmp_path)
+            exports[embedder.name] = path = tmp_path / f"{embedder.name}.jsonl"
+            with path.open("w", encoding="utf-8") as out:
+                export_chunks(engine, IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension)), out)
+        with pytest.raises(ModelMismatch) as refused:
+            import_chunks(engine, prefix, exports[other.name])
+        assert f"index {prefix} records no embedding model" in str(refused.value)
+        assert "--index NAME" in str(refused.value)
+        assert recorded_identity(engine.get_mapping(prefix), prefix) is None
+        elsewhere = tmp_path / "elsewhere.jsonl"  # no chunk the index holds: nothing tells, so nothing is recorded
+        header = {"format": "esbridge-export", "version": 1, "parameters": {"dimension": 32}, "chunks": 1}
+        chunk = {"_id": "z#0", "doc_id": "z", "chunk_id": "z#0", "title": "Z", "vector": [1.0] + [0.0] * 31}
+        lines = [{**header, "model": identity_of(other).to_meta()}, chunk]
+        elsewhere.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+        with pytest.warns(EsbridgeWarning, match="records no model"):
+            assert import_chunks(engine, prefix, elsewhere) == (1, [])
+        assert recorded_identity(engine.get_mapping(prefix), prefix) is None
+        assert import_chunks(engine, prefix, exports[first.name]) == (len(RECORDS), [])
+        assert recorded_identity(engine.get_mapping(prefix), prefix) == identity_of(first)
 
 
 def async_twin(engine: Engine) -> AsyncEngine:

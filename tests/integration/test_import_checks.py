@@ -12,9 +12,11 @@ from click.testing import CliRunner
 from esbridge.cli import main
 from esbridge.embeddings.identity import ModelIdentity
 from esbridge.engines import Engine
-from esbridge.errors import ModelMismatch
+from esbridge.errors import ConfigError, ModelMismatch
 from esbridge.ingest.model_record import mark_reembedding
 from esbridge.ingest.transfer import import_chunks
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
 from tests.integration.test_transfer import BGE_RECORD, MINILM_RECORD, export_file
 
 
@@ -67,3 +69,30 @@ def test_an_import_counts_a_repeated_id_once_and_says_it_replaced_the_earlier(
         hit.id: hit.source["title"] for hit in engine.scan(alias, {"match_all": {}}, ["title"], sort_field="chunk_id")
     }
     assert titles == {"a#0": "second", "b#0": "other"}
+
+
+def test_an_import_into_an_alias_over_an_index_esbridge_did_not_make_writes_nothing(
+    engine: Engine, alias: str, tmp_path: Path
+) -> None:
+    # Its dynamic mapping would take the vectors as plain numbers: stored, counted, and never found by kNN.
+    engine.create_index(f"{alias}-data", {"mappings": {"properties": {"title": {"type": "text"}}}})
+    engine.update_aliases([{"add": {"index": f"{alias}-data", "alias": alias}}])
+    with pytest.raises(ConfigError, match=rf"index {alias} maps no vector field 'vector'.*nothing was written"):
+        import_chunks(engine, alias, export_file(tmp_path / "bge.jsonl", BGE_RECORD))
+    engine.refresh(alias)
+    assert engine.count(alias) == 0
+    assert "vector" not in engine.get_mapping(alias).get("properties", {})
+
+
+def test_an_import_into_an_index_with_a_dynamic_mapping_that_lacks_a_field_writes_nothing(
+    engine: Engine, alias: str, tmp_path: Path
+) -> None:
+    # As ingest refuses it: the engine would guess the field's type (a title as a keyword, a tag as text).
+    body = IndexManager(engine, alias, IndexParameters(dimension=4)).wanted_body()
+    del body["mappings"]["properties"]["title"]
+    body["mappings"]["dynamic"] = True
+    engine.create_index(f"{alias}-v1", body)
+    engine.update_aliases([{"add": {"index": f"{alias}-v1", "alias": alias, "is_write_index": True}}])
+    with pytest.raises(ConfigError, match=rf"index {alias} has no mapping for title.*nothing was written"):
+        import_chunks(engine, alias, export_file(tmp_path / "bge.jsonl", BGE_RECORD))
+    assert engine.count(alias) == 0

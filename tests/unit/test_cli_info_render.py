@@ -45,3 +45,14 @@ def test_invalid_settings_are_reported_at_the_edge() -> None:
     result = CliRunner().invoke(main, ["info", "--url", "ftp://nowhere"])
     assert result.exit_code == 1
     assert "url must look like http(s)://host:port" in result.output
+
+
+def test_an_empty_index_is_not_said_to_predate_model_records() -> None:
+    # A new index, or one whose first ingest was stopped before any write, records no model yet.
+    assert CliRunner().invoke(main, ["index", "create", "--index", "fresh"]).exit_code == 0
+    result = CliRunner().invoke(main, ["info", "--index", "fresh"])
+    assert result.exit_code == 0, result.output
+    assert "not recorded yet: the index is empty" in result.output
+    assert "predates model records" not in result.output
+    data = json.loads(CliRunner().invoke(main, ["info", "--index", "fresh", "--json"]).output)
+    assert (data["index"]["model"], data["index"]["empty"]) == (None, True)

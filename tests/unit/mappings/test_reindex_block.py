@@ -102,11 +102,25 @@ class Unblockable:
         self._engine.set_write_block(index, blocked)
 
 
+class CopyRefused:
+    """An engine whose new version refuses every copied document: it is write-blocked as the copy starts."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
+        self._engine.set_write_block(dest, True)
+        return self._engine.reindex(source, dest, timeout_s=timeout_s)
+
+
 def test_a_failed_reindex_whose_block_cannot_be_lifted_says_so(engine: EmbeddedEngine, tmp_path: Path) -> None:
     run_ingest(engine, tmp_path, records("a"))
-    wider = IndexManager(cast(Engine, Unblockable(engine)), "notes", IndexParameters(dimension=PARAMS.dimension * 2))
+    failing = IndexManager(cast(Engine, CopyRefused(cast(Engine, Unblockable(engine)))), "notes", PARAMS)
     with pytest.raises(IndexWriteBlocked) as caught:
-        wider.reindex()
+        failing.reindex()
     message = str(caught.value)
     assert "the reindex failed (" in message and "failed to copy" in message
     assert "the write block on notes-v1 could not be lifted" in message
@@ -127,7 +141,7 @@ def test_a_reindex_that_moved_the_alias_but_cannot_lift_its_block_says_so(
 def test_a_reindex_that_fails_to_copy_lifts_its_block(engine: EmbeddedEngine, tmp_path: Path) -> None:
     run_ingest(engine, tmp_path, records("a"))
     with pytest.raises(EngineResponseError, match="failed to copy"):
-        IndexManager(engine, "notes", IndexParameters(dimension=PARAMS.dimension * 2)).reindex()
+        IndexManager(cast(Engine, CopyRefused(engine)), "notes", PARAMS).reindex()
     assert not write_blocked(engine.get_index_settings("notes-v1"))
     assert run_ingest(engine, tmp_path, records("a", "b")).failed == []
 
