@@ -21,6 +21,7 @@ from esbridge.cli.options import (
     write_attached_option,
     yes_option,
 )
+from esbridge.mappings.lifecycle import version_name
 
 
 @click.group()
@@ -174,6 +175,12 @@ def drop(
     what = (
         f"version {version} of {settings.index}" if version is not None else f"{settings.index} and every version of it"
     )
+    with engine_session(settings) as adapter:  # closed during the question: the embedded engine is not held
+        held = {info.name for info in index_manager(settings, adapter).state().versions}
+    wanted = version_name(settings.index, version) if version is not None else None
+    if not held or (wanted is not None and wanted not in held):
+        click.echo(f"nothing to delete: {settings.index} has no {'such version' if wanted else 'versions'}")
+        return
     confirm(f"permanently delete {what}?", yes)
     with engine_session(settings) as adapter:
         deleted = index_manager(settings, adapter).drop(version)

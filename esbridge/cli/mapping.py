@@ -78,7 +78,11 @@ def apply(
         manager = index_manager(settings, adapter, dimension=vector_dimension(settings))
         pending = manager.diff()
         if pending.is_empty:
-            click.echo("nothing to apply: the live mapping matches")
+            if pending.changes:  # fields only the live index has: kept, and nothing to add
+                click.echo(render_diff(pending))
+                click.echo("nothing to apply: the live index holds every wanted field, and the ones above of its own")
+            else:
+                click.echo("nothing to apply: the live mapping matches")
             return
         click.echo(render_diff(pending))
         if not pending.needs_new_version:

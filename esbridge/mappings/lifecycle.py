@@ -206,9 +206,15 @@ class IndexManager:
         blocking = diff.needs_new_version
         if blocking:
             lines = "\n  ".join(change.describe() for change in blocking)
+            vector = f"mappings.properties.{VECTOR_FIELD}."
+            remedy = (
+                "a reindex copies vectors as they are, so it cannot change their dimension: ingest the sources into a "
+                "new index (--index NAME) with the new model"
+                if any(change.path in (f"{vector}dimension", f"{vector}dims") for change in blocking)
+                else "run `esbridge index reindex` to build a new version with the wanted mapping"
+            )
             raise MappingNeedsNewVersion(
-                f"the mapping of {self.alias!r} cannot be changed in place:\n  {lines}\n"
-                "run `esbridge index reindex` to build a new version with the wanted mapping"
+                f"the mapping of {self.alias!r} cannot be changed in place:\n  {lines}\n{remedy}"
             )
         if diff.additions:
             self.engine.put_mapping(self.current(), diff.additions)

@@ -44,3 +44,22 @@ def test_yes_deletes() -> None:
     result = CliRunner().invoke(main, ["index", "drop", *NOTES], input="y\n")
     assert result.exit_code == 0, result.output
     assert versions() == []
+
+
+@pytest.mark.parametrize("target", [["--index", "absent"], ["--index", "notes", "--version", "7"]])
+def test_nothing_to_delete_is_said_without_asking(target: list[str]) -> None:
+    result = CliRunner().invoke(main, ["index", "drop", "--engine", "embedded", *target], input="")
+    assert result.exit_code == 0, result.output
+    assert "nothing to delete" in result.output and "permanently delete" not in result.output
+    assert versions() == ["notes-v1"]
+
+
+def test_apply_with_only_fields_of_the_live_index_names_them_instead_of_saying_it_matches() -> None:
+    engine = EmbeddedEngine.from_settings(load_settings(index="notes"))
+    try:
+        engine.put_mapping("notes-v1", {"added_by_hand": {"type": "keyword"}})
+    finally:
+        engine.close()
+    result = CliRunner(env={"ESBRIDGE_EMBEDDING__DIMENSION": "32"}).invoke(main, ["mapping", "apply", *NOTES, "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "added_by_hand" in result.output and "matches" not in result.output
