@@ -207,10 +207,11 @@ class IndexManager:
         if blocking:
             lines = "\n  ".join(change.describe() for change in blocking)
             vector = f"mappings.properties.{VECTOR_FIELD}."
+            dimension = any(change.path in (f"{vector}dimension", f"{vector}dims") for change in blocking)
             remedy = (
-                "a reindex copies vectors as they are, so it cannot change their dimension: ingest the sources into a "
-                "new index (--index NAME) with the new model"
-                if any(change.path in (f"{vector}dimension", f"{vector}dims") for change in blocking)
+                "a reindex copies vectors as they are, so it cannot change the dimension of those this index holds: "
+                "ingest the sources into a new index (--index NAME) with the new model"
+                if dimension and self.engine.count(self.current()) > 0
                 else "run `esbridge index reindex` to build a new version with the wanted mapping"
             )
             raise MappingNeedsNewVersion(

@@ -91,10 +91,8 @@ def test_the_live_mapping_matches_its_own_rendering(engine: Engine, alias: str) 
 def test_another_dimension_is_refused_with_a_reason(engine: Engine, alias: str) -> None:
     manager(engine, alias).create()
     bigger = IndexManager(engine, alias, IndexParameters(dimension=DIMENSION * 2))
-    with pytest.raises(MappingNeedsNewVersion, match=r"vector\.(dimension|dims).*needs a new index version") as refused:
+    with pytest.raises(MappingNeedsNewVersion, match=r"vector\.(dimension|dims).*needs a new index version"):
         bigger.apply()
-    # A reindex cannot change the vectors' dimension (it copies them as they are): the way on is a new index.
-    assert "--index NAME" in str(refused.value) and "index reindex`" not in str(refused.value)
 
 
 def test_apply_adds_a_missing_field_in_place(engine: Engine, alias: str) -> None:

@@ -63,3 +63,11 @@ def test_apply_with_only_fields_of_the_live_index_names_them_instead_of_saying_i
     result = CliRunner(env={"ESBRIDGE_EMBEDDING__DIMENSION": "32"}).invoke(main, ["mapping", "apply", *NOTES, "--yes"])
     assert result.exit_code == 0, result.output
     assert "added_by_hand" in result.output and "matches" not in result.output
+
+
+def test_apply_of_another_vector_dimension_points_to_a_new_index_when_this_one_holds_vectors() -> None:
+    """A reindex copies vectors as they are: it moves an empty index to another dimension, not one holding vectors."""
+    result = CliRunner(env={"ESBRIDGE_EMBEDDING__DIMENSION": "8"}).invoke(main, ["mapping", "apply", *NOTES, "--yes"])
+    assert result.exit_code == 1
+    assert "needs a new index version" in result.output
+    assert "--index NAME" in result.output and "index reindex`" not in result.output
