@@ -102,7 +102,8 @@ def test_the_sidecar_searches_writes_and_deletes_over_real_http(sidecar: str) ->
         assert refused.status_code == 401
         written = http.post("/v1/documents", json={"documents": [document]}, headers={"X-API-Key": KEY})
         assert written.status_code == 200
-        assert written.json()["results"] == [{"position": 0, "id": "tides", "status": "ok", "chunks": 1, "error": None}]
+        ok = {"position": 0, "id": "tides", "status": "ok", "chunks": 1, "error": None, "warnings": []}
+        assert written.json()["results"] == [ok]
         tides = http.post("/v1/search", json={"query": "energy from the ocean and the moon", "top_n": 1})
         assert tides.json()["results"][0]["doc_id"] == "tides"
 
