@@ -62,7 +62,16 @@ def test_ctrl_c_during_a_long_command_exits_130(
     assert "Aborted!" not in result.output
 
 
+def notes_index() -> None:
+    """An index to drop, so that `index drop` asks (it says there is nothing to delete without asking)."""
+    created = CliRunner(env={"ESBRIDGE_EMBEDDING__DIMENSION": "32"}).invoke(
+        main, ["index", "create", "--engine", "embedded", "--index", "notes"]
+    )
+    assert created.exit_code == 0, created.output
+
+
 def test_a_closed_stdin_at_a_confirmation_still_refuses_with_exit_code_1() -> None:
+    notes_index()
     result = CliRunner().invoke(main, ["index", "drop", "--engine", "embedded", "--index", "notes"], input="")
     assert result.exit_code == 1, result.output
     assert "Error: cancelled; nothing was changed" in result.stderr
@@ -84,6 +93,7 @@ def read_until(stream: Any, text: str, timeout_s: float) -> str:
 
 @pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
 def test_sigint_at_a_confirmation_prompt_exits_130() -> None:
+    notes_index()
     command = [sys.executable, "-u", "-c", "from esbridge.cli import main; main()", "index", "drop"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with subprocess.Popen(
