@@ -4,7 +4,7 @@ whose answer the interrupt cut off is not undone by deleting the version the ali
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ DIMENSION = 4
 
 
 @pytest.fixture
-def data(tmp_path: Path) -> Iterator[Path]:
+def data(tmp_path: Path) -> Path:
     """A data directory with ``notes-v1`` behind ``notes``, holding three chunks."""
     engine = EmbeddedEngine(tmp_path / "data")
     try:
@@ -32,7 +32,7 @@ def data(tmp_path: Path) -> Iterator[Path]:
         assert not engine.bulk("notes", actions).failed
     finally:
         engine.close()
-    yield tmp_path / "data"
+    return tmp_path / "data"
 
 
 def reindex(data: Path, *options: str) -> Result:
@@ -123,9 +123,7 @@ def test_ctrl_c_while_lifting_the_block_after_the_swap_says_the_reindex_is_done(
     assert state(data) == (["notes-v2"], True, True)
 
 
-def test_ctrl_c_while_deleting_the_old_version_says_it_may_be_left(
-    data: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_ctrl_c_while_deleting_the_old_version_says_it_may_be_left(data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(EmbeddedEngine, "delete_index", ctrl_c(EmbeddedEngine.delete_index))
     assert said(reindex(data, "--delete-old", "--yes")) == (
         "interrupted: the reindex is done: notes points to notes-v2, which holds every chunk and takes writes; "
