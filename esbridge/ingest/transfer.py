@@ -243,8 +243,9 @@ def import_chunks(
         engine.count(alias) == 0 and recorded_identity(engine.get_mapping(alias), alias) is None
     )
     IndexManager(engine, alias, encoding_this_engine_has(engine, alias, params, path)).ensure()
-    # Recorded before the first vector is written (an empty index's vectors are all the export's), so an import
-    # stopped part-way still refuses other models; one that writes no vector records none, as an empty ingest.
+    # Recorded once the first of its vectors is written (an empty index's vectors are all the export's), so an import
+    # stopped part-way still refuses other models, and one whose first writes failed (refused, interrupted, the
+    # engine gone), or that writes no vector, records none, as an empty ingest: a record must name real vectors.
     record_first, with_vectors = model if empty else None, set[str]()
     failed: list[dict[str, str]] = []
     seen = 0
@@ -276,15 +277,21 @@ def import_chunks(
     def stop_when_gone(_: int) -> None:
         writer.totals.stop_if_unreachable(operation="import", index=alias)
 
+    def write(window: list[BulkAction]) -> None:
+        nonlocal record_first
+        done = len(writer.totals.succeeded)
+        writer.write(window, on_batch=stop_when_gone)
+        if record_first is not None and not with_vectors.isdisjoint(writer.totals.succeeded[done:]):
+            record_model(engine, alias, record_first)
+            record_first = None
+
     try:
         # In a worker thread, so Ctrl-C (always raised in the main thread) stops the import between writes: a
-        # write under way finishes and is counted, and the count said to be kept is what the index holds.
+        # write under way finishes (recording the model if it wrote the first vectors) and is counted, and the
+        # count said to be kept is what the index holds.
         with BackgroundWrites() as writes:
             for window in _windows(actions(), IMPORT_WINDOW):
-                if record_first is not None and any(action.id in with_vectors for action in window):
-                    record_model(engine, alias, record_first)
-                    record_first = None
-                writes.submit(partial(writer.write, window, on_batch=stop_when_gone))
+                writes.submit(partial(write, window))
             writes.wait()
         totals = writer.totals
     except KeyboardInterrupt as exc:
