@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -17,15 +18,19 @@ from esbridge.engines.base import BulkAction, BulkItemFailure, BulkResult
 from esbridge.engines.bulk import RetryPolicy
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import EngineUnavailable
+from esbridge.ingest import export_file
 from esbridge.ingest.transfer import import_chunks
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
 from tests.support.hashing import HashingEmbedder, OtherHashingEmbedder
 
 HEADER = {"format": "esbridge-export", "version": 1, "parameters": {"dimension": HashingEmbedder.dimension}}
 
 
-def export_of(path: Path, embedder: HashingEmbedder) -> Path:
-    """An export of two chunks whose vectors and header model are ``embedder``'s."""
-    texts = {"solar": "Photovoltaic cells turn sunlight into electricity.", "wind": "Offshore wind farms make power."}
+def export_of(path: Path, embedder: HashingEmbedder, extra: int = 0) -> Path:
+    """An export of two chunks (after ``extra`` others) whose vectors and header model are ``embedder``'s."""
+    texts = {f"n{n}": f"note number {n}" for n in range(extra)}
+    texts |= {"solar": "Photovoltaic cells turn sunlight into electricity.", "wind": "Offshore wind farms make power."}
     vectors = embedder.embed(list(texts.values()))
     header = {**HEADER, "chunks": len(texts), "model": identity_of(embedder).to_meta()}
     lines = [
@@ -76,5 +81,40 @@ def test_an_import_whose_first_writes_fail_records_no_model(
         recorded = recorded_identity(engine.get_mapping("notes"), "notes")
         assert recorded is not None and recorded.name == "other-hashing-32"
         assert engine.count("notes") == 2
+    finally:
+        engine.close()
+
+
+def test_an_import_checking_an_unrecorded_index_by_its_vectors_reads_the_export_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An index esbridge made before records: its vectors, compared with the export's, say which model made them.
+    embedder = HashingEmbedder()
+    source = export_of(tmp_path / "export.jsonl", embedder, extra=1500)
+    chunks = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()[1:]]
+    engine = EmbeddedEngine(tmp_path / "data")
+    try:
+        IndexManager(engine, "notes", IndexParameters(dimension=embedder.dimension)).create()
+        # Three chunks the agreement finds only in its second batch of the export's chunks.
+        stored = [{key: value for key, value in chunk.items() if key != "_id"} for chunk in chunks[150:153]]
+        held = [BulkAction("index", chunk["chunk_id"], chunk) for chunk in stored]
+        assert not engine.bulk("notes", held).failed
+        engine.refresh("notes")
+        opened: list[Path] = []
+        open_export = export_file._open_export
+
+        def counted(path: Path) -> Any:
+            opened.append(path)
+            return open_export(path)
+
+        monkeypatch.setattr(export_file, "_open_export", counted)
+
+        assert import_chunks(engine, "notes", source) == (len(chunks), [])
+
+        assert opened == [source]
+        recorded = recorded_identity(engine.get_mapping("notes"), "notes")
+        assert recorded is not None and recorded.name == embedder.name, "the vectors agreed, so the model is recorded"
+        engine.refresh("notes")
+        assert engine.count("notes") == len(chunks), "the chunks the check read first were written too"
     finally:
         engine.close()
