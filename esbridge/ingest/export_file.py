@@ -76,10 +76,11 @@ def read_header(path: Path) -> dict[str, Any]:
 def _open_export(path: Path) -> BufferedIOBase:
     try:
         if not stat.S_ISREG(path.stat().st_mode):
-            # Import reads the file more than once; a second read of a pipe starts where the first stopped.
+            # Import may read the file twice (into an index lacking a field); a second read of a pipe would start
+            # where the first stopped.
             raise SourceError(
-                f"cannot read {path}: it is not a regular file (a pipe or a device), and import reads the export "
-                "more than once; save it to a file first (`esbridge export --output FILE`)"
+                f"cannot read {path}: it is not a regular file (a pipe or a device), and import may read the export "
+                "twice; save it to a file first (`esbridge export --output FILE`)"
             )
         with path.open("rb") as probe:
             compressed = probe.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
