@@ -2,7 +2,8 @@
 
 Searches and writes always go through the alias. ``reindex`` builds the next version completely,
 checks it, and only then moves the alias in one atomic ``_aliases`` request, so readers never see a
-half-built index; if anything fails before the swap, the new version is deleted and the alias stays.
+half-built index; if anything fails before the swap, the new version is deleted and the alias stays (a swap
+whose answer was lost is looked for first: it may have been made, and deleting its target would drop the alias).
 While it copies, the current version is write-blocked: a write that arrives then is refused, with a
 reason that names the reindex, instead of landing where the copy has already passed and being lost
 when the alias moves.
