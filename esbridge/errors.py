@@ -25,8 +25,8 @@ these at the engine boundary with ``raise ... from exc``, so callers catch esbri
         ├── UnsupportedFeature      the engine (version, plugin, licence) lacks what was asked
         └── EngineResponseError     5xx or an answer esbridge cannot make sense of
 
-Ctrl-C stays a ``KeyboardInterrupt``; where a run can say what it kept, it raises the subclass
-``IngestInterrupted``, whose message says so.
+Ctrl-C stays a ``KeyboardInterrupt``; where a run can say what it kept, it raises a subclass
+(``IngestInterrupted``, ``ReindexInterrupted``) whose message says so.
 
 Warnings (``warnings.warn``) say that something is probably not what was meant while esbridge goes on::
 
@@ -195,6 +195,11 @@ class EngineResponseError(EngineError):
 
 class IngestInterrupted(KeyboardInterrupt):
     """Ctrl-C during an ingest, once the write in flight has finished; the message says what was kept."""
+
+
+class ReindexInterrupted(KeyboardInterrupt):
+    """Ctrl-C during ``esbridge index reindex``; the message says where the alias points, what became of the new
+    version and of the old one's write block, and what to run next."""
 
 
 class EsbridgeWarning(UserWarning):

@@ -21,6 +21,7 @@ from esbridge.cli.options import (
     write_attached_option,
     yes_option,
 )
+from esbridge.errors import ReindexInterrupted
 from esbridge.mappings.lifecycle import version_name
 
 
@@ -209,10 +210,16 @@ def reindex(
         confirm(f"delete the current version of {settings.index} after the alias moved?", yes)
     with engine_session(settings) as adapter:
         manager = index_manager(settings, adapter, dimension=vector_dimension(settings))
-        current = manager.state().current  # none: reindex says there is nothing to copy
-        before = _topology(adapter.get_index_settings(current)) if current is not None else None
-        outcome = manager.reindex(delete_old=delete_old)
-        after = _topology(adapter.get_index_settings(outcome.new))
+        try:
+            current = manager.state().current  # none: reindex says there is nothing to copy
+            before = _topology(adapter.get_index_settings(current)) if current is not None else None
+        except KeyboardInterrupt as exc:
+            raise ReindexInterrupted("nothing was changed") from exc
+        outcome = manager.reindex(delete_old=delete_old)  # says itself what an interrupt left
+        try:
+            after = _topology(adapter.get_index_settings(outcome.new))
+        except KeyboardInterrupt as exc:
+            raise ReindexInterrupted(f"the reindex is done: {settings.index} points to {outcome.new}") from exc
     # Replicas set in place on the old version, or settings other than those that built it; the embedded engine
     # has neither shards nor replicas.
     if before is not None and after != before and not _embedded(adapter):

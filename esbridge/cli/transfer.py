@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -19,7 +18,6 @@ from esbridge.cli.options import (
     settings_from,
     write_attached_option,
 )
-from esbridge.ingest.export_file import header_parameters, read_header
 from esbridge.ingest.transfer import export_chunks, export_to_file, import_chunks
 
 
@@ -75,11 +73,9 @@ def import_command(
     refuse_attached_write(settings, write_attached, "import into")
     # Shards and replicas fit the cluster imported into, not the one exported from: named in the settings, they win.
     named = settings.mapping.model_fields_set & {"shards", "replicas"}
-    parameters = replace(
-        header_parameters(read_header(path), path), **{name: getattr(settings.mapping, name) for name in named}
-    )
+    overrides = {name: getattr(settings.mapping, name) for name in named}
     with engine_session(settings) as adapter:
-        imported, failed = import_chunks(adapter, settings.index, path, parameters=parameters)
+        imported, failed = import_chunks(adapter, settings.index, path, overrides=overrides)
     if as_json:
         click.echo(json.dumps({"index": settings.index, "chunks_imported": imported, "failed": failed}, indent=2))
     else:

@@ -26,19 +26,45 @@ VERSION = 1
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def read_export(path: Path) -> tuple[dict[str, Any], Iterator[tuple[int, dict[str, Any] | str]]]:
+ChunkLine = tuple[int, dict[str, Any] | str]
+"""A chunk line: its line number, and the chunk or the reason it cannot be used."""
+
+
+class Export:
+    """An export opened once: its checked header, then its chunk lines in order (``lines``). A file is read once
+    through it; reading it again means opening it again. Close it, or use it in a ``with`` block."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle = _open_export(path)
+        try:
+            self.header = parse_header(_read_line(self._handle, path), path)
+        except BaseException:
+            self._handle.close()
+            raise
+
+    def lines(self) -> Iterator[ChunkLine]:
+        """The chunk lines after the header, read as they are asked for; the file is closed after the last."""
+        return _chunk_lines(self._handle, self.path)
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> Export:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def read_export(path: Path) -> tuple[dict[str, Any], Iterator[ChunkLine]]:
     """The header, and the chunk lines as (line number, chunk or the reason it cannot be used).
 
     Lines are read as bytes and decoded one by one, so a line that is not UTF-8 fails alone; a gzipped
     export is read as it is.
     """
-    handle = _open_export(path)
-    try:
-        header = parse_header(_read_line(handle, path), path)
-    except BaseException:
-        handle.close()
-        raise
-    return header, _chunk_lines(handle, path)
+    export = Export(path)
+    return export.header, export.lines()
 
 
 def read_header(path: Path) -> dict[str, Any]:
@@ -50,10 +76,11 @@ def read_header(path: Path) -> dict[str, Any]:
 def _open_export(path: Path) -> BufferedIOBase:
     try:
         if not stat.S_ISREG(path.stat().st_mode):
-            # Import reads the file more than once; a second read of a pipe starts where the first stopped.
+            # Import may read the file twice (into an index lacking a field); a second read of a pipe would start
+            # where the first stopped.
             raise SourceError(
-                f"cannot read {path}: it is not a regular file (a pipe or a device), and import reads the export "
-                "more than once; save it to a file first (`esbridge export --output FILE`)"
+                f"cannot read {path}: it is not a regular file (a pipe or a device), and import may read the export "
+                "twice; save it to a file first (`esbridge export --output FILE`)"
             )
         with path.open("rb") as probe:
             compressed = probe.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
@@ -112,7 +139,7 @@ class CutShort(str):
     """Why the file could not be read past a line (a truncated or damaged gzip); the last item of its lines."""
 
 
-def _chunk_lines(handle: BufferedIOBase, path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+def _chunk_lines(handle: BufferedIOBase, path: Path) -> Iterator[ChunkLine]:
     with handle:
         number = 1
         while True:

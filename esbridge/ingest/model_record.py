@@ -100,15 +100,18 @@ def plan_model(engine: Engine, index: str, mapping: Mapping[str, Any], embedder:
     )
 
 
-def refuse_other_model(engine: Engine, index: str, embedder: Embedder) -> None:
-    """Refuse to add vectors of ``embedder`` to an index whose vectors another model made."""
+def refuse_other_model(engine: Engine, index: str, embedder: Embedder) -> ModelIdentity | None:
+    """Refuse to add vectors of ``embedder`` to an index whose vectors another model made; return the identity to
+    record once a vector of it is written, when the index records none and holds no vector yet, else None (an index
+    made before records holds vectors: written unchecked and left unrecorded, as ever)."""
     recorded = recorded_identity(engine.get_mapping(index), index)
-    if recorded is None:
-        return
     current = identity_of(embedder)
+    if recorded is None:
+        return None if holds_vectors(engine, index) else current
     verdict = compare(recorded, current)
     if not verdict.compatible:
         raise mismatch_error(index, recorded, current, verdict)
+    return None
 
 
 def model_to_record_with_missing(engine: Engine, index: str, embedder: Embedder) -> ModelIdentity | None:

@@ -14,11 +14,12 @@ import os
 import shutil
 import uuid
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, replace
 from functools import partial
+from itertools import chain, islice
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from esbridge import errors
 from esbridge.config.files import creation_mode
@@ -34,7 +35,7 @@ from esbridge.embeddings.identity import (
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.engines.vector_options import unavailable
-from esbridge.ingest.export_file import FORMAT, VERSION, CutShort, header_parameters, read_export, read_header
+from esbridge.ingest.export_file import FORMAT, VERSION, ChunkLine, CutShort, Export, header_parameters, read_export
 from esbridge.ingest.json_values import describe_value
 from esbridge.ingest.model_record import holds_vectors, record_model
 from esbridge.ingest.overlap import BackgroundWrites
@@ -46,6 +47,9 @@ from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters
 STORED_FIELDS = tuple(spec.name for spec in FIELDS)
 IMPORT_WINDOW = 1000
 """Chunks handed to the writer at a time (one bulk request each, unless larger than its byte limit)."""
+AGREEMENT_LOOK_AHEAD = 10_000
+"""Chunk lines at most that the vector agreement of an index that records no model reads (and keeps, to write them
+next) before the import writes anything."""
 
 
 def export_chunks(engine: Engine, manager: IndexManager, out: IO[str]) -> int:
@@ -164,29 +168,30 @@ def refuse_what_the_index_cannot_take(
         )
 
 
-def vectors_agree_with_export(engine: Engine, alias: str, path: Path, model: ModelIdentity | None) -> bool:
-    """Whether the export's model may be recorded in ``alias``. An index that records no model but holds vectors
-    (made before esbridge recorded models) says which model made them by its vectors, as for an ingest: those of the
-    chunks the export holds too are compared with the export's, and an import of another model's vectors is refused.
-    When no chunk is in both, nothing tells, and the import records no model (with a warning)."""
+def needs_vector_agreement(engine: Engine, alias: str, model: ModelIdentity | None) -> bool:
+    """Whether the export's model may be recorded in ``alias`` only once its vectors agree with the index's: an index
+    that records no model but holds vectors (made before esbridge recorded models) says which model made them by
+    its vectors, as for an ingest."""
     if model is None or not engine.index_exists(alias):
-        return True
+        return False
     mapping = engine.get_mapping(alias)
     if recorded_identity(mapping, alias) is not None or pending_identity(mapping, alias) is not None:
-        return True
-    if not holds_vectors(engine, alias):
-        return True
-    _, lines = read_export(path)
-    try:
-        agreed = export_agreement(engine, alias, (chunk for _, chunk in lines if isinstance(chunk, dict)))
-    finally:
-        close = getattr(lines, "close", None)
-        if close is not None:
-            close()
+        return False
+    return holds_vectors(engine, alias)
+
+
+def vectors_agree_with_export(
+    engine: Engine, alias: str, name: str, model: ModelIdentity, chunks: Iterable[Mapping[str, Any]]
+) -> bool:
+    """For an index ``needs_vector_agreement`` names: whether the export's model (``model``, which made ``chunks``,
+    the first chunks of the export called ``name``) may be recorded. The stored vectors of the chunks the export
+    holds too are compared with the export's, and an import of another model's vectors is refused. When no chunk
+    is in both, nothing tells, and the import records no model (with a warning)."""
+    agreed = export_agreement(engine, alias, chunks)
     if agreed is not None and agreed < SAME_MODEL_COSINE:
         raise errors.ModelMismatch(
             f"index {alias} records no embedding model, and its vectors were not made by {model.describe()}, which "
-            f"made {path.name}'s: the vectors of chunks both hold have cosine {agreed:.2f} (the same model gives "
+            f"made {name}'s: the vectors of chunks both hold have cosine {agreed:.2f} (the same model gives "
             f"{SAME_MODEL_COSINE} or more), so nothing was written. Import into another index (--index NAME), or "
             f"re-embed this one first (`esbridge ingest` with [embedding] model = {model.name!r} re-embeds every "
             "chunk)",
@@ -196,7 +201,7 @@ def vectors_agree_with_export(engine: Engine, alias: str, path: Path, model: Mod
         )
     if agreed is None:
         warnings.warn(
-            f"index {alias} records no embedding model and holds vectors, and none of {path.name}'s chunks is among "
+            f"index {alias} records no embedding model and holds vectors, and none of {name}'s first chunks is among "
             f"them, so nothing tells whether {model.name} made them: the import records no model. If it did, "
             "`esbridge index record-model` with it configured records it",
             errors.EsbridgeWarning,
@@ -204,6 +209,20 @@ def vectors_agree_with_export(engine: Engine, alias: str, path: Path, model: Mod
         )
         return False
     return True
+
+
+def _looked_ahead(lines: Iterator[ChunkLine], limit: int) -> tuple[list[ChunkLine], Iterator[Mapping[str, Any]]]:
+    """The lines the agreement reads, kept to be written after it (the file is read once), and the chunks it reads:
+    at most ``limit`` lines."""
+    kept: list[ChunkLine] = []
+
+    def chunks() -> Iterator[Mapping[str, Any]]:
+        for item in islice(lines, limit):
+            kept.append(item)
+            if isinstance(item[1], dict):
+                yield item[1]
+
+    return kept, chunks()
 
 
 def encoding_this_engine_has(engine: Engine, alias: str, params: IndexParameters, path: Path) -> IndexParameters:
@@ -228,23 +247,35 @@ def import_chunks(
     alias: str,
     path: Path,
     *,
-    parameters: IndexParameters | None = None,
+    overrides: Mapping[str, Any] | None = None,
     retry: RetryPolicy | None = None,
 ) -> tuple[int, list[dict[str, str]]]:
-    """Load an export into ``alias`` (created with the export's parameters if missing); no re-embedding."""
-    header = read_header(path)
-    params = parameters or header_parameters(header, path)
+    """Load an export into ``alias`` (created with the export's parameters, but ``overrides``, if missing); no
+    re-embedding. The file is read once, but for an index whose mapping lacks a field (read twice)."""
+    with Export(path) as export:
+        return _import(engine, alias, export, overrides or {}, retry)
+
+
+def _import(
+    engine: Engine, alias: str, export: Export, overrides: Mapping[str, Any], retry: RetryPolicy | None
+) -> tuple[int, list[dict[str, str]]]:
+    path, header = export.path, export.header
+    params = replace(header_parameters(header, path), **overrides)
     given = header.get("model")
     model = parse_identity(given, f"the model in {path.name}'s header") if given is not None else None
     refuse_what_the_index_cannot_take(engine, alias, path, params, model)
-    model = model if vectors_agree_with_export(engine, alias, path, model) else None
-    _, lines = read_export(path)
+    lines = export.lines()
+    if model is not None and needs_vector_agreement(engine, alias, model):
+        ahead, chunks = _looked_ahead(lines, AGREEMENT_LOOK_AHEAD)
+        model = model if vectors_agree_with_export(engine, alias, path.name, model, chunks) else None
+        lines = chain(ahead, lines)
     empty = not engine.index_exists(alias) or (
         engine.count(alias) == 0 and recorded_identity(engine.get_mapping(alias), alias) is None
     )
     IndexManager(engine, alias, encoding_this_engine_has(engine, alias, params, path)).ensure()
-    # Recorded before the first vector is written (an empty index's vectors are all the export's), so an import
-    # stopped part-way still refuses other models; one that writes no vector records none, as an empty ingest.
+    # Recorded once the first of its vectors is written (an empty index's vectors are all the export's), so an import
+    # stopped part-way still refuses other models, and one whose first writes failed (refused, interrupted, the
+    # engine gone), or that writes no vector, records none, as an empty ingest: a record must name real vectors.
     record_first, with_vectors = model if empty else None, set[str]()
     failed: list[dict[str, str]] = []
     seen = 0
@@ -276,15 +307,21 @@ def import_chunks(
     def stop_when_gone(_: int) -> None:
         writer.totals.stop_if_unreachable(operation="import", index=alias)
 
+    def write(window: list[BulkAction]) -> None:
+        nonlocal record_first
+        done = len(writer.totals.succeeded)
+        writer.write(window, on_batch=stop_when_gone)
+        if record_first is not None and not with_vectors.isdisjoint(writer.totals.succeeded[done:]):
+            record_model(engine, alias, record_first)
+            record_first = None
+
     try:
         # In a worker thread, so Ctrl-C (always raised in the main thread) stops the import between writes: a
-        # write under way finishes and is counted, and the count said to be kept is what the index holds.
+        # write under way finishes (recording the model if it wrote the first vectors) and is counted, and the
+        # count said to be kept is what the index holds.
         with BackgroundWrites() as writes:
             for window in _windows(actions(), IMPORT_WINDOW):
-                if record_first is not None and any(action.id in with_vectors for action in window):
-                    record_model(engine, alias, record_first)
-                    record_first = None
-                writes.submit(partial(writer.write, window, on_batch=stop_when_gone))
+                writes.submit(partial(write, window))
             writes.wait()
         totals = writer.totals
     except KeyboardInterrupt as exc:

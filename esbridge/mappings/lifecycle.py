@@ -2,7 +2,8 @@
 
 Searches and writes always go through the alias. ``reindex`` builds the next version completely,
 checks it, and only then moves the alias in one atomic ``_aliases`` request, so readers never see a
-half-built index; if anything fails before the swap, the new version is deleted and the alias stays.
+half-built index; if anything fails before the swap, the new version is deleted and the alias stays (a swap
+whose answer was lost is looked for first: it may have been made, and deleting its target would drop the alias).
 While it copies, the current version is write-blocked: a write that arrives then is refused, with a
 reason that names the reindex, instead of landing where the copy has already passed and being lost
 when the alias moves.
@@ -11,7 +12,6 @@ when the alias moves.
 from __future__ import annotations
 
 import contextlib
-import re
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
@@ -24,6 +24,7 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.vector_options import unavailable
 from esbridge.mappings.copy import COPIED_FIELDS, copy_documents
 from esbridge.mappings.diff import MappingDiff, diff_index
+from esbridge.mappings.interrupted import alias_on, describe_failure, moved_words, undo_interrupted, version_of
 from esbridge.mappings.schema import SCHEMA_META_KEY, VECTOR_FIELD, IndexParameters, render_index
 
 
@@ -33,16 +34,6 @@ class MappingNeedsNewVersion(errors.EsbridgeError):
 
 def version_name(alias: str, version: int) -> str:
     return f"{alias}-v{version}"
-
-
-def version_of(alias: str, index: str) -> int | None:
-    match = re.fullmatch(re.escape(alias) + r"-v(\d+)", index)
-    return int(match.group(1)) if match else None
-
-
-def describe_failure(exc: BaseException) -> str:
-    """One line for an exception, also for those without a message (KeyboardInterrupt)."""
-    return str(exc) or type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -191,7 +182,9 @@ class IndexManager:
         return state.current if state.current is not None else self.create()
 
     def diff(self) -> MappingDiff:
-        index = self.current()
+        return self._diff(self.current())
+
+    def _diff(self, index: str) -> MappingDiff:
         wanted = self.wanted_body()
         return diff_index(
             self.engine.get_mapping(index),
@@ -202,7 +195,8 @@ class IndexManager:
 
     def apply(self) -> MappingDiff:
         """Add new fields to the live index in place; refuse changes that need a new version."""
-        diff = self.diff()
+        index = self.current()
+        diff = self._diff(index)
         blocking = diff.needs_new_version
         if blocking:
             lines = "\n  ".join(change.describe() for change in blocking)
@@ -211,14 +205,14 @@ class IndexManager:
             remedy = (
                 "a reindex copies vectors as they are, so it cannot change the dimension of those this index holds: "
                 "ingest the sources into a new index (--index NAME) with the new model"
-                if dimension and self.engine.count(self.current()) > 0
+                if dimension and self.engine.count(index) > 0
                 else "run `esbridge index reindex` to build a new version with the wanted mapping"
             )
             raise MappingNeedsNewVersion(
                 f"the mapping of {self.alias!r} cannot be changed in place:\n  {lines}\n{remedy}"
             )
         if diff.additions:
-            self.engine.put_mapping(self.current(), diff.additions)
+            self.engine.put_mapping(index, diff.additions)
         return diff
 
     def reindex(self, *, delete_old: bool = False) -> ReindexOutcome:
@@ -238,7 +232,13 @@ class IndexManager:
         server_side = self.server_features.get("reindex", True) and not left_out
         # A reindex killed before it could lift its block leaves it; the next one then finds it blocked.
         lift_block = not write_blocked(self.engine.get_index_settings(old))
-        self._create_version(new, self.body_carrying_model(old))
+        try:
+            self._create_version(new, self.body_carrying_model(old))
+        except KeyboardInterrupt as exc:
+            raise errors.ReindexInterrupted(
+                f"nothing was changed: {self.alias} still points to {old}; run `esbridge index reindex` again"
+            ) from exc
+        swapping = False
         try:
             self.engine.set_write_block(old, True)
             self.engine.refresh(old)  # writes that finished before the block must be visible to the copy
@@ -253,6 +253,7 @@ class IndexManager:
                     index=new,
                 )
             self._refuse_a_moved_alias(old, new)
+            swapping = True
             self.engine.update_aliases(
                 [
                     {"remove": {"index": old, "alias": self.alias}},
@@ -260,16 +261,38 @@ class IndexManager:
                 ]
             )
         except BaseException as exc:
-            self._abandon(old, new, lift_block=lift_block and not self._copied_by_another(old, new), cause=exc)
-            raise
-        if delete_old:
-            self.engine.delete_index(old)
-        elif lift_block:
-            self._allow_writes(
-                old,
-                situation=f"{self.alias} now points to {new}, where writes go",
-                remedy=f"{old} refuses writes until its setting index.blocks.write is set to false",
-            )
+            # A swap whose answer was lost (Ctrl-C, a time-out) may have been made: deleting ``new`` would then take
+            # the alias with it.
+            moved = alias_on(self.engine, self.alias, new) if swapping else False
+            if moved is not False:
+                words = moved_words(self.alias, old, new, moved=moved, lift_block=lift_block)
+                if isinstance(exc, KeyboardInterrupt):
+                    raise errors.ReindexInterrupted(words) from exc
+                if moved is None:
+                    raise errors.EngineResponseError(
+                        f"{describe_failure(exc)}; {words}", url=self.engine.url, operation="reindex", index=self.alias
+                    ) from exc
+            elif isinstance(exc, KeyboardInterrupt):
+                blocked_for = None if not lift_block else self._copied_by_another(old, new)
+                raise errors.ReindexInterrupted(
+                    undo_interrupted(self.engine, self.alias, old, new, blocked_for)
+                ) from exc
+            else:
+                self._abandon(old, new, lift_block=lift_block and not self._copied_by_another(old, new), cause=exc)
+                raise
+        try:
+            if delete_old:
+                self.engine.delete_index(old)
+            elif lift_block:
+                self._allow_writes(
+                    old,
+                    situation=f"{self.alias} now points to {new}, where writes go",
+                    remedy=f"{old} refuses writes until its setting index.blocks.write is set to false",
+                )
+        except KeyboardInterrupt as exc:
+            raise errors.ReindexInterrupted(
+                moved_words(self.alias, old, new, moved=True, lift_block=lift_block, deleting=delete_old)
+            ) from exc
         return ReindexOutcome(
             old=old, new=new, documents=copied, deleted_old=delete_old, server_side=server_side, left_out=left_out
         )

@@ -27,7 +27,7 @@ from esbridge.embeddings.identity import identity_of
 from esbridge.engines import Capabilities, Engine, connect
 from esbridge.engines.base import AsyncEngine
 from esbridge.ingest.vector_agreement import agreement
-from esbridge.query.model_check import ModelGuard
+from esbridge.query.model_check import ModelGuard, searched_mapping
 from esbridge.query.orchestrator import HybridSearcher, Probe
 from esbridge.query.rerank import RERANKERS, Reranker
 from esbridge.query.routing import Categories
@@ -124,7 +124,7 @@ def model_guard(
         return None
     if source is None or isinstance(source, Capabilities):
         return None
-    reader = on_engine(source, lambda engine: engine.get_mapping(index))
+    reader = on_engine(source, lambda engine: searched_mapping(engine, index))
     by_vectors = None
     if fields is DEFAULT_FIELD_MAP:  # an attached index's vectors were made from texts esbridge cannot rebuild
         by_vectors = on_engine(source, lambda engine: agreement(engine, index, embedder))

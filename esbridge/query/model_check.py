@@ -17,6 +17,7 @@ from typing import Any
 
 from esbridge import errors
 from esbridge.embeddings.identity import (
+    PENDING_KEY,
     SAME_MODEL_COSINE,
     ModelIdentity,
     compare,
@@ -28,15 +29,58 @@ from esbridge.embeddings.identity import (
     unrecorded_mismatch,
     unrecorded_mismatch_warning,
 )
-from esbridge.mappings.schema import SCHEMA_META_KEY
+from esbridge.engines.base import Engine
+from esbridge.mappings.schema import SCHEMA_META_KEY, VECTOR_FIELD
 
 MappingReader = Callable[[], Awaitable[Mapping[str, Any]]]
-"""Reads the index's mapping (the alias resolved to its one concrete index)."""
+"""Reads the index's mapping (``searched_mapping``: the alias resolved to its concrete indices)."""
 AgreementReader = Callable[[], Awaitable[float | None]]
 """The lowest cosine between a few stored vectors and the query model's vectors of their texts; None when
 the index holds none."""
 
 RECORD_TTL_S = 30.0
+
+
+def searched_mapping(engine: Engine, index: str) -> Mapping[str, Any]:
+    """The mapping a search of ``index`` is checked against. An alias over several indices (an old version added
+    back without removing the current one, or indices split by time) is searched only when they all hold vectors of
+    one space, each recording the same model (or another backend or precision of it, or none at all) and mapping
+    the same vector dimension; else ``AmbiguousAlias`` names each index and what it records, as a query embedded
+    one way would be ranked against vectors of another."""
+    targets = engine.alias_targets(index)
+    if len(targets) < 2:
+        return engine.get_mapping(index)
+    mappings = {target: engine.get_mapping(target) for target in targets}
+    spaces = {target: (recorded_identity(mapping, target), _dimension(mapping)) for target, mapping in mappings.items()}
+    (first_model, first_dimension), *others = spaces.values()
+    if all(
+        dimension == first_dimension and _same_space(first_model, model) for model, dimension in others
+    ):  # a re-embedding left unfinished in any of them is warned about, as for one index
+        return next((m for m in mappings.values() if (m.get("_meta") or {}).get(PENDING_KEY)), mappings[targets[0]])
+    held = "; ".join(_holds(target, model, dimension) for target, (model, dimension) in spaces.items())
+    raise errors.AmbiguousAlias(
+        f"alias {index!r} points to several indices whose vectors are not of one model ({held}): a search would rank "
+        "the query's vector against vectors of another model. Point the alias at one index (POST _aliases), or "
+        "search one of them (--index NAME)"
+    )
+
+
+def _holds(index: str, model: ModelIdentity | None, dimension: int | None) -> str:
+    recorded = model.describe() if model is not None else "no model recorded"
+    mapped = "" if model is not None and dimension == model.dimension else f", {dimension or 'no'}-dimensional vectors"
+    return f"{index}: {recorded}{mapped}"
+
+
+def _same_space(first: ModelIdentity | None, other: ModelIdentity | None) -> bool:
+    if first is None or other is None:
+        return first is other
+    return compare(first, other).compatible
+
+
+def _dimension(mapping: Mapping[str, Any]) -> int | None:
+    vector = mapping.get("properties", {}).get(VECTOR_FIELD, {})
+    dimension = vector.get("dimension", vector.get("dims"))
+    return dimension if isinstance(dimension, int) else None
 
 
 class ModelGuard:

@@ -20,10 +20,9 @@ from typing import Any
 from esbridge.attach.guard import preflight
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
-from esbridge.embeddings.identity import identity_of, recorded_identity
+from esbridge.embeddings.identity import recorded_identity
 from esbridge.engines.base import AsyncEngine, Engine
 from esbridge.engines.factory import Resolved, connect, connect_async, resolve_kind
-from esbridge.ingest.model_record import record_model
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.parameters import parameters_from
 from esbridge.query.api import open_query_embedder
@@ -132,9 +131,9 @@ class Backend:
                 return
             if not engine.index_exists(self.index):
                 dimension = self.embedder.dimension if self.embedder is not None else None
+                # The model is recorded once its first vector is written (``documents.upsert``), not here: a first
+                # write that fails would leave a record naming no vector, refusing every other model.
                 IndexManager(engine, self.index, parameters_from(self.settings, dimension)).ensure()
-                if self.embedder is not None:  # a new, empty index: every vector it gets is this model's
-                    record_model(engine, self.index, identity_of(self.embedder))
             self._index_ensured = True
 
     def index_status(self, engine: Engine) -> IndexStatus:

@@ -27,7 +27,7 @@ from esbridge.ingest.json_lines import known_id, surrogate_location
 from esbridge.ingest.json_values import describe_validation_error
 from esbridge.ingest.jsonl import JsonlRecord, record_document
 from esbridge.ingest.model import Chunk, Document
-from esbridge.ingest.model_record import refuse_other_model
+from esbridge.ingest.model_record import record_model, refuse_other_model
 from esbridge.ingest.run import DEFAULT_MAX_TOKENS
 from esbridge.service.models import DocumentResult
 from esbridge.service.writes import DOCUMENT_LOCKS, Cancellation, WriteControl, chunk_hashes
@@ -197,10 +197,11 @@ def _write(
     """Write every chunk, then drop the documents' chunks that no longer exist; doc id -> why it failed."""
     flat = [chunk for group in chunks.values() for chunk in group]
     vectors: list[Sequence[float] | None] = [None] * len(flat)
+    to_record = None
     if embedder is None:
         outcome.warnings.append("no embedding model: documents were indexed for lexical search only")
     else:
-        refuse_other_model(engine, index, embedder)  # vectors of two models must not mix in one index
+        to_record = refuse_other_model(engine, index, embedder)  # vectors of two models must not mix in one index
         cut = 0
         for start in range(0, len(flat), _EMBED_STEP):
             cancel.check("embedding")
@@ -219,6 +220,9 @@ def _write(
         BulkAction("index", chunk.chunk_id, index_document(chunk, source=source, vector=vector))
         for chunk, vector in zip(flat, vectors, strict=True)
     )
+    with_vector = {chunk.chunk_id for chunk, vector in zip(flat, vectors, strict=True) if vector is not None}
+    if to_record is not None and not with_vector.isdisjoint(totals.succeeded):  # a record must name real vectors
+        record_model(engine, index, to_record)
     problems: dict[str, str] = {}
     doc_of = {chunk.chunk_id: chunk.doc_id for chunk in flat}
     for failure in totals.failed:

@@ -18,7 +18,7 @@ from esbridge.config import Settings
 from esbridge.engines import BulkAction, Engine, Hit, paging
 from esbridge.engines.blocks import write_blocked
 from esbridge.engines.bulk import BulkWriter
-from esbridge.errors import EngineResponseError, IndexAlreadyExists, IndexNotFound
+from esbridge.errors import EngineResponseError, IndexAlreadyExists, IndexNotFound, ReindexInterrupted
 from esbridge.mappings.lifecycle import IndexManager, MappingNeedsNewVersion
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query import bodies
@@ -244,7 +244,7 @@ def test_after_a_failed_reindex_the_old_version_takes_writes_again(engine: Engin
             raise Interrupted
         engine.set_write_block(f"{alias}-v2", True)  # the new version refuses every chunk: the copy itself fails
 
-    expected = EngineResponseError if failure == "copy fails" else Interrupted
+    expected = EngineResponseError if failure == "copy fails" else ReindexInterrupted
     with pytest.raises(expected):
         reindex_with(engine, alias, write_then_fail)
 
@@ -313,7 +313,7 @@ def test_a_reindex_interrupted_while_the_server_copies_leaves_no_copy_behind(
         raise Interrupted  # Ctrl-C while the server's _reindex task copies
 
     monkeypatch.setattr(paging, "wait_for_task", interrupted)
-    with pytest.raises(Interrupted):
+    with pytest.raises(ReindexInterrupted, match="nothing was changed"):
         manager(engine, alias).reindex()
     monkeypatch.undo()
 
@@ -383,3 +383,32 @@ def test_a_reindex_says_when_the_new_version_has_other_shards_or_replicas(
     assert f"{alias}-v2 has 1 shard(s) and 0 replica(s) where {alias}-v1 had 2 and 1" in moved.stderr
     unchanged = CliRunner().invoke(main, ["index", "reindex", *base], env=env)
     assert unchanged.exit_code == 0 and "replica" not in unchanged.stderr, unchanged.output
+
+
+class SwapAnswerLost:
+    """The live engine, except that Ctrl-C arrives once the alias swap is made, before its answer is read."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def update_aliases(self, actions: list[dict[str, Any]]) -> None:
+        self._engine.update_aliases(actions)
+        raise KeyboardInterrupt
+
+
+def test_a_reindex_interrupted_as_its_swap_is_answered_keeps_the_new_version_and_says_so(
+    engine: Engine, alias: str
+) -> None:
+    manager(engine, alias).create()
+    assert not engine.bulk(alias, [chunk(f"old{n}#0") for n in range(3)]).failed
+    engine.refresh(alias)
+
+    with pytest.raises(ReindexInterrupted, match=rf"the reindex is done: {alias} points to {alias}-v2"):
+        IndexManager(cast(Engine, SwapAnswerLost(engine)), alias, IndexParameters(dimension=DIMENSION)).reindex()
+
+    assert engine.alias_targets(alias) == [f"{alias}-v2"], "the version the alias moved to is not deleted"
+    assert engine.count(alias) == 3
+    assert write_blocked(engine.get_index_settings(f"{alias}-v1")), "as said: it may still refuse writes"

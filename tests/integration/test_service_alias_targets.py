@@ -9,7 +9,9 @@ from fastapi.testclient import TestClient
 
 from esbridge.config import Settings, load_settings
 from esbridge.embeddings.cached import CachedEmbedder
+from esbridge.embeddings.identity import identity_of
 from esbridge.engines import Engine
+from esbridge.ingest.model_record import record_model
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.service.app import create_app
@@ -52,3 +54,35 @@ def test_writes_through_an_alias_over_two_indices_are_refused_naming_them(
     engine.refresh(alias)
     assert {index: engine.count(index) for index in (old, new)} == chunks, "nothing was written or deleted"
     assert "solar" in {hit["doc_id"] for hit in found.json()["results"]}, "searches still answer"
+
+
+def test_a_search_over_two_indices_of_other_models_is_refused_naming_them(
+    engine_kind: str,
+    engine: Engine,
+    engine_settings: Settings,
+    alias: str,
+    embedder: CachedEmbedder,
+    tmp_path: Path,
+) -> None:
+    # The engine would read both and rank the query's vector against the other model's too.
+    load_records(engine, alias, embedder, tmp_path, RECORDS)
+    IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension)).reindex()
+    old, new = f"{alias}-v1", f"{alias}-v2"
+    update = {"name": "BAAI/bge-small-en-v1.5", "weights": "0" * 64, "pooling": "cls"}
+    other = identity_of(embedder).model_copy(update=update)
+    record_model(engine, new, other)  # as if v2 had been re-embedded with another model
+    engine.update_aliases([{"add": {"index": old, "alias": alias}}])
+    settings = load_settings(url=str(engine_settings.url), engine=engine_kind, index=alias)
+
+    with TestClient(
+        create_app(settings, embedder=embedder, load_model=False),
+        base_url="http://127.0.0.1:8088",
+        raise_server_exceptions=False,
+    ) as app:
+        found = app.post("/v1/search", json={"query": "solar electricity"})
+
+    assert found.status_code == 409, found.text
+    error = found.json()["error"]
+    assert error["kind"] == "alias_ambiguous"
+    assert f"alias {alias!r} points to several indices whose vectors are not of one model" in error["message"]
+    assert f"{new}: BAAI/bge-small-en-v1.5" in error["message"], error["message"]

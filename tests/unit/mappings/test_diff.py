@@ -4,7 +4,8 @@ import copy
 from typing import Any
 
 from esbridge.mappings.diff import diff_index
-from esbridge.mappings.lifecycle import version_name, version_of
+from esbridge.mappings.interrupted import version_of
+from esbridge.mappings.lifecycle import version_name
 from esbridge.mappings.schema import IndexParameters, render_index
 
 

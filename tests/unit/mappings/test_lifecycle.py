@@ -11,7 +11,7 @@ from esbridge.engines.base import BulkAction
 from esbridge.engines.blocks import write_blocked
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import DimensionMismatch, IndexNotFound
-from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.lifecycle import IndexManager, MappingNeedsNewVersion
 from esbridge.mappings.schema import IndexParameters
 
 PARAMS = IndexParameters(dimension=2)
@@ -62,5 +62,27 @@ def test_a_reindex_to_another_dimension_is_refused_before_anything_is_made(tmp_p
         assert not write_blocked(engine.get_index_settings("notes-v1"))
         assert IndexManager(engine, "empty", wider).reindex().new == "empty-v2"
         assert engine.get_mapping("empty")["properties"]["vector"]["dimension"] == 3
+    finally:
+        engine.close()
+
+
+def test_apply_refusing_another_dimension_resolves_the_alias_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = EmbeddedEngine(tmp_path / "data")
+    try:
+        IndexManager(engine, "notes", PARAMS).create()
+        assert not engine.bulk("notes", [BulkAction("index", "a#0", {"chunk_id": "a#0", "vector": [0.6, 0.8]})]).failed
+        resolved: list[str] = []
+        alias_targets = engine.alias_targets
+
+        def counted(alias: str) -> list[str]:
+            resolved.append(alias)
+            return alias_targets(alias)
+
+        monkeypatch.setattr(engine, "alias_targets", counted)
+        with pytest.raises(MappingNeedsNewVersion, match=r"ingest the sources into a new index"):
+            IndexManager(engine, "notes", IndexParameters(dimension=3)).apply()
+        assert resolved == ["notes"]
     finally:
         engine.close()

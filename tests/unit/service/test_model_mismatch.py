@@ -11,7 +11,9 @@ from mcp import Client
 from mcp.types import CallToolResult
 
 from esbridge.config import load_settings
+from esbridge.embeddings.identity import recorded_identity
 from esbridge.engines import connect
+from esbridge.errors import EmbeddingError
 from esbridge.service.mcp_server import build_server
 from tests.support.hashing import HashingEmbedder, OtherHashingEmbedder
 from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, service_settings
@@ -129,3 +131,30 @@ def test_an_index_without_a_record_and_a_model_of_another_dimension_is_409_namin
     ready = other.get("/readyz")
     assert ready.status_code == 503
     assert "holds 32-dimensional vectors" in ready.json()["checks"]["model"]
+
+
+class FailingEmbedder(HashingEmbedder):
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise EmbeddingError("out of memory", model=self.name)
+
+
+def recorded_by_notes() -> str | None:
+    engine = connect(service_settings())
+    try:
+        recorded = recorded_identity(engine.get_mapping("notes"), "notes")
+        return recorded.name if recorded is not None else None
+    finally:
+        engine.close()
+
+
+def test_a_sidecar_whose_first_write_fails_to_embed_records_no_model(make_client: ClientFactory) -> None:
+    failing = make_client(embedder=FailingEmbedder(), api_keys=[KEY])
+    first = failing.post("/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY})
+    assert first.status_code == 503, first.text
+    assert recorded_by_notes() is None, "the index was created, but holds no vector"
+
+    other = make_client(embedder=OtherHashingEmbedder(), api_keys=[KEY])
+    written = other.post("/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY})
+
+    assert written.status_code == 200, written.text
+    assert recorded_by_notes() == "other-hashing-32"

@@ -1,0 +1,78 @@
+"""What an interrupted ``esbridge index reindex`` leaves, in words: where the alias points, what became of the
+half-built version and of the old version's write block, and what to run next."""
+
+from __future__ import annotations
+
+import re
+
+from esbridge.engines.base import Engine
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for an exception, also for those without a message (KeyboardInterrupt)."""
+    return str(exc) or type(exc).__name__
+
+
+def version_of(alias: str, index: str) -> int | None:
+    match = re.fullmatch(re.escape(alias) + r"-v(\d+)", index)
+    return int(match.group(1)) if match else None
+
+
+def alias_on(engine: Engine, alias: str, new: str) -> bool | None:
+    """Whether the alias points to ``new``; None when its targets cannot be read."""
+    try:
+        return engine.alias_targets(alias) == [new]
+    except BaseException:  # Ctrl-C again, or the engine gone
+        return None
+
+
+def moved_words(alias: str, old: str, new: str, *, moved: bool | None, lift_block: bool, deleting: bool = False) -> str:
+    """What an interrupted reindex says once the alias moved to ``new`` (``moved``), or may have (None)."""
+    drop = f"`esbridge index drop --version {version_of(alias, old)}` deletes it"
+    if moved is None:
+        return (
+            f"the alias swap was sent but its answer was lost, and where {alias} points could not be read: "
+            f"`esbridge index list` shows it. If it points to {new}, the reindex is done and {old}, kept, may "
+            f"still refuse writes ({drop}); if it points to {old}, run `esbridge index reindex` again"
+        )
+    if deleting:
+        kept = f"{old} may not have been deleted: {drop}"
+    elif lift_block:
+        kept = f"{old} is kept and may still refuse writes (index.blocks.write); nothing writes to it, and {drop}"
+    else:
+        kept = f"{old} is kept, write-blocked as it was before"
+    return f"the reindex is done: {alias} points to {new}, which holds every chunk and takes writes; {kept}"
+
+
+def undo_interrupted(engine: Engine, alias: str, old: str, new: str, blocked_for: bool | None) -> str:
+    """Undo a reindex interrupted before the alias moved, as ``IndexManager._abandon`` does, and say what that
+    left: a second Ctrl-C (or an engine gone) stops the undoing. ``blocked_for``: None when ``old`` was write-blocked
+    before, True when a later reindex copies it under this one's block, False when the block is to be lifted."""
+    stays = f"{alias} still points to {old}"
+    rerun = "run `esbridge index reindex` again, which builds a new, writable version"
+    try:
+        engine.delete_index(new, missing_ok=True)
+    except BaseException as exc:
+        return (
+            f"{stays}, but the half-built {new} could not be deleted ({describe_failure(exc)}) and {old} may still "
+            f"refuse writes: {rerun}, and `esbridge index drop --version {version_of(alias, new)}` deletes "
+            f"{new}"
+        )
+    if blocked_for is None:
+        return f"nothing was changed: {stays}, write-blocked as before, and the half-built {new} was deleted"
+    if blocked_for:
+        return (
+            f"{stays}, which stays write-blocked for the later `esbridge index reindex` that copies it now, and "
+            f"the half-built {new} was deleted"
+        )
+    try:
+        engine.set_write_block(old, False)
+    except BaseException as exc:
+        return (
+            f"{stays} and the half-built {new} was deleted, but {old} may still refuse writes (lifting its write "
+            f"block was stopped: {describe_failure(exc)}): {rerun}"
+        )
+    return (
+        f"nothing was changed: {stays}, which takes writes again, and the half-built {new} was deleted; run "
+        "`esbridge index reindex` again to build the new version"
+    )
