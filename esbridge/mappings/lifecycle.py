@@ -22,10 +22,11 @@ from esbridge.engines.base import Engine, IndexInfo
 from esbridge.engines.blocks import write_blocked
 from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.vector_options import unavailable
-from esbridge.mappings.copy import COPIED_FIELDS, copy_documents
+from esbridge.mappings.copy import copy_documents
 from esbridge.mappings.diff import MappingDiff, diff_index
 from esbridge.mappings.interrupted import alias_on, describe_failure, moved_words, undo_interrupted, version_of
-from esbridge.mappings.schema import SCHEMA_META_KEY, VECTOR_FIELD, IndexParameters, render_index
+from esbridge.mappings.preflight import fields_left_out, refuse_a_red_source, refuse_another_dimension
+from esbridge.mappings.schema import VECTOR_FIELD, IndexParameters, render_index
 
 
 class MappingNeedsNewVersion(errors.EsbridgeError):
@@ -225,10 +226,10 @@ class IndexManager:
         if state.current is None:
             raise self._nothing_behind("reindex", "nothing to reindex (`esbridge index create` makes one)")
         old = state.current
-        self._refuse_a_red_source(old)
-        self._refuse_another_dimension(old)
+        refuse_a_red_source(self.engine, old)
+        refuse_another_dimension(self.engine, old, self.params.dimension)
         new = version_name(self.alias, state.latest_version + 1)
-        left_out = self._fields_left_out(old)
+        left_out = fields_left_out(self.engine, old)
         server_side = self.server_features.get("reindex", True) and not left_out
         # A reindex killed before it could lift its block leaves it; the next one then finds it blocked.
         lift_block = not write_blocked(self.engine.get_index_settings(old))
@@ -331,45 +332,6 @@ class IndexManager:
                 url=self.engine.url,
                 operation="reindex",
                 index=self.alias,
-            )
-
-    def _fields_left_out(self, old: str) -> tuple[str, ...]:
-        """Fields added by hand to an esbridge index (``mapping diff``: "a reindex drops it"). A server-side copy
-        refuses every document holding one, so such an index is copied through the client, which leaves them out.
-        An index esbridge did not create keeps the server-side copy, which refuses rather than drops its data."""
-        mapping = self.engine.get_mapping(old)
-        if SCHEMA_META_KEY not in (mapping.get("_meta") or {}):
-            return ()
-        return tuple(name for name in mapping.get("properties", {}) if name not in COPIED_FIELDS)
-
-    def _refuse_another_dimension(self, old: str) -> None:
-        """A copy keeps each vector as it is, so a new version of another dimension would refuse every chunk that
-        has one; an empty index moves to the new dimension."""
-        vector = self.engine.get_mapping(old).get("properties", {}).get(VECTOR_FIELD, {})
-        dimension = vector.get("dimension", vector.get("dims"))
-        if not isinstance(dimension, int) or dimension == self.params.dimension or self.engine.count(old) == 0:
-            return
-        raise errors.DimensionMismatch(
-            f"index {old} holds {dimension}-dimensional vectors and the wanted mapping has "
-            f"{self.params.dimension} (embedding.dimension, or the model's): a reindex copies vectors as they are, "
-            "so it cannot change their dimension; nothing was changed. Ingest the sources into a new index "
-            f"(--index NAME) with the new model, or leave the dimension at {dimension} to reindex"
-        )
-
-    def _refuse_a_red_source(self, old: str) -> None:
-        """A red index answers searches, counts and scrolls from the shards it has, without saying that others are
-        missing (OpenSearch does not count them as failed), so a copy of it would lack their documents while
-        both counts agree. Nothing is created, blocked or moved."""
-        health = next((info.health for info in self.engine.list_indices(old) if info.name == old), None)
-        if health == "red":
-            raise errors.IndexUnavailable(
-                f"refusing to reindex {old}: it is red (some of its primary shards have no active copy, e.g. their "
-                "node is down), and a copy would silently lack their documents; the alias stays on "
-                f"{old}. Bring the nodes back (GET _cluster/health/{old}?level=shards says which shards) and run "
-                "`esbridge index reindex` again",
-                url=self.engine.url,
-                operation="reindex",
-                index=old,
             )
 
     def _abandon(self, old: str, new: str, *, lift_block: bool, cause: BaseException) -> None:
