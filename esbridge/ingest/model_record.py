@@ -9,7 +9,7 @@ The record must never name a model whose vectors are not all written. So an inge
 * it records a compatible model (the same one, or another backend or precision of it): nothing changes;
 * it records another model of the same dimension: every chunk is re-embedded, the source's own
   chunks by the run's writes and every other chunk from the text the index holds
-  (``stored_with_vectors``, ``reembed_stored``), and the new model is recorded only when all of that
+  (``stored_to_reembed``, ``reembed_stored``), and the new model is recorded only when all of that
   succeeded; a run that failed half-way leaves the old record, so running it again re-embeds again
   and converges. Before its first write it marks the index as being re-embedded (``mark_reembedding``),
   and recording the new model removes the mark: a later run with the old model, which the record still
@@ -154,9 +154,11 @@ def mark_reembedding(engine: Engine, index: str, identity: ModelIdentity) -> Non
         engine.put_meta(concrete, {**meta, PENDING_KEY: identity.to_meta()})
 
 
-def stored_with_vectors(engine: Engine, index: str, *, skip: Collection[str] = ()) -> list[Hit]:
-    """Every chunk of ``index`` that has a vector, but those ``skip`` names, with the fields its text is made of."""
-    hits = engine.scan(index, WITH_VECTOR, list(EMBEDDING_SOURCE_FIELDS), sort_field="chunk_id")
+def stored_to_reembed(engine: Engine, index: str, *, skip: Collection[str] = ()) -> list[Hit]:
+    """Every chunk of ``index`` that has a vector or had nothing to embed (another model may see something in its
+    text), but those ``skip`` names, with the fields its text is made of; not those awaiting a vector."""
+    embedded = {"terms": {"embedding": [EMBEDDED, NOTHING_TO_EMBED]}}
+    hits = engine.scan(index, embedded, list(EMBEDDING_SOURCE_FIELDS), sort_field="chunk_id")
     return [hit for hit in hits if hit.id not in skip]
 
 
@@ -170,7 +172,7 @@ def reembed_stored(
     window: int = 512,
     on_window: Callable[[int], None] = lambda n: None,
 ) -> tuple[int, list[BulkItemFailure]]:
-    """Embed ``hits`` (from ``stored_with_vectors``) again from the text the index holds; return how many got a vector
+    """Embed ``hits`` (from ``stored_to_reembed``) again from the text the index holds; return how many got a vector
     and the failures. As ingest does, a chunk with nothing to embed (written with a vector before blank chunks were
     left without one, or one the model sees nothing in) loses its vector: the update sets it to null, which every
     engine takes as no vector. ``report`` counts the latter; ``on_window`` hears how many chunks each window updated."""

@@ -34,7 +34,7 @@ from esbridge.ingest.model_record import (
     plan_model,
     record_model,
     reembed_stored,
-    stored_with_vectors,
+    stored_to_reembed,
 )
 from esbridge.ingest.overlap import BackgroundWrites
 from esbridge.ingest.progress import ProgressFactory, no_progress
@@ -221,7 +221,7 @@ def ingest(
     if model.reembed and embedder is not None:  # the other sources' chunks, and kept ones of unreadable records
         hits = cache_hits(embedder)
         with Timer(timings, "embed_s"):
-            rest = stored_with_vectors(engine, alias, skip={chunk.chunk_id for chunk in todo})
+            rest = stored_to_reembed(engine, alias, skip={chunk.chunk_id for chunk in todo})
             with progress("re-embedding the rest of the index", len(rest)) as bar:
                 given, failures = reembed_stored(engine, alias, embedder, rest, report=report, on_window=bar.update)
         report.count_vectors(given, cache_hits(embedder) - hits)

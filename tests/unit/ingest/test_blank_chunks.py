@@ -15,7 +15,7 @@ from esbridge.embeddings.factory import EMBEDDERS
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import EmbeddingError
-from esbridge.ingest.model_record import reembed_stored, stored_with_vectors
+from esbridge.ingest.model_record import reembed_stored, stored_to_reembed
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.text import is_blank
@@ -89,6 +89,15 @@ def test_a_record_with_nothing_to_embed_is_kept_without_a_vector_and_no_knn_sear
     assert json.loads(missing.stdout)["chunks_indexed"] == 0
 
 
+class SeesPunctuation(HashingEmbedder):
+    """Another model, which sees something in punctuation too."""
+
+    name = identity = "sees-punctuation"
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[self.dimension**-0.5] * self.dimension for _ in texts]
+
+
 def test_a_re_embedding_takes_the_vector_of_nothing_away_from_a_blank_chunk_stored_with_one(tmp_path: Path) -> None:
     engine = EmbeddedEngine(tmp_path / "data")
     model = NearEverything()
@@ -102,14 +111,29 @@ def test_a_re_embedding_takes_the_vector_of_nothing_away_from_a_blank_chunk_stor
         ]
         assert engine.bulk("notes", writes).failed == []
         engine.refresh("notes")
-        hits = stored_with_vectors(engine, "notes")
+        hits = stored_to_reembed(engine, "notes")
         assert [hit.id for hit in hits] == ["empty#0"]
         assert reembed_stored(engine, "notes", model, hits) == (0, [])  # no vector given, no failure
         engine.refresh("notes")
-        (hit,) = engine.search("notes", {"query": {"term": {"doc_id": "empty"}}}).hits
-        assert (hit.source["embedding"], hit.source.get("vector")) == ("none", None)
+        assert stored_states(engine) == {"empty#0": ("none", None), "bread#0": (None, None)}
+
+        # A chunk the first model saw nothing in is embedded again by one that sees something in it.
+        dashes = {**stored, "doc_id": "dashes", "chunk_id": "dashes#0", "body": "-- !!! --", "embedding": "none"}
+        assert engine.bulk("notes", [BulkAction("index", "dashes#0", dashes)]).failed == []
+        engine.refresh("notes")
+        hits = stored_to_reembed(engine, "notes")
+        assert [hit.id for hit in hits] == ["dashes#0", "empty#0"]
+        assert reembed_stored(engine, "notes", SeesPunctuation(), hits) == (1, [])
+        engine.refresh("notes")
+        assert stored_states(engine)["dashes#0"] == ("ok", pytest.approx(SeesPunctuation().embed(["x"])[0]))
+        assert stored_states(engine)["empty#0"] == ("none", None)
     finally:
         engine.close()
+
+
+def stored_states(engine: EmbeddedEngine) -> dict[str, tuple[object, object]]:
+    hits = engine.search("notes", {"size": 10, "query": {"match_all": {}}}).hits
+    return {hit.id: (hit.source.get("embedding"), hit.source.get("vector")) for hit in hits}
 
 
 def test_a_text_the_model_sees_nothing_in_is_indexed_without_a_vector_and_such_a_query_says_so(
