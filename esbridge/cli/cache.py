@@ -14,7 +14,7 @@ import click
 
 from esbridge.cli.options import config_option, confirm, settings_from, yes_option
 from esbridge.config.settings import Settings
-from esbridge.embeddings.cache import EmbeddingCache, cache_path
+from esbridge.embeddings.cache import EmbeddingCache, cache_path, model_of
 
 
 @click.group()
@@ -62,7 +62,7 @@ def prune(config_file: Path | None, models: tuple[str, ...], other_models: bool,
             raise click.ClickException(f"there is no embedding cache at {path}, so no vectors of {', '.join(models)}")
         click.echo(f"nothing to delete: there is no embedding cache at {path}")
         return
-    keep = _configured_identity(settings) if other_models else None
+    keep = model_of(_configured_identity(settings)) if other_models else None
     with EmbeddingCache(settings.embedding.cache_dir) as store:
         stored = store.models()
         unknown = sorted(set(models) - set(stored))
@@ -70,7 +70,8 @@ def prune(config_file: Path | None, models: tuple[str, ...], other_models: bool,
             raise click.ClickException(
                 f"the cache holds no vectors of {', '.join(unknown)}; it holds: {', '.join(stored) or 'nothing'}"
             )
-        chosen = set(models) | ({model for model in stored if model != keep} if other_models else set())
+        # The configured model's vectors at another batch size are still its own.
+        chosen = set(models) | ({model for model in stored if model_of(model) != keep} if other_models else set())
         if not chosen:
             click.echo(f"nothing to delete: the cache holds only {keep}")
             return

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from esbridge.embeddings.profiles import PLAIN, ModelProfile
-from esbridge.errors import ConfigError
+from esbridge.errors import ConfigError, EmbeddingError
 from esbridge.text import is_blank
 
 
@@ -88,19 +88,46 @@ def embed_passages(model: Embedder, texts: Sequence[str]) -> list[list[float]]:
 
 
 def passage_vectors(model: Embedder, texts: Sequence[str]) -> list[list[float] | None]:
-    """``embed_passages`` of the texts that show something, None for a blank one: a model's vector of nothing sits
-    near every query, so a chunk without text would be the first kNN hit for queries it has nothing to do with."""
+    """``embed_passages`` of the texts that show something, None for the others: a blank text (a model's vector of
+    nothing sits near every query, so a chunk without text would be the first kNN hit for queries it has nothing to
+    do with), and one the model sees nothing in, whose vector is zero (no engine indexes a zero vector for cosine,
+    each refusing the whole chunk)."""
     shown = [position for position, text in enumerate(texts) if not is_blank(text)]
     vectors: list[list[float] | None] = [None] * len(texts)
     for position, vector in zip(shown, embed_passages(model, [texts[p] for p in shown]) if shown else [], strict=True):
-        vectors[position] = vector
+        vectors[position] = None if is_zero(vector) else vector
     return vectors
 
 
+def seen_as_nothing(texts: Sequence[str], vectors: Sequence[Sequence[float] | None]) -> int:
+    """How many of ``texts`` show something, yet got no vector from ``passage_vectors`` (the model saw nothing)."""
+    return sum(1 for text, vector in zip(texts, vectors, strict=True) if vector is None and not is_blank(text))
+
+
+def nothing_seen_warning(model: Embedder, count: int) -> str:
+    return (
+        f"{count} chunk(s) hold text in which {model.name} sees nothing (its vector of them is zero, which no engine "
+        "searches by cosine): indexed without a vector, for BM25 and filters only"
+    )
+
+
+def is_zero(vector: Sequence[float]) -> bool:
+    return not any(vector)
+
+
 def embed_queries(model: Embedder, texts: Sequence[str]) -> list[list[float]]:
-    """Vectors of queries, each behind the model's query prompt (bge's instruction, e5's ``"query: "``)."""
+    """Vectors of queries, each behind the model's query prompt (bge's instruction, e5's ``"query: "``). A query
+    the model sees nothing in (a zero vector, which every engine refuses for cosine) is an ``EmbeddingError``: a
+    search then answers with BM25 alone, saying why."""
     profile = model_profile(model)
-    return model.embed([profile.query(text) for text in texts])
+    vectors = model.embed([profile.query(text) for text in texts])
+    for text, vector in zip(texts, vectors, strict=True):
+        if is_zero(vector):
+            raise EmbeddingError(
+                f"its vector of the query {text!r} is zero: it sees nothing in it to search by meaning",
+                model=model.name,
+            )
+    return vectors
 
 
 def start_embedding(model: Embedder, texts: Sequence[str]) -> asyncio.Future[list[list[float]]]:

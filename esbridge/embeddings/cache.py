@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sqlite3
 import sys
 import threading
@@ -38,6 +39,15 @@ def default_cache_dir() -> Path:
 def cache_path(directory: Path | None = None) -> Path:
     """The cache file in ``directory`` (by default ``default_cache_dir()``)."""
     return (directory.expanduser() if directory is not None else default_cache_dir()) / FILE_NAME
+
+
+def model_of(identity: str) -> str:
+    """``identity`` without the batch size an int8 ONNX embedder's identity names above one text a call: the
+    same model and settings, whose vectors differ only by the texts batched together."""
+    return _BATCHED.sub("", identity)
+
+
+_BATCHED = re.compile(r"\+batch[0-9]+$")
 
 
 def text_key(text: str) -> bytes:

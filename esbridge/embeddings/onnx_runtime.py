@@ -35,9 +35,9 @@ from esbridge.embeddings.weights import weights_digest
 from esbridge.errors import ConfigError, DependencyMissing, EmbeddingError, ModelUnavailable
 
 ONNX_MAX_TOKENS = 512
+"""Tokens read per text by an ONNX export whose profile does not say: BERT's position embeddings."""
 BATCH_SIZE = 1
 """Texts a session call embeds unless ``[embedding] batch_size`` says otherwise."""
-"""Tokens read per text by an ONNX export whose profile does not say: BERT's position embeddings."""
 
 if TYPE_CHECKING:
     import numpy as np
@@ -209,6 +209,10 @@ class OnnxEmbedder:
                 f"{self._dimension}-dimensional vectors; remove the setting or pick a matching model"
             )
         self._identity = f"{self._name}+onnx-{precision}@{_fingerprint(files, self.profile)}/{self._dimension}"
+        if precision == "int8" and batch_size > 1:
+            # Such a vector depends on the texts batched with it: cached apart, it never reaches a run of one text a
+            # call, whose vectors depend on their own text alone (docs/models.md, "Batch size").
+            self._identity += batched_suffix(batch_size)
 
     @classmethod
     def from_settings(cls, settings: EmbeddingSettings) -> OnnxEmbedder:
@@ -310,6 +314,12 @@ def settings_profile(settings: EmbeddingSettings) -> ModelProfile:
         passage_prompt=settings.passage_prompt,
         max_tokens=settings.max_tokens,
     )
+
+
+def batched_suffix(batch_size: int) -> str:
+    """What an int8 embedder's identity ends with at a batch size above one (``esbridge.embeddings.cache.model_of``
+    takes it off)."""
+    return f"+batch{batch_size}"
 
 
 def _fingerprint(files: OnnxFiles, profile: ModelProfile) -> str:

@@ -13,7 +13,8 @@ from esbridge.text import is_blank
 EMBEDDED = "ok"
 AWAITING_VECTOR = "missing"
 NOTHING_TO_EMBED = "none"
-"""A chunk whose embedding text shows nothing (a record with neither title nor text) gets no vector."""
+"""A chunk whose embedding text shows nothing (a record with neither title nor text), or in which the model sees
+nothing (its vector is zero), gets no vector."""
 
 # Kept in `metadata` for reference, but not worth searching as text.
 _UNSEARCHED_METADATA = (
@@ -29,13 +30,17 @@ _UNSEARCHED_METADATA = (
 EMBEDDING_SOURCE_FIELDS = ("chunk_id", "doc_id", "chunk_index", "title", "headings", "body")
 
 
-def embedding_state(chunk: Chunk, vector: Sequence[float] | None) -> str:
+def embedding_state(chunk: Chunk, vector: Sequence[float] | None, *, by_model: bool = False) -> str:
+    """``by_model``: a model embedded the chunk's text, so a missing vector means there was nothing to embed."""
     if vector is not None:
         return EMBEDDED
-    return NOTHING_TO_EMBED if is_blank(chunk.embedding_text) else AWAITING_VECTOR
+    return NOTHING_TO_EMBED if by_model or is_blank(chunk.embedding_text) else AWAITING_VECTOR
 
 
-def index_document(chunk: Chunk, *, source: str, vector: Sequence[float] | None) -> dict[str, Any]:
+def index_document(
+    chunk: Chunk, *, source: str, vector: Sequence[float] | None, by_model: bool = False
+) -> dict[str, Any]:
+    """The engine document of ``chunk``; ``vector`` from ``embeddings.base.passage_vectors`` when ``by_model``."""
     doc = chunk.document or Document(doc_id=chunk.doc_id, title=chunk.title, sections=())
     metadata = json_safe(dict(doc.metadata))
     document: dict[str, Any] = {
@@ -60,7 +65,7 @@ def index_document(chunk: Chunk, *, source: str, vector: Sequence[float] | None)
         "metadata": metadata,
         "metadata_text": flatten_metadata(doc.metadata, exclude=_UNSEARCHED_METADATA),
         "content_hash": chunk.content_hash,
-        "embedding": embedding_state(chunk, vector),
+        "embedding": embedding_state(chunk, vector, by_model=by_model),
     }
     if vector is not None:
         document["vector"] = list(vector)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from esbridge import errors
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, nothing_seen_warning
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter
 from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, NOTHING_TO_EMBED, chunk_from_source
@@ -52,7 +52,8 @@ def embed_missing(
                     chunk.chunk_id,
                     {VECTOR_FIELD: vector, "embedding": EMBEDDED}
                     if vector is not None
-                    else {"embedding": NOTHING_TO_EMBED},  # no text: indexed before such chunks were told apart
+                    # No text (indexed before such chunks were told apart), or none the model sees anything in.
+                    else {"embedding": NOTHING_TO_EMBED},
                 )
                 for chunk, vector in zip(chunks, vectors, strict=True)
             )
@@ -67,4 +68,6 @@ def embed_missing(
         report.model_recorded = identity.name
     report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in writer.totals.failed)
     report.warnings.extend(write_block_warnings(writer.totals.failed, index))
+    if report.seen_as_nothing:
+        report.warnings.append(nothing_seen_warning(embedder, report.seen_as_nothing))
     return report

@@ -84,6 +84,15 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
 
 
+def normalize_target(target: str) -> str:
+    """A cleaned target in the form ``NoteIndex.resolve`` reads it, so two targets that always resolve alike are
+    equal: ``./beta``, ``beta/`` and ``x/../beta`` are ``beta``; ``//beta`` is ``/beta``; ``../beta`` stays."""
+    path = posixpath.normpath(target.lstrip("/") or ".")
+    if not target.startswith("/"):
+        return path
+    return "/" if path == "." else "/" + path
+
+
 def _shortest_first(doc_id: str) -> tuple[int, int, str]:
     return doc_id.count("/"), len(doc_id), doc_id
 

@@ -16,8 +16,9 @@ target ``b``. The convention is chosen once per vault (``links.detect_convention
 file next to the vault, or Dendron frontmatter in most notes), and a link whose conventional reading
 names no note while the other reading does is read the other way, so a vault mixing both still links.
 Resolved doc ids go, deduplicated and without self-links, into ``Document.links``; targets naming no
-note go, deduplicated as they are resolved (``[[Beta]]`` and ``[[beta]]`` once, as first written), into
-``metadata["unresolved_links"]`` (Markdown links only when they point at a ``.md`` file;
+note go, in the form they are resolved in (``[[./beta/]]`` and ``[b](beta.md#h)`` as ``beta``) and deduplicated as
+they are resolved (``[[Beta]]`` and ``[[beta]]`` once, as first written), into ``metadata["unresolved_links"]``, so
+a note named beta in a later run resolves them all (Markdown links only when they point at a ``.md`` file;
 wikilinks to attachments such as images are neither). In a Dendron vault a tag ``#x`` also links to
 the note ``tags.x`` when it exists, as Dendron itself does.
 
@@ -46,6 +47,7 @@ from esbridge.ingest.links import (
     detect_convention,
     fold,
     markdown_link_target,
+    normalize_target,
     wikilink_label,
     wikilink_readings,
 )
@@ -281,9 +283,9 @@ def resolve_links(
         if found is not None:
             resolved.append(found)
         elif missing is not None:
-            unresolved.append(missing)
-    # Targets are matched without regard to case or Unicode normalization, so [[Beta]] and [[beta]] are one
-    # missing note: the first spelling is kept.
+            unresolved.append(normalize_target(missing))
+    # Targets are matched without regard to case, Unicode normalization or path spelling, so [[Beta]], [[./beta]]
+    # and [b](beta.md) are one missing note, which a note named beta will resolve: the first spelling is kept.
     first_spelling = {fold(target): target for target in reversed(unresolved)}
     return _unique(resolved, exclude=doc_id), tuple(first_spelling[key] for key in dict.fromkeys(map(fold, unresolved)))
 

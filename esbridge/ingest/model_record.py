@@ -9,7 +9,7 @@ The record must never name a model whose vectors are not all written. So an inge
 * it records a compatible model (the same one, or another backend or precision of it): nothing changes;
 * it records another model of the same dimension: every chunk is re-embedded, the source's own
   chunks by the run's writes and every other chunk from the text the index holds
-  (``stored_with_vectors``, ``reembed_stored``), and the new model is recorded only when all of that
+  (``stored_to_reembed``, ``reembed_stored``), and the new model is recorded only when all of that
   succeeded; a run that failed half-way leaves the old record, so running it again re-embeds again
   and converges. Before its first write it marks the index as being re-embedded (``mark_reembedding``),
   and recording the new model removes the mark: a later run with the old model, which the record still
@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from esbridge.embeddings.base import Embedder, embed_passages
+from esbridge.embeddings.base import Embedder, passage_vectors, seen_as_nothing
 from esbridge.embeddings.identity import (
     PENDING_KEY,
     SAME_MODEL_COSINE,
@@ -42,7 +42,8 @@ from esbridge.embeddings.identity import (
 )
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine, Hit
 from esbridge.engines.bulk import BulkWriter
-from esbridge.ingest.documents import EMBEDDED, EMBEDDING_SOURCE_FIELDS, chunk_from_source
+from esbridge.ingest.documents import EMBEDDED, EMBEDDING_SOURCE_FIELDS, NOTHING_TO_EMBED, chunk_from_source
+from esbridge.ingest.report import IngestReport
 from esbridge.ingest.vector_agreement import agreement
 from esbridge.mappings.schema import VECTOR_FIELD
 
@@ -153,9 +154,11 @@ def mark_reembedding(engine: Engine, index: str, identity: ModelIdentity) -> Non
         engine.put_meta(concrete, {**meta, PENDING_KEY: identity.to_meta()})
 
 
-def stored_with_vectors(engine: Engine, index: str, *, skip: Collection[str] = ()) -> list[Hit]:
-    """Every chunk of ``index`` that has a vector, but those ``skip`` names, with the fields its text is made of."""
-    hits = engine.scan(index, WITH_VECTOR, list(EMBEDDING_SOURCE_FIELDS), sort_field="chunk_id")
+def stored_to_reembed(engine: Engine, index: str, *, skip: Collection[str] = ()) -> list[Hit]:
+    """Every chunk of ``index`` that has a vector or had nothing to embed (another model may see something in its
+    text), but those ``skip`` names, with the fields its text is made of; not those awaiting a vector."""
+    embedded = {"terms": {"embedding": [EMBEDDED, NOTHING_TO_EMBED]}}
+    hits = engine.scan(index, embedded, list(EMBEDDING_SOURCE_FIELDS), sort_field="chunk_id")
     return [hit for hit in hits if hit.id not in skip]
 
 
@@ -165,19 +168,31 @@ def reembed_stored(
     embedder: Embedder,
     hits: Sequence[Hit],
     *,
+    report: IngestReport | None = None,
     window: int = 512,
     on_window: Callable[[int], None] = lambda n: None,
 ) -> tuple[int, list[BulkItemFailure]]:
-    """Embed ``hits`` (from ``stored_with_vectors``) again from the text the index holds; return how many were
-    updated and the failures. ``on_window`` hears how many chunks each window updated."""
+    """Embed ``hits`` (from ``stored_to_reembed``) again from the text the index holds; return how many got a vector
+    and the failures. As ingest does, a chunk with nothing to embed (written with a vector before blank chunks were
+    left without one, or one the model sees nothing in) loses its vector: the update sets it to null, which every
+    engine takes as no vector. ``report`` counts the latter; ``on_window`` hears how many chunks each window updated."""
     writer = BulkWriter(engine, index)
+    given = 0
     for start in range(0, len(hits), window):
         chunks = [chunk_from_source(hit.source) for hit in hits[start : start + window]]
-        vectors = embed_passages(embedder, [chunk.embedding_text for chunk in chunks])
+        texts = [chunk.embedding_text for chunk in chunks]
+        vectors = passage_vectors(embedder, texts)
+        if report is not None:
+            report.seen_as_nothing += seen_as_nothing(texts, vectors)
+        given += sum(vector is not None for vector in vectors)
         updates: Iterable[BulkAction] = (
-            BulkAction("update", chunk.chunk_id, {VECTOR_FIELD: vector, "embedding": EMBEDDED})
+            BulkAction(
+                "update",
+                chunk.chunk_id,
+                {VECTOR_FIELD: vector, "embedding": EMBEDDED if vector is not None else NOTHING_TO_EMBED},
+            )
             for chunk, vector in zip(chunks, vectors, strict=True)
         )
         writer.write(updates)
         on_window(len(chunks))
-    return len(writer.totals.succeeded), list(writer.totals.failed)
+    return given, list(writer.totals.failed)

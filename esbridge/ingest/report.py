@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from esbridge.embeddings.base import Embedder, passage_vectors, passages_cut
+from esbridge.embeddings.base import Embedder, passage_vectors, passages_cut, seen_as_nothing
 from esbridge.embeddings.cached import CacheStats
 from esbridge.ingest.model import Chunk
 
@@ -29,6 +29,8 @@ class IngestReport:
     without_vectors: int = 0
     cut_by_model: int = 0
     """chunks embedded whose text holds more tokens than the model reads"""
+    seen_as_nothing: int = 0
+    """chunks whose text shows something but in which the model saw nothing (a zero vector): left without one"""
     failed: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     model_recorded: str | None = None
@@ -86,5 +88,6 @@ def embed_window(window: Sequence[Chunk], embedder: Embedder | None, report: Ing
     with Timer(report.timings, "embed_s"):
         vectors = passage_vectors(embedder, texts)
         report.cut_by_model += passages_cut(embedder, texts)
+    report.seen_as_nothing += seen_as_nothing(texts, vectors)
     report.count_vectors(sum(vector is not None for vector in vectors), cache_hits(embedder) - hits)
     return vectors

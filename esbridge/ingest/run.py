@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from esbridge import errors
-from esbridge.embeddings.base import Embedder
+from esbridge.embeddings.base import Embedder, nothing_seen_warning
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ids import doc_id_of
@@ -34,7 +34,7 @@ from esbridge.ingest.model_record import (
     plan_model,
     record_model,
     reembed_stored,
-    stored_with_vectors,
+    stored_to_reembed,
 )
 from esbridge.ingest.overlap import BackgroundWrites
 from esbridge.ingest.progress import ProgressFactory, no_progress
@@ -176,7 +176,11 @@ def ingest(
             for window in _windows(todo, options.window):
                 vectors = embed_window(window, embedder, report)
                 actions = [
-                    BulkAction("index", chunk.chunk_id, index_document(chunk, source=source, vector=vector))
+                    BulkAction(
+                        "index",
+                        chunk.chunk_id,
+                        index_document(chunk, source=source, vector=vector, by_model=embedder is not None),
+                    )
                     for chunk, vector in zip(window, vectors, strict=True)
                 ]
                 writes.submit(partial(write, actions))
@@ -217,10 +221,10 @@ def ingest(
     if model.reembed and embedder is not None:  # the other sources' chunks, and kept ones of unreadable records
         hits = cache_hits(embedder)
         with Timer(timings, "embed_s"):
-            rest = stored_with_vectors(engine, alias, skip={chunk.chunk_id for chunk in todo})
+            rest = stored_to_reembed(engine, alias, skip={chunk.chunk_id for chunk in todo})
             with progress("re-embedding the rest of the index", len(rest)) as bar:
-                _, failures = reembed_stored(engine, alias, embedder, rest, on_window=bar.update)
-        report.count_vectors(len(rest), cache_hits(embedder) - hits)
+                given, failures = reembed_stored(engine, alias, embedder, rest, report=report, on_window=bar.update)
+        report.count_vectors(given, cache_hits(embedder) - hits)
         write_failures.extend(failures)
         engine.refresh(alias)
     to_record = None if model.reembed and write_failures else model.record
@@ -229,6 +233,8 @@ def ingest(
         report.model_recorded = to_record.name
     report.failed.extend({"id": failure.id, "reason": failure.reason} for failure in write_failures)
     report.warnings.extend(write_block_warnings(write_failures, alias))
+    if report.seen_as_nothing and embedder is not None:
+        report.warnings.append(nothing_seen_warning(embedder, report.seen_as_nothing))
     if report.cut_by_model and embedder is not None:
         report.warnings.append(
             f"{report.cut_by_model} of {report.embedded + report.from_cache} chunk(s) embedded hold more than the "
@@ -311,7 +317,8 @@ def _needs_write(chunk: Chunk, indexed: IndexedChunk | None, embedder: Embedder 
         return True
     if is_blank(chunk.embedding_text):  # written with a vector of nothing before such chunks were left without one
         return indexed.embedding != NOTHING_TO_EMBED
-    return embedder is not None and indexed.embedding != EMBEDDED
+    # One the model saw nothing in (NOTHING_TO_EMBED) is not embedded again while its text stays the same.
+    return embedder is not None and indexed.embedding not in (EMBEDDED, NOTHING_TO_EMBED)
 
 
 def _stale_chunks(

@@ -15,7 +15,7 @@ from itertools import islice
 from typing import Any
 
 from esbridge import errors
-from esbridge.embeddings.base import Embedder, embed_passages
+from esbridge.embeddings.base import Embedder, passage_vectors
 from esbridge.engines.base import Engine
 from esbridge.ingest.documents import EMBEDDED, EMBEDDING_SOURCE_FIELDS, chunk_from_source
 from esbridge.mappings.schema import VECTOR_FIELD
@@ -36,8 +36,8 @@ def sample_body(size: int = SAMPLE) -> dict[str, object]:
 
 def agreement(engine: Engine, index: str, embedder: Embedder) -> float | None:
     """The lowest cosine between a few stored vectors of ``index`` and ``embedder``'s vectors of the same
-    texts; None when the index holds no vector to compare. ``DimensionMismatch`` when its vectors have another
-    dimension than the embedder's."""
+    texts; None when the index holds no vector to compare (or only ones of texts with nothing to embed).
+    ``DimensionMismatch`` when its vectors have another dimension than the embedder's."""
     hits = [hit for hit in engine.search(index, sample_body()).hits if hit.source.get(VECTOR_FIELD)]
     if not hits:
         return None
@@ -48,8 +48,10 @@ def agreement(engine: Engine, index: str, embedder: Embedder) -> float | None:
             f"model {embedder.name} ({embedder.dimension}-dimensional) cannot have made. Use the model that made "
             "them ([embedding] model), or ingest into a new index (--index NAME) with this one"
         )
-    fresh = embed_passages(embedder, [chunk_from_source(hit.source).embedding_text for hit in hits])
-    return min(cosine(hit.source[VECTOR_FIELD], vector) for hit, vector in zip(hits, fresh, strict=True))
+    # A chunk with nothing to embed (stored with a vector before such chunks were left without one) tells nothing.
+    fresh = passage_vectors(embedder, [chunk_from_source(hit.source).embedding_text for hit in hits])
+    cosines = [cosine(hit.source[VECTOR_FIELD], vector) for hit, vector in zip(hits, fresh, strict=True) if vector]
+    return min(cosines) if cosines else None
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from esbridge import errors
-from esbridge.embeddings.base import Embedder, passage_vectors, passages_cut
+from esbridge.embeddings.base import Embedder, nothing_seen_warning, passage_vectors, passages_cut, seen_as_nothing
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
@@ -202,12 +202,16 @@ def _write(
         outcome.warnings.append("no embedding model: documents were indexed for lexical search only")
     else:
         to_record = refuse_other_model(engine, index, embedder)  # vectors of two models must not mix in one index
-        cut = 0
+        cut = unseen = 0
         for start in range(0, len(flat), _EMBED_STEP):
             cancel.check("embedding")
             texts = [chunk.embedding_text for chunk in flat[start : start + _EMBED_STEP]]
-            vectors[start : start + len(texts)] = passage_vectors(embedder, texts)
+            found = passage_vectors(embedder, texts)
+            vectors[start : start + len(texts)] = found
             cut += passages_cut(embedder, texts)
+            unseen += seen_as_nothing(texts, found)
+        if unseen:
+            outcome.warnings.append(nothing_seen_warning(embedder, unseen))
         if cut:
             outcome.warnings.append(
                 f"{cut} of {len(flat)} chunk(s) hold more than the {embedder.max_tokens} tokens {embedder.name} reads: "
@@ -217,7 +221,9 @@ def _write(
     cancel.check("writing")
     writer = BulkWriter(engine, index, retry=retry)
     totals = writer.write(
-        BulkAction("index", chunk.chunk_id, index_document(chunk, source=source, vector=vector))
+        BulkAction(
+            "index", chunk.chunk_id, index_document(chunk, source=source, vector=vector, by_model=embedder is not None)
+        )
         for chunk, vector in zip(flat, vectors, strict=True)
     )
     with_vector = {chunk.chunk_id for chunk, vector in zip(flat, vectors, strict=True) if vector is not None}

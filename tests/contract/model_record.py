@@ -15,7 +15,7 @@ from esbridge.config import load_settings
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.identity import META_KEY, ModelIdentity, identity_of, recorded_identity
 from esbridge.engines import connect_async
-from esbridge.engines.base import AsyncEngine, Engine
+from esbridge.engines.base import AsyncEngine, BulkAction, Engine
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.errors import EsbridgeWarning, ModelMismatch
 from esbridge.ingest.model_record import record_model
@@ -87,6 +87,37 @@ class ModelRecordContract:
         done = ingest_with(engine, prefix, other, tmp_path)
         assert (done.failed, done.unchanged, done.model_recorded) == ([], 0, other.name)
         assert recorded_identity(engine.get_mapping(prefix), prefix) == identity_of(other)
+
+    def test_a_re_embedding_leaves_chunks_with_nothing_to_embed_without_a_vector(
+        self, engine: Engine, prefix: str, tmp_path: Path
+    ) -> None:
+        # Chunks of another source written with a vector before such chunks were left without one: a blank one, and
+        # one whose text the models see nothing in (no word: a zero vector, which every engine refuses).
+        first, other = HashingEmbedder(), OtherHashingEmbedder()
+        ingest_with(engine, prefix, first, tmp_path)
+        old_vector = [1.0] + [0.0] * (first.dimension - 1)
+        older = {
+            f"{name}#0": {"doc_id": name, "chunk_id": f"{name}#0", "chunk_index": 0, "source": "older", "title": "",
+                          "body": body, "headings": [], "embedding": "ok", "vector": old_vector}
+            for name, body in (("blank", " \u200b "), ("dashes", "-- !!! --"))
+        }  # fmt: skip
+        assert engine.bulk(prefix, [BulkAction("index", id, doc) for id, doc in older.items()]).failed == []
+        engine.refresh(prefix)
+
+        report = ingest_with(engine, prefix, other, tmp_path)
+        assert (report.failed, report.model_recorded, report.embedded) == ([], other.name, len(RECORDS))
+        assert any("1 chunk(s) hold text in which other-hashing-32 sees nothing" in w for w in report.warnings)
+        stored = engine.search(prefix, {"size": 5, "query": {"term": {"source": "older"}}}).hits
+        assert {hit.id: (hit.source["embedding"], hit.source.get("vector")) for hit in stored} == {
+            "blank#0": ("none", None),
+            "dashes#0": ("none", None),
+        }
+        with_vector = engine.search(
+            prefix, {"size": 0, "track_total_hits": True, "query": {"exists": {"field": "vector"}}}
+        )
+        assert with_vector.total == len(RECORDS)
+        again = ingest_with(engine, prefix, other, tmp_path)
+        assert (again.failed, again.unchanged, again.embedded) == ([], len(RECORDS), 0)
 
     def test_an_import_that_writes_no_vector_records_no_model(
         self, engine: Engine, prefix: str, tmp_path: Path

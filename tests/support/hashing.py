@@ -12,7 +12,8 @@ from typing import Any
 
 
 class HashingEmbedder:
-    """A deterministic bag-of-words embedder: texts sharing words get close vectors."""
+    """A deterministic bag-of-words embedder: texts sharing words get close vectors. A text without a word (``""``,
+    ``"!!!"``) gets the zero vector, which esbridge treats as nothing to embed (``embeddings.base.passage_vectors``)."""
 
     name = identity = "hashing-32"
     dimension = 32

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.ingest.markdown import read_vault
 from esbridge.ingest.model import Document
+from esbridge.ingest.run import ingest
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
 from tests.unit.ingest.vaults import read_documents, write_vault
 
 # --- links, Obsidian style ------------------------------------------------------------------------
@@ -77,6 +82,37 @@ def test_missing_targets_are_deduplicated_as_they_are_resolved(tmp_path: Path) -
     text = f"[[Beta]] [[beta]] [[BETA#h]] [beta](beta.md) [[Café]] [[{decomposed}]] [[café]] [[Gamma]] [[gamma|g]]"
     docs = read_documents(write_vault(tmp_path, {"a.md": text}))
     assert docs["a"].metadata["unresolved_links"] == ["Beta", "Café", "Gamma"]
+
+
+def test_missing_targets_are_kept_in_the_form_they_are_resolved_in_so_a_later_note_resolves_them_all(
+    tmp_path: Path,
+) -> None:
+    spellings = "[[./beta]] [[beta/]] [[Beta.md#Intro]] [b](./beta.md) [c](BETA.md#h) [[x/../beta|x]] [[notes/../beta]]"
+    text = f"{spellings} [[/beta]] [[//beta]] [[../beta]] [[./gone/]] [[gone]]"
+    vault = write_vault(tmp_path / "vault", {"notes/alpha.md": text})
+    engine = EmbeddedEngine(tmp_path / "data")
+    try:
+        manager = IndexManager(engine, "notes", IndexParameters(dimension=4))
+        first = ingest(vault, engine=engine, manager=manager, embedder=None)
+        assert first.failed == []
+        before = stored_links(engine)
+        assert before["unresolved"] == ["beta", "/beta", "../beta", "gone"]  # /beta: at the vault root only
+        # The text a reader sees keeps what the note says.
+        assert before["body"] == "./beta beta/ Beta.md Intro b c x notes/../beta /beta //beta ../beta ./gone/ gone"
+
+        write_vault(vault, {"notes/beta.md": "# Beta\n\nthe note at last"})
+        second = ingest(vault, engine=engine, manager=manager, embedder=None)
+        assert second.failed == []
+        after = stored_links(engine)
+        assert (after["links"], after["unresolved"]) == (["notes/beta"], ["/beta", "../beta", "gone"])
+    finally:
+        engine.close()
+
+
+def stored_links(engine: EmbeddedEngine) -> dict[str, Any]:
+    (hit,) = engine.search("notes", {"query": {"term": {"doc_id": "notes/alpha"}}}).hits
+    metadata = hit.source["metadata"]
+    return {"links": hit.source["links"], "unresolved": metadata["unresolved_links"], "body": hit.source["body"]}
 
 
 def test_links_reach_a_note_whose_file_name_is_decomposed_unicode(tmp_path: Path) -> None:

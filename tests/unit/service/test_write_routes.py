@@ -184,3 +184,20 @@ def test_each_document_says_what_of_it_was_read_otherwise_than_given(make_client
     assert len(first) == 1 and "'b'" in first[0] and "5" in first[0] and "2" in first[0]
     assert second == []
     assert empty == ["record has neither title nor text"]
+
+
+def test_a_record_the_model_sees_nothing_in_is_written_without_a_vector(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY])
+    documents = [{"id": "dashes", "title": "", "text": "-- !!! --"}, {"id": "b", "title": "Beta", "text": "currents"}]
+    body = client.post("/v1/documents", json={"documents": documents}, headers=WRITE).json()
+    assert (body["written"], body["failed"]) == (2, 0)
+    assert body["warnings"] == [
+        "1 chunk(s) hold text in which hashing-32 sees nothing (its vector of them is zero, which no engine searches "
+        "by cosine): indexed without a vector, for BM25 and filters only"
+    ]
+    engine = EmbeddedEngine.from_settings(load_settings())
+    try:
+        (hit,) = engine.search("notes", {"query": {"term": {"doc_id": "dashes"}}}).hits
+    finally:
+        engine.close()
+    assert (hit.source["embedding"], hit.source.get("vector")) == ("none", None)
