@@ -72,8 +72,12 @@ def main() -> None:
         except _Undo:
             pass
 
+    def check() -> None:
+        for doc in docs:
+            schema.check(doc)
+
     steps: dict[str, Callable[[], Any]] = {
-        "mapping check": lambda: [schema.check(doc) for doc in docs],
+        "mapping check": check,
         "store (SQLite included)": put,
         "tantivy document": lambda: [layout.document(i, f"c{i}", source) for i, source in enumerate(sources)],
         "sources for tantivy, read back": lambda: store.hits(rows),
