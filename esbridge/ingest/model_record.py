@@ -101,18 +101,28 @@ def plan_model(engine: Engine, index: str, mapping: Mapping[str, Any], embedder:
     )
 
 
-def refuse_other_model(engine: Engine, index: str, embedder: Embedder) -> ModelIdentity | None:
-    """Refuse to add vectors of ``embedder`` to an index whose vectors another model made; return the identity to
-    record once a vector of it is written, when the index records none and holds no vector yet, else None (an index
-    made before records holds vectors: written unchecked and left unrecorded, as ever)."""
+def refuse_other_model(engine: Engine, index: str, embedder: Embedder) -> None:
+    """Refuse to add vectors of ``embedder`` to an index whose vectors another model made."""
+    _refuse_other_than(recorded_identity(engine.get_mapping(index), index), index, embedder)
+
+
+def model_to_record_first(engine: Engine, index: str, embedder: Embedder) -> ModelIdentity | None:
+    """``refuse_other_model``, then the identity to record once a vector of ``embedder`` is written: when the index
+    records none and holds no vector yet; else None (an index made before records holds vectors: written unchecked
+    and left unrecorded, as ever). Only for esbridge's own indices, whose ``embedding`` field says what a chunk
+    holds (an attached index may map its vectors under that name)."""
     recorded = recorded_identity(engine.get_mapping(index), index)
-    current = identity_of(embedder)
+    _refuse_other_than(recorded, index, embedder)
+    return None if recorded is not None or holds_vectors(engine, index) else identity_of(embedder)
+
+
+def _refuse_other_than(recorded: ModelIdentity | None, index: str, embedder: Embedder) -> None:
     if recorded is None:
-        return None if holds_vectors(engine, index) else current
+        return
+    current = identity_of(embedder)
     verdict = compare(recorded, current)
     if not verdict.compatible:
         raise mismatch_error(index, recorded, current, verdict)
-    return None
 
 
 def model_to_record_with_missing(engine: Engine, index: str, embedder: Embedder) -> ModelIdentity | None:

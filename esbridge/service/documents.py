@@ -27,7 +27,7 @@ from esbridge.ingest.json_lines import known_id, surrogate_location
 from esbridge.ingest.json_values import describe_validation_error
 from esbridge.ingest.jsonl import JsonlRecord, record_document
 from esbridge.ingest.model import Chunk, Document
-from esbridge.ingest.model_record import record_model, refuse_other_model
+from esbridge.ingest.model_record import model_to_record_first, record_model
 from esbridge.ingest.run import DEFAULT_MAX_TOKENS
 from esbridge.service.models import DocumentResult
 from esbridge.service.writes import DOCUMENT_LOCKS, Cancellation, WriteControl, chunk_hashes
@@ -201,7 +201,7 @@ def _write(
     if embedder is None:
         outcome.warnings.append("no embedding model: documents were indexed for lexical search only")
     else:
-        to_record = refuse_other_model(engine, index, embedder)  # vectors of two models must not mix in one index
+        to_record = model_to_record_first(engine, index, embedder)  # vectors of two models must not mix in one index
         cut = unseen = 0
         for start in range(0, len(flat), _EMBED_STEP):
             cancel.check("embedding")
