@@ -26,11 +26,15 @@ from tests.integration.test_search import RECORDS, search
 
 
 def create_stranded_index(engine: Engine, url: str, alias: str, name: str, dimension: int) -> None:
-    """An index with esbridge's mapping whose one shard can be allocated nowhere (red from birth).
+    """An index with esbridge's mapping whose one shard can be allocated nowhere (red from birth). It records the
+    model ``alias``'s index records, if there is one: a search reads an alias over both only when they record one.
 
     Created over plain HTTP with ``wait_for_active_shards=0``: the adapter's create waits for a shard that
     never comes."""
     body: dict[str, Any] = IndexManager(engine, alias, IndexParameters(dimension=dimension)).wanted_body()
+    if engine.index_exists(alias):
+        recorded = engine.get_mapping(alias).get("_meta") or {}
+        body["mappings"]["_meta"] = {**body["mappings"].get("_meta", {}), **recorded}
     body["settings"]["index"]["routing"] = {"allocation": {"require": {"_name": "no-such-node"}}}
     request = urllib.request.Request(
         f"{url}/{name}?wait_for_active_shards=0",
