@@ -4,6 +4,7 @@ half-built version and of the old version's write block, and what to run next.""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from esbridge.engines.base import Engine
 
@@ -44,10 +45,13 @@ def moved_words(alias: str, old: str, new: str, *, moved: bool | None, lift_bloc
     return f"the reindex is done: {alias} points to {new}, which holds every chunk and takes writes; {kept}"
 
 
-def undo_interrupted(engine: Engine, alias: str, old: str, new: str, blocked_for: bool | None) -> str:
+def undo_interrupted(
+    engine: Engine, alias: str, old: str, new: str, copied_by_another: Callable[[], bool] | None
+) -> str:
     """Undo a reindex interrupted before the alias moved, as ``IndexManager._abandon`` does, and say what that
-    left: a second Ctrl-C (or an engine gone) stops the undoing. ``blocked_for``: None when ``old`` was write-blocked
-    before, True when a later reindex copies it under this one's block, False when the block is to be lifted."""
+    left: a second Ctrl-C (or an engine gone) stops the undoing. ``copied_by_another``: None when ``old`` was
+    write-blocked before, else whether a later reindex copies it under this one's block (which then stays); asked
+    as part of the undoing, so a second Ctrl-C while it reads the versions is said too."""
     stays = f"{alias} still points to {old}"
     rerun = "run `esbridge index reindex` again, which builds a new, writable version"
     try:
@@ -58,14 +62,14 @@ def undo_interrupted(engine: Engine, alias: str, old: str, new: str, blocked_for
             f"refuse writes: {rerun}, and `esbridge index drop --version {version_of(alias, new)}` deletes "
             f"{new}"
         )
-    if blocked_for is None:
+    if copied_by_another is None:
         return f"nothing was changed: {stays}, write-blocked as before, and the half-built {new} was deleted"
-    if blocked_for:
-        return (
-            f"{stays}, which stays write-blocked for the later `esbridge index reindex` that copies it now, and "
-            f"the half-built {new} was deleted"
-        )
     try:
+        if copied_by_another():
+            return (
+                f"{stays}, which stays write-blocked for the later `esbridge index reindex` that copies it now, and "
+                f"the half-built {new} was deleted"
+            )
         engine.set_write_block(old, False)
     except BaseException as exc:
         return (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from esbridge import errors
@@ -274,9 +274,9 @@ class IndexManager:
                         f"{describe_failure(exc)}; {words}", url=self.engine.url, operation="reindex", index=self.alias
                     ) from exc
             elif isinstance(exc, KeyboardInterrupt):
-                blocked_for = None if not lift_block else self._copied_by_another(old, new)
+                by_another = None if not lift_block else partial(self._copied_by_another, old, new)
                 raise errors.ReindexInterrupted(
-                    undo_interrupted(self.engine, self.alias, old, new, blocked_for)
+                    undo_interrupted(self.engine, self.alias, old, new, by_another)
                 ) from exc
             else:
                 self._abandon(old, new, lift_block=lift_block and not self._copied_by_another(old, new), cause=exc)

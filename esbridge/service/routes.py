@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine
 from esbridge.errors import (
+    AmbiguousAlias,
     ConfigError,
     DimensionMismatch,
     EmbeddingError,
@@ -281,7 +282,8 @@ async def readyz(
     try:
         partial = await backend.check_index()
         await backend.check_model()
-    except (ModelMismatch, DimensionMismatch) as exc:  # every search would answer 409 model_mismatch
+    # Every search would answer 409 (model_mismatch, alias_ambiguous: an alias over indices of other models).
+    except (ModelMismatch, DimensionMismatch, AmbiguousAlias) as exc:
         checks["model"] = str(exc)
     except EmbeddingError as exc:  # the searcher needs the re-ranker's model, which cannot load
         checks.update(engine="unknown", index="unknown", model=str(exc))

@@ -151,3 +151,35 @@ def test_a_second_ctrl_c_while_undoing_says_what_may_be_left(data: Path, monkeyp
         assert engine.count("notes") == 3
     finally:
         engine.close()
+
+
+def test_a_second_ctrl_c_while_asking_whether_another_reindex_copies_says_what_is_left(
+    data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After the first Ctrl-C the undoing reads the versions (is a later reindex copying notes-v1 under this block?);
+    # a second Ctrl-C there must still say what was left, not drop the message and leave both unsaid.
+    interrupted = False
+    reindex_call, list_indices = EmbeddedEngine.reindex, EmbeddedEngine.list_indices
+
+    def copy(*args: Any, **kwargs: Any) -> Any:
+        nonlocal interrupted
+        interrupted = True
+        raise KeyboardInterrupt
+
+    def listing(*args: Any, **kwargs: Any) -> Any:
+        if interrupted:
+            raise KeyboardInterrupt
+        return list_indices(*args, **kwargs)
+
+    monkeypatch.setattr(EmbeddedEngine, "reindex", copy)
+    monkeypatch.setattr(EmbeddedEngine, "list_indices", listing)
+    assert said(reindex(data)) == (
+        "interrupted: notes still points to notes-v1 and the half-built notes-v2 was deleted, but notes-v1 may "
+        "still refuse writes (lifting its write block was stopped: KeyboardInterrupt): run `esbridge index reindex` "
+        "again, which builds a new, writable version"
+    )
+    assert state(data) == (["notes-v1"], True, False)
+    monkeypatch.setattr(EmbeddedEngine, "reindex", reindex_call)
+    monkeypatch.setattr(EmbeddedEngine, "list_indices", list_indices)
+    again = reindex(data)  # as said: a new, writable version
+    assert again.exit_code == 0, again.output

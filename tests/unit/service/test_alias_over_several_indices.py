@@ -24,6 +24,7 @@ from esbridge.ingest.model_record import record_model
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.model_check import searched_mapping
+from esbridge.service.backend import Backend
 from esbridge.service.mcp_server import build_server
 from tests.support.hashing import HashingEmbedder, OtherHashingEmbedder
 from tests.unit.service.conftest import ClientFactory, service_settings
@@ -120,3 +121,21 @@ def test_the_cli_search_refuses_naming_the_indices(monkeypatch: pytest.MonkeyPat
     result = CliRunner(env=env).invoke(main, ["search", "solar", "--index", "notes", "--engine", "embedded"])
     assert result.exit_code == 1, result.output
     assert result.stderr.startswith(f"Error: {REFUSED}")
+
+
+def test_readyz_says_the_model_check_refuses_not_that_the_engine_failed(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The engine answered; every search would be refused 409 alias_ambiguous, as for model_mismatch. The embedded
+    # engine searches one index at a time, so its answer is what Elasticsearch and OpenSearch give: none partial.
+    async def answered(self: Backend, timeout_s: float = 5.0) -> None:
+        return None
+
+    monkeypatch.setattr(Backend, "check_index", answered)
+    other_models_behind_notes()
+    answer = make_client().get("/readyz")
+    assert answer.status_code == 503, answer.text
+    checks = answer.json()["checks"]
+    assert checks["engine"] == "ok"
+    assert checks["index"] == "ok"
+    assert checks["model"].startswith(REFUSED)
