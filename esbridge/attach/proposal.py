@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from esbridge.config.fields import FieldMap
+from esbridge.engines.dialect import vector_dimension
 from esbridge.mappings.schema import SCHEMA_META_KEY
 
 TEXT_TYPES = frozenset({"text", "match_only_text"})
@@ -82,12 +83,11 @@ def vector_info(name: str, definition: Mapping[str, Any]) -> VectorInfo:
     """Dimension, similarity and engine of a ``knn_vector`` (OpenSearch) or ``dense_vector`` (Elasticsearch)."""
     method_value = definition.get("method")
     method: Mapping[str, Any] = method_value if isinstance(method_value, Mapping) else {}
-    dimension = definition.get("dimension", definition.get("dims"))
     space = definition.get("similarity") or method.get("space_type") or definition.get("space_type")
     engine = method.get("engine")
     return VectorInfo(
         name,
-        int(dimension) if isinstance(dimension, int) else None,
+        vector_dimension(definition),
         str(space) if space else None,
         str(engine) if engine else None,
     )

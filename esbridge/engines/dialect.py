@@ -40,6 +40,13 @@ def vector_field(dialect: Dialect, dimension: int, *, m: int = 16, ef_constructi
     }
 
 
+def vector_dimension(definition: Mapping[str, Any]) -> int | None:
+    """The dimension a vector field's mapping gives (OpenSearch's ``dimension``, Elasticsearch's ``dims``);
+    None when it gives none."""
+    dimension = definition.get("dimension", definition.get("dims"))
+    return dimension if isinstance(dimension, int) and not isinstance(dimension, bool) else None
+
+
 def index_settings(dialect: Dialect, *, shards: int = 1, replicas: int = 0) -> JSON:
     settings: JSON = {"number_of_shards": shards, "number_of_replicas": replicas}
     if dialect == "opensearch":

@@ -12,12 +12,11 @@ then records it (``esbridge.ingest.model_record``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from esbridge import errors
 from esbridge.embeddings.base import Embedder, nothing_seen_warning
@@ -47,7 +46,7 @@ from esbridge.ingest.refusals import (
 from esbridge.ingest.report import IngestReport, Timer, cache_hits, embed_window
 from esbridge.ingest.sources import SourceFormat, detect_format, read_source
 from esbridge.mappings.lifecycle import IndexManager
-from esbridge.mappings.schema import VECTOR_FIELD
+from esbridge.mappings.schema import mapped_vector_dimension
 from esbridge.query.concepts import build_concept_index, frequent_terms
 from esbridge.text import is_blank
 
@@ -91,13 +90,7 @@ def indexed_chunks(engine: Engine, index: str, source: str) -> dict[str, Indexed
 
 
 def mapped_dimension(engine: Engine, index: str) -> int | None:
-    return _dimension_of(engine.get_mapping(index).get("properties", {}))
-
-
-def _dimension_of(properties: Mapping[str, Any]) -> int | None:
-    vector = properties.get(VECTOR_FIELD, {})
-    value = vector.get("dimension", vector.get("dims"))
-    return int(value) if value is not None else None
+    return mapped_vector_dimension(engine.get_mapping(index))
 
 
 def ingest(
@@ -139,7 +132,7 @@ def ingest(
         properties, index, weighted=any(chunk.document and chunk.document.link_weights for chunk in chunks)
     )
     if embedder is not None:
-        dimension = _dimension_of(properties)
+        dimension = mapped_vector_dimension(mapping)
         if dimension is not None and dimension != embedder.dimension:
             raise errors.ConfigError(
                 f"the model {embedder.name} makes {embedder.dimension}-dimensional vectors but index {index} maps "

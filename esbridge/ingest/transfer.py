@@ -42,7 +42,7 @@ from esbridge.ingest.overlap import BackgroundWrites
 from esbridge.ingest.vector_agreement import export_agreement
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.parameters import live_parameters
-from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters
+from esbridge.mappings.schema import FIELDS, VECTOR_FIELD, IndexParameters, mapped_vector_dimension
 
 STORED_FIELDS = tuple(spec.name for spec in FIELDS)
 IMPORT_WINDOW = 1000
@@ -119,9 +119,8 @@ def refuse_what_the_index_cannot_take(
         mapping = engine.get_mapping(alias)
     except errors.IndexNotFound:  # import creates it, with every field
         return
-    vector = mapping.get("properties", {}).get(VECTOR_FIELD, {})
-    dimension = vector.get("dimension", vector.get("dims"))
-    if not isinstance(dimension, int):
+    dimension = mapped_vector_dimension(mapping)
+    if dimension is None:
         # A dynamic mapping would take the vectors as plain numbers, which no kNN search reads.
         raise errors.ConfigError(
             f"index {alias} maps no vector field {VECTOR_FIELD!r} (esbridge did not make it), so its kNN search "

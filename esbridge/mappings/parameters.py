@@ -9,7 +9,7 @@ from typing import Any
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine
 from esbridge.engines.vector_options import encoding_of
-from esbridge.mappings.schema import VECTOR_FIELD, IndexParameters
+from esbridge.mappings.schema import VECTOR_FIELD, IndexParameters, mapped_vector_dimension
 
 
 def parameters_from(settings: Settings, dimension: int | None = None) -> IndexParameters:
@@ -46,7 +46,7 @@ def live_parameters(engine: Engine, index: str, fallback: IndexParameters) -> In
 
     return replace(
         fallback,
-        dimension=int(number(vector.get("dimension", vector.get("dims")), fallback.dimension)),
+        dimension=mapped_vector_dimension({"properties": properties}) or fallback.dimension,
         hnsw_m=int(number(hnsw.get("m"), fallback.hnsw_m)),
         hnsw_ef_construction=int(number(hnsw.get("ef_construction"), fallback.hnsw_ef_construction)),
         bm25_k1=number(bm25.get("k1"), fallback.bm25_k1),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from esbridge import errors
 from esbridge.engines.base import Engine
 from esbridge.mappings.copy import COPIED_FIELDS
-from esbridge.mappings.schema import SCHEMA_META_KEY, VECTOR_FIELD
+from esbridge.mappings.schema import SCHEMA_META_KEY, mapped_vector_dimension
 
 
 def fields_left_out(engine: Engine, old: str) -> tuple[str, ...]:
@@ -21,9 +21,8 @@ def fields_left_out(engine: Engine, old: str) -> tuple[str, ...]:
 def refuse_another_dimension(engine: Engine, old: str, wanted: int) -> None:
     """A copy keeps each vector as it is, so a new version of another dimension would refuse every chunk that
     has one; an empty index moves to the new dimension."""
-    vector = engine.get_mapping(old).get("properties", {}).get(VECTOR_FIELD, {})
-    dimension = vector.get("dimension", vector.get("dims"))
-    if not isinstance(dimension, int) or dimension == wanted or engine.count(old) == 0:
+    dimension = mapped_vector_dimension(engine.get_mapping(old))
+    if dimension is None or dimension == wanted or engine.count(old) == 0:
         return
     raise errors.DimensionMismatch(
         f"index {old} holds {dimension}-dimensional vectors and the wanted mapping has "

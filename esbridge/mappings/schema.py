@@ -7,19 +7,26 @@ default parameters, checked by a test, so reviewers can read the mapping without
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from esbridge.config.mapping import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from esbridge.engines.analysis import ENGLISH, analysis
 from esbridge.engines.base import JSON, Dialect
-from esbridge.engines.dialect import vector_field
+from esbridge.engines.dialect import vector_dimension, vector_field
 from esbridge.engines.vector_options import VectorEncoding, apply_encoding
 
 FieldKind = Literal["text", "keyword", "integer", "date", "object", "vector"]
 Analysis = Literal["auto", "full", "core"]
 
 VECTOR_FIELD = "vector"
+
+
+def mapped_vector_dimension(mapping: Mapping[str, Any]) -> int | None:
+    """The dimension of an index's ``VECTOR_FIELD`` as its live mapping gives it; None when it maps none."""
+    properties = mapping.get("properties") or {}
+    return vector_dimension(properties.get(VECTOR_FIELD) or {})
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from esbridge.embeddings.identity import (
     unrecorded_mismatch_warning,
 )
 from esbridge.engines.base import Engine
-from esbridge.mappings.schema import SCHEMA_META_KEY, VECTOR_FIELD
+from esbridge.mappings.schema import SCHEMA_META_KEY, mapped_vector_dimension
 
 MappingReader = Callable[[], Awaitable[Mapping[str, Any]]]
 """Reads the index's mapping (``searched_mapping``: the alias resolved to its concrete indices)."""
@@ -51,7 +51,10 @@ def searched_mapping(engine: Engine, index: str) -> Mapping[str, Any]:
     if len(targets) < 2:
         return engine.get_mapping(index)
     mappings = {target: engine.get_mapping(target) for target in targets}
-    spaces = {target: (recorded_identity(mapping, target), _dimension(mapping)) for target, mapping in mappings.items()}
+    spaces = {
+        target: (recorded_identity(mapping, target), mapped_vector_dimension(mapping))
+        for target, mapping in mappings.items()
+    }
     (first_model, first_dimension), *others = spaces.values()
     if all(
         dimension == first_dimension and _same_space(first_model, model) for model, dimension in others
@@ -75,12 +78,6 @@ def _same_space(first: ModelIdentity | None, other: ModelIdentity | None) -> boo
     if first is None or other is None:
         return first is other
     return compare(first, other).compatible
-
-
-def _dimension(mapping: Mapping[str, Any]) -> int | None:
-    vector = mapping.get("properties", {}).get(VECTOR_FIELD, {})
-    dimension = vector.get("dimension", vector.get("dims"))
-    return dimension if isinstance(dimension, int) else None
 
 
 class ModelGuard:

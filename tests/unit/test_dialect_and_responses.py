@@ -3,10 +3,11 @@ from __future__ import annotations
 import pytest
 
 from esbridge.engines.base import BulkAction
-from esbridge.engines.dialect import index_settings, knn_body, match_body, vector_field
+from esbridge.engines.dialect import index_settings, knn_body, match_body, vector_dimension, vector_field
 from esbridge.engines.errors import from_response
 from esbridge.engines.responses import bulk_lines, bulk_result, msearch_results, search_result
 from esbridge.errors import EngineResponseError, IndexNotFound
+from esbridge.mappings.schema import VECTOR_FIELD, mapped_vector_dimension
 
 
 def test_opensearch_vector_field_names_the_lucene_engine() -> None:
@@ -37,6 +38,20 @@ def test_elasticsearch_vector_field_is_indexed_hnsw_cosine() -> None:
 def test_vector_dimension_must_be_positive() -> None:
     with pytest.raises(ValueError, match="dimension"):
         vector_field("opensearch", 0)
+
+
+def test_the_dimension_is_read_back_from_either_dialects_vector_field() -> None:
+    assert vector_dimension(vector_field("opensearch", 384)) == 384
+    assert vector_dimension(vector_field("elasticsearch", 768)) == 768
+    assert vector_dimension({"type": "keyword"}) is None
+    assert vector_dimension({"type": "dense_vector", "dims": True}) is None
+    assert vector_dimension({"type": "dense_vector", "dims": "384"}) is None
+
+
+def test_an_index_mapping_gives_its_vector_fields_dimension_or_none() -> None:
+    assert mapped_vector_dimension({"properties": {VECTOR_FIELD: vector_field("elasticsearch", 512)}}) == 512
+    assert mapped_vector_dimension({"properties": {"title": {"type": "text"}}}) is None
+    assert mapped_vector_dimension({}) is None
 
 
 def test_knn_bodies_put_filters_inside_the_knn_search() -> None:
