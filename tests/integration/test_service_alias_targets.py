@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from esbridge.config import Settings, load_settings
 from esbridge.embeddings.cached import CachedEmbedder
-from esbridge.embeddings.identity import identity_of
+from esbridge.embeddings.identity import ModelIdentity, identity_of
 from esbridge.engines import Engine
 from esbridge.ingest.model_record import record_model
 from esbridge.mappings.lifecycle import IndexManager
@@ -21,6 +21,20 @@ from tests.integration.test_search import RECORDS
 KEY = "alias-test-key"
 
 
+def _alias_over_both_versions(
+    engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path, *, new_model: ModelIdentity | None = None
+) -> tuple[str, str]:
+    """The records in v1, reindexed into v2 (``new_model`` recorded on it, as if re-embedded), and v1 added back
+    to the alias; the write index stays v2."""
+    load_records(engine, alias, embedder, tmp_path, RECORDS)
+    IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension)).reindex()
+    old, new = f"{alias}-v1", f"{alias}-v2"
+    if new_model is not None:
+        record_model(engine, new, new_model)
+    engine.update_aliases([{"add": {"index": old, "alias": alias}}])
+    return old, new
+
+
 def test_writes_through_an_alias_over_two_indices_are_refused_naming_them(
     engine_kind: str,
     engine: Engine,
@@ -29,10 +43,7 @@ def test_writes_through_an_alias_over_two_indices_are_refused_naming_them(
     embedder: CachedEmbedder,
     tmp_path: Path,
 ) -> None:
-    load_records(engine, alias, embedder, tmp_path, RECORDS)
-    IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension)).reindex()
-    old, new = f"{alias}-v1", f"{alias}-v2"
-    engine.update_aliases([{"add": {"index": old, "alias": alias}}])  # the write index stays v2
+    old, new = _alias_over_both_versions(engine, alias, embedder, tmp_path)
     settings = load_settings(url=str(engine_settings.url), engine=engine_kind, index=alias, service={"api_keys": [KEY]})
     chunks = {index: engine.count(index) for index in (old, new)}
 
@@ -65,13 +76,9 @@ def test_a_search_over_two_indices_of_other_models_is_refused_naming_them(
     tmp_path: Path,
 ) -> None:
     # The engine would read both and rank the query's vector against the other model's too.
-    load_records(engine, alias, embedder, tmp_path, RECORDS)
-    IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension)).reindex()
-    old, new = f"{alias}-v1", f"{alias}-v2"
     update = {"name": "BAAI/bge-small-en-v1.5", "weights": "0" * 64, "pooling": "cls"}
     other = identity_of(embedder).model_copy(update=update)
-    record_model(engine, new, other)  # as if v2 had been re-embedded with another model
-    engine.update_aliases([{"add": {"index": old, "alias": alias}}])
+    _, new = _alias_over_both_versions(engine, alias, embedder, tmp_path, new_model=other)
     settings = load_settings(url=str(engine_settings.url), engine=engine_kind, index=alias)
 
     with TestClient(

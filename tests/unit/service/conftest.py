@@ -4,12 +4,16 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import anyio
 import pytest
 from fastapi.testclient import TestClient
+from mcp import Client
+from mcp.types import CallToolResult
 
 from esbridge.config import Settings, load_settings
 from esbridge.embeddings.base import Embedder
 from esbridge.service.app import create_app
+from esbridge.service.mcp_server import build_server
 from tests.support.hashing import HashingEmbedder
 
 KEY = "test-key-0123456789"
@@ -59,6 +63,27 @@ def client(make_client: ClientFactory) -> TestClient:
     answer = client.post("/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY})
     assert answer.status_code == 200, answer.text
     return client
+
+
+def call_tool(
+    name: str, arguments: dict[str, Any], settings: Settings | None = None, embedder: Embedder | None = None
+) -> CallToolResult:
+    """One call of an MCP tool through the SDK's in-process client, on a server with ``settings`` (default:
+    ``service_settings()``) and ``embedder`` (default: hashing-32)."""
+    server = build_server(settings or service_settings(), embedder=embedder or HashingEmbedder(), load_model=False)
+
+    async def session() -> CallToolResult:
+        async with Client(server) as client:
+            return await client.call_tool(name, arguments)
+
+    return anyio.run(session)
+
+
+def tool_text(result: CallToolResult) -> str:
+    """The text of a tool answer's first block (a tool error's message)."""
+    block = result.content[0]
+    assert block.type == "text"
+    return block.text
 
 
 def fields(answer: Any) -> list[str]:

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import anyio
 import pytest
 from click.testing import CliRunner
-from mcp import Client
-from mcp.types import CallToolResult
 
 from esbridge.cli import main
 from esbridge.config.settings import EmbeddingSettings
@@ -25,9 +22,8 @@ from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.model_check import searched_mapping
 from esbridge.service.backend import Backend
-from esbridge.service.mcp_server import build_server
 from tests.support.hashing import HashingEmbedder, OtherHashingEmbedder
-from tests.unit.service.conftest import ClientFactory, service_settings
+from tests.unit.service.conftest import ClientFactory, call_tool, service_settings, tool_text
 
 REFUSED = "alias 'notes' points to several indices whose vectors are not of one model (notes-v1: hashing-32 ("
 
@@ -97,17 +93,9 @@ def test_the_sidecar_answers_409_alias_ambiguous(make_client: ClientFactory) -> 
 
 def test_the_mcp_search_tool_answers_a_tool_error_naming_the_indices() -> None:
     other_models_behind_notes()
-    server = build_server(service_settings(), embedder=HashingEmbedder(), load_model=False)
-
-    async def session() -> CallToolResult:
-        async with Client(server) as client:
-            return await client.call_tool("search", {"query": "solar"})
-
-    result = anyio.run(session)
+    result = call_tool("search", {"query": "solar"})
     assert result.is_error
-    block = result.content[0]
-    assert block.type == "text"
-    assert REFUSED in block.text
+    assert REFUSED in tool_text(result)
 
 
 def test_the_cli_search_refuses_naming_the_indices(monkeypatch: pytest.MonkeyPatch) -> None:

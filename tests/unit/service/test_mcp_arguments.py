@@ -18,17 +18,7 @@ from esbridge.query.models import SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from esbridge.service.mcp_server import build_server
 from tests.support.hashing import HashingEmbedder
-from tests.unit.service.conftest import service_settings
-
-
-def call(name: str, arguments: dict[str, Any], settings: Settings | None = None) -> CallToolResult:
-    server = build_server(settings or service_settings(), embedder=HashingEmbedder(), load_model=False)
-
-    async def session() -> CallToolResult:
-        async with Client(server) as client:
-            return await client.call_tool(name, arguments)
-
-    return anyio.run(session)
+from tests.unit.service.conftest import call_tool, service_settings, tool_text
 
 
 def listed_input_schemas(settings: Settings | None = None) -> dict[str, dict[str, Any]]:
@@ -41,17 +31,11 @@ def listed_input_schemas(settings: Settings | None = None) -> dict[str, dict[str
     return anyio.run(session)
 
 
-def text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert block.type == "text"
-    return block.text
-
-
 def test_an_unknown_search_argument_is_a_tool_error_naming_it(client: TestClient) -> None:
-    result = call("search", {"query": "x", "bogus_field": 1, "another": 2})
+    result = call_tool("search", {"query": "x", "bogus_field": 1, "another": 2})
     assert result.is_error
-    assert "unknown argument(s): another, bogus_field" in text(result)
-    assert "accepted: category, collapse, explain" in text(result)
+    assert "unknown argument(s): another, bogus_field" in tool_text(result)
+    assert "accepted: category, collapse, explain" in tool_text(result)
 
 
 def test_the_listed_input_schemas_refuse_unknown_arguments_too() -> None:
@@ -68,36 +52,36 @@ def test_the_listed_top_n_has_the_bound_the_search_enforces() -> None:
     assert listed_input_schemas()["search"]["properties"]["top_n"]["maximum"] == 50  # pipeline.top_n_max
     settings = service_settings().model_copy(update={"pipeline": PipelineSettings(top_n_max=20)})
     assert listed_input_schemas(settings)["search"]["properties"]["top_n"]["maximum"] == 20
-    assert "top_n_max (50), got 51" in text(call("search", {"query": "x", "top_n": 51}))
+    assert "top_n_max (50), got 51" in tool_text(call_tool("search", {"query": "x", "top_n": 51}))
 
 
 def test_a_search_without_top_n_answers_when_top_n_max_is_below_the_default(client: TestClient) -> None:
     settings = service_settings().model_copy(update={"pipeline": PipelineSettings(top_n_max=2)})
     assert listed_input_schemas(settings)["search"]["properties"]["top_n"]["default"] == 2
-    result = call("search", {"query": "energy"}, settings)
-    assert not result.is_error, text(result)
+    result = call_tool("search", {"query": "energy"}, settings)
+    assert not result.is_error, tool_text(result)
     assert result.structured_content is not None
     assert len(result.structured_content["results"]) == 2
-    assert "top_n_max (2), got 3" in text(call("search", {"query": "energy", "top_n": 3}, settings))
+    assert "top_n_max (2), got 3" in tool_text(call_tool("search", {"query": "energy", "top_n": 3}, settings))
 
 
 def test_an_unknown_index_status_argument_is_refused() -> None:
-    result = call("index_status", {"verbose": True})
+    result = call_tool("index_status", {"verbose": True})
     assert result.is_error
-    assert "unknown argument(s): verbose (accepted: none)" in text(result)
+    assert "unknown argument(s): verbose (accepted: none)" in tool_text(result)
 
 
 def test_a_search_with_known_arguments_answers(client: TestClient) -> None:
-    result = call("search", {"query": "sunlight electricity", "top_n": 2})
+    result = call_tool("search", {"query": "sunlight electricity", "top_n": 2})
     assert not result.is_error, result.content
     assert result.structured_content is not None
     assert result.structured_content["results"][0]["doc_id"] == "solar"
 
 
 def test_bad_arguments_are_reported_in_one_line() -> None:
-    result = call("search", {"query": "", "top_n": 0})
+    result = call_tool("search", {"query": "", "top_n": 0})
     assert result.is_error
-    message = text(result)
+    message = tool_text(result)
     assert "\n" not in message
     assert "errors.pydantic.dev" not in message
     assert message == (
@@ -107,9 +91,9 @@ def test_bad_arguments_are_reported_in_one_line() -> None:
 
 
 def test_a_blank_query_is_reported_like_other_bad_arguments() -> None:
-    result = call("search", {"query": "   "})
+    result = call_tool("search", {"query": "   "})
     assert result.is_error
-    assert text(result) == "Error executing tool search: invalid arguments: query: query must not be blank"
+    assert tool_text(result) == "Error executing tool search: invalid arguments: query: query must not be blank"
 
 
 class NativePanic(BaseException):
@@ -132,7 +116,7 @@ def test_a_native_library_panicking_mid_session_is_a_tool_error_and_the_session_
 
     failed, status = anyio.run(session)
     assert failed.is_error
-    assert text(failed) == (
+    assert tool_text(failed) == (
         "Error executing tool search: unexpected failure: NativePanic: range end index 18446744073709551555 out "
         "of range for slice of length 8"
     )
@@ -144,8 +128,8 @@ def test_an_unexpected_error_names_its_cause(monkeypatch: pytest.MonkeyPatch) ->
         raise ValueError("Failed to open file for read: 'x.idx'")
 
     monkeypatch.setattr(HybridSearcher, "search", failing)
-    result = call("search", {"query": "x"})
+    result = call_tool("search", {"query": "x"})
     assert result.is_error
-    assert text(result) == (
+    assert tool_text(result) == (
         "Error executing tool search: unexpected failure: ValueError: Failed to open file for read: 'x.idx'"
     )

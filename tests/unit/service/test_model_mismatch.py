@@ -5,18 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import anyio
 from fastapi.testclient import TestClient
-from mcp import Client
-from mcp.types import CallToolResult
 
 from esbridge.config import load_settings
 from esbridge.embeddings.identity import recorded_identity
 from esbridge.engines import connect
 from esbridge.errors import EmbeddingError
-from esbridge.service.mcp_server import build_server
 from tests.support.hashing import HashingEmbedder, OtherHashingEmbedder
-from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, service_settings
+from tests.unit.service.conftest import KEY, RECORDS, ClientFactory, call_tool, service_settings, tool_text
 
 WRITE = {"X-API-Key": KEY}
 
@@ -58,29 +54,15 @@ def test_a_service_allowed_to_mismatch_answers_with_a_warning(make_client: Clien
 
 def test_the_mcp_search_tool_reports_the_mismatch_as_a_tool_error_naming_both(make_client: ClientFactory) -> None:
     written_by_hashing(make_client)
-    server = build_server(service_settings(), embedder=OtherHashingEmbedder(), load_model=False)
-
-    async def session() -> CallToolResult:
-        async with Client(server) as client:
-            return await client.call_tool("search", {"query": "sourdough"})
-
-    result = anyio.run(session)
+    result = call_tool("search", {"query": "sourdough"}, embedder=OtherHashingEmbedder())
     assert result.is_error
-    block = result.content[0]
-    assert block.type == "text"
-    assert "made by hashing-32 (" in block.text
-    assert "with other-hashing-32 (" in block.text
+    assert "made by hashing-32 (" in tool_text(result)
+    assert "with other-hashing-32 (" in tool_text(result)
 
 
 def test_the_mcp_index_status_names_the_model_the_index_records(make_client: ClientFactory) -> None:
     written_by_hashing(make_client)
-    server = build_server(service_settings(), embedder=OtherHashingEmbedder(), load_model=False)
-
-    async def session() -> CallToolResult:
-        async with Client(server) as client:
-            return await client.call_tool("index_status", {})
-
-    status = anyio.run(session).structured_content
+    status = call_tool("index_status", {}, embedder=OtherHashingEmbedder()).structured_content
     assert status is not None
     assert status["model"] == "other-hashing-32"
     assert status["index_model"].startswith("hashing-32 (unknown fp32")

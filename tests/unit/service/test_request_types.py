@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.text import is_blank
 from tests.support.hashing import HashingEmbedder
-from tests.unit.service.conftest import fields
-from tests.unit.service.test_mcp_arguments import call, listed_input_schemas, text
+from tests.unit.service.conftest import call_tool, fields, tool_text
+from tests.unit.service.test_mcp_arguments import listed_input_schemas
 
 LOOSE: list[tuple[dict[str, Any], str]] = [
     ({"top_n": True}, "top_n"),
@@ -52,9 +52,9 @@ def test_a_loosely_typed_value_is_a_422_naming_its_field(client: TestClient, ext
 def test_a_loosely_typed_value_is_a_tool_error_naming_its_field(
     client: TestClient, extra: dict[str, Any], field: str
 ) -> None:
-    result = call("search", {"query": "energy", **extra})
+    result = call_tool("search", {"query": "energy", **extra})
     assert result.is_error
-    assert text(result).startswith(f"Error executing tool search: invalid arguments: {field}: ")
+    assert tool_text(result).startswith(f"Error executing tool search: invalid arguments: {field}: ")
 
 
 def test_numbers_and_switches_of_their_own_type_are_accepted(client: TestClient) -> None:
@@ -70,8 +70,8 @@ def test_numbers_and_switches_of_their_own_type_are_accepted(client: TestClient)
     answer = client.post("/v1/search", json=body)
     assert answer.status_code == 200, answer.text
     assert answer.json()["results"][0]["doc_id"] == "solar"
-    result = call("search", body)
-    assert not result.is_error, text(result)
+    result = call_tool("search", body)
+    assert not result.is_error, tool_text(result)
     assert result.structured_content is not None
     assert result.structured_content["results"][0]["doc_id"] == "solar"
     dated = SearchRequest.model_validate({"query": "x", "filters": {"modified_after": "2020-01-01T00:00:00Z"}})
@@ -104,8 +104,8 @@ def test_a_query_of_invisible_characters_is_blank_everywhere(client: TestClient,
     answer = client.post("/v1/search", json={"query": query})
     assert answer.status_code == 422, answer.text
     assert answer.json()["error"]["fields"] == [{"field": "body.query", "message": "query must not be blank"}]
-    result = call("search", {"query": query})
-    assert text(result) == "Error executing tool search: invalid arguments: query: query must not be blank"
+    result = call_tool("search", {"query": query})
+    assert tool_text(result) == "Error executing tool search: invalid arguments: query: query must not be blank"
     from esbridge.cli import main
 
     refused = CliRunner().invoke(main, ["search", query, "--engine", "embedded", "--index", "notes"])
@@ -124,8 +124,8 @@ def test_null_filters_are_no_filters_on_both_interfaces_and_both_schemas_say_so(
     answer = client.post("/v1/search", json={"query": "sunlight", "filters": None})
     assert answer.status_code == 200, answer.text
     assert answer.json()["results"][0]["doc_id"] == "solar"
-    result = call("search", {"query": "sunlight", "filters": None})
-    assert not result.is_error, text(result)
+    result = call_tool("search", {"query": "sunlight", "filters": None})
+    assert not result.is_error, tool_text(result)
     listed = client.get("/openapi.json").json()["components"]["schemas"]["SearchRequest"]["properties"]["filters"]
     assert {"type": "null"} in listed["anyOf"]
     assert {"type": "null"} in listed_input_schemas()["search"]["properties"]["filters"]["anyOf"]

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from tests.unit.service.test_mcp_arguments import call, text
+from tests.unit.service.conftest import call_tool, tool_text
 from tests.unit.service.test_request_types import ClosableEmbedder
 
 REQUEST: dict[str, Any] = {"query": "sunlight electricity", "top_n": 2, "explain": True}
@@ -32,11 +32,11 @@ def test_http_mcp_and_the_cli_answer_the_same_fields_nulls_included(
     assert http.status_code == 200, http.text
     over_http = http.json()
 
-    result = call("search", REQUEST)
-    assert not result.is_error, text(result)
+    result = call_tool("search", REQUEST)
+    assert not result.is_error, tool_text(result)
     over_mcp = result.structured_content
     assert over_mcp is not None
-    assert json.loads(text(result)) == over_mcp
+    assert json.loads(tool_text(result)) == over_mcp
 
     from esbridge.cli import main
 
