@@ -76,7 +76,7 @@ class RecencySettings(_Section):
 
 
 class ShapingSettings(_Section):
-    collapse: bool = False
+    collapse: bool = True
     floor: float = Field(default=0.0, ge=0, le=1, description="drop results below this fraction of the best")
     cap_types: bool = False
     type_share: float = Field(default=0.6, gt=0, le=1)

@@ -188,7 +188,7 @@ def test_document_level_fusion_gives_each_document_one_result_with_both_retrieve
     lexical = [("a#0", 10.0), ("b#0", 5.0), ("c#0", 1.0)]
     semantic = [("b#1", 0.9), ("a#1", 0.8), ("c#0", 0.1)]
     chunks, _ = native_searcher(opensearch(), MemoryEngine(lexical, semantic), mode="client")
-    by_chunk = run(chunks, explain=True)
+    by_chunk = run(chunks, explain=True, collapse=False)
     # Min-max per run, summed: a#0 1.0 and b#1 1.0 tie (id order), a#1 0.875, b#0 0.444, c#0 0.
     assert [hit.id for hit in by_chunk.results] == ["a#0", "b#1", "a#1", "b#0", "c#0"]
 

@@ -37,6 +37,15 @@ def test_retrievers_are_asked_for_top_k() -> None:
     assert max(ranks) <= 60 and len(response.results) == 30
 
 
+def test_a_search_answers_one_result_per_document_unless_asked_for_chunks() -> None:
+    # Two chunks of a, one of b: judgements, users and agents count documents, and the evaluation measured so.
+    lexical, semantic = [("a#0", 9.0), ("a#1", 8.0), ("b#0", 1.0)], [("a#1", 0.9), ("a#0", 0.8), ("b#0", 0.5)]
+    found = run(searcher(MemoryEngine(lexical, semantic)))
+    assert [(hit.id, hit.doc_id) for hit in found.results] == [("a#0", "a"), ("b#0", "b")]
+    chunks = run(searcher(MemoryEngine(lexical, semantic)), collapse=False)
+    assert sorted(hit.id for hit in chunks.results) == ["a#0", "a#1", "b#0"]
+
+
 def test_an_identifier_query_goes_bm25_only_with_adaptive_fusion() -> None:
     embedder = StubEmbedder()
     response = run(searcher(MemoryEngine(LEX, SEM), embedder), query="PII-2024-0042", fusion="adaptive")
