@@ -243,7 +243,8 @@ def ingest(
                 ),
                 limit=options.concepts,
             )
-            build_concept_index(engine, manager.alias, terms, embedder)
+            vocabulary = build_concept_index(engine, manager.alias, terms, embedder)
+        report.warnings.extend(vocabulary.warnings(f"concepts of {manager.alias}"))
     return report
 
 

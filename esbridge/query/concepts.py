@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from esbridge.embeddings.base import Embedder, embed_passages
-from esbridge.engines.base import AsyncEngine, BulkAction, Engine
+from esbridge.embeddings.base import Embedder, embed_passages, is_zero
+from esbridge.engines.base import AsyncEngine, BulkAction, BulkItemFailure, BulkResult, Engine
 from esbridge.engines.dialect import index_settings, knn_body, vector_field
 
 TERM_FIELD = "term"
@@ -46,8 +46,35 @@ def frequent_terms(texts: Iterable[str], *, limit: int = 2000, min_documents: in
     return [str(term) for term, _ in ranked[:limit]]
 
 
-def build_concept_index(engine: Engine, alias: str, terms: Sequence[str], embedder: Embedder) -> int:
-    """(Re)create ``<alias>-concepts`` with one document per term and its vector; returns the count."""
+@dataclass(frozen=True)
+class ConceptVocabulary:
+    """What ``build_concept_index`` wrote: the terms indexed, those the model saw nothing in (a zero vector, which
+    no engine takes for cosine) and those the engine refused."""
+
+    written: int
+    unseen: tuple[str, ...] = ()
+    refused: tuple[BulkItemFailure, ...] = ()
+
+    def warnings(self, name: str) -> list[str]:
+        notes = []
+        if self.unseen:
+            notes.append(
+                f"{name}: {len(self.unseen)} term(s) left out, the model sees nothing in them: {_few(self.unseen)}"
+            )
+        if self.refused:
+            reasons = _few([f"{failure.id} ({failure.reason})" for failure in self.refused])
+            notes.append(
+                f"{name}: the engine refused {len(self.refused)} term(s), left out of query expansion: {reasons}"
+            )
+        return notes
+
+
+def _few(items: Sequence[str]) -> str:
+    return ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+
+
+def build_concept_index(engine: Engine, alias: str, terms: Sequence[str], embedder: Embedder) -> ConceptVocabulary:
+    """(Re)create ``<alias>-concepts`` with one document per term and its vector."""
     name = concept_index_name(alias)
     engine.delete_index(name, missing_ok=True)
     engine.create_index(
@@ -63,15 +90,14 @@ def build_concept_index(engine: Engine, alias: str, terms: Sequence[str], embedd
         },
     )
     if not terms:
-        return 0
+        return ConceptVocabulary(0)
     vectors = embed_passages(embedder, list(terms))
-    actions = [
-        BulkAction("index", term, {TERM_FIELD: term, CONCEPT_VECTOR: vector})
-        for term, vector in zip(terms, vectors, strict=True)
-    ]
-    result = engine.bulk(name, actions)
+    seen = [(term, vector) for term, vector in zip(terms, vectors, strict=True) if not is_zero(vector)]
+    unseen = tuple(term for term, vector in zip(terms, vectors, strict=True) if is_zero(vector))
+    actions = [BulkAction("index", term, {TERM_FIELD: term, CONCEPT_VECTOR: vector}) for term, vector in seen]
+    result = engine.bulk(name, actions) if actions else BulkResult((), ())
     engine.refresh(name)
-    return len(result.succeeded)
+    return ConceptVocabulary(len(result.succeeded), unseen, tuple(result.failed))
 
 
 @dataclass(frozen=True)

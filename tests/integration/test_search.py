@@ -213,7 +213,7 @@ def test_concept_expansion_appends_nearest_terms(
     bodies = [str(record.get("text", "")) for record in RECORDS]
     terms = frequent_terms(bodies, limit=50, min_documents=1)
     try:
-        assert build_concept_index(engine, loaded, terms, embedder) == len(terms)
+        assert build_concept_index(engine, loaded, terms, embedder).written == len(terms)
         expanded = search(engine_settings, loaded, embedder, request, concepts=ConceptSettings(enabled=True))
         assert expanded.search_mode == "hybrid"
         assert expanded.warnings == []
