@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, f
 from esbridge.errors import ConfigError, SourceError
 from esbridge.ingest.json_lines import known_id, read_json_lines, record_id, require_file
 from esbridge.ingest.json_values import describe_validation_error, refuse_too_deep
-from esbridge.ingest.jsonl import MAX_NESTING
+from esbridge.ingest.jsonl import MAX_NESTING, merged_metadata
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
 from esbridge.text import is_blank
@@ -99,14 +99,15 @@ def corpus_document(record: BeirRecord, known_ids: set[str] | None = None) -> Do
     title = (record.title or "").strip()
     text = (record.text or "").strip()
     links = resolve_links(record.id, record.links, known_ids or set())
+    metadata, overridden = merged_metadata(record.model_extra or {}, record.metadata)
     return Document(
         doc_id=record.id,
         title=title,
         sections=(Section(text),) if text else (),
         links=links.links,
         link_weights=links.weights,
-        metadata={**(record.model_extra or {}), **record.metadata, **links.metadata},
-        warnings=(*links.warnings, *(() if title or text else ("record has neither title nor text",))),
+        metadata={**metadata, **links.metadata},
+        warnings=(*overridden, *links.warnings, *(() if title or text else ("record has neither title nor text",))),
     )
 
 

@@ -10,6 +10,7 @@ Dates may be ISO strings, YAML dates/timestamps, or epoch numbers (Dendron write
 (``calendar.from_epoch``, as for JSONL), but a year (``2024``, ``"2024"``) or a year and month (``2024-05``)
 is its first day. Naive datetimes are taken as UTC. Keys that are not understood, and understood keys whose
 value cannot be used (a list as ``status``, ``created: someday``), go JSON-safe into ``metadata``.
+A key given twice keeps its later value, with a warning naming both lines.
 
 Size. A frontmatter that stands for more than ``MAX_FRONTMATTER_VALUES`` values once its YAML aliases are
 expanded (a "billion laughs"), or nests them more than ``MAX_FRONTMATTER_DEPTH`` levels deep, is ignored with
@@ -102,7 +103,7 @@ class FrontMatter:
 def load_frontmatter(raw: str) -> tuple[Mapping[str, Any], list[str]]:
     """The YAML mapping of a frontmatter block, or an empty one and the reason it could not be read."""
     try:
-        data, refused = _load_bounded(raw)
+        data, refused, repeated = _load_bounded(raw)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" at line {mark.line + 2}" if mark is not None else ""
@@ -115,30 +116,64 @@ def load_frontmatter(raw: str) -> tuple[Mapping[str, Any], list[str]]:
         return {}, []
     if not isinstance(data, Mapping):
         return {}, [f"frontmatter is not a mapping of keys to values but a {type(data).__name__}"]
-    return {str(key): value for key, value in data.items()}, []
+    return {str(key): value for key, value in data.items()}, repeated
 
 
-def _load_bounded(raw: str) -> tuple[Any, str | None]:
+def _load_bounded(raw: str) -> tuple[Any, str | None, list[str]]:
     """The YAML document, or why it was not built: it is composed first (aliases shared, cheap) and
-    only constructed when its expanded size is within ``MAX_FRONTMATTER_VALUES``."""
+    only constructed when its expanded size is within ``MAX_FRONTMATTER_VALUES``; and the warnings
+    about keys it repeats."""
     loader = _Loader(raw)
     try:
         node = loader.get_single_node()
         if node is None:
-            return None, None
+            return None, None, []
         size = expanded_size(node, MAX_FRONTMATTER_VALUES)
         if size is None:
-            return None, "frontmatter refers to itself (a YAML alias inside its own anchor); ignored"
+            return None, "frontmatter refers to itself (a YAML alias inside its own anchor); ignored", []
         if size > MAX_FRONTMATTER_VALUES:
-            return None, (
+            return (
+                None,
                 f"frontmatter holds more than {MAX_FRONTMATTER_VALUES} values once its YAML aliases (*name) "
-                "are expanded; ignored"
+                "are expanded; ignored",
+                [],
             )
         if nested_deeper(node, MAX_FRONTMATTER_DEPTH):
-            return None, f"frontmatter nests values more than {MAX_FRONTMATTER_DEPTH} levels deep; ignored"
-        return loader.construct_document(node), None
+            return None, f"frontmatter nests values more than {MAX_FRONTMATTER_DEPTH} levels deep; ignored", []
+        repeated = repeated_keys(node)  # before construction, which merges ``<<`` keys into the nodes
+        return loader.construct_document(node), None, repeated
     finally:
         loader.dispose()
+
+
+def repeated_keys(root: yaml.Node) -> list[str]:
+    """A warning for each key a mapping gives twice (``1`` and ``'1'`` count as one: keys become text).
+
+    YAML forbids it, yet PyYAML keeps the last value without a word, so the earlier one would vanish
+    from the index unnoticed. Lines are the note's (the opening ``---`` is line 1)."""
+    found: list[str] = []
+    seen_nodes: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[str, int] = {}
+            for key, _ in node.value:
+                if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+                    continue
+                line = key.start_mark.line + 2
+                if key.value in first_line:
+                    found.append(
+                        f"frontmatter key {key.value!r} is given twice (lines {first_line[key.value]} and {line}); "
+                        "the value on the later line is used, the earlier one is not indexed"
+                    )
+                else:
+                    first_line[key.value] = line
+        stack.extend(_children(node))
+    return found
 
 
 def nested_deeper(root: yaml.Node, limit: int) -> bool:

@@ -12,7 +12,8 @@ and ``description`` adds a summary; ``tags`` may be one string; ``null`` means a
 strings or epoch numbers (seconds, or milliseconds when above 2e10, as in ``calendar.from_epoch``), stored as
 UTC (a time without zone is taken as UTC); a year (``2024``, ``"2024"``) or a year and month (``"2024-05"``) is
 its first day, and one that does not exist (``"0000"``, ``"2024-13"``) fails the line, naming the field.
-Fields not listed here go into ``metadata``; keys given in ``metadata`` win.
+Fields not listed here go into ``metadata``; keys given in ``metadata`` win (with a warning naming the field
+when the two values differ).
 
 Text. The sections to chunk are, in order: ``description``; ``text``; when the record has no ``text``,
 its fields as prose (``Tags: a, b`` and the flattened metadata), since an entity record such as a tool
@@ -51,7 +52,7 @@ from esbridge.ingest.json_lines import (
     record_id,
     require_file,
 )
-from esbridge.ingest.json_values import describe_validation_error, refuse_too_deep
+from esbridge.ingest.json_values import describe_validation_error, describe_value, refuse_too_deep
 from esbridge.ingest.metadata import flatten_metadata
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
@@ -241,9 +242,10 @@ def unique_records(path: Path, model: type[Record], *, id_fields: Sequence[str])
 
 def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
     """The ``Document`` of a valid record; links to ids outside ``known_ids`` count as unresolved."""
-    metadata: JsonObject = {**(record.model_extra or {}), **record.metadata}
+    extra = dict(record.model_extra or {})
     if record.title and record.name:
-        metadata.setdefault("name", record.name)
+        extra["name"] = record.name
+    metadata, overridden = merged_metadata(extra, record.metadata)
     title = record.title or record.name or ""
     sections = compose_sections(record, metadata)
     links = resolve_links(record.id, record.links, known_ids)
@@ -262,8 +264,24 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
         created_at=record.created_at,
         modified_at=record.modified_at,
         metadata=metadata,
-        warnings=(*links.warnings, *(() if title.strip() or sections else ("record has neither title nor text",))),
+        warnings=(
+            *overridden,
+            *links.warnings,
+            *(() if title.strip() or sections else ("record has neither title nor text",)),
+        ),
     )
+
+
+def merged_metadata(fields: Mapping[str, Any], metadata: Mapping[str, Any]) -> tuple[JsonObject, tuple[str, ...]]:
+    """A record's other fields and its ``metadata`` as one mapping, ``metadata`` winning, and a warning for
+    each field whose different value it replaces: that value is not stored, which should not go unnoticed."""
+    warnings = tuple(
+        f"field {key!r} is given at the top level ({describe_value(value)}) and in metadata "
+        f"({describe_value(metadata[key])}); the value in metadata is kept, the other is not indexed"
+        for key, value in fields.items()
+        if key in metadata and metadata[key] != value
+    )
+    return {**fields, **metadata}, warnings
 
 
 def compose_sections(record: JsonlRecord, metadata: Mapping[str, Any]) -> tuple[Section, ...]:

@@ -2,7 +2,8 @@
 
 Resolution of a cleaned target (no ``#heading``, no ``.md``, no ``dendron://vault/`` prefix), case-insensitively
 and whatever the Unicode normalization (a file name written on macOS is decomposed, NFD, while the link typed
-in the note is usually composed, NFC):
+in the note is usually composed, NFC); of notes whose paths differ only so (``Note.md`` and ``note.md`` on Linux),
+the one the target spells exactly wins:
 
 1. ``/a/b``: the note at that vault path, nothing else.
 2. The note at the target's path relative to the linking note's folder (``[[sibling]]``, ``[x](../y.md)``).
@@ -45,10 +46,10 @@ class NoteIndex:
     """The doc ids of one vault, looked up by path and by file name without regard to case."""
 
     def __init__(self, doc_ids: Iterable[str]) -> None:
-        self._by_path: dict[str, str] = {}
+        self._by_path: dict[str, list[str]] = {}
         by_name: dict[str, list[str]] = {}
         for doc_id in doc_ids:
-            self._by_path.setdefault(fold(doc_id), doc_id)
+            self._by_path.setdefault(fold(doc_id), []).append(doc_id)
             by_name.setdefault(fold(posixpath.basename(doc_id)), []).append(doc_id)
         self._by_name = {name: sorted(ids, key=_shortest_first) for name, ids in by_name.items()}
 
@@ -65,18 +66,27 @@ class NoteIndex:
         found = self._at(relative) or self._at(posixpath.normpath(target))
         if found is not None:
             return found
-        wanted = fold(posixpath.normpath(target))
+        spelled = posixpath.normpath(target)
+        wanted = fold(spelled)
         if wanted.startswith("../"):
             return None
         suffix = "/" + wanted
         for doc_id in self._by_name.get(posixpath.basename(wanted), ()):
             folded = fold(doc_id)
             if folded == wanted or folded.endswith(suffix):
-                return doc_id
+                return self._as_spelled(folded, spelled)
         return None
 
     def _at(self, path: str) -> str | None:
-        return None if path.startswith("../") else self._by_path.get(fold(path))
+        return None if path.startswith("../") else self._as_spelled(fold(path), path)
+
+    def _as_spelled(self, folded: str, spelled: str) -> str | None:
+        """The note at the folded path; of notes whose names differ only in case or Unicode normalization
+        (``Note.md`` and ``note.md`` on Linux), the one the link spells exactly, else the first."""
+        same = self._by_path.get(folded)
+        if not same:
+            return None
+        return next((doc_id for doc_id in same if doc_id == spelled or doc_id.endswith("/" + spelled)), same[0])
 
 
 def fold(text: str) -> str:

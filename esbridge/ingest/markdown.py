@@ -19,8 +19,9 @@ Resolved doc ids go, deduplicated and without self-links, into ``Document.links`
 note go, in the form they are resolved in (``[[./beta/]]`` and ``[b](beta.md#h)`` as ``beta``) and deduplicated as
 they are resolved (``[[Beta]]`` and ``[[beta]]`` once, as first written), into ``metadata["unresolved_links"]``, so
 a note named beta in a later run resolves them all (Markdown links only when they point at a ``.md`` file;
-wikilinks to attachments such as images are neither). In a Dendron vault a tag ``#x`` also links to
-the note ``tags.x`` when it exists, as Dendron itself does.
+wikilinks to attachments such as images are neither). In an Obsidian vault, wikilinks in frontmatter values
+(``up: "[[Parent]]"``) are links too, as Obsidian counts them, ahead of those in the text. In a Dendron vault
+a tag ``#x`` also links to the note ``tags.x`` when it exists, as Dendron itself does.
 
 Tags: frontmatter ``tags`` (a list, or a space/comma-separated string) then ``#tags`` in the text, without
 ``#``, deduplicated case-insensitively; see ``markdown_syntax`` for what counts as a tag.
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import stat
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -48,6 +50,7 @@ from esbridge.ingest.links import (
     fold,
     markdown_link_target,
     normalize_target,
+    parse_wikilink,
     wikilink_label,
     wikilink_readings,
 )
@@ -58,6 +61,8 @@ NOTE_SUFFIX = ".md"
 # A note given on its own may also be a .markdown file; inside a vault only .md files are notes.
 NOTE_FILE_SUFFIXES = frozenset({NOTE_SUFFIX, ".markdown"})
 SKIPPED_FOLDERS = frozenset({"node_modules"})
+# As the inline rule of ``markdown_syntax`` reads them: no brackets or line break inside.
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
 ATTACHMENT_SUFFIXES = frozenset(
     {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif", ".pdf", ".mp3", ".mp4", ".webm", ".mov"}
     | {".ogg", ".wav", ".m4a", ".csv", ".canvas", ".excalidraw"}
@@ -218,6 +223,8 @@ def note_id(path: str) -> str:
 
 def build_document(note: NoteFile, index: NoteIndex, convention: LinkConvention) -> Document:
     parsed = parse_note(note.text, lambda link: wikilink_label(link, convention))
+    if convention == "obsidian":
+        parsed = replace(parsed, references=(*frontmatter_wikilinks(note.frontmatter), *parsed.references))
     front, meaning_warnings = interpret_frontmatter(note.frontmatter)
     warnings = [*note.warnings, *meaning_warnings]
     if parsed.frontmatter_unclosed:
@@ -246,6 +253,18 @@ def build_document(note: NoteFile, index: NoteIndex, convention: LinkConvention)
         metadata={**front.metadata, "unresolved_links": list(unresolved)},
         warnings=tuple(warnings),
     )
+
+
+def frontmatter_wikilinks(value: Any) -> list[Wikilink]:
+    """The wikilinks written in frontmatter values (``up: "[[Parent]]"``, ``related: ["[[a]]", "[[b]]"]``), which
+    Obsidian counts as links of the note; they also stay in ``metadata`` as written."""
+    if isinstance(value, str):
+        return [parse_wikilink(inner, embed=bool(bang)) for bang, inner in _WIKILINK.findall(value) if inner.strip()]
+    if isinstance(value, Mapping):
+        return [link for item in value.values() for link in frontmatter_wikilinks(item)]
+    if isinstance(value, (list, tuple)):
+        return [link for item in value for link in frontmatter_wikilinks(item)]
+    return []
 
 
 def without_title_heading(sections: Sequence[Section], title_heading: str) -> tuple[Section, ...]:

@@ -44,7 +44,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
 
 from esbridge.ingest.json_lines import record_id, require_file
-from esbridge.ingest.jsonl import IdentifiedRecord, distinct, entity_fields_text, named_line, unique_records
+from esbridge.ingest.jsonl import (
+    IdentifiedRecord,
+    distinct,
+    entity_fields_text,
+    merged_metadata,
+    named_line,
+    unique_records,
+)
 from esbridge.ingest.model import Document, Problem, Section
 
 EntityType = Literal["mcp_server", "virtual_server", "a2a_agent", "skill"]
@@ -163,7 +170,7 @@ def record_documents(record: RegistryRecord) -> list[Document]:
     A tool name the record repeats keeps every distinct tool: the second is ``<name>~2`` (and so on), and
     an exact repeat is dropped; the entity's warnings say which.
     """
-    stored: dict[str, Any] = {**(record.model_extra or {}), **record.metadata}
+    stored, overridden = merged_metadata(record.model_extra or {}, record.metadata)
     if record.tools:
         stored["tool_count"] = len(record.tools)
     if record.skills:
@@ -179,7 +186,7 @@ def record_documents(record: RegistryRecord) -> list[Document]:
         status=record.lifecycle_status,
         category=record.category,
         metadata=stored,
-        warnings=warnings,
+        warnings=(*overridden, *warnings),
     )
     return [entity, *(tool_document(record, key, tool) for key, tool in tools)]
 

@@ -321,24 +321,30 @@ def _stale_chunks(
     """Chunks the index holds for this source that the source no longer produces.
 
     Chunks of inputs that could not be read this time are kept: an unreadable file is a problem to
-    fix, not a deletion. When a problem cannot be tied to a document, nothing is deleted.
+    fix, not a deletion. When a problem cannot be tied to a document, only the documents read this
+    run lose their stale chunks: each is known whole (an id is read once per source), so chunks past
+    its new end are orphans whatever else failed to read.
     """
     current = {chunk.chunk_id for chunk in chunks}
     stale = [chunk_id for chunk_id in before if chunk_id not in current]
     if not stale or not problems:
         return stale
+    read = {chunk.doc_id for chunk in chunks}
     if any(problem.doc_id is None for problem in problems):
-        report.warnings.append(
-            f"{len(stale)} chunk(s) no longer in the source were kept because some records could not be read; "
-            "fix them and run again to remove the rest"
-        )
-        return []
+        kept = sum(1 for chunk_id in stale if doc_id_of(chunk_id) not in read)
+        if kept:
+            report.warnings.append(
+                f"{kept} chunk(s) no longer in the source were kept because some records could not be read; "
+                "fix them and run again to remove the rest"
+            )
+        return [chunk_id for chunk_id in stale if doc_id_of(chunk_id) in read]
     protected = {problem.doc_id for problem in problems}
     prefixes = tuple(problem.doc_prefix for problem in problems if problem.doc_prefix)
     return [
         chunk_id
         for chunk_id in stale
-        if (doc := doc_id_of(chunk_id)) not in protected and not (prefixes and doc.startswith(prefixes))
+        if (doc := doc_id_of(chunk_id)) in read
+        or (doc not in protected and not (prefixes and doc.startswith(prefixes)))
     ]
 
 

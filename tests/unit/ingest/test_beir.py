@@ -61,6 +61,17 @@ def test_corpus_lines_become_documents_or_problems(tmp_path: Path) -> None:
     assert doc_ids == {3: "12", 4: None, 5: None, 6: "13", 8: "10"}
 
 
+def test_a_field_that_metadata_gives_another_value_is_a_warning_not_a_silent_loss(tmp_path: Path) -> None:
+    folder = make_dataset(tmp_path, [b'{"_id": "d", "text": "t", "year": 1999, "metadata": {"year": 2001, "x": 1}}'])
+    (document,) = read_beir_corpus(folder)
+    assert isinstance(document, Document)
+    assert document.metadata == {"year": 2001, "x": 1}
+    assert document.warnings == (
+        "field 'year' is given at the top level (number 1999) and in metadata (number 2001); the value in metadata "
+        "is kept, the other is not indexed",
+    )
+
+
 def test_a_corpus_line_nested_too_deep_is_a_problem_of_its_own_not_a_crash_later(tmp_path: Path) -> None:
     deep = b"[" * 500 + b"1" + b"]" * 500
     deep_line = b'{"_id": "d1", "title": "T", "text": "x", "metadata": {"deep": ' + deep + b"}}"

@@ -199,6 +199,23 @@ def test_a_few_aliases_are_read_as_yaml_means_them() -> None:
     assert data["l2"] == [["lol"] * 9] * 9
 
 
+def test_a_key_given_twice_is_a_warning_naming_it_and_its_lines_not_a_silent_loss() -> None:
+    raw = "title: Draft\ntags: [a]\ntitle: Final\nmeta:\n  x: 1\n  x: 2\n1: one\n'1': two\n"
+    data, warnings = load_frontmatter(raw)
+    assert data["title"] == "Final" and data["meta"] == {"x": 2}
+    assert warnings == [
+        f"frontmatter key {key!r} is given twice (lines {first} and {later}); the value on the later line is used, "
+        "the earlier one is not indexed"
+        for key, first, later in [("title", 2, 4), ("1", 8, 9), ("x", 6, 7)]
+    ]
+
+
+def test_keys_a_merge_or_an_alias_repeats_are_no_repeated_keys() -> None:
+    data, warnings = load_frontmatter("base: &b {a: 1, c: 0}\nother:\n  <<: *b\n  c: 2\nagain: *b\n")
+    assert warnings == []
+    assert data["other"] == {"a": 1, "c": 2} and data["again"] == {"a": 1, "c": 0}
+
+
 def test_metadata_over_the_cap_is_dropped_and_the_fields_kept() -> None:
     data, warnings = load_frontmatter(f"title: Big\ntags: [a]\nblob: {'x' * MAX_METADATA_BYTES}\nsmall: 1\n")
     assert warnings == []

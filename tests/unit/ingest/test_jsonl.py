@@ -171,6 +171,25 @@ def test_records_with_text_keep_fields_out_of_it_but_still_list_tools(tmp_path: 
     assert document.sections == (Section("Short."), Section("Long prose."), Section("run: Runs", headings=("Tools",)))
 
 
+def test_a_field_that_metadata_gives_another_value_is_a_warning_not_a_silent_loss(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "r.jsonl",
+        [
+            b'{"id": "s", "title": "Server", "name": "srv", "vendor": "Acme", "tier": 2, "text": "t",'
+            b' "metadata": {"vendor": "Acme Corp", "name": "server", "tier": 2}}'
+        ],
+    )
+    (document,) = read_jsonl(path)
+    assert isinstance(document, Document)
+    assert document.metadata == {"vendor": "Acme Corp", "name": "server", "tier": 2}
+    assert document.warnings == (
+        "field 'vendor' is given at the top level (string 'Acme') and in metadata (string 'Acme Corp'); the value "
+        "in metadata is kept, the other is not indexed",
+        "field 'name' is given at the top level (string 'srv') and in metadata (string 'server'); the value in "
+        "metadata is kept, the other is not indexed",
+    )
+
+
 def test_null_means_absent_and_an_empty_record_gets_a_warning(tmp_path: Path) -> None:
     path = write_lines(
         tmp_path / "r.jsonl",

@@ -46,6 +46,19 @@ def test_resolution_follows_obsidian(target: str, source: str, expected: str | N
     assert INDEX.resolve(target, source) == expected
 
 
+def test_a_note_spelled_exactly_as_the_link_wins_over_one_that_differs_only_in_case_or_normalization() -> None:
+    composed, decomposed = unicodedata.normalize("NFC", "café"), unicodedata.normalize("NFD", "café")
+    index = NoteIndex(["Note", "note", f"d/{composed}", f"d/{decomposed}", "x/Setup", "x/setup"])
+    assert index.resolve("note", "elsewhere") == "note"
+    assert index.resolve("Note", "elsewhere") == "Note"
+    assert index.resolve("NOTE", "elsewhere") == "Note"  # neither spelling: the first in path order
+    assert index.resolve(f"d/{decomposed}", "elsewhere") == f"d/{decomposed}"
+    assert index.resolve(composed, "elsewhere") == f"d/{composed}"
+    assert index.resolve(decomposed, "elsewhere") == f"d/{decomposed}"
+    assert index.resolve("setup", "elsewhere") == "x/setup"  # by the end of its path
+    assert index.resolve("Setup", "x/other") == "x/Setup"  # from its own folder
+
+
 def test_index_membership_ignores_case() -> None:
     assert "projects/alpha" in INDEX
     assert "projects/beta" not in INDEX

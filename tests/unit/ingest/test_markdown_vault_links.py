@@ -130,6 +130,17 @@ def test_a_wikilink_in_a_table_uses_the_escaped_pipe(tmp_path: Path) -> None:
     assert docs["a"].sections[0].text == "Link\nthe label"
 
 
+def test_wikilinks_in_frontmatter_values_are_links_as_obsidian_counts_them(tmp_path: Path) -> None:
+    child = (
+        '---\nup: "[[Parent]]"\nrelated: ["[[a|Alias A]]", "[[missing]]", plain]\ncover: "[[pic.png]]"\n'
+        'nested: {x: "see [[a]] and [[Parent#h]]"}\n---\nBody links [[b]].\n'
+    )
+    docs = read_documents(write_vault(tmp_path, {"child.md": child, "Parent.md": "", "a.md": "", "b.md": ""}))
+    assert docs["child"].links == ("Parent", "a", "b")
+    assert docs["child"].metadata["unresolved_links"] == ["missing"]
+    assert docs["child"].metadata["up"] == "[[Parent]]"  # the value stays as written
+
+
 # --- links, Dendron style -------------------------------------------------------------------------
 
 

@@ -75,6 +75,17 @@ def test_a_server_becomes_its_document_and_one_per_tool(tmp_path: Path) -> None:
     assert "properties" not in " ".join(section.text for section in tool.sections)  # the schema is not embedded
 
 
+def test_a_field_that_metadata_gives_another_value_is_a_warning_not_a_silent_loss(tmp_path: Path) -> None:
+    record = {"id": "s", "name": "S", "links": ["a"], "source": "x", "metadata": {"links": ["b"], "source": "x"}}
+    server, *tools = read_registry(write(tmp_path, [record]))
+    assert isinstance(server, Document) and tools == []
+    assert server.metadata == {"links": ["b"], "source": "x"}
+    assert server.warnings == (
+        "field 'links' is given at the top level (array) and in metadata (array); the value in metadata is kept, "
+        "the other is not indexed",
+    )
+
+
 def test_agents_are_read_with_their_skills() -> None:
     agents = list(read_registry(REGISTRY / "agents.jsonl"))
     assert len(agents) == 135 and all(isinstance(a, Document) and a.entity_type == "a2a_agent" for a in agents)

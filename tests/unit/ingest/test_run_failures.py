@@ -130,6 +130,28 @@ def test_two_notes_with_one_id_keep_the_first_and_still_let_deleted_notes_go(
     assert {hit.id: hit.source["body"] for hit in kept} == {"a#0": "The note a.MD.", "b#0": "The note b.md."}
 
 
+def test_a_line_without_a_readable_id_keeps_other_documents_but_not_the_old_tail_of_one_read_whole(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    path = tmp_path / "app.jsonl"
+    long = " ".join(f"word{n}" for n in range(2000))
+    rows = [{"id": "doc", "title": "Doc", "text": long}, {"id": "gone", "title": "Gone", "text": "gone"}]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    assert run(engine, path, HashingEmbedder()).chunks_indexed > 2
+    # The app rewrote 'doc' shorter, dropped 'gone', and is still writing its last line.
+    path.write_text(json.dumps({"id": "doc", "title": "Doc", "text": "now short"}) + '\n{"id": "ne', encoding="utf-8")
+    report = run(engine, path, HashingEmbedder())
+    [failure] = report.failed
+    assert failure["reason"] == "invalid JSON: Unterminated string starting at column 8"
+    assert report.warnings == [
+        "1 chunk(s) no longer in the source were kept because some records could not be read; fix them and run "
+        "again to remove the rest"
+    ]
+    engine.refresh("notes")
+    kept = engine.scan("notes", {"match_all": {}}, ["body"], sort_field="chunk_id")
+    assert {hit.id: hit.source["body"] for hit in kept} == {"doc#0": "now short", "gone#0": "gone"}
+
+
 def test_a_folder_whose_name_is_not_utf8_needs_a_source_label(engine: EmbeddedEngine, tmp_path: Path) -> None:
     vault = tmp_path / os.fsdecode(b"caf\xe9")
     vault.mkdir()
