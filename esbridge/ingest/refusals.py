@@ -14,7 +14,8 @@ from esbridge.mappings.schema import FIELDS
 
 # A source label is a folder or file name by default, so a different folder of the same name (every
 # Obsidian vault called "vault") would replace the first one's chunks; so would an empty mount. A run
-# that would delete most of what a source holds is refused until the operator says it is meant.
+# that would delete most of what a source holds is refused until the operator says it is meant; below
+# MASS_DELETE_MINIMUM chunks, only one that would delete all of it (a small file of the same name).
 MAX_DELETE_SHARE = 0.5
 MASS_DELETE_MINIMUM = 20
 
@@ -76,7 +77,7 @@ def refuse_foreign_documents(engine: Engine, path: Path, index: str, source: str
 
 
 def refuse_mass_delete(path: Path, source: str, index: str, held: int, stale: int, max_share: float) -> None:
-    if stale < MASS_DELETE_MINIMUM or stale <= max_share * held:
+    if stale <= max_share * held or (stale < MASS_DELETE_MINIMUM and stale < held):
         return
     raise errors.ConfigError(
         f"index {index} holds {held} chunks for source {source!r}, and {path} would delete {stale} of them "

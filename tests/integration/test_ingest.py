@@ -114,6 +114,29 @@ def test_a_run_that_would_delete_most_of_a_source_is_refused_before_writing(
     assert sorted(index_state(engine, alias)) == ["note-0#0"]
 
 
+def test_a_small_file_of_the_same_name_does_not_replace_the_first(engine: Engine, alias: str, tmp_path: Path) -> None:
+    # Both label as "a.jsonl": the second run would delete every document of the first, too few to reach the
+    # 20-chunk minimum of the share rule.
+    first, second = tmp_path / "f1" / "a.jsonl", tmp_path / "f2" / "a.jsonl"
+    for path, ids in ((first, ("x", "y")), (second, ("z",))):
+        path.parent.mkdir()
+        path.write_text("".join(f'{{"id": "{id_}", "text": "Record {id_}."}}\n' for id_ in ids), encoding="utf-8")
+
+    def load(path: Path, **options: object) -> IngestReport:
+        manager = manager_for(engine, alias)
+        return ingest(path, engine=engine, manager=manager, embedder=None, options=IngestOptions(**options))  # type: ignore[arg-type]
+
+    load(first)
+    held = index_state(engine, alias)
+    with pytest.raises(ConfigError, match=r"holds 2 chunks for source 'a.jsonl'.* would delete 2 of them \(100%\)"):
+        load(second)
+    assert index_state(engine, alias) == held, "nothing is written when the run is refused"
+    assert load(second, source="f2/a.jsonl").chunks_indexed == 1
+    assert sorted(index_state(engine, alias)) == ["x#0", "y#0", "z#0"]
+    first.write_text('{"id": "x", "text": "Record x."}\n', encoding="utf-8")
+    assert load(first).deleted == 1, "removing some of a small source's documents needs no permission"
+
+
 def assert_a_second_source_cannot_overwrite_the_first(engine: Engine, alias: str, tmp_path: Path) -> None:
     notes, docs = tmp_path / "a" / "notes", tmp_path / "c" / "docs"
     for folder, text in ((notes, "Alpha from the notes."), (docs, "Alpha from the docs.")):
