@@ -147,7 +147,7 @@ class RequestObserver:
         try:
             await self.app(scope, receive, sending)
         finally:
-            # path_format drops converters ("{doc_id:path}" is labelled "{doc_id}", as in the OpenAPI document).
+            # path_format drops converters ("{doc_id:document_id}" is labelled "{doc_id}", as in the OpenAPI document).
             route = getattr(scope.get("route"), "path_format", None) or "unmatched"
             elapsed = time.perf_counter() - started
             method = scope["method"] if scope["method"] in _METHODS else "other"  # any token is a method to HTTP

@@ -42,3 +42,15 @@ def test_a_document_whose_later_chunk_ids_are_too_long_is_refused_whole_and_its_
     assert other["status"] == "ok"
     # Nothing of the refused version was written: the old version is whole, as it was.
     assert stored_chunks(doc_id) == {f"{doc_id}#0": "kestrel"}
+
+
+def test_a_document_whose_id_holds_a_line_break_can_be_deleted(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY])
+    written = client.post("/v1/documents", json={"documents": [{"id": "two\nlines", "text": "x"}]}, headers=WRITE)
+    assert written.json()["results"][0]["status"] == "ok"
+    client.post("/v1/documents", json={"documents": [{"id": "two", "text": "y"}]}, headers=WRITE)
+    assert client.delete("/v1/documents/two%0A", headers=WRITE).status_code == 404  # not 'two', whose id it is not
+    deleted = client.delete("/v1/documents/two%0Alines", headers=WRITE)
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json() == {"id": "two\nlines", "deleted_chunks": 1}
+    assert stored_chunks("two") == {"two#0": "y"}
