@@ -3,8 +3,6 @@ what engines accept, and ids holding characters a URL path carries only escaped.
 
 from __future__ import annotations
 
-from fastapi.testclient import TestClient
-
 from esbridge.config import load_settings
 from esbridge.engines.embedded import EmbeddedEngine
 from tests.unit.service.conftest import KEY, ClientFactory
