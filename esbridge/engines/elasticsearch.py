@@ -26,7 +26,7 @@ from esbridge.engines.capabilities import (
     elasticsearch_native_hybrid,
     server_features,
 )
-from esbridge.engines.errors import from_response, no_answer, tls_reason
+from esbridge.engines.errors import connection_reason, from_response, no_answer, tls_reason
 from esbridge.engines.routing import SearchRouting
 
 
@@ -81,7 +81,7 @@ def translate(
     if isinstance(exc, elastic_transport.TlsError):
         return errors.TLSError(tls_reason(exc.message or str(exc)), url=url, operation=operation, index=index)
     if isinstance(exc, elastic_transport.ConnectionError):
-        reason = exc.message or str(exc)
+        reason = connection_reason(exc.message or str(exc))
         return errors.EngineUnavailable(f"cannot connect ({reason})", url=url, operation=operation, index=index)
     return errors.EngineResponseError(f"{type(exc).__name__}: {exc}", url=url, operation=operation, index=index)
 

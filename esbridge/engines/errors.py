@@ -6,6 +6,7 @@ only connection-level failures, which have no HTTP answer, are classified by the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -93,3 +94,13 @@ def tls_reason(text: str) -> str:
     if "CERTIFICATE_VERIFY_FAILED" in upper:
         return f"{text}; if the server's certificate is signed by a private CA, name its PEM file in tls.ca_certs"
     return text
+
+
+# aiohttp's error for an answer cut off after (some of) its headers quotes the parsed message, every header in full.
+_CUT_ANSWER = re.compile(r"<RawResponseMessage\(.*?\bcode=(\d+).*\)>", re.DOTALL)
+
+
+def connection_reason(text: str) -> str:
+    """A connection failure's reason without the headers of an answer cut off mid-way: a proxy's ``Set-Cookie`` among
+    them would reach every caller of the service, in its error answers and ``/readyz``."""
+    return _CUT_ANSWER.sub(lambda found: f"an answer cut off after its headers (HTTP {found[1]})", text)

@@ -26,7 +26,7 @@ from esbridge.engines.capabilities import (
     opensearch_native_hybrid,
     server_features,
 )
-from esbridge.engines.errors import from_response, no_answer, tls_reason
+from esbridge.engines.errors import connection_reason, from_response, no_answer, tls_reason
 from esbridge.engines.routing import SearchRouting
 
 # Plugins and modules loaded from the classpath (as scripts/engines does) report their class name.
@@ -103,7 +103,7 @@ def translate(
         return errors.TLSError(tls_reason(str(exc.info or exc)), url=url, operation=operation, index=index)
     if isinstance(exc, ox.ConnectionError):
         return errors.EngineUnavailable(
-            f"cannot connect ({exc.info or exc})", url=url, operation=operation, index=index
+            f"cannot connect ({connection_reason(str(exc.info or exc))})", url=url, operation=operation, index=index
         )
     if isinstance(exc, ox.TransportError):
         status = exc.status_code if isinstance(exc.status_code, int) else None

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from esbridge import errors
 from esbridge.embeddings.base import Embedder, nothing_seen_warning, passage_vectors, passages_cut, seen_as_nothing
 from esbridge.engines.base import BulkAction, Engine
-from esbridge.engines.bulk import BulkWriter, RetryPolicy
+from esbridge.engines.bulk import MAX_ID_BYTES, BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import index_document
 from esbridge.ingest.json_lines import known_id, surrogate_location
@@ -80,7 +80,19 @@ def upsert(
             known = set(first) | _existing_docs(engine, index, {t for r in valid.values() for t in r.links.targets})
             read = {position: record_document(record, known) for position, record in valid.items()}
             chunks = {position: _chunks(document) for position, document in read.items()}
-            written = _write(engine, index, embedder, chunks, set(first), source, retry, outcome, control.cancel)
+            for position, reason in _ids_too_long(chunks).items():  # refused whole, not cut off after some chunks
+                record = valid.pop(position)
+                del chunks[position]
+                warnings = list(read[position].warnings)
+                results[position] = DocumentResult(
+                    position=position, id=record.id, status="error", error=reason, warnings=warnings
+                )
+            doc_ids = {record.id for record in valid.values()}
+            written = (
+                _write(engine, index, embedder, chunks, doc_ids, source, retry, outcome, control.cancel)
+                if valid
+                else {}
+            )
             for position, record in valid.items():
                 problem = written.get(record.id)
                 results[position] = DocumentResult(
@@ -159,6 +171,21 @@ def _validate(data: Mapping[str, Any]) -> JsonlRecord | str:
         return JsonlRecord.model_validate(data)
     except ValidationError as exc:
         return describe_validation_error(exc)
+
+
+def _ids_too_long(chunks: Mapping[int, Sequence[Chunk]]) -> dict[int, str]:
+    """Why each document with a chunk id longer than the engines take is refused: the engine would take its first
+    chunks and refuse the rest, leaving part of it searchable under an answer that says it failed."""
+    refused: dict[int, str] = {}
+    for position, group in chunks.items():
+        sizes = {chunk.chunk_id: len(chunk.chunk_id.encode("utf-8")) for chunk in group}
+        longest = max(sizes, key=sizes.__getitem__, default=None)
+        if longest is not None and sizes[longest] > MAX_ID_BYTES:
+            refused[position] = (
+                f"chunk {longest}: id is {sizes[longest]} bytes long; engines accept at most {MAX_ID_BYTES} (shorten "
+                f"the record's id): none of its {len(group)} chunks was written"
+            )
+    return refused
 
 
 def _chunks(document: Document) -> list[Chunk]:

@@ -88,7 +88,8 @@ class BodyLimit:
                 self._reading[client] = left
             else:
                 del self._reading[client]
-        if body is None:  # the client went away
+        if body is None:  # the client went away: nothing to answer, and no fault of the service's
+            scope.setdefault("state", {})["error_kind"] = "client_closed"
             return
         if len(body) > self.max_bytes:
             await self._too_large(scope, send)

@@ -3,12 +3,15 @@
 A JSON string may escape a lone UTF-16 surrogate (``"\\ud800"``, half of an emoji cut in two): the line is JSON, but
 no text. The SDK's stdio transport refuses such a line and drops it, so the agent waits for an answer that never
 comes. Here a request in such a line is answered with a JSON-RPC error naming where the surrogate is, as the HTTP
-API refuses such a body by name (422).
+API refuses such a body by name (422). So is one the SDK's parser cannot read otherwise (nested more than about 200
+levels deep, a number of more than 4,300 digits): a parse error (-32700) with its reason. Its id is read without
+decoding the rest of the line, which may be nested deeper than Python's own decoder goes.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from types import TracebackType
 from typing import Any
 
@@ -16,7 +19,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import INVALID_PARAMS, ErrorData, JSONRPCError
+from mcp.types import INVALID_PARAMS, PARSE_ERROR, ErrorData, JSONRPCError
 from pydantic import ValidationError
 
 from esbridge.ingest.json_lines import surrogate_location
@@ -35,26 +38,50 @@ async def serve_stdio(server: MCPServer, stdin: Any = None, stdout: Any = None) 
 
 
 def refusal(item: object) -> JSONRPCError | None:
-    """The answer to a transport failure that is a request holding a lone surrogate; None for anything else."""
+    """The answer to a transport failure that is a request the SDK cannot read (a lone surrogate, nesting deeper than
+    its parser goes, a number too long for it) whose id can be read; None for anything else."""
     if not isinstance(item, ValidationError):
         return None
     problems = item.errors(include_url=False)
     line = problems[0].get("input") if len(problems) == 1 and problems[0]["type"] == "json_invalid" else None
-    if not isinstance(line, str):
+    if not isinstance(line, str) or _member(line, "method") is _ABSENT:
         return None
-    try:
-        data = json.loads(line)  # Python's decoder keeps a lone surrogate as it is
-    except ValueError:
-        return None
-    request_id = data.get("id") if isinstance(data, dict) and "method" in data else None
+    request_id = _member(line, "id")
     if isinstance(request_id, bool) or not isinstance(request_id, (str, int)) or surrogate_location(request_id):
         return None  # a notification, a response, or an id that cannot be echoed: nothing to answer
-    where = surrogate_location(data)
+    try:
+        where = surrogate_location(json.loads(line))  # Python's decoder keeps a lone surrogate as it is
+    except (ValueError, RecursionError):  # nested deeper than Python's decoder goes, an int over its digit limit
+        where = None
     if where is None:
-        return None
-    # repr() writes a surrogate in the path (one in a key) as its escape, so the answer can be sent.
-    message = f"{where!r} is not valid text (it holds a lone UTF-16 surrogate: not UTF-8)"
-    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=INVALID_PARAMS, message=message))
+        error = ErrorData(code=PARSE_ERROR, message=f"the request cannot be read: {problems[0]['msg']}")
+    else:
+        # repr() writes a surrogate in the path (one in a key) as its escape, so the answer can be sent.
+        message = f"{where!r} is not valid text (it holds a lone UTF-16 surrogate: not UTF-8)"
+        error = ErrorData(code=INVALID_PARAMS, message=message)
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+
+
+_ABSENT = object()
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]]')  # strings (escapes included) and brackets
+
+
+def _member(line: str, name: str) -> Any:
+    """The value of the top-level member ``name`` of the JSON object on ``line`` when it is a plain value, else
+    ``_ABSENT``; read without decoding the other members, which may be nested deeper than any decoder goes."""
+    depth, key = 0, json.dumps(name)
+    for token in _TOKENS.finditer(line):
+        text = token.group()
+        depth += {"{": 1, "[": 1, "}": -1, "]": -1}.get(text, 0)
+        if depth != 1 or text != key:
+            continue
+        rest = line[token.end() :].lstrip()
+        if rest.startswith(":"):
+            try:
+                return json.JSONDecoder().raw_decode(rest[1:].lstrip())[0]
+            except (ValueError, RecursionError):
+                return _ABSENT
+    return _ABSENT
 
 
 class _AnsweringUnreadable:

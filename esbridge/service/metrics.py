@@ -136,18 +136,22 @@ class RequestObserver:
         rid = request_id(dict(scope["headers"]).get(b"x-request-id"))
         state["request_id"] = rid
 
+        answered = False
+
         async def sending(message: Message) -> None:
-            nonlocal status
+            nonlocal status, answered
             if message["type"] == "http.response.start":
-                status = int(message["status"])
+                status, answered = int(message["status"]), True
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
                 message = {**message, "headers": [*headers, (b"x-request-id", rid.encode())]}
             await send(message)
 
         try:
             await self.app(scope, receive, sending)
+            if state.get("error_kind") == "client_closed" and not answered:
+                status = 499  # as nginx logs a client that closed its request: not a 500 of the service's own
         finally:
-            # path_format drops converters ("{doc_id:path}" is labelled "{doc_id}", as in the OpenAPI document).
+            # path_format drops converters ("{doc_id:document_id}" is labelled "{doc_id}", as in the OpenAPI document).
             route = getattr(scope.get("route"), "path_format", None) or "unmatched"
             elapsed = time.perf_counter() - started
             method = scope["method"] if scope["method"] in _METHODS else "other"  # any token is a method to HTTP

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Path, Request, Security
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.convertors import PathConvertor, register_url_convertor
 
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine
@@ -151,6 +152,16 @@ async def require_admin(
 router = APIRouter(route_class=GuardedRoute)
 
 
+class _DocumentId(PathConvertor):
+    """The rest of the path, line breaks included: an upsert takes an id holding one (``%0A`` in the path), and
+    Starlette's ``path`` (``.*``) stops at it, so the delete would answer 404 for an unknown route."""
+
+    regex = r"[\s\S]*"
+
+
+register_url_convertor("document_id", _DocumentId())
+
+
 @router.post(
     "/v1/search",
     response_model=SearchResponse,
@@ -222,7 +233,7 @@ async def upsert_documents(request: Request, body: DocumentsRequest) -> Document
 
 
 @router.delete(
-    "/v1/documents/{doc_id:path}",
+    "/v1/documents/{doc_id:document_id}",
     response_model=DeleteResponse,
     responses={**_WRITES, 404: _error("no document with this id")},
     dependencies=[Depends(require_write)],

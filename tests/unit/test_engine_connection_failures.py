@@ -158,3 +158,29 @@ def test_a_certificate_for_another_host_says_so_rather_than_blaming_the_ca(
         search_with(kind, settings)
     assert "tls.ca_certs" not in str(refused.value)
     assert "host name or address its certificate lists" in str(refused.value)
+
+
+class _CutOff(http.server.BaseHTTPRequestHandler):
+    """Answers with a proxy's cookie among headers it never finishes, then closes: a proxy or node that dies mid-way."""
+
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nSet-Cookie: AWSALB=cookie-of-the-proxy; Path=/\r\nContent-Le")
+        self.wfile.flush()
+        self.close_connection = True
+
+    do_GET = do_POST = do_HEAD = _answer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_answer_cut_off_in_its_headers_is_reported_without_them(kind: str) -> None:
+    with listening(_CutOff) as url, pytest.raises(errors.EngineError) as failed:
+        search_with(kind, load_settings(url=url, retries=0, timeout_s=5))
+    message = str(failed.value)
+    assert "cookie-of-the-proxy" not in message  # the service would show it to every caller
+    if kind.startswith("async"):  # aiohttp's error quotes every header it read; the sync clients see no body
+        assert isinstance(failed.value, errors.EngineUnavailable)
+        assert "an answer cut off after its headers (HTTP 200)" in message

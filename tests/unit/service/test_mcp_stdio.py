@@ -82,3 +82,21 @@ def test_a_whole_surrogate_pair_is_text_and_reaches_the_tool() -> None:
     assert found[1]["result"]["content"][0]["text"] == (
         "Error executing tool search: invalid arguments: top_n: Input should be greater than or equal to 1"
     )
+
+
+def test_a_request_the_sdk_cannot_parse_is_answered_with_its_reason_and_the_session_goes_on() -> None:
+    deep = '{"a": ' * 300 + "1" + "}" * 300  # beyond the SDK's parser (200 levels), within Python's
+    deeper = '{"a": ' * 5000 + "1" + "}" * 5000  # beyond Python's decoder too
+    found = answers(
+        search_line(1, f'{{"query": "x", "filters": {deep}}}'),
+        search_line("two", f'{{"query": "x", "filters": {deeper}}}'),
+        search_line(3, '{"query": "x", "top_n": ' + "9" * 5000 + "}"),
+        search_line(4, '{"query": "   "}'),
+        expected=5,
+    )
+    for request_id in (1, "two", 3):
+        assert found[request_id]["error"]["code"] == -32700
+        assert found[request_id]["error"]["message"].startswith("the request cannot be read: Invalid JSON: ")
+    assert "recursion limit exceeded" in found[1]["error"]["message"]
+    assert "number out of range" in found[3]["error"]["message"]
+    assert "query must not be blank" in found[4]["result"]["content"][0]["text"]  # the next request is answered

@@ -90,3 +90,16 @@ def test_bodies_arriving_at_once_are_capped_in_all() -> None:
         answer = search_from(url, "127.0.2.1")
         assert answer.status_code == 429, answer.text
         assert "in all (at most 32)" in answer.json()["error"]["message"]
+
+
+def test_a_client_that_closes_before_its_body_is_in_is_counted_as_499_not_as_a_server_error() -> None:
+    settings = service_settings(api_keys=["k"], request_timeout_s=5)
+    app = create_app(settings, embedder=HashingEmbedder(), load_model=False)
+    with uvicorn_thread(app) as (_, url):
+        with unfinished_bodies(url, 3):
+            time.sleep(0.3)
+        time.sleep(0.3)  # the service has seen them go
+        metrics = httpx.get(f"{url}/metrics", timeout=10).text
+    closed = 'esbridge_http_request_duration_seconds_count{method="POST",route="unmatched",status="499"} 3.0'
+    assert closed in metrics
+    assert 'status="500"' not in metrics
