@@ -339,7 +339,8 @@ def _stale_chunks(
     Chunks of inputs that could not be read this time are kept: an unreadable file is a problem to
     fix, not a deletion. When a problem cannot be tied to a document, only the documents read this
     run lose their stale chunks: each is known whole (an id is read once per source), so chunks past
-    its new end are orphans whatever else failed to read.
+    its new end are orphans whatever else failed to read; so are the tools a registry server read this
+    run no longer lists (``Document.doc_prefix``).
     """
     current = {chunk.chunk_id for chunk in chunks}
     stale = [chunk_id for chunk_id in before if chunk_id not in current]
@@ -347,13 +348,18 @@ def _stale_chunks(
         return stale
     read = {chunk.doc_id for chunk in chunks}
     if any(problem.doc_id is None for problem in problems):
-        kept = sum(1 for chunk_id in stale if doc_id_of(chunk_id) not in read)
+        owned = tuple({chunk.document.doc_prefix for chunk in chunks if chunk.document and chunk.document.doc_prefix})
+
+        def known_whole(doc: str) -> bool:
+            return doc in read or bool(owned and doc.startswith(owned))
+
+        kept = sum(1 for chunk_id in stale if not known_whole(doc_id_of(chunk_id)))
         if kept:
             report.warnings.append(
                 f"{kept} chunk(s) no longer in the source were kept because some records could not be read; "
                 "fix them and run again to remove the rest"
             )
-        return [chunk_id for chunk_id in stale if doc_id_of(chunk_id) in read]
+        return [chunk_id for chunk_id in stale if known_whole(doc_id_of(chunk_id))]
     protected = {problem.doc_id for problem in problems}
     prefixes = tuple(problem.doc_prefix for problem in problems if problem.doc_prefix)
     return [
