@@ -12,6 +12,10 @@ is its first day. Naive datetimes are taken as UTC. Keys that are not understood
 value cannot be used (a list as ``status``, ``created: someday``), go JSON-safe into ``metadata``.
 A key given twice keeps its later value, with a warning naming both lines.
 
+A frontmatter that cannot be read as a mapping (invalid YAML: a tab indenting a key, ``title: *bold*``,
+``a: b: c``; a list) is a warning, and its text as written is kept in ``metadata["frontmatter_text"]``, which
+is searched as metadata text like any key, so no title, tag or date in it is lost to search.
+
 Size. A frontmatter that stands for more than ``MAX_FRONTMATTER_VALUES`` values once its YAML aliases are
 expanded (a "billion laughs"), or nests them more than ``MAX_FRONTMATTER_DEPTH`` levels deep, is ignored with
 a warning, checked on the composed node graph before any value is built; metadata over ``MAX_METADATA_BYTES``
@@ -85,6 +89,10 @@ MAX_FRONTMATTER_VALUES = 100_000
 MAX_FRONTMATTER_DEPTH = 100
 # What a note may store as metadata (its frontmatter's other keys), serialized as JSON.
 MAX_METADATA_BYTES = 64 * 1024
+FRONTMATTER_TEXT = "frontmatter_text"
+"""The metadata key of a frontmatter block that could not be read as a mapping, kept as written."""
+UNREADABLE = "frontmatter is not "
+"""How the warning about such a block begins (not the size refusals, whose text is not kept)."""
 
 
 @dataclass(frozen=True)
@@ -107,15 +115,15 @@ def load_frontmatter(raw: str) -> tuple[Mapping[str, Any], list[str]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" at line {mark.line + 2}" if mark is not None else ""
-        return {}, [f"frontmatter is not valid YAML{where}: {exc.problem or exc}"]
+        return {}, [f"{UNREADABLE}valid YAML{where}: {exc.problem or exc}"]
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
-        return {}, [f"frontmatter is not valid YAML: {exc}"]
+        return {}, [f"{UNREADABLE}valid YAML: {exc}"]
     if refused is not None:
         return {}, [refused]
     if data is None:
         return {}, []
     if not isinstance(data, Mapping):
-        return {}, [f"frontmatter is not a mapping of keys to values but a {type(data).__name__}"]
+        return {}, [f"{UNREADABLE}a mapping of keys to values but a {type(data).__name__}"]
     return {str(key): value for key, value in data.items()}, repeated
 
 
