@@ -24,7 +24,8 @@ Links. ``links`` (a list of ids, or of ``{"id", "weight"}`` objects) and ``link_
 are read from the top level or from ``metadata`` (see ``esbridge.ingest.record_links``). Ids that are
 records of the same file go into ``Document.links`` with their weights (deduplicated, self-links
 dropped), a line that fails counting when its id can be read; the others go into
-``metadata["unresolved_links"]``. Resolving needs every id, so a file in
+``metadata["unresolved_links"]`` (a value the record gives under that key itself is then kept as
+``given_unresolved_links``, with a warning). Resolving needs every id, so a file in
 which any record has links is read twice.
 
 Robustness. The file is read as bytes and decoded line by line, so one invalid UTF-8 sequence spoils
@@ -53,7 +54,7 @@ from esbridge.ingest.json_lines import (
     require_file,
 )
 from esbridge.ingest.json_values import describe_validation_error, describe_value, refuse_too_deep
-from esbridge.ingest.metadata import flatten_metadata
+from esbridge.ingest.metadata import flatten_metadata, with_computed
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
 
@@ -249,7 +250,7 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
     title = record.title or record.name or ""
     sections = compose_sections(record, metadata)
     links = resolve_links(record.id, record.links, known_ids)
-    metadata.update(links.metadata)
+    metadata, replaced = with_computed(metadata, links.metadata, unit="record")
     return Document(
         doc_id=record.id,
         title=title,
@@ -266,6 +267,7 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
         metadata=metadata,
         warnings=(
             *overridden,
+            *replaced,
             *links.warnings,
             *(() if title.strip() or sections else ("record has neither title nor text",)),
         ),

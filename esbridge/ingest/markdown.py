@@ -56,6 +56,7 @@ from esbridge.ingest.links import (
     wikilink_readings,
 )
 from esbridge.ingest.markdown_syntax import ParsedNote, parse_note, read_frontmatter
+from esbridge.ingest.metadata import with_computed
 from esbridge.ingest.model import Document, Problem, Section
 
 NOTE_SUFFIX = ".md"
@@ -244,6 +245,7 @@ def build_document(note: NoteFile, index: NoteIndex, convention: LinkConvention)
     links, unresolved = resolve_links(parsed, note.doc_id, index, convention)
     if convention == "dendron":
         links = _unique([*links, *tag_note_links(tags, note.doc_id, index)], exclude=note.doc_id)
+    metadata, replaced = with_computed(front.metadata, {"unresolved_links": list(unresolved)}, unit="note")
     return Document(
         doc_id=note.doc_id,
         title=title,
@@ -257,8 +259,8 @@ def build_document(note: NoteFile, index: NoteIndex, convention: LinkConvention)
         category=front.category,
         created_at=front.created_at,
         modified_at=front.modified_at or note.mtime,
-        metadata={**front.metadata, "unresolved_links": list(unresolved)},
-        warnings=tuple(warnings),
+        metadata=metadata,
+        warnings=(*warnings, *replaced),
     )
 
 

@@ -227,6 +227,23 @@ def test_links_resolve_against_the_ids_of_the_file(tmp_path: Path) -> None:
     assert list(problems) == [2, 3]
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"id": "p", "text": "t", "links": ["gone"], "metadata": {"unresolved_links": ["mine"]}}',
+        b'{"id": "p", "text": "t", "links": ["gone"], "unresolved_links": ["mine"]}',
+    ],
+)
+def test_a_records_own_unresolved_links_are_kept_under_another_key_with_a_warning(tmp_path: Path, line: bytes) -> None:
+    (document,) = read_jsonl(write_lines(tmp_path / "r.jsonl", [line]))
+    assert isinstance(document, Document)
+    assert document.metadata == {"given_unresolved_links": ["mine"], "unresolved_links": ["gone"]}
+    assert document.warnings == (
+        "metadata key 'unresolved_links' holds the links that name no record, which esbridge computes; the value "
+        "given is kept as 'given_unresolved_links'",
+    )
+
+
 def test_a_missing_file_or_a_folder_raises_source_error(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match=r"JSON-lines file not found: .*nope\.jsonl"):
         read_jsonl(tmp_path / "nope.jsonl")

@@ -103,6 +103,15 @@ def test_frontmatter_that_cannot_be_read_stays_searchable_as_its_text(tmp_path: 
     assert "Tidal" in document["metadata_text"]
 
 
+def test_a_notes_own_unresolved_links_are_kept_under_another_key_with_a_warning(tmp_path: Path) -> None:
+    doc = one_note(tmp_path, "---\nunresolved_links: [mine]\n---\nSee [[gone]].\n")
+    assert doc.metadata == {"given_unresolved_links": ["mine"], "unresolved_links": ["gone"]}
+    assert doc.warnings == (
+        "metadata key 'unresolved_links' holds the links that name no note, which esbridge computes; the value "
+        "given is kept as 'given_unresolved_links'",
+    )
+
+
 def test_unclosed_frontmatter_is_a_warning(tmp_path: Path) -> None:
     doc = one_note(tmp_path, "---\ntitle: x\n\nno closing line\n")
     assert doc.warnings == ("frontmatter starts with '---' but has no closing '---'; read as text",)
