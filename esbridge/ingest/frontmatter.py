@@ -8,7 +8,8 @@ differ the text is kept: ``0755`` (octal 493 in YAML 1.1), ``12:30:45`` (base 60
 Dates may be ISO strings, YAML dates/timestamps, or epoch numbers (Dendron writes ``created`` and
 ``updated`` as epoch milliseconds); numbers above 2e10 are taken as milliseconds, smaller ones as seconds
 (``calendar.from_epoch``, as for JSONL), but a year (``2024``, ``"2024"``) or a year and month (``2024-05``)
-is its first day. Naive datetimes are taken as UTC. Keys that are not understood, and understood keys whose
+is its first day; an epoch number that is also a YYYYMMDD date (``20240501``) is warned about, naming both
+readings. Naive datetimes are taken as UTC. Keys that are not understood, and understood keys whose
 value cannot be used (a list as ``status``, ``created: someday``), go JSON-safe into ``metadata``.
 A key given twice keeps its later value, with a warning naming both lines.
 
@@ -34,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from esbridge.ingest.calendar import epoch_number, from_epoch, is_year_or_month, year_or_month
+from esbridge.ingest.calendar import epoch_number, from_epoch, is_year_or_month, year_or_month, yyyymmdd_warning
 
 _TITLE_KEYS = ("title",)
 _TAG_KEYS = ("tags", "tag")
@@ -257,6 +258,8 @@ def interpret_frontmatter(data: Mapping[str, Any]) -> tuple[FrontMatter, list[st
             parsed = parse_datetime(value)
             if parsed is not None:
                 used.add(key)
+                doubt = yyyymmdd_warning(f"frontmatter {key!r}", value, parsed)
+                warnings.extend([doubt] if doubt else [])
                 return parsed
             warnings.append(f"frontmatter {key!r} is not a date: {value!r}")
         return None

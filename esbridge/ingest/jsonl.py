@@ -43,9 +43,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from esbridge.ingest.calendar import epoch_number, from_epoch, is_year_or_month, year_or_month
+from esbridge.ingest.calendar import epoch_number, from_epoch, is_year_or_month, year_or_month, yyyymmdd_warning
 from esbridge.ingest.json_lines import (
     JsonObject,
     known_id,
@@ -152,6 +162,19 @@ class JsonlRecord(IdentifiedRecord):
     category: StrictStr | None = None
     metadata: dict[str, Any] = {}
     tools: list[Tool] = []
+    _date_warnings: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _yyyymmdd(cls, data: Any, handler: ModelWrapValidatorHandler[JsonlRecord]) -> JsonlRecord:
+        record = handler(data)
+        if isinstance(data, dict):
+            found = (
+                yyyymmdd_warning(f"field {key!r}", data.get(key), getattr(record, key))
+                for key in ("created_at", "modified_at")
+            )
+            record._date_warnings = tuple(warning for warning in found if warning)
+        return record
 
     @field_validator("id", mode="before")
     @classmethod
@@ -268,6 +291,7 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
         warnings=(
             *overridden,
             *replaced,
+            *record._date_warnings,
             *links.warnings,
             *(() if title.strip() or sections else ("record has neither title nor text",)),
         ),
