@@ -33,7 +33,8 @@ one line only. A line that is not UTF-8, not JSON, not an object, holds an unpai
 (``"\\ud800"``), nests a field more than 100 levels deep or fails validation yields a ``Problem`` naming
 the line and field; a repeated id is a ``Problem`` too (the first record wins). A Problem carries the
 record's id as ``doc_id`` whenever the id itself is intact, so the ingest pipeline keeps what was indexed
-for it. Blank lines are skipped. A missing or unreadable file raises ``SourceError``.
+for it. Blank lines are skipped. A missing or unreadable file raises ``SourceError``, and so does one that is
+gzip-compressed or UTF-16 (or UTF-32) text with its byte order mark, once, naming it and how to convert it.
 """
 
 from __future__ import annotations

@@ -251,6 +251,20 @@ def test_a_missing_file_or_a_folder_raises_source_error(tmp_path: Path) -> None:
         read_jsonl(tmp_path)
 
 
+@pytest.mark.parametrize(("encoding", "name"), [("utf-16", "UTF-16"), ("utf-16-be", "UTF-16"), ("utf-32", "UTF-32")])
+def test_a_utf16_file_is_refused_once_naming_its_encoding(tmp_path: Path, encoding: str, name: str) -> None:
+    # Read as UTF-8, each of its lines failed alone ("not UTF-8", "invalid JSON"), and UTF-16 was never named.
+    path = tmp_path / "records.jsonl"
+    text = '{"id": "a", "text": "alpha"}\n{"id": "b", "text": "beta"}\n'
+    path.write_bytes(("\ufeff" + text).encode(encoding) if encoding == "utf-16-be" else text.encode(encoding))
+    with pytest.raises(SourceError) as refused:
+        list(read_jsonl(path))
+    assert str(refused.value) == (
+        f"JSON-lines file {path} is {name} text (it begins with a {name} byte order mark), not UTF-8: convert it "
+        f"first (iconv -f {name} -t UTF-8 {path} > {path}.utf8)"
+    )
+
+
 def test_a_gzipped_file_raises_source_error_naming_it(tmp_path: Path) -> None:
     # Read as text, each of its lines failed alone as "invalid UTF-8", and the file was never said to be gzip.
     path = tmp_path / "records.jsonl.gz"
