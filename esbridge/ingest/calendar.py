@@ -8,13 +8,16 @@ An epoch number above ``EPOCH_MILLISECONDS_ABOVE`` (2e10) is read as millisecond
 seconds 2e10 is in the year 2603, as milliseconds in August 1970, so either reading beyond it would be a date
 nobody writes. (It is pydantic's rule, which JSONL dates always followed; Markdown frontmatter drew the line at
 10^11 until both sources took it from here.)
+
+An integer of eight digits that is also a date written YYYYMMDD (``20240501``) is still read as epoch seconds
+(1970-08-23), but with a warning naming both readings (``yyyymmdd_warning``).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 _YEAR_OR_MONTH = re.compile(r"([0-9]{4})(?:-([0-9]{2}))?")
@@ -77,3 +80,18 @@ def from_epoch(number: float) -> datetime | None:
         return _EPOCH + timedelta(seconds=number)
     except OverflowError:
         return None
+
+
+def yyyymmdd_warning(field: str, value: Any, moment: datetime | None) -> str | None:
+    """Why ``value``, read as the epoch date ``moment``, may mean something else: it is also a YYYYMMDD date."""
+    number = epoch_number(value)
+    if moment is None or not isinstance(number, int) or not 10_000_101 <= number <= 99_991_231:
+        return None
+    try:
+        day = date(number // 10_000, number // 100 % 100, number % 100)
+    except ValueError:
+        return None
+    return (
+        f"{field} {value!r} is read as epoch seconds, {moment.isoformat()}; as YYYYMMDD it would be "
+        f"{day.isoformat()}: write {day.isoformat()} if that is what it means"
+    )

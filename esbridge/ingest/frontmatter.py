@@ -8,9 +8,14 @@ differ the text is kept: ``0755`` (octal 493 in YAML 1.1), ``12:30:45`` (base 60
 Dates may be ISO strings, YAML dates/timestamps, or epoch numbers (Dendron writes ``created`` and
 ``updated`` as epoch milliseconds); numbers above 2e10 are taken as milliseconds, smaller ones as seconds
 (``calendar.from_epoch``, as for JSONL), but a year (``2024``, ``"2024"``) or a year and month (``2024-05``)
-is its first day. Naive datetimes are taken as UTC. Keys that are not understood, and understood keys whose
+is its first day; an epoch number that is also a YYYYMMDD date (``20240501``) is warned about, naming both
+readings. Naive datetimes are taken as UTC. Keys that are not understood, and understood keys whose
 value cannot be used (a list as ``status``, ``created: someday``), go JSON-safe into ``metadata``.
 A key given twice keeps its later value, with a warning naming both lines.
+
+A frontmatter that cannot be read as a mapping (invalid YAML: a tab indenting a key, ``title: *bold*``,
+``a: b: c``; a list) is a warning, and its text as written is kept in ``metadata["frontmatter_text"]``, which
+is searched as metadata text like any key, so no title, tag or date in it is lost to search.
 
 Size. A frontmatter that stands for more than ``MAX_FRONTMATTER_VALUES`` values once its YAML aliases are
 expanded (a "billion laughs"), or nests them more than ``MAX_FRONTMATTER_DEPTH`` levels deep, is ignored with
@@ -30,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from esbridge.ingest.calendar import epoch_number, from_epoch, is_year_or_month, year_or_month
+from esbridge.ingest.calendar import epoch_number, from_epoch, is_year_or_month, year_or_month, yyyymmdd_warning
 
 _TITLE_KEYS = ("title",)
 _TAG_KEYS = ("tags", "tag")
@@ -85,6 +90,10 @@ MAX_FRONTMATTER_VALUES = 100_000
 MAX_FRONTMATTER_DEPTH = 100
 # What a note may store as metadata (its frontmatter's other keys), serialized as JSON.
 MAX_METADATA_BYTES = 64 * 1024
+FRONTMATTER_TEXT = "frontmatter_text"
+"""The metadata key of a frontmatter block that could not be read as a mapping, kept as written."""
+UNREADABLE = "frontmatter is not "
+"""How the warning about such a block begins (not the size refusals, whose text is not kept)."""
 
 
 @dataclass(frozen=True)
@@ -107,15 +116,15 @@ def load_frontmatter(raw: str) -> tuple[Mapping[str, Any], list[str]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" at line {mark.line + 2}" if mark is not None else ""
-        return {}, [f"frontmatter is not valid YAML{where}: {exc.problem or exc}"]
+        return {}, [f"{UNREADABLE}valid YAML{where}: {exc.problem or exc}"]
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
-        return {}, [f"frontmatter is not valid YAML: {exc}"]
+        return {}, [f"{UNREADABLE}valid YAML: {exc}"]
     if refused is not None:
         return {}, [refused]
     if data is None:
         return {}, []
     if not isinstance(data, Mapping):
-        return {}, [f"frontmatter is not a mapping of keys to values but a {type(data).__name__}"]
+        return {}, [f"{UNREADABLE}a mapping of keys to values but a {type(data).__name__}"]
     return {str(key): value for key, value in data.items()}, repeated
 
 
@@ -249,6 +258,8 @@ def interpret_frontmatter(data: Mapping[str, Any]) -> tuple[FrontMatter, list[st
             parsed = parse_datetime(value)
             if parsed is not None:
                 used.add(key)
+                doubt = yyyymmdd_warning(f"frontmatter {key!r}", value, parsed)
+                warnings.extend([doubt] if doubt else [])
                 return parsed
             warnings.append(f"frontmatter {key!r} is not a date: {value!r}")
         return None

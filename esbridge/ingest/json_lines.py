@@ -2,7 +2,8 @@
 
 One invalid UTF-8 sequence, a line that is not JSON or not an object, an unpaired surrogate escape or a
 number beyond a float's range spoils that line only; a record's id is salvaged from a line that fails
-when it can be, so the ingest keeps what was indexed for it.
+when it can be, so the ingest keeps what was indexed for it. A whole file that cannot be read line by line
+(gzip-compressed, or UTF-16 or UTF-32 text with its byte order mark) is refused once, naming what it is.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,23 +24,40 @@ JsonObject = dict[str, Any]
 
 _BOM = b"\xef\xbb\xbf"
 _GZIP_MAGIC = b"\x1f\x8b"
+# UTF-32's marks first: UTF-32LE's begins with UTF-16LE's.
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def require_file(path: Path, what: str) -> None:
-    """Raise ``SourceError`` unless ``path`` is an existing file, readable and not gzip-compressed."""
+    """Raise ``SourceError`` unless ``path`` is an existing file, readable, not gzip-compressed and not UTF-16 or
+    UTF-32 text (told by their byte order marks)."""
     if not path.exists():
         raise SourceError(f"{what} not found: {path}")
     if not path.is_file():
         raise SourceError(f"{what} is not a file: {path}")
     try:
         with path.open("rb") as probe:
-            compressed = probe.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
+            head = probe.read(4)
     except OSError as exc:
         raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if compressed:  # read as text, each of its lines would fail as "invalid UTF-8", the file never named
+    if head.startswith(
+        _GZIP_MAGIC
+    ):  # read as text, each of its lines would fail as "invalid UTF-8", the file never named
         raise SourceError(f"{what} {path} is gzip-compressed: decompress it first (gunzip -k {path})")
+    encoding = next((name for mark, name in _WIDE_BOMS if head.startswith(mark)), None)
+    if encoding is not None:  # as for gzip: one error per line, and the encoding never named
+        shown = shlex.quote(str(path))
+        raise SourceError(
+            f"{what} {path} is {encoding} text (it begins with a {encoding} byte order mark), not UTF-8: convert it "
+            f"first (iconv -f {encoding} -t UTF-8 {shown} > {shlex.quote(str(path) + '.utf8')})"
+        )
 
 
 def read_json_lines(path: Path, id_field: str = "id") -> Iterator[tuple[int, JsonObject] | Problem]:

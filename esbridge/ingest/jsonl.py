@@ -24,7 +24,8 @@ Links. ``links`` (a list of ids, or of ``{"id", "weight"}`` objects) and ``link_
 are read from the top level or from ``metadata`` (see ``esbridge.ingest.record_links``). Ids that are
 records of the same file go into ``Document.links`` with their weights (deduplicated, self-links
 dropped), a line that fails counting when its id can be read; the others go into
-``metadata["unresolved_links"]``. Resolving needs every id, so a file in
+``metadata["unresolved_links"]`` (a value the record gives under that key itself is then kept as
+``given_unresolved_links``, with a warning). Resolving needs every id, so a file in
 which any record has links is read twice.
 
 Robustness. The file is read as bytes and decoded line by line, so one invalid UTF-8 sequence spoils
@@ -32,7 +33,8 @@ one line only. A line that is not UTF-8, not JSON, not an object, holds an unpai
 (``"\\ud800"``), nests a field more than 100 levels deep or fails validation yields a ``Problem`` naming
 the line and field; a repeated id is a ``Problem`` too (the first record wins). A Problem carries the
 record's id as ``doc_id`` whenever the id itself is intact, so the ingest pipeline keeps what was indexed
-for it. Blank lines are skipped. A missing or unreadable file raises ``SourceError``.
+for it. Blank lines are skipped. A missing or unreadable file raises ``SourceError``, and so does one that is
+gzip-compressed or UTF-16 (or UTF-32) text with its byte order mark, once, naming it and how to convert it.
 """
 
 from __future__ import annotations
@@ -42,9 +44,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from esbridge.ingest.calendar import epoch_number, from_epoch, is_year_or_month, year_or_month
+from esbridge.ingest.calendar import epoch_number, from_epoch, is_year_or_month, year_or_month, yyyymmdd_warning
 from esbridge.ingest.json_lines import (
     JsonObject,
     known_id,
@@ -53,7 +65,7 @@ from esbridge.ingest.json_lines import (
     require_file,
 )
 from esbridge.ingest.json_values import describe_validation_error, describe_value, refuse_too_deep
-from esbridge.ingest.metadata import flatten_metadata
+from esbridge.ingest.metadata import flatten_metadata, with_computed
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
 
@@ -151,6 +163,19 @@ class JsonlRecord(IdentifiedRecord):
     category: StrictStr | None = None
     metadata: dict[str, Any] = {}
     tools: list[Tool] = []
+    _date_warnings: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _yyyymmdd(cls, data: Any, handler: ModelWrapValidatorHandler[JsonlRecord]) -> JsonlRecord:
+        record = handler(data)
+        if isinstance(data, dict):
+            found = (
+                yyyymmdd_warning(f"field {key!r}", data.get(key), getattr(record, key))
+                for key in ("created_at", "modified_at")
+            )
+            record._date_warnings = tuple(warning for warning in found if warning)
+        return record
 
     @field_validator("id", mode="before")
     @classmethod
@@ -249,7 +274,7 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
     title = record.title or record.name or ""
     sections = compose_sections(record, metadata)
     links = resolve_links(record.id, record.links, known_ids)
-    metadata.update(links.metadata)
+    metadata, replaced = with_computed(metadata, links.metadata, unit="record")
     return Document(
         doc_id=record.id,
         title=title,
@@ -266,6 +291,8 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
         metadata=metadata,
         warnings=(
             *overridden,
+            *replaced,
+            *record._date_warnings,
             *links.warnings,
             *(() if title.strip() or sections else ("record has neither title nor text",)),
         ),

@@ -4,7 +4,8 @@ A note's ``doc_id`` is its vault-relative path without ``.md`` (forward slashes)
 with the extension. Hidden folders and files (``.obsidian``, ``.git``, ...) and ``node_modules`` are
 skipped; symbolic links to folders outside the vault are followed, and a note that is a symbolic link to a file
 other than a note is not read (see ``note_paths``). A file that is
-not UTF-8 becomes a ``Problem``; broken frontmatter becomes a warning on a Document that is still indexed.
+not UTF-8 becomes a ``Problem``; broken frontmatter becomes a warning on a Document that is still indexed
+(frontmatter that is not a mapping is kept as its text, ``metadata["frontmatter_text"]``).
 
 Title: frontmatter ``title``, else the first H1 (then left out of the heading paths), else the file name.
 ``modified_at``: frontmatter ``modified``/``updated``/``modified_at``, else the file's mtime.
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from esbridge.errors import EsbridgeWarning, SourceError
-from esbridge.ingest.frontmatter import interpret_frontmatter, load_frontmatter
+from esbridge.ingest.frontmatter import FRONTMATTER_TEXT, UNREADABLE, interpret_frontmatter, load_frontmatter
 from esbridge.ingest.links import (
     LinkConvention,
     NoteIndex,
@@ -55,6 +56,7 @@ from esbridge.ingest.links import (
     wikilink_readings,
 )
 from esbridge.ingest.markdown_syntax import ParsedNote, parse_note, read_frontmatter
+from esbridge.ingest.metadata import with_computed
 from esbridge.ingest.model import Document, Problem, Section
 
 NOTE_SUFFIX = ".md"
@@ -79,6 +81,8 @@ class NoteFile:
     mtime: datetime
     frontmatter: Mapping[str, Any]
     warnings: tuple[str, ...] = ()
+    frontmatter_text: str | None = None
+    """The frontmatter block as written when it could not be read as a mapping."""
 
 
 def read_vault(root: Path, *, convention: LinkConvention | None = None) -> Iterator[Document | Problem]:
@@ -204,7 +208,10 @@ def load_note(root: Path, path: str) -> NoteFile | Problem:
         return Problem(str(file), reason, line=line, doc_id=note_id(path))
     raw = read_frontmatter(text)
     frontmatter, warnings = load_frontmatter(raw) if raw is not None else ({}, [])
-    return NoteFile(note_id(path), path, text, mtime, frontmatter, tuple(warnings))
+    unread = raw if raw is not None and warnings and warnings[0].startswith(UNREADABLE) else None
+    if unread is not None:  # kept so what it says stays searchable
+        warnings = [*warnings[:-1], f"{warnings[-1]}; its text is kept in metadata {FRONTMATTER_TEXT!r}"]
+    return NoteFile(note_id(path), path, text, mtime, frontmatter, tuple(warnings), unread)
 
 
 def is_text(name: str) -> bool:
@@ -225,7 +232,8 @@ def build_document(note: NoteFile, index: NoteIndex, convention: LinkConvention)
     parsed = parse_note(note.text, lambda link: wikilink_label(link, convention))
     if convention == "obsidian":
         parsed = replace(parsed, references=(*frontmatter_wikilinks(note.frontmatter), *parsed.references))
-    front, meaning_warnings = interpret_frontmatter(note.frontmatter)
+    unread = {FRONTMATTER_TEXT: note.frontmatter_text} if note.frontmatter_text is not None else None
+    front, meaning_warnings = interpret_frontmatter(unread or note.frontmatter)
     warnings = [*note.warnings, *meaning_warnings]
     if parsed.frontmatter_unclosed:
         warnings.append("frontmatter starts with '---' but has no closing '---'; read as text")
@@ -237,6 +245,7 @@ def build_document(note: NoteFile, index: NoteIndex, convention: LinkConvention)
     links, unresolved = resolve_links(parsed, note.doc_id, index, convention)
     if convention == "dendron":
         links = _unique([*links, *tag_note_links(tags, note.doc_id, index)], exclude=note.doc_id)
+    metadata, replaced = with_computed(front.metadata, {"unresolved_links": list(unresolved)}, unit="note")
     return Document(
         doc_id=note.doc_id,
         title=title,
@@ -250,8 +259,8 @@ def build_document(note: NoteFile, index: NoteIndex, convention: LinkConvention)
         category=front.category,
         created_at=front.created_at,
         modified_at=front.modified_at or note.mtime,
-        metadata={**front.metadata, "unresolved_links": list(unresolved)},
-        warnings=tuple(warnings),
+        metadata=metadata,
+        warnings=(*warnings, *replaced),
     )
 
 

@@ -10,6 +10,9 @@
 Nested keys are joined with dots; list items (and the values of objects inside lists, under the same
 dotted key) are joined with ", " without repeats; whitespace runs become one space, so each pair is one
 line; ``None`` and empty values are left out. Keys keep the order in which they first appear.
+
+Some keys are computed by the sources (``unresolved_links``, ``unresolved_link_weights``); a value the input
+gives under one of them is kept as ``given_<key>``, with a warning, rather than overwritten (``with_computed``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,31 @@ from datetime import date
 from typing import Any
 
 _SEQUENCES = (list, tuple, set, frozenset)
+_COMPUTED = {
+    "unresolved_links": "the links that name no {unit}",
+    "unresolved_link_weights": "the weights of the links that name no {unit}",
+}
+
+
+def with_computed(
+    metadata: Mapping[str, Any], computed: Mapping[str, Any], *, unit: str
+) -> tuple[dict[str, Any], list[str]]:
+    """``metadata`` with the ``computed`` keys set; a value it gave under one of them moves to ``given_<key>``
+    with a warning. ``unit`` is what a link names (``note``, ``record``)."""
+    merged = dict(metadata)
+    warnings: list[str] = []
+    for key, value in computed.items():
+        if key in merged:
+            moved = f"given_{key}"
+            while moved in merged or moved in computed:
+                moved = f"given_{moved}"
+            merged[moved] = merged.pop(key)
+            what = _COMPUTED.get(key, "a value").format(unit=unit)
+            warnings.append(
+                f"metadata key {key!r} holds {what}, which esbridge computes; the value given is kept as {moved!r}"
+            )
+        merged[key] = value
+    return merged, warnings
 
 
 def metadata_pairs(metadata: Mapping[str, Any], *, exclude: Collection[str] = ()) -> list[tuple[str, str]]:

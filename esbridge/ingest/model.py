@@ -48,6 +48,9 @@ class Document:
     modified_at: datetime | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     warnings: Sequence[str] = ()
+    doc_prefix: str | None = field(default=None, compare=False)
+    """Ids of the other documents its input made start with this (a registry server's tools): read whole
+    with it, so their indexed chunks that the input no longer makes are stale."""
 
     def __post_init__(self) -> None:
         if not self.doc_id:

@@ -31,7 +31,8 @@ tools) the status ``disabled``, which searches leave out unless asked (``include
 
 Problems. A line that fails (``tools`` not a list, a schema not an object, no name) is a ``Problem`` naming
 the line and field; the other records are read. When its id can be read, what the index holds for that
-record, its tools included, is kept until the line is fixed.
+record, its tools included, is kept until the line is fixed. When it cannot, a record read whole still loses
+the tools it no longer lists, as it does when every line reads.
 """
 
 from __future__ import annotations
@@ -187,6 +188,7 @@ def record_documents(record: RegistryRecord) -> list[Document]:
         category=record.category,
         metadata=stored,
         warnings=(*overridden, *warnings),
+        doc_prefix=tool_doc_id(record.id, ""),
     )
     return [entity, *(tool_document(record, key, tool) for key, tool in tools)]
 

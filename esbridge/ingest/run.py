@@ -21,7 +21,7 @@ from pathlib import Path
 from esbridge import errors
 from esbridge.embeddings.base import Embedder, nothing_seen_warning
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
-from esbridge.engines.bulk import BulkWriter, RetryPolicy
+from esbridge.engines.bulk import MAX_ID_BYTES, BulkWriter, RetryPolicy
 from esbridge.ids import doc_id_of
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import EMBEDDED, NOTHING_TO_EMBED, index_document
@@ -290,20 +290,36 @@ def _read_and_chunk(path: Path, options: IngestOptions, report: IngestReport) ->
             continue
         seen.add(item.doc_id)
         report.warnings.extend(f"{item.path or item.doc_id}: {warning}" for warning in item.warnings)
-        chunks.extend(
-            chunk_document(
-                item,
-                max_tokens=max_tokens,
-                overlap_tokens=min(options.overlap_tokens, max_tokens // 4),
-                min_tokens=min(options.min_tokens, max_tokens // 4),
-                count_tokens=approximate_token_count,
-            )
+        made = chunk_document(
+            item,
+            max_tokens=max_tokens,
+            overlap_tokens=min(options.overlap_tokens, max_tokens // 4),
+            min_tokens=min(options.min_tokens, max_tokens // 4),
+            count_tokens=approximate_token_count,
         )
+        too_long = _id_too_long(made)
+        if too_long:  # refused whole, so the index keeps its old version rather than a mix of old and new
+            problems.append(Problem(item.path or item.doc_id, too_long, doc_id=item.doc_id))
+            continue
+        chunks.extend(made)
     if not seen and not problems:  # a mistyped folder, or notes that are not .md files: say so, not just "0"
         chosen = detect_format(path) if options.source_format == "auto" else options.source_format
         shown = "a Markdown vault: its .md notes" if chosen == "markdown" else chosen
         report.warnings.append(f"found no documents in {path} (read as {shown})")
     return chunks, problems
+
+
+def _id_too_long(chunks: Sequence[Chunk]) -> str | None:
+    """Why a document with a chunk id longer than the engines take is refused: they would take its first chunks
+    and refuse the rest (a 510-byte doc id fits #0-#9, not #10)."""
+    sizes = {chunk.chunk_id: len(chunk.chunk_id.encode("utf-8")) for chunk in chunks}
+    longest = max(sizes, key=sizes.__getitem__, default=None)
+    if longest is None or sizes[longest] <= MAX_ID_BYTES:
+        return None
+    return (
+        f"chunk {longest}: id is {sizes[longest]} bytes long; engines accept at most {MAX_ID_BYTES} (shorten the "
+        f"record's id): none of its {len(chunks)} chunks was written"
+    )
 
 
 def _needs_write(chunk: Chunk, indexed: IndexedChunk | None, embedder: Embedder | None) -> bool:
@@ -323,7 +339,8 @@ def _stale_chunks(
     Chunks of inputs that could not be read this time are kept: an unreadable file is a problem to
     fix, not a deletion. When a problem cannot be tied to a document, only the documents read this
     run lose their stale chunks: each is known whole (an id is read once per source), so chunks past
-    its new end are orphans whatever else failed to read.
+    its new end are orphans whatever else failed to read; so are the tools a registry server read this
+    run no longer lists (``Document.doc_prefix``).
     """
     current = {chunk.chunk_id for chunk in chunks}
     stale = [chunk_id for chunk_id in before if chunk_id not in current]
@@ -331,13 +348,18 @@ def _stale_chunks(
         return stale
     read = {chunk.doc_id for chunk in chunks}
     if any(problem.doc_id is None for problem in problems):
-        kept = sum(1 for chunk_id in stale if doc_id_of(chunk_id) not in read)
+        owned = tuple({chunk.document.doc_prefix for chunk in chunks if chunk.document and chunk.document.doc_prefix})
+
+        def known_whole(doc: str) -> bool:
+            return doc in read or bool(owned and doc.startswith(owned))
+
+        kept = sum(1 for chunk_id in stale if not known_whole(doc_id_of(chunk_id)))
         if kept:
             report.warnings.append(
                 f"{kept} chunk(s) no longer in the source were kept because some records could not be read; "
                 "fix them and run again to remove the rest"
             )
-        return [chunk_id for chunk_id in stale if doc_id_of(chunk_id) in read]
+        return [chunk_id for chunk_id in stale if known_whole(doc_id_of(chunk_id))]
     protected = {problem.doc_id for problem in problems}
     prefixes = tuple(problem.doc_prefix for problem in problems if problem.doc_prefix)
     return [

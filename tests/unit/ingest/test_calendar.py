@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from esbridge.ingest.calendar import EPOCH_MILLISECONDS_ABOVE, epoch_number, from_epoch
-from esbridge.ingest.frontmatter import parse_datetime
+from esbridge.ingest.frontmatter import interpret_frontmatter, parse_datetime
 from esbridge.ingest.jsonl import read_jsonl
 from esbridge.ingest.model import Document
 
@@ -53,3 +53,30 @@ def test_a_number_past_the_years_1_to_9999_is_no_date(number: float) -> None:
 )
 def test_epoch_numbers_are_numbers_or_digit_texts(value: object, number: float | None) -> None:
     assert epoch_number(value) == number
+
+
+@pytest.mark.parametrize("value", [20240501, "20240501"])
+def test_an_epoch_number_that_is_also_a_yyyymmdd_date_is_read_as_epoch_seconds_with_a_warning(
+    tmp_path: Path, value: object
+) -> None:
+    seconds = datetime(1970, 8, 23, 6, 21, 41, tzinfo=UTC)
+    reading = (
+        "is read as epoch seconds, 1970-08-23T06:21:41+00:00; as YYYYMMDD it would be 2024-05-01: write "
+        "2024-05-01 if that is what it means"
+    )
+    front, warnings = interpret_frontmatter({"created": value, "updated": 1714557600})
+    assert front.created_at == seconds
+    assert warnings == [f"frontmatter 'created' {value!r} {reading}"]
+    path = tmp_path / "records.jsonl"
+    path.write_text(
+        json.dumps({"id": "r", "text": "t", "created_at": value, "modified_at": 1714557600}) + "\n", "utf-8"
+    )
+    (record,) = read_jsonl(path)
+    assert isinstance(record, Document)
+    assert record.created_at == seconds
+    assert record.warnings == (f"field 'created_at' {value!r} {reading}",)
+
+
+@pytest.mark.parametrize("value", [20241301, 20240231, 1714557600, 99999999, 2024050.0])
+def test_an_epoch_number_that_is_no_yyyymmdd_date_gets_no_warning(value: object) -> None:
+    assert interpret_frontmatter({"created": value})[1] == []

@@ -227,11 +227,42 @@ def test_links_resolve_against_the_ids_of_the_file(tmp_path: Path) -> None:
     assert list(problems) == [2, 3]
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"id": "p", "text": "t", "links": ["gone"], "metadata": {"unresolved_links": ["mine"]}}',
+        b'{"id": "p", "text": "t", "links": ["gone"], "unresolved_links": ["mine"]}',
+    ],
+)
+def test_a_records_own_unresolved_links_are_kept_under_another_key_with_a_warning(tmp_path: Path, line: bytes) -> None:
+    (document,) = read_jsonl(write_lines(tmp_path / "r.jsonl", [line]))
+    assert isinstance(document, Document)
+    assert document.metadata == {"given_unresolved_links": ["mine"], "unresolved_links": ["gone"]}
+    assert document.warnings == (
+        "metadata key 'unresolved_links' holds the links that name no record, which esbridge computes; the value "
+        "given is kept as 'given_unresolved_links'",
+    )
+
+
 def test_a_missing_file_or_a_folder_raises_source_error(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match=r"JSON-lines file not found: .*nope\.jsonl"):
         read_jsonl(tmp_path / "nope.jsonl")
     with pytest.raises(SourceError, match="is not a file"):
         read_jsonl(tmp_path)
+
+
+@pytest.mark.parametrize(("encoding", "name"), [("utf-16", "UTF-16"), ("utf-16-be", "UTF-16"), ("utf-32", "UTF-32")])
+def test_a_utf16_file_is_refused_once_naming_its_encoding(tmp_path: Path, encoding: str, name: str) -> None:
+    # Read as UTF-8, each of its lines failed alone ("not UTF-8", "invalid JSON"), and UTF-16 was never named.
+    path = tmp_path / "records.jsonl"
+    text = '{"id": "a", "text": "alpha"}\n{"id": "b", "text": "beta"}\n'
+    path.write_bytes(("\ufeff" + text).encode(encoding) if encoding == "utf-16-be" else text.encode(encoding))
+    with pytest.raises(SourceError) as refused:
+        list(read_jsonl(path))
+    assert str(refused.value) == (
+        f"JSON-lines file {path} is {name} text (it begins with a {name} byte order mark), not UTF-8: convert it "
+        f"first (iconv -f {name} -t UTF-8 {path} > {path}.utf8)"
+    )
 
 
 def test_a_gzipped_file_raises_source_error_naming_it(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from esbridge.ingest.chunking import chunk_document
+from esbridge.ingest.documents import index_document
 from esbridge.ingest.model import Section
 from tests.unit.ingest.vaults import one_note, read_documents, write_vault
 
@@ -78,6 +80,36 @@ def test_broken_frontmatter_is_a_warning_and_the_note_is_still_indexed(
     assert warning in doc.warnings[0]
     assert doc.title == "Fallback Title"
     assert doc.sections == (Section("Still here note."),)
+
+
+@pytest.mark.parametrize(
+    "frontmatter",
+    [
+        "title: Tidal notes\ntags: [ocean]\n\tcreated: 2024-05-01\n",  # a tab indents the last key
+        "title: *Tidal*\ntags: ocean\n",  # an alias, not emphasis
+        "title: Tidal notes\na: b: c\n",
+        "- Tidal notes\n- ocean\n",  # a list, not a mapping
+    ],
+)
+def test_frontmatter_that_cannot_be_read_stays_searchable_as_its_text(tmp_path: Path, frontmatter: str) -> None:
+    doc = one_note(tmp_path, f"---\n{frontmatter}---\nBody [[note]].\n")
+    [warning] = doc.warnings
+    assert warning.startswith("frontmatter is not ")
+    assert warning.endswith("; its text is kept in metadata 'frontmatter_text'")
+    assert doc.metadata == {"frontmatter_text": frontmatter.rstrip("\n"), "unresolved_links": []}
+    document = index_document(
+        chunk_document(doc, max_tokens=200, overlap_tokens=0, min_tokens=0)[0], source="v", vector=None
+    )
+    assert "Tidal" in document["metadata_text"]
+
+
+def test_a_notes_own_unresolved_links_are_kept_under_another_key_with_a_warning(tmp_path: Path) -> None:
+    doc = one_note(tmp_path, "---\nunresolved_links: [mine]\n---\nSee [[gone]].\n")
+    assert doc.metadata == {"given_unresolved_links": ["mine"], "unresolved_links": ["gone"]}
+    assert doc.warnings == (
+        "metadata key 'unresolved_links' holds the links that name no note, which esbridge computes; the value "
+        "given is kept as 'given_unresolved_links'",
+    )
 
 
 def test_unclosed_frontmatter_is_a_warning(tmp_path: Path) -> None:

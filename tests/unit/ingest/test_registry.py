@@ -194,6 +194,29 @@ def test_a_record_that_turns_malformed_keeps_its_tools_as_well_as_itself(tmp_pat
     assert kept == {"jira", "jira/tools/open_issue"}  # slack is gone from the file; jira only failed to parse
 
 
+def test_a_server_read_whole_loses_its_removed_tools_when_another_line_has_no_readable_id(tmp_path: Path) -> None:
+    tools = [{"name": f"t{n}", "description": f"Tool number {n}"} for n in range(5)]
+    server = {"id": "jira", "name": "Jira", "tools": tools}
+    other = {"id": "slack", "name": "Slack", "tools": [{"name": "post", "description": "Post a message"}]}
+    engine = EmbeddedEngine(tmp_path / "db")
+    embedder = HashingEmbedder()
+    manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
+    options = IngestOptions(source_format="registry", source="registry", max_delete_share=1.0)
+    try:
+        ingest(write(tmp_path, [server, other]), engine=engine, manager=manager, embedder=embedder, options=options)
+        path = write(tmp_path, [{**server, "tools": tools[:3]}, other])
+        with path.open("a", encoding="utf-8") as file:  # a line still being written: its id cannot be read
+            file.write('{"id": "ne')
+        report = ingest(path, engine=engine, manager=manager, embedder=embedder, options=options)
+        engine.refresh("registry")
+        kept = {hit.source["doc_id"] for hit in engine.search("registry", {"size": 50}).hits}
+    finally:
+        engine.close()
+    assert len(report.failed) == 1
+    assert report.deleted == 2
+    assert kept == {"jira", "jira/tools/t0", "jira/tools/t1", "jira/tools/t2", "slack", "slack/tools/post"}
+
+
 def test_what_a_tool_or_skill_carries_besides_its_name_is_stored(tmp_path: Path) -> None:
     docker = real_records("servers.jsonl", "docker-mcp-registry")
     server = next(record for record in docker if any("arguments" in tool for tool in record["tools"]))

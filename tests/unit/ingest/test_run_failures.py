@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -176,3 +177,30 @@ def test_a_source_label_that_is_not_utf8_is_named_as_the_label(engine: EmbeddedE
     with pytest.raises(ConfigError, match=r"^the source label 'caf\\udce9' \(--source\) is not UTF-8 text") as refused:
         ingest(vault, engine=engine, manager=manager, embedder=None, options=IngestOptions(source="caf\udce9"))
     assert "default" not in str(refused.value)
+
+
+def test_a_document_whose_later_chunk_ids_are_too_long_is_refused_whole_and_keeps_its_old_version(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    # A 510-byte id: chunks #0-#9 fit the engines' 512 bytes, #10 does not; the engine took the first ten
+    # over the old version and refused the rest, leaving a document half old, half new.
+    path = tmp_path / "app.jsonl"
+    doc_id = "d" * 510
+    long = " ".join(f"word{n}" for n in range(3000))
+    old = [{"id": doc_id, "title": "Doc", "text": "The old version."}, {"id": "other", "text": "Other, old."}]
+    path.write_text("".join(json.dumps(row) + "\n" for row in old), encoding="utf-8")
+    assert run(engine, path, HashingEmbedder()).failed == []
+    new = [{"id": doc_id, "title": "Doc", "text": long}, {"id": "other", "text": "Other, new."}]
+    path.write_text("".join(json.dumps(row) + "\n" for row in new), encoding="utf-8")
+    report = run(engine, path, HashingEmbedder())
+    [failure] = report.failed
+    assert failure["id"] == doc_id
+    assert re.fullmatch(
+        rf"chunk {doc_id}#10: id is 513 bytes long; engines accept at most 512 \(shorten the record's id\): none of "
+        r"its \d+ chunks was written",
+        failure["reason"],
+    )
+    assert (report.chunks_indexed, report.deleted) == (1, 0)
+    engine.refresh("notes")
+    kept = engine.scan("notes", {"match_all": {}}, ["body"], sort_field="chunk_id")
+    assert {hit.id: hit.source["body"] for hit in kept} == {f"{doc_id}#0": "The old version.", "other#0": "Other, new."}
