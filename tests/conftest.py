@@ -28,7 +28,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     if "cluster" in report.keywords:
-        _SKIPPED[("opensearch-cluster", reason.removeprefix("Skipped: "))] += 1
+        kind = "elasticsearch" if "[elasticsearch" in report.nodeid else "opensearch"
+        _SKIPPED[(f"{kind}-cluster", reason.removeprefix("Skipped: "))] += 1
         return
     for engine, class_name in ENGINE_IDS.items():
         if f"[{engine}" in report.nodeid or f"-{engine}]" in report.nodeid or f"::{class_name}" in report.nodeid:

@@ -8,7 +8,8 @@ import pytest
 
 from esbridge.config import Settings, load_settings
 from esbridge.engines import Engine, connect
-from tests.integration.cluster.nodes import require_cluster, restart_missing_nodes
+from esbridge.engines.base import Dialect
+from tests.integration.cluster.nodes import CLUSTER_KINDS, require_cluster, restart_missing_nodes
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -17,9 +18,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.cluster)
 
 
+@pytest.fixture(params=CLUSTER_KINDS)
+def cluster_kind(request: pytest.FixtureRequest) -> Dialect:
+    """The engine of the three-node cluster a test runs against: each test runs against both clusters."""
+    kind: Dialect = request.param
+    return kind
+
+
 @pytest.fixture
-def cluster_settings() -> Settings:
-    return load_settings(url=require_cluster(), engine="opensearch", timeout_s=60)
+def cluster_settings(cluster_kind: Dialect) -> Settings:
+    return load_settings(url=require_cluster(cluster_kind), engine=cluster_kind, timeout_s=60)
 
 
 @pytest.fixture
@@ -39,7 +47,7 @@ def cluster_alias(cluster: Engine) -> Iterator[str]:
 
 
 @pytest.fixture
-def nodes_restored() -> Iterator[None]:
+def nodes_restored(cluster_kind: Dialect) -> Iterator[None]:
     """Whatever a test kills, the three nodes run (and the cluster is green) again afterwards."""
     yield
-    restart_missing_nodes()
+    restart_missing_nodes(cluster_kind)

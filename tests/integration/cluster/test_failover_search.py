@@ -12,6 +12,7 @@ from pathlib import Path
 from esbridge.config import Settings, load_settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine
+from esbridge.engines.base import Dialect
 from esbridge.evaluation.latency_bench import LatencyReport, measure
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
@@ -26,6 +27,7 @@ KILL_AFTER = 40  # queries answered before the kill
 
 def test_searches_keep_answering_while_a_node_dies(
     cluster: Engine,
+    cluster_kind: Dialect,
     cluster_settings: Settings,
     cluster_alias: str,
     embedder: CachedEmbedder,
@@ -48,7 +50,7 @@ def test_searches_keep_answering_while_a_node_dies(
 
     url = str(cluster_settings.url)
     victim = sorted(nodes_holding_primaries(url, cluster_alias) - {node_behind(url)})[0]
-    settings = load_settings(url=url, engine="opensearch", index=cluster_alias, timeout_s=30)
+    settings = load_settings(url=url, engine=cluster_kind, index=cluster_alias, timeout_s=30)
     answered = threading.Semaphore(0)
     outcome: dict[str, LatencyReport] = {}
 
@@ -68,7 +70,7 @@ def test_searches_keep_answering_while_a_node_dies(
     for _ in range(KILL_AFTER):
         assert answered.acquire(timeout=120)
     killed_at = time.perf_counter()
-    kill_node(url, victim)
+    kill_node(url, victim, cluster_kind)
     dropped_at = time.perf_counter()  # the cluster no longer lists the node
     runner.join(timeout=600)
     report = outcome["report"]

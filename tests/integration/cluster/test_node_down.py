@@ -21,12 +21,14 @@ from esbridge.config import Settings, load_settings
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine, connect, connect_async
+from esbridge.engines.base import Dialect
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
 from tests.integration.cluster.nodes import (
+    CLUSTER_KINDS,
     kill_node,
     node_behind,
     nodes_holding_primaries,
@@ -51,7 +53,7 @@ class NodeDown:
 
 def search(settings: Settings, alias: str, embedder: CachedEmbedder, query: str) -> SearchResponse:
     async def run() -> SearchResponse:
-        engine = connect_async(settings, kind="opensearch")
+        engine = connect_async(settings)
         try:
             return await HybridSearcher(engine, alias, embedder, PipelineSettings()).search(SearchRequest(query=query))
         finally:
@@ -69,10 +71,13 @@ def load(engine: Engine, alias: str, embedder: CachedEmbedder, source: Path, rep
     engine.refresh(alias)
 
 
-@pytest.fixture(scope="module")
-def node_down(embedder: CachedEmbedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeDown]:
-    url = require_cluster()
-    settings = load_settings(url=url, engine="opensearch", timeout_s=60)
+@pytest.fixture(scope="module", params=CLUSTER_KINDS)
+def node_down(
+    request: pytest.FixtureRequest, embedder: CachedEmbedder, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[NodeDown]:
+    kind: Dialect = request.param
+    url = require_cluster(kind)
+    settings = load_settings(url=url, engine=kind, timeout_s=60)
     engine = connect(settings)
     source = tmp_path_factory.mktemp("scifact") / "slice.jsonl"
     with (require(SCIFACT) / "corpus.jsonl").open(encoding="utf-8") as lines:
@@ -91,10 +96,10 @@ def node_down(embedder: CachedEmbedder, tmp_path_factory: pytest.TempPathFactory
         }
         spared = node_behind(url)
         victim = sorted(nodes_holding_primaries(url, bare) - {spared})[0]
-        kill_node(url, victim)
+        kill_node(url, victim, kind)
         yield NodeDown(settings, replicated, bare, victim, before)
     finally:
-        restart_missing_nodes()
+        restart_missing_nodes(kind)
         for info in engine.list_indices(f"{prefix}*"):
             engine.delete_index(info.name, missing_ok=True)
         engine.close()

@@ -13,7 +13,7 @@ from typing import Any
 from esbridge.config import Settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine
-from esbridge.engines.base import BulkAction, BulkResult
+from esbridge.engines.base import BulkAction, BulkResult, Dialect
 from esbridge.ingest.beir import read_beir_corpus
 from esbridge.ingest.model import Document
 from esbridge.ingest.report import IngestReport
@@ -27,9 +27,10 @@ from tests.support.data import SCIFACT, require
 class KillsANodeMidway:
     """The real engine; after its ``after``-th bulk request it kills a node holding primaries of the index."""
 
-    def __init__(self, engine: Engine, url: str, after: int) -> None:
+    def __init__(self, engine: Engine, url: str, kind: Dialect, after: int) -> None:
         self._engine = engine
         self._url = url
+        self._kind = kind
         self._after = after
         self.bulks = 0
         self.killed: str | None = None
@@ -42,7 +43,7 @@ class KillsANodeMidway:
             victims = sorted(nodes_holding_primaries(self._url, index) - {spared})
             assert victims, f"no primary of {index} outside {spared}"
             self.killed = victims[0]
-            kill_node(self._url, self.killed)
+            kill_node(self._url, self.killed, self._kind)
         return result
 
     def __getattr__(self, name: str) -> Any:
@@ -57,7 +58,12 @@ def present(engine: Engine, alias: str) -> Counter[str]:
 
 
 def test_a_node_killed_mid_ingest_loses_and_duplicates_nothing(
-    cluster: Engine, cluster_settings: Settings, cluster_alias: str, embedder: CachedEmbedder, nodes_restored: None
+    cluster: Engine,
+    cluster_kind: Dialect,
+    cluster_settings: Settings,
+    cluster_alias: str,
+    embedder: CachedEmbedder,
+    nodes_restored: None,
 ) -> None:
     corpus = require(SCIFACT)
     expected = {item.doc_id for item in read_beir_corpus(corpus) if isinstance(item, Document)}
@@ -65,7 +71,7 @@ def test_a_node_killed_mid_ingest_loses_and_duplicates_nothing(
     url = str(cluster_settings.url)
     manager = IndexManager(cluster, cluster_alias, IndexParameters(dimension=embedder.dimension, shards=3, replicas=1))
     manager.create()
-    killing = KillsANodeMidway(cluster, url, after=2)
+    killing = KillsANodeMidway(cluster, url, cluster_kind, after=2)
     options = IngestOptions(source="scifact", max_request_bytes=512 * 1024)  # many requests: the kill lands mid-run
     killing_engine: Engine = killing
 

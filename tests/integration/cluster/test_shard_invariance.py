@@ -33,6 +33,7 @@ from esbridge.config import Settings
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine, connect_async
+from esbridge.engines.base import Dialect
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
@@ -52,7 +53,7 @@ Answers = dict[str, list[SearchResponse]]
 
 def answers(settings: Settings, alias: str, embedder: CachedEmbedder, texts: list[str]) -> Answers:
     async def run() -> Answers:
-        engine = connect_async(settings, kind="opensearch")
+        engine = connect_async(settings)
         try:
             found: Answers = {}
             for fusion in FUSIONS:
@@ -118,14 +119,18 @@ def two_layouts(cluster: Engine, embedder: CachedEmbedder, tmp_path: Path) -> It
 
 
 def test_one_and_three_shards_rank_alike_with_dfs_within_the_cross_fields_bound(
-    two_layouts: tuple[str, str], cluster: Engine, cluster_settings: Settings, embedder: CachedEmbedder
+    two_layouts: tuple[str, str],
+    cluster: Engine,
+    cluster_kind: Dialect,
+    cluster_settings: Settings,
+    embedder: CachedEmbedder,
 ) -> None:
     assert cluster_settings.search.search_type == "dfs_query_then_fetch"  # the default
     with (require(SCIFACT) / "queries.jsonl").open(encoding="utf-8") as lines:
         texts = [json.loads(line)["text"] for line, _ in zip(lines, range(QUERIES), strict=False)]
     for text in texts:
         single_field = {"query": {"match": {"body": text}}, "size": 20}
-        knn = bodies.knn_body("opensearch", embedder.embed([text])[0], k=20, filters=Filters(), num_candidates=100)
+        knn = bodies.knn_body(cluster_kind, embedder.embed([text])[0], k=20, filters=Filters(), num_candidates=100)
         for body in (single_field, knn):
             assert same_ranking(ranked(cluster, two_layouts[0], body), ranked(cluster, two_layouts[1], body)), text
     one, three = (answers(cluster_settings, alias, embedder, texts) for alias in two_layouts)
