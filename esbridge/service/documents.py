@@ -23,7 +23,7 @@ from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import MAX_ID_BYTES, BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import index_document
-from esbridge.ingest.json_lines import known_id, surrogate_location
+from esbridge.ingest.json_lines import known_id, record_id, surrogate_location
 from esbridge.ingest.json_values import describe_validation_error
 from esbridge.ingest.jsonl import JsonlRecord, record_document
 from esbridge.ingest.model import Chunk, Document
@@ -149,6 +149,11 @@ def delete(
             status=failure.status or None,
         )
     return len(totals.succeeded)
+
+
+def path_id(doc_id: str) -> str:
+    """The id a delete's path names, as an upsert of it stores it (trimmed, ``record_id``), or ``ValueError``."""
+    return record_id(doc_id)
 
 
 def _refuse_several_targets(engine: Engine, index: str) -> None:

@@ -245,6 +245,10 @@ async def delete_document(
     """Delete every chunk of the document."""
     backend = _backend(request)
     _refuse_attached(request)
+    try:
+        doc_id = documents.path_id(doc_id)
+    except ValueError as exc:
+        raise ServiceError(422, "validation", f"path.doc_id: {exc}", fields=[("path.doc_id", str(exc))]) from None
 
     def work(engine: Engine, control: WriteControl) -> int:
         return documents.delete(engine, backend.index, doc_id, control=control)

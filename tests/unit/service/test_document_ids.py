@@ -47,8 +47,23 @@ def test_a_document_whose_id_holds_a_line_break_can_be_deleted(make_client: Clie
     written = client.post("/v1/documents", json={"documents": [{"id": "two\nlines", "text": "x"}]}, headers=WRITE)
     assert written.json()["results"][0]["status"] == "ok"
     client.post("/v1/documents", json={"documents": [{"id": "two", "text": "y"}]}, headers=WRITE)
-    assert client.delete("/v1/documents/two%0A", headers=WRITE).status_code == 404  # not 'two', whose id it is not
     deleted = client.delete("/v1/documents/two%0Alines", headers=WRITE)
     assert deleted.status_code == 200, deleted.text
     assert deleted.json() == {"id": "two\nlines", "deleted_chunks": 1}
     assert stored_chunks("two") == {"two#0": "y"}
+
+
+def test_a_delete_trims_the_id_as_the_upsert_did(make_client: ClientFactory) -> None:
+    """An upsert of ' pad ' answers that it wrote 'pad'; a delete of ' pad ' (or 'pad\n') finds that document."""
+    client = make_client(api_keys=[KEY])
+    written = client.post("/v1/documents", json={"documents": [{"id": " pad ", "text": "x"}]}, headers=WRITE)
+    assert written.json()["results"][0]["id"] == "pad"
+    deleted = client.delete("/v1/documents/%20pad%20", headers=WRITE)
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json() == {"id": "pad", "deleted_chunks": 1}
+    assert stored_chunks("pad") == {}
+    client.post("/v1/documents", json={"documents": [{"id": "two", "text": "y"}]}, headers=WRITE)
+    assert client.delete("/v1/documents/two%0A", headers=WRITE).json() == {"id": "two", "deleted_chunks": 1}
+    blank = client.delete("/v1/documents/%20%09", headers=WRITE)
+    assert blank.status_code == 422, blank.text
+    assert blank.json()["error"]["fields"] == [{"field": "path.doc_id", "message": "must not be empty"}]
