@@ -246,7 +246,7 @@ async def delete_document(
     backend = _backend(request)
     _refuse_attached(request)
     try:
-        doc_id = documents.path_id(doc_id)
+        doc_id = documents.path_id(request.scope.get("raw_path"), doc_id)
     except ValueError as exc:
         raise ServiceError(422, "validation", f"path.doc_id: {exc}", fields=[("path.doc_id", str(exc))]) from None
 

@@ -67,3 +67,18 @@ def test_a_delete_trims_the_id_as_the_upsert_did(make_client: ClientFactory) -> 
     blank = client.delete("/v1/documents/%20%09", headers=WRITE)
     assert blank.status_code == 422, blank.text
     assert blank.json()["error"]["fields"] == [{"field": "path.doc_id", "message": "must not be empty"}]
+
+
+def test_a_delete_whose_id_is_not_utf8_is_refused_naming_the_byte(make_client: ClientFactory) -> None:
+    """'%ff' is no UTF-8: refused, as a body that is not UTF-8 is, not looked up as U+FFFD; a real U+FFFD is kept."""
+    client = make_client(api_keys=[KEY])
+    client.post("/v1/documents", json={"documents": [{"id": "caf\ufffd", "text": "x"}]}, headers=WRITE)
+    refused = client.delete("/v1/documents/caf%ff", headers=WRITE)
+    assert refused.status_code == 422, refused.text
+    error = refused.json()["error"]
+    assert error["kind"] == "validation"
+    assert error["fields"][0]["field"] == "path.doc_id"
+    assert "is not UTF-8 (byte 0xff at byte 3 of the id)" in error["message"]
+    assert stored_chunks("caf\ufffd") == {"caf\ufffd#0": "x"}
+    deleted = client.delete("/v1/documents/caf%EF%BF%BD", headers=WRITE)
+    assert deleted.json() == {"id": "caf\ufffd", "deleted_chunks": 1}
