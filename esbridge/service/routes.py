@@ -379,7 +379,11 @@ async def _write(request: Request, what: str, work: Callable[[Engine, WriteContr
 
     def step(cancel: Cancellation) -> T:
         try:
+            backend.check_data_dir(connected)
             return work(connected.engine, WriteControl(service.refresh, service.wait_for_max_s, cancel))
+        except (EsbridgeError, OSError, ValueError):
+            backend.check_data_dir(connected)  # removed while it wrote: say so, not what failed on the way
+            raise
         finally:
             loop.call_soon_threadsafe(backend.invalidate_responses)
 
