@@ -282,7 +282,9 @@ class HybridSearcher:
         if mode is None:
             if retrieved.rejected is not None:  # the request itself is at fault: sending it again will not help
                 raise retrieved.rejected
-            raise errors.EngineUnavailable(
+            # A hung engine is told apart from one that refuses connections: the service answers 504, not 503.
+            unavailable = errors.EngineTimeout if retrieved.timed_out else errors.EngineUnavailable
+            raise unavailable(
                 "; ".join(notes.warnings) or "no retriever answered",
                 url=self.engine.url,
                 operation="search",

@@ -56,6 +56,8 @@ class Retrieved:
     """an answer lacked shards, or the engine's time limit cut it short (``SearchResult.partial``)"""
     rejected: errors.RequestRejected | None = None
     """when every retriever failed because the engine refused its request: the first refusal"""
+    timed_out: bool = False
+    """every retriever asked failed by not answering in time (a hung or overloaded engine, not a refused one)"""
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class _Answer:
     """several requests' hits (kNN per entity type): each request was cut at its own k, not at ``top_k``"""
     partial: bool = False
     error: errors.EngineError | None = None
+    timed_out: bool = False
 
 
 def _answered(name: str, result: SearchResult, ms: float) -> _Answer:
@@ -102,7 +105,9 @@ class Retrieval:
         rescue = await self._run(context, semantic)
         timings = {**retrieved.timings, **rescue.timings}
         if not rescue.runs:  # kNN could not answer either: the lexical failure stands, with kNN's reasons added
-            return replace(retrieved, warnings=(*retrieved.warnings, *rescue.warnings), timings=timings)
+            warnings = (*retrieved.warnings, *rescue.warnings)
+            timed_out = retrieved.timed_out and rescue.timed_out
+            return replace(retrieved, warnings=warnings, timings=timings, timed_out=timed_out)
         note = "the fusion method asks only the lexical retrievers for this query, none answered: kNN answered instead"
         return replace(rescue, warnings=(*retrieved.warnings, note, *rescue.warnings), timings=timings)
 
@@ -193,7 +198,8 @@ class Retrieval:
                 if isinstance(result, _UNANSWERABLE):
                     raise result
                 error = result if isinstance(result, errors.EngineError) else None
-                answer = _Answer(None, f"{name} failed: {result}", took, error=error)
+                timed_out = isinstance(error, errors.EngineTimeout)
+                answer = _Answer(None, f"{name} failed: {result}", took, error=error, timed_out=timed_out)
             else:
                 answer = _answered(name, result, took)
             parts.setdefault(name, []).append(answer)
@@ -254,11 +260,12 @@ class Retrieval:
                 result = await self.engine.search(self.index, body)
             return _answered(name, result, elapsed_ms(started))
         except asyncio.TimeoutError:
-            return _Answer(None, f"{name} did not answer within {timeout_s:g}s", elapsed_ms(started))
+            return _Answer(None, f"{name} did not answer within {timeout_s:g}s", elapsed_ms(started), timed_out=True)
         except errors.EngineError as exc:
             if isinstance(exc, _UNANSWERABLE):
                 raise
-            return _Answer(None, f"{name} failed: {exc}", elapsed_ms(started), error=exc)
+            timed_out = isinstance(exc, errors.EngineTimeout)
+            return _Answer(None, f"{name} failed: {exc}", elapsed_ms(started), error=exc, timed_out=timed_out)
 
 
 def _merged(answers: Sequence[_Answer]) -> _Answer:
@@ -270,7 +277,8 @@ def _merged(answers: Sequence[_Answer]) -> _Answer:
     warnings = list(dict.fromkeys(answer.warning for answer in answers if answer.warning))
     ms = max(answer.ms for answer in answers)
     if not results:
-        return _Answer(None, "; ".join(warnings), ms, error=_refusal(answers))
+        timed_out = all(answer.timed_out for answer in answers)
+        return _Answer(None, "; ".join(warnings), ms, error=_refusal(answers), timed_out=timed_out)
     best: dict[str, Hit] = {}
     for result in results:
         for hit in result.hits:
@@ -311,7 +319,10 @@ def _collected(
     terms = query_vector.concept_terms if query_vector is not None else ()
     partial = any(answer.partial for answer in answers.values())
     rejected = _refusal(list(answers.values()))
-    return Retrieved(runs, sources, semantic, warnings, timings, terms, partial=partial, rejected=rejected)
+    timed_out = bool(answers) and all(answer.timed_out for answer in answers.values())
+    return Retrieved(
+        runs, sources, semantic, warnings, timings, terms, partial=partial, rejected=rejected, timed_out=timed_out
+    )
 
 
 def _refusal(answers: Sequence[_Answer]) -> errors.RequestRejected | None:

@@ -23,6 +23,7 @@ from esbridge.embeddings.base import Embedder
 from esbridge.embeddings.identity import recorded_identity
 from esbridge.engines.base import AsyncEngine, Engine
 from esbridge.engines.factory import Resolved, connect, connect_async, resolve_kind
+from esbridge.errors import EngineUnavailable
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.parameters import parameters_from
 from esbridge.query.api import open_query_embedder
@@ -115,7 +116,28 @@ class Backend:
         answer's ``SearchResult.partial``."""
         async with within(timeout_s):
             connected = await self.connected()
+            self.check_data_dir(connected, "search")
             return (await connected.async_engine.search(self.index, _READY_QUERY)).partial
+
+    def check_data_dir(self, connected: Connected, operation: str = "write") -> None:
+        """Raise ``EngineUnavailable`` when the embedded engine's database is gone (its data directory was removed
+        while the service runs): searches may still answer from what is open, but a write would go nowhere."""
+        if connected.kind != "embedded":
+            return
+        from esbridge.engines.embedded import EmbeddedEngine
+        from esbridge.engines.embedded.store import DB_FILE
+
+        engine = connected.engine
+        assert isinstance(engine, EmbeddedEngine)
+        database = engine.data_dir / DB_FILE
+        if not database.is_file():
+            raise EngineUnavailable(
+                f"the data directory {engine.data_dir} has no database {DB_FILE} (it was removed or moved while the "
+                "service runs); restore it: writes and readiness recover once it is back",
+                url=engine.url,
+                operation=operation,
+                index=self.index,
+            )
 
     async def check_model(self, timeout_s: float = 5.0) -> None:
         """Raise ``ModelMismatch`` when every search would be refused: the query model is not the index's."""

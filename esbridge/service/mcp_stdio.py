@@ -5,7 +5,9 @@ no text. The SDK's stdio transport refuses such a line and drops it, so the agen
 comes. Here a request in such a line is answered with a JSON-RPC error naming where the surrogate is, as the HTTP
 API refuses such a body by name (422). So is one the SDK's parser cannot read otherwise (nested more than about 200
 levels deep, a number of more than 4,300 digits): a parse error (-32700) with its reason. Its id is read without
-decoding the rest of the line, which may be nested deeper than Python's own decoder goes.
+decoding the rest of the line, which may be nested deeper than Python's own decoder goes. A line that is not JSON at
+all gets a parse error too, and JSON that is no JSON-RPC message an invalid request (-32600); where no id can be read,
+the answer's id is null, as JSON-RPC 2.0 says.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import INVALID_PARAMS, PARSE_ERROR, ErrorData, JSONRPCError
+from mcp.types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 from pydantic import ValidationError
 
 from esbridge.ingest.json_lines import surrogate_location
@@ -38,28 +40,56 @@ async def serve_stdio(server: MCPServer, stdin: Any = None, stdout: Any = None) 
 
 
 def refusal(item: object) -> JSONRPCError | None:
-    """The answer to a transport failure that is a request the SDK cannot read (a lone surrogate, nesting deeper than
-    its parser goes, a number too long for it) whose id can be read; None for anything else."""
+    """The answer to a transport failure that is a message the SDK cannot read, as JSON-RPC 2.0 answers it: with the
+    request's id when it can be read, else null; None for anything else, and for what is not to be answered (a
+    notification, a response, a blank line)."""
     if not isinstance(item, ValidationError):
         return None
     problems = item.errors(include_url=False)
-    line = problems[0].get("input") if len(problems) == 1 and problems[0]["type"] == "json_invalid" else None
-    if not isinstance(line, str) or _member(line, "method") is _ABSENT:
-        return None
-    request_id = _member(line, "id")
-    if isinstance(request_id, bool) or not isinstance(request_id, (str, int)) or surrogate_location(request_id):
-        return None  # a notification, a response, or an id that cannot be echoed: nothing to answer
+    if len(problems) == 1 and problems[0]["type"] == "json_invalid":
+        line = problems[0].get("input")
+        return _unreadable(line, problems[0]["msg"]) if isinstance(line, str) and line.strip() else None
+    return _not_a_message(problems)
+
+
+def _unreadable(line: str, reason: str) -> JSONRPCError | None:
+    """A line that is not JSON, or JSON the SDK's parser cannot read (a lone surrogate, deep nesting, long numbers)."""
     try:
         where = surrogate_location(json.loads(line))  # Python's decoder keeps a lone surrogate as it is
+        json_text = True
+    except json.JSONDecodeError:  # not JSON: whether it was a notification cannot be known, so it is answered
+        where, json_text = None, False
     except (ValueError, RecursionError):  # nested deeper than Python's decoder goes, an int over its digit limit
-        where = None
+        where, json_text = None, True
+    request_id = _member(line, "id")
+    if json_text and (_member(line, "method") is _ABSENT or request_id is _ABSENT):
+        return None  # a response or a notification: nothing to answer
     if where is None:
-        error = ErrorData(code=PARSE_ERROR, message=f"the request cannot be read: {problems[0]['msg']}")
+        error = ErrorData(code=PARSE_ERROR, message=f"the request cannot be read: {reason}")
     else:
         # repr() writes a surrogate in the path (one in a key) as its escape, so the answer can be sent.
         message = f"{where!r} is not valid text (it holds a lone UTF-16 surrogate: not UTF-8)"
         error = ErrorData(code=INVALID_PARAMS, message=message)
-    return JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+    return JSONRPCError(jsonrpc="2.0", id=_echoable(request_id), error=error)
+
+
+def _not_a_message(problems: list[Any]) -> JSONRPCError | None:
+    """JSON that is no JSON-RPC 2.0 message (``[]``, ``{"foo": 1}``, ``"jsonrpc": "1.0"``), answered as an invalid
+    request unless it is a response (one the agent sends to a request of the server's)."""
+    whole = next((problem["input"] for problem in problems if len(problem["loc"]) <= 1), None)
+    whole = next((problem["input"] for problem in problems if problem["type"] == "missing"), whole)
+    if isinstance(whole, dict) and "method" not in whole and ("result" in whole or "error" in whole):
+        return None
+    request_id = whole.get("id", _ABSENT) if isinstance(whole, dict) else _ABSENT
+    message = 'not a JSON-RPC 2.0 message: an object with "jsonrpc": "2.0" and a "method" was expected'
+    return JSONRPCError(jsonrpc="2.0", id=_echoable(request_id), error=ErrorData(code=INVALID_REQUEST, message=message))
+
+
+def _echoable(request_id: Any) -> str | int | None:
+    """``request_id`` when an answer can carry it (a string that is text, an integer), else None (JSON null)."""
+    if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+        return None
+    return None if surrogate_location(request_id) is not None else request_id
 
 
 _ABSENT = object()

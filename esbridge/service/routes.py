@@ -245,6 +245,10 @@ async def delete_document(
     """Delete every chunk of the document."""
     backend = _backend(request)
     _refuse_attached(request)
+    try:
+        doc_id = documents.path_id(request.scope.get("raw_path"), doc_id)
+    except ValueError as exc:
+        raise ServiceError(422, "validation", f"path.doc_id: {exc}", fields=[("path.doc_id", str(exc))]) from None
 
     def work(engine: Engine, control: WriteControl) -> int:
         return documents.delete(engine, backend.index, doc_id, control=control)
@@ -375,7 +379,11 @@ async def _write(request: Request, what: str, work: Callable[[Engine, WriteContr
 
     def step(cancel: Cancellation) -> T:
         try:
+            backend.check_data_dir(connected)
             return work(connected.engine, WriteControl(service.refresh, service.wait_for_max_s, cancel))
+        except (EsbridgeError, OSError, ValueError):
+            backend.check_data_dir(connected)  # removed while it wrote: say so, not what failed on the way
+            raise
         finally:
             loop.call_soon_threadsafe(backend.invalidate_responses)
 

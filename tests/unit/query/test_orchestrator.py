@@ -222,6 +222,18 @@ def test_no_retriever_answering_is_an_error() -> None:
         run(searcher(MemoryEngine(LEX, SEM, fail=["bm25", "knn"])))
 
 
+@pytest.mark.parametrize("execution", ["concurrent", "msearch"])
+def test_no_retriever_answering_in_time_is_a_timeout(execution: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hung engine is told apart from one that fails (the service answers 504, not 503); one of each is not."""
+    monkeypatch.setattr("esbridge.query.retrieval._MSEARCH_MARGIN_S", 0.05)
+    timeouts: dict[str, Any] = {"bm25_timeout_s": 0.05, "knn_timeout_s": 0.05, "execution": execution}
+    with pytest.raises(errors.EngineTimeout, match=r"bm25 did not answer within 0\.05s; knn did not"):
+        run(searcher(MemoryEngine(LEX, SEM, stall=["bm25", "knn"]), **timeouts))
+    with pytest.raises(errors.EngineUnavailable, match="bm25 failed") as mixed:
+        run(searcher(MemoryEngine(LEX, SEM, fail=["bm25"], stall=["knn"]), **timeouts))
+    assert not isinstance(mixed.value, errors.EngineTimeout)
+
+
 def test_bm25_is_in_flight_while_the_query_is_embedded() -> None:
     engine = MemoryEngine(LEX, SEM)
     run(searcher(engine, StubEmbedder(delay=0.2), execution="concurrent"))

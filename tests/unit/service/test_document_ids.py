@@ -47,8 +47,38 @@ def test_a_document_whose_id_holds_a_line_break_can_be_deleted(make_client: Clie
     written = client.post("/v1/documents", json={"documents": [{"id": "two\nlines", "text": "x"}]}, headers=WRITE)
     assert written.json()["results"][0]["status"] == "ok"
     client.post("/v1/documents", json={"documents": [{"id": "two", "text": "y"}]}, headers=WRITE)
-    assert client.delete("/v1/documents/two%0A", headers=WRITE).status_code == 404  # not 'two', whose id it is not
     deleted = client.delete("/v1/documents/two%0Alines", headers=WRITE)
     assert deleted.status_code == 200, deleted.text
     assert deleted.json() == {"id": "two\nlines", "deleted_chunks": 1}
     assert stored_chunks("two") == {"two#0": "y"}
+
+
+def test_a_delete_trims_the_id_as_the_upsert_did(make_client: ClientFactory) -> None:
+    """An upsert of ' pad ' answers that it wrote 'pad'; a delete of ' pad ' (or 'pad\n') finds that document."""
+    client = make_client(api_keys=[KEY])
+    written = client.post("/v1/documents", json={"documents": [{"id": " pad ", "text": "x"}]}, headers=WRITE)
+    assert written.json()["results"][0]["id"] == "pad"
+    deleted = client.delete("/v1/documents/%20pad%20", headers=WRITE)
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json() == {"id": "pad", "deleted_chunks": 1}
+    assert stored_chunks("pad") == {}
+    client.post("/v1/documents", json={"documents": [{"id": "two", "text": "y"}]}, headers=WRITE)
+    assert client.delete("/v1/documents/two%0A", headers=WRITE).json() == {"id": "two", "deleted_chunks": 1}
+    blank = client.delete("/v1/documents/%20%09", headers=WRITE)
+    assert blank.status_code == 422, blank.text
+    assert blank.json()["error"]["fields"] == [{"field": "path.doc_id", "message": "must not be empty"}]
+
+
+def test_a_delete_whose_id_is_not_utf8_is_refused_naming_the_byte(make_client: ClientFactory) -> None:
+    """'%ff' is no UTF-8: refused, as a body that is not UTF-8 is, not looked up as U+FFFD; a real U+FFFD is kept."""
+    client = make_client(api_keys=[KEY])
+    client.post("/v1/documents", json={"documents": [{"id": "caf\ufffd", "text": "x"}]}, headers=WRITE)
+    refused = client.delete("/v1/documents/caf%ff", headers=WRITE)
+    assert refused.status_code == 422, refused.text
+    error = refused.json()["error"]
+    assert error["kind"] == "validation"
+    assert error["fields"][0]["field"] == "path.doc_id"
+    assert "is not UTF-8 (byte 0xff at byte 3 of the id)" in error["message"]
+    assert stored_chunks("caf\ufffd") == {"caf\ufffd#0": "x"}
+    deleted = client.delete("/v1/documents/caf%EF%BF%BD", headers=WRITE)
+    assert deleted.json() == {"id": "caf\ufffd", "deleted_chunks": 1}

@@ -31,12 +31,12 @@ def search_line(request_id: Any, arguments: str) -> str:
     )
 
 
-def answers(*lines: str, expected: int) -> dict[Any, dict[str, Any]]:
+def answers(*lines: str, expected: int, stdout: io.StringIO | None = None) -> dict[Any, dict[str, Any]]:
     """The answers of a stdio session that sends ``lines`` after initializing, by request id. Its stdin stays open
     until ``expected`` answers are out, as an agent's does: at the end of stdin the session ends, tool calls still
     running with it."""
     sent = [json.dumps(INITIALIZE), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), *lines]
-    stdout = io.StringIO()
+    stdout = stdout if stdout is not None else io.StringIO()
     server = build_server(service_settings(), embedder=HashingEmbedder(), load_model=False)
 
     def found() -> list[dict[str, Any]]:
@@ -100,3 +100,30 @@ def test_a_request_the_sdk_cannot_parse_is_answered_with_its_reason_and_the_sess
     assert "recursion limit exceeded" in found[1]["error"]["message"]
     assert "number out of range" in found[3]["error"]["message"]
     assert "query must not be blank" in found[4]["result"]["content"][0]["text"]  # the next request is answered
+
+
+def test_a_line_that_is_not_json_or_no_message_is_answered_with_a_null_id_when_none_can_be_read() -> None:
+    """JSON-RPC 2.0: a parse error, or an invalid request whose id cannot be detected, is answered with id null."""
+    stdout = io.StringIO()
+    lines = [
+        "hello",
+        '{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "search"',  # cut off before its id
+        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {',  # cut off after it: its id is read
+        '{"jsonrpc": "2.0", "id": "\\ud800", "method": "tools/call"}',  # an id that cannot be echoed
+        "[]",
+        '{"jsonrpc": "1.0", "id": 8, "method": "ping"}',
+        "",  # a blank line is no message
+        '{"jsonrpc": "2.0", "id": 5, "result": {"x": "\\ud800"}}',  # a response: never answered
+        search_line(9, '{"query": "   "}'),
+    ]
+    found = answers(*lines, expected=8, stdout=stdout)
+    unidentified = [json.loads(line) for line in stdout.getvalue().splitlines() if '"id":null' in line]
+    assert [answer["error"]["code"] for answer in unidentified] == [-32700, -32700, -32602, -32600]
+    assert unidentified[0]["error"]["message"].startswith("the request cannot be read: Invalid JSON: expected value")
+    assert found[7]["error"]["code"] == -32700
+    assert found[8]["error"] == {
+        "code": -32600,
+        "message": 'not a JSON-RPC 2.0 message: an object with "jsonrpc": "2.0" and a "method" was expected',
+    }
+    assert "query must not be blank" in found[9]["result"]["content"][0]["text"]  # the session goes on
+    assert set(found) == {0, 7, 8, 9, None}

@@ -54,6 +54,25 @@ def test_readyz_answers_not_ready_within_its_five_seconds(client: TestClient) ->
     assert answer.json()["checks"]["engine"] == "no answer within 5s"
 
 
+def test_a_search_no_retriever_answers_in_time_is_504_timeout(make_client: ClientFactory, silent_url: str) -> None:
+    """A hung engine, told apart from one that refuses connections (503 engine_unavailable with Retry-After)."""
+    settings = load_settings(
+        url=silent_url,
+        engine="opensearch",
+        retries=0,
+        timeout_s=2,
+        index="notes",
+        pipeline={"bm25_timeout_s": 0.3, "knn_timeout_s": 0.3},
+        service={"request_timeout_s": 10},
+    )
+    answer = make_client(settings).post("/v1/search", json={"query": "anything"})
+    assert answer.status_code == 504, answer.text
+    error = answer.json()["error"]
+    assert error["kind"] == "timeout"
+    assert "bm25 did not answer within 0.3s; knn did not answer within 0.3s" in error["message"]
+    assert "Retry-After" not in answer.headers
+
+
 class _NotFound(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.send_response(404)
