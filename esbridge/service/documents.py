@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote_to_bytes
 
 from pydantic import ValidationError
 
@@ -24,7 +23,7 @@ from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import MAX_ID_BYTES, BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import index_document
-from esbridge.ingest.json_lines import known_id, record_id, surrogate_location
+from esbridge.ingest.json_lines import known_id, surrogate_location
 from esbridge.ingest.json_values import describe_validation_error
 from esbridge.ingest.jsonl import JsonlRecord, record_document
 from esbridge.ingest.model import Chunk, Document
@@ -150,28 +149,6 @@ def delete(
             status=failure.status or None,
         )
     return len(totals.succeeded)
-
-
-_DOCUMENTS_PATH = b"/v1/documents/"
-
-
-def path_id(raw_path: bytes | None, doc_id: str) -> str:
-    """The id a delete's path names, as an upsert of it stores it (trimmed, ``record_id``), or ``ValueError``.
-
-    ``doc_id`` is the path as the server decoded it, where bytes that are not UTF-8 became U+FFFD, so
-    ``raw_path`` is checked: such an id is refused rather than looked up as another one."""
-    if raw_path is not None:
-        decoded = unquote_to_bytes(raw_path)
-        try:
-            decoded.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            start = decoded.find(_DOCUMENTS_PATH)
-            at = exc.start - start - len(_DOCUMENTS_PATH) if start >= 0 else exc.start
-            raise ValueError(
-                f"is not UTF-8 (byte 0x{decoded[exc.start]:02x} at byte {at} of the id); percent-encode the id's "
-                "UTF-8 bytes"
-            ) from None
-    return record_id(doc_id)
 
 
 def _refuse_several_targets(engine: Engine, index: str) -> None:

@@ -11,7 +11,6 @@ from fastapi import APIRouter, Depends, Path, Request, Security
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST
-from starlette.convertors import PathConvertor, register_url_convertor
 
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine
@@ -27,7 +26,7 @@ from esbridge.errors import (
 )
 from esbridge.query.deadline import within
 from esbridge.query.models import SearchRequest, SearchResponse
-from esbridge.service import documents
+from esbridge.service import document_path, documents
 from esbridge.service.auth import KeyRing
 from esbridge.service.backend import Backend
 from esbridge.service.errors import GuardedRoute, ServiceError
@@ -152,16 +151,6 @@ async def require_admin(
 router = APIRouter(route_class=GuardedRoute)
 
 
-class _DocumentId(PathConvertor):
-    """The rest of the path, line breaks included: an upsert takes an id holding one (``%0A`` in the path), and
-    Starlette's ``path`` (``.*``) stops at it, so the delete would answer 404 for an unknown route."""
-
-    regex = r"[\s\S]*"
-
-
-register_url_convertor("document_id", _DocumentId())
-
-
 @router.post(
     "/v1/search",
     response_model=SearchResponse,
@@ -246,7 +235,7 @@ async def delete_document(
     backend = _backend(request)
     _refuse_attached(request)
     try:
-        doc_id = documents.path_id(request.scope.get("raw_path"), doc_id)
+        doc_id = document_path.path_id(request.scope.get("raw_path"), doc_id)
     except ValueError as exc:
         raise ServiceError(422, "validation", f"path.doc_id: {exc}", fields=[("path.doc_id", str(exc))]) from None
 

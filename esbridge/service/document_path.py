@@ -1,0 +1,42 @@
+"""How the sidecar reads a document id from a request path (``DELETE /v1/documents/{doc_id}``): the whole rest of
+the path, as an upsert of that id stores it."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote_to_bytes
+
+from starlette.convertors import PathConvertor, register_url_convertor
+
+from esbridge.ingest.json_lines import record_id
+
+
+class DocumentId(PathConvertor):
+    """The rest of the path, line breaks included: an upsert takes an id holding one (``%0A`` in the path), and
+    Starlette's ``path`` (``.*``) stops at it, so the delete would answer 404 for an unknown route."""
+
+    regex = r"[\s\S]*"
+
+
+register_url_convertor("document_id", DocumentId())
+
+
+_DOCUMENTS_PATH = b"/v1/documents/"
+
+
+def path_id(raw_path: bytes | None, doc_id: str) -> str:
+    """The id a delete's path names, as an upsert of it stores it (trimmed, ``record_id``), or ``ValueError``.
+
+    ``doc_id`` is the path as the server decoded it, where bytes that are not UTF-8 became U+FFFD, so
+    ``raw_path`` is checked: such an id is refused rather than looked up as another one."""
+    if raw_path is not None:
+        decoded = unquote_to_bytes(raw_path)
+        try:
+            decoded.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            start = decoded.find(_DOCUMENTS_PATH)
+            at = exc.start - start - len(_DOCUMENTS_PATH) if start >= 0 else exc.start
+            raise ValueError(
+                f"is not UTF-8 (byte 0x{decoded[exc.start]:02x} at byte {at} of the id); percent-encode the id's "
+                "UTF-8 bytes"
+            ) from None
+    return record_id(doc_id)
