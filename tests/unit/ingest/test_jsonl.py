@@ -209,6 +209,16 @@ def test_byte_order_mark_and_blank_lines(tmp_path: Path) -> None:
     assert len(items) == 2
 
 
+def test_a_byte_order_mark_starting_a_later_line_is_read_as_the_first_lines(tmp_path: Path) -> None:
+    # What `cat a.jsonl b.jsonl` gives when both were saved with a byte order mark.
+    bom = b"\xef\xbb\xbf"
+    path = tmp_path / "joined.jsonl"
+    path.write_bytes(bom + b'{"id": "a", "text": "x"}\r\n' + bom + b'{"id": "b", "text": "y"}\r\n' + bom + b"\n")
+    items = list(read_jsonl(path))
+    assert [item.doc_id for item in items if isinstance(item, Document)] == ["a", "b"]
+    assert len(items) == 2, "the mark alone on a line is a blank line"
+
+
 def test_links_resolve_against_the_ids_of_the_file(tmp_path: Path) -> None:
     path = write_lines(
         tmp_path / "links.jsonl",
