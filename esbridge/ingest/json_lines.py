@@ -1,5 +1,6 @@
 """Reading a JSON-lines file: bytes decoded line by line, each line a JSON object or a ``Problem`` naming it.
 
+A UTF-8 byte order mark at the start of any line (files joined with ``cat``) is dropped, as on the first.
 One invalid UTF-8 sequence, a line that is not JSON or not an object, an unpaired surrogate escape or a
 number beyond a float's range spoils that line only; a record's id is salvaged from a line that fails
 when it can be, so the ingest keeps what was indexed for it. A whole file that cannot be read line by line
@@ -75,7 +76,8 @@ def object_lines(path: Path, id_field: str) -> Iterator[tuple[int, JsonObject] |
     try:
         with path.open("rb") as handle:
             for number, raw in enumerate(handle, start=1):
-                line = raw[len(_BOM) :] if number == 1 and raw.startswith(_BOM) else raw
+                # Not only the first line: files joined with cat keep each file's mark at the start of a line.
+                line = raw.removeprefix(_BOM)
                 item = parse_json_line(line)
                 if isinstance(item, str):
                     yield Problem(path.name, item, number, doc_id=salvage_id(line, id_field))

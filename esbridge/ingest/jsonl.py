@@ -33,12 +33,15 @@ one line only. A line that is not UTF-8, not JSON, not an object, holds an unpai
 (``"\\ud800"``), nests a field more than 100 levels deep or fails validation yields a ``Problem`` naming
 the line and field; a repeated id is a ``Problem`` too (the first record wins). A Problem carries the
 record's id as ``doc_id`` whenever the id itself is intact, so the ingest pipeline keeps what was indexed
-for it. Blank lines are skipped. A missing or unreadable file raises ``SourceError``, and so does one that is
-gzip-compressed or UTF-16 (or UTF-32) text with its byte order mark, once, naming it and how to convert it.
+for it. Metadata (the record's other fields and ``metadata``) over ``MAX_METADATA_BYTES`` as JSON fails the
+line, naming the record and the size, since each chunk stores a copy. Blank lines are skipped. A missing or
+unreadable file raises ``SourceError``, and so does one that is gzip-compressed or UTF-16 (or UTF-32) text with
+its byte order mark, once, naming it and how to convert it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -127,6 +130,9 @@ def named_line(name: str, description: str | None) -> str:
 
 # Far deeper than records need, far shallower than what exhausts the recursion of later stages.
 MAX_NESTING = 100
+# What a record may store as metadata (its other fields and ``metadata``), serialized as JSON: each of its
+# chunks stores a copy. As a note's frontmatter metadata (``frontmatter.MAX_METADATA_BYTES``).
+MAX_METADATA_BYTES = 64 * 1024
 
 
 class IdentifiedRecord(BaseModel):
@@ -181,6 +187,18 @@ class JsonlRecord(IdentifiedRecord):
     @classmethod
     def _id(cls, value: Any) -> str:
         return record_id(value)
+
+    @model_validator(mode="after")
+    def _metadata_size(self) -> JsonlRecord:
+        metadata, _ = merged_metadata(self.model_extra or {}, self.metadata)
+        size = len(json.dumps(metadata, ensure_ascii=False).encode("utf-8"))
+        if size > MAX_METADATA_BYTES:
+            raise ValueError(
+                f"record {self.id!r}: metadata (its fields that are not record fields, and 'metadata') is "
+                f"{size / 1024:.1f} KiB as JSON, over the {MAX_METADATA_BYTES / 1024:.0f} KiB a record may store "
+                "(each of its chunks stores a copy); record skipped"
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -9,12 +9,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import pytest
+
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.dialect import index_settings
+from esbridge.errors import RequestRejected
 from esbridge.query import bodies
 from esbridge.query.models import Filters
 from tests.contract.records import CHUNKS, UTC, ids
 
+MAX_TERMS_COUNT = 65_536  # index.max_terms_count's default on both clusters
 # As ingest writes a file's modification time: to the microsecond.
 SUB_SECOND = {"fox#0": "2024-03-01T08:00:00.400000+00:00", "owl#0": "2024-03-01T08:00:01+00:00"}
 EPOCH_MILLIS = {"bread#0": "1709251200000"}  # 2024-03-01T00:00:00Z, written as epoch milliseconds
@@ -187,3 +191,22 @@ class QueryDslContract:
             assert self._matching(engine, loaded, query) == three, minimum
             query = {"bool": {"should": [*should, code], "minimum_should_match": minimum}}
             assert self._matching(engine, loaded, query) == four, minimum
+
+    def test_a_terms_filter_on_a_mapped_field_takes_at_most_max_terms_count_values(
+        self, engine: Engine, loaded: str
+    ) -> None:
+        most = ["space", *(f"absent-{n}" for n in range(MAX_TERMS_COUNT - 1))]
+        assert self._matching(engine, loaded, {"terms": {"tags": most}}) == ["astro#0", "astro#1"]
+        too_many = [*most, "one-more"]
+        assert self._matching(engine, loaded, {"terms": {"no_such_field": too_many}}) == [], "unmapped: no limit"
+        filters = Filters(terms={"tags": too_many})
+        refused_bodies = [
+            {"query": {"terms": {"tags": too_many}}},
+            bodies.bm25_body(engine.dialect, "telescope", size=10, filters=filters),
+            bodies.knn_body(engine.dialect, [0, 0, 1, 0], k=2, filters=filters, num_candidates=20),
+        ]
+        for body in refused_bodies:
+            with pytest.raises(RequestRejected) as refused:
+                engine.search(loaded, body)
+            assert f"[{MAX_TERMS_COUNT}]" in str(refused.value)
+            assert "index.max_terms_count" in str(refused.value)

@@ -22,6 +22,8 @@ from esbridge.engines.embedded.values import indexed_value
 SQL = tuple[str, list[Any]]
 _MINIMUM = re.compile(r"(-?\d+)(%?)")
 _FILTERS = frozenset({"match_all", "match_none", "term", "terms", "range", "ids", "exists"})
+# A cluster's index.max_terms_count default: a terms query on a mapped field with more values is refused (400).
+MAX_TERMS_COUNT = 65_536
 
 
 class Unsupported(ValueError):
@@ -161,6 +163,15 @@ def terms_field(spec: Mapping[str, Any]) -> tuple[str, list[Any]]:
     return names[0], spec[names[0]]
 
 
+def check_terms_count(values: Sequence[Any]) -> None:
+    """Refuse a ``terms`` query on a mapped field with more values than a cluster takes, in a cluster's words."""
+    if len(values) > MAX_TERMS_COUNT:
+        raise Unsupported(
+            f"The number of terms [{len(values)}] used in the Terms Query request has exceeded the allowed maximum"
+            f" of [{MAX_TERMS_COUNT}] (index.max_terms_count, which the embedded engine does not let an index raise)"
+        )
+
+
 class SqlFilters:
     """Filter clauses of one index as SQL conditions over ``docs d``."""
 
@@ -246,6 +257,7 @@ class SqlFilters:
         field = self._field(name, "terms")
         if field is None or not values:
             return ("0", [])
+        check_terms_count(values)
         if field.type == "date":  # each value stands for its span, as a range of one value
             spans = [date_span_of(field, value) for value in values]
             condition = " OR ".join("({value} >= ? AND {value} < ?)" for _ in spans)

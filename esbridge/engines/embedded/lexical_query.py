@@ -23,6 +23,7 @@ from esbridge.engines.embedded.filters import (
     Unsupported,
     boost_of,
     check_keys,
+    check_terms_count,
     clauses,
     coerce,
     date_span_of,
@@ -254,6 +255,7 @@ class Translator:
         field = self._filter_field(name, "terms")
         if field is None or not values:
             return tantivy.Query.empty_query()
+        check_terms_count(values)
         name = self._tantivy_name(field)
         if field.type == "date":  # each value stands for its span, as a range of one value
             spans = dict.fromkeys(date_span_of(field, value) for value in values)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -207,6 +208,41 @@ def test_byte_order_mark_and_blank_lines(tmp_path: Path) -> None:
     items = list(read_jsonl(path))
     assert [item.doc_id for item in items if isinstance(item, Document)] == ["x", "y"]
     assert len(items) == 2
+
+
+def test_a_byte_order_mark_starting_a_later_line_is_read_as_the_first_lines(tmp_path: Path) -> None:
+    # What `cat a.jsonl b.jsonl` gives when both were saved with a byte order mark.
+    bom = b"\xef\xbb\xbf"
+    path = tmp_path / "joined.jsonl"
+    path.write_bytes(bom + b'{"id": "a", "text": "x"}\r\n' + bom + b'{"id": "b", "text": "y"}\r\n' + bom + b"\n")
+    items = list(read_jsonl(path))
+    assert [item.doc_id for item in items if isinstance(item, Document)] == ["a", "b"]
+    assert len(items) == 2, "the mark alone on a line is a blank line"
+
+
+def test_metadata_over_the_cap_fails_its_line_naming_the_record_and_size_and_the_others_land(
+    tmp_path: Path,
+) -> None:
+    cap = 64 * 1024  # jsonl.MAX_METADATA_BYTES
+    big = "x" * cap
+    path = write_lines(
+        tmp_path / "fat.jsonl",
+        [
+            b'{"id": "before", "text": "t"}',
+            json.dumps({"id": "fat", "text": "t", "metadata": {"blob": big}}).encode(),
+            json.dumps({"id": "wide", "text": "t", "blob": big}).encode(),  # a top-level field is metadata too
+            json.dumps({"id": "just-under", "text": "t", "metadata": {"b": "x" * (cap - 20)}}).encode(),
+            b'{"id": "after", "text": "t"}',
+        ],
+    )
+    items = list(read_jsonl(path))
+    assert [item.doc_id for item in items if isinstance(item, Document)] == ["before", "just-under", "after"]
+    problems = {item.line: item for item in items if isinstance(item, Problem)}
+    assert list(problems) == [2, 3]
+    for line, doc_id in ((2, "fat"), (3, "wide")):
+        assert problems[line].doc_id == doc_id, "what was indexed for the record is kept"
+        assert problems[line].reason.startswith(f"record {doc_id!r}: metadata ")
+        assert "64.0 KiB as JSON, over the 64 KiB a record may store" in problems[line].reason
 
 
 def test_links_resolve_against_the_ids_of_the_file(tmp_path: Path) -> None:

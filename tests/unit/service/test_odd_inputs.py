@@ -74,6 +74,16 @@ def test_a_record_nested_too_deeply_fails_alone_not_the_batch(client: TestClient
     assert results[0]["error"] == "field 'metadata': nested more than 100 levels deep"
 
 
+def test_a_record_whose_metadata_is_over_the_cap_fails_alone_naming_it(client: TestClient) -> None:
+    documents = [{"id": "fat", "text": "x", "metadata": {"blob": "x" * 70_000}}, {"id": "fine", "text": "fine"}]
+    answer = client.post("/v1/documents", json={"documents": documents}, headers={"X-API-Key": KEY})
+    assert answer.status_code == 200, answer.text
+    results = answer.json()["results"]
+    assert [result["status"] for result in results] == ["error", "ok"]
+    assert results[0]["error"].startswith("record 'fat': metadata ")
+    assert "68.4 KiB as JSON, over the 64 KiB a record may store" in results[0]["error"]
+
+
 @pytest.mark.parametrize(
     ("path", "content_type", "said"),
     [
