@@ -285,10 +285,12 @@ def unique_records(path: Path, model: type[Record], *, id_fields: Sequence[str])
 
 def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
     """The ``Document`` of a valid record; links to ids outside ``known_ids`` count as unresolved."""
-    extra = dict(record.model_extra or {})
+    metadata, overridden = merged_metadata(record.model_extra or {}, record.metadata)
     if record.title and record.name:
-        extra["name"] = record.name
-    metadata, overridden = merged_metadata(extra, record.metadata)
+        # After metadata's own keys, where it has always been: a record without text is chunked from its
+        # metadata in this order, so moving it would change every such chunk's hash (all re-embedded).
+        overridden += merged_metadata({"name": record.name}, record.metadata)[1]
+        metadata.setdefault("name", record.name)
     title = record.title or record.name or ""
     sections = compose_sections(record, metadata)
     links = resolve_links(record.id, record.links, known_ids)

@@ -347,11 +347,13 @@ def _stale_chunks(
     if not stale or not problems:
         return stale
     read = {chunk.doc_id for chunk in chunks}
-    if any(problem.doc_id is None for problem in problems):
+    protected = {problem.doc_id for problem in problems}
+    if None in protected:
         owned = tuple({chunk.document.doc_prefix for chunk in chunks if chunk.document and chunk.document.doc_prefix})
 
         def known_whole(doc: str) -> bool:
-            return doc in read or bool(owned and doc.startswith(owned))
+            # A tool of a server read whole is gone, unless it is a problem itself (refused for its long ids).
+            return doc in read or (doc not in protected and bool(owned and doc.startswith(owned)))
 
         kept = sum(1 for chunk_id in stale if not known_whole(doc_id_of(chunk_id)))
         if kept:
@@ -360,7 +362,6 @@ def _stale_chunks(
                 "fix them and run again to remove the rest"
             )
         return [chunk_id for chunk_id in stale if known_whole(doc_id_of(chunk_id))]
-    protected = {problem.doc_id for problem in problems}
     prefixes = tuple(problem.doc_prefix for problem in problems if problem.doc_prefix)
     return [
         chunk_id

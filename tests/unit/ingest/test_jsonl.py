@@ -323,3 +323,16 @@ def test_a_date_that_cannot_be_is_a_problem_naming_the_field_not_1970(
     assert isinstance(problem, Problem) and problem.doc_id == "r" and problem.line == 1
     assert problem.reason.startswith(reason), problem.reason
     assert isinstance(fine, Document) and getattr(fine, field) == datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def test_a_name_beside_a_title_keeps_its_place_after_metadata_so_chunk_hashes_stay(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "r.jsonl",
+        [b'{"id": "t", "title": "Tool", "name": "tool", "owner": "bob", "metadata": {"x": 1}}'],
+    )
+    (document,) = read_jsonl(path)
+    assert isinstance(document, Document)
+    # A record without text is chunked from its metadata as listed: the order is part of every chunk's hash.
+    assert list(document.metadata) == ["owner", "x", "name"]
+    assert document.sections == (Section("owner: bob\nx: 1\nname: tool"),)
+    assert document.warnings == ()

@@ -204,3 +204,29 @@ def test_a_document_whose_later_chunk_ids_are_too_long_is_refused_whole_and_keep
     engine.refresh("notes")
     kept = engine.scan("notes", {"match_all": {}}, ["body"], sort_field="chunk_id")
     assert {hit.id: hit.source["body"] for hit in kept} == {f"{doc_id}#0": "The old version.", "other#0": "Other, new."}
+
+
+def test_a_tool_refused_for_its_long_ids_keeps_its_old_version_when_another_line_has_no_readable_id(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    # The server is read whole, so its stale tools go; the tool refused whole is not stale but kept, even when
+    # a line whose id cannot be read makes the run keep only what it cannot tell is gone.
+    path = tmp_path / "servers.jsonl"
+    name = "t" * (510 - len("srv/tools/"))
+    server = {"id": "srv", "name": "Server", "path": "/srv", "description": "A server."}
+    old = [{**server, "tools": [{"name": name, "description": "The old tool."}, {"name": "gone"}]}]
+    path.write_text("".join(json.dumps(row) + "\n" for row in old), encoding="utf-8")
+    manager = IndexManager(engine, "notes", IndexParameters(dimension=HashingEmbedder().dimension))
+    options = IngestOptions(window=4, source_format="registry")
+    assert ingest(path, engine=engine, manager=manager, embedder=HashingEmbedder(), options=options).failed == []
+    long = " ".join(f"word{n}" for n in range(3000))
+    new = json.dumps({**server, "tools": [{"name": name, "description": long}]}) + '\n{"id": "ne'
+    path.write_text(new, encoding="utf-8")
+    report = ingest(path, engine=engine, manager=manager, embedder=HashingEmbedder(), options=options)
+    refused, unreadable = report.failed
+    assert refused["reason"].startswith(f"chunk srv/tools/{name}#10: id is 513 bytes long")
+    assert unreadable["id"] == "servers.jsonl:2"
+    engine.refresh("notes")
+    kept = engine.scan("notes", {"match_all": {}}, ["body"], sort_field="chunk_id")
+    tools = {hit.id: hit.source["body"] for hit in kept if hit.id.startswith("srv/tools/")}
+    assert tools == {f"srv/tools/{name}#0": "The old tool."}
