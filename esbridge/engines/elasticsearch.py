@@ -26,6 +26,7 @@ from esbridge.engines.capabilities import (
     elasticsearch_native_hybrid,
     server_features,
 )
+from esbridge.engines.cut_answers import CheckedUrllib3Node
 from esbridge.engines.errors import connection_reason, from_response, no_answer, tls_reason
 from esbridge.engines.routing import SearchRouting
 
@@ -112,7 +113,7 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
 
     def __init__(self, settings: Settings, client: Elasticsearch | None = None) -> None:
         self._url = settings.display_url if settings.url else f"cloud:{settings.auth.cloud_id}"
-        self._client = client or Elasticsearch(**client_options(settings))
+        self._client = client or Elasticsearch(**client_options(settings), node_class=CheckedUrllib3Node)
         self._routing = SearchRouting(settings.search)
         self._timeout = no_answer(settings.timeout_s, settings.retries)
 

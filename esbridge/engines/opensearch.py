@@ -26,6 +26,7 @@ from esbridge.engines.capabilities import (
     opensearch_native_hybrid,
     server_features,
 )
+from esbridge.engines.cut_answers import CheckedUrllib3Connection
 from esbridge.engines.errors import connection_reason, from_response, no_answer, tls_reason
 from esbridge.engines.routing import SearchRouting
 
@@ -141,7 +142,7 @@ class OpenSearchEngine(paging.ScanBySearch, _Translating):
 
     def __init__(self, settings: Settings, client: OpenSearch | None = None) -> None:
         self._url = settings.display_url
-        self._client = client or OpenSearch(**client_options(settings))
+        self._client = client or OpenSearch(**client_options(settings), connection_class=CheckedUrllib3Connection)
         self._routing = SearchRouting(settings.search)
         self._timeout = no_answer(settings.timeout_s, settings.retries)
 

@@ -94,13 +94,14 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None, load_mod
         on_rejection=rejected,
     )
     # Outside admission: a body that arrives slowly, or never, holds no slot while it does. A client may have
-    # four times as many bodies arriving as the gate lets in and queues (room for bursts); all clients
-    # together, four times that.
+    # four times as many bodies arriving as the gate lets in and queues (room for bursts), and so may each
+    # accepted key; all together, four times that.
     per_client = 4 * (service.max_concurrency + service.max_queue)
     app.add_middleware(
         BodyLimit,
         max_bytes=service.max_body_bytes,
         timeout_s=service.request_timeout_s,
+        keys=keys,
         per_client=per_client,
         at_once=4 * per_client,
         on_refusal=lambda kind: metrics.errors.labels(kind=kind).inc(),

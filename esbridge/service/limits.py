@@ -6,7 +6,9 @@
   or never finishes it, holds no slot; one whose body has not arrived within ``timeout_s`` gets 408. Bodies
   read at once are capped per client address (``per_client``) and in all (``at_once``), so the bodies that
   wait bound memory (``at_once`` x ``max_bytes``) and a client that never finishes its bodies locks out
-  only itself; over either cap, 429 at once. A compressed body (``Content-Encoding``) is refused (415) unread.
+  only itself; over either cap, 429 at once. A request with an accepted API key is counted under its key,
+  not its address, so unkeyed senders on the same address (every local process on loopback) cannot lock
+  keyed clients out. A compressed body (``Content-Encoding``) is refused (415) unread.
 - ``Admission`` (``/v1/*`` only, so health, readiness and metrics stay answerable under overload): a
   token bucket per API key (per client address without an accepted key) refuses a caller over its rate,
   and a concurrency gate lets ``max_concurrency`` requests run with at most ``max_queue`` waiting, each
@@ -39,6 +41,7 @@ class BodyLimit:
         max_bytes: int,
         timeout_s: float,
         *,
+        keys: KeyRing,
         per_client: int,
         at_once: int,
         on_refusal: Callable[[str], None] | None = None,
@@ -46,9 +49,10 @@ class BodyLimit:
         self.app = app
         self.max_bytes = max_bytes
         self.timeout_s = timeout_s
+        self.keys = keys
         self.per_client, self.at_once = per_client, at_once
         self.on_refusal = on_refusal
-        self._reading: dict[str, int] = {}  # bodies being read, per client address (one event loop: no lock)
+        self._reading: dict[str, int] = {}  # bodies being read, per caller (one event loop: no lock)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
@@ -63,10 +67,10 @@ class BodyLimit:
             message = f"the body must be sent uncompressed (Content-Encoding {encoding} is not supported)"
             await self._refuse(scope, send, 415, "unsupported_media_type", message, {"Connection": "close"})
             return
-        client = str((scope.get("client") or ("",))[0])
+        client = caller(scope, self.keys)
         over = "in all" if sum(self._reading.values()) >= self.at_once else None
         if self._reading.get(client, 0) >= self.per_client:
-            over = "from this client address"
+            over = "for this API key" if client.startswith("key:") else "from this client address"
         if over is not None:
             limit = self.at_once if over == "in all" else self.per_client
             message = f"too many request bodies are arriving at once {over} (at most {limit}); retry when one is in"
@@ -157,6 +161,16 @@ def _first(scope: Scope, name: bytes) -> str | None:
     """The first value of header ``name``, as the routes read it (a request may send a header twice)."""
     value = next((value for key, value in scope["headers"] if key == name), b"")
     return value.decode("latin-1") or None
+
+
+def caller(scope: Scope, keys: KeyRing) -> str:
+    """Whom a request counts against: its accepted key (by the key's digest, never the key), else its address."""
+    key = presented_key(_first(scope, b"authorization"), _first(scope, b"x-api-key"))
+    grant = keys.grant(key) if key is not None else None
+    if grant is not None:
+        return f"key:{grant.id}"
+    client: Any = scope.get("client")
+    return f"client:{client[0] if client else 'unknown'}"
 
 
 def refill(tokens: float, elapsed_s: float, rate: float, burst: float) -> float:
@@ -267,7 +281,7 @@ class Admission:
         if scope["type"] != "http" or scope["method"] == "OPTIONS" or not scope["path"].startswith("/v1/"):
             await self.app(scope, receive, send)
             return
-        wait = self.buckets.take(self._caller(scope))
+        wait = self.buckets.take(caller(scope, self.keys))
         if wait > 0:
             await self._refuse(scope, send, "rate_limited", "too many requests for this API key (or client)", wait)
             return
@@ -287,14 +301,6 @@ class Admission:
         finally:
             self.gate.observe(time.perf_counter() - began)
             self.gate.release()
-
-    def _caller(self, scope: Scope) -> str:
-        key = presented_key(_first(scope, b"authorization"), _first(scope, b"x-api-key"))
-        grant = self.keys.grant(key) if key is not None else None
-        if grant is not None:
-            return f"key:{grant.id}"
-        client: Any = scope.get("client")
-        return f"client:{client[0] if client else 'unknown'}"
 
     async def _refuse(self, scope: Scope, send: Send, reason: str, message: str, wait_s: float) -> None:
         self.on_rejection(reason)

@@ -181,6 +181,41 @@ def test_an_answer_cut_off_in_its_headers_is_reported_without_them(kind: str) ->
         search_with(kind, load_settings(url=url, retries=0, timeout_s=5))
     message = str(failed.value)
     assert "cookie-of-the-proxy" not in message  # the service would show it to every caller
-    if kind.startswith("async"):  # aiohttp's error quotes every header it read; the sync clients see no body
-        assert isinstance(failed.value, errors.EngineUnavailable)
-        assert "an answer cut off after its headers (HTTP 200)" in message
+    assert isinstance(failed.value, errors.EngineUnavailable)
+    assert "an answer cut off after its headers (HTTP 200)" in message
+
+
+class _CutOffAfterProduct(_CutOff):
+    """As an engine that dies mid-way through its headers: its product header and content type are in."""
+
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.wfile.write(
+            b"HTTP/1.1 200 OK\r\nX-elastic-product: Elasticsearch\r\ncontent-type: application/json\r\nContent-Le"
+        )
+        self.wfile.flush()
+        self.close_connection = True
+
+    do_GET = do_POST = do_HEAD = _answer
+
+
+@pytest.mark.parametrize("kind", ["opensearch", "elasticsearch"])
+def test_a_sync_answer_cut_off_in_its_headers_is_not_read_as_an_empty_body(kind: str) -> None:
+    """An empty body read as the answer made the index behind an alias "found 0" and a search a TypeError."""
+    with listening(_CutOffAfterProduct) as url:
+        settings = load_settings(url=url, retries=0, timeout_s=5)
+        engine = OpenSearchEngine(settings) if kind == "opensearch" else ElasticsearchEngine(settings)
+        try:
+            for call in (
+                lambda: engine.get_mapping("notes"),
+                lambda: engine.alias_targets("notes"),
+                lambda: engine.search("notes", {"query": {"match_all": {}}}),
+            ):
+                with pytest.raises(
+                    errors.EngineUnavailable,
+                    match=r"cannot connect \(an answer cut off after its headers \(HTTP 200\)\)$",
+                ):
+                    call()
+            assert engine.index_exists("notes")  # a HEAD answer has no body to lose
+        finally:
+            engine.close()

@@ -1,6 +1,6 @@
 """Clients that send a body slowly, or never finish it (slowloris): they hold no slot of the concurrency gate
 while their body arrives, a body not received within ``service.request_timeout_s`` is answered 408, and the
-bodies arriving at once are capped per client address and in all (429 beyond)."""
+bodies arriving at once are capped per accepted key (else per client address) and in all (429 beyond)."""
 
 from __future__ import annotations
 
@@ -23,9 +23,12 @@ UNFINISHED = (
 
 
 @contextmanager
-def unfinished_bodies(url: str, count: int, source: str = "127.0.0.1") -> Iterator[list[socket.socket]]:
-    """``count`` connections from ``source`` that send their headers and the first byte of a 1,000-byte body,
-    and no more."""
+def unfinished_bodies(
+    url: str, count: int, source: str = "127.0.0.1", key: str | None = None
+) -> Iterator[list[socket.socket]]:
+    """``count`` connections from ``source`` (presenting ``key``, if given) that send their headers and the first
+    byte of a 1,000-byte body, and no more."""
+    request = UNFINISHED if key is None else UNFINISHED.replace(b"\r\n\r\n", f"\r\nX-API-Key: {key}\r\n\r\n".encode())
     where = urlsplit(url)
     assert where.port is not None
     with ExitStack() as stack:
@@ -34,7 +37,7 @@ def unfinished_bodies(url: str, count: int, source: str = "127.0.0.1") -> Iterat
             sock = stack.enter_context(
                 socket.create_connection((where.hostname, where.port), source_address=(source, 0))
             )
-            sock.sendall(UNFINISHED)
+            sock.sendall(request)
             sockets.append(sock)
         yield sockets
 
@@ -48,8 +51,9 @@ def status_of(sock: socket.socket) -> tuple[bytes, bytes]:
     return answer.split(b"\r\n", 1)[0], answer
 
 
-def search_from(url: str, source: str) -> httpx.Response:
-    with httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=10) as client:
+def search_from(url: str, source: str, key: str | None = None) -> httpx.Response:
+    headers = {} if key is None else {"X-API-Key": key}
+    with httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=10, headers=headers) as client:
         return client.post(f"{url}/v1/search", json={"query": "solar"})
 
 
@@ -77,6 +81,26 @@ def test_a_client_address_with_too_many_bodies_arriving_locks_out_only_itself() 
         assert search_from(url, "127.0.0.2").json()["error"]["kind"] == "index_missing"
         assert search_from(url, "127.0.0.1").status_code == 429
         assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
+
+
+def test_bodies_with_an_accepted_key_are_counted_under_the_key_not_the_address() -> None:
+    """On loopback every client has one address: unkeyed (or wrongly keyed) bodies there must not lock out
+    keyed clients, and a key's own bodies are capped under the key."""
+    settings = service_settings(
+        api_keys=["s3cret-one", "s3cret-two"], request_timeout_s=5, max_concurrency=2, max_queue=2
+    )
+    app = create_app(settings, embedder=HashingEmbedder(), load_model=False)
+    with uvicorn_thread(app) as (_, url), unfinished_bodies(url, 8), unfinished_bodies(url, 8, key="wrong"):
+        time.sleep(0.3)
+        assert search_from(url, "127.0.0.1").status_code == 429
+        assert search_from(url, "127.0.0.1", key="s3cret-one").json()["error"]["kind"] == "index_missing"
+        with unfinished_bodies(url, 16, key="s3cret-one"):
+            time.sleep(0.3)
+            refused = search_from(url, "127.0.0.1", key="s3cret-one")
+            assert refused.status_code == 429, refused.text
+            message = refused.json()["error"]["message"]
+            assert "for this API key (at most 16)" in message and "s3cret" not in refused.text
+            assert search_from(url, "127.0.0.1", key="s3cret-two").json()["error"]["kind"] == "index_missing"
 
 
 def test_bodies_arriving_at_once_are_capped_in_all() -> None:
