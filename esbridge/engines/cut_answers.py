@@ -11,12 +11,14 @@ the async clients' (``EngineUnavailable``, "an answer cut off after its headers"
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import elastic_transport
-from elastic_transport._node import NodeApiResponse
 from opensearchpy import Urllib3HttpConnection
 from opensearchpy import exceptions as ox
+
+if TYPE_CHECKING:  # a private module of elastic-transport: named for typing only
+    from elastic_transport._node import NodeApiResponse
 
 
 def cut_off(method: str, status: int, headers: Mapping[str, str], body: Any) -> str | None:
