@@ -32,11 +32,12 @@ def with_computed(
     metadata: Mapping[str, Any], computed: Mapping[str, Any], *, unit: str
 ) -> tuple[dict[str, Any], list[str]]:
     """``metadata`` with the ``computed`` keys set; a value it gave under one of them moves to ``given_<key>``
-    with a warning. ``unit`` is what a link names (``note``, ``record``)."""
+    with a warning, unless it is what esbridge computes (a record read back and written again). ``unit`` is what a
+    link names (``note``, ``record``)."""
     merged = dict(metadata)
     warnings: list[str] = []
     for key, value in computed.items():
-        if key in merged:
+        if key in merged and merged[key] != value:
             moved = f"given_{key}"
             while moved in merged or moved in computed:
                 moved = f"given_{moved}"

@@ -259,6 +259,14 @@ def test_a_records_own_unresolved_links_are_kept_under_another_key_with_a_warnin
     )
 
 
+def test_a_record_written_back_with_the_unresolved_links_esbridge_computed_is_unchanged(tmp_path: Path) -> None:
+    # A client that reads a document and upserts it again sends the computed key back: no given_ copy, no warning.
+    line = b'{"id": "p", "text": "t", "links": ["gone"], "metadata": {"unresolved_links": ["gone"]}}'
+    (document,) = read_jsonl(write_lines(tmp_path / "r.jsonl", [line]))
+    assert isinstance(document, Document)
+    assert (document.metadata, document.warnings) == ({"unresolved_links": ["gone"]}, ())
+
+
 def test_a_beir_corpus_line_is_told_apart_from_a_record_without_id(tmp_path: Path) -> None:
     path = tmp_path / "corpus.jsonl"
     path.write_text('{"_id": "d1", "title": "T", "text": "x"}\n{"title": "no id at all"}\n', encoding="utf-8")
