@@ -200,8 +200,9 @@ def canonical_source(source: Mapping[str, Any], fields: FieldMap, hit_id: str) -
     """A hit's stored fields under esbridge's names, so every later stage reads an attached index alike.
 
     With the default map this is ``source`` itself. Otherwise the mapped fields are copied to esbridge's
-    names (the originals stay), the document id is the ``id`` field or else the engine's ``_id``, and
-    ``body`` holds the content fields joined, for re-ranking.
+    names (the originals stay), the document id is the ``id`` field or else the engine's ``_id`` (whole: an
+    attached index's ids are not esbridge's ``doc#n`` chunk ids, so ``repo#12`` is not a chunk of ``repo``),
+    and ``body`` holds the content fields joined, for re-ranking.
     """
     if fields is DEFAULT_FIELD_MAP:
         return source
@@ -210,7 +211,7 @@ def canonical_source(source: Mapping[str, Any], fields: FieldMap, hit_id: str) -
         mapped = getattr(fields, role)
         if mapped is not None and mapped != name:
             out[name] = read_path(source, mapped)
-    if fields.id is None:
+    if fields.id is None or out.get("doc_id") in (None, ""):
         out["doc_id"] = hit_id
     if "body" not in fields.content and fields.content:
         texts = [read_path(source, name) for name in fields.content]

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from esbridge import errors
 from esbridge.config import load_settings
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap, canonical_source
+from esbridge.ids import document_of
 from esbridge.query import bodies
 from esbridge.query.models import Filters
 
@@ -112,8 +113,16 @@ def test_a_keyword_sub_field_role_reads_its_parents_stored_value() -> None:
     read = canonical_source(source, dynamic, "x9")
     assert (read["doc_id"], read["tags"], read["links"]) == ("d9", ["energy", "sea"], ["d1"])
     assert canonical_source(source, dynamic.model_copy(update={"date": "meta.created"}), "x9")["modified_at"] is None
-    objects = {"doc_id": [{"value": "d9"}]}  # an object array is no field value
-    assert canonical_source(objects, dynamic, "x9")["doc_id"] is None
+    objects = {"doc_id": [{"value": "d9"}]}  # an object array is no field value: the engine's _id stands in
+    assert canonical_source(objects, dynamic, "x9")["doc_id"] == "x9"
+
+
+def test_a_hit_without_its_id_field_is_its_own_document_by_its_whole_engine_id() -> None:
+    # Collapse keeps one result per doc_id: read from the hit id as a chunk id, repo#12 and repo#13 would be one.
+    mapped = PRODUCTS.model_copy(update={"id": "sku"})
+    ids = {hit: document_of(hit, canonical_source({"name": "Shoe"}, mapped, hit)) for hit in ("repo#12", "repo#13")}
+    assert ids == {"repo#12": "repo#12", "repo#13": "repo#13"}
+    assert canonical_source({"sku": "s1"}, mapped, "repo#12")["doc_id"] == "s1"
 
 
 def test_links_body_finds_documents_by_id_when_no_id_field_is_mapped() -> None:
