@@ -246,11 +246,13 @@ YAML
     unset JAVA_HOME
     exec "${es_runas[@]}" "$es_home/bin/elasticsearch" -d -p "$run/node.pid"
   ) </dev/null >>"$dir/start.log" 2>&1 9>&- &
+  escl_launchers+=("$!")
   say "elasticsearch-cluster: node $n starting on http://127.0.0.1:$http, transport $tport (heap $escl_heap); log: $run/logs"
 }
 
 escl_up() {
   local reason java_home n started=0 start h url deadline
+  escl_launchers=()
   reason=$(es_unavailable)
   [[ -z $reason ]] || die "elasticsearch-cluster: $reason"
   es_setup_user
@@ -270,7 +272,9 @@ escl_up() {
     escl_start_node "$n" "$java_home"
     started=$((started + 1))
   done
-  wait # the launchers return once their node runs (or failed)
+  # The launchers return once their node runs (or failed). Only they are waited for: a bare `wait` would also
+  # wait for the OpenSearch cluster's nodes when one `up` starts both clusters, which never return.
+  ((${#escl_launchers[@]} == 0)) || wait "${escl_launchers[@]}" || true
   deadline=$((start + timeout_s))
   while :; do
     h=""
