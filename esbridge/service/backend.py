@@ -121,7 +121,8 @@ class Backend:
 
     def check_data_dir(self, connected: Connected, operation: str = "write") -> None:
         """Raise ``EngineUnavailable`` when the embedded engine's database is gone (its data directory was removed
-        while the service runs): searches may still answer from what is open, but a write would go nowhere."""
+        while the service runs). Searches are refused too: a thread that has the database open could still answer,
+        but one that opens it now cannot, so answering from what is open would succeed or fail by thread."""
         if connected.kind != "embedded":
             return
         from esbridge.engines.embedded import EmbeddedEngine

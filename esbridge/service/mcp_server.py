@@ -198,6 +198,7 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
         backend = holder["backend"]
         with _reported("search"):
             connected = await backend.connected()
+            backend.check_data_dir(connected, "search")
             response = await connected.searcher.search(request)
         # Null fields stay, as the HTTP API and ``esbridge search --json`` answer them.
         answer = response.model_dump(mode="json")

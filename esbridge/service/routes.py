@@ -180,6 +180,7 @@ async def search(request: Request, body: SearchRequest) -> SearchResponse:
     writes_ended = backend.writes_ended
     async with within(service.request_timeout_s):
         connected = await backend.connected()
+        backend.check_data_dir(connected, "search")
         response = await connected.searcher.search(body)
     if backend.writes_ended != writes_ended:  # a write ended meanwhile: what this search cached may predate it
         backend.clear_response_cache()

@@ -27,7 +27,7 @@ import numpy as np
 
 from esbridge.engines.embedded.ann import VectorIndex
 from esbridge.engines.embedded.floats import FloatCopies
-from esbridge.engines.embedded.store import VECTOR_BLOBS
+from esbridge.engines.embedded.store import VECTOR_BLOBS, open_existing
 
 log = logging.getLogger("esbridge.embedded")
 
@@ -107,7 +107,7 @@ class Backfills:
 
     def _run(self, index_id: int, name: str, path: str, copies: FloatCopies, stop: threading.Event) -> None:
         try:
-            db = sqlite3.connect(self._database, isolation_level=None, check_same_thread=False)
+            db = open_existing(self._database)
             try:
                 db.execute("PRAGMA busy_timeout=30000")
                 found = db.execute("SELECT row FROM docs WHERE index_id = ?", (index_id,))

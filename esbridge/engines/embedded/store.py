@@ -32,6 +32,23 @@ DB_FILE = "esbridge.sqlite3"
 VECTOR_BLOBS = "SELECT row, data FROM vectors WHERE field = ? AND length(data) > 0 AND row IN ({}) ORDER BY row"
 """The vectors the graphs and re-scoring read. An empty one, which older versions stored, is no vector, here and
 wherever a vector is read."""
+
+
+def open_existing(path: Path) -> sqlite3.Connection:
+    """A connection to the database at ``path``, which must exist: opened plainly, a database removed while the
+    process runs would come back as a new empty file, which a later write would fill without the index's tables."""
+    try:
+        return sqlite3.connect(
+            f"{path.absolute().as_uri()}?mode=rw", uri=True, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.OperationalError as exc:
+        if path.is_file():
+            raise
+        raise sqlite3.OperationalError(
+            f"{exc}: the database {path} is gone (its data directory was removed or moved while this process runs)"
+        ) from exc
+
+
 LOG_LIMIT = 256 * 1024 * 1024
 
 
@@ -82,13 +99,18 @@ class Store:
         self._closed = False
         self._records: dict[str, tuple[tuple[Any, ...], IndexRecord]] = {}
         self._commits = 0
+        self._created = False
         self.db.execute("PRAGMA journal_mode=WAL")
+        self._created = True
         with self.write() as db:
             create_tables(db)
         drop_fts5_tables(self)
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        if self._created:
+            db = open_existing(self.path)
+        else:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         # NORMAL in WAL mode: a process crash loses nothing committed; a power cut may lose the last commits.
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA foreign_keys=ON")

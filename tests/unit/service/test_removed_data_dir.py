@@ -1,5 +1,6 @@
-"""The embedded sidecar whose data directory is removed (or moved away) while it runs: readiness and writes say
-so by name with a 503, searches answer from what is open, and all of it recovers once the directory is back."""
+"""The embedded sidecar whose data directory is removed (or moved away) while it runs: readiness, writes and
+searches say so by name with a 503, whichever thread serves them, and all of it recovers once the directory is
+back."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ import os
 import shutil
 from pathlib import Path
 
-from tests.unit.service.conftest import KEY, ClientFactory
+import anyio
+from mcp import Client
+from mcp.types import CallToolResult
+
+from esbridge.service.mcp_server import build_server
+from tests.support.hashing import HashingEmbedder
+from tests.unit.service.conftest import KEY, ClientFactory, service_settings, tool_text
 
 WRITE = {"X-API-Key": KEY}
 
@@ -24,20 +31,48 @@ def test_a_removed_data_directory_is_503_naming_it_and_recovers_when_it_is_back(
         ready = client.get("/readyz")
         assert ready.status_code == 503, ready.text
         assert f"the data directory {data_dir} has no database" in ready.json()["checks"]["engine"]
-        for answer in (
+        answers = [
             client.post("/v1/documents", json={"documents": [{"id": "b", "text": "heron"}]}, headers=WRITE),
             client.delete("/v1/documents/a", headers=WRITE),
-        ):
+        ]
+        # Each search on its own thread: one that had the database open could answer, one opening it now could not.
+        answers += [client.post("/v1/search", json={"query": "kestrel"}) for _ in range(8)]
+        for answer in answers:
             assert answer.status_code == 503, answer.text
             error = answer.json()["error"]
             assert error["kind"] == "engine_unavailable"
             assert f"the data directory {data_dir} has no database" in error["message"]
             assert answer.headers["Retry-After"] == "5"
         assert not data_dir.exists()  # the refused write created nothing in its place
-        assert client.post("/v1/search", json={"query": "kestrel"}).status_code == 200
     finally:
         shutil.move(away, data_dir)
     assert client.get("/readyz").status_code == 200
     again = client.post("/v1/documents", json={"documents": [{"id": "b", "text": "heron"}]}, headers=WRITE)
     assert again.json()["written"] == 1
     assert client.delete("/v1/documents/a", headers=WRITE).json() == {"id": "a", "deleted_chunks": 1}
+    assert client.post("/v1/search", json={"query": "heron"}).json()["results"][0]["doc_id"] == "b"
+
+
+def test_the_mcp_search_tool_names_a_data_directory_removed_while_it_runs(make_client: ClientFactory) -> None:
+    written = make_client(api_keys=[KEY]).post(
+        "/v1/documents", json={"documents": [{"id": "a", "text": "kestrel"}]}, headers=WRITE
+    )
+    assert written.json()["written"] == 1
+    data_dir = Path(os.environ["ESBRIDGE_DATA_DIR"])
+    away = data_dir.with_name(data_dir.name + ".away")
+    server = build_server(service_settings(), embedder=HashingEmbedder(), load_model=False)
+
+    async def session() -> tuple[CallToolResult, CallToolResult, CallToolResult]:
+        async with Client(server) as client:
+            before = await client.call_tool("search", {"query": "kestrel"})
+            shutil.move(data_dir, away)
+            try:
+                during = await client.call_tool("search", {"query": "kestrel"})
+            finally:
+                shutil.move(away, data_dir)
+            return before, during, await client.call_tool("search", {"query": "kestrel"})
+
+    before, during, after = anyio.run(session)
+    assert not before.is_error and not after.is_error
+    assert during.is_error
+    assert f"the data directory {data_dir} has no database" in tool_text(during)

@@ -1,0 +1,66 @@
+"""The embedded database file removed while an engine has it open: a thread that opens its own connection then
+is refused, naming the file, and no new empty database takes the old one's place."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from esbridge import errors
+from esbridge.engines.base import BulkAction
+from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.engines.embedded.store import DB_FILE
+
+
+def _search_on_a_new_thread(engine: EmbeddedEngine) -> BaseException | None:
+    caught: list[BaseException] = []
+
+    def search() -> None:
+        try:
+            engine.search("idx", {"query": {"match": {"body": "kestrel"}}})
+        except BaseException as exc:  # handed to the test's thread
+            caught.append(exc)
+
+    thread = threading.Thread(target=search)
+    thread.start()
+    thread.join()
+    return caught[0] if caught else None
+
+
+def test_a_removed_database_is_named_and_not_made_again_empty(tmp_path: Path) -> None:
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
+        assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
+        assert _search_on_a_new_thread(engine) is None
+        for suffix in ("", "-wal", "-shm"):
+            (tmp_path / (DB_FILE + suffix)).unlink(missing_ok=True)
+        refused = _search_on_a_new_thread(engine)
+        assert isinstance(refused, errors.EngineResponseError), refused
+        assert f"the database {tmp_path / DB_FILE} is gone" in str(refused)
+        assert not (tmp_path / DB_FILE).exists()
+    finally:
+        engine.close()
+
+
+def test_an_engine_on_a_new_directory_still_creates_its_database(tmp_path: Path) -> None:
+    engine = EmbeddedEngine(tmp_path / "new")
+    try:
+        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
+        assert _search_on_a_new_thread(engine) is None
+    finally:
+        engine.close()
+    assert (tmp_path / "new" / DB_FILE).is_file()
+
+
+@pytest.mark.parametrize("name", ["with space", "per%cent", "hash#mark", "question?mark"])
+def test_a_data_directory_whose_name_uri_syntax_would_misread_opens_on_every_thread(tmp_path: Path, name: str) -> None:
+    engine = EmbeddedEngine(tmp_path / name)
+    try:
+        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
+        assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
+        assert _search_on_a_new_thread(engine) is None
+    finally:
+        engine.close()
