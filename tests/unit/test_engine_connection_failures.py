@@ -219,3 +219,10 @@ def test_a_sync_answer_cut_off_in_its_headers_is_not_read_as_an_empty_body(kind:
             assert engine.index_exists("notes")  # a HEAD answer has no body to lose
         finally:
             engine.close()
+
+
+def test_engine_detection_reads_an_answer_cut_off_in_its_headers_as_unavailable() -> None:
+    """``engine = auto`` (the default) asks GET / first: its empty body read as the answer blamed another server."""
+    with listening(_CutOffAfterProduct) as url, pytest.raises(errors.EngineUnavailable) as failed:
+        detect(load_settings(url=url, retries=0, timeout_s=5))
+    assert str(failed.value).endswith("cannot connect (an answer cut off after its headers (HTTP 200))")
