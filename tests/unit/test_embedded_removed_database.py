@@ -64,3 +64,20 @@ def test_a_data_directory_whose_name_uri_syntax_would_misread_opens_on_every_thr
         assert _search_on_a_new_thread(engine) is None
     finally:
         engine.close()
+
+
+def test_closing_an_engine_whose_data_directory_was_moved_away_does_not_make_it_again(tmp_path: Path) -> None:
+    # Its graphs' save made data/vectors again: the directory moved back with `mv away data` then went inside it.
+    data, away = tmp_path / "data", tmp_path / "away"
+    engine = EmbeddedEngine(data)
+    try:
+        method = {"name": "hnsw", "space_type": "cosinesimil", "engine": "lucene"}
+        vector = {"type": "knn_vector", "dimension": 2, "method": method}
+        engine.create_index("idx", {"settings": {"index.knn": True}, "mappings": {"properties": {"vec": vector}}})
+        assert not engine.bulk("idx", [BulkAction("index", "a", {"vec": [1, 0]})]).failed
+        assert engine.search("idx", {"query": {"knn": {"vec": {"vector": [1, 0], "k": 1}}}}).hits[0].id == "a"
+        data.rename(away)
+    finally:
+        engine.close()
+    assert not data.exists()
+    assert (away / DB_FILE).is_file()
