@@ -134,7 +134,7 @@ class Backend:
         if not database.is_file():
             raise EngineUnavailable(
                 f"the data directory {engine.data_dir} has no database {DB_FILE} (it was removed or moved while the "
-                "service runs); restore it: writes and readiness recover once it is back",
+                "service runs); restore it: searches, writes and readiness recover once it is back",
                 url=engine.url,
                 operation=operation,
                 index=self.index,

@@ -42,6 +42,7 @@ def test_a_removed_data_directory_is_503_naming_it_and_recovers_when_it_is_back(
             error = answer.json()["error"]
             assert error["kind"] == "engine_unavailable"
             assert f"the data directory {data_dir} has no database" in error["message"]
+            assert "restore it: searches, writes and readiness recover once it is back" in error["message"]
             assert answer.headers["Retry-After"] == "5"
         assert not data_dir.exists()  # the refused write created nothing in its place
     finally:
