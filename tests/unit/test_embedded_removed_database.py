@@ -81,3 +81,21 @@ def test_closing_an_engine_whose_data_directory_was_moved_away_does_not_make_it_
         engine.close()
     assert not data.exists()
     assert (away / DB_FILE).is_file()
+
+
+def test_a_write_through_a_connection_opened_before_the_database_was_removed_is_refused(tmp_path: Path) -> None:
+    # That connection still wrote, into a file no process reads again, and said it had.
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
+        assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
+        (tmp_path / DB_FILE).unlink()
+        with pytest.raises(
+            errors.EngineResponseError, match=f"cannot write: the database {tmp_path / DB_FILE} is gone"
+        ):
+            engine.update_aliases([{"add": {"index": "idx", "alias": "notes"}}])
+        with pytest.raises(errors.EngineResponseError, match="is gone"):
+            engine.bulk("idx", [BulkAction("index", "b", {"body": "heron"})])
+        assert not (tmp_path / DB_FILE).exists()
+    finally:
+        engine.close()

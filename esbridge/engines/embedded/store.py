@@ -44,9 +44,11 @@ def open_existing(path: Path) -> sqlite3.Connection:
     except sqlite3.OperationalError as exc:
         if path.is_file():
             raise
-        raise sqlite3.OperationalError(
-            f"{exc}: the database {path} is gone (its data directory was removed or moved while this process runs)"
-        ) from exc
+        raise sqlite3.OperationalError(f"{exc}: {gone(path)}") from exc
+
+
+def gone(path: Path) -> str:
+    return f"the database {path} is gone (its data directory was removed or moved while this process runs)"
 
 
 LOG_LIMIT = 256 * 1024 * 1024
@@ -137,6 +139,8 @@ class Store:
         """One transaction: everything inside commits together or not at all."""
         with self.lock:
             db = self.db
+            if not self.path.is_file():  # a connection opened before would commit into a file no one reads again
+                raise sqlite3.OperationalError(f"cannot write: {gone(self.path)}")
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
