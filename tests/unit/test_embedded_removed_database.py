@@ -3,6 +3,7 @@ is refused, naming the file, and no new empty database takes the old one's place
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 
@@ -97,5 +98,44 @@ def test_a_write_through_a_connection_opened_before_the_database_was_removed_is_
         with pytest.raises(errors.EngineResponseError, match="is gone"):
             engine.bulk("idx", [BulkAction("index", "b", {"body": "heron"})])
         assert not (tmp_path / DB_FILE).exists()
+    finally:
+        engine.close()
+
+
+def test_a_database_replaced_by_a_copy_is_refused_on_every_thread(tmp_path: Path) -> None:
+    # Connections opened before wrote into the removed file (acknowledged, then lost); new ones read the copy.
+    data = tmp_path / "data"
+    engine = EmbeddedEngine(data)
+    try:
+        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
+        assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
+        shutil.copytree(data, tmp_path / "backup")
+        shutil.rmtree(data)
+        shutil.copytree(tmp_path / "backup", data)
+        replaced = f"the database {data / DB_FILE} is not the file this process opened"
+        with pytest.raises(errors.EngineResponseError, match=replaced):
+            engine.bulk("idx", [BulkAction("index", "b", {"body": "heron"})])
+        refused = _search_on_a_new_thread(engine)
+        assert isinstance(refused, errors.EngineResponseError) and replaced in str(refused), refused
+    finally:
+        engine.close()
+    again = EmbeddedEngine(data)
+    try:
+        assert [hit.id for hit in again.search("idx", {"query": {"match_all": {}}}).hits] == ["a"]
+    finally:
+        again.close()
+
+
+def test_a_data_directory_moved_away_and_back_is_the_same_database(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    engine = EmbeddedEngine(data)
+    try:
+        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
+        data.rename(tmp_path / "away")
+        assert engine.database_problem() is not None
+        (tmp_path / "away").rename(data)
+        assert engine.database_problem() is None
+        assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
+        assert _search_on_a_new_thread(engine) is None
     finally:
         engine.close()

@@ -42,7 +42,7 @@ def test_a_removed_data_directory_is_503_naming_it_and_recovers_when_it_is_back(
             error = answer.json()["error"]
             assert error["kind"] == "engine_unavailable"
             assert f"the data directory {data_dir} has no database" in error["message"]
-            assert "restore it: searches, writes and readiness recover once it is back" in error["message"]
+            assert "move it back: searches, writes and readiness recover then" in error["message"]
             assert answer.headers["Retry-After"] == "5"
         assert not data_dir.exists()  # the refused write created nothing in its place
     finally:
@@ -80,3 +80,28 @@ def test_the_mcp_tools_name_a_data_directory_removed_while_it_runs(make_client: 
     for answer in during:
         assert answer.is_error
         assert f"the data directory {data_dir} has no database" in tool_text(answer)
+
+
+def test_a_copy_restored_in_place_of_the_data_directory_is_refused_until_a_restart(
+    make_client: ClientFactory,
+) -> None:
+    # The connections opened before still wrote into the removed database: a write answered 200 and was lost.
+    client = make_client(api_keys=[KEY])
+    written = client.post("/v1/documents", json={"documents": [{"id": "a", "text": "kestrel"}]}, headers=WRITE)
+    assert written.json()["written"] == 1
+    data_dir = Path(os.environ["ESBRIDGE_DATA_DIR"])
+    backup = data_dir.with_name(data_dir.name + ".backup")
+    shutil.copytree(data_dir, backup)
+    shutil.rmtree(data_dir)
+    shutil.copytree(backup, data_dir)
+    answers = [
+        client.get("/readyz"),
+        client.post("/v1/documents", json={"documents": [{"id": "b", "text": "heron"}]}, headers=WRITE),
+        client.post("/v1/search", json={"query": "kestrel"}),
+    ]
+    for answer in answers:
+        assert answer.status_code == 503, answer.text
+        said = answer.json()["checks"]["engine"] if answer.request.url.path == "/readyz" else answer.text
+        assert f"the database {data_dir / 'esbridge.sqlite3'} is not the file this process opened" in said
+    restarted = make_client(api_keys=[KEY])
+    assert restarted.post("/v1/search", json={"query": "kestrel"}).json()["results"][0]["doc_id"] == "a"
