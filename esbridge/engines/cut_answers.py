@@ -3,9 +3,10 @@
 urllib3 reads an answer whose connection closed before its headers ended as complete: the status, the headers read
 so far, and (with neither ``Content-Length`` nor ``Transfer-Encoding`` among them) a body read to the close, empty.
 The clients would hand back an empty body as the engine's answer, which later reads as "no index" or a malformed
-search. Elasticsearch and OpenSearch frame every answer, so an unframed, empty answer to anything but HEAD was cut
-off: these connections raise the client's own connection error for it, which the adapters translate as they do
-the async clients' (``EngineUnavailable``, "an answer cut off after its headers").
+search. Elasticsearch and OpenSearch frame every answer, so an unframed, empty answer was cut off, unless HTTP
+defines it bodiless (to HEAD, or a 204 or 304): these connections raise the client's own connection error for it,
+which the adapters translate as they do the async clients' (``EngineUnavailable``, "an answer cut off after its
+headers").
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from opensearchpy import exceptions as ox
 if TYPE_CHECKING:  # a private module of elastic-transport: named for typing only
     from elastic_transport._node import NodeApiResponse
 
+# Answers that have no body by definition (RFC 9110), framed or not: one read as cut off would be retried.
+_BODILESS = frozenset({204, 304})
+
 
 def cut_off(method: str, status: int, headers: Mapping[str, str], body: Any) -> str | None:
     """Why the answer was cut off, or None when it is whole (``headers`` is case-insensitive)."""
     framed = "content-length" in headers or "transfer-encoding" in headers
-    if method.upper() == "HEAD" or framed or body:
+    if method.upper() == "HEAD" or status in _BODILESS or framed or body:
         return None
     return f"an answer cut off after its headers (HTTP {status})"
 

@@ -28,6 +28,7 @@ def detect(settings: Settings) -> Literal["opensearch", "elasticsearch"]:
     from opensearchpy import JSONSerializer, OpenSearch
     from opensearchpy.exceptions import OpenSearchException
 
+    from esbridge.engines.cut_answers import CheckedUrllib3Connection
     from esbridge.engines.errors import no_answer
     from esbridge.engines.opensearch import client_options, translate
     from esbridge.engines.responses import root_info
@@ -38,7 +39,7 @@ def detect(settings: Settings) -> Literal["opensearch", "elasticsearch"]:
         options["headers"] = {"Authorization": f"ApiKey {settings.auth.api_key.get_secret_value()}"}
     # Elasticsearch may answer in its vendor media type, which opensearch-py does not know.
     options["serializers"] = {_ELASTIC_JSON: JSONSerializer()}
-    client = OpenSearch(**options)
+    client = OpenSearch(**options, connection_class=CheckedUrllib3Connection)
     try:
         answer = client.info()
     except OpenSearchException as exc:

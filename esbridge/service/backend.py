@@ -121,8 +121,9 @@ class Backend:
 
     def check_data_dir(self, connected: Connected, operation: str = "write") -> None:
         """Raise ``EngineUnavailable`` when the embedded engine's database is gone (its data directory was removed
-        while the service runs). Searches are refused too: a thread that has the database open could still answer,
-        but one that opens it now cannot, so answering from what is open would succeed or fail by thread."""
+        while the service runs) or is another file than the one it opened (a copy restored). Searches are refused
+        too: a thread that has the database open could still answer, but one that opens it now cannot (or opens the
+        copy), so answering from what is open would succeed or fail by thread."""
         if connected.kind != "embedded":
             return
         from esbridge.engines.embedded import EmbeddedEngine
@@ -130,15 +131,16 @@ class Backend:
 
         engine = connected.engine
         assert isinstance(engine, EmbeddedEngine)
-        database = engine.data_dir / DB_FILE
-        if not database.is_file():
-            raise EngineUnavailable(
+        problem = engine.database_problem()
+        if problem is None:
+            return
+        if not (engine.data_dir / DB_FILE).is_file():
+            problem = (
                 f"the data directory {engine.data_dir} has no database {DB_FILE} (it was removed or moved while the "
-                "service runs); restore it: writes and readiness recover once it is back",
-                url=engine.url,
-                operation=operation,
-                index=self.index,
+                "service runs); move it back: searches, writes and readiness recover then (a copy put in its place "
+                "is refused until the service restarts)"
             )
+        raise EngineUnavailable(problem, url=engine.url, operation=operation, index=self.index)
 
     async def check_model(self, timeout_s: float = 5.0) -> None:
         """Raise ``ModelMismatch`` when every search would be refused: the query model is not the index's."""

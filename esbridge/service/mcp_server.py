@@ -210,6 +210,7 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
         backend = holder["backend"]
         with _reported("index_status"):
             connected = await backend.connected()
+            backend.check_data_dir(connected, "index status")
             return await asyncio.to_thread(backend.index_status, connected.engine)
 
     return server

@@ -3,6 +3,7 @@ is refused, naming the file, and no new empty database takes the old one's place
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 
@@ -60,6 +61,80 @@ def test_a_data_directory_whose_name_uri_syntax_would_misread_opens_on_every_thr
     engine = EmbeddedEngine(tmp_path / name)
     try:
         engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
+        assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
+        assert _search_on_a_new_thread(engine) is None
+    finally:
+        engine.close()
+
+
+def test_closing_an_engine_whose_data_directory_was_moved_away_does_not_make_it_again(tmp_path: Path) -> None:
+    # Its graphs' save made data/vectors again: the directory moved back with `mv away data` then went inside it.
+    data, away = tmp_path / "data", tmp_path / "away"
+    engine = EmbeddedEngine(data)
+    try:
+        method = {"name": "hnsw", "space_type": "cosinesimil", "engine": "lucene"}
+        vector = {"type": "knn_vector", "dimension": 2, "method": method}
+        engine.create_index("idx", {"settings": {"index.knn": True}, "mappings": {"properties": {"vec": vector}}})
+        assert not engine.bulk("idx", [BulkAction("index", "a", {"vec": [1, 0]})]).failed
+        assert engine.search("idx", {"query": {"knn": {"vec": {"vector": [1, 0], "k": 1}}}}).hits[0].id == "a"
+        data.rename(away)
+    finally:
+        engine.close()
+    assert not data.exists()
+    assert (away / DB_FILE).is_file()
+
+
+def test_a_write_through_a_connection_opened_before_the_database_was_removed_is_refused(tmp_path: Path) -> None:
+    # That connection still wrote, into a file no process reads again, and said it had.
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
+        assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
+        (tmp_path / DB_FILE).unlink()
+        with pytest.raises(
+            errors.EngineResponseError, match=f"cannot write: the database {tmp_path / DB_FILE} is gone"
+        ):
+            engine.update_aliases([{"add": {"index": "idx", "alias": "notes"}}])
+        with pytest.raises(errors.EngineResponseError, match="is gone"):
+            engine.bulk("idx", [BulkAction("index", "b", {"body": "heron"})])
+        assert not (tmp_path / DB_FILE).exists()
+    finally:
+        engine.close()
+
+
+def test_a_database_replaced_by_a_copy_is_refused_on_every_thread(tmp_path: Path) -> None:
+    # Connections opened before wrote into the removed file (acknowledged, then lost); new ones read the copy.
+    data = tmp_path / "data"
+    engine = EmbeddedEngine(data)
+    try:
+        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
+        assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
+        shutil.copytree(data, tmp_path / "backup")
+        shutil.rmtree(data)
+        shutil.copytree(tmp_path / "backup", data)
+        replaced = f"the database {data / DB_FILE} is not the file this process opened"
+        with pytest.raises(errors.EngineResponseError, match=replaced):
+            engine.bulk("idx", [BulkAction("index", "b", {"body": "heron"})])
+        refused = _search_on_a_new_thread(engine)
+        assert isinstance(refused, errors.EngineResponseError) and replaced in str(refused), refused
+    finally:
+        engine.close()
+    again = EmbeddedEngine(data)
+    try:
+        assert [hit.id for hit in again.search("idx", {"query": {"match_all": {}}}).hits] == ["a"]
+    finally:
+        again.close()
+
+
+def test_a_data_directory_moved_away_and_back_is_the_same_database(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    engine = EmbeddedEngine(data)
+    try:
+        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
+        data.rename(tmp_path / "away")
+        assert engine.database_problem() is not None
+        (tmp_path / "away").rename(data)
+        assert engine.database_problem() is None
         assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
         assert _search_on_a_new_thread(engine) is None
     finally:

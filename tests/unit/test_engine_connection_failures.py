@@ -219,3 +219,37 @@ def test_a_sync_answer_cut_off_in_its_headers_is_not_read_as_an_empty_body(kind:
             assert engine.index_exists("notes")  # a HEAD answer has no body to lose
         finally:
             engine.close()
+
+
+def test_engine_detection_reads_an_answer_cut_off_in_its_headers_as_unavailable() -> None:
+    """``engine = auto`` (the default) asks GET / first: its empty body read as the answer blamed another server."""
+    with listening(_CutOffAfterProduct) as url, pytest.raises(errors.EngineUnavailable) as failed:
+        detect(load_settings(url=url, retries=0, timeout_s=5))
+    assert str(failed.value).endswith("cannot connect (an answer cut off after its headers (HTTP 200))")
+
+
+class _NoContent(_CutOff):
+    """A whole answer without a body, as HTTP lets 204 be: no Content-Length, nothing after the headers."""
+
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.wfile.write(b"HTTP/1.1 204 No Content\r\nX-elastic-product: Elasticsearch\r\n\r\n")
+        self.wfile.flush()
+
+    do_GET = do_POST = do_DELETE = do_HEAD = _answer
+
+
+@pytest.mark.parametrize("kind", ["opensearch", "elasticsearch"])
+def test_an_answer_that_has_no_body_by_definition_is_not_read_as_cut_off(kind: str) -> None:
+    with listening(_NoContent) as url:
+        settings = load_settings(url=url, retries=0, timeout_s=5)
+        engine = OpenSearchEngine(settings) if kind == "opensearch" else ElasticsearchEngine(settings)
+        try:
+            client: Any = engine._client  # (the transport itself: no adapter call expects a 204)
+            answer = client.transport.perform_request("DELETE", "/notes/_doc/a")
+            if kind == "opensearch":
+                assert answer == ""
+            else:
+                assert (answer.meta.status, answer.body) == (204, None)
+        finally:
+            engine.close()

@@ -26,8 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from esbridge.engines.embedded.ann import VectorIndex
+from esbridge.engines.embedded.database_file import open_existing
 from esbridge.engines.embedded.floats import FloatCopies
-from esbridge.engines.embedded.store import VECTOR_BLOBS, open_existing
+from esbridge.engines.embedded.store import VECTOR_BLOBS
 
 log = logging.getLogger("esbridge.embedded")
 

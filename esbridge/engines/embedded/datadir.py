@@ -387,7 +387,9 @@ class DataDir:
     def _save(self, store: Store, index_id: int, found: Handles) -> None:
         found.lexical.close()
         found.settle()
-        if self.writing:
+        if self.writing and not store.path.is_file():  # moved or removed: a save would make its folders again
+            log.warning("index [%s]: its graphs were not saved: the database %s is gone", found.name, store.path)
+        elif self.writing:
             for path, graph in found.vectors.items():
                 if graph.applied != graph.saved:
                     if graph.copied < graph.applied:

@@ -65,6 +65,10 @@ class EmbeddedEngine(paging.ScanBySearch):
     def data_dir(self) -> Path:
         return self._dir
 
+    def database_problem(self) -> str | None:
+        """Why this engine can no longer use its database (removed, moved away or replaced), or None."""
+        return self._store.problem()
+
     # Errors and name resolution
 
     @contextmanager

@@ -23,6 +23,7 @@ import numpy as np
 
 from esbridge import errors
 from esbridge.engines.blocks import write_blocked
+from esbridge.engines.embedded import database_file
 from esbridge.engines.embedded.fts5_tables import drop_fts5_tables
 from esbridge.engines.embedded.mapping import Field, Schema, schema_of
 from esbridge.engines.embedded.tables import create_tables
@@ -32,21 +33,6 @@ DB_FILE = "esbridge.sqlite3"
 VECTOR_BLOBS = "SELECT row, data FROM vectors WHERE field = ? AND length(data) > 0 AND row IN ({}) ORDER BY row"
 """The vectors the graphs and re-scoring read. An empty one, which older versions stored, is no vector, here and
 wherever a vector is read."""
-
-
-def open_existing(path: Path) -> sqlite3.Connection:
-    """A connection to the database at ``path``, which must exist: opened plainly, a database removed while the
-    process runs would come back as a new empty file, which a later write would fill without the index's tables."""
-    try:
-        return sqlite3.connect(
-            f"{path.absolute().as_uri()}?mode=rw", uri=True, isolation_level=None, check_same_thread=False
-        )
-    except sqlite3.OperationalError as exc:
-        if path.is_file():
-            raise
-        raise sqlite3.OperationalError(
-            f"{exc}: the database {path} is gone (its data directory was removed or moved while this process runs)"
-        ) from exc
 
 
 LOG_LIMIT = 256 * 1024 * 1024
@@ -99,16 +85,20 @@ class Store:
         self._closed = False
         self._records: dict[str, tuple[tuple[Any, ...], IndexRecord]] = {}
         self._commits = 0
-        self._created = False
+        self._opened: tuple[int, int] | None = None
+        self._creating = True  # only this first connection may make the database
         self.db.execute("PRAGMA journal_mode=WAL")
-        self._created = True
+        self._opened, self._creating = database_file.identity(self.path), False
         with self.write() as db:
             create_tables(db)
         drop_fts5_tables(self)
 
     def _connect(self) -> sqlite3.Connection:
-        if self._created:
-            db = open_existing(self.path)
+        if not self._creating:  # open the database this process opened, or none
+            problem = self.problem()
+            if problem is not None:
+                raise sqlite3.OperationalError(f"unable to open database file: {problem}")
+            db = database_file.open_existing(self.path)
         else:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         # NORMAL in WAL mode: a process crash loses nothing committed; a power cut may lose the last commits.
@@ -137,6 +127,9 @@ class Store:
         """One transaction: everything inside commits together or not at all."""
         with self.lock:
             db = self.db
+            problem = self.problem()  # a connection opened before would commit into a file no one reads again
+            if problem is not None:
+                raise sqlite3.OperationalError(f"cannot write: {problem}")
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
@@ -145,6 +138,10 @@ class Store:
                 raise
             db.execute("COMMIT")
             self._commits += 1
+
+    def problem(self) -> str | None:
+        """Why this process can no longer use its database (``database_file.problem``), or None."""
+        return database_file.problem(self.path, self._opened)
 
     def version(self) -> tuple[int, int]:
         """A value that changes whenever a write commits: in this process (counted here) or in another (SQLite's
