@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -99,3 +100,25 @@ def test_a_process_that_may_not_write_names_the_damaged_folder(tmp_path: Path, d
         assert _found(engine) == sorted(f"d{i}" for i in range(COUNT)), "once it may write, it builds it again"
     finally:
         engine.close()
+
+
+def test_a_full_text_index_removed_while_the_writer_runs_is_built_again_by_its_next_write(tmp_path: Path) -> None:
+    # Before, every later write, and a search after it, failed in tantivy ("Failed to acquire Lockfile"): 500s.
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
+        first = [BulkAction("index", f"d{i}", {"body": f"common word{i}"}) for i in range(3)]
+        assert not engine.bulk("idx", first).failed
+        (folder,) = (tmp_path / "lexical").iterdir()
+        shutil.rmtree(folder)
+        assert _found(engine) == ["d0", "d1", "d2"]  # from the files it holds open
+        assert not engine.bulk("idx", [BulkAction("index", "d3", {"body": "common word3"})]).failed
+        assert _found(engine) == ["d0", "d1", "d2", "d3"]
+        assert (folder / "meta.json").is_file()
+    finally:
+        engine.close()
+    again = EmbeddedEngine(tmp_path)
+    try:
+        assert _found(again) == ["d0", "d1", "d2", "d3"]
+    finally:
+        again.close()

@@ -234,7 +234,7 @@ class DataDir:
     def _bring_up(self, store: Store, record: IndexRecord, *, wait: bool, borrowing: bool) -> Handles:
         layout = Layout(record.schema)
         found = self._handles.get(record.id)
-        if found is None or found.lexical.layout.digest != layout.digest:
+        if found is None or found.lexical.layout.digest != layout.digest or found.lexical.removed:
             if found is not None:
                 found.lexical.close()
             folder = lexical_folders.folder_for(self.root, record.id, layout)

@@ -11,6 +11,7 @@ text field (``lengths``); its k1 is not (see docs/embedded.md).
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
 import time
@@ -25,6 +26,8 @@ from esbridge.engines.embedded.lengths import Lengths
 from esbridge.engines.embedded.lexical_layout import ROW, TOKENIZER, Layout, separator_tokenizer
 from esbridge.engines.embedded.progress import read_state, write_applied
 from esbridge.engines.embedded.scalars import text_only
+
+log = logging.getLogger("esbridge.embedded")
 
 STATE = "state.json"
 META = "meta.json"
@@ -199,7 +202,17 @@ class LexicalIndex:
     def num_docs(self) -> int:
         return int(self.index.searcher().num_docs)
 
+    @property
+    def removed(self) -> bool:
+        """The directory was removed while this process has it open (searches still read the files it holds)."""
+        return not self.folder.is_dir()
+
     def close(self) -> None:
+        if self.removed:  # what the writer holds has nowhere to go; the database has it
+            log.warning("the full-text index %s was removed: it is built again from the database", self.folder)
+            with self._lock:
+                self._writer = None
+            return
         self.commit()
         with self._lock:
             if self._writer is not None:
