@@ -48,17 +48,24 @@ def require_file(path: Path, what: str) -> None:
             head = probe.read(4)
     except OSError as exc:
         raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if head.startswith(
-        _GZIP_MAGIC
-    ):  # read as text, each of its lines would fail as "invalid UTF-8", the file never named
-        raise SourceError(f"{what} {path} is gzip-compressed: decompress it first (gunzip -k {path})")
+    shown, converted = shlex.quote(str(path)), shlex.quote(str(_converted_name(path)))
+    if head.startswith(_GZIP_MAGIC):  # read as text, each of its lines would fail as "invalid UTF-8", unnamed
+        raise SourceError(f"{what} {path} is gzip-compressed: decompress it first (gunzip -c {shown} > {converted})")
     encoding = next((name for mark, name in _WIDE_BOMS if head.startswith(mark)), None)
     if encoding is not None:  # as for gzip: one error per line, and the encoding never named
-        shown = shlex.quote(str(path))
         raise SourceError(
             f"{what} {path} is {encoding} text (it begins with a {encoding} byte order mark), not UTF-8: convert it "
-            f"first (iconv -f {encoding} -t UTF-8 {shown} > {shlex.quote(str(path) + '.utf8')})"
+            f"first (iconv -f {encoding} -t UTF-8 {shown} > {converted})"
         )
+
+
+def _converted_name(path: Path) -> Path:
+    """Where a hint puts the file made readable: beside it, named so that ingest reads it as JSON lines."""
+    stem = path.name.removesuffix(".gz").removesuffix(".gzip")
+    base, dot, suffix = stem.rpartition(".")
+    if dot and f".{suffix.lower()}" in (".jsonl", ".ndjson"):
+        stem = base
+    return path.with_name(f"{stem}.utf8.jsonl")
 
 
 def read_json_lines(path: Path, id_field: str = "id") -> Iterator[tuple[int, JsonObject] | Problem]:

@@ -4,7 +4,7 @@ or not records, and the limits that keep one bad line from costing the others.""
 from __future__ import annotations
 
 import gzip
-import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,7 @@ import pytest
 from esbridge.errors import SourceError
 from esbridge.ingest.jsonl import read_jsonl
 from esbridge.ingest.model import Document, Problem, Section
+from esbridge.ingest.sources import read_source
 from tests.unit.ingest.test_jsonl import write_lines
 
 
@@ -50,7 +51,7 @@ def test_a_utf16_file_is_refused_once_naming_its_encoding(tmp_path: Path, encodi
         list(read_jsonl(path))
     assert str(refused.value) == (
         f"JSON-lines file {path} is {name} text (it begins with a {name} byte order mark), not UTF-8: convert it "
-        f"first (iconv -f {name} -t UTF-8 {path} > {path}.utf8)"
+        f"first (iconv -f {name} -t UTF-8 {path} > {tmp_path / 'records.utf8.jsonl'})"
     )
 
 
@@ -58,8 +59,29 @@ def test_a_gzipped_file_raises_source_error_naming_it(tmp_path: Path) -> None:
     # Read as text, each of its lines failed alone as "invalid UTF-8", and the file was never said to be gzip.
     path = tmp_path / "records.jsonl.gz"
     path.write_bytes(gzip.compress(b'{"id": "a", "text": "alpha"}\n'))
-    with pytest.raises(SourceError, match=rf"JSON-lines file {re.escape(str(path))} is gzip-compressed: decompress"):
+    with pytest.raises(SourceError) as refused:
         read_jsonl(path)
+    assert str(refused.value) == (
+        f"JSON-lines file {path} is gzip-compressed: decompress it first "
+        f"(gunzip -c {path} > {tmp_path / 'records.utf8.jsonl'})"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "converted"),
+    [("my records.jsonl.gz", "my records.utf8.jsonl"), ("dump.gz", "dump.utf8.jsonl"), ("x.NDJSON", "x.utf8.jsonl")],
+)
+def test_the_conversion_hint_quotes_its_paths_and_names_a_file_ingest_reads_as_json_lines(
+    tmp_path: Path, name: str, converted: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(b'{"id": "a", "text": "alpha"}\n'))
+    with pytest.raises(SourceError) as refused:
+        read_jsonl(path)
+    decompressed = tmp_path / converted
+    assert f"(gunzip -c {shlex.quote(str(path))} > {shlex.quote(str(decompressed))})" in str(refused.value)
+    decompressed.write_bytes(gzip.decompress(path.read_bytes()))
+    assert [document.doc_id for document in read_source(decompressed)] == ["a"]
 
 
 @pytest.mark.parametrize(
