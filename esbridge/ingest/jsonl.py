@@ -25,7 +25,8 @@ are read from the top level or from ``metadata`` (see ``esbridge.ingest.record_l
 records of the same file go into ``Document.links`` with their weights (deduplicated, self-links
 dropped), a line that fails counting when its id can be read; the others go into
 ``metadata["unresolved_links"]`` (a value the record gives under that key itself is then kept as
-``given_unresolved_links``, with a warning). Resolving needs every id, so a file in
+``given_unresolved_links``, with a warning, unless it is what esbridge computes: empty once every link resolves).
+Resolving needs every id, so a file in
 which any record has links is read twice.
 
 Robustness. The file is read as bytes and decoded line by line, so one invalid UTF-8 sequence spoils
@@ -294,7 +295,7 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
     title = record.title or record.name or ""
     sections = compose_sections(record, metadata)
     links = resolve_links(record.id, record.links, known_ids)
-    metadata, replaced = with_computed(metadata, links.metadata, unit="record")
+    metadata, replaced = with_computed(metadata, links.computed_over(metadata), unit="record")
     return Document(
         doc_id=record.id,
         title=title,

@@ -167,6 +167,14 @@ class ResolvedLinks:
     metadata: dict[str, Any]
     warnings: tuple[str, ...] = ()
 
+    def computed_over(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """``metadata``, with the empty value of each key it computes as nothing that ``given`` holds: a record
+        written back after its links resolved would otherwise keep its old ``unresolved_links`` as true."""
+        return {**{key: empty for key, empty in _NOTHING_UNRESOLVED.items() if key in given}, **self.metadata}
+
+
+_NOTHING_UNRESOLVED: dict[str, Any] = {"unresolved_links": [], "unresolved_link_weights": {}}
+
 
 def resolve_links(record_id: str, links: RecordLinks, known_ids: set[str]) -> ResolvedLinks:
     """Split ``links`` into targets that are records of the source (self-links dropped) and unresolved ones."""

@@ -267,6 +267,36 @@ def test_a_record_written_back_with_the_unresolved_links_esbridge_computed_is_un
     assert (document.metadata, document.warnings) == ({"unresolved_links": ["gone"]}, ())
 
 
+def test_a_record_written_back_after_its_links_resolved_says_none_is_unresolved(tmp_path: Path) -> None:
+    # "gone" exists now: the record's old unresolved_links stayed as they were, claiming a link that resolves.
+    lines = [
+        b'{"id": "p", "text": "t", "links": [{"id": "gone", "weight": 0.5}], '
+        b'"metadata": {"unresolved_links": ["gone"], "unresolved_link_weights": {"gone": 0.5}}}',
+        b'{"id": "gone", "text": "back"}',
+    ]
+    documents = {doc.doc_id: doc for doc in read_jsonl(write_lines(tmp_path / "r.jsonl", lines))}
+    assert isinstance(documents["p"], Document)
+    assert documents["p"].links == ("gone",)
+    assert documents["p"].metadata == {
+        "given_unresolved_links": ["gone"],
+        "given_unresolved_link_weights": {"gone": 0.5},
+        "unresolved_links": [],
+        "unresolved_link_weights": {},
+    }
+    # Written back once more, as read: nothing moves again.
+    again = {**json.loads(lines[0]), "metadata": documents["p"].metadata}
+    lines[0] = json.dumps(again).encode()
+    (document, _) = read_jsonl(write_lines(tmp_path / "again.jsonl", lines))
+    assert isinstance(document, Document)
+    assert (document.metadata, document.warnings) == (documents["p"].metadata, ())
+
+
+def test_a_record_that_names_no_unresolved_links_gets_none_written(tmp_path: Path) -> None:
+    (document,) = read_jsonl(write_lines(tmp_path / "r.jsonl", [b'{"id": "p", "text": "t", "links": ["p"]}']))
+    assert isinstance(document, Document)
+    assert document.metadata == {}
+
+
 def test_a_beir_corpus_line_is_told_apart_from_a_record_without_id(tmp_path: Path) -> None:
     path = tmp_path / "corpus.jsonl"
     path.write_text('{"_id": "d1", "title": "T", "text": "x"}\n{"title": "no id at all"}\n', encoding="utf-8")

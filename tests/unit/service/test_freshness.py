@@ -122,6 +122,7 @@ class SlowOnTides(HashingEmbedder):
 
 def test_a_timed_out_upsert_is_stopped_before_it_writes(make_client: ClientFactory) -> None:
     client = make_client(embedder=SlowOnTides(0.5), api_keys=[KEY], request_timeout_s=0.2, write_cancel_grace_s=2.0)
+    client.get("/readyz")  # connected before: on a loaded machine connecting alone took the 0.2 s ("timeout")
     answer = client.post("/v1/documents", json={"documents": [TIDES]}, headers={"X-API-Key": KEY})
     assert answer.status_code == 504
     assert answer.json()["error"]["kind"] == "write_cancelled"
@@ -137,6 +138,7 @@ def test_a_timed_out_upsert_that_does_not_stop_in_its_grace_is_reported_as_still
 ) -> None:
     caplog.set_level("INFO", logger="esbridge.service")
     client = make_client(embedder=SlowOnTides(0.6), api_keys=[KEY], request_timeout_s=0.2, write_cancel_grace_s=0)
+    client.get("/readyz")  # connected before: on a loaded machine connecting alone took the 0.2 s ("timeout")
     answer = client.post("/v1/documents", json={"documents": [TIDES]}, headers={"X-API-Key": KEY})
     assert answer.status_code == 504
     assert answer.json()["error"]["kind"] == "write_still_running"
