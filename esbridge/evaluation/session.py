@@ -23,7 +23,7 @@ from esbridge.evaluation.runner import ConfigurationRuns, Depth, run_configurati
 from esbridge.ingest.beir import CORPUS_FILE
 from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.progress import ProgressFactory, no_progress
-from esbridge.ingest.refusals import DOC_ID_BATCH
+from esbridge.ingest.refusals import DOC_ID_BATCH, MassDeleteRefused
 from esbridge.ingest.report import IngestReport
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
@@ -68,14 +68,22 @@ def prepare_index(
         manager = IndexManager(
             adapter, settings.index, parameters_from(settings, embedder.dimension if embedder else None)
         )
-        report = ingest(
-            folder,
-            engine=adapter,
-            manager=manager,
-            embedder=embedder,
-            options=IngestOptions(source_format="beir"),
-            progress=progress,
-        )
+        try:
+            report = ingest(
+                folder,
+                engine=adapter,
+                manager=manager,
+                embedder=embedder,
+                options=IngestOptions(source_format="beir"),
+                progress=progress,
+            )
+        except MassDeleteRefused as exc:
+            raise MassDeleteRefused(
+                exc.found,
+                f"Evaluate {folder} in an index of its own with --index NAME (one dataset at a time), or, if "
+                f"{settings.index} should now hold this corpus, delete it first: esbridge index drop --index "
+                f"{settings.index}",
+            ) from exc
     finally:
         adapter.close()
     if report.chunks_indexed == 0 and report.unchanged == 0:
