@@ -4,6 +4,7 @@ judged queries through the configurations, and score them."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from esbridge.evaluation.methods import Configuration
 from esbridge.evaluation.reranking import Rerankers
 from esbridge.evaluation.runner import ConfigurationRuns, Depth, run_configurations
 from esbridge.ingest.beir import CORPUS_FILE
+from esbridge.ingest.markdown import is_text
 from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.progress import ProgressFactory, no_progress
 from esbridge.ingest.refusals import DOC_ID_BATCH, MassDeleteRefused
@@ -74,7 +76,7 @@ def prepare_index(
                 engine=adapter,
                 manager=manager,
                 embedder=embedder,
-                options=IngestOptions(source_format="beir"),
+                options=IngestOptions(source_format="beir", source=_source_label(folder)),
                 progress=progress,
             )
         except MassDeleteRefused as exc:
@@ -89,6 +91,13 @@ def prepare_index(
     if report.chunks_indexed == 0 and report.unchanged == 0:
         raise SourceError(f"{folder / CORPUS_FILE} gave no document to evaluate on{_examples(report.failed)}")
     return report
+
+
+def _source_label(folder: Path) -> str | None:
+    """The folder's name as its source label, as ``esbridge ingest`` gives it (None), unless the name is not UTF-8:
+    eval has no --source to name one, so undecodable bytes are written as ``\\xff``."""
+    name = folder.resolve().name
+    return None if is_text(name) else os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def ingest_warnings(folder: Path, ingested: IngestReport | None) -> list[str]:
