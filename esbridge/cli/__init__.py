@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import errno
+import os
+import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,8 +40,9 @@ INTERRUPTED_EXIT_CODE = 130
 
 
 class _Group(click.Group):
-    """Turns every esbridge error into a one-line ClickException (exit code 1, no traceback), Ctrl-C into
-    exit code 130 instead of click's ``Aborted!`` and 1, and esbridge's warnings into ``warning:`` lines."""
+    """Turns every esbridge error, and output that standard output cannot take, into a one-line ClickException
+    (exit code 1, no traceback), Ctrl-C into exit code 130 instead of click's ``Aborted!`` and 1, and
+    esbridge's warnings into ``warning:`` lines."""
 
     def invoke(self, ctx: click.Context) -> Any:
         limit_blas_threads()
@@ -56,6 +61,32 @@ class _Group(click.Group):
             if isinstance(exc.__context__, KeyboardInterrupt):
                 raise _interrupted() from None
             raise
+        except OSError as exc:
+            # EPIPE (`| head`) is click's to end quietly.
+            if exc.errno == errno.EPIPE or not _writing_standard_output(exc):
+                raise
+            _silence_standard_output()
+            raise click.ClickException(f"cannot write to standard output: {exc.strerror or exc}") from exc
+
+
+def _writing_standard_output(exc: OSError) -> bool:
+    """Whether ``exc`` was raised by ``click.echo`` writing to standard output (a full disk, an I/O error)."""
+    innermost = exc.__traceback__
+    while innermost is not None and innermost.tb_next is not None:
+        innermost = innermost.tb_next
+    if innermost is None:
+        return False
+    frame = innermost.tb_frame
+    return frame.f_code is click.echo.__code__ and not frame.f_locals.get("err")
+
+
+def _silence_standard_output() -> None:
+    """Point standard output at /dev/null, so that the flush at exit cannot fail again (a second report,
+    and exit code 120 instead of 1)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
 
 
 @contextmanager

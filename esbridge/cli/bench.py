@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from esbridge.cli.options import check_top_n, engine_options, index_option, settings_from, top_n_option
 from esbridge.cli.progress import query_progress
@@ -80,6 +81,7 @@ def bench_command(
     index (dropped afterwards), and chunks/s are reported per backend.
     """
     chosen = [mode.strip() for mode in modes.split(",") if mode.strip()]
+    _refuse_unused_options("ingest" in chosen)
     if "ingest" in chosen:
         if len(chosen) > 1:
             raise click.BadParameter("ingest runs alone: --modes ingest", param_hint="'--modes'")
@@ -152,6 +154,33 @@ def bench_command(
     click.echo("ratios of p50:")
     for name, value in report.ratios.items():
         click.echo(f"  {name:<40} {value:.3f}")
+
+
+_INGEST_ONLY = {"backends": "--backends", "documents": "--documents"}
+_LATENCY_ONLY = {
+    "split": "--split",
+    "limit": "--limit",
+    "concurrency": "--concurrency",
+    "warmup": "--warmup",
+    "top_n": "--top-n",
+    "allow_model_mismatch": "--allow-model-mismatch",
+}
+
+
+def _refuse_unused_options(ingest: bool) -> None:
+    """Refuse an option given on the command line that the chosen modes would ignore (``--backends`` without
+    ``--modes ingest`` measured the configured backend's latency, not the one named)."""
+    context = click.get_current_context()
+    unused = _LATENCY_ONLY if ingest else _INGEST_ONLY
+    given = [flag for name, flag in unused.items() if context.get_parameter_source(name) is ParameterSource.COMMANDLINE]
+    if given:
+        measured = "ingest throughput (--modes ingest)" if ingest else "search latency"
+        raise click.BadParameter(
+            f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply: this run measures {measured}; "
+            f"{'it is' if len(given) == 1 else 'they are'} for "
+            + ("search latency modes" if ingest else "--modes ingest"),
+            param_hint=f"'{given[0]}'",
+        )
 
 
 def _require_index(settings: Settings) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -82,6 +83,8 @@ def tune_command(
             warnings.append(outside)
         elif ingested is None and (absent := session.absent_from_index(settings, split, judged)) is not None:
             warnings.append(absent)  # part of the dataset, e.g. an ingest interrupted before --reuse
+        if shadowing := _shadowing_variables(os.environ):
+            warnings.insert(0, _shadowed(shadowing, target, dry_run))
         for warning in warnings:
             click.echo(f"warning: {warning}", err=True)
         with query_progress(as_json, "queries", len(judged.queries)) as advance:
@@ -159,6 +162,40 @@ def _tune_target(output: Path | None, config_file: Path | None) -> tuple[Path, s
     if from_env:
         return Path(from_env), f"${CONFIG_FILE_ENV}"
     return DEFAULT_CONFIG_FILE, "the default settings file"
+
+
+_WRITTEN = ("fusion", "weights", "fusion_params")
+
+
+def _shadowing_variables(environ: Mapping[str, str]) -> list[str]:
+    """The ``ESBRIDGE_*`` variables that set what tune writes ([pipeline] fusion, weights, fusion_params)."""
+    names = []
+    for name, value in environ.items():
+        upper = name.upper()
+        if upper == "ESBRIDGE_PIPELINE":
+            try:
+                table = json.loads(value)
+            except ValueError:
+                table = None
+            if not isinstance(table, dict) or any(key in table for key in _WRITTEN):
+                names.append(name)
+        elif any(
+            upper == f"ESBRIDGE_PIPELINE__{key.upper()}" or upper.startswith(f"ESBRIDGE_PIPELINE__{key.upper()}__")
+            for key in _WRITTEN
+        ):
+            names.append(name)
+    return sorted(names)
+
+
+def _shadowed(names: list[str], target: Path, dry_run: bool) -> str:
+    # The environment takes precedence over the settings file: searches would keep these values, or mix them
+    # with the written ones (an rrf from the environment with a linear normalization from the file is refused).
+    written = "would write" if dry_run else "writes"
+    return (
+        f"{', '.join(names)} {'sets' if len(names) == 1 else 'set'} [pipeline] settings that tune {written} to "
+        f"{target}, and the environment takes precedence over the settings file: searches will not use the tuned "
+        f"settings until {'it is' if len(names) == 1 else 'they are'} unset"
+    )
 
 
 def _check_writable_settings(target: Path, chosen_by: str) -> None:

@@ -8,6 +8,7 @@ difference from the baseline is tested with a stratified randomization test (``s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,9 +49,13 @@ def parse_collection(argument: str, default_split: str) -> Collection:
     return Collection(folder, split, name if split == "test" else f"{name}@{split}")
 
 
+_NOT_IN_INDEX_NAMES = re.compile(r"[^a-z0-9._-]+")
+
+
 def default_index(folder: Path) -> str:
-    """The index a dataset folder is evaluated in unless ``--index`` names one: ``eval-<folder name>``."""
-    return f"eval-{folder.resolve().name.lower()}"
+    """The index a dataset folder is evaluated in unless ``--index`` names one: ``eval-<folder name>``, lowercase,
+    each run of characters an index name cannot hold (a space, a non-ASCII letter) written ``-``."""
+    return "eval-" + _NOT_IN_INDEX_NAMES.sub("-", folder.resolve().name.lower())
 
 
 def refuse_clashes(chosen: Sequence[Collection]) -> None:

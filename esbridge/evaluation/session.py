@@ -4,6 +4,7 @@ judged queries through the configurations, and score them."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,9 +22,10 @@ from esbridge.evaluation.methods import Configuration
 from esbridge.evaluation.reranking import Rerankers
 from esbridge.evaluation.runner import ConfigurationRuns, Depth, run_configurations
 from esbridge.ingest.beir import CORPUS_FILE
+from esbridge.ingest.markdown import is_text
 from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.progress import ProgressFactory, no_progress
-from esbridge.ingest.refusals import DOC_ID_BATCH
+from esbridge.ingest.refusals import DOC_ID_BATCH, MassDeleteRefused
 from esbridge.ingest.report import IngestReport
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
@@ -68,19 +70,34 @@ def prepare_index(
         manager = IndexManager(
             adapter, settings.index, parameters_from(settings, embedder.dimension if embedder else None)
         )
-        report = ingest(
-            folder,
-            engine=adapter,
-            manager=manager,
-            embedder=embedder,
-            options=IngestOptions(source_format="beir"),
-            progress=progress,
-        )
+        try:
+            report = ingest(
+                folder,
+                engine=adapter,
+                manager=manager,
+                embedder=embedder,
+                options=IngestOptions(source_format="beir", source=_source_label(folder)),
+                progress=progress,
+            )
+        except MassDeleteRefused as exc:
+            raise MassDeleteRefused(
+                exc.found,
+                f"Evaluate {folder} in an index of its own with --index NAME (one dataset at a time), or, if "
+                f"{settings.index} should now hold this corpus, delete it first: esbridge index drop --index "
+                f"{settings.index}",
+            ) from exc
     finally:
         adapter.close()
     if report.chunks_indexed == 0 and report.unchanged == 0:
         raise SourceError(f"{folder / CORPUS_FILE} gave no document to evaluate on{_examples(report.failed)}")
     return report
+
+
+def _source_label(folder: Path) -> str | None:
+    """The folder's name as its source label, as ``esbridge ingest`` gives it (None), unless the name is not UTF-8:
+    eval has no --source to name one, so undecodable bytes are written as ``\\xff``."""
+    name = folder.resolve().name
+    return None if is_text(name) else os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def ingest_warnings(folder: Path, ingested: IngestReport | None) -> list[str]:

@@ -136,8 +136,9 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
     """Query id to {doc id: relevance}, from ``folder/qrels/<split>.tsv``.
 
     Rows are ``query-id<TAB>corpus-id<TAB>score``; a first line whose score is not an integer is the
-    header and is skipped. Raises ``SourceError`` for a missing file (naming the splits there are) and
-    for any malformed row.
+    header and is skipped. Raises ``SourceError`` for a missing file (naming the splits there are), for any
+    malformed row, and for a document judged twice for a query with different scores (a repeat of the same
+    score is harmless).
     """
     if not split or Path(split).name != split or split in (".", ".."):
         raise ConfigError(f"split must be a plain name such as 'test', got {split!r}")
@@ -147,10 +148,11 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
         hint = f"; splits available: {', '.join(available)}" if available else ""
         raise SourceError(f"BEIR qrels file not found: {path}{hint}")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a byte order mark is not in the first id
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"cannot read {path}: {exc}") from exc
     qrels: dict[str, dict[str, int]] = {}
+    first_line: dict[tuple[str, str], int] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -163,5 +165,12 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
             if number == 1:
                 continue  # the header
             raise SourceError(f"{path}, line {number}: score {fields[2]!r} is not an integer") from None
-        qrels.setdefault(fields[0], {})[fields[1]] = score
+        judged = qrels.setdefault(fields[0], {})
+        if fields[1] in judged and judged[fields[1]] != score:
+            raise SourceError(
+                f"{path}, line {number}: query {fields[0]!r} judges document {fields[1]!r} {score}, but line "
+                f"{first_line[(fields[0], fields[1])]} judges it {judged[fields[1]]}; keep one of the two rows"
+            )
+        first_line.setdefault((fields[0], fields[1]), number)
+        judged[fields[1]] = score
     return qrels

@@ -76,12 +76,21 @@ def refuse_foreign_documents(engine: Engine, path: Path, index: str, source: str
     )
 
 
+class MassDeleteRefused(errors.ConfigError):
+    """A run that would delete most of the chunks a source holds. ``found`` says what was found without the way
+    out, which depends on the command: ``eval`` and ``tune`` have neither --source nor --allow-mass-delete."""
+
+    def __init__(self, found: str, way_out: str) -> None:
+        super().__init__(f"{found}. {way_out}")
+        self.found = found
+
+
 def refuse_mass_delete(path: Path, source: str, index: str, held: int, stale: int, max_share: float) -> None:
     if stale <= max_share * held or (stale < MASS_DELETE_MINIMUM and stale < held):
         return
-    raise errors.ConfigError(
+    raise MassDeleteRefused(
         f"index {index} holds {held} chunks for source {source!r}, and {path} would delete {stale} of them "
-        f"({stale / held:.0%}); nothing was written. If {path} is another collection that shares the name "
-        f"{source!r}, give it its own label with --source; if the documents really were removed, run again "
-        "with --allow-mass-delete"
+        f"({stale / held:.0%}); nothing was written",
+        f"If {path} is another collection that shares the name {source!r}, give it its own label with --source; "
+        "if the documents really were removed, run again with --allow-mass-delete",
     )

@@ -44,6 +44,26 @@ def test_an_unknown_mode_is_a_usage_error(runner: CliRunner, energy: Path) -> No
     assert "Invalid value for '--modes': unknown mode(s) fast; known: bm25" in result.output
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--modes", "bm25", "--backends", "torch"], "--backends does not apply: this run measures search latency"),
+        (["--documents", "5"], "--documents does not apply: this run measures search latency"),
+        (
+            ["--modes", "ingest", "--limit", "3", "--concurrency", "2"],
+            "--limit, --concurrency do not apply: this run measures ingest throughput",
+        ),
+        (["--modes", "ingest", "--allow-model-mismatch"], "--allow-model-mismatch does not apply"),
+    ],
+)
+def test_an_option_the_chosen_modes_would_ignore_is_a_usage_error(
+    runner: CliRunner, energy: Path, options: list[str], message: str
+) -> None:
+    result = runner.invoke(main, ["bench", str(energy), "--engine", "embedded", *options])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
 @pytest.mark.parametrize("as_json", [[], ["--json"]])
 def test_every_mode_skipped_says_nothing_was_measured(runner: CliRunner, energy: Path, as_json: list[str]) -> None:
     ingested = runner.invoke(main, ["ingest", str(energy), "--engine", "embedded", "--index", "energy"])

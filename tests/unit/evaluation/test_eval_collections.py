@@ -13,6 +13,7 @@ from esbridge.errors import ConfigError
 from esbridge.evaluation.collections import Collection, CollectionResult, matrix_table, mean_rows, parse_collection
 from esbridge.evaluation.report import ResultRow
 from esbridge.evaluation.significance import randomization_p_value
+from tests.support.hashing import beir_folder
 
 
 def test_a_dataset_is_a_folder_with_an_optional_split(tmp_path: Path) -> None:
@@ -119,6 +120,20 @@ def test_folders_that_would_share_an_index_or_a_folder_given_twice_are_refused_b
     same_name = runner.invoke(main, ["eval", str(energy), str(clash), *common])
     assert same_name.exit_code == 2, same_name.output
     assert f"{energy} and {clash} would share index eval-energy" in same_name.output
+
+
+def test_a_folder_whose_name_no_index_may_hold_is_evaluated_in_a_valid_index(
+    runner: CliRunner, energy: Path, baking: Path, tmp_path: Path
+) -> None:
+    spaced = energy.rename(tmp_path / "Home Energy (2024)")
+    result = runner.invoke(main, ["eval", str(spaced), str(baking), "--engine", "embedded", "--methods", "bm25"])
+    assert result.exit_code == 0, result.output
+    assert "Home Energy (2024): 2 queries on embedded index eval-home-energy-2024-" in result.stdout
+
+    clash = beir_folder(tmp_path / "more" / "home energy (2024)", {"x": "x"}, {"q": ("x", "x")})
+    same_index = runner.invoke(main, ["eval", str(spaced), str(clash), "--engine", "embedded", "--methods", "bm25"])
+    assert same_index.exit_code == 2, same_index.output
+    assert "would share index eval-home-energy-2024-" in same_index.output
 
 
 def test_the_same_folder_with_two_splits_shares_its_index(runner: CliRunner, energy: Path) -> None:

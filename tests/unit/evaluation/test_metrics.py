@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from esbridge.evaluation import metrics
@@ -71,3 +72,27 @@ def test_graded_judgements_count_as_trec_eval_counts_them() -> None:
     assert metrics.per_query(judged, ranking, "ndcg@10") == {"q": pytest.approx(dcg / ideal)}
     assert metrics.per_query(judged, ranking, "recall@100") == {"q": pytest.approx(2 / 3)}
     assert metrics.per_query(judged, ranking, "mrr@10") == {"q": pytest.approx(1 / 2)}
+
+
+def test_the_paired_t_test_is_scipys_on_the_per_query_values() -> None:
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(7)
+    docs = [f"d{n}" for n in range(30)]
+    graded = {f"q{n}": {str(rng.choice(docs)): int(rng.integers(0, 3)) for _ in range(3)} for n in range(15)}
+    positive = {query: judgements for query, judgements in graded.items() if any(judgements.values())}
+    judged = metrics.qrels(positive)
+
+    def ranking() -> dict[str, dict[str, float]]:  # some queries unanswered: they score 0, still paired
+        answered = [query for query in positive if rng.random() > 0.2]
+        return {
+            query: {str(doc): 10.0 - rank for rank, doc in enumerate(rng.permutation(docs)[:10])} for query in answered
+        }
+
+    base, other = ranking(), ranking()
+    result = metrics.compare(judged, {"base": base, "other": other}, ["ndcg@10", "mrr@10"], "base")
+    for metric in ("ndcg@10", "mrr@10"):
+        before, after = metrics.per_query(judged, base, metric), metrics.per_query(judged, other, metric)
+        queries = list(positive)
+        reference = stats.ttest_rel([after[q] for q in queries], [before[q] for q in queries]).pvalue
+        assert result["other"].p_values[metric] == pytest.approx(reference, abs=1e-6)
+        assert result["other"].scores[metric] == pytest.approx(np.mean([after[q] for q in queries]), abs=1e-6)

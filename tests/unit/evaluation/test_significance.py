@@ -61,3 +61,14 @@ def test_sampled_sign_patterns_are_drawn_in_blocks_with_the_same_p_value() -> No
         tracemalloc.stop()
     assert p_value == 0.15598440155984403  # as when every pattern was drawn in one array
     assert peak < 64_000_000
+
+
+def test_sampled_p_value_is_close_to_the_exact_one_by_enumeration() -> None:
+    # 18 queries: above EXACT_UP_TO, so sampled; every one of the 2**18 sign patterns enumerated here instead.
+    rng = np.random.default_rng(11)
+    parts = [rng.normal(0.05, 0.2, 11), rng.normal(0.0, 0.3, 7)]
+    signs = np.array(np.meshgrid(*[[1.0, -1.0]] * 18)).reshape(18, -1).T
+    macro = (signs[:, :11] @ parts[0] / 11 + signs[:, 11:] @ parts[1] / 7) / 2
+    observed = abs((parts[0].mean() + parts[1].mean()) / 2)
+    exact = float(np.mean(np.abs(macro) >= observed - 1e-12))
+    assert randomization_p_value([list(parts[0]), list(parts[1])], trials=40_000) == pytest.approx(exact, abs=0.01)

@@ -140,6 +140,25 @@ def test_a_bad_qrels_row_raises_naming_the_line(tmp_path: Path, row: str, reason
         read_qrels(folder, "test")
 
 
+def test_a_document_judged_twice_for_a_query_with_different_scores_is_refused_naming_both_lines(tmp_path: Path) -> None:
+    text = "query-id\tcorpus-id\tscore\n1\t10\t2\n1\t11\t1\n1\t10\t0\n"
+    folder = make_dataset(tmp_path / "ds", [], [], {"test": text})
+    with pytest.raises(
+        SourceError, match=r"test\.tsv, line 4: query '1' judges document '10' 0, but line 2 judges it 2"
+    ):
+        read_qrels(folder, "test")
+
+
+def test_a_repeated_row_with_the_same_score_is_read_once(tmp_path: Path) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [], {"test": "1\t10\t2\n1\t10\t2\n"})
+    assert read_qrels(folder, "test") == {"1": {"10": 2}}
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_query_id(tmp_path: Path) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [], {"test": "\ufeff1\t10\t1\n"})
+    assert read_qrels(folder, "test") == {"1": {"10": 1}}
+
+
 def test_a_split_is_a_name_not_a_path(tmp_path: Path) -> None:
     for split in ("../test", "a/b", ".", ""):
         with pytest.raises(ConfigError, match="plain name"):

@@ -1,0 +1,47 @@
+"""``esbridge eval`` and ``tune`` into an ``eval-<folder>`` index: one holding another corpus of the same folder name,
+and a folder name that is not UTF-8."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from esbridge.cli import main
+from tests.support.hashing import beir_folder
+
+
+@pytest.mark.parametrize("command", [["eval", "--methods", "bm25"], ["tune", "--dry-run"]])
+def test_a_refused_mass_delete_gives_a_way_out_the_command_has(
+    runner: CliRunner, energy: Path, tmp_path: Path, command: list[str]
+) -> None:
+    first = runner.invoke(main, ["eval", str(energy), "--methods", "bm25", "--engine", "embedded"])
+    assert first.exit_code == 0, first.output
+    docs = {"tidal": "Tidal turbines turn sea currents into power.", "hydro": "Dams make hydroelectric power."}
+    other = beir_folder(tmp_path / "other" / "energy", docs, {"t1": ("sea currents", "tidal"), "t2": ("dams", "hydro")})
+
+    result = runner.invoke(main, [command[0], str(other), *command[1:], "--split", "test", "--engine", "embedded"])
+
+    assert result.exit_code == 1, result.output
+    assert "index eval-energy-v1 holds 2 chunks for source 'energy'" in result.output
+    assert f"Evaluate {other} in an index of its own with --index NAME" in result.output
+    assert "esbridge index drop --index eval-energy" in result.output
+    assert "--source" not in result.output and "--allow-mass-delete" not in result.output
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a folder name that is not UTF-8")
+def test_a_folder_whose_name_is_not_utf8_is_evaluated_under_a_readable_label(
+    runner: CliRunner, energy: Path, tmp_path: Path
+) -> None:
+    undecodable = energy.rename(tmp_path / os.fsdecode(b"energy\xff"))
+    for _ in range(2):  # the second run finds every chunk unchanged under the same label
+        result = runner.invoke(main, ["eval", str(undecodable), "--methods", "bm25", "--engine", "embedded", "--json"])
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.stdout)
+        assert report["index"] == "eval-energy-"
+        assert report["ingest"]["source"] == "energy\\xff"
+    assert (report["ingest"]["chunks_indexed"], report["ingest"]["unchanged"]) == (0, 2)
