@@ -158,6 +158,20 @@ def test_an_identifier_query_whose_bm25_times_out_is_answered_by_knn(
     assert response.results and any("kNN answered instead" in warning for warning in response.warnings)
 
 
+def test_an_identifier_query_bm25_finds_nothing_for_is_answered_by_knn(
+    engine_settings: Settings, loaded: str, embedder: CachedEmbedder
+) -> None:
+    """adaptive fuses every run when the lexical one is empty; kNN, not asked at first, is asked then."""
+    request = SearchRequest(query="ZQX-7781-9913", fusion="adaptive", explain=True)
+    response = search(engine_settings, loaded, embedder, request)
+    assert response.search_mode == "hybrid"
+    assert_invariants(response, 10)
+    assert response.results and all(hit.explain and "knn" in hit.explain.retrievers for hit in response.results)
+    assert any("they found nothing, so kNN was asked" in warning for warning in response.warnings)
+    decision = response.details.fusion_decision
+    assert decision is not None and decision.effective_weights["knn"] > 0
+
+
 def test_lifecycle_statuses_match_in_any_casing_and_a_status_filter_lets_its_status_in(
     engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
 ) -> None:

@@ -96,6 +96,18 @@ def test_results_ranked_by_a_retriever_weighted_0_say_so(fusion: str, zero: str,
 
 
 @pytest.mark.parametrize("execution", ["concurrent", "msearch"])
+def test_an_identifier_query_bm25_finds_nothing_for_is_fused_with_knn(execution: str) -> None:
+    """adaptive's rule for an empty lexical run is to fuse every run; kNN, skipped at first, is asked for it."""
+    engine = MemoryEngine([], SEM)
+    response = run(searcher(engine, fusion="adaptive", execution=execution), query="PII-2024-0042", explain=True)
+    assert response.search_mode == "hybrid"
+    assert [hit.id for hit in response.results] == ["b#0", "d#0", "a#0"]
+    first = response.results[0].explain
+    assert first is not None and first.contributions == pytest.approx({"knn": 1 / 61})  # rrf, k=60, rank 1
+    assert any("they found nothing, so kNN was asked" in warning for warning in response.warnings)
+
+
+@pytest.mark.parametrize("execution", ["concurrent", "msearch"])
 def test_an_identifier_query_whose_bm25_fails_is_answered_by_knn(execution: str) -> None:
     """adaptive answers an identifier with BM25 alone; when BM25 fails, kNN still answers (semantic-only)."""
     engine = MemoryEngine(LEX, SEM, fail=["bm25"])
