@@ -172,6 +172,23 @@ def test_an_identifier_query_bm25_finds_nothing_for_is_answered_by_knn(
     assert decision is not None and decision.effective_weights["knn"] > 0
 
 
+def test_collapse_returns_top_n_documents_when_one_long_document_fills_every_list(
+    engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    """The many chunks of one long note fill both retrievers' lists; the answer still holds top_n documents."""
+    paragraph = "Solar panel wiring and the inverter that feeds the grid, described once more in this paragraph."
+    records = [
+        {"id": "manual", "title": "Solar manual", "text": "\n\n".join([paragraph] * 120)},
+        *({"id": f"note{n}", "title": f"Note {n}", "text": f"A solar panel note, number {n}."} for n in range(4)),
+    ]
+    loaded = load_records(engine, alias, embedder, tmp_path, records)
+    request = SearchRequest(query="solar panel inverter wiring", top_n=4)
+    response = search(engine_settings, loaded, embedder, request)
+    assert_invariants(response, 4)
+    assert len(response.results) == 4 and "manual" in {hit.doc_id for hit in response.results}
+    assert len({hit.doc_id for hit in response.results}) == 4
+
+
 def test_lifecycle_statuses_match_in_any_casing_and_a_status_filter_lets_its_status_in(
     engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
 ) -> None:
