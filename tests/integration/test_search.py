@@ -189,6 +189,17 @@ def test_collapse_returns_top_n_documents_when_one_long_document_fills_every_lis
     assert len({hit.doc_id for hit in response.results}) == 4
 
 
+def test_a_long_chinese_query_is_cut_to_the_clause_limit_not_refused(
+    engine_settings: Settings, loaded: str, embedder: CachedEmbedder
+) -> None:
+    """Each Han character is a word to the engine: 300 of them are 2,100 clauses over seven fields, which both
+    engines refused (BM25 failed, the answer was semantic-only); the query is cut as a long English one is."""
+    query = "".join(chr(0x4E00 + 37 * n) for n in range(300))
+    response = search(engine_settings, loaded, embedder, SearchRequest(query=query))
+    assert response.search_mode == "hybrid", response.warnings
+    assert any("too long for the engine's clause limit" in warning for warning in response.warnings)
+
+
 def test_lifecycle_statuses_match_in_any_casing_and_a_status_filter_lets_its_status_in(
     engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
 ) -> None:
