@@ -52,7 +52,9 @@ MAX_CLAUSES = 1024
 query expands to about one clause per word and field, and a query over the limit is refused with
 ``too_many_nested_clauses``, so a long query (a pasted abstract) would fail instead of being answered."""
 
-_WORD = re.compile(r"[^\W_]+")
+_IDEOGRAPHS = "\u3041-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
+# The standard tokenizer makes each Han and Hiragana character a word of its own (UAX #29), and so a clause.
+_WORD = re.compile(rf"[{_IDEOGRAPHS}]|[^\W_{_IDEOGRAPHS}]+")
 
 
 def bounded_text(text: str, fields: int, max_clauses: int = MAX_CLAUSES) -> str:

@@ -62,6 +62,8 @@ from esbridge.query.types import FusionResult, Runs
 Clock = Callable[[], datetime]
 Probe = Callable[[], Awaitable[Capabilities]]
 _REFUSALS = (errors.AuthenticationError, errors.AuthorizationError, errors.RequestRejected, errors.UnsupportedFeature)
+DEEPEST_TOP_K = 1000
+"""How many chunks a retriever is asked for at most when its first list held too few documents (``_deep_enough``)."""
 
 
 def _utc_now() -> datetime:
@@ -151,7 +153,7 @@ class HybridSearcher:
         off = features_off(self.fields, request)
         plan, engine_embedding = await self._engine_embedding(plan)
         native = await self._native_choice(request, plan)
-        retrieved, native, notes = await self._retrieve(request, plan, native)
+        retrieved, plan, native, notes = await self._deep_enough(request, plan, native)
         notes = notes.add(engine_embedding, query_cut(request, self.pipeline, self.fields))
         mode = self._mode(retrieved, notes)
         doc_of = {item: document_of(item, source) for item, source in retrieved.sources.items()}
@@ -276,6 +278,22 @@ class HybridSearcher:
             # Its sub-queries answered on their own: the engine lacks what the native form needs.
             self._refusals.remember(native.plan, explain=request.explain, reason=str(refused))
         return retrieved, native, notes.add(*retrieved.warnings, timings=retrieved.timings)
+
+    async def _deep_enough(
+        self, request: SearchRequest, plan: Plan, choice: NativeChoice
+    ) -> tuple[Retrieved, Plan, NativeChoice, Notes]:
+        """Retrieval with ``top_n`` documents when there are that many: with collapse, the chunks of a few long
+        documents can fill every list; then (a list was full) the retrievers are asked again, four times deeper."""
+        collapse = request.collapse if request.collapse is not None else self.pipeline.shaping.collapse
+        while True:
+            retrieved, native, notes = await self._retrieve(request, plan, choice)
+            runs = retrieved.runs.values()
+            documents = {document_of(item, retrieved.sources.get(item, {})) for run in runs for item in run}
+            full = any(len(run) >= plan.top_k for run in runs)
+            if not collapse or len(documents) >= request.top_n or not full or plan.top_k >= DEEPEST_TOP_K:
+                return retrieved, plan, native, notes
+            top_k = min(plan.top_k * 4, DEEPEST_TOP_K)
+            plan = replace(plan, top_k=top_k, context=replace(plan.context, top_k=top_k))
 
     def _mode(self, retrieved: Retrieved, notes: Notes) -> SearchMode:
         mode = "native-hybrid" if retrieved.native else _mode(retrieved.semantic)

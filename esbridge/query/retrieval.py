@@ -94,16 +94,34 @@ class Retrieval:
         """Every retriever of the pipeline (only the lexical ones with ``lexical_only``), as configured.
 
         ``semantic_fallback``: the lexical retrievers were chosen for this query, not forced; when none of them
-        answers, the semantic ones are asked, so that the search degrades instead of failing.
+        answers, the semantic ones are asked, so that the search degrades instead of failing. When they answer
+        but find nothing, the semantic ones are asked too and their runs join the empty lexical ones, which is
+        the case the fusion method (``adaptive``) fuses every run for.
         """
         every = {name: RETRIEVERS.get_named(name) for name in self.pipeline.retrievers}
         lexical = {name: retriever for name, retriever in every.items() if not retriever.needs_vector}
         retrieved = await self._run(context, lexical if lexical_only else every)
         semantic = {name: retriever for name, retriever in every.items() if retriever.needs_vector}
-        if not (lexical_only and semantic_fallback and semantic) or retrieved.runs:
+        if not (lexical_only and semantic_fallback and semantic) or any(retrieved.runs.values()):
             return retrieved
         rescue = await self._run(context, semantic)
         timings = {**retrieved.timings, **rescue.timings}
+        if retrieved.runs and rescue.runs:
+            note = (
+                "the fusion method asks only the lexical retrievers for this query; they found nothing, so kNN was "
+                "asked as well"
+            )
+            return replace(
+                rescue,
+                runs={**retrieved.runs, **rescue.runs},
+                sources={**retrieved.sources, **rescue.sources},
+                semantic={**retrieved.semantic, **rescue.semantic},
+                warnings=(*retrieved.warnings, note, *rescue.warnings),
+                timings=timings,
+                partial=retrieved.partial or rescue.partial,
+            )
+        if retrieved.runs:  # found nothing, and kNN could not answer: the empty answer stands, with kNN's reasons
+            return replace(retrieved, warnings=(*retrieved.warnings, *rescue.warnings), timings=timings)
         if not rescue.runs:  # kNN could not answer either: the lexical failure stands, with kNN's reasons added
             warnings = (*retrieved.warnings, *rescue.warnings)
             timed_out = retrieved.timed_out and rescue.timed_out

@@ -18,8 +18,8 @@ from opensearchpy import OpenSearch
 from esbridge.config import load_settings
 from esbridge.engines import elasticsearch as es_adapter
 from esbridge.engines import opensearch as os_adapter
-from esbridge.engines.analysis import analysis_probes
-from esbridge.engines.embedded.analysis import BUILTIN
+from esbridge.engines.analysis import analysis, analysis_probes
+from esbridge.engines.embedded.analysis import BUILTIN, field_analysis
 from tests.integration.engines import engine_url, probe, require_live
 from tests.support.data import SCIFACT, require
 from tests.support.word_breaks import STANDARD_TOKENS
@@ -87,5 +87,33 @@ def test_the_embedded_engine_splits_words_as_opensearch_does() -> None:
         for text in texts:
             answer = opensearch.indices.analyze(body={"analyzer": "standard", "text": text})
             assert BUILTIN["standard"].analyze(text) == [token for token, *_ in tokens(answer)], text
+    finally:
+        opensearch.close()
+
+
+IDENTIFIERS = (
+    "D40 d1onysus @d1onysus#1514 utf8Decode iPhone15Pro HTTPServer2 x86_64 v1.2.3 _private __ $scope.apply",
+    "café naïve ÀbcDéf αβΓδ 東京 x🚀y x²y ⅫA",
+)
+
+
+def test_the_embedded_engine_analyses_code_and_paths_as_opensearch_does() -> None:
+    """esbridge's own analyzers (identifier parts, path segments) against OpenSearch's ``_analyze`` of the same
+    definitions: digits stay with their letters (split_on_numerics false), and \\w is ASCII as in Java."""
+    require_live("opensearch")
+    opensearch = OpenSearch(
+        **os_adapter.client_options(load_settings(url=engine_url("opensearch"), engine="opensearch"))
+    )
+    shared = analysis()
+    try:
+        for name, definition in sorted(shared["analyzer"].items()):
+            embedded = field_analysis(name, shared)
+            body = {
+                "tokenizer": shared["tokenizer"][definition["tokenizer"]],
+                "filter": [shared["filter"].get(step, step) for step in definition["filter"]],
+            }
+            for text in (*TEXTS, *IDENTIFIERS):
+                answer = opensearch.indices.analyze(body={**body, "text": text})
+                assert embedded.analyze(text) == [token for token, *_ in tokens(answer)], (name, text)
     finally:
         opensearch.close()

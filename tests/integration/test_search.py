@@ -158,6 +158,48 @@ def test_an_identifier_query_whose_bm25_times_out_is_answered_by_knn(
     assert response.results and any("kNN answered instead" in warning for warning in response.warnings)
 
 
+def test_an_identifier_query_bm25_finds_nothing_for_is_answered_by_knn(
+    engine_settings: Settings, loaded: str, embedder: CachedEmbedder
+) -> None:
+    """adaptive fuses every run when the lexical one is empty; kNN, not asked at first, is asked then."""
+    request = SearchRequest(query="ZQX-7781-9913", fusion="adaptive", explain=True)
+    response = search(engine_settings, loaded, embedder, request)
+    assert response.search_mode == "hybrid"
+    assert_invariants(response, 10)
+    assert response.results and all(hit.explain and "knn" in hit.explain.retrievers for hit in response.results)
+    assert any("they found nothing, so kNN was asked" in warning for warning in response.warnings)
+    decision = response.details.fusion_decision
+    assert decision is not None and decision.effective_weights["knn"] > 0
+
+
+def test_collapse_returns_top_n_documents_when_one_long_document_fills_every_list(
+    engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    """The many chunks of one long note fill both retrievers' lists; the answer still holds top_n documents."""
+    paragraph = "Solar panel wiring and the inverter that feeds the grid, described once more in this paragraph."
+    records = [
+        {"id": "manual", "title": "Solar manual", "text": "\n\n".join([paragraph] * 120)},
+        *({"id": f"note{n}", "title": f"Note {n}", "text": f"A solar panel note, number {n}."} for n in range(4)),
+    ]
+    loaded = load_records(engine, alias, embedder, tmp_path, records)
+    request = SearchRequest(query="solar panel inverter wiring", top_n=4)
+    response = search(engine_settings, loaded, embedder, request)
+    assert_invariants(response, 4)
+    assert len(response.results) == 4 and "manual" in {hit.doc_id for hit in response.results}
+    assert len({hit.doc_id for hit in response.results}) == 4
+
+
+def test_a_long_chinese_query_is_cut_to_the_clause_limit_not_refused(
+    engine_settings: Settings, loaded: str, embedder: CachedEmbedder
+) -> None:
+    """Each Han character is a word to the engine: 300 of them are 2,100 clauses over seven fields, which both
+    engines refused (BM25 failed, the answer was semantic-only); the query is cut as a long English one is."""
+    query = "".join(chr(0x4E00 + 37 * n) for n in range(300))
+    response = search(engine_settings, loaded, embedder, SearchRequest(query=query))
+    assert response.search_mode == "hybrid", response.warnings
+    assert any("too long for the engine's clause limit" in warning for warning in response.warnings)
+
+
 def test_lifecycle_statuses_match_in_any_casing_and_a_status_filter_lets_its_status_in(
     engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
 ) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from esbridge.engines.analysis import analysis
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.engines.embedded.analysis import ANALYSIS_VERSION, BUILTIN, field_analysis
@@ -79,3 +80,31 @@ def test_an_index_that_records_no_analysis_version_has_the_first() -> None:
     assert body is not None and body.native == "esbridge_english"
     with pytest.raises(MappingError, match=r"index\.analysis_version must be a number"):
         schema_of(MAPPING["mappings"], {"analysis_version": "two"})
+
+
+CODE_MAPPING = {
+    "settings": {"index": {"analysis": analysis()}},
+    "mappings": {"properties": {"code": {"type": "text", "analyzer": "esbridge_code"}}},
+}
+
+
+def code_ids(engine: EmbeddedEngine, index: str, query: str) -> list[str]:
+    return sorted(hit.id for hit in engine.search(index, {"query": {"match": {"code": query}}}).hits)
+
+
+def test_identifier_parts_keep_digits_with_their_letters_as_on_a_cluster(engine: EmbeddedEngine) -> None:
+    """esbridge's code analyzer does not split on numerics: on OpenSearch ``D40`` is one token and does not match the
+    ``d`` of ``d1onysus``; an index created with analysis version 2 keeps its letter-digit split until a reindex."""
+    docs = [
+        BulkAction("index", "handle", {"code": "@d1onysus#1514"}),
+        BulkAction("index", "cell", {"code": "D40 = getUserName(utf8Decode)"}),
+    ]
+    for index, version in (("code-v2", 2), ("code-now", ANALYSIS_VERSION)):
+        settings = {"index": {**CODE_MAPPING["settings"]["index"], "analysis_version": version}}
+        engine.create_index(index, {**CODE_MAPPING, "settings": settings})
+        engine.bulk(index, docs)
+        engine.refresh(index)
+    assert code_ids(engine, "code-now", "D40") == ["cell"]
+    assert code_ids(engine, "code-now", "utf8") == []  # utf8Decode is one part: no case change after a digit
+    assert code_ids(engine, "code-now", "user") == ["cell"]
+    assert code_ids(engine, "code-v2", "D40") == ["cell", "handle"]

@@ -110,10 +110,12 @@ def _english(words: str) -> tantivy.TextAnalyzer:
     )
 
 
-ANALYSIS_VERSION = 2
+ANALYSIS_VERSION = 3
 """The word split of indices created now; an index keeps the one it was created with (its settings'
 ``analysis_version``, 1 when absent) until ``esbridge index reindex`` copies it into a new one, as analysis
-is fixed at creation on OpenSearch. 1: ``\\w+`` runs; 2: ``WORDS``."""
+is fixed at creation on OpenSearch. 1: ``\\w+`` runs; 2: ``WORDS``; 3: custom analyzers as Lucene runs them too
+(a ``pattern`` tokenizer's ``\\w``, ``\\d`` and ``\\s`` are ASCII, as in Java; ``word_delimiter`` splits as
+Lucene's ``WordDelimiterIterator``, ``split_on_numerics`` included)."""
 
 _VERSIONED = ("english", "standard")
 """The built-in analyzers whose words depend on the analysis version; version 1 keeps their first names, so the
@@ -148,10 +150,10 @@ def _whitespace(text: str) -> list[str]:
 
 BUILTINS: Mapping[int, Mapping[str, FieldAnalysis]] = {
     version: {
-        name: _native(f"esbridge_{name}_{version}" if name in _VERSIONED and version > 1 else f"esbridge_{name}")
+        name: _native(f"esbridge_{name}_2" if name in _VERSIONED and version > 1 else f"esbridge_{name}")
         for name in ("english", "standard", "simple", "whitespace", "keyword")
     }
-    for version in (1, ANALYSIS_VERSION)
+    for version in range(1, ANALYSIS_VERSION + 1)
 }
 BUILTIN = BUILTINS[ANALYSIS_VERSION]
 """The built-in analyzers of indices created now."""
@@ -169,7 +171,8 @@ def _tokenizer(name: str, definitions: Mapping[str, Any], version: int) -> Calla
     if kind == "pattern":
         if spec.get("group", -1) != -1 or spec.get("flags"):
             raise UnsupportedAnalysis(f"pattern tokenizer {name!r}: only 'pattern' is supported")
-        pattern = re.compile(str(spec.get("pattern", r"\W+")))
+        # Java's \w, \d and \s are ASCII (no UNICODE_CHARACTER_CLASS): "café" splits at the é on a cluster.
+        pattern = re.compile(str(spec.get("pattern", r"\W+")), re.ASCII if version > 2 else 0)
         return lambda text: [token for token in pattern.split(text) if token]
     raise UnsupportedAnalysis(f"tokenizer {name!r} of type {kind!r}")
 
@@ -182,7 +185,52 @@ def _identifier_parts(token: str, *, case: bool, original: bool) -> list[str]:
     return parts
 
 
-def _token_filter(name: str, definitions: Mapping[str, Any]) -> Callable[[list[str]], list[str]]:
+_LOWER, _UPPER, _DIGIT, _DELIMITER = 1, 2, 4, 8
+_ALPHA = _LOWER | _UPPER
+_CHAR_TYPES = {"Lu": _UPPER, "Ll": _LOWER, "Nd": _DIGIT, "Nl": _DIGIT, "No": _DIGIT, "Cs": _ALPHA | _DIGIT}
+_CHAR_TYPES.update(dict.fromkeys(("Lt", "Lm", "Lo", "Mn", "Me", "Mc"), _ALPHA))
+
+
+def _char_type(char: str) -> int:
+    """``WordDelimiterIterator.getType``; Java sees a character beyond the BMP as two surrogates, which never split."""
+    return _ALPHA | _DIGIT if ord(char) > 0xFFFF else _CHAR_TYPES.get(unicodedata.category(char), _DELIMITER)
+
+
+def _is_break(last: int, kind: int, *, case: bool, numerics: bool) -> bool:
+    """``WordDelimiterIterator.isBreak``: only lower to upper splits letters (``HTTPServer`` stays whole)."""
+    if kind & last or (last & _UPPER and kind & _ALPHA) or (not case and last & _ALPHA and kind & _ALPHA):
+        return False
+    return numerics or not ((last & _ALPHA and kind & _DIGIT) or (last & _DIGIT and kind & _ALPHA))
+
+
+def _lucene_parts(token: str, *, case: bool, numerics: bool, original: bool) -> list[str]:
+    """The tokens Lucene's ``word_delimiter(_graph)`` makes of ``token`` (word and number parts, no catenation)."""
+    types = [_char_type(char) for char in token]
+    spans: list[tuple[int, int]] = []
+    end = 0
+    while True:
+        start = end
+        while start < len(token) and types[start] & _DELIMITER:
+            start += 1
+        if start >= len(token):
+            break
+        end = start + 1
+        while end < len(token) and not _is_break(types[end - 1], types[end], case=case, numerics=numerics):
+            end += 1
+        spans.append((start, end))
+    if spans == [(0, len(token))] or (not spans and original):
+        return [token]
+    parts = [token[start:end] for start, end in spans]
+    return [token, *parts] if original else parts
+
+
+def _flag(spec: Mapping[str, Any], key: str, default: bool) -> bool:
+    """A boolean filter option, which settings read back from a cluster hold as the strings "true" and "false"."""
+    value = spec.get(key, default)
+    return value.strip().lower() == "true" if isinstance(value, str) else bool(value)
+
+
+def _token_filter(name: str, definitions: Mapping[str, Any], version: int) -> Callable[[list[str]], list[str]]:
     spec = definitions.get(name, {"type": name})
     kind = spec.get("type")
     if kind == "lowercase":
@@ -193,6 +241,12 @@ def _token_filter(name: str, definitions: Mapping[str, Any]) -> Callable[[list[s
         ]
     if kind == "stop" and spec.get("stopwords", "_english_") == "_english_":
         return lambda tokens: [token for token in tokens if token.lower() not in ENGLISH_STOP_WORDS]
+    if kind in ("word_delimiter", "word_delimiter_graph") and version > 2:
+        case, original = _flag(spec, "split_on_case_change", True), _flag(spec, "preserve_original", False)
+        numerics = _flag(spec, "split_on_numerics", True)
+        return lambda tokens: [
+            part for token in tokens for part in _lucene_parts(token, case=case, numerics=numerics, original=original)
+        ]
     if kind in ("word_delimiter", "word_delimiter_graph"):
         case, original = bool(spec.get("split_on_case_change", True)), bool(spec.get("preserve_original", False))
         return lambda tokens: [
@@ -207,7 +261,7 @@ def _custom(name: str, spec: Mapping[str, Any], analysis: Mapping[str, Any], ver
     if spec.get("char_filter"):
         raise UnsupportedAnalysis(f"analyzer {name!r}: char filters")
     tokenize = _tokenizer(str(spec.get("tokenizer", "standard")), analysis.get("tokenizer", {}), version)
-    filters = [_token_filter(str(f), analysis.get("filter", {})) for f in spec.get("filter", [])]
+    filters = [_token_filter(str(f), analysis.get("filter", {}), version) for f in spec.get("filter", [])]
 
     def analyze(text: str) -> list[str]:
         tokens = tokenize(text)

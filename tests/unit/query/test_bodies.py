@@ -154,6 +154,13 @@ def test_a_query_over_the_clause_limit_keeps_its_distinct_words_in_order() -> No
     assert bodies.bounded_text("The cat sat on the mat", fields=3, max_clauses=10) == "the cat sat"
 
 
+def test_each_ideograph_counts_as_a_word_against_the_clause_limit() -> None:
+    # The standard tokenizer makes 8 words of these 8 characters: 8 x 2 = 16 clauses > 10, cut to 10 // 2 = 5.
+    assert bodies.bounded_text("天地玄黄宇宙洪荒", fields=2, max_clauses=10) == "天 地 玄 黄 宇"
+    assert bodies.bounded_text("ひらがな", fields=2, max_clauses=10) == "ひらがな"  # 4 x 2 = 8 fit
+    assert bodies.bounded_text("solar天地", fields=3, max_clauses=10) == "solar天地"  # 3 x 3 = 9 fit
+
+
 def test_bm25_body_sends_a_long_query_shortened() -> None:
     text = " ".join(f"word{index}" for index in range(400))
     body = bodies.bm25_body("opensearch", text, size=10, filters=Filters())

@@ -95,6 +95,33 @@ def test_results_ranked_by_a_retriever_weighted_0_say_so(fusion: str, zero: str,
     assert run(searcher(MemoryEngine(LEX, SEM), fusion=fusion), weights={zero: 0.0}).warnings == []
 
 
+def test_a_long_document_filling_every_list_does_not_leave_fewer_than_top_n_documents() -> None:
+    """Twelve chunks of one document fill both lists of 10; with collapse the retrievers are asked again, deeper,
+    until top_n documents are there (and not without collapse, nor when a list was not full)."""
+    long = [(f"long#{n}", 20.0 - n) for n in range(12)]
+    short = [("a#0", 5.0), ("b#0", 4.0), ("c#0", 3.0)]
+    engine = MemoryEngine(long + short, [(item, score / 20) for item, score in long + short])
+    response = run(searcher(engine, fusion="rrf"), top_n=3)
+    assert [hit.doc_id for hit in response.results] == ["long", "a", "b"]
+    assert response.details.top_k == 40
+    chunks = run(searcher(engine, fusion="rrf"), top_n=3, collapse=False)
+    assert [hit.id for hit in chunks.results] == ["long#0", "long#1", "long#2"] and chunks.details.top_k == 10
+    few = MemoryEngine(long[:4], [])
+    assert [hit.doc_id for hit in run(searcher(few, fusion="rrf"), top_n=3).results] == ["long"]
+
+
+@pytest.mark.parametrize("execution", ["concurrent", "msearch"])
+def test_an_identifier_query_bm25_finds_nothing_for_is_fused_with_knn(execution: str) -> None:
+    """adaptive's rule for an empty lexical run is to fuse every run; kNN, skipped at first, is asked for it."""
+    engine = MemoryEngine([], SEM)
+    response = run(searcher(engine, fusion="adaptive", execution=execution), query="PII-2024-0042", explain=True)
+    assert response.search_mode == "hybrid"
+    assert [hit.id for hit in response.results] == ["b#0", "d#0", "a#0"]
+    first = response.results[0].explain
+    assert first is not None and first.contributions == pytest.approx({"knn": 1 / 61})  # rrf, k=60, rank 1
+    assert any("they found nothing, so kNN was asked" in warning for warning in response.warnings)
+
+
 @pytest.mark.parametrize("execution", ["concurrent", "msearch"])
 def test_an_identifier_query_whose_bm25_fails_is_answered_by_knn(execution: str) -> None:
     """adaptive answers an identifier with BM25 alone; when BM25 fails, kNN still answers (semantic-only)."""
