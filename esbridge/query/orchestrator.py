@@ -42,12 +42,12 @@ from esbridge.query.models import (
     NativeDetails,
     RoutingDetails,
     SearchDetails,
-    SearchMode,
     SearchRequest,
     SearchResponse,
 )
 from esbridge.query.native.choice import NativeChoice, Refusals, choose_native, zero_weighted
 from esbridge.query.notes import Notes
+from esbridge.query.outcome import deeper, search_mode
 from esbridge.query.planning import Plan, plan_search, query_cut, weights_for_runs
 from esbridge.query.query_vectors import QueryVectors
 from esbridge.query.recency import apply_recency, read_dates, rule_from
@@ -62,8 +62,6 @@ from esbridge.query.types import FusionResult, Runs
 Clock = Callable[[], datetime]
 Probe = Callable[[], Awaitable[Capabilities]]
 _REFUSALS = (errors.AuthenticationError, errors.AuthorizationError, errors.RequestRejected, errors.UnsupportedFeature)
-DEEPEST_TOP_K = 1000
-"""How many chunks a retriever is asked for at most when its first list held too few documents (``_deep_enough``)."""
 
 
 def _utc_now() -> datetime:
@@ -155,7 +153,7 @@ class HybridSearcher:
         native = await self._native_choice(request, plan)
         retrieved, plan, native, notes = await self._deep_enough(request, plan, native)
         notes = notes.add(engine_embedding, query_cut(request, self.pipeline, self.fields))
-        mode = self._mode(retrieved, notes)
+        mode = search_mode(retrieved, notes.warnings, url=self.engine.url, index=self.index)
         doc_of = {item: document_of(item, source) for item, source in retrieved.sources.items()}
         runs = self._runs(retrieved, doc_of)
         fused, unweighted = self._fuse(request, plan, runs, retrieved)
@@ -282,33 +280,14 @@ class HybridSearcher:
     async def _deep_enough(
         self, request: SearchRequest, plan: Plan, choice: NativeChoice
     ) -> tuple[Retrieved, Plan, NativeChoice, Notes]:
-        """Retrieval with ``top_n`` documents when there are that many: with collapse, the chunks of a few long
-        documents can fill every list; then (a list was full) the retrievers are asked again, four times deeper."""
+        """Retrieval with ``top_n`` documents when there are that many (``outcome.deeper``)."""
         collapse = request.collapse if request.collapse is not None else self.pipeline.shaping.collapse
         while True:
             retrieved, native, notes = await self._retrieve(request, plan, choice)
-            runs = retrieved.runs.values()
-            documents = {document_of(item, retrieved.sources.get(item, {})) for run in runs for item in run}
-            full = any(len(run) >= plan.top_k for run in runs)
-            if not collapse or len(documents) >= request.top_n or not full or plan.top_k >= DEEPEST_TOP_K:
+            top_k = deeper(retrieved, top_k=plan.top_k, top_n=request.top_n, collapse=collapse)
+            if top_k is None:
                 return retrieved, plan, native, notes
-            top_k = min(plan.top_k * 4, DEEPEST_TOP_K)
             plan = replace(plan, top_k=top_k, context=replace(plan.context, top_k=top_k))
-
-    def _mode(self, retrieved: Retrieved, notes: Notes) -> SearchMode:
-        mode = "native-hybrid" if retrieved.native else _mode(retrieved.semantic)
-        if mode is None:
-            if retrieved.rejected is not None:  # the request itself is at fault: sending it again will not help
-                raise retrieved.rejected
-            # A hung engine is told apart from one that refuses connections: the service answers 504, not 503.
-            unavailable = errors.EngineTimeout if retrieved.timed_out else errors.EngineUnavailable
-            raise unavailable(
-                "; ".join(notes.warnings) or "no retriever answered",
-                url=self.engine.url,
-                operation="search",
-                index=self.index,
-            )
-        return mode
 
     def _runs(self, retrieved: Retrieved, doc_of: Mapping[str, str]) -> Runs:
         """The retrievers' runs as fusion sees them: per chunk, or per document (``pipeline.fusion_level``)."""
@@ -405,13 +384,3 @@ class HybridSearcher:
         )
         types = {item: str_or_none(source.get("entity_type")) for item, source in trail.sources.items()}
         return dict(shape(scores, options, doc_of=doc_of, entity_type_of=types))
-
-
-def _mode(answered: Mapping[str, bool]) -> SearchMode | None:
-    """From which retrievers answered, by kind: both kinds is hybrid."""
-    lexical, semantic = (not all(answered.values())), any(answered.values())
-    if not answered:
-        return None
-    if lexical and semantic:
-        return "hybrid"
-    return "semantic-only" if semantic else "lexical-only"

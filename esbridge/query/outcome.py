@@ -1,0 +1,47 @@
+"""What one retrieval's answer means for the search: the mode it answers in, or the error it fails with, and
+whether the retrievers must be asked again, deeper, for ``top_n`` documents."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from esbridge import errors
+from esbridge.ids import document_of
+from esbridge.query.models import SearchMode
+from esbridge.query.retrieval import Retrieved
+
+DEEPEST_TOP_K = 1000
+"""How many chunks a retriever is asked for at most when its first list held too few documents (``deeper``)."""
+
+
+def search_mode(retrieved: Retrieved, warnings: Sequence[str], *, url: str, index: str) -> SearchMode:
+    """``hybrid``, ``lexical-only``, ``semantic-only`` or ``native-hybrid``; when no retriever answered, the
+    engine's refusal, or ``EngineTimeout`` (a hung engine: the service answers 504) or ``EngineUnavailable``."""
+    mode = "native-hybrid" if retrieved.native else _mode(retrieved.semantic)
+    if mode is not None:
+        return mode
+    if retrieved.rejected is not None:  # the request itself is at fault: sending it again will not help
+        raise retrieved.rejected
+    unavailable = errors.EngineTimeout if retrieved.timed_out else errors.EngineUnavailable
+    raise unavailable("; ".join(warnings) or "no retriever answered", url=url, operation="search", index=index)
+
+
+def _mode(answered: Mapping[str, bool]) -> SearchMode | None:
+    """From which retrievers answered, by kind: both kinds is hybrid."""
+    lexical, semantic = (not all(answered.values())), any(answered.values())
+    if not answered:
+        return None
+    if lexical and semantic:
+        return "hybrid"
+    return "semantic-only" if semantic else "lexical-only"
+
+
+def deeper(retrieved: Retrieved, *, top_k: int, top_n: int, collapse: bool) -> int | None:
+    """The depth to ask the retrievers again at, or None when this answer will do. With collapse, the chunks of a
+    few long documents can fill every list and leave fewer than ``top_n`` documents: then, when a list was full,
+    four times deeper (at most ``DEEPEST_TOP_K``)."""
+    runs = retrieved.runs.values()
+    if not collapse or top_k >= DEEPEST_TOP_K or not any(len(run) >= top_k for run in runs):
+        return None
+    documents = {document_of(item, retrieved.sources.get(item, {})) for run in runs for item in run}
+    return None if len(documents) >= top_n else min(top_k * 4, DEEPEST_TOP_K)
