@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import shutil
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -30,11 +32,20 @@ def _search_on_a_new_thread(engine: EmbeddedEngine) -> BaseException | None:
     return caught[0] if caught else None
 
 
-def test_a_removed_database_is_named_and_not_made_again_empty(tmp_path: Path) -> None:
-    engine = EmbeddedEngine(tmp_path)
+@contextmanager
+def _kestrel(data: Path) -> Iterator[EmbeddedEngine]:
+    """An engine on ``data`` whose index ``idx`` holds the document ``a`` ("kestrel"), closed afterwards."""
+    engine = EmbeddedEngine(data)
     try:
         engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
         assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
+        yield engine
+    finally:
+        engine.close()
+
+
+def test_a_removed_database_is_named_and_not_made_again_empty(tmp_path: Path) -> None:
+    with _kestrel(tmp_path) as engine:
         assert _search_on_a_new_thread(engine) is None
         for suffix in ("", "-wal", "-shm"):
             (tmp_path / (DB_FILE + suffix)).unlink(missing_ok=True)
@@ -42,8 +53,6 @@ def test_a_removed_database_is_named_and_not_made_again_empty(tmp_path: Path) ->
         assert isinstance(refused, errors.EngineResponseError), refused
         assert f"the database {tmp_path / DB_FILE} is gone" in str(refused)
         assert not (tmp_path / DB_FILE).exists()
-    finally:
-        engine.close()
 
 
 def test_an_engine_on_a_new_directory_still_creates_its_database(tmp_path: Path) -> None:
@@ -58,13 +67,8 @@ def test_an_engine_on_a_new_directory_still_creates_its_database(tmp_path: Path)
 
 @pytest.mark.parametrize("name", ["with space", "per%cent", "hash#mark", "question?mark"])
 def test_a_data_directory_whose_name_uri_syntax_would_misread_opens_on_every_thread(tmp_path: Path, name: str) -> None:
-    engine = EmbeddedEngine(tmp_path / name)
-    try:
-        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
-        assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
+    with _kestrel(tmp_path / name) as engine:
         assert _search_on_a_new_thread(engine) is None
-    finally:
-        engine.close()
 
 
 def test_closing_an_engine_whose_data_directory_was_moved_away_does_not_make_it_again(tmp_path: Path) -> None:
@@ -86,10 +90,7 @@ def test_closing_an_engine_whose_data_directory_was_moved_away_does_not_make_it_
 
 def test_a_write_through_a_connection_opened_before_the_database_was_removed_is_refused(tmp_path: Path) -> None:
     # That connection still wrote, into a file no process reads again, and said it had.
-    engine = EmbeddedEngine(tmp_path)
-    try:
-        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
-        assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
+    with _kestrel(tmp_path) as engine:
         (tmp_path / DB_FILE).unlink()
         with pytest.raises(
             errors.EngineResponseError, match=f"cannot write: the database {tmp_path / DB_FILE} is gone"
@@ -98,17 +99,12 @@ def test_a_write_through_a_connection_opened_before_the_database_was_removed_is_
         with pytest.raises(errors.EngineResponseError, match="is gone"):
             engine.bulk("idx", [BulkAction("index", "b", {"body": "heron"})])
         assert not (tmp_path / DB_FILE).exists()
-    finally:
-        engine.close()
 
 
 def test_a_database_replaced_by_a_copy_is_refused_on_every_thread(tmp_path: Path) -> None:
     # Connections opened before wrote into the removed file (acknowledged, then lost); new ones read the copy.
     data = tmp_path / "data"
-    engine = EmbeddedEngine(data)
-    try:
-        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
-        assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
+    with _kestrel(data) as engine:
         shutil.copytree(data, tmp_path / "backup")
         shutil.rmtree(data)
         shutil.copytree(tmp_path / "backup", data)
@@ -117,8 +113,6 @@ def test_a_database_replaced_by_a_copy_is_refused_on_every_thread(tmp_path: Path
             engine.bulk("idx", [BulkAction("index", "b", {"body": "heron"})])
         refused = _search_on_a_new_thread(engine)
         assert isinstance(refused, errors.EngineResponseError) and replaced in str(refused), refused
-    finally:
-        engine.close()
     again = EmbeddedEngine(data)
     try:
         assert [hit.id for hit in again.search("idx", {"query": {"match_all": {}}}).hits] == ["a"]

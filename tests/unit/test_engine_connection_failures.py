@@ -11,6 +11,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -202,23 +203,28 @@ class _CutOffAfterProduct(_CutOff):
 @pytest.mark.parametrize("kind", ["opensearch", "elasticsearch"])
 def test_a_sync_answer_cut_off_in_its_headers_is_not_read_as_an_empty_body(kind: str) -> None:
     """An empty body read as the answer made the index behind an alias "found 0" and a search a TypeError."""
-    with listening(_CutOffAfterProduct) as url:
-        settings = load_settings(url=url, retries=0, timeout_s=5)
-        engine = OpenSearchEngine(settings) if kind == "opensearch" else ElasticsearchEngine(settings)
-        try:
-            for call in (
-                lambda: engine.get_mapping("notes"),
-                lambda: engine.alias_targets("notes"),
-                lambda: engine.search("notes", {"query": {"match_all": {}}}),
+    with listening(_CutOffAfterProduct) as url, _sync_engine(kind, url) as engine:
+        for call in (
+            lambda: engine.get_mapping("notes"),
+            lambda: engine.alias_targets("notes"),
+            lambda: engine.search("notes", {"query": {"match_all": {}}}),
+        ):
+            with pytest.raises(
+                errors.EngineUnavailable,
+                match=r"cannot connect \(an answer cut off after its headers \(HTTP 200\)\)$",
             ):
-                with pytest.raises(
-                    errors.EngineUnavailable,
-                    match=r"cannot connect \(an answer cut off after its headers \(HTTP 200\)\)$",
-                ):
-                    call()
-            assert engine.index_exists("notes")  # a HEAD answer has no body to lose
-        finally:
-            engine.close()
+                call()
+        assert engine.index_exists("notes")  # a HEAD answer has no body to lose
+
+
+@contextmanager
+def _sync_engine(kind: str, url: str) -> Iterator[OpenSearchEngine | ElasticsearchEngine]:
+    settings = load_settings(url=url, retries=0, timeout_s=5)
+    engine = OpenSearchEngine(settings) if kind == "opensearch" else ElasticsearchEngine(settings)
+    try:
+        yield engine
+    finally:
+        engine.close()
 
 
 def test_engine_detection_reads_an_answer_cut_off_in_its_headers_as_unavailable() -> None:
@@ -241,15 +247,10 @@ class _NoContent(_CutOff):
 
 @pytest.mark.parametrize("kind", ["opensearch", "elasticsearch"])
 def test_an_answer_that_has_no_body_by_definition_is_not_read_as_cut_off(kind: str) -> None:
-    with listening(_NoContent) as url:
-        settings = load_settings(url=url, retries=0, timeout_s=5)
-        engine = OpenSearchEngine(settings) if kind == "opensearch" else ElasticsearchEngine(settings)
-        try:
-            client: Any = engine._client  # (the transport itself: no adapter call expects a 204)
-            answer = client.transport.perform_request("DELETE", "/notes/_doc/a")
-            if kind == "opensearch":
-                assert answer == ""
-            else:
-                assert (answer.meta.status, answer.body) == (204, None)
-        finally:
-            engine.close()
+    with listening(_NoContent) as url, _sync_engine(kind, url) as engine:
+        client: Any = engine._client  # (the transport itself: no adapter call expects a 204)
+        answer = client.transport.perform_request("DELETE", "/notes/_doc/a")
+        if kind == "opensearch":
+            assert answer == ""
+        else:
+            assert (answer.meta.status, answer.body) == (204, None)
