@@ -52,9 +52,11 @@ MAX_CLAUSES = 1024
 query expands to about one clause per word and field, and a query over the limit is refused with
 ``too_many_nested_clauses``, so a long query (a pasted abstract) would fail instead of being answered."""
 
-_IDEOGRAPHS = "\u3041-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
-# The standard tokenizer makes each Han and Hiragana character a word of its own (UAX #29), and so a clause.
-_WORD = re.compile(rf"[{_IDEOGRAPHS}]|[^\W_{_IDEOGRAPHS}]+")
+_IDEOGRAPHS = "\u3005-\u3007\u3041-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
+_KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+# The standard tokenizer makes each Han and Hiragana character a word of its own (UAX #29), and so a clause; a
+# Katakana run is a word apart from the letters and digits it touches ("Pythonプログラム": two).
+_WORD = re.compile(rf"[{_IDEOGRAPHS}]|[{_KATAKANA}]+|[^\W_{_IDEOGRAPHS}{_KATAKANA}]+")
 
 
 def bounded_text(text: str, fields: int, max_clauses: int = MAX_CLAUSES) -> str:

@@ -14,6 +14,7 @@ request fails, the search falls back to the client-side path and says so in ``wa
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
@@ -30,6 +31,7 @@ from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import AsyncEngine
 from esbridge.engines.capabilities import Capabilities
 from esbridge.ids import document_of
+from esbridge.query.deadline import within
 from esbridge.query.documents import per_document
 from esbridge.query.explain import Trail, build_hit, str_or_none
 from esbridge.query.field_roles import features_off, searched_fields
@@ -47,7 +49,7 @@ from esbridge.query.models import (
 )
 from esbridge.query.native.choice import NativeChoice, Refusals, choose_native, zero_weighted
 from esbridge.query.notes import Notes
-from esbridge.query.outcome import deeper, search_mode
+from esbridge.query.outcome import deeper, lost, search_mode
 from esbridge.query.planning import Plan, plan_search, query_cut, weights_for_runs
 from esbridge.query.query_vectors import QueryVectors
 from esbridge.query.recency import apply_recency, read_dates, rule_from
@@ -280,14 +282,26 @@ class HybridSearcher:
     async def _deep_enough(
         self, request: SearchRequest, plan: Plan, choice: NativeChoice
     ) -> tuple[Retrieved, Plan, NativeChoice, Notes]:
-        """Retrieval with ``top_n`` documents when there are that many (``outcome.deeper``)."""
+        """Retrieval with ``top_n`` documents when there are that many (``outcome.deeper``). The deeper rounds
+        share one retriever timeout; one that fails, or runs out of it, leaves the answer before it."""
         collapse = request.collapse if request.collapse is not None else self.pipeline.shaping.collapse
-        while True:
-            retrieved, native, notes = await self._retrieve(request, plan, choice)
-            top_k = deeper(retrieved, top_k=plan.top_k, top_n=request.top_n, collapse=collapse)
-            if top_k is None:
-                return retrieved, plan, native, notes
-            plan = replace(plan, top_k=top_k, context=replace(plan.context, top_k=top_k))
+        answer = await self._retrieve(request, plan, choice)
+        budget = max(self.pipeline.timeout_s(name) for name in self.pipeline.retrievers)
+        ends = time.perf_counter() + budget
+        while (top_k := deeper(answer[0], top_k=plan.top_k, top_n=request.top_n, collapse=collapse)) is not None:
+            deep = replace(plan, top_k=top_k, context=replace(plan.context, top_k=top_k))
+            try:
+                async with within(max(ends - time.perf_counter(), 0.0)):
+                    again = await self._retrieve(request, deep, choice)
+            except asyncio.TimeoutError:
+                problem: str | None = f"no answer within {budget:g}s"
+            else:
+                problem = lost(answer[0], again[0])
+            if problem is not None:
+                note = f"asked again for {top_k} chunks to find top_n documents, the retrievers failed ({problem})"
+                return answer[0], plan, answer[1], answer[2].add(f"{note}; fewer documents are answered")
+            answer, plan = again, deep
+        return answer[0], plan, answer[1], answer[2]
 
     def _runs(self, retrieved: Retrieved, doc_of: Mapping[str, str]) -> Runs:
         """The retrievers' runs as fusion sees them: per chunk, or per document (``pipeline.fusion_level``)."""

@@ -45,3 +45,14 @@ def deeper(retrieved: Retrieved, *, top_k: int, top_n: int, collapse: bool) -> i
         return None
     documents = {document_of(item, retrieved.sources.get(item, {})) for run in runs for item in run}
     return None if len(documents) >= top_n else min(top_k * 4, DEEPEST_TOP_K)
+
+
+def lost(previous: Retrieved, again: Retrieved) -> str | None:
+    """Why a deeper round's answer is worse than the one before it (a retriever that answered did not, or an
+    answer lacked shards), or None when it can replace it."""
+    missing = [name for name in previous.runs if name not in again.runs]
+    if missing:
+        return "; ".join(again.warnings) or f"{', '.join(missing)} did not answer"
+    if again.partial and not previous.partial:
+        return "; ".join(again.warnings) or "an answer lacked shards"
+    return None

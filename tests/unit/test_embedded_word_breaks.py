@@ -108,3 +108,21 @@ def test_identifier_parts_keep_digits_with_their_letters_as_on_a_cluster(engine:
     assert code_ids(engine, "code-now", "utf8") == []  # utf8Decode is one part: no case change after a digit
     assert code_ids(engine, "code-now", "user") == ["cell"]
     assert code_ids(engine, "code-v2", "D40") == ["cell", "handle"]
+
+
+@pytest.mark.parametrize(
+    ("options", "tokens"),
+    [
+        ({}, "abc s x s ABC it x O Neil"),
+        ({"stem_english_possessive": "false"}, "abc s s x s s ABC S it s x O Neil s"),
+        ({"preserve_original": True}, "abc's abc 's s x's's x s ABC'S ABC it's-x it x O'Neil's O Neil"),
+    ],
+)
+def test_word_delimiter_drops_an_english_possessive_as_lucene_does(options: dict[str, object], tokens: str) -> None:
+    """``stem_english_possessive`` is on by default: the ``'s`` after a word part is no token (OpenSearch 3.6's
+    ``_analyze`` answers)."""
+    analysis = {
+        "analyzer": {"parts": {"tokenizer": "whitespace", "filter": ["delimit"]}},
+        "filter": {"delimit": {"type": "word_delimiter", **options}},
+    }
+    assert field_analysis("parts", analysis).analyze("abc's 's x's's ABC'S it's-x O'Neil's") == tokens.split()

@@ -203,13 +203,25 @@ def _is_break(last: int, kind: int, *, case: bool, numerics: bool) -> bool:
     return numerics or not ((last & _ALPHA and kind & _DIGIT) or (last & _DIGIT and kind & _ALPHA))
 
 
-def _lucene_parts(token: str, *, case: bool, numerics: bool, original: bool) -> list[str]:
-    """The tokens Lucene's ``word_delimiter(_graph)`` makes of ``token`` (word and number parts, no catenation)."""
+def _possessive(token: str, types: list[int], end: int) -> bool:
+    """``WordDelimiterIterator.endsWithPossessive``: ``'s`` or ``'S`` after a letter, ending the token or a part."""
+    after = end + 2
+    return (
+        token[end : end + 1] == "'"
+        and token[end + 1 : after] in ("s", "S")
+        and bool(types[end - 1] & _ALPHA)
+        and (after == len(token) or bool(types[after] & _DELIMITER))
+    )
+
+
+def _lucene_parts(token: str, *, case: bool, numerics: bool, original: bool, possessive: bool = True) -> list[str]:
+    """The tokens Lucene's ``word_delimiter(_graph)`` makes of ``token`` (word and number parts, no catenation;
+    ``stem_english_possessive`` drops the ``'s`` after a word part)."""
     types = [_char_type(char) for char in token]
     spans: list[tuple[int, int]] = []
     end = 0
     while True:
-        start = end
+        start = end + 2 if possessive and spans and _possessive(token, types, end) else end
         while start < len(token) and types[start] & _DELIMITER:
             start += 1
         if start >= len(token):
@@ -243,9 +255,11 @@ def _token_filter(name: str, definitions: Mapping[str, Any], version: int) -> Ca
         return lambda tokens: [token for token in tokens if token.lower() not in ENGLISH_STOP_WORDS]
     if kind in ("word_delimiter", "word_delimiter_graph") and version > 2:
         case, original = _flag(spec, "split_on_case_change", True), _flag(spec, "preserve_original", False)
-        numerics = _flag(spec, "split_on_numerics", True)
+        numerics, possessive = _flag(spec, "split_on_numerics", True), _flag(spec, "stem_english_possessive", True)
         return lambda tokens: [
-            part for token in tokens for part in _lucene_parts(token, case=case, numerics=numerics, original=original)
+            part
+            for token in tokens
+            for part in _lucene_parts(token, case=case, numerics=numerics, original=original, possessive=possessive)
         ]
     if kind in ("word_delimiter", "word_delimiter_graph"):
         case, original = bool(spec.get("split_on_case_change", True)), bool(spec.get("preserve_original", False))

@@ -161,6 +161,13 @@ def test_each_ideograph_counts_as_a_word_against_the_clause_limit() -> None:
     assert bodies.bounded_text("solar天地", fields=3, max_clauses=10) == "solar天地"  # 3 x 3 = 9 fit
 
 
+def test_a_katakana_run_is_a_word_apart_from_the_letters_it_touches() -> None:
+    # OpenSearch's standard tokenizer: "Pythonプログラム" is two words, "aア" * 400 is 800, U+3007 U+3005 two.
+    assert bodies.bounded_text("Pythonプログラム" * 3, fields=2, max_clauses=10) == "python プログラム"  # 6 x 2 > 10
+    assert bodies.bounded_text("aア" * 400, fields=2, max_clauses=10) == "a ア"
+    assert bodies.bounded_text("\u3007\u3005" * 3, fields=2, max_clauses=10) == "\u3007 \u3005"  # 〇々
+
+
 def test_bm25_body_sends_a_long_query_shortened() -> None:
     text = " ".join(f"word{index}" for index in range(400))
     body = bodies.bm25_body("opensearch", text, size=10, filters=Filters())

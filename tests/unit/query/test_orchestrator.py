@@ -110,6 +110,47 @@ def test_a_long_document_filling_every_list_does_not_leave_fewer_than_top_n_docu
     assert [hit.doc_id for hit in run(searcher(few, fusion="rrf"), top_n=3).results] == ["long"]
 
 
+class _SlowWhenDeep(MemoryEngine):
+    """Answers lists of 10 at once; a deeper request fails, or takes ``delay`` seconds."""
+
+    def __init__(self, *lists: Any, deep: str, delay: float = 0.0) -> None:
+        super().__init__(*lists)
+        self.deep, self.delay = deep, delay
+
+    async def search(self, index: str, body: Mapping[str, Any]) -> SearchResult:
+        if int(body.get("size", 0)) > 10:
+            if self.deep == "fail":
+                raise errors.EngineResponseError("boom", url=self.url, operation="search", index=index, status=500)
+            await asyncio.sleep(self.delay)
+        return await super().search(index, body)
+
+
+@pytest.mark.parametrize("execution", ["concurrent", "msearch"])
+@pytest.mark.parametrize("deep", ["fail", "stall"])
+def test_a_deeper_round_that_fails_leaves_the_answer_before_it(execution: str, deep: str) -> None:
+    """The lists of 10 held one document; asked again deeper, the engine failed or hung: the first answer stands,
+    saying so, instead of the search failing with 503 or 504."""
+    long = [(f"long#{n}", 20.0 - n) for n in range(12)] + [("a#0", 5.0)]
+    engine = _SlowWhenDeep(long, [(item, score / 20) for item, score in long], deep=deep, delay=10)
+    pipeline: dict[str, Any] = {"fusion": "rrf", "bm25_timeout_s": 0.1, "knn_timeout_s": 0.1, "execution": execution}
+    response = run(searcher(engine, **pipeline), top_n=3)
+    assert response.search_mode == "hybrid" and [hit.doc_id for hit in response.results] == ["long"]
+    assert response.details.top_k == 10
+    assert any("asked again for 40 chunks" in warning for warning in response.warnings), response.warnings
+
+
+def test_the_deeper_rounds_share_one_retriever_timeout() -> None:
+    """Each deeper round answering just within the timeout took it again: five rounds (10 to 1000 chunks) took
+    five timeouts. Together they take one, and the deepest answer that came in time is kept."""
+    long = [(f"long#{n}", 2000.0 - n) for n in range(2000)]
+    engine = _SlowWhenDeep(long, [(item, score / 2000) for item, score in long], deep="slow", delay=0.3)
+    started = time.perf_counter()
+    response = run(searcher(engine, fusion="rrf", bm25_timeout_s=0.4, knn_timeout_s=0.4), top_n=3)
+    assert time.perf_counter() - started < 1.0  # one round of 0.3 s within the 0.4 s; five took 1.2 s or more
+    assert response.details.top_k == 40 and [hit.doc_id for hit in response.results] == ["long"]
+    assert any("no answer within 0.4s" in warning for warning in response.warnings), response.warnings
+
+
 @pytest.mark.parametrize("execution", ["concurrent", "msearch"])
 def test_an_identifier_query_bm25_finds_nothing_for_is_fused_with_knn(execution: str) -> None:
     """adaptive's rule for an empty lexical run is to fuse every run; kNN, skipped at first, is asked for it."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from esbridge.query.outcome import DEEPEST_TOP_K, deeper
+from esbridge.query.outcome import DEEPEST_TOP_K, deeper, lost
 from esbridge.query.retrieval import Retrieved
 
 
@@ -39,3 +39,12 @@ def test_an_answer_that_will_do_is_not_asked_again(
 def test_the_last_round_stops_at_the_deepest() -> None:
     many = _runs(bm25=[f"a#{i}" for i in range(400)])
     assert deeper(many, top_k=400, top_n=2, collapse=True) == DEEPEST_TOP_K
+
+
+def test_a_deeper_answer_that_lost_a_retriever_or_shards_does_not_replace_the_one_before() -> None:
+    both = _runs(bm25=["a#0"], knn=["a#1"])
+    assert lost(both, _runs(bm25=["a#0", "b#0"], knn=["a#1", "b#1"])) is None
+    assert lost(both, _runs(bm25=["a#0", "b#0"])) == "knn did not answer"
+    lacking = Retrieved(runs=both.runs, warnings=("bm25: 1 of 2 shards failed",), partial=True)
+    assert lost(both, lacking) == "bm25: 1 of 2 shards failed"
+    assert lost(lacking, lacking) is None
