@@ -96,6 +96,9 @@ class EmbeddedEngine(paging.ScanBySearch):
             f"no such index [{name}]", url=self._url, operation=operation, index=name, status=404
         )
 
+    def _failed(self, reason: str, operation: str, index: str) -> errors.EngineResponseError:
+        return errors.EngineResponseError(reason, url=self._url, operation=operation, index=index)
+
     def _rejected(self, reason: str, operation: str, index: str | None) -> errors.RequestRejected:
         return errors.RequestRejected(reason, url=self._url, operation=operation, index=index, status=400)
 
@@ -264,24 +267,16 @@ class EmbeddedEngine(paging.ScanBySearch):
             schema = target.schema
             rows = [row for (row,) in self._store.db.execute("SELECT row FROM docs WHERE index_id = ?", (origin.id,))]
             if rows and target.write_blocked:
-                raise errors.EngineResponseError(
-                    f"{len(rows)} document(s) failed to copy, first: {cluster_block_reason(target.name)}",
-                    url=self._url,
-                    operation=operation,
-                    index=dest,
-                )
+                blocked = cluster_block_reason(target.name)
+                raise self._failed(f"{len(rows)} document(s) failed to copy, first: {blocked}", operation, dest)
             for row in rows:
                 doc_id = self._store.db.execute("SELECT id FROM docs WHERE row = ?", (row,)).fetchone()[0]
                 document = self._store.full_source(row)
                 try:
                     schema.check(document)
                 except DocumentError as exc:
-                    raise errors.EngineResponseError(
-                        f"document {doc_id!r} failed to copy: {exc.kind}: {exc}",
-                        url=self._url,
-                        operation=operation,
-                        index=dest,
-                    ) from exc
+                    failure = f"document {doc_id!r} failed to copy: {exc.kind}: {exc}"
+                    raise self._failed(failure, operation, dest) from exc
                 self._store.put_document(target, schema, doc_id, document)
             self._store.bump(target.id)
         self._calls.after_commit(operation, dest, lambda: self._refresh(target))
