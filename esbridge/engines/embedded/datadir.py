@@ -115,11 +115,9 @@ class DataDir:
             self._writer.take()
 
     def _try_writer(self) -> bool:
-        try:
+        with contextlib.suppress(WriterBusy):
             self.hold_writer()
-        except WriterBusy:
-            return False
-        return True
+        return self.writing
 
     # Structures per index
 
@@ -385,10 +383,11 @@ class DataDir:
                 self._writer.release()
 
     def _save(self, store: Store, index_id: int, found: Handles) -> None:
-        found.lexical.close()
+        problem = store.problem()  # removed, moved away or replaced by a copy: nothing of this process goes there
+        found.lexical.close(keep=problem is None)
         found.settle()
-        if self.writing and not store.path.is_file():  # moved or removed: a save would make its folders again
-            log.warning("index [%s]: its graphs were not saved: the database %s is gone", found.name, store.path)
+        if self.writing and problem is not None:
+            log.warning("index [%s]: its full-text changes and graphs were not saved: %s", found.name, problem)
         elif self.writing:
             for path, graph in found.vectors.items():
                 if graph.applied != graph.saved:
