@@ -33,7 +33,7 @@ from esbridge.engines.embedded.builds import Builds, slow_work
 from esbridge.engines.embedded.floats import FloatCopies
 from esbridge.engines.embedded.lexical import COMMIT_AFTER_S, LexicalIndex
 from esbridge.engines.embedded.lexical_layout import Layout
-from esbridge.engines.embedded.store import DB_FILE, IndexRecord, Store
+from esbridge.engines.embedded.store import IndexRecord, Store
 from esbridge.engines.embedded.under_way import Before, WritesUnderWay
 from esbridge.engines.embedded.writer import WriterBusy, WriterLock
 
@@ -96,7 +96,7 @@ class DataDir:
         self._filters: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._filters_lock = threading.Lock()  # (searches fill it outside ``_guard``)
         self._workers = ThreadPoolExecutor(1, thread_name_prefix="esbridge-graphs")
-        self._backfills = Backfills(root / DB_FILE, self._workers)
+        self._backfills = Backfills(self._workers)
         self._builds = Builds()
         self.under_way = WritesUnderWay()
         self._timer: threading.Timer | None = None
@@ -275,7 +275,7 @@ class DataDir:
                 found.settle()
         found.generation = record.generation
         if self.writing and not borrowing:  # only the writer writes copies: it fills in those never written
-            self._backfills.start(record.id, record.name, found.vectors)
+            self._backfills.start(store, record.id, record.name, found.vectors)
         return found
 
     def _give_back(self) -> None:
