@@ -203,3 +203,16 @@ def test_closing_saves_graphs_and_full_text_changes_only_beside_the_database_it_
         assert _saved(data) == before
         said = f"index [idx]: its full-text changes and graphs were not saved: the database {data / DB_FILE} is not"
         assert said in caplog.text
+
+
+def test_a_folder_put_in_place_of_the_database_is_no_database(tmp_path: Path) -> None:
+    # It was called a replacement ("not the file this process opened"), as a copy of the database is.
+    with _kestrel(tmp_path) as engine:
+        for suffix in ("", "-wal", "-shm"):
+            (tmp_path / (DB_FILE + suffix)).unlink(missing_ok=True)
+        (tmp_path / DB_FILE).mkdir()
+        problem = engine.database_problem()
+        assert problem is not None and problem.kind == "gone"
+        assert str(problem).startswith(f"the database {tmp_path / DB_FILE} is gone")
+        with pytest.raises(errors.EngineResponseError, match="is gone"):
+            engine.bulk("idx", [BulkAction("index", "b", {"body": "heron"})])

@@ -144,7 +144,7 @@ def _check(store: Store) -> None:
     the copies and their marker would then be written for another database, or for none."""
     problem = store.problem()
     if problem is not None:
-        raise sqlite3.OperationalError(problem)
+        raise sqlite3.OperationalError(str(problem))
 
 
 def _copy_page(db: sqlite3.Connection, copies: FloatCopies, path: str, rows: Sequence[int]) -> None:

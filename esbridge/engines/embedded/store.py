@@ -122,7 +122,7 @@ class Store:
             db.execute("COMMIT")
             self._commits += 1
 
-    def problem(self) -> str | None:
+    def problem(self) -> database_file.Problem | None:
         """Why this process can no longer use its database (``database_file.problem``), or None."""
         return database_file.problem(self.path, self._opened)
 
