@@ -134,13 +134,14 @@ class Backend:
         problem = engine.database_problem()
         if problem is None:
             return
-        if not (engine.data_dir / DB_FILE).is_file():
-            problem = (
+        said = str(problem)
+        if problem.kind == "gone":
+            said = (
                 f"the data directory {engine.data_dir} has no database {DB_FILE} (it was removed or moved while the "
                 "service runs); move it back: searches, writes and readiness recover then (a copy put in its place "
                 "is refused until the service restarts)"
             )
-        raise EngineUnavailable(problem, url=engine.url, operation=operation, index=self.index)
+        raise EngineUnavailable(said, url=engine.url, operation=operation, index=self.index)
 
     async def check_model(self, timeout_s: float = 5.0) -> None:
         """Raise ``ModelMismatch`` when every search would be refused: the query model is not the index's."""

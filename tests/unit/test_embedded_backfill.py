@@ -4,6 +4,9 @@ without changing an answer, safe beside writes, stopped by close and finished by
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -16,9 +19,9 @@ import numpy as np
 import pytest
 
 from esbridge.engines.base import BulkAction
-from esbridge.engines.embedded import EmbeddedEngine, ann, backfill
+from esbridge.engines.embedded import EmbeddedEngine, ann, backfill, database_file
 from esbridge.engines.embedded.floats import FloatCopies
-from esbridge.engines.embedded.store import Store
+from esbridge.engines.embedded.store import DB_FILE, Store
 from esbridge.errors import EngineUnavailable
 from tests.support.embedded_index import (
     DIMENSION,
@@ -300,3 +303,51 @@ def test_a_process_without_the_writer_lock_does_not_back_fill(tmp_path: Path) ->
         holder.wait()
         holder.stdout.close()
         reader.close()
+
+
+def _vector_files(root: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted((root / "vectors").iterdir()) if path.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("change", "when"), [("removed", "between pages"), ("replaced", "between pages"), ("replaced", "at its start")]
+)
+def test_a_back_fill_stops_once_its_database_is_gone_or_replaced_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, change: str, when: str
+) -> None:
+    # It read on from the removed file, or opened the copy, and wrote copies and their marker for a database that
+    # no longer stood there: the copy then passed for complete with another database's vectors.
+    older_directory(tmp_path)
+    database = tmp_path / DB_FILE
+    found: dict[str, bytes] = {}
+
+    def change_it() -> None:
+        if change == "removed":
+            for suffix in ("", "-wal", "-shm"):
+                database.with_name(DB_FILE + suffix).unlink(missing_ok=True)
+        else:  # a backup of the database restored in its place
+            shutil.copyfile(database, tmp_path / "backup")
+            os.replace(tmp_path / "backup", database)
+        found.update(_vector_files(tmp_path))
+
+    if when == "at its start":
+        opening = database_file.open_existing
+
+        def changed_first(path: Path) -> sqlite3.Connection:
+            change_it()
+            return opening(path)
+
+        monkeypatch.setattr(backfill, "open_existing", changed_first)
+    pages = counting_pages(monkeypatch, lambda count: change_it() if when == "between pages" and count == 1 else None)
+    engine = EmbeddedEngine(tmp_path)
+    try:
+        with caplog.at_level(logging.WARNING, logger="esbridge.embedded"):
+            become_writer(engine)
+            finish(engine)
+        assert _vector_files(tmp_path) == found, "nothing written since"
+        assert not complete(tmp_path)
+        assert len(pages) == (1 if when == "between pages" else 0)
+        problem = "is gone" if change == "removed" else "is not the file this process opened"
+        assert f"index [idx] field [v] were not back-filled: the database {database} {problem}" in caplog.text
+    finally:
+        engine.close()

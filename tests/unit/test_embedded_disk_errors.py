@@ -4,8 +4,10 @@ an esbridge error naming the data directory, as the command line shows in one ``
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -109,3 +111,45 @@ def test_a_data_directory_that_is_a_file_is_said_to_be_no_folder_naming_the_sett
         "folder, or to one that does not exist yet\n"
     )
     assert (tmp_path / in_the_way).read_text(encoding="utf-8") == "not a folder\n"
+
+
+def _not_utf8(folder: Path, name: bytes) -> str:
+    """``folder``/``name``, a name whose bytes are not UTF-8, as Python hands such a path over (os.fsdecode)."""
+    return os.fsdecode(os.fsencode(folder) + b"/" + name)
+
+
+_NOT_UTF8 = "is not valid UTF-8, which its full-text indices need. Set data_dir (ESBRIDGE_DATA_DIR, or data_dir in the "
+
+
+def test_a_data_directory_whose_path_is_not_utf8_is_refused_on_the_command_line_naming_it(tmp_path: Path) -> None:
+    # It was made and written, then every search said its full-text index was damaged.
+    result = CliRunner().invoke(main, ["index", "list"], env={"ESBRIDGE_DATA_DIR": _not_utf8(tmp_path, b"data\xff")})
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: the embedded engine's data directory {tmp_path}/data\\xff {_NOT_UTF8}settings file) to a folder whose "
+        "path is UTF-8\n"
+    )
+    assert list(tmp_path.iterdir()) == [], "nothing made"
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (lambda tmp: _not_utf8(tmp, b"caf\xe9/data"), "{tmp}/caf\\xe9/data"),
+        (lambda tmp: Path(_not_utf8(tmp, b"x\xff")), "{tmp}/x\\xff"),
+        (lambda tmp: "data", "data (it resolves to {tmp}/caf\\xe9/data)"),
+    ],
+    ids=["a folder on its path", "its name", "the current folder"],
+)
+def test_a_data_directory_whose_path_is_not_utf8_is_refused_by_the_engine_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: Callable[[Path], str | Path], said: str
+) -> None:
+    current = Path(_not_utf8(tmp_path, b"caf\xe9"))
+    current.mkdir()
+    monkeypatch.chdir(current)  # (for a relative path: the folder it is in is not UTF-8)
+    with pytest.raises(errors.ConfigError) as refused:
+        EmbeddedEngine(given(tmp_path))
+    assert str(refused.value).startswith(
+        f"the embedded engine's data directory {said.format(tmp=tmp_path)} {_NOT_UTF8}"
+    )
+    assert [path.name for path in tmp_path.iterdir()] == [current.name] and not list(current.iterdir())

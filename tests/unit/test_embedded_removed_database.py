@@ -3,6 +3,9 @@ is refused, naming the file, and no new empty database takes the old one's place
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import shutil
 import threading
 from collections.abc import Iterator
@@ -13,7 +16,7 @@ import pytest
 
 from esbridge import errors
 from esbridge.engines.base import BulkAction
-from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.engines.embedded import EmbeddedEngine, datadir, lexical
 from esbridge.engines.embedded.store import DB_FILE
 
 
@@ -133,3 +136,83 @@ def test_a_data_directory_moved_away_and_back_is_the_same_database(tmp_path: Pat
         assert _search_on_a_new_thread(engine) is None
     finally:
         engine.close()
+
+
+def _saved(data: Path) -> dict[str, bytes]:
+    """The graphs and float32 copies, and what the full-text indices record as committed (segments, progress)."""
+    found = [
+        *(data / "vectors").rglob("*"),
+        *(data / "lexical").glob("*/meta.json"),
+        *(data / "lexical").glob("*/state.json"),
+    ]
+    return {str(path.relative_to(data)): path.read_bytes() for path in sorted(found) if path.is_file()}
+
+
+def _segments(data: Path) -> list[object]:
+    (meta,) = (data / "lexical").glob("*/meta.json")
+    segments: list[object] = json.loads(meta.read_text(encoding="utf-8"))["segments"]
+    return segments
+
+
+def _restore_a_copy(data: Path, what: str) -> None:
+    """A backup of ``data`` (the whole directory, or its database alone) put in its place."""
+    if what == "directory":
+        shutil.copytree(data, data.with_name("backup"))
+        data.rename(data.with_name("original"))  # (not removed: tantivy's threads may still write files in it)
+        shutil.copytree(data.with_name("backup"), data)
+    else:
+        shutil.copyfile(data / DB_FILE, data.with_name("backup.sqlite3"))
+        os.replace(data.with_name("backup.sqlite3"), data / DB_FILE)
+
+
+@pytest.mark.parametrize("replaced", [None, "directory", "database"])
+def test_closing_saves_graphs_and_full_text_changes_only_beside_the_database_it_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, replaced: str | None
+) -> None:
+    # A restored copy got this process's graphs (and the full-text changes it held) saved beside it: state of
+    # writes the copy never had, which the next process took for the copy's own.
+    monkeypatch.setattr(datadir, "COMMIT_AT_ONCE_BELOW", 0)  # the full-text changes wait in the writer until close
+    monkeypatch.setattr(datadir, "COMMIT_AFTER_S", 600)
+    monkeypatch.setattr(lexical, "COMMIT_AFTER_S", 600)
+    data = tmp_path / "data"
+    engine = EmbeddedEngine(data)
+    try:
+        method = {"name": "hnsw", "space_type": "cosinesimil", "engine": "lucene"}
+        mappings = {
+            "properties": {"body": {"type": "text"}, "vec": {"type": "knn_vector", "dimension": 2, "method": method}}
+        }
+        engine.create_index("idx", {"settings": {"index.knn": True}, "mappings": mappings})
+        actions = [BulkAction("index", f"d{i}", {"body": "kestrel", "vec": [1, i]}) for i in range(20)]
+        assert not engine.bulk("idx", actions).failed
+        for handles in engine._shared._handles.values():
+            handles.settle()  # (the graph worker has written the float32 copies)
+        assert not list((data / "vectors").glob("*.usearch")), "the graph is not saved before close"
+        if replaced is not None:
+            _restore_a_copy(data, replaced)
+        before = _saved(data)
+        assert _segments(data) == [], "the full-text changes wait in the writer"
+        with caplog.at_level(logging.WARNING, logger="esbridge.embedded"):
+            engine.close()
+    finally:
+        engine.close()
+    if replaced is None:
+        assert list((data / "vectors").glob("*.usearch")), "a normal close saves the graph"
+        assert _segments(data), "and commits the full-text changes"
+        assert "not saved" not in caplog.text
+    else:
+        assert _saved(data) == before
+        said = f"index [idx]: its full-text changes and graphs were not saved: the database {data / DB_FILE} is not"
+        assert said in caplog.text
+
+
+def test_a_folder_put_in_place_of_the_database_is_no_database(tmp_path: Path) -> None:
+    # It was called a replacement ("not the file this process opened"), as a copy of the database is.
+    with _kestrel(tmp_path) as engine:
+        for suffix in ("", "-wal", "-shm"):
+            (tmp_path / (DB_FILE + suffix)).unlink(missing_ok=True)
+        (tmp_path / DB_FILE).mkdir()
+        problem = engine.database_problem()
+        assert problem is not None and problem.kind == "gone"
+        assert str(problem).startswith(f"the database {tmp_path / DB_FILE} is gone")
+        with pytest.raises(errors.EngineResponseError, match="is gone"):
+            engine.bulk("idx", [BulkAction("index", "b", {"body": "heron"})])

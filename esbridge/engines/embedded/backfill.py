@@ -9,8 +9,9 @@ marker created (and synced), so later opens do nothing; a new index gets its mar
 is created, as the writer writes every row's copy from the first. A marker whose file is gone is not trusted.
 Closing stops the thread between pages and waits for it; a process killed part-way leaves no marker, and the
 next writer starts again from the first row (copying a row again writes what the database has). A failure is
-logged and leaves no marker; searches are unaffected either way, since a row without a copy that agrees with
-its graph is read from the database.
+logged and leaves no marker, and so does a database gone or replaced by a copy while it runs (``database_file``),
+which stops it before its next page; searches are unaffected either way, since a row without a copy that agrees
+with its graph is read from the database.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 from esbridge.engines.embedded.ann import VectorIndex
 from esbridge.engines.embedded.database_file import open_existing
 from esbridge.engines.embedded.floats import FloatCopies
-from esbridge.engines.embedded.store import VECTOR_BLOBS
+from esbridge.engines.embedded.store import VECTOR_BLOBS, Store
 
 log = logging.getLogger("esbridge.embedded")
 
@@ -65,15 +66,14 @@ def mark_complete(copies: FloatCopies) -> None:
 class Backfills:
     """The back-fills of one data directory, run by its writer; at most one per vector field per process."""
 
-    def __init__(self, database: Path, workers: Executor) -> None:
-        self._database = database
+    def __init__(self, workers: Executor) -> None:
         self._workers = workers
         self._lock = threading.Lock()
         self._closed = False
         self._seen: set[tuple[int, str]] = set()
         self._running: dict[tuple[int, str], tuple[threading.Thread, threading.Event]] = {}
 
-    def start(self, index_id: int, name: str, graphs: Mapping[str, VectorIndex]) -> None:
+    def start(self, store: Store, index_id: int, name: str, graphs: Mapping[str, VectorIndex]) -> None:
         """Start a back-fill for each field of the index whose copies are not marked complete (once per process:
         a failed one is tried again by the next writer process)."""
         with self._lock:
@@ -87,7 +87,7 @@ class Backfills:
                 stop = threading.Event()
                 thread = threading.Thread(
                     target=self._run,
-                    args=(index_id, name, path, graph.copies, stop),
+                    args=(store, index_id, name, path, graph.copies, stop),
                     name=f"esbridge-backfill-{index_id}-{path}",
                     daemon=True,
                 )
@@ -106,10 +106,13 @@ class Backfills:
         for thread, _ in stopping:
             thread.join()
 
-    def _run(self, index_id: int, name: str, path: str, copies: FloatCopies, stop: threading.Event) -> None:
+    def _run(
+        self, store: Store, index_id: int, name: str, path: str, copies: FloatCopies, stop: threading.Event
+    ) -> None:
         try:
-            db = open_existing(self._database)
+            db = open_existing(store.path)
             try:
+                _check(store)  # (once open: the file this connection reads is the one checked)
                 db.execute("PRAGMA busy_timeout=30000")
                 found = db.execute("SELECT row FROM docs WHERE index_id = ?", (index_id,))
                 rows = np.sort(np.fromiter((row for (row,) in found), dtype=np.int64))
@@ -117,7 +120,9 @@ class Backfills:
                     if stop.is_set():
                         return
                     page = rows[start : start + PAGE].tolist()
+                    _check(store)  # a copy restored in the meantime has its own copies file in the same place
                     self._workers.submit(_copy_page, db, copies, path, page).result()
+                _check(store)
                 mark_complete(copies)
             finally:
                 db.close()
@@ -132,6 +137,14 @@ class Backfills:
         finally:
             with self._lock:
                 self._running.pop((index_id, path), None)
+
+
+def _check(store: Store) -> None:
+    """Refuse to go on once the database is gone or replaced (``database_file``), as writes and new connections do:
+    the copies and their marker would then be written for another database, or for none."""
+    problem = store.problem()
+    if problem is not None:
+        raise sqlite3.OperationalError(str(problem))
 
 
 def _copy_page(db: sqlite3.Connection, copies: FloatCopies, path: str, rows: Sequence[int]) -> None:

@@ -9,7 +9,10 @@ no process reads again, while those opened after read the copy. Either is refuse
 from __future__ import annotations
 
 import sqlite3
+import stat
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 
 def identity(path: Path) -> tuple[int, int] | None:
@@ -32,12 +35,27 @@ def replaced(path: Path) -> str:
     )
 
 
-def problem(path: Path, opened: tuple[int, int] | None) -> str | None:
-    """Why this process can no longer use the database it opened (as ``opened``) at ``path``, or None."""
-    found = identity(path)
-    if found is None:
-        return gone(path)
-    return replaced(path) if opened is not None and found != opened else None
+@dataclass(frozen=True)
+class Problem:
+    """Why a process can no longer use the database it opened: no database at its path (``gone``: nothing, or no
+    file, there) or another file there (``replaced``). Printed, the message that says so, naming the database."""
+
+    path: Path
+    kind: Literal["gone", "replaced"]
+
+    def __str__(self) -> str:
+        return gone(self.path) if self.kind == "gone" else replaced(self.path)
+
+
+def problem(path: Path, opened: tuple[int, int] | None) -> Problem | None:
+    """Why this process can no longer use the database it opened (as ``opened``) at ``path``, or None (one stat)."""
+    try:
+        found = path.stat()
+    except OSError:
+        return Problem(path, "gone")
+    if not stat.S_ISREG(found.st_mode):
+        return Problem(path, "gone")
+    return Problem(path, "replaced") if opened is not None and (found.st_dev, found.st_ino) != opened else None
 
 
 def open_existing(path: Path) -> sqlite3.Connection:

@@ -33,7 +33,7 @@ from esbridge.engines.embedded.builds import Builds, slow_work
 from esbridge.engines.embedded.floats import FloatCopies
 from esbridge.engines.embedded.lexical import COMMIT_AFTER_S, LexicalIndex
 from esbridge.engines.embedded.lexical_layout import Layout
-from esbridge.engines.embedded.store import DB_FILE, IndexRecord, Store
+from esbridge.engines.embedded.store import IndexRecord, Store
 from esbridge.engines.embedded.under_way import Before, WritesUnderWay
 from esbridge.engines.embedded.writer import WriterBusy, WriterLock
 
@@ -96,7 +96,7 @@ class DataDir:
         self._filters: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._filters_lock = threading.Lock()  # (searches fill it outside ``_guard``)
         self._workers = ThreadPoolExecutor(1, thread_name_prefix="esbridge-graphs")
-        self._backfills = Backfills(root / DB_FILE, self._workers)
+        self._backfills = Backfills(self._workers)
         self._builds = Builds()
         self.under_way = WritesUnderWay()
         self._timer: threading.Timer | None = None
@@ -115,11 +115,9 @@ class DataDir:
             self._writer.take()
 
     def _try_writer(self) -> bool:
-        try:
+        with contextlib.suppress(WriterBusy):
             self.hold_writer()
-        except WriterBusy:
-            return False
-        return True
+        return self.writing
 
     # Structures per index
 
@@ -277,7 +275,7 @@ class DataDir:
                 found.settle()
         found.generation = record.generation
         if self.writing and not borrowing:  # only the writer writes copies: it fills in those never written
-            self._backfills.start(record.id, record.name, found.vectors)
+            self._backfills.start(store, record.id, record.name, found.vectors)
         return found
 
     def _give_back(self) -> None:
@@ -385,10 +383,11 @@ class DataDir:
                 self._writer.release()
 
     def _save(self, store: Store, index_id: int, found: Handles) -> None:
-        found.lexical.close()
+        problem = store.problem()  # removed, moved away or replaced by a copy: nothing of this process goes there
+        found.lexical.close(keep=problem is None)
         found.settle()
-        if self.writing and not store.path.is_file():  # moved or removed: a save would make its folders again
-            log.warning("index [%s]: its graphs were not saved: the database %s is gone", found.name, store.path)
+        if self.writing and problem is not None:
+            log.warning("index [%s]: its full-text changes and graphs were not saved: %s", found.name, problem)
         elif self.writing:
             for path, graph in found.vectors.items():
                 if graph.applied != graph.saved:

@@ -22,6 +22,7 @@ from esbridge.engines.blocks import BLOCKED_STATUS, cluster_block_reason
 from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.embedded.calls import CLOSE_WAIT_S, Calls
 from esbridge.engines.embedded.capabilities import describe
+from esbridge.engines.embedded.database_file import Problem
 from esbridge.engines.embedded.datadir import IndexGone, close_shared, open_shared
 from esbridge.engines.embedded.mapping import DocumentError, Schema, created_schema, updated_schema
 from esbridge.engines.embedded.names import Names, NoWriteIndex, alias_action, check_new_index, write_index
@@ -65,7 +66,7 @@ class EmbeddedEngine(paging.ScanBySearch):
     def data_dir(self) -> Path:
         return self._dir
 
-    def database_problem(self) -> str | None:
+    def database_problem(self) -> Problem | None:
         """Why this engine can no longer use its database (removed, moved away or replaced), or None."""
         return self._store.problem()
 

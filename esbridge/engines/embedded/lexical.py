@@ -207,9 +207,12 @@ class LexicalIndex:
         """The directory was removed while this process has it open (searches still read the files it holds)."""
         return not self.folder.is_dir()
 
-    def close(self) -> None:
-        if self.removed:  # what the writer holds has nowhere to go; the database has it
-            log.warning("the full-text index %s was removed: it is built again from the database", self.folder)
+    def close(self, *, keep: bool = True) -> None:
+        """Commit what the writer holds and let it go; ``keep`` false: drop it uncommitted (the database it came from
+        is gone, or another file stands in its place, whose folders these changes are not for)."""
+        if self.removed or not keep:
+            if self.removed:  # what the writer holds has nowhere to go; the database has it
+                log.warning("the full-text index %s was removed: it is built again from the database", self.folder)
             with self._lock:
                 self._writer = None
             return

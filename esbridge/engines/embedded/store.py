@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from esbridge import errors
 from esbridge.engines.blocks import write_blocked
 from esbridge.engines.embedded import database_file
 from esbridge.engines.embedded.fts5_tables import drop_fts5_tables
+from esbridge.engines.embedded.location import make_data_dir
 from esbridge.engines.embedded.mapping import Field, Schema, schema_of
 from esbridge.engines.embedded.tables import create_tables
 from esbridge.engines.embedded.values import field_values, put_path, sql_date, without_path
@@ -53,23 +53,6 @@ class IndexRecord:
     @property
     def write_blocked(self) -> bool:
         return write_blocked(self.settings.get("index", {}))
-
-
-def make_data_dir(data_dir: Path) -> None:
-    """Create ``data_dir`` if missing; a file where it or a folder above it should be is a setting to fix, said so
-    (mkdir would say only "File exists" or "Not a directory")."""
-    for path in (data_dir, *data_dir.parents):
-        if path.exists() or path.is_symlink():
-            if not path.is_dir():
-                where = "it" if path == data_dir else f"{path}, on its path,"
-                what = "a symbolic link to nothing" if not path.exists() else "a file"
-                raise errors.ConfigError(
-                    f"the embedded engine's data directory {data_dir} is not a folder: {where} is {what}. Set "
-                    "data_dir (ESBRIDGE_DATA_DIR, or data_dir in the settings file) to a folder, or to one that "
-                    "does not exist yet"
-                )
-            break
-    data_dir.mkdir(parents=True, exist_ok=True)
 
 
 class Store:
@@ -139,7 +122,7 @@ class Store:
             db.execute("COMMIT")
             self._commits += 1
 
-    def problem(self) -> str | None:
+    def problem(self) -> database_file.Problem | None:
         """Why this process can no longer use its database (``database_file.problem``), or None."""
         return database_file.problem(self.path, self._opened)
 

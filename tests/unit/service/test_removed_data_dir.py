@@ -7,11 +7,14 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 from mcp.types import CallToolResult
 
+from esbridge.errors import EngineUnavailable
 from esbridge.service.mcp_server import build_server
 from tests.support.hashing import HashingEmbedder
 from tests.unit.service.conftest import KEY, ClientFactory, service_settings, tool_text
@@ -105,3 +108,49 @@ def test_a_copy_restored_in_place_of_the_data_directory_is_refused_until_a_resta
         assert f"the database {data_dir / 'esbridge.sqlite3'} is not the file this process opened" in said
     restarted = make_client(api_keys=[KEY])
     assert restarted.post("/v1/search", json={"query": "kestrel"}).json()["results"][0]["doc_id"] == "a"
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ("removed", "the data directory {data} has no database esbridge.sqlite3 (it was removed or moved"),
+        (
+            "a folder in its place",
+            "the data directory {data} has no database esbridge.sqlite3 (it was removed or moved",
+        ),
+        ("replaced", "the database {data}/esbridge.sqlite3 is not the file this process opened"),
+    ],
+)
+def test_the_data_directory_check_reads_the_database_file_once_and_words_each_problem(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch, change: str, said: str
+) -> None:
+    # It asked the engine (one stat), then looked at the file again only to choose its words.
+    client = make_client(api_keys=[KEY])
+    written = client.post("/v1/documents", json={"documents": [{"id": "a", "text": "kestrel"}]}, headers=WRITE)
+    assert written.json()["written"] == 1
+    backend = client.app.state.backend  # type: ignore[attr-defined]
+    connected = client.portal.call(backend.connected)  # type: ignore[union-attr]
+    data_dir = Path(os.environ["ESBRIDGE_DATA_DIR"])
+    database = data_dir / "esbridge.sqlite3"
+    if change == "replaced":
+        shutil.copyfile(database, data_dir / "backup")
+        os.replace(data_dir / "backup", database)
+    else:
+        for suffix in ("", "-wal", "-shm"):
+            database.with_name(database.name + suffix).unlink(missing_ok=True)
+        if change == "a folder in its place":
+            database.mkdir()
+    stats: list[Path] = []
+    stat = Path.stat
+
+    def counted(path: Path, **options: Any) -> os.stat_result:
+        if path == database:
+            stats.append(path)
+        return stat(path, **options)
+
+    monkeypatch.setattr(Path, "stat", counted)
+    with pytest.raises(EngineUnavailable) as refused:
+        backend.check_data_dir(connected)
+    monkeypatch.undo()
+    assert said.format(data=data_dir) in str(refused.value)
+    assert len(stats) == 1
