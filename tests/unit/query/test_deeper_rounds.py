@@ -8,16 +8,27 @@ again for 40 chunks, which hold the two short documents too.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from esbridge import errors
+from esbridge.config.pipeline import PipelineSettings
+from esbridge.embeddings.onnx_runtime import OnnxEmbedder
+from esbridge.embeddings.profiles import MINILM
 from esbridge.engines.base import SearchResult
-from esbridge.query.models import SearchResponse
+from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
+from esbridge.ingest.run import IngestOptions, ingest
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
+from esbridge.query.models import SearchRequest, SearchResponse
+from esbridge.query.orchestrator import HybridSearcher
 from tests.support.hashing import HashingEmbedder
 from tests.support.memory_engine import MemoryEngine, run, searcher
+from tests.support.models import require_stored
 from tests.support.native_emulation import EmulatedNativeEngine
 from tests.unit.query.native_searchers import native_searcher, opensearch
 from tests.unit.query.native_searchers import run as run_native
@@ -143,3 +154,51 @@ def test_a_deeper_round_that_failed_is_counted_in_rounds_and_timings() -> None:
         assert 200 <= response.details.timings_ms[step] < 350, response.details.timings_ms
     assert documents(response) == ["long"] and response.details.top_k == 10 and response.details.rounds == 2
     assert any("asked again for 40 chunks" in warning for warning in response.warnings), response.warnings
+
+
+class _CountingModel:
+    """A real model (all-MiniLM-L6-v2, int8 ONNX), counting the texts it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.model = OnnxEmbedder(MINILM, precision="int8")
+        self.name, self.identity = self.model.name, self.model.identity
+        self.dimension, self.max_tokens = self.model.dimension, self.model.max_tokens
+        self.texts: list[str] = []
+
+    def count_tokens(self, text: str) -> int:
+        return self.model.count_tokens(text)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts.extend(texts)
+        return self.model.embed(texts)
+
+
+def test_on_the_embedded_engine_a_real_model_embeds_the_query_once_and_the_answer_is_the_same(tmp_path: Path) -> None:
+    """The chunks of one long manual fill both lists of 10; the deeper round searches kNN with the first round's
+    vector, and answers as a search whose vector came from the embedding cache does."""
+    require_stored(MINILM, "int8")
+    model = _CountingModel()
+    paragraph = "Solar panel wiring and the inverter that feeds the grid, described once more in this paragraph."
+    records = [
+        {"id": "manual", "title": "Solar manual", "text": "\n\n".join([paragraph] * 120)},
+        *({"id": f"note{n}", "title": f"Note {n}", "text": f"A solar panel note, number {n}."} for n in range(3)),
+    ]
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    engine = EmbeddedEngine(tmp_path / "db")
+    manager = IndexManager(engine, "notes", IndexParameters(dimension=model.dimension))
+    ingest(path, engine=engine, manager=manager, embedder=model, options=IngestOptions(source="t"))
+    answers = []
+    try:
+        for cached in (0, 1000):
+            model.texts.clear()
+            pipeline = PipelineSettings(fusion="rrf", cache={"embeddings": cached})  # type: ignore[arg-type]
+            hybrid = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "notes", model, pipeline)
+            answers.append(asyncio.run(hybrid.search(SearchRequest(query="solar panel inverter wiring", top_n=4))))
+            assert model.texts == ["solar panel inverter wiring"], f"embedding cache {cached}"
+    finally:
+        engine.close()
+    uncached, from_cache = answers
+    assert uncached.details.rounds == 2 and uncached.details.top_k == 40, uncached.details
+    assert [(hit.id, hit.score) for hit in uncached.results] == [(hit.id, hit.score) for hit in from_cache.results]
+    assert sorted(documents(uncached)) == ["manual", "note0", "note1", "note2"] and uncached.search_mode == "hybrid"
