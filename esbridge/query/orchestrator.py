@@ -255,9 +255,10 @@ class HybridSearcher:
             if not isinstance(answer, Retrieved):
                 warning = f"native hybrid failed ({answer}); fused by esbridge instead"
                 native = native.failed(f"native hybrid failed: {answer}", warning)
-                if isinstance(answer, errors.UnsupportedFeature):  # a licence refusal: the next ones would be too
+                if isinstance(answer.error, errors.UnsupportedFeature):  # a licence refusal: the next would be too
                     self._capabilities = f"the engine refused native hybrid: {answer}"
-                refused = answer if isinstance(answer, errors.RequestRejected) else None
+                refused = answer.error if isinstance(answer.error, errors.RequestRejected) else None
+                tried = Notes(timings={"native": answer.ms})
             elif tied is not None:  # the client-side fusion ranks by the retriever weighted 0, and says so
                 native, tried = native.failed(tied), Notes(timings=answer.timings)
             else:  # no query vector: lexical-only, as on the client-side path

@@ -63,6 +63,17 @@ class Retrieved:
 
 
 @dataclass(frozen=True)
+class NativeFailure:
+    """A native hybrid request that failed: the engine's error, or why (no answer in time), and what it took."""
+
+    error: errors.EngineError | str
+    ms: float
+
+    def __str__(self) -> str:
+        return str(self.error)
+
+
+@dataclass(frozen=True)
 class _Answer:
     result: SearchResult | None
     warning: str | None
@@ -237,7 +248,7 @@ class Retrieval:
 
     async def native(
         self, context: RetrievalContext, plan: native.NativePlan, *, explain: bool
-    ) -> Retrieved | errors.EngineError | str:
+    ) -> Retrieved | NativeFailure:
         """One request in which the engine runs and fuses both retrievers, or the engine's error or why it failed.
 
         Without a query vector nothing is sent: the result is not ``native`` and carries the warnings
@@ -258,7 +269,8 @@ class Retrieval:
         except (asyncio.TimeoutError, errors.EngineError) as exc:
             if isinstance(exc, _UNANSWERABLE):
                 raise
-            return f"no answer within {timeout_s:g}s" if isinstance(exc, asyncio.TimeoutError) else exc
+            failure = f"no answer within {timeout_s:g}s" if isinstance(exc, asyncio.TimeoutError) else exc
+            return NativeFailure(failure, elapsed_ms(started))
         sources: dict[str, Mapping[str, Any]] = {}
         for hit in result.hits:
             sources.setdefault(hit.id, canonical_source(hit.source, context.fields, hit.id))

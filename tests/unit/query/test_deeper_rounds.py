@@ -76,6 +76,7 @@ def test_a_native_request_that_timed_out_in_the_first_round_does_not_use_up_the_
     assert documents(response) == ["long", "a", "b"] and response.details.top_k == 40
     assert response.warnings == ["native hybrid failed (no answer within 0.2s); fused by esbridge instead"]
     assert len(engine.native_bodies) == 1 and response.details.rounds == 2
+    assert 200 <= response.details.timings_ms["native"] < 300, "the time the native request took is the search's"
 
 
 def test_a_native_answer_in_the_first_round_is_asked_natively_again() -> None:
