@@ -65,7 +65,7 @@ def explained(item: str, score: float, trail: Trail) -> Explain:
         link_strength=neighbour.strength if neighbour else None,
         recency_multiplier=trail.multipliers.get(item, 1.0),
         link_lift=rescored.lifts.get(doc_key) if rescored else None,
-        link_shift=rescored.shifts.get(doc_key) if rescored else None,
+        link_shift=rescored.shifts.get(item) if rescored else None,
         rerank_score=trail.rerank_scores.get(item),
         engine_explanation=trail.explanations.get(item),
         final_score=score,

@@ -19,8 +19,9 @@ below them gets
 over the top ``seeds`` documents ``s`` it is linked with (links of at least ``min_link_weight``; ``t`` the
 link's weight over the heaviest link of ``d`` with ``link_weighting = "proportional"``, else 1): a result
 tied to several strong results rises among the weaker ones. Nothing is lifted above the kept documents
-(when a lifted score would reach the last kept one, every item below is shifted down by the same
-amount), so a search of ``keep_top`` results or fewer is unchanged: this is for recall.
+(when a lifted score would reach the last kept one, every positive score below is scaled down by the same
+factor, so that none falls below 0), so a search of ``keep_top`` results or fewer is unchanged: this is
+for recall.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Rescored:
     linked: dict[str, list[str]]
     """doc_id -> the best items of the other results it is linked with, most strongly tied first"""
     shifts: dict[str, float] = field(default_factory=dict)
-    """``lift`` only: doc_id -> how far its items were moved down so that none passes the kept documents"""
+    """``lift`` only: item -> how far it was moved down so that none passes the kept documents"""
 
 
 def rescore(
@@ -100,11 +101,25 @@ def lift(
         linked[doc_id] = [best[seed][0] for seed in sorted(from_seeds, key=lambda seed: (-strength[seed], seed))]
     raised = {item: score + lifts.get(doc_of[item], 0.0) for item, score in scores.items() if doc_of[item] not in kept}
     cutoff = best[order[options.keep_top - 1]][1]
-    shift = max(0.0, max(raised.values()) - cutoff)
     below = math.nextafter(cutoff, -math.inf)
-    new = {**scores, **{item: min(score - shift, below) for item, score in raised.items()}}
-    shifts = {doc_of[item]: shift for item in raised} if shift > 0 else {}
-    return Rescored(_ordered(new), lifts, linked, shifts)
+    lowered = {item: min(score, below) for item, score in _under(raised, cutoff).items()}
+    shifts = {item: raised[item] - score for item, score in lowered.items() if score < raised[item]}
+    if max(raised.values()) <= cutoff:  # nothing would pass the kept ones: nothing moved but by a rounding
+        shifts = {}
+    return Rescored(_ordered({**scores, **lowered}), lifts, linked, shifts)
+
+
+def _under(raised: Mapping[str, float], cutoff: float) -> dict[str, float]:
+    """``raised`` brought under ``cutoff`` in order: positive scores scaled by one factor, so that they stay
+    positive (a score below 0 would show as 0 and its explanation would not add up); with no room above 0
+    (``cutoff <= 0``), every score shifted down by one amount."""
+    top = max(raised.values())
+    if top <= cutoff:
+        return dict(raised)
+    if cutoff <= 0:
+        return {item: score - (top - cutoff) for item, score in raised.items()}
+    factor = cutoff / top
+    return {item: score * factor if score > 0 else score for item, score in raised.items()}
 
 
 def _ordered(scores: Mapping[str, float]) -> dict[str, float]:

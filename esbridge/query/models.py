@@ -232,8 +232,8 @@ class Explain(BaseModel):
     )
     link_shift: float | None = Field(
         default=None,
-        description="graph lifting: what was taken off this result (and every other below the kept ones) so that "
-        "no lifted result passes the kept ones",
+        description="graph lifting: what was taken off this result (every score below the kept ones is scaled "
+        "down by one factor) so that no lifted result passes the kept ones",
     )
     rerank_score: float | None = None
     engine_explanation: dict[str, Any] | None = Field(
@@ -281,7 +281,14 @@ class SearchDetails(BaseModel):
     fusion: str = Field(default="", description="the fusion method name")
     top_k: int = Field(default=0, description="candidates each retriever was asked for")
     timings_ms: dict[str, float] = Field(
-        default_factory=dict, description="milliseconds per step: embed, bm25, knn, msearch, native, graph, rerank"
+        default_factory=dict,
+        description="milliseconds per step of the whole search: embed, bm25, knn, msearch, native, graph, rerank; "
+        "a step of every retrieval round (rounds) counts the sum of them",
+    )
+    rounds: int = Field(
+        default=1,
+        description="retrieval rounds run: 1, or more when collapse asked the retrievers again, deeper, for top_n "
+        "documents (top_k is the depth of the answer kept)",
     )
     fusion_decision: FusionDecision | None = Field(
         default=None, description="what a query-dependent fusion method (adaptive, qpp) decided"

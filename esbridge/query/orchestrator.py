@@ -42,21 +42,20 @@ from esbridge.query.grouping import group
 from esbridge.query.model_check import ModelGuard
 from esbridge.query.models import (
     NativeDetails,
-    RoutingDetails,
     SearchDetails,
     SearchRequest,
     SearchResponse,
 )
 from esbridge.query.native.choice import NativeChoice, Refusals, choose_native, zero_weighted
 from esbridge.query.notes import Notes
-from esbridge.query.outcome import deeper, lost, search_mode
+from esbridge.query.outcome import added, decided_choice, deeper, explained, lost, search_mode
 from esbridge.query.planning import Plan, plan_search, query_cut, weights_for_runs
 from esbridge.query.query_vectors import QueryVectors
 from esbridge.query.recency import apply_recency, read_dates, rule_from
 from esbridge.query.rerank import Reranker, rerank, rerank_text
 from esbridge.query.rerank_budget import OverBudget, RerankThreads
 from esbridge.query.retrieval import Retrieval, Retrieved
-from esbridge.query.routing import Categories, route, routed_filters
+from esbridge.query.routing import Categories, routed_request
 from esbridge.query.shaping import ShapeOptions, shape
 from esbridge.query.timing import elapsed_ms
 from esbridge.query.types import FusionResult, Runs
@@ -141,7 +140,7 @@ class HybridSearcher:
         mismatch = await self.model_guard.check() if self.model_guard is not None else None
         if (cached := self._cached(key, started)) is not None:
             return cached
-        request, routed = self._route(request)
+        request, routed = routed_request(request, self.routing)
         plan = plan_search(
             request,
             self.pipeline,
@@ -153,7 +152,7 @@ class HybridSearcher:
         off = features_off(self.fields, request)
         plan, engine_embedding = await self._engine_embedding(plan)
         native = await self._native_choice(request, plan)
-        retrieved, plan, native, notes = await self._deep_enough(request, plan, native)
+        retrieved, plan, native, notes, rounds = await self._deep_enough(request, plan, native)
         notes = notes.add(engine_embedding, query_cut(request, self.pipeline, self.fields))
         mode = search_mode(retrieved, notes.warnings, url=self.engine.url, index=self.index)
         doc_of = {item: document_of(item, source) for item, source in retrieved.sources.items()}
@@ -185,7 +184,8 @@ class HybridSearcher:
                 fusion=plan.method_name,
                 top_k=plan.top_k,
                 timings_ms=dict(notes.timings),
-                fusion_decision=fused.describe(),
+                rounds=rounds,
+                fusion_decision=explained(fused.describe(), retrieved.explained),
                 native=native.details,
                 concept_terms=list(retrieved.concept_terms),
                 routing=routed,
@@ -213,14 +213,6 @@ class HybridSearcher:
         fresh.details.cached = True
         return fresh
 
-    def _route(self, request: SearchRequest) -> tuple[SearchRequest, RoutingDetails | None]:
-        """The request limited to the category it names or whose keywords its query holds."""
-        if not self.routing and request.category is None:
-            return request, None
-        chosen = route(request.query, self.routing, asked=request.category, filters=request.filters)
-        details = RoutingDetails(category=chosen.category, reason=chosen.reason, keywords=list(chosen.keywords))
-        return request.model_copy(update={"filters": routed_filters(request.filters, chosen)}), details
-
     async def _engine_embedding(self, plan: Plan) -> tuple[Plan, str | None]:
         """With ``query_embedding = "engine"``: the plan, lexical-only with the reason when the probed engine
         cannot embed queries (an engine not probed is tried: a failed kNN request degrades with a warning)."""
@@ -247,61 +239,69 @@ class HybridSearcher:
         return self._refusals.screen(choice, mode=mode, explain=request.explain)
 
     async def _retrieve(
-        self, request: SearchRequest, plan: Plan, native: NativeChoice
+        self, retrieval: Retrieval, request: SearchRequest, plan: Plan, native: NativeChoice
     ) -> tuple[Retrieved, NativeChoice, Notes]:
         """Native hybrid when it is planned and answers; the client-side retrievers otherwise."""
-        notes = Notes(native.notes)
         lexical_only = plan.lexical_only
         refused: errors.RequestRejected | None = None
+        tried = Notes()
         if native.plan is not None:
-            answer = await self.retrieval.native(plan.context, native.plan, explain=request.explain)
+            answer = await retrieval.native(plan.context, native.plan, explain=request.explain)
             tied = zero_weighted(native.plan, answer.runs.get("native", {})) if isinstance(answer, Retrieved) else None
             used = isinstance(answer, Retrieved) and answer.native and tied is None
             native = native.outcome(used=used, explain=request.explain)
             if used and isinstance(answer, Retrieved):
-                return answer, native, notes.add(*answer.warnings, timings=answer.timings)
-            if tied is not None:  # the client-side fusion ranks by the retriever weighted 0, and says so
-                native = native.failed(tied)
-            elif not isinstance(answer, Retrieved):
-                notes = notes.add(f"native hybrid failed ({answer}); fused by esbridge instead")
-                native = native.failed(f"native hybrid failed: {answer}")
-                if isinstance(answer, errors.UnsupportedFeature):  # a licence refusal: the next ones would be too
+                return answer, native, Notes(native.notes).add(*answer.warnings, timings=answer.timings)
+            if not isinstance(answer, Retrieved):
+                warning = f"native hybrid failed ({answer}); fused by esbridge instead"
+                native = native.failed(f"native hybrid failed: {answer}", warning)
+                if isinstance(answer.error, errors.UnsupportedFeature):  # a licence refusal: the next would be too
                     self._capabilities = f"the engine refused native hybrid: {answer}"
-                refused = answer if isinstance(answer, errors.RequestRejected) else None
+                refused = answer.error if isinstance(answer.error, errors.RequestRejected) else None
+                tried = Notes(timings={"native": answer.ms})
+            elif tied is not None:  # the client-side fusion ranks by the retriever weighted 0, and says so
+                native, tried = native.failed(tied), Notes(timings=answer.timings)
             else:  # no query vector: lexical-only, as on the client-side path
-                notes = notes.add(*answer.warnings)
-                lexical_only = True
-        retrieved = await self.retrieval.client_side(
+                lexical_only, tried = True, Notes(answer.warnings, answer.timings)
+        retrieved = await retrieval.client_side(
             plan.context, lexical_only=lexical_only, semantic_fallback=plan.semantic_skipped
         )
         if refused is not None and native.plan is not None and {"bm25", "knn"} <= retrieved.runs.keys():
             # Its sub-queries answered on their own: the engine lacks what the native form needs.
             self._refusals.remember(native.plan, explain=request.explain, reason=str(refused))
-        return retrieved, native, notes.add(*retrieved.warnings, timings=retrieved.timings)
+        timings = {**tried.timings, **retrieved.timings}
+        return retrieved, native, Notes(native.notes).add(*tried.warnings, *retrieved.warnings, timings=timings)
 
     async def _deep_enough(
         self, request: SearchRequest, plan: Plan, choice: NativeChoice
-    ) -> tuple[Retrieved, Plan, NativeChoice, Notes]:
-        """Retrieval with ``top_n`` documents when there are that many (``outcome.deeper``). The deeper rounds
-        share one retriever timeout; one that fails, or runs out of it, leaves the answer before it."""
+    ) -> tuple[Retrieved, Plan, NativeChoice, Notes, int]:
+        """Retrieval with ``top_n`` documents when there are that many (``outcome.deeper``), and how many rounds
+        it took. The deeper rounds share one retriever timeout; one that fails, or runs out of it, leaves the
+        answer before it. They keep the first round's native decision and query vector (``decided``,
+        ``SearchVectors``); the notes' timings add up every round's."""
         collapse = request.collapse if request.collapse is not None else self.pipeline.shaping.collapse
-        answer = await self._retrieve(request, plan, choice)
+        retrieval, vectors = self.retrieval.for_search()
+        answer = await self._retrieve(retrieval, request, plan, choice)
+        decided, rounds, timings = decided_choice(answer[0], answer[1]), 1, answer[2].timings
         budget = max(self.pipeline.timeout_s(name) for name in self.pipeline.retrievers)
         ends = time.perf_counter() + budget
         while (top_k := deeper(answer[0], top_k=plan.top_k, top_n=request.top_n, collapse=collapse)) is not None:
             deep = replace(plan, top_k=top_k, context=replace(plan.context, top_k=top_k))
+            rounds += 1
             try:
                 async with within(max(ends - time.perf_counter(), 0.0)):
-                    again = await self._retrieve(request, deep, choice)
+                    again = await self._retrieve(retrieval, request, deep, decided)
             except asyncio.TimeoutError:
                 problem: str | None = f"no answer within {budget:g}s"
             else:
-                problem = lost(answer[0], again[0])
+                problem, timings = lost(answer[0], again[0]), added(timings, again[2].timings)
             if problem is not None:
                 note = f"asked again for {top_k} chunks to find top_n documents, the retrievers failed ({problem})"
-                return answer[0], plan, answer[1], answer[2].add(f"{note}; fewer documents are answered")
+                answer = (answer[0], answer[1], answer[2].add(f"{note}; fewer documents are answered"))
+                break
             answer, plan = again, deep
-        return answer[0], plan, answer[1], answer[2]
+        notes = Notes(answer[2].warnings, added(timings, vectors.timings))
+        return answer[0], plan, answer[1], notes, rounds
 
     def _runs(self, retrieved: Retrieved, doc_of: Mapping[str, str]) -> Runs:
         """The retrievers' runs as fusion sees them: per chunk, or per document (``pipeline.fusion_level``)."""

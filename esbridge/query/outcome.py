@@ -4,11 +4,14 @@ whether the retrievers must be asked again, deeper, for ``top_n`` documents."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from esbridge import errors
 from esbridge.ids import document_of
 from esbridge.query.models import SearchMode
+from esbridge.query.native.choice import NativeChoice
 from esbridge.query.retrieval import Retrieved
+from esbridge.query.types import FusionDecision
 
 DEEPEST_TOP_K = 1000
 """How many chunks a retriever is asked for at most when its first list held too few documents (``deeper``)."""
@@ -56,3 +59,27 @@ def lost(previous: Retrieved, again: Retrieved) -> str | None:
     if again.partial and not previous.partial:
         return "; ".join(again.warnings) or "an answer lacked shards"
     return None
+
+
+def decided_choice(first: Retrieved, choice: NativeChoice) -> NativeChoice:
+    """The native decision a deeper round keeps: the first round's. Native when the engine fused it; otherwise
+    client-side, as the first round ended (a native request refused or failed is not sent again), with what the
+    response says of it and its warnings."""
+    return choice if first.native else choice.client_side()
+
+
+def added(timings: Mapping[str, float], more: Mapping[str, float]) -> dict[str, float]:
+    """Step timings of two parts of one search, each step's milliseconds summed."""
+    total = dict(timings)
+    for step, ms in more.items():
+        total[step] = round(total.get(step, 0.0) + ms, 2)
+    return total
+
+
+def explained(decision: FusionDecision | None, notes: Sequence[str]) -> FusionDecision | None:
+    """The fusion's decision with what retrieval did for it (``Retrieved.explained``) added to its reason."""
+    if not notes:
+        return decision
+    if decision is None:
+        return FusionDecision(reason="; ".join(notes))
+    return replace(decision, reason="; ".join((decision.reason, *notes)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cachetools import TTLCache
 
@@ -114,6 +114,30 @@ class QueryVectors:
         if self._cache is not None:
             self._cache[text] = vector
         return QueryVector(vector, (), timings)
+
+
+class SearchVectors:
+    """One search's query vectors: each text is embedded once however many retrieval rounds ask for it (the
+    deeper rounds of a collapsed search, the client-side path after a failed native request), with or without
+    the embedding cache. A vector that could not be made is not tried again: the rounds answer lexical-only."""
+
+    def __init__(self, vectors: QueryVectors | SearchVectors) -> None:
+        self._vectors = vectors
+        self._known: dict[str, QueryVector] = {}
+        self.timings: dict[str, float] = {}
+        """the steps of making the search's vectors (embed, concepts), each once"""
+
+    def start(self, text: str) -> Embedding | None:
+        return None if text in self._known else self._vectors.start(text)
+
+    async def vector(self, query: str, embedding: Embedding | None = None) -> QueryVector:
+        """As ``QueryVectors.vector``, its timings kept in ``timings`` rather than returned, so that rounds that
+        reuse the vector do not count its making again."""
+        if (known := self._known.get(query)) is None:
+            known = await self._vectors.vector(query, embedding)
+            self._known[query] = known
+            self.timings.update(known.timings)
+        return replace(known, timings={})
 
 
 def _embedding(embedder: Embedder, text: str) -> Embedding:

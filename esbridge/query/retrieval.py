@@ -24,7 +24,7 @@ from esbridge.config.pipeline import PipelineSettings
 from esbridge.engines.base import AsyncEngine, Hit, SearchResult
 from esbridge.query.deadline import within
 from esbridge.query.native import plan as native
-from esbridge.query.query_vectors import QueryVector, QueryVectors
+from esbridge.query.query_vectors import QueryVector, QueryVectors, SearchVectors
 from esbridge.query.retrievers import RETRIEVERS, RetrievalContext, Retriever, request_bodies
 from esbridge.query.timing import elapsed_ms
 
@@ -58,6 +58,19 @@ class Retrieved:
     """when every retriever failed because the engine refused its request: the first refusal"""
     timed_out: bool = False
     """every retriever asked failed by not answering in time (a hung or overloaded engine, not a refused one)"""
+    explained: tuple[str, ...] = ()
+    """what the retrieval did that the answer explains (``details.fusion_decision``) rather than warns of"""
+
+
+@dataclass(frozen=True)
+class NativeFailure:
+    """A native hybrid request that failed: the engine's error, or why (no answer in time), and what it took."""
+
+    error: errors.EngineError | str
+    ms: float
+
+    def __str__(self) -> str:
+        return str(self.error)
 
 
 @dataclass(frozen=True)
@@ -82,11 +95,19 @@ def _answered(name: str, result: SearchResult, ms: float) -> _Answer:
 class Retrieval:
     """Runs the configured retrievers of one index."""
 
-    def __init__(self, engine: AsyncEngine, index: str, pipeline: PipelineSettings, vectors: QueryVectors) -> None:
+    def __init__(
+        self, engine: AsyncEngine, index: str, pipeline: PipelineSettings, vectors: QueryVectors | SearchVectors
+    ) -> None:
         self.engine = engine
         self.index = index
         self.pipeline = pipeline
         self.vectors = vectors
+
+    def for_search(self) -> tuple[Retrieval, SearchVectors]:
+        """This retrieval for one search, whose query is embedded once however many rounds it runs, and the
+        search's vectors (their timings)."""
+        vectors = SearchVectors(self.vectors)
+        return Retrieval(self.engine, self.index, self.pipeline, vectors), vectors
 
     async def client_side(
         self, context: RetrievalContext, *, lexical_only: bool, semantic_fallback: bool = False
@@ -107,18 +128,18 @@ class Retrieval:
         rescue = await self._run(context, semantic)
         timings = {**retrieved.timings, **rescue.timings}
         if retrieved.runs and rescue.runs:
-            note = (
-                "the fusion method asks only the lexical retrievers for this query; they found nothing, so kNN was "
-                "asked as well"
-            )
+            # Nothing failed: the lexical retrievers answered, with nothing. What was done is explained, not warned
+            # of, so that the answer is as complete (and as cacheable) as any hybrid one.
+            note = "the lexical retrievers, asked alone for this query, found nothing, so kNN was asked as well"
             return replace(
                 rescue,
                 runs={**retrieved.runs, **rescue.runs},
                 sources={**retrieved.sources, **rescue.sources},
                 semantic={**retrieved.semantic, **rescue.semantic},
-                warnings=(*retrieved.warnings, note, *rescue.warnings),
+                warnings=(*retrieved.warnings, *rescue.warnings),
                 timings=timings,
                 partial=retrieved.partial or rescue.partial,
+                explained=(*retrieved.explained, note),
             )
         if retrieved.runs:  # found nothing, and kNN could not answer: the empty answer stands, with kNN's reasons
             return replace(retrieved, warnings=(*retrieved.warnings, *rescue.warnings), timings=timings)
@@ -227,7 +248,7 @@ class Retrieval:
 
     async def native(
         self, context: RetrievalContext, plan: native.NativePlan, *, explain: bool
-    ) -> Retrieved | errors.EngineError | str:
+    ) -> Retrieved | NativeFailure:
         """One request in which the engine runs and fuses both retrievers, or the engine's error or why it failed.
 
         Without a query vector nothing is sent: the result is not ``native`` and carries the warnings
@@ -248,7 +269,8 @@ class Retrieval:
         except (asyncio.TimeoutError, errors.EngineError) as exc:
             if isinstance(exc, _UNANSWERABLE):
                 raise
-            return f"no answer within {timeout_s:g}s" if isinstance(exc, asyncio.TimeoutError) else exc
+            failure = f"no answer within {timeout_s:g}s" if isinstance(exc, asyncio.TimeoutError) else exc
+            return NativeFailure(failure, elapsed_ms(started))
         sources: dict[str, Mapping[str, Any]] = {}
         for hit in result.hits:
             sources.setdefault(hit.id, canonical_source(hit.source, context.fields, hit.id))

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from esbridge.errors import ConfigError
-from esbridge.query.models import Filters
+from esbridge.query.models import Filters, RoutingDetails, SearchRequest
 
 Categories = Mapping[str, Sequence[str]]
 """category -> keywords"""
@@ -68,3 +68,13 @@ def routed_filters(filters: Filters, route: Route) -> Filters:
     if route.category is None:
         return filters
     return filters.model_copy(update={"terms": {**filters.terms, "category": [route.category]}})
+
+
+def routed_request(request: SearchRequest, categories: Categories) -> tuple[SearchRequest, RoutingDetails | None]:
+    """The request limited to the category it names or whose keywords its query holds, and what the response
+    says of it (None: no categories, and none asked for)."""
+    if not categories and request.category is None:
+        return request, None
+    chosen = route(request.query, categories, asked=request.category, filters=request.filters)
+    details = RoutingDetails(category=chosen.category, reason=chosen.reason, keywords=list(chosen.keywords))
+    return request.model_copy(update={"filters": routed_filters(request.filters, chosen)}), details

@@ -291,3 +291,43 @@ def test_a_native_request_the_engine_refuses_is_not_sent_again(
         assert answer.details.native is not None and answer.details.native.used is False
         assert (answer.details.native.reason or "").startswith("the engine refused"), answer.details.native
         assert [hit.id for hit in answer.results] == [hit.id for hit in first.results]
+
+
+def test_a_native_request_refused_in_the_first_round_is_not_sent_again_in_the_deeper_ones(
+    engine_kind: str, engine_settings: Settings, alias: str, engine: Engine, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    """The chunks of one long note fill both lists of 10 (top_n 5), so the retrievers are asked again, deeper. The
+    engine refused the native request of the first round for real; the deeper round fuses client-side as the first
+    did, instead of sending the refused request again."""
+    if natively_fusing(engine_kind):
+        pytest.skip(f"this {engine_kind} fuses natively: it refuses no native request")
+    paragraph = "Solar panel wiring and the inverter that feeds the grid, described once more in this paragraph."
+    records = [
+        {"id": "manual", "title": "Solar manual", "text": "\n\n".join([paragraph] * 120)},
+        *({"id": f"note{n}", "title": f"Note {n}", "text": f"A solar panel note, number {n}."} for n in range(3)),
+    ]
+    load_records(engine, alias, embedder, tmp_path, records)
+    claimed = capabilities_of(engine_kind).model_copy(update={"native_hybrid": dict.fromkeys(_ALL_FEATURES, True)})
+
+    async def known() -> Capabilities:
+        return claimed
+
+    async def run() -> tuple[SearchResponse, int]:
+        counting = Counting(connect_async(engine_settings, kind=engine_kind))  # type: ignore[arg-type]
+        pipeline = PipelineSettings(fusion="linear", cache={"results": 0})  # type: ignore[arg-type]
+        hybrid = HybridSearcher(counting, alias, embedder, pipeline, probe=known)
+        try:
+            answer = await hybrid.search(SearchRequest(query="solar panel inverter wiring", top_n=5))
+            return answer, counting.native
+        finally:
+            await counting.close()
+
+    answer, sent = asyncio.run(run())
+    assert answer.details.top_k >= 40, answer.details  # asked again, deeper
+    assert sent == 1, "a deeper round sent the refused native request again"
+    assert answer.details.rounds >= 2
+    assert answer.search_mode == "hybrid"
+    assert sorted(hit.doc_id for hit in answer.results) == ["manual", "note0", "note1", "note2"]
+    refusals = [w for w in answer.warnings if w.startswith("native hybrid failed (")]
+    assert len(refusals) == 1 and answer.warnings == refusals, answer.warnings
+    assert answer.details.native is not None and answer.details.native.used is False

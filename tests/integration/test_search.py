@@ -167,9 +167,10 @@ def test_an_identifier_query_bm25_finds_nothing_for_is_answered_by_knn(
     assert response.search_mode == "hybrid"
     assert_invariants(response, 10)
     assert response.results and all(hit.explain and "knn" in hit.explain.retrievers for hit in response.results)
-    assert any("they found nothing, so kNN was asked" in warning for warning in response.warnings)
+    assert response.warnings == []  # nothing failed: the decision explains it
     decision = response.details.fusion_decision
     assert decision is not None and decision.effective_weights["knn"] > 0
+    assert decision.reason.endswith("found nothing, so kNN was asked as well")
 
 
 def test_collapse_returns_top_n_documents_when_one_long_document_fills_every_list(

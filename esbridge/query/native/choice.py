@@ -32,11 +32,18 @@ class NativeChoice:
             return self
         return NativeChoice(self.plan, self.plan.describe(used=used, explain=explain), self.notes)
 
-    def failed(self, reason: str) -> NativeChoice:
-        """This choice once its native request failed: ``details.native.reason`` says why."""
+    def failed(self, reason: str, warning: str | None = None) -> NativeChoice:
+        """This choice once its native request failed: ``details.native.reason`` says why, and ``warning``, when
+        given, joins its notes."""
         if self.details is None:
             return self
-        return NativeChoice(self.plan, self.details.model_copy(update={"reason": reason}), self.notes)
+        notes = (*self.notes, warning) if warning else self.notes
+        return NativeChoice(self.plan, self.details.model_copy(update={"reason": reason}), notes)
+
+    def client_side(self) -> NativeChoice:
+        """This choice, once made, with no native request to send: what the response says of it, and its notes,
+        stand."""
+        return NativeChoice(None, self.details, self.notes)
 
 
 def _client_side(reason: str, *, warn: bool) -> NativeChoice:

@@ -62,11 +62,14 @@ def test_lift_adds_the_link_weighted_scores_of_the_top_seeds_below_the_kept_docu
     # c: 0.5 x (2/4 x 1.0) = 0.25; e: 0.5 x (1 x 1.0 + 1 x 0.8) = 0.9.
     assert result.lifts == pytest.approx({"c": 0.25, "e": 0.9})
     assert result.linked == {"c": ["a#0"], "e": ["a#0", "b#0"]}
-    # Raised: c 0.75, d 0.4 and 0.35, e 1.2 would pass b (0.8), so everything below the kept is shifted down
-    # by 0.4 and e lands just under b.
+    # Raised: c 0.75, d 0.4 and 0.35, e 1.2 would pass b (0.8), so everything below the kept is scaled by
+    # 0.8 / 1.2 = 2/3 (a shift of 0.4 would have put d#1 at -0.05) and e lands just under b.
     assert list(result.scores) == ["a#0", "b#0", "e#0", "c#0", "d#0", "d#1"]
-    assert result.scores == pytest.approx({"a#0": 1.0, "b#0": 0.8, "e#0": 0.8, "c#0": 0.35, "d#0": 0.0, "d#1": -0.05})
+    assert result.scores == pytest.approx(
+        {"a#0": 1.0, "b#0": 0.8, "e#0": 0.8, "c#0": 0.5, "d#0": 0.8 / 3, "d#1": 0.7 / 3}
+    )
     assert result.scores["e#0"] < 0.8
+    assert result.shifts == pytest.approx({"c#0": 0.25, "d#0": 0.4 / 3, "d#1": 0.35 / 3, "e#0": 0.4})
 
 
 def test_lift_without_proportional_weighting_counts_each_link_alike() -> None:
@@ -105,23 +108,26 @@ class CountingEngine(MemoryEngine):
 
 
 def test_lift_explains_how_far_results_below_the_kept_ones_moved_down() -> None:
-    """Explain's figures reproduce each final score, also when lifting shifts everything below the kept ones."""
-    result = lift(LIFT_SCORES, {k: k[0] for k in LIFT_SCORES}, LIFT_LINKS, LIFTING)
-    assert result.shifts == pytest.approx({"c": 0.4, "d": 0.4, "e": 0.4})
+    """Explain's figures add up to each final score, in [0, 1], also when lifting moves everything below the kept
+    ones down. Computed by hand: RRF(60) over one list gives a 1/61, b 1/62, c 1/63, e 1/64, d 1/65; keep_top 1,
+    seeds 2, rescore_weight 1, every link counting 1."""
     sources = {item: doc(item[0], links=sorted(LIFT_LINKS.get(item[0], {}))) for item in LIFT_SCORES}
     engine = MemoryEngine([("a#0", 9.0), ("b#0", 8.0), ("c#0", 5.0), ("e#0", 3.0), ("d#0", 2.0)], [], sources)
-    graph = GraphSettings(enabled=True, mode="lift", keep_top=2, seeds=2, rescore_weight=1.0)
+    graph = GraphSettings(enabled=True, mode="lift", keep_top=1, seeds=2, rescore_weight=1.0)
     answer = run(searcher(engine, fusion="rrf", graph=graph), top_n=5, explain=True)
-    explained = {hit.id: hit.explain for hit in answer.results}
-    # c and e are tied to a; e to b as well: e's lift would pass b, so c, e and d move down by the same amount.
-    assert explained["e#0"].link_lift and explained["e#0"].link_shift
-    assert explained["d#0"].link_lift is None and explained["d#0"].link_shift == explained["e#0"].link_shift
-    assert explained["a#0"].link_shift is None
-    raw = {
-        item: how.fused_score * how.recency_multiplier + (how.link_lift or 0.0) - (how.link_shift or 0.0)
-        for item, how in explained.items()
-    }
-    best = max(raw.values())  # shaping divides by the best and sets what falls below 0 to 0
-    assert {item: max(score / best, 0.0) for item, score in raw.items()} == pytest.approx(
-        {hit.id: hit.score for hit in answer.results}
-    )
+    a, b, c, e, d = (1 / rank for rank in (61, 62, 63, 64, 65))
+    # c is tied to a, e to a and b: c gains a, e gains a + b, and would pass a; everything below a is scaled by
+    # a / (e + a + b), e landing just under a. With one shift of (e + a + b) - a, d would end at d - e - b < 0.
+    factor = a / (e + a + b)
+    expected = {"a#0": 1.0, "e#0": 1.0, "c#0": (c + a) * factor / a, "b#0": b * factor / a, "d#0": d * factor / a}
+    assert [hit.id for hit in answer.results] == ["a#0", "e#0", "c#0", "b#0", "d#0"]
+    assert {hit.id: hit.score for hit in answer.results} == pytest.approx(expected)
+    assert answer.results[1].score < 1.0 and all(0 < hit.score <= 1 for hit in answer.results)
+    explained = {hit.id: hit.explain for hit in answer.results if hit.explain}
+    assert explained["e#0"].link_lift == pytest.approx(a + b) and explained["c#0"].link_lift == pytest.approx(a)
+    assert explained["d#0"].link_shift == pytest.approx(d * (1 - factor)) and explained["a#0"].link_shift is None
+    for hit in answer.results:
+        how = explained[hit.id]
+        assert how.link_shift is None or how.link_shift > 0
+        terms = how.fused_score * how.recency_multiplier + (how.link_lift or 0.0) - (how.link_shift or 0.0)
+        assert terms / a == pytest.approx(hit.score), hit.id

@@ -153,14 +153,23 @@ def test_the_deeper_rounds_share_one_retriever_timeout() -> None:
 
 @pytest.mark.parametrize("execution", ["concurrent", "msearch"])
 def test_an_identifier_query_bm25_finds_nothing_for_is_fused_with_knn(execution: str) -> None:
-    """adaptive's rule for an empty lexical run is to fuse every run; kNN, skipped at first, is asked for it."""
+    """adaptive's rule for an empty lexical run is to fuse every run; kNN, skipped at first, is asked for it.
+    Nothing failed: the fusion's decision explains it, no warning flags the answer as degraded, and the answer is
+    cached as any hybrid one is (a warning kept every such query from the cache)."""
     engine = MemoryEngine([], SEM)
-    response = run(searcher(engine, fusion="adaptive", execution=execution), query="PII-2024-0042", explain=True)
+    hybrid = searcher(engine, fusion="adaptive", execution=execution)
+    response = run(hybrid, query="PII-2024-0042", explain=True)
     assert response.search_mode == "hybrid"
     assert [hit.id for hit in response.results] == ["b#0", "d#0", "a#0"]
     first = response.results[0].explain
     assert first is not None and first.contributions == pytest.approx({"knn": 1 / 61})  # rrf, k=60, rank 1
-    assert any("they found nothing, so kNN was asked" in warning for warning in response.warnings)
+    assert response.warnings == [] and response.details.fusion_decision is not None
+    assert response.details.fusion_decision.reason == (
+        "identifier query, but 'bm25' found nothing: 'bm25' weight x2; the lexical retrievers, asked alone for this "
+        "query, found nothing, so kNN was asked as well"
+    )
+    again = run(hybrid, query="PII-2024-0042", explain=True)
+    assert again.details.cached and again.results == response.results
 
 
 @pytest.mark.parametrize("execution", ["concurrent", "msearch"])
