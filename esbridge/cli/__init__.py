@@ -33,6 +33,7 @@ from esbridge.cli import (
     transfer,
     tune,
 )
+from esbridge.cli.output import cannot_write_standard_output
 from esbridge.errors import EsbridgeError, EsbridgeWarning
 
 INTERRUPTED_EXIT_CODE = 130
@@ -44,9 +45,17 @@ class _Group(click.Group):
     (exit code 1, no traceback), Ctrl-C into exit code 130 instead of click's ``Aborted!`` and 1, and
     esbridge's warnings into ``warning:`` lines."""
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        _hold_closed_standard_output()
+        return super().main(*args, **kwargs)
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        with _standard_output_errors():  # --help and --version print here
+            return super().make_context(*args, **kwargs)
+
     def invoke(self, ctx: click.Context) -> Any:
         limit_blas_threads()
-        with _warning_lines():
+        with _warning_lines(), _standard_output_errors():
             return self._invoke(ctx)
 
     def _invoke(self, ctx: click.Context) -> Any:
@@ -61,12 +70,38 @@ class _Group(click.Group):
             if isinstance(exc.__context__, KeyboardInterrupt):
                 raise _interrupted() from None
             raise
-        except OSError as exc:
-            # EPIPE (`| head`) is click's to end quietly.
-            if exc.errno == errno.EPIPE or not _writing_standard_output(exc):
-                raise
-            _silence_standard_output()
-            raise click.ClickException(f"cannot write to standard output: {exc.strerror or exc}") from exc
+
+
+@contextmanager
+def _standard_output_errors() -> Iterator[None]:
+    """Output that standard output cannot take (a full disk, a closed descriptor) as one error line, exit 1."""
+    try:
+        yield
+    except OSError as exc:
+        # EPIPE (`| head`) is click's to end quietly.
+        if exc.errno == errno.EPIPE or not _writing_standard_output(exc):
+            raise
+        raise cannot_write_standard_output(exc) from exc
+
+
+def _hold_closed_standard_output() -> None:
+    """A command run with standard output closed (``>&-``) fails at its first output as a full disk does, rather
+    than printing nothing and exiting 0: Python gives it no ``sys.stdout`` and click's echo then writes nothing.
+    Descriptor 1 is held by /dev/null opened read-only, where every write fails (EBADF, as on a closed
+    descriptor), so that no file the command opens gets number 1 and the output of a library lands in it."""
+    if sys.stdout is not None:
+        return
+    try:
+        os.fstat(1)
+        return  # open, though Python did not take it: not this function's to replace
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        held = os.open(os.devnull, os.O_RDONLY)
+        if held != 1:
+            os.dup2(held, 1)
+            os.close(held)
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115 (standard output, never closed)
 
 
 def _writing_standard_output(exc: OSError) -> bool:
@@ -78,15 +113,6 @@ def _writing_standard_output(exc: OSError) -> bool:
         return False
     frame = innermost.tb_frame
     return frame.f_code is click.echo.__code__ and not frame.f_locals.get("err")
-
-
-def _silence_standard_output() -> None:
-    """Point standard output at /dev/null, so that the flush at exit cannot fail again (a second report,
-    and exit code 120 instead of 1)."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
 
 
 @contextmanager

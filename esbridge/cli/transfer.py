@@ -18,6 +18,7 @@ from esbridge.cli.options import (
     settings_from,
     write_attached_option,
 )
+from esbridge.cli.output import cannot_write_standard_output
 from esbridge.ingest.transfer import export_chunks, export_to_file, import_chunks
 
 
@@ -44,7 +45,7 @@ def export_command(
             except OSError as exc:
                 if exc.errno == errno.EPIPE:  # the reader stopped (`| head`): click ends quietly
                     raise
-                raise click.ClickException(f"cannot write to standard output: {exc.strerror or exc}") from exc
+                raise cannot_write_standard_output(exc) from exc
         else:
             try:
                 count = export_to_file(adapter, manager, output)

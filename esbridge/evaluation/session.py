@@ -25,7 +25,7 @@ from esbridge.ingest.beir import CORPUS_FILE
 from esbridge.ingest.markdown import is_text
 from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.progress import ProgressFactory, no_progress
-from esbridge.ingest.refusals import DOC_ID_BATCH, MassDeleteRefused
+from esbridge.ingest.refusals import DOC_ID_BATCH, ForeignDocumentsRefused, MassDeleteRefused
 from esbridge.ingest.report import IngestReport
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
@@ -85,6 +85,12 @@ def prepare_index(
                 f"Evaluate {folder} in an index of its own with --index NAME (one dataset at a time), or, if "
                 f"{settings.index} should now hold this corpus, delete it first: esbridge index drop --index "
                 f"{settings.index}",
+            ) from exc
+        except ForeignDocumentsRefused as exc:  # eval labels a corpus with its folder's name and has no --source
+            raise ForeignDocumentsRefused(
+                exc.found,
+                f"If {settings.index} already holds this corpus, evaluate it as it is with --reuse; otherwise "
+                f"evaluate {folder} in an index of its own with --index NAME",
             ) from exc
     finally:
         adapter.close()

@@ -67,22 +67,31 @@ def refuse_foreign_documents(engine: Engine, path: Path, index: str, source: str
         return
     doc_id = str(example.source.get("doc_id", example.id)) if example is not None else "?"
     other = str(example.source.get("source", "")) if example is not None else ""
-    raise errors.ConfigError(
+    raise ForeignDocumentsRefused(
         f"index {index} already holds {count} chunk(s) of documents that {path} would write, under another "
         f"source label (for example {doc_id!r} of source {other!r}; this run's label is {source!r}); nothing "
         "was written. Chunk ids are the documents' ids, not their source's, so the two sources would overwrite "
-        f"each other. Ingest {path} into another --index, or, if it really is the same collection under a new "
-        f"label, run with --source {shlex.quote(other)} (or remove source {other!r} from the index first)"
+        "each other",
+        f"Ingest {path} into another --index, or, if it really is the same collection under a new label, run "
+        f"with --source {shlex.quote(other)} (or remove source {other!r} from the index first)",
     )
 
 
-class MassDeleteRefused(errors.ConfigError):
-    """A run that would delete most of the chunks a source holds. ``found`` says what was found without the way
-    out, which depends on the command: ``eval`` and ``tune`` have neither --source nor --allow-mass-delete."""
+class RefusedWithWayOut(errors.ConfigError):
+    """A refusal whose way out depends on the command: ``found`` says what was found without it (``eval`` and
+    ``tune`` have neither --source nor --allow-mass-delete, and give their own)."""
 
     def __init__(self, found: str, way_out: str) -> None:
         super().__init__(f"{found}. {way_out}")
         self.found = found
+
+
+class ForeignDocumentsRefused(RefusedWithWayOut):
+    """A run that would write documents the index holds under another source label."""
+
+
+class MassDeleteRefused(RefusedWithWayOut):
+    """A run that would delete most of the chunks a source holds."""
 
 
 def refuse_mass_delete(path: Path, source: str, index: str, held: int, stale: int, max_share: float) -> None:
@@ -94,3 +103,24 @@ def refuse_mass_delete(path: Path, source: str, index: str, held: int, stale: in
         f"If {path} is another collection that shares the name {source!r}, give it its own label with --source; "
         "if the documents really were removed, run again with --allow-mass-delete",
     )
+
+
+def refuse_empty_source(engine: Engine, index: str | None, path: Path, source: str, found: str, allow: bool) -> None:
+    """A source that gave no document (a mistyped path, notes that are not .md files, an empty file) is refused
+    before anything is created or written, unless it is meant to empty a source the index holds (``allow``).
+    ``index`` is the one behind the alias, None when there is none yet."""
+    held = chunks_of_source(engine, index, source) if index is not None else 0
+    if not held:
+        raise errors.SourceError(f"{found}; nothing was written")
+    if not allow:
+        raise MassDeleteRefused(
+            f"{found}; index {index} holds {held} chunks for source {source!r}, which this run would delete; "
+            "nothing was written",
+            "Check the path (and --format); if the documents really were removed, run again with "
+            "--allow-mass-delete to remove them from the index",
+        )
+
+
+def chunks_of_source(engine: Engine, index: str, source: str) -> int:
+    body = {"size": 0, "track_total_hits": True, "query": {"term": {"source": source}}}
+    return engine.search(index, body).total

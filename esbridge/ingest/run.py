@@ -39,12 +39,13 @@ from esbridge.ingest.overlap import BackgroundWrites
 from esbridge.ingest.progress import ProgressFactory, no_progress
 from esbridge.ingest.refusals import (
     MAX_DELETE_SHARE,
+    refuse_empty_source,
     refuse_foreign_documents,
     refuse_mass_delete,
     refuse_missing_fields,
 )
 from esbridge.ingest.report import IngestReport, Timer, cache_hits, embed_window
-from esbridge.ingest.sources import SourceFormat, detect_format, read_source
+from esbridge.ingest.sources import SourceFormat, looked_for, read_source
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import mapped_vector_dimension
 from esbridge.query.concepts import build_concept_index, frequent_terms
@@ -122,8 +123,15 @@ def ingest(
     timings = report.timings
     # The source is read before the index is created, so one that cannot be read leaves no empty index.
     with Timer(timings, "parse_s"):
-        chunks, problems = _read_and_chunk(path, options, report)
+        chunks, problems, read = _read_and_chunk(path, options, report)
     report.failed.extend({"id": problem.id, "reason": problem.reason} for problem in problems)
+    if not read:  # a mistyped path, notes that are not .md files, an empty or wholly unreadable file
+        current = manager.state().current
+        if not problems:
+            found = f"found no documents in {path} (read as {looked_for(path, options.source_format)})"
+            refuse_empty_source(engine, current, path, source, found, allow=options.max_delete_share >= 1.0)
+        elif current is None:
+            return report  # each input failed: the failures are the report, and no empty index is made
 
     index = report.index = manager.ensure()
     mapping = engine.get_mapping(index)
@@ -275,7 +283,10 @@ def write_block_warnings(failures: Iterable[BulkItemFailure], alias: str) -> lis
     ]
 
 
-def _read_and_chunk(path: Path, options: IngestOptions, report: IngestReport) -> tuple[list[Chunk], list[Problem]]:
+def _read_and_chunk(
+    path: Path, options: IngestOptions, report: IngestReport
+) -> tuple[list[Chunk], list[Problem], bool]:
+    """The chunks of the documents read, the problems, and whether any document was read."""
     max_tokens = options.max_tokens or DEFAULT_MAX_TOKENS
     chunks: list[Chunk] = []
     problems: list[Problem] = []
@@ -302,11 +313,7 @@ def _read_and_chunk(path: Path, options: IngestOptions, report: IngestReport) ->
             problems.append(Problem(item.path or item.doc_id, too_long, doc_id=item.doc_id))
             continue
         chunks.extend(made)
-    if not seen and not problems:  # a mistyped folder, or notes that are not .md files: say so, not just "0"
-        chosen = detect_format(path) if options.source_format == "auto" else options.source_format
-        shown = "a Markdown vault: its .md notes" if chosen == "markdown" else chosen
-        report.warnings.append(f"found no documents in {path} (read as {shown})")
-    return chunks, problems
+    return chunks, problems, bool(seen)
 
 
 def _id_too_long(chunks: Sequence[Chunk]) -> str | None:

@@ -47,6 +47,20 @@ def _refuse_beir_without_corpus(folder: Path) -> None:
         )
 
 
+# What each reader looks for, as an error about a source in which it found nothing names it.
+_LOOKED_FOR = {
+    "markdown": "a Markdown vault: its .md notes",
+    "jsonl": "JSONL: one JSON record per line",
+    "beir": f"a BEIR corpus: the records of its {CORPUS_FILE}",
+    "registry": "a registry: one JSON record per line",
+}
+
+
+def looked_for(path: Path, source_format: SourceFormat) -> str:
+    """How ``path`` was read, as in ``found no documents in PATH (read as ...)``."""
+    return _LOOKED_FOR[detect_format(path) if source_format == "auto" else source_format]
+
+
 def read_source(path: Path, source_format: SourceFormat = "auto") -> Iterator[Document | Problem]:
     chosen = detect_format(path) if source_format == "auto" else source_format
     if chosen == "markdown":

@@ -15,12 +15,13 @@ would push a recent item down, not up.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from itertools import pairwise
 from typing import TYPE_CHECKING
+
+from esbridge.query.engine_dates import parse_engine_date
 
 if TYPE_CHECKING:  # the settings check their rule with this module when they are read
     from esbridge.config.pipeline import RecencySettings
@@ -91,31 +92,17 @@ def aware(moment: datetime) -> datetime:
     return moment
 
 
-_DIGITS = re.compile(r"-?\d+")
-_YEAR_OR_MONTH = re.compile(r"(?P<year>\d{4})(?:-(?P<month>\d{2}))?")
-
-
 def parse_modified_at(value: object) -> datetime | None:
-    """A ``modified_at`` from an engine's ``_source``: ISO 8601 (``Z`` allowed; a date reduced to its year or
-    month is its first day), a datetime, or epoch milliseconds as a number or a string of digits (the engines'
-    default date format, ``strict_date_optional_time||epoch_millis``, takes all of these, so an index esbridge
-    did not create may hold any); None when absent."""
+    """A ``modified_at`` from an engine's ``_source``, read as the engines read their default date format,
+    ``strict_date_optional_time||epoch_millis`` (``esbridge.query.engine_dates``: ISO 8601 dates and times, a
+    date reduced to its year or month as its first day, epoch milliseconds as a number or its text), or a
+    datetime; None when absent. ``ValueError`` for a value the engines refuse."""
     if value is None or value == "":
         return None
-    if isinstance(value, datetime):
-        return value
-    text = value.strip() if isinstance(value, str) else None
-    millis = int(text) if text is not None and _DIGITS.fullmatch(text) and len(text) != 4 else value
-    try:
-        if text is not None and (reduced := _YEAR_OR_MONTH.fullmatch(text)):
-            return datetime(int(reduced["year"]), int(reduced["month"] or 1), 1)  # the engines try a date first
-        if isinstance(millis, (int, float)) and not isinstance(millis, bool):
-            return datetime.fromtimestamp(millis / 1000, tz=timezone.utc)
-        if text is not None:
-            return datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
-    except (OverflowError, OSError, ValueError):
-        pass
-    raise ValueError(f"modified_at is not an ISO 8601 date or epoch milliseconds: {value!r}")
+    moment = parse_engine_date(value)
+    if moment is None:
+        raise ValueError(f"modified_at is not an ISO 8601 date or epoch milliseconds: {value!r}")
+    return moment
 
 
 def read_dates(

@@ -33,6 +33,29 @@ def test_a_refused_mass_delete_gives_a_way_out_the_command_has(
     assert "--source" not in result.output and "--allow-mass-delete" not in result.output
 
 
+def test_an_index_holding_the_corpus_under_another_label_gives_a_way_out_eval_has(
+    runner: CliRunner, energy: Path
+) -> None:
+    ingested = runner.invoke(
+        main, ["ingest", str(energy), "--index", "shared", "--source", "power", "--engine", "embedded"]
+    )
+    assert ingested.exit_code == 0, ingested.output
+    evaluate = ["eval", str(energy), "--index", "shared", "--methods", "bm25", "--engine", "embedded", "--json"]
+
+    result = runner.invoke(main, evaluate)
+
+    assert result.exit_code == 1, result.output
+    assert "index shared-v1 already holds 2 chunk(s) of documents that" in result.stderr
+    assert result.stderr.strip().endswith(
+        "If shared already holds this corpus, evaluate it as it is with --reuse; otherwise evaluate "
+        f"{energy} in an index of its own with --index NAME"
+    )
+    assert "--source" not in result.stderr
+    reused = runner.invoke(main, [*evaluate, "--reuse"])
+    assert reused.exit_code == 0, reused.output
+    assert json.loads(reused.stdout)["index"] == "shared"
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="a folder name that is not UTF-8")
 def test_a_folder_whose_name_is_not_utf8_is_evaluated_under_a_readable_label(
     runner: CliRunner, energy: Path, tmp_path: Path

@@ -65,8 +65,8 @@ def test_a_new_index_records_the_model_of_its_first_ingest(engine: EmbeddedEngin
 
 def test_an_ingest_that_writes_no_vector_records_no_model(engine: EmbeddedEngine, tmp_path: Path) -> None:
     # Nothing in the index was made by the model; recording it would hold the next run and every search to it.
-    empty = run(engine, tmp_path, "empty", [], HashingEmbedder())
-    assert (empty.chunks_indexed, empty.model_recorded, recorded_name(engine)) == (0, None, None)
+    blank = run(engine, tmp_path, "blank", [{"id": "blank", "title": "", "text": "!!!"}], HashingEmbedder())
+    assert (blank.chunks_indexed, blank.embedded, blank.model_recorded, recorded_name(engine)) == (1, 0, None, None)
 
     other = run(engine, tmp_path, "first", FIRST, OtherHashingEmbedder())
     assert other.warnings == [], "no chunk is re-embedded: there was none"

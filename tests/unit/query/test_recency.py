@@ -141,9 +141,25 @@ def test_non_finite_scores_are_refused() -> None:
         # The same format takes them as a string of digits too, and a date reduced to its year or month (the
         # engines' range filters read all three); four digits are a year, as the engines try dates first.
         ("1717236000000", datetime(2024, 6, 1, 10, tzinfo=timezone.utc)),
-        (" 1717236000000 ", datetime(2024, 6, 1, 10, tzinfo=timezone.utc)),
         ("2024", datetime(2024, 1, 1)),
         ("2024-06", datetime(2024, 6, 1)),
+        # What both engines take besides (checked on OpenSearch 3 and Elasticsearch 9 by the integration test
+        # tests/integration/test_date_formats.py): fractional epoch milliseconds, rounded down as they store them,
+        (1717236000000.5, datetime(2024, 6, 1, 10, tzinfo=timezone.utc)),
+        ("1717236000000.9", datetime(2024, 6, 1, 10, tzinfo=timezone.utc)),
+        ("-1.5", datetime(1969, 12, 31, 23, 59, 59, 998000, tzinfo=timezone.utc)),
+        # a JSON number of four digits as a year (its text is one), an hour alone, a comma before the fraction,
+        (2024, datetime(2024, 1, 1)),
+        ("2024-06-01T10", datetime(2024, 6, 1, 10)),
+        ("2024-06-01T", datetime(2024, 6, 1)),
+        ("2024-06-01T10:00:00,5+0200", datetime(2024, 6, 1, 8, 0, 0, 500000, tzinfo=timezone.utc)),
+        ("2024-06-01T10:00:00.123456789Z", datetime(2024, 6, 1, 10, 0, 0, 123456, tzinfo=timezone.utc)),
+        ("2024-06-01T10:00:00Europe/Paris", datetime(2024, 6, 1, 8, tzinfo=timezone.utc)),
+        # eight digits as epoch milliseconds (a date needs its dashes), and years Python's datetime cannot hold.
+        ("20240601", datetime(1970, 1, 1, 5, 37, 20, 601000, tzinfo=timezone.utc)),
+        ("0000", datetime.min),
+        ("-1000", datetime.min),
+        ("1000000000000000", datetime.max.replace(tzinfo=timezone.utc)),
     ],
 )
 def test_parse_modified_at(value: object, expected: datetime | None) -> None:
@@ -151,7 +167,15 @@ def test_parse_modified_at(value: object, expected: datetime | None) -> None:
 
 
 @pytest.mark.parametrize(
-    "value", ["yesterday", "01/06/2024 10:00", True, ["2024-06-01"], "2024-13", "0000", "9" * 30, float("nan")]
+    "value",
+    [
+        *["yesterday", "01/06/2024 10:00", True, ["2024-06-01"], "2024-13", "9" * 30, float("nan")],
+        # ISO 8601 forms Python reads and the engines refuse: week and ordinal dates, basic format, a space for T,
+        # a lower-case z, 24:00, a zone after a date alone, and spaces around a date or a number.
+        *["2024-W05-3", "2024-W05", "2024-035", "20240601T100000", "2024-06-01 10:00:00", "2024-06-01T10:00:00z"],
+        *["2024-06-01T24:00", "2024-06-01Z", " 2024-06-01", " 1717236000000 ", "1e12", "+1717236000000", "2024-02-30"],
+        *["2024-06-01T10:00:00+19:00", "2024-06-01T10:00:00EST", 1e16],
+    ],
 )
 def test_parse_modified_at_refuses_what_is_not_a_date(value: object) -> None:
     with pytest.raises(ValueError, match="ISO 8601 date or epoch milliseconds"):

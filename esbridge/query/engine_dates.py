@@ -1,0 +1,116 @@
+"""Reading a date field's value as OpenSearch and Elasticsearch read it, so that recency takes exactly the values
+the engines take.
+
+esbridge maps ``modified_at`` as a ``date`` without a ``format``, so both engines read it with their default,
+``strict_date_optional_time||epoch_millis``: a date first, epoch milliseconds when it is not one.
+
+- The date: a year of four digits (a ``-`` before it for years before year 0), then optionally ``-MM``, ``-dd``,
+  and after a whole date ``T`` with ``HH``, ``:mm``, ``:ss`` and a fraction of up to nine digits after ``.`` or
+  ``,``; after the hour a zone: ``Z``, an offset (``+02``, ``+0200``, ``+02:00``, ``+02:00:00``, at most 18
+  hours; ``UTC+01:00``) or a region (``Europe/Paris``, ``UTC``). Nothing else: no week dates (``2024-W05-3``),
+  ordinal dates (``2024-035``), basic format (``20240501T100000``), space for ``T``, lower-case ``z`` or
+  surrounding spaces.
+- Epoch milliseconds: digits, ``-`` allowed, with an optional fraction (``1700000000000.5``) that the engines
+  drop (rounding down). A JSON number is read as its text, so ``2024`` is a year and ``1e+16`` is refused.
+
+Python's datetime holds the years 1 to 9999 only: a date the engines take outside them (``0000``, ``-1000``,
+epoch milliseconds past 9999) is given as ``datetime.min`` or ``datetime.max``, which recency treats alike (as
+old as can be, or as age 0). Where the engines differ from each other (OpenSearch takes ``2024-05T10``,
+Elasticsearch ``+013000`` and ``UTC+1``), only what both take is read.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone, tzinfo
+from decimal import ROUND_FLOOR, Decimal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+_DATE = re.compile(
+    r"(?P<year>-?[0-9]{4})(?:-(?P<month>[0-9]{2})(?:-(?P<day>[0-9]{2})(?:T(?:(?P<hour>[0-9]{2})"
+    r"(?::(?P<minute>[0-9]{2})(?::(?P<second>[0-9]{2})(?:[.,](?P<fraction>[0-9]{1,9}))?)?)?"
+    r"(?P<zone>Z|[+-][0-9]{2}(?::[0-9]{2}(?::[0-9]{2})?|[0-9]{2})?|[A-Za-z][A-Za-z0-9/_:+-]*)?)?)?)?)?"
+)
+_EPOCH_MILLIS = re.compile(r"-?[0-9]+(?:\.[0-9]*)?")
+_OFFSET = re.compile(r"(?P<sign>[+-])(?P<hours>[0-9]{2}):?(?P<minutes>[0-9]{2})?:?(?P<seconds>[0-9]{2})?")
+# UTC+01:00 and GMT+01:00; both engines take these, only Elasticsearch UTC+1.
+_PREFIXED_OFFSET = re.compile(r"(?:UTC|GMT)([+-][0-9]{2}:[0-9]{2})")
+_LONGEST_OFFSET = timedelta(hours=18)
+# Names in the time-zone database that the engines (Java's ZoneId) refuse.
+_REFUSED_ZONES = frozenset({"EST", "MST", "HST"})
+_DAYS_IN_MONTH = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_LONG = 2**63
+
+
+def parse_engine_date(value: object) -> datetime | None:
+    """``value`` as the engines' default date format reads it (see the module docstring); None when the engines
+    refuse it. A datetime is taken as it is."""
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        value = repr(value)  # the JSON text the engine read
+    if not isinstance(value, str):
+        return None
+    if (date := _DATE.fullmatch(value)) is not None:
+        return _from_date(date)
+    if _EPOCH_MILLIS.fullmatch(value):
+        return _from_epoch_millis(value)
+    return None
+
+
+def _from_date(found: re.Match[str]) -> datetime | None:
+    year, month, day = int(found["year"]), int(found["month"] or 1), int(found["day"] or 1)
+    if not 1 <= month <= 12 or not 1 <= day <= _days_in(year, month):
+        return None
+    hour, minute, second = int(found["hour"] or 0), int(found["minute"] or 0), int(found["second"] or 0)
+    if hour > 23 or minute > 59 or second > 59:
+        return None
+    zone = _zone(found["zone"]) if found["zone"] else None
+    if found["zone"] and zone is None:
+        return None
+    if not 1 <= year <= 9999:
+        return datetime.max if year > 0 else datetime.min
+    microsecond = int((found["fraction"] or "")[:6].ljust(6, "0"))
+    return datetime(year, month, day, hour, minute, second, microsecond, tzinfo=zone)
+
+
+def _days_in(year: int, month: int) -> int:
+    # Years before 1 are proleptic Gregorian years as the engines count them (year 0 is a leap year).
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return 29 if month == 2 and leap else _DAYS_IN_MONTH[month]
+
+
+def _zone(text: str) -> tzinfo | None:
+    if text == "Z":
+        return timezone.utc
+    if (offset := _OFFSET.fullmatch(text)) is not None:
+        minutes, seconds = int(offset["minutes"] or 0), int(offset["seconds"] or 0)
+        if minutes > 59 or seconds > 59:
+            return None
+        shift = timedelta(hours=int(offset["hours"]), minutes=minutes, seconds=seconds)
+        if shift > _LONGEST_OFFSET:
+            return None
+        return timezone(-shift if offset["sign"] == "-" else shift)
+    if text == "UT":
+        return timezone.utc
+    if (prefixed := _PREFIXED_OFFSET.fullmatch(text)) is not None:
+        return _zone(prefixed[1])
+    if text in _REFUSED_ZONES or text[0] in "+-":
+        return None
+    try:
+        return ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+def _from_epoch_millis(text: str) -> datetime | None:
+    millis = int(Decimal(text).to_integral_value(rounding=ROUND_FLOOR))
+    if not -_LONG < millis < _LONG - 1:
+        return None
+    try:
+        return _EPOCH + timedelta(milliseconds=millis)
+    except OverflowError:
+        return datetime.max.replace(tzinfo=timezone.utc) if millis > 0 else datetime.min.replace(tzinfo=timezone.utc)
