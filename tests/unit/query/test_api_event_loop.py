@@ -24,7 +24,9 @@ from esbridge.query.rerank import RERANKERS, Reranker
 from tests.contract.records import CHUNKS, PARAMS
 from tests.support.loopback import listening
 
-LOADING_S = 0.6  # what a model takes to load, or a server to answer
+# What a model takes to load, or a server to answer: long enough that a loop stalled by it is told apart from one
+# slowed by a busy machine (stalls of over 0.3 s were seen at load 8 on two cores).
+LOADING_S = 1.2
 T = TypeVar("T")
 
 
