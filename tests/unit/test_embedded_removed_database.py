@@ -3,12 +3,14 @@ is refused, naming the file, and no new empty database takes the old one's place
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import shutil
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import pytest
 from esbridge import errors
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine, datadir, lexical
-from esbridge.engines.embedded.store import DB_FILE
+from esbridge.engines.embedded.store import DB_FILE, IndexRecord
 
 
 def _search_on_a_new_thread(engine: EmbeddedEngine) -> BaseException | None:
@@ -154,10 +156,16 @@ def _segments(data: Path) -> list[object]:
     return segments
 
 
+def _copy_unless_gone(source: str, destination: str) -> None:
+    """A file copied, unless it went while the copy was made (a temporary file of tantivy's threads)."""
+    with contextlib.suppress(FileNotFoundError):
+        shutil.copy2(source, destination)
+
+
 def _restore_a_copy(data: Path, what: str) -> None:
     """A backup of ``data`` (the whole directory, or its database alone) put in its place."""
     if what == "directory":
-        shutil.copytree(data, data.with_name("backup"))
+        shutil.copytree(data, data.with_name("backup"), copy_function=_copy_unless_gone)
         data.rename(data.with_name("original"))  # (not removed: tantivy's threads may still write files in it)
         shutil.copytree(data.with_name("backup"), data)
     else:
@@ -216,3 +224,104 @@ def test_a_folder_put_in_place_of_the_database_is_no_database(tmp_path: Path) ->
         assert str(problem).startswith(f"the database {tmp_path / DB_FILE} is gone")
         with pytest.raises(errors.EngineResponseError, match="is gone"):
             engine.bulk("idx", [BulkAction("index", "b", {"body": "heron"})])
+
+
+def _files(data: Path) -> dict[str, bytes]:
+    """Every file under ``data`` (its path there) and its bytes."""
+    return {str(path.relative_to(data)): path.read_bytes() for path in sorted(data.rglob("*")) if path.is_file()}
+
+
+_NOT_OPENED = "the database {} is not the file this process opened"
+
+
+@pytest.mark.parametrize("replaced", ["directory", "database"])
+def test_the_delayed_full_text_commit_commits_nothing_beside_a_restored_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, replaced: str
+) -> None:
+    # The commit a large write puts off until writing pauses went into the copy restored meanwhile: segments and a
+    # recorded state of writes the copy never had, which the next process took for the copy's own.
+    monkeypatch.setattr(datadir, "COMMIT_AT_ONCE_BELOW", 0)  # (as a write of 1,000 changes or more)
+    monkeypatch.setattr(datadir, "COMMIT_AFTER_S", 1.0)
+    monkeypatch.setattr(lexical, "COMMIT_AFTER_S", 600)
+    data = tmp_path / "data"
+    engine = EmbeddedEngine(data)
+    try:
+        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
+        with caplog.at_level(logging.WARNING, logger="esbridge.embedded"):
+            assert not engine.bulk("idx", [BulkAction("index", f"d{i}", {"body": "kestrel"}) for i in range(20)]).failed
+            _restore_a_copy(data, replaced)
+            before = _saved(data)
+            assert _segments(data) == [], "the full-text changes wait in the writer"
+            (handles,) = engine._shared._handles.values()
+            deadline = time.monotonic() + 30
+            while "not committed" not in caplog.text and handles.lexical.dirty and time.monotonic() < deadline:
+                time.sleep(0.05)
+        assert _saved(data) == before
+        said = f"index [idx]: its full-text changes were not committed: {_NOT_OPENED.format(data / DB_FILE)}"
+        assert said in caplog.text
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("replaced", ["directory", "database"])
+def test_graph_updates_of_a_write_committed_before_a_restore_write_no_float32_copies_beside_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, replaced: str
+) -> None:
+    # The graph worker, running the update of a write committed just before the copy was restored, wrote that
+    # write's float32 copies into the copy's vectors/, where the copy's own rows read them.
+    data = tmp_path / "data"
+    engine = EmbeddedEngine(data)
+    gate = threading.Event()
+    try:
+        method = {"name": "hnsw", "space_type": "cosinesimil", "engine": "lucene"}
+        vector = {"type": "knn_vector", "dimension": 2, "method": method}
+        engine.create_index("idx", {"settings": {"index.knn": True}, "mappings": {"properties": {"vec": vector}}})
+        assert not engine.bulk("idx", [BulkAction("index", "a", {"vec": [1, 0]})]).failed
+        assert engine.search("idx", {"query": {"knn": {"vec": {"vector": [1, 0], "k": 1}}}}).hits[0].id == "a"
+        engine._shared._workers.submit(gate.wait, 60)  # the graph worker is busy: the next write's update waits
+        assert not engine.bulk("idx", [BulkAction("index", f"d{i}", {"vec": [1, i]}) for i in range(20)]).failed
+        _restore_a_copy(data, replaced)
+        before = _saved(data)
+        with caplog.at_level(logging.WARNING, logger="esbridge.embedded"):
+            gate.set()
+            for handles in engine._shared._handles.values():
+                handles.settle()
+        assert _saved(data) == before
+        said = f"index [idx]: the float32 copies of [vec] were not written: {_NOT_OPENED.format(data / DB_FILE)}"
+        assert said in caplog.text
+    finally:
+        gate.set()
+        engine.close()
+
+
+@pytest.mark.parametrize("write", ["documents", "mapping"])
+def test_a_write_committed_just_before_a_restore_brings_nothing_up_in_the_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: str
+) -> None:
+    # Catching up with that write through a connection opened before the restore read the removed database and
+    # wrote what it read into the copy's full-text folders: its new rows, or (a mapping that adds a field) a whole
+    # new folder built from the removed database, the copy's own folder removed.
+    data = tmp_path / "data"
+    engine = EmbeddedEngine(data)
+    try:
+        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
+        assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
+        assert _search_on_a_new_thread(engine) is None
+        refresh, restored = engine._refresh, {}
+
+        def restored_first(record: IndexRecord) -> None:  # a backup restored between the commit and the catch-up
+            _restore_a_copy(data, "directory")
+            restored.update(_files(data))
+            refresh(record)
+
+        monkeypatch.setattr(engine, "_refresh", restored_first)
+        said = f"index \\[idx\\] was not brought up to date: {_NOT_OPENED.format(data / DB_FILE)}"
+        writes: dict[str, Callable[[], object]] = {
+            "documents": lambda: engine.bulk("idx", [BulkAction("index", "b", {"body": "heron"})]),
+            "mapping": lambda: engine.put_mapping("idx", {"title": {"type": "text"}}),
+        }
+        with pytest.raises(errors.EngineResponseError, match=said):
+            writes[write]()
+        assert restored and _files(data) == restored
+    finally:
+        engine.close()

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from esbridge.engines.embedded import ann, catch_up, changelog, lexical, lexical_folders
+from esbridge.engines.embedded import ann, catch_up, changelog, lexical, lexical_folders, text_commits
 from esbridge.engines.embedded.ann import VectorIndex
 from esbridge.engines.embedded.backfill import Backfills, log, mark_complete
 from esbridge.engines.embedded.builds import Builds, slow_work
@@ -99,8 +99,7 @@ class DataDir:
         self._backfills = Backfills(self._workers)
         self._builds = Builds()
         self.under_way = WritesUnderWay()
-        self._timer: threading.Timer | None = None
-        self._timer_lock = threading.Lock()
+        self._later = text_commits.LaterCommit(self._commit_all)
         self._swept = False
 
     # The writer lock
@@ -133,7 +132,7 @@ class DataDir:
         found = self._handles.get(record.id)
         before = self.under_way.before(record.id, record.generation) if searching and found is not None else None
         if before is not None and found is not None and before.serves(found.generation, found.lexical.fresh):
-            return self._beside_write(found, before)
+            return self._beside_write(store, found, before)
         if found is None or found.generation != record.generation or found.lexical.fresh:
             text, graphs = (found.lexical, found.vectors) if found else (None, {})
             # A write waits for a build on the build thread too, so that it says what it waits for when that is long
@@ -153,18 +152,18 @@ class DataDir:
             if found.growing and all(update.done() for update in found.growing):
                 with self._guard:
                     found.settle()  # (raises what a finished update raised)
-            found.lexical.commit()
+            text_commits.commit(store, found.lexical)
         elif found.lexical.waiting < COMMIT_AT_ONCE_BELOW:
             found.lexical.commit()  # a few changes: visible at once, the way a small write is expected to be
         else:
-            self._commit_later()
+            self._later.after(COMMIT_AFTER_S, store)  # (when writing pauses: other processes see the writes then)
         return found
 
-    def _beside_write(self, found: Handles, before: Before) -> Handles:
+    def _beside_write(self, store: Store, found: Handles, before: Before) -> Handles:
         """The structures for a search while a bulk write of this process is under way (``under_way``); the write
         itself settles the graph updates (under ``_guard``, which it holds while it brings the structures up)."""
         if found.lexical.applied < before.text:  # a write that returned left text uncommitted
-            found.lexical.commit()
+            text_commits.commit(store, found.lexical)
         return found
 
     def writing_to(self, record: IndexRecord) -> contextlib.AbstractContextManager[None]:
@@ -187,20 +186,9 @@ class DataDir:
             found[row] = np.frombuffer(blob, dtype=np.float32)
         return found
 
-    def _commit_later(self) -> None:
-        """Commit what the full-text writers hold once writing pauses for ``COMMIT_AFTER_S``, so other
-        processes see the last writes too."""
-        with self._timer_lock:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = threading.Timer(COMMIT_AFTER_S, self._commit_all)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _commit_all(self) -> None:
+    def _commit_all(self, store: Store) -> None:
         with self._guard:
-            for found in self._handles.values():
-                found.lexical.commit()
+            text_commits.commit_all(store, [(found.name, found.lexical) for found in self._handles.values()])
 
     def _caught_up(self, store: Store, record: IndexRecord, *, wait: bool) -> Handles:
         with self._guard:
@@ -217,6 +205,9 @@ class DataDir:
         A process that does not write takes the writer lock only to index changes no writer holds (a killed
         writer's, a full-text index to build) and gives it back once they are committed, so that it never
         refuses the next writer; it also lets go of the indices other processes deleted."""
+        problem = store.problem()  # (this thread's connection may read a database since replaced by a copy, whose
+        if problem is not None:  # folders a catch-up would fill, build anew or remove from what that one holds)
+            raise sqlite3.OperationalError(f"index [{record.name}] was not brought up to date: {problem}")
         borrowing = not self.writing
         current = store.index(record.name)
         if current is not None and current.id == record.id:
@@ -313,6 +304,10 @@ class DataDir:
 
     def _apply_vectors(self, store: Store, record: IndexRecord, path: str, graph: VectorIndex) -> None:
         writing = self.writing  # once: the lock may be taken while this runs, and then the next update copies
+        problem = store.problem() if writing else None  # (a write committed just before a copy was restored)
+        if problem is not None:  # the graph takes the rows in memory; their copies are written once it is back
+            log.warning("index [%s]: the float32 copies of [%s] were not written: %s", record.name, path, problem)
+            writing = False
         catch_up.apply_vectors(store, record, path, graph, writing=writing)
         if writing and graph.applied - graph.saved >= SAVE_EVERY:
             graph.save()
@@ -361,9 +356,7 @@ class DataDir:
     def close(self, store: Store) -> None:
         self._builds.close()
         self._backfills.stop()
-        with self._timer_lock:
-            if self._timer is not None:
-                self._timer.cancel()
+        self._later.cancel()
         with self._guard:
             try:
                 for index_id, found in self._handles.items():
