@@ -30,6 +30,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from mcp.types import Tool as MCPTool
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
+from esbridge import __version__
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.errors import EsbridgeError
@@ -143,7 +144,7 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
             finally:
                 holder.pop("backend")
 
-    server = _StrictArguments(name="esbridge", instructions=INSTRUCTIONS, lifespan=lifespan)
+    server = _StrictArguments(name="esbridge", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
 
     # The SDK evaluates these annotations in module scope, so they cannot refer to ``settings``: the
     # upper bound of top_n (pipeline.top_n_max) is enforced by the searcher and listed through ``bounds``.
