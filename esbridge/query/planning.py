@@ -16,6 +16,7 @@ from esbridge.query.fusion import get_fusion, traits_of
 from esbridge.query.grouping import GROUP_FIELDS
 from esbridge.query.models import SearchRequest
 from esbridge.query.retrievers import RetrievalContext
+from esbridge.text import some_of
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def weights_for(request: SearchRequest, pipeline: PipelineSettings) -> dict[str,
     unknown = sorted(set(asked) - set(pipeline.retrievers))
     if unknown:
         raise errors.ConfigError(
-            f"weights name no retriever of this pipeline: {', '.join(unknown)}; "
+            f"weights name no retriever of this pipeline: {some_of(unknown)}; "
             f"its retrievers: {', '.join(pipeline.retrievers)}"
         )
     weights = {**pipeline.weights, **asked}

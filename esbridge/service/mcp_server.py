@@ -37,6 +37,7 @@ from esbridge.errors import EsbridgeError
 from esbridge.query.models import Filters, SearchRequest, SearchResponse
 from esbridge.service.backend import Backend, opened
 from esbridge.service.models import IndexStatus
+from esbridge.text import some_of
 
 _log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ class _StrictArguments(MCPServer):
         if unknown:
             accepted = ", ".join(sorted(known or ())) or "none"
             raise ToolError(
-                f"Error executing tool {name}: unknown argument(s): {', '.join(unknown)} (accepted: {accepted})"
+                f"Error executing tool {name}: unknown argument(s): {some_of(unknown)} (accepted: {accepted})"
             )
         try:
             return await super().call_tool(name, arguments, context)
