@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 
 # Invisible code points that are not Unicode format characters (Cf) but are default-ignorable as well:
 # Hangul fillers, the combining grapheme joiner, variation selectors, the Mongolian free variation selectors.
@@ -15,3 +16,10 @@ def is_blank(text: str) -> bool:
     """Whether ``text`` shows nothing: only whitespace and invisible characters (format characters such as zero-width
     spaces and joiners, U+2060, a byte order mark; variation selectors, Hangul fillers)."""
     return all(char.isspace() or char in _IGNORABLE or unicodedata.category(char) == "Cf" for char in text)
+
+
+def some_of(names: Sequence[str], limit: int = 10) -> str:
+    """``names`` joined by commas, the first ``limit`` only and how many more: an error naming what a request got
+    wrong stays short however many names it sent."""
+    shown = ", ".join(names[:limit])
+    return f"{shown} and {len(names) - limit} more" if len(names) > limit else shown

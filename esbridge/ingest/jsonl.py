@@ -264,6 +264,14 @@ def _records(path: Path) -> Iterator[JsonlRecord | Problem]:
 def unique_records(path: Path, model: type[Record], *, id_fields: Sequence[str]) -> Iterator[Record | Problem]:
     """Every line of ``path`` validated as ``model``; a line that fails, or repeats an earlier id, is a
     ``Problem`` naming the line (and, when it can be read, the record's id from the first of ``id_fields``)."""
+    for item in numbered_records(path, model, id_fields=id_fields):
+        yield item if isinstance(item, Problem) else item[1]
+
+
+def numbered_records(
+    path: Path, model: type[Record], *, id_fields: Sequence[str]
+) -> Iterator[tuple[int, Record] | Problem]:
+    """``unique_records`` with each record's line number."""
     first_line: dict[str, int] = {}
     for item in object_lines(path, id_fields[0]):
         if isinstance(item, Problem):
@@ -281,7 +289,7 @@ def unique_records(path: Path, model: type[Record], *, id_fields: Sequence[str])
             yield Problem(path.name, reason, number, doc_id=record.id)
             continue
         first_line[record.id] = number
-        yield record
+        yield number, record
 
 
 def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:

@@ -11,7 +11,8 @@ Nested keys are joined with dots; list items (and the values of objects inside l
 dotted key) are joined with ", " without repeats; whitespace runs become one space, so each pair is one
 line; ``None`` and empty values are left out. Keys keep the order in which they first appear.
 
-Some keys are computed by the sources (``unresolved_links``, ``unresolved_link_weights``); a value the input
+Some keys are computed by the sources (``unresolved_links``, ``unresolved_link_weights``, a registry record's
+``tool_count`` and ``skill_records``); a value the input
 gives under one of them is kept as ``given_<key>``, with a warning, rather than overwritten (``with_computed``).
 """
 
@@ -25,6 +26,8 @@ _SEQUENCES = (list, tuple, set, frozenset)
 _COMPUTED = {
     "unresolved_links": "the links that name no {unit}",
     "unresolved_link_weights": "the weights of the links that name no {unit}",
+    "tool_count": "the number of the {unit}'s tools",
+    "skill_records": "the {unit}'s skills as given",
 }
 
 

@@ -29,8 +29,11 @@ Lifecycle. ``is_enabled: false`` (or ``isEnabled``, as the gateway's agent cards
 tools) the status ``disabled``, which searches leave out unless asked (``include_disabled``); a record's own
 ``status`` (``deprecated``) is kept.
 
-Problems. A line that fails (``tools`` not a list, a schema not an object, no name) is a ``Problem`` naming
-the line and field; the other records are read. When its id can be read, what the index holds for that
+Problems. A line that fails (``tools`` not a list, a schema not an object, no name, neither ``id`` nor ``path``)
+is a ``Problem`` naming the line and field; the other records are read. So is a record that would make a
+document id an earlier line made (a record whose id is ``<server id>/tools/<name>`` of another's tool): the
+error names both lines. A field esbridge computes (``tool_count``, ``skill_records``) that the record gives
+itself is kept as ``given_<field>``, with a warning. When its id can be read, what the index holds for that
 record, its tools included, is kept until the line is fixed. When it cannot, a record read whole still loses
 the tools it no longer lists, as it does when every line reads.
 """
@@ -51,8 +54,9 @@ from esbridge.ingest.jsonl import (
     entity_fields_text,
     merged_metadata,
     named_line,
-    unique_records,
+    numbered_records,
 )
+from esbridge.ingest.metadata import with_computed
 from esbridge.ingest.model import Document, Problem, Section
 
 EntityType = Literal["mcp_server", "virtual_server", "a2a_agent", "skill"]
@@ -125,6 +129,8 @@ class RegistryRecord(IdentifiedRecord):
             given["is_enabled"] = given.pop("isEnabled")
         if given.get("id") is None and isinstance(given.get("path"), str):
             given["id"] = given["path"]
+        if given.get("id") is None and given.get("path") is None:
+            raise ValueError("field 'id' is missing, and there is no 'path' to stand in for it")
         if given.get("entity_type") is None:
             given["entity_type"] = "a2a_agent" if given.get("skills") else "mcp_server"
         for key in ("tags", "tools", "skills"):
@@ -157,12 +163,26 @@ def read_registry(path: Path) -> Iterator[Document | Problem]:
 
 
 def _documents(path: Path) -> Iterator[Document | Problem]:
-    for item in unique_records(path, RegistryRecord, id_fields=("id", "path")):
+    made_by: dict[str, str] = {}  # document id -> what made it, for the error of a record that makes it again
+    for item in numbered_records(path, RegistryRecord, id_fields=("id", "path")):
         if isinstance(item, Problem):
             # A record that cannot be read keeps its tools in the index as well as itself.
             yield item if item.doc_id is None else replace(item, doc_prefix=tool_doc_id(item.doc_id, ""))
-        else:
-            yield from record_documents(item)
+            continue
+        number, record = item
+        documents = record_documents(record)
+        taken = next((doc.doc_id for doc in documents if doc.doc_id in made_by), None)
+        if taken is not None:
+            reason = f"document id {taken!r} is already {made_by[taken]}; record skipped (change one of the ids)"
+            yield Problem(path.name, reason, number, doc_id=record.id, doc_prefix=tool_doc_id(record.id, ""))
+            continue
+        for doc in documents:
+            made_by[doc.doc_id] = (
+                f"the id of record {record.id!r} (line {number})"
+                if doc.doc_id == record.id
+                else f"the id of tool {doc.title!r} of record {record.id!r} (line {number})"
+            )
+        yield from documents
 
 
 def record_documents(record: RegistryRecord) -> list[Document]:
@@ -171,11 +191,13 @@ def record_documents(record: RegistryRecord) -> list[Document]:
     A tool name the record repeats keeps every distinct tool: the second is ``<name>~2`` (and so on), and
     an exact repeat is dropped; the entity's warnings say which.
     """
-    stored, overridden = merged_metadata(record.model_extra or {}, record.metadata)
+    given, overridden = merged_metadata(record.model_extra or {}, record.metadata)
+    computed: dict[str, Any] = {}
     if record.tools:
-        stored["tool_count"] = len(record.tools)
+        computed["tool_count"] = len(record.tools)
     if record.skills:
-        stored[SKILL_RECORDS] = [skill.model_dump(exclude_unset=True) for skill in record.skills]
+        computed[SKILL_RECORDS] = [skill.model_dump(exclude_unset=True) for skill in record.skills]
+    stored, replaced = with_computed(given, computed, unit="record")
     tools, warnings = _distinct_tools(record.tools)
     entity = Document(
         doc_id=record.id,
@@ -187,7 +209,7 @@ def record_documents(record: RegistryRecord) -> list[Document]:
         status=record.lifecycle_status,
         category=record.category,
         metadata=stored,
-        warnings=(*overridden, *warnings),
+        warnings=(*overridden, *replaced, *warnings),
         doc_prefix=tool_doc_id(record.id, ""),
     )
     return [entity, *(tool_document(record, key, tool) for key, tool in tools)]

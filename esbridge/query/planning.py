@@ -16,6 +16,7 @@ from esbridge.query.fusion import get_fusion, traits_of
 from esbridge.query.grouping import GROUP_FIELDS
 from esbridge.query.models import SearchRequest
 from esbridge.query.retrievers import RetrievalContext
+from esbridge.text import some_of
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def weights_for(request: SearchRequest, pipeline: PipelineSettings) -> dict[str,
     unknown = sorted(set(asked) - set(pipeline.retrievers))
     if unknown:
         raise errors.ConfigError(
-            f"weights name no retriever of this pipeline: {', '.join(unknown)}; "
+            f"weights name no retriever of this pipeline: {some_of(unknown)}; "
             f"its retrievers: {', '.join(pipeline.retrievers)}"
         )
     weights = {**pipeline.weights, **asked}
@@ -97,12 +98,18 @@ def weights_for(request: SearchRequest, pipeline: PipelineSettings) -> dict[str,
 def query_cut(request: SearchRequest, pipeline: PipelineSettings, fields: FieldMap) -> str | None:
     """The warning for a query too long for the engine's clause limit, which BM25 then searched in part."""
     cut = bodies.bm25_text(request.query, fields.text, fields.exact)
-    if "bm25" in pipeline.retrievers and cut != request.query:
+    if "bm25" not in pipeline.retrievers or cut == request.query:
+        return None
+    limit = bodies.MAX_CLAUSES // (len(fields.text) + len(fields.exact))
+    kept = len(cut.split())  # the query's distinct words, as many as fit
+    if kept < limit:  # every one of them fit: only repeats were left out
         return (
-            "the query is too long for the engine's clause limit: BM25 searched at most its first "
-            f"{bodies.MAX_CLAUSES // (len(fields.text) + len(fields.exact))} distinct words"
+            "the query repeats words beyond the engine's clause limit: BM25 searched each of its "
+            f"{kept} distinct word(s) once"
         )
-    return None
+    return (
+        f"the query is too long for the engine's clause limit: BM25 searched at most its first {limit} distinct words"
+    )
 
 
 def weights_for_runs(

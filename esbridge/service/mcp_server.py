@@ -30,12 +30,14 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from mcp.types import Tool as MCPTool
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
+from esbridge import __version__
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.errors import EsbridgeError
 from esbridge.query.models import Filters, SearchRequest, SearchResponse
 from esbridge.service.backend import Backend, opened
 from esbridge.service.models import IndexStatus
+from esbridge.text import some_of
 
 _log = logging.getLogger(__name__)
 
@@ -91,7 +93,7 @@ class _StrictArguments(MCPServer):
         if unknown:
             accepted = ", ".join(sorted(known or ())) or "none"
             raise ToolError(
-                f"Error executing tool {name}: unknown argument(s): {', '.join(unknown)} (accepted: {accepted})"
+                f"Error executing tool {name}: unknown argument(s): {some_of(unknown)} (accepted: {accepted})"
             )
         try:
             return await super().call_tool(name, arguments, context)
@@ -143,7 +145,7 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
             finally:
                 holder.pop("backend")
 
-    server = _StrictArguments(name="esbridge", instructions=INSTRUCTIONS, lifespan=lifespan)
+    server = _StrictArguments(name="esbridge", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
 
     # The SDK evaluates these annotations in module scope, so they cannot refer to ``settings``: the
     # upper bound of top_n (pipeline.top_n_max) is enforced by the searcher and listed through ``bounds``.

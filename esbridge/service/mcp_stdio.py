@@ -8,6 +8,12 @@ levels deep, a number of more than 4,300 digits): a parse error (-32700) with it
 decoding the rest of the line, which may be nested deeper than Python's own decoder goes. A line that is not JSON at
 all gets a parse error too, and JSON that is no JSON-RPC message an invalid request (-32600); where no id can be read,
 the answer's id is null, as JSON-RPC 2.0 says.
+
+Two more requests the SDK leaves the agent waiting on, or answers without saying why. A request whose id is no string
+or integer (``1.5``, ``1.0``, ``null``, ``true``) is read by the SDK as a notification, which gets no answer: one of
+a method the server answers as a request is refused (-32600, id null, as the id could not be read) saying what an id
+must be. And params the SDK refuses with a bare "Invalid request parameters" (``"arguments": "q"``, no tool name) are
+refused naming the field and why.
 """
 
 from __future__ import annotations
@@ -21,7 +27,17 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+)
+from mcp_types.methods import MONOLITH_REQUESTS, SPEC_CLIENT_METHODS
 from pydantic import ValidationError
 
 from esbridge.ingest.json_lines import surrogate_location
@@ -35,8 +51,10 @@ async def serve_stdio(server: MCPServer, stdin: Any = None, stdout: Any = None) 
         await server.run_stdio_async()
         return
     async with stdio_server(stdin, stdout) as (read_stream, write_stream):
-        answering = _AnsweringUnreadable(read_stream, write_stream)
-        await lowlevel.run(answering, write_stream, lowlevel.create_initialization_options())
+        refused_params: dict[str | int, str] = {}
+        answering = _AnsweringUnreadable(read_stream, write_stream, refused_params)
+        writing = _NamingRefusedParams(write_stream, refused_params)
+        await lowlevel.run(answering, writing, lowlevel.create_initialization_options())
 
 
 def refusal(item: object) -> JSONRPCError | None:
@@ -114,12 +132,80 @@ def _member(line: str, name: str) -> Any:
     return _ABSENT
 
 
-class _AnsweringUnreadable:
-    """The transport's read stream, with the requests ``refusal`` answers answered and left out."""
+def misread_request(item: object) -> JSONRPCError | None:
+    """The answer to a request the SDK read as a notification, its id being no string or integer; None for anything
+    else. A notification of a method the server answers as a request is always one: MCP's notifications are
+    ``notifications/...``."""
+    message = getattr(item, "message", None)
+    if not isinstance(message, JSONRPCNotification) or message.method not in SPEC_CLIENT_METHODS:
+        return None
+    text = (
+        f'{message.method!r} is a request: its "id" must be a string or an integer; a message whose id is neither '
+        "(1.5, null, true), or that has none, is read as a notification, which gets no answer"
+    )
+    return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message=text))
 
-    def __init__(self, inner: Any, write_stream: Any) -> None:
+
+def params_problem(item: object) -> tuple[str | int, str] | None:
+    """A request's id and why the SDK will refuse its params (the SDK's error says only "Invalid request
+    parameters"); None when they are valid, or it is no request."""
+    message = getattr(item, "message", None)
+    if not isinstance(message, JSONRPCRequest) or message.method not in MONOLITH_REQUESTS:
+        return None
+    body: dict[str, Any] = {"method": message.method}
+    if message.params is not None:
+        body["params"] = message.params
+    try:
+        MONOLITH_REQUESTS[message.method].model_validate(body, by_name=False)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors(include_url=False):
+            where = ".".join(str(part) for part in error["loc"])
+            problems.append(f"{where}: {error['msg']}" if where else error["msg"])
+        return message.id, "invalid params: " + "; ".join(problems)
+    return None
+
+
+_SDK_PARAMS_ERROR = "Invalid request parameters"
+
+
+class _NamingRefusedParams:
+    """The transport's write stream, with the SDK's bare refusal of a request's params replaced by one naming them."""
+
+    def __init__(self, inner: Any, refused_params: dict[str | int, str]) -> None:
+        self._inner = inner
+        self._refused_params = refused_params
+
+    async def send(self, item: Any) -> None:
+        message = getattr(item, "message", None)
+        if isinstance(message, (JSONRPCError, JSONRPCResponse)) and message.id is not None:
+            problem = self._refused_params.pop(message.id, None)
+            if problem is not None and isinstance(message, JSONRPCError) and message.error.message == _SDK_PARAMS_ERROR:
+                error = ErrorData(code=message.error.code, message=problem)
+                item = SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error), metadata=item.metadata)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _NamingRefusedParams:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self._inner.__aexit__(exc_type, exc, traceback)
+
+
+class _AnsweringUnreadable:
+    """The transport's read stream, with the requests ``refusal`` and ``misread_request`` answer answered and left
+    out, and the requests whose params the SDK will refuse noted with why."""
+
+    def __init__(self, inner: Any, write_stream: Any, refused_params: dict[str | int, str]) -> None:
         self._inner = inner
         self._write_stream = write_stream
+        self._refused_params = refused_params
 
     @property
     def last_context(self) -> Any:
@@ -128,8 +214,11 @@ class _AnsweringUnreadable:
     async def receive(self) -> Any:
         while True:
             item = await self._inner.receive()
-            answer = refusal(item)
+            answer = refusal(item) or misread_request(item)
             if answer is None:
+                problem = params_problem(item)
+                if problem is not None:
+                    self._refused_params[problem[0]] = problem[1]
                 return item
             await self._write_stream.send(SessionMessage(answer))
 

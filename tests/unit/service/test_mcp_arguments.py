@@ -133,3 +133,20 @@ def test_an_unexpected_error_names_its_cause(monkeypatch: pytest.MonkeyPatch) ->
     assert tool_text(result) == (
         "Error executing tool search: unexpected failure: ValueError: Failed to open file for read: 'x.idx'"
     )
+
+
+def test_an_error_naming_what_a_request_got_wrong_stays_short_however_many_names_it_sent() -> None:
+    """An agent reads the whole message into its context."""
+    weights = {f"w{n:05}": 1.0 for n in range(20_000)}
+    message = tool_text(call_tool("search", {"query": "x", "weights": weights}))
+    assert message == (
+        "Error executing tool search: weights name no retriever of this pipeline: w00000, w00001, w00002, w00003, "
+        "w00004, w00005, w00006, w00007, w00008, w00009 and 19990 more; its retrievers: bm25, knn"
+    )
+    unknown = {f"a{n:05}": 1 for n in range(20_000)}
+    message = tool_text(call_tool("search", {"query": "x", **unknown}))
+    assert message.startswith("Error executing tool search: unknown argument(s): a00000, a00001, ")
+    assert message.endswith(
+        "a00009 and 19990 more (accepted: category, collapse, explain, filters, fusion, graph, group, mode, query, "
+        "recency, rerank, top_n, weights)"
+    )

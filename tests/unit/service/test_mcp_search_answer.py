@@ -48,3 +48,20 @@ def test_the_search_tool_answers_the_response_with_its_null_fields(client: TestC
     block = result.content[0]
     assert block.type == "text"
     assert json.loads(block.text) == answer
+
+
+def test_a_query_that_only_repeats_words_past_the_clause_limit_is_not_said_to_be_cut(client: TestClient) -> None:
+    _, result = listed_and_called({"query": "sunlight electricity " * 150, "top_n": 2})
+    assert not result.is_error, result.content
+    answer = result.structured_content
+    assert answer is not None
+    assert answer["warnings"] == [
+        "the query repeats words beyond the engine's clause limit: BM25 searched each of its 2 distinct word(s) once"
+    ]
+    assert answer["results"][0]["doc_id"] == "solar"
+    words = " ".join(f"word{n}" for n in range(400))  # more distinct words than fit: cut
+    _, result = listed_and_called({"query": words, "top_n": 2})
+    assert result.structured_content is not None
+    assert result.structured_content["warnings"] == [
+        "the query is too long for the engine's clause limit: BM25 searched at most its first 146 distinct words"
+    ]

@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 
+import esbridge
 from esbridge.service.mcp_server import build_server
 from esbridge.service.mcp_stdio import serve_stdio
 from tests.support.hashing import HashingEmbedder
@@ -127,3 +128,46 @@ def test_a_line_that_is_not_json_or_no_message_is_answered_with_a_null_id_when_n
     }
     assert "query must not be blank" in found[9]["result"]["content"][0]["text"]  # the session goes on
     assert set(found) == {0, 7, 8, 9, None}
+
+
+def test_a_request_whose_id_is_no_string_or_integer_is_answered_saying_what_an_id_must_be() -> None:
+    """The SDK reads such a request as a notification: unanswered, the agent would wait for ever."""
+    stdout = io.StringIO()
+    lines = [
+        '{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}',
+        '{"jsonrpc": "2.0", "id": null, "method": "tools/call", "params": {"name": "index_status"}}',
+        '{"jsonrpc": "2.0", "id": true, "method": "ping"}',
+        '{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}}',  # a notification
+        search_line(2, '{"query": "   "}'),
+    ]
+    found = answers(*lines, expected=5, stdout=stdout)
+    unidentified = [json.loads(line) for line in stdout.getvalue().splitlines() if '"id":null' in line]
+    assert [answer["error"]["code"] for answer in unidentified] == [-32600, -32600, -32600]
+    assert unidentified[0]["error"]["message"] == (
+        "'tools/list' is a request: its \"id\" must be a string or an integer; a message whose id is neither (1.5, "
+        "null, true), or that has none, is read as a notification, which gets no answer"
+    )
+    assert unidentified[1]["error"]["message"].startswith("'tools/call' is a request")
+    assert "query must not be blank" in found[2]["result"]["content"][0]["text"]  # the session goes on
+    assert set(found) == {0, 2, None}
+
+
+def test_the_server_names_its_version() -> None:
+    assert answers(expected=1)[0]["result"]["serverInfo"] == {"name": "esbridge", "version": esbridge.__version__}
+
+
+def test_params_the_sdk_refuses_are_refused_naming_the_field() -> None:
+    lines = [
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search", "arguments": "q"}}',
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"arguments": {"query": "x"}}}',
+        '{"jsonrpc": "2.0", "id": 3, "method": "tools/call"}',
+        search_line(4, '{"query": "   "}'),
+    ]
+    found = answers(*lines, expected=5)
+    assert found[1]["error"] == {
+        "code": -32602,
+        "message": "invalid params: params.arguments: Input should be a valid dictionary",
+    }
+    assert found[2]["error"]["message"] == "invalid params: params.name: Field required"
+    assert found[3]["error"]["message"] == "invalid params: params: Field required"
+    assert "query must not be blank" in found[4]["result"]["content"][0]["text"]

@@ -1,0 +1,88 @@
+"""Registry records that clash with what the reader makes of others, or with the fields it computes: each is
+named with its line (or kept under another key) rather than lost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.ingest.model import Document, Problem
+from esbridge.ingest.registry import read_registry
+from esbridge.ingest.run import IngestOptions, ingest
+from esbridge.mappings.lifecycle import IndexManager
+from esbridge.mappings.schema import IndexParameters
+from tests.support.hashing import HashingEmbedder
+
+
+def write(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "registry.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return path
+
+
+def test_a_record_whose_id_is_another_records_tool_is_refused_naming_both_lines(tmp_path: Path) -> None:
+    records: list[dict[str, Any]] = [
+        {"id": "jira", "name": "Jira", "tools": [{"name": "open_issue", "description": "Open an issue"}]},
+        {"id": "jira/tools/open_issue", "name": "A server whose id looks like a tool's"},
+        {"id": "slack", "name": "Slack", "tools": [{"name": "post", "description": "Post a message"}]},
+    ]
+    engine = EmbeddedEngine(tmp_path / "db")
+    embedder = HashingEmbedder()
+    manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
+    try:
+        report = ingest(write(tmp_path, records), engine=engine, manager=manager, embedder=embedder,
+                        options=IngestOptions(source_format="registry", source="registry"))  # fmt: skip
+        engine.refresh("registry")
+        hits = engine.search("registry", {"size": 50}).hits
+    finally:
+        engine.close()
+    assert report.failed == [
+        {
+            "id": "registry.jsonl:2",
+            "reason": "document id 'jira/tools/open_issue' is already the id of tool 'open_issue' of record 'jira' "
+            "(line 1); record skipped (change one of the ids)",
+        }
+    ]
+    by_id = {hit.source["doc_id"]: hit.source for hit in hits}
+    assert set(by_id) == {"jira", "jira/tools/open_issue", "slack", "slack/tools/post"}
+    assert by_id["jira/tools/open_issue"]["entity_type"] == "tool"  # the tool, not the later record
+
+
+def test_a_tool_id_an_earlier_record_holds_skips_its_server_naming_both_lines(tmp_path: Path) -> None:
+    records: list[dict[str, Any]] = [
+        {"id": "jira/tools/open_issue", "name": "A server whose id looks like a tool's"},
+        {"id": "jira", "name": "Jira", "tools": [{"name": "open_issue", "description": "Open an issue"}]},
+    ]
+    first, problem = read_registry(write(tmp_path, records))
+    assert isinstance(first, Document) and first.entity_type == "mcp_server"
+    assert isinstance(problem, Problem) and (problem.line, problem.doc_id) == (2, "jira")
+    assert problem.reason == (
+        "document id 'jira/tools/open_issue' is already the id of record 'jira/tools/open_issue' (line 1); record "
+        "skipped (change one of the ids)"
+    )
+
+
+def test_a_field_the_reader_computes_that_the_record_gives_is_kept_under_another_key(tmp_path: Path) -> None:
+    records: list[dict[str, Any]] = [
+        {"id": "s", "name": "S", "tool_count": 99, "tools": [{"name": "x"}]},
+        {"id": "a", "name": "A", "skill_records": "see the card", "skills": [{"name": "Book"}]},
+        {"id": "t", "name": "T", "tool_count": 1, "tools": [{"name": "x"}]},  # what esbridge computes: no warning
+    ]
+    server, _, agent, again, _ = read_registry(write(tmp_path, records))
+    assert isinstance(server, Document) and isinstance(agent, Document) and isinstance(again, Document)
+    assert (server.metadata["tool_count"], server.metadata["given_tool_count"]) == (1, 99)
+    assert server.warnings == (
+        "metadata key 'tool_count' holds the number of the record's tools, which esbridge computes; the value given "
+        "is kept as 'given_tool_count'",
+    )
+    assert agent.metadata["given_skill_records"] == "see the card"
+    assert agent.metadata["skill_records"] == [{"name": "Book"}]
+    assert again.metadata == {"tool_count": 1} and again.warnings == ()
+
+
+def test_a_record_with_neither_id_nor_path_is_refused_saying_both_are_missing(tmp_path: Path) -> None:
+    (problem,) = read_registry(write(tmp_path, [{"name": "No id", "description": "x"}]))
+    assert isinstance(problem, Problem) and problem.line == 1
+    assert problem.reason == "field 'id' is missing, and there is no 'path' to stand in for it"
