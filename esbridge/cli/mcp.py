@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from esbridge.cli.options import engine_options, index_option, settings_from
+from esbridge.cli.output import require_standard_output
 
 
 @click.command(name="mcp")
@@ -14,6 +15,7 @@ from esbridge.cli.options import engine_options, index_option, settings_from
 @index_option
 def mcp_command(url: str | None, engine: str | None, config_file: Path | None, index: str | None) -> None:
     """Run an MCP server on stdin/stdout exposing `search` and `index_status`."""
+    require_standard_output()
     from esbridge.service import MCP_DEPENDENCIES, require
 
     require(MCP_DEPENDENCIES, "esbridge mcp")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 
@@ -17,3 +18,14 @@ def cannot_write_standard_output(exc: OSError) -> click.ClickException:
         os.dup2(null, sys.stdout.fileno())
         os.close(null)
     return click.ClickException(f"cannot write to standard output: {exc.strerror or exc}")
+
+
+def require_standard_output() -> None:
+    """Refuse at once, before any work, a command whose standard output is its whole conversation (``mcp``) when
+    that output cannot be written (closed, ``>&-``, or opened read-only): an empty write fails as every write
+    would."""
+    try:
+        os.write(sys.stdout.fileno(), b"")
+    except (OSError, ValueError, AttributeError) as exc:
+        problem = exc if isinstance(exc, OSError) else OSError(errno.EBADF, os.strerror(errno.EBADF))
+        raise cannot_write_standard_output(problem) from exc

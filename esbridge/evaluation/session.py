@@ -25,7 +25,7 @@ from esbridge.ingest.beir import CORPUS_FILE
 from esbridge.ingest.markdown import is_text
 from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.progress import ProgressFactory, no_progress
-from esbridge.ingest.refusals import DOC_ID_BATCH, ForeignDocumentsRefused, MassDeleteRefused
+from esbridge.ingest.refusals import DOC_ID_BATCH, EmptySourceRefused, ForeignDocumentsRefused, MassDeleteRefused
 from esbridge.ingest.report import IngestReport
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
@@ -79,6 +79,11 @@ def prepare_index(
                 options=IngestOptions(source_format="beir", source=_source_label(folder)),
                 progress=progress,
             )
+        except EmptySourceRefused as exc:  # no index or drop helps: the corpus itself is empty
+            raise SourceError(
+                f"{folder / CORPUS_FILE} gave no document to evaluate on; nothing was written ({settings.index} "
+                "still holds the corpus ingested before: evaluate it as it is with --reuse)"
+            ) from exc
         except MassDeleteRefused as exc:
             raise MassDeleteRefused(
                 exc.found,

@@ -94,6 +94,10 @@ class MassDeleteRefused(RefusedWithWayOut):
     """A run that would delete most of the chunks a source holds."""
 
 
+class EmptySourceRefused(MassDeleteRefused):
+    """A source that gave no document, for a source the index holds: the run would delete all of it."""
+
+
 def refuse_mass_delete(path: Path, source: str, index: str, held: int, stale: int, max_share: float) -> None:
     if stale <= max_share * held or (stale < MASS_DELETE_MINIMUM and stale < held):
         return
@@ -113,7 +117,7 @@ def refuse_empty_source(engine: Engine, index: str | None, path: Path, source: s
     if not held:
         raise errors.SourceError(f"{found}; nothing was written")
     if not allow:
-        raise MassDeleteRefused(
+        raise EmptySourceRefused(
             f"{found}; index {index} holds {held} chunks for source {source!r}, which this run would delete; "
             "nothing was written",
             "Check the path (and --format); if the documents really were removed, run again with "

@@ -130,8 +130,9 @@ def ingest(
         if not problems:
             found = f"found no documents in {path} (read as {looked_for(path, options.source_format)})"
             refuse_empty_source(engine, current, path, source, found, allow=options.max_delete_share >= 1.0)
-        elif current is None:
-            return report  # each input failed: the failures are the report, and no empty index is made
+        elif current is None:  # each input failed: the failures are the report, and no empty index is made
+            report.warnings.append(f"index {manager.alias} was not created: no document of {path} could be read")
+            return report
 
     index = report.index = manager.ensure()
     mapping = engine.get_mapping(index)

@@ -7,11 +7,12 @@ esbridge maps ``modified_at`` as a ``date`` without a ``format``, so both engine
 - The date: a year of four digits (a ``-`` before it for years before year 0), then optionally ``-MM``, ``-dd``,
   and after a whole date ``T`` with ``HH``, ``:mm``, ``:ss`` and a fraction of up to nine digits after ``.`` or
   ``,``; after the hour a zone: ``Z``, an offset (``+02``, ``+0200``, ``+02:00``, ``+02:00:00``, at most 18
-  hours; ``UTC+01:00``) or a region (``Europe/Paris``, ``UTC``). Nothing else: no week dates (``2024-W05-3``),
-  ordinal dates (``2024-035``), basic format (``20240501T100000``), space for ``T``, lower-case ``z`` or
-  surrounding spaces.
-- Epoch milliseconds: digits, ``-`` allowed, with an optional fraction (``1700000000000.5``) that the engines
-  drop (rounding down). A JSON number is read as its text, so ``2024`` is a year and ``1e+16`` is refused.
+  hours; ``UTC+01:00``, ``GMT+01:00``, ``UT+01:00``) or a region (``Europe/Paris``, ``UTC``). Nothing else: no
+  week dates (``2024-W05-3``), ordinal dates (``2024-035``), basic format (``20240501T100000``), space for ``T``,
+  lower-case ``z`` or surrounding spaces.
+- Epoch milliseconds: digits, ``-`` allowed (a Java long, but its lowest value), with an optional fraction
+  (``1700000000000.5``) that the engines drop (rounding down). A JSON number is read as its text, so ``2024``
+  is a year and ``1e+16`` is refused.
 
 Python's datetime holds the years 1 to 9999 only: a date the engines take outside them (``0000``, ``-1000``,
 epoch milliseconds past 9999) is given as ``datetime.min`` or ``datetime.max``, which recency treats alike (as
@@ -33,8 +34,8 @@ _DATE = re.compile(
 )
 _EPOCH_MILLIS = re.compile(r"-?[0-9]+(?:\.[0-9]*)?")
 _OFFSET = re.compile(r"(?P<sign>[+-])(?P<hours>[0-9]{2}):?(?P<minutes>[0-9]{2})?:?(?P<seconds>[0-9]{2})?")
-# UTC+01:00 and GMT+01:00; both engines take these, only Elasticsearch UTC+1.
-_PREFIXED_OFFSET = re.compile(r"(?:UTC|GMT)([+-][0-9]{2}:[0-9]{2})")
+# UTC+01:00, GMT+01:00 and UT+01:00; both engines take these, only Elasticsearch UTC+1.
+_PREFIXED_OFFSET = re.compile(r"(?:UTC|GMT|UT)([+-][0-9]{2}:[0-9]{2})")
 _LONGEST_OFFSET = timedelta(hours=18)
 # Names in the time-zone database that the engines (Java's ZoneId) refuse.
 _REFUSED_ZONES = frozenset({"EST", "MST", "HST"})
@@ -108,7 +109,7 @@ def _zone(text: str) -> tzinfo | None:
 
 def _from_epoch_millis(text: str) -> datetime | None:
     millis = int(Decimal(text).to_integral_value(rounding=ROUND_FLOOR))
-    if not -_LONG < millis < _LONG - 1:
+    if not -_LONG < millis < _LONG:  # a Java long, less its lowest value
         return None
     try:
         return _EPOCH + timedelta(milliseconds=millis)

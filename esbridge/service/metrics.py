@@ -2,7 +2,7 @@
 
 - ``esbridge_http_request_duration_seconds{route,method,status}``: latency per route template;
 - ``esbridge_search_stage_duration_seconds{stage}``: the pipeline's own stage timings (bm25, embed,
-  knn, graph, rerank, ...), from ``SearchResponse.details.timings_ms``;
+  knn, graph, rerank, ...), from ``SearchResponse.details.timings_ms`` of the searches that ran them;
 - ``esbridge_errors_total{kind}``: error answers by kind (see ``esbridge.service.errors``);
 - ``esbridge_searches_total{search_mode}``: answered searches by mode (hybrid, lexical-only, ...);
 - ``esbridge_rejections_total{reason}``: 429 answers by reason (rate_limited, queue_full, expected_wait,
@@ -66,8 +66,9 @@ class Metrics:
     def observe_search(self, response: SearchResponse) -> None:
         self.searches.labels(search_mode=response.search_mode).inc()
         self.cache.labels(result="hit" if response.details.cached else "miss").inc()
-        for stage, ms in response.details.timings_ms.items():
-            self.stages.labels(stage=stage).observe(ms / 1000)
+        if not response.details.cached:  # a cached answer keeps the timings of the search that made it
+            for stage, ms in response.details.timings_ms.items():
+                self.stages.labels(stage=stage).observe(ms / 1000)
         self.stages.labels(stage="total").observe(response.took_ms / 1000)
 
     def render(self) -> bytes:

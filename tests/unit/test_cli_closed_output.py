@@ -57,7 +57,13 @@ def run_closed(workspace: Path, arguments: list[str], *, closed: bool = True) ->
     # `exec CMD >&-` as a shell runs it: descriptor 1 is closed when the program starts.
     shell = ["sh", "-c", 'exec "$@" >&-' if closed else 'exec "$@"', "sh", *command]
     return subprocess.run(
-        shell, stdout=None if closed else subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, timeout=300
+        shell,
+        stdout=None if closed else subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -97,3 +103,9 @@ def test_an_ingest_does_its_work_then_says_it_could_not_report_it(workspace: Pat
         assert engine.count("tides") == 1, "the chunks were written; only the summary was lost"
     finally:
         engine.close()
+
+
+def test_an_mcp_server_without_standard_output_refuses_to_start(workspace: Path) -> None:
+    # Its replies go to standard output only: closed, it would read requests it can never answer.
+    done = run_closed(workspace, ["mcp", "--index", "energy"])
+    assert (done.returncode, done.stderr.strip()) == (1, CLOSED), done.stderr

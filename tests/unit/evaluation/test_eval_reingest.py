@@ -68,3 +68,23 @@ def test_a_folder_whose_name_is_not_utf8_is_evaluated_under_a_readable_label(
         assert report["index"] == "eval-energy-"
         assert report["ingest"]["source"] == "energy\\xff"
     assert (report["ingest"]["chunks_indexed"], report["ingest"]["unchanged"]) == (0, 2)
+
+
+@pytest.mark.parametrize("command", [["eval", "--methods", "bm25"], ["tune", "--dry-run"]])
+def test_a_corpus_emptied_since_it_was_ingested_is_refused_as_empty_not_as_a_mass_delete(
+    runner: CliRunner, energy: Path, command: list[str]
+) -> None:
+    # The mass-delete advice (another --index, or drop this one) only led to "found no documents" again.
+    first = runner.invoke(main, ["eval", str(energy), "--methods", "bm25", "--engine", "embedded"])
+    assert first.exit_code == 0, first.output
+    (energy / "corpus.jsonl").write_text("", encoding="utf-8")
+
+    result = runner.invoke(main, [command[0], str(energy), *command[1:], "--split", "test", "--engine", "embedded"])
+
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: {energy / 'corpus.jsonl'} gave no document to evaluate on; nothing was written (eval-energy still "
+        "holds the corpus ingested before: evaluate it as it is with --reuse)"
+    )
+    reused = runner.invoke(main, ["eval", str(energy), "--methods", "bm25", "--reuse", "--engine", "embedded"])
+    assert reused.exit_code == 0, reused.output

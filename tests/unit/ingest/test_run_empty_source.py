@@ -91,6 +91,8 @@ def test_a_source_whose_every_record_fails_reports_them_and_creates_no_index(
     assert [failure["id"] for failure in report.failed] == ["broken.jsonl:1"]
     assert report.documents_indexed == 0
     assert nothing_created(engine)
+    # The summary names the alias ("notes: 0 documents ..."): it must not read as an index that exists.
+    assert report.warnings == [f"index notes was not created: no document of {broken} could be read"]
 
 
 def test_emptying_a_source_the_index_holds_is_refused_and_deletes_nothing_until_allowed(

@@ -160,6 +160,9 @@ def test_non_finite_scores_are_refused() -> None:
         ("0000", datetime.min),
         ("-1000", datetime.min),
         ("1000000000000000", datetime.max.replace(tzinfo=timezone.utc)),
+        # the largest Java long, which both engines take as epoch milliseconds, and an offset after UT.
+        ("9223372036854775807", datetime.max.replace(tzinfo=timezone.utc)),
+        ("2024-06-01T10:00:00UT+01:00", datetime(2024, 6, 1, 9, tzinfo=timezone.utc)),
     ],
 )
 def test_parse_modified_at(value: object, expected: datetime | None) -> None:

@@ -230,6 +230,16 @@ def test_metrics_count_routes_stages_errors_and_modes(client: TestClient) -> Non
     assert 'esbridge_search_stage_duration_seconds_count{stage="total"} 1.0' in text
 
 
+def test_a_search_answered_from_the_cache_adds_no_stage_time(client: TestClient) -> None:
+    # Its embed, bm25 and knn ran once, for the first answer; the cached copy holds their timings as they were.
+    search(client, query="sourdough")
+    search(client, query="sourdough")
+    text = client.get("/metrics").text
+    assert 'esbridge_search_cache_total{result="hit"} 1.0' in text
+    assert 'esbridge_search_stage_duration_seconds_count{stage="embed"} 1.0' in text
+    assert 'esbridge_search_stage_duration_seconds_count{stage="total"} 2.0' in text
+
+
 def test_methods_no_route_takes_share_one_metrics_label(client: TestClient) -> None:
     """Any token is a method to HTTP/1.1: one label per method sent would let any caller grow the metrics."""
     for number in range(20):
