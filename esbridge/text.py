@@ -14,8 +14,9 @@ _IGNORABLE = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u
 
 def is_blank(text: str) -> bool:
     """Whether ``text`` shows nothing: only whitespace and invisible characters (format characters such as zero-width
-    spaces and joiners, U+2060, a byte order mark; variation selectors, Hangul fillers)."""
-    return all(char.isspace() or char in _IGNORABLE or unicodedata.category(char) == "Cf" for char in text)
+    spaces and joiners, U+2060, a byte order mark; control characters such as NUL; variation selectors, Hangul
+    fillers)."""
+    return all(char.isspace() or char in _IGNORABLE or unicodedata.category(char) in ("Cf", "Cc") for char in text)
 
 
 def some_of(names: Sequence[str], limit: int = 10) -> str:

@@ -27,10 +27,11 @@ adding its server's name and description lowered tool recall@10 on the developme
 
 Lifecycle. ``is_enabled: false`` (or ``isEnabled``, as the gateway's agent cards write it) gives the record (and its
 tools) the status ``disabled``, which searches leave out unless asked (``include_disabled``); a record's own
-``status`` (``deprecated``) is kept.
+``status`` (``deprecated``) is kept. ``is_enabled: null`` counts as absent (enabled), as null ``tags``, ``tools``,
+``skills`` and ``metadata`` count as absent.
 
-Problems. A line that fails (``tools`` not a list, a schema not an object, no name, neither ``id`` nor ``path``)
-is a ``Problem`` naming the line and field; the other records are read. So is a record that would make a
+Problems. A line that fails (``tools`` not a list, a schema not an object, no name, a blank tool name, neither ``id``
+nor ``path``) is a ``Problem`` naming the line and field; the other records are read. So is a record that would make a
 document id an earlier line made (a record whose id is ``<server id>/tools/<name>`` of another's tool): the
 error names both lines. A field esbridge computes (``tool_count``, ``skill_records``) that the record gives
 itself is kept as ``given_<field>``, with a warning. When its id can be read, what the index holds for that
@@ -58,6 +59,7 @@ from esbridge.ingest.jsonl import (
 )
 from esbridge.ingest.metadata import with_computed
 from esbridge.ingest.model import Document, Problem, Section
+from esbridge.text import is_blank
 
 EntityType = Literal["mcp_server", "virtual_server", "a2a_agent", "skill"]
 TOOL = "tool"
@@ -83,6 +85,13 @@ class RegistryTool(BaseModel):
     def _bare_name(cls, data: Any) -> Any:
         return {"name": data} if isinstance(data, str) else data
 
+    @field_validator("name")
+    @classmethod
+    def _visible_name(cls, value: str) -> str:
+        if is_blank(value):  # it would make the id "<server id>/tools/ "
+            raise ValueError(f"a tool name must not be blank, got {value!r}")
+        return value
+
     @property
     def line(self) -> str:
         return named_line(self.name, self.description)
@@ -99,6 +108,10 @@ class RegistrySkill(BaseModel):
     @property
     def line(self) -> str:
         return named_line(self.name, self.description)
+
+
+_ABSENT_WHEN_NULL = frozenset({"is_enabled", "isEnabled"})
+"""Fields whose null counts as absent (their default), as it does for tags, tools, skills and metadata."""
 
 
 class RegistryRecord(IdentifiedRecord):
@@ -124,7 +137,7 @@ class RegistryRecord(IdentifiedRecord):
     def _defaults(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        given = dict(data)
+        given = {key: value for key, value in data.items() if not (key in _ABSENT_WHEN_NULL and value is None)}
         if "is_enabled" not in given and "isEnabled" in given:  # as the gateway's A2A agent cards spell it
             given["is_enabled"] = given.pop("isEnabled")
         if given.get("id") is None and isinstance(given.get("path"), str):

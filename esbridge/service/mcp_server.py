@@ -218,8 +218,10 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
     return server
 
 
-def run_stdio(settings: Settings) -> None:
+def run_stdio(settings: Settings, *, log_level: str = "warning") -> None:
+    from esbridge.service.mcp_logging import configure
     from esbridge.service.mcp_stdio import serve_stdio
 
     server = build_server(settings)
+    configure(log_level)  # after the SDK set up its own logging, which this replaces
     anyio.run(serve_stdio, server)

@@ -73,6 +73,12 @@ async def choose_native(
         fusion = native_fusion(method_name, weights, dict(params), pipeline.retrievers)
     except ConfigError as exc:
         if mode == "native":
+            known = await capabilities()
+            if isinstance(known, Capabilities) and known.distribution not in ("opensearch", "elasticsearch"):
+                raise ConfigError(
+                    f"mode 'native' asks the engine to fuse, and the {known.distribution} engine has no server-side "
+                    "fusion: use mode 'auto' or 'client' (esbridge fuses)"
+                ) from None
             raise
         return _client_side(str(exc), warn=False)
     known = await capabilities()

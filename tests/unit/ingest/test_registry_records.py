@@ -86,3 +86,20 @@ def test_a_record_with_neither_id_nor_path_is_refused_saying_both_are_missing(tm
     (problem,) = read_registry(write(tmp_path, [{"name": "No id", "description": "x"}]))
     assert isinstance(problem, Problem) and problem.line == 1
     assert problem.reason == "field 'id' is missing, and there is no 'path' to stand in for it"
+
+
+def test_a_blank_tool_name_is_refused_naming_the_line_and_field(tmp_path: Path) -> None:
+    path = write(tmp_path, [{"id": "ok", "name": "Ok"}, {"id": "jira", "name": "Jira", "tools": ["search", "  "]}])
+    found = list(read_registry(path))
+    assert [doc.doc_id for doc in found if isinstance(doc, Document)] == ["ok"]
+    problem = next(item for item in found if isinstance(item, Problem))
+    assert problem.line == 2
+    assert problem.reason == "field 'tools[1].name': a tool name must not be blank, got '  '"
+
+
+def test_is_enabled_null_counts_as_absent_like_null_tags_tools_and_metadata(tmp_path: Path) -> None:
+    record = {"id": "jira", "name": "Jira", "is_enabled": None, "tags": None, "tools": None, "metadata": None}
+    path = write(tmp_path, [record, {"id": "card", "name": "Card", "isEnabled": None}])
+    found = list(read_registry(path))
+    assert [(doc.doc_id, doc.status) for doc in found if isinstance(doc, Document)] == [("jira", None), ("card", None)]
+    assert not [item for item in found if isinstance(item, Problem)]

@@ -150,3 +150,12 @@ def test_an_error_naming_what_a_request_got_wrong_stays_short_however_many_names
         "a00009 and 19990 more (accepted: category, collapse, explain, filters, fusion, graph, group, mode, query, "
         "recency, rerank, top_n, weights)"
     )
+
+
+def test_native_mode_on_the_embedded_engine_is_refused_naming_it_and_what_to_do() -> None:
+    result = call_tool("search", {"query": "energy", "mode": "native"})
+    assert result.is_error
+    assert tool_text(result) == (
+        "Error executing tool search: mode 'native' asks the engine to fuse, and the embedded engine has no "
+        "server-side fusion: use mode 'auto' or 'client' (esbridge fuses)"
+    )

@@ -37,7 +37,18 @@ LOOSE: list[tuple[dict[str, Any], str]] = [
     ({"filters": {"include_deprecated": 1}}, "filters.include_deprecated"),
     ({"filters": {"modified_after": 0}}, "filters.modified_after"),
 ]
-INVISIBLE = ["\u200b", "\u200c\u200d", "\u2060", "\ufeff", "\u200b \u00ad\u2061\t", "\u180e", "\u3164", "\ufe0f"]
+INVISIBLE = [
+    "\u200b",
+    "\u200c\u200d",
+    "\u2060",
+    "\ufeff",
+    "\u200b \u00ad\u2061\t",
+    "\u180e",
+    "\u3164",
+    "\ufe0f",
+    "\u0000\u0001",
+    "\u001b\u007f ",
+]
 
 
 @pytest.mark.parametrize(("extra", "field"), LOOSE)
