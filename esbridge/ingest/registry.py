@@ -6,7 +6,7 @@ One JSON object per line (``esbridge ingest --format registry``)::
      "description": "...", "tags": ["jira"], "is_enabled": true, "metadata": {"vendor": "Atlassian"},
      "tools": [{"name": "create_issue", "description": "...", "inputSchema": {...}}]}
 
-A tool may also be given as just its name (``"tools": ["search"]``), as in the JSONL source.
+A tool or skill may also be given as just its name (``"tools": ["search"]``), as in the JSONL source.
 
 ``entity_type`` is one of ``mcp_server``, ``virtual_server``, ``a2a_agent`` and ``skill``; without it, a record
 with ``skills`` is an ``a2a_agent`` and any other an ``mcp_server``. ``id`` defaults to ``path``.
@@ -122,6 +122,11 @@ class RegistrySkill(BaseModel):
     id: StrictStr | None = None
     description: StrictStr | None = None
     tags: list[StrictStr] = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, data: Any) -> Any:
+        return {"name": data} if isinstance(data, str) else data
 
     @field_validator("name")
     @classmethod

@@ -6,9 +6,9 @@ server into ``servers`` even when the server itself ranked lower (its score is t
 ``tools`` lists the matching tools themselves with their server, description and input schema. Agents and
 skills are listed as they ranked. Every list holds at most ``top_n`` entries, best first.
 
-Scores are scaled as the results' are: a candidate's fused score over the best candidate's. A tool whose
-scaled score is 0 is not a match: min-max fusion gives 0 to the last of each retriever's candidates, as to a
-document no retriever found (and a score below 0 is scaled to 0), so such a score tells nothing.
+Scores are scaled as the results' are: a candidate's fused score over the best candidate's. An entry whose
+scaled score is 0 is not listed: min-max fusion gives 0 to the last of each retriever's candidates, as to a
+document no retriever found (and a score below 0 is scaled to 0), so such a score tells no match from none.
 
 A tool's description and input schema are stored on its first chunk only, so they are read for the tools an
 answer shows, in one request by id (``grouped``), not with every candidate.
@@ -101,13 +101,11 @@ def group(scores: Mapping[str, float], sources: Mapping[str, Mapping[str, Any]],
             best[doc] = (item, score)
     # Scaled as the results are (the best is 1.0, nothing below 0), so a document scores the same in both.
     scaled = dict(shaping.normalize(shaping.ranked(dict(best.values()))))
-    best = {doc: (item, scaled[item]) for doc, (item, _) in best.items()}
+    best = {doc: (item, scaled[item]) for doc, (item, _) in best.items() if scaled[item] > 0}
     tools = [
         tool
         for doc, (item, score) in best.items()
-        if score > 0
-        and sources.get(item, {}).get("entity_type") == TOOL
-        and (tool := _tool(doc, sources[item], score)) is not None
+        if sources.get(item, {}).get("entity_type") == TOOL and (tool := _tool(doc, sources[item], score)) is not None
     ]
     tools.sort(key=lambda tool: (-tool.score, tool.server_id, tool.tool_name))
     groups = RegistryGroups(tools=tools[:top_n])

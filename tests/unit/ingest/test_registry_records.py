@@ -110,10 +110,14 @@ def test_a_blank_skill_or_record_name_is_refused_naming_the_line_and_field_as_a_
         {"id": "travel", "name": "Travel", "skills": [{"name": "Book"}, {"name": " \t"}]},
         {"id": "helper", "name": "Helper", "skills": [{"id": "s1", "name": "\u200b\x07"}]},
         {"id": "blank", "name": "  "},
-        {"id": "ok", "name": "Ok", "skills": [{"name": "Plan"}]},
+        {"id": "ok", "name": "Ok", "skills": [{"name": "Plan"}, "Book"]},  # a skill given as its name, as a tool may be
     ]
     found = list(read_registry(write(tmp_path, records)))
     assert [doc.doc_id for doc in found if isinstance(doc, Document)] == ["ok"]
+    assert next(doc for doc in found if isinstance(doc, Document)).metadata["skill_records"] == [
+        {"name": "Plan"},
+        {"name": "Book"},
+    ]
     assert [(item.line, item.doc_id, item.reason) for item in found if isinstance(item, Problem)] == [
         (1, "travel", "field 'skills[1].name': a skill name must not be blank, got ' \\t'"),
         (2, "helper", "field 'skills[0].name': a skill name must not be blank, got '\\u200b\\x07'"),

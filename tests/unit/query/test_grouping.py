@@ -70,14 +70,15 @@ def test_scores_are_in_0_1_as_the_results_are_when_fusion_gives_negative_scores(
     negative = group({"jira#0": -0.2, "helper#0": -1.0, "dev#0": -0.6}, SOURCES, top_n=10)
     assert [(s.id, s.score) for s in negative.servers] == [("jira", 1.0)]
     assert [(v.id, v.score) for v in negative.virtual_servers] == [("dev", 0.5)]
-    assert [(a.id, a.score) for a in negative.agents] == [("helper", 0.0)]
+    assert negative.agents == []  # the worst candidate, scaled to 0, is no match
 
 
-def test_a_tool_min_max_fusion_scored_0_is_no_match_and_brings_no_server() -> None:
+def test_an_entry_min_max_fusion_scored_0_is_no_match_and_a_tool_brings_no_server() -> None:
     # Min-max fusion gives the last of a retriever's candidates 0, as it gives a document no retriever found:
     # listed, such a tool showed "0.000" under its server although nothing set it apart from a non-match.
-    scores = {"jira#0": 0.6, "jira/tools/create_issue#0": 0.0, "slack/tools/post_message#0": 0.0, "dev#0": 0.3}
+    scores = {"jira#0": 0.6, "jira/tools/create_issue#0": 0.0, "slack/tools/post_message#0": 0.0, "dev#0": 0.3,
+              "helper#0": 0.0}  # fmt: skip
     groups = group(scores, SOURCES, top_n=10)
-    assert groups.tools == []
+    assert groups.tools == [] and groups.agents == []
     assert [(s.id, s.score, s.matching_tools) for s in groups.servers] == [("jira", 1.0, [])]
     assert [(v.id, v.score) for v in groups.virtual_servers] == [("dev", 0.5)]
