@@ -13,6 +13,7 @@ import numpy as np
 from esbridge.engines.embedded.analysis import ANALYSIS_VERSION, FieldAnalysis, UnsupportedAnalysis, field_analysis
 from esbridge.engines.embedded.dates import parse_date
 from esbridge.engines.embedded.scalars import check_number, immense_term, unpaired_surrogate
+from esbridge.engines.embedded.settings import MAX_TERMS_COUNT, check_created, length_weight, max_terms_count
 from esbridge.engines.embedded.shapes import MAX_DEPTH, flat_items, nesting_depth
 
 NUMERIC = frozenset({"integer", "long", "short", "byte", "float", "double", "half_float", "scaled_float"})
@@ -68,39 +69,20 @@ def schema_of(mappings: Mapping[str, Any], index_settings: Mapping[str, Any]) ->
         version = int(version)
     if not isinstance(version, int) or isinstance(version, bool):
         raise MappingError(f"index.{VERSION_SETTING} must be a number, got {version!r}")
-    return Schema(mappings, index_settings.get("analysis", {}), version, bm25_b=_length_weight(index_settings))
-
-
-def _default_similarity(index_settings: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
-    """The type of the index's ``similarity.default`` (BM25 when it names none) and its parameters."""
-    similarity = index_settings.get("similarity", {})
-    default = similarity.get("default", {}) if isinstance(similarity, Mapping) else {}
-    if not isinstance(default, Mapping):
-        return str(default), {}
-    return str(default.get("type", "BM25")), default
-
-
-def _length_weight(index_settings: Mapping[str, Any]) -> float:
-    """BM25's b in the index's ``similarity.default`` (Lucene's 0.75 when it names none)."""
-    kind, default = _default_similarity(index_settings)
-    if kind.upper() != "BM25":
-        return 0.75  # (refused at creation: ``created_schema``)
-    value = default.get("b", 0.75)
     try:
-        b = float(value)
-    except (TypeError, ValueError):
-        b = -1.0
-    if isinstance(value, bool) or not 0.0 <= b <= 1.0:
-        raise MappingError(f"index.similarity.default.b must be a number from 0 to 1, got {value!r}")
-    return b
+        bm25_b, terms = length_weight(index_settings), max_terms_count(index_settings, strict=False)
+    except ValueError as exc:
+        raise MappingError(str(exc)) from None
+    return Schema(mappings, index_settings.get("analysis", {}), version, bm25_b=bm25_b, max_terms=terms)
 
 
 def created_schema(mappings: Mapping[str, Any], index_settings: dict[str, Any]) -> Schema:
     """The schema of an index created now: its settings record the analysis version it is created with."""
     index_settings.setdefault(VERSION_SETTING, ANALYSIS_VERSION)
-    kind, _ = _default_similarity(index_settings)
-    if kind.upper() != "BM25":
-        raise MappingError(f"index.similarity.default: the embedded engine scores text with BM25, not {kind!r}")
+    try:
+        check_created(index_settings)
+    except ValueError as exc:
+        raise MappingError(str(exc)) from None
     _check_similarities(mappings.get("properties", {}))
     return schema_of(mappings, index_settings)
 
@@ -144,9 +126,12 @@ class Schema:
         version: int = ANALYSIS_VERSION,
         *,
         bm25_b: float = 0.75,
+        max_terms: int = MAX_TERMS_COUNT,
     ) -> None:
         self.mappings = mappings
         self.bm25_b = bm25_b
+        self.max_terms = max_terms
+        """``index.max_terms_count``: the most values a ``terms`` query on a mapped field may hold."""
         """BM25's length normalisation, which the full-text index honours up to 0.75 (``lengths``)."""
         self.dynamic = str(mappings.get("dynamic", "true")).lower()
         self.fields: dict[str, Field] = {}
