@@ -10,7 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from esbridge.engines.embedded.analysis import ANALYSIS_VERSION, FieldAnalysis, UnsupportedAnalysis, field_analysis
+from esbridge.engines.embedded.analysis import (
+    ANALYSIS_VERSION,
+    FieldAnalysis,
+    UnsupportedAnalysis,
+    check_options,
+    field_analysis,
+)
 from esbridge.engines.embedded.dates import parse_date
 from esbridge.engines.embedded.scalars import check_number, immense_term, unpaired_surrogate
 from esbridge.engines.embedded.settings import MAX_TERMS_COUNT, check_created, length_weight, max_terms_count
@@ -83,37 +89,54 @@ def created_schema(mappings: Mapping[str, Any], index_settings: dict[str, Any]) 
         check_created(index_settings)
     except ValueError as exc:
         raise MappingError(str(exc)) from None
-    _check_similarities(mappings.get("properties", {}))
+    _check_fields(mappings.get("properties", {}), index_settings.get("analysis", {}))
     return schema_of(mappings, index_settings)
 
 
 def updated_schema(mappings: Mapping[str, Any], index_settings: Mapping[str, Any], added: Mapping[str, Any]) -> Schema:
     """The schema of an index whose mapping ``added`` these properties to (checked as at creation)."""
-    _check_similarities(added)
+    _check_fields(added, index_settings.get("analysis", {}))
     return schema_of(mappings, index_settings)
 
 
-def _check_similarities(properties: Mapping[str, Any]) -> None:
-    for path, named in _similarities(properties, ()):
+def _check_fields(properties: Mapping[str, Any], analysis: Any) -> None:
+    """Refuse fields the embedded engine would score or analyse otherwise than a cluster: a similarity of their own,
+    a search analyzer other than their analyzer, an analyzer option it does not implement (``check_options``). An
+    index created before these checks keeps what it has."""
+    for path, spec in _fields(properties, ()):
+        named = spec.get("similarity", "default")
         if named != "default":
             raise MappingError(
                 f"field {path!r}: similarity {named!r} (the embedded engine scores every text field with the "
                 "index's default similarity)"
             )
+        analyzer = spec.get("analyzer")
+        for key in ("search_analyzer", "search_quote_analyzer"):
+            if spec.get(key, analyzer) != analyzer:
+                raise MappingError(
+                    f"field {path!r}: {key} {spec[key]!r} differs from its analyzer {analyzer or 'standard'!r} (the "
+                    "embedded engine analyses queries with the field's analyzer)"
+                )
+        if spec.get("type") == "text" and isinstance(analysis, Mapping):
+            try:
+                check_options(analyzer, analysis)
+            except UnsupportedAnalysis as exc:
+                raise MappingError(f"field {path!r}: unsupported analysis: {exc}") from None
 
 
-def _similarities(properties: Mapping[str, Any], parent: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
-    """(path, similarity) of every field and sub-field in ``properties`` that names one."""
+def _fields(properties: Mapping[str, Any], parent: tuple[str, ...]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(path, definition) of every field and sub-field in ``properties``."""
+    if not isinstance(properties, Mapping):
+        return  # (refused by ``Schema``)
     for name, spec in properties.items():
         if not isinstance(spec, Mapping):
             continue
         path = ".".join((*parent, name))
-        if "similarity" in spec:
-            yield path, spec["similarity"]
+        yield path, spec
         for sub, sub_spec in (spec.get("fields") or {}).items():
-            if isinstance(sub_spec, Mapping) and "similarity" in sub_spec:
-                yield f"{path}.{sub}", sub_spec["similarity"]
-        yield from _similarities(spec.get("properties", {}), (*parent, name))
+            if isinstance(sub_spec, Mapping):
+                yield f"{path}.{sub}", sub_spec
+        yield from _fields(spec.get("properties", {}), (*parent, name))
 
 
 class Schema:
@@ -336,24 +359,6 @@ def _check_text(fields: Sequence[Field], value: str | list[str]) -> None:
                         f'Document contains at least one immense term in field="{field.path}" (whose UTF8 encoding is '
                         f"longer than the max length 32766): {problem}",
                     )
-
-
-def value_at(item: Any, path: tuple[str, ...]) -> Any:
-    """The value at ``path`` in ``item``; where arrays of objects lie on the way, the values in each of them as
-    one list, as OpenSearch indexes them. None where there is none."""
-    for depth, part in enumerate(path):
-        if type(item) is list:
-            return [value for inner in item for value in _flat(value_at(inner, path[depth:]))]
-        if not isinstance(item, Mapping):
-            return None
-        item = item.get(part)
-    return item
-
-
-def _flat(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return value if type(value) is list else [value]
 
 
 def _passing(kind: str) -> frozenset[type]:
