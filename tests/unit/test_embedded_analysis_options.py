@@ -128,3 +128,20 @@ def test_a_field_added_later_is_checked_as_at_creation(engine: EmbeddedEngine) -
     with pytest.raises(errors.RequestRejected, match=r"field 'other': .*option 'catenate_words' \(True\)"):
         engine.put_mapping("code", {"other": {"type": "text", "analyzer": "joined"}})
     assert "other" not in engine.get_mapping("code")["properties"]
+
+
+def test_an_index_wide_default_analyzer_a_field_would_get_on_a_cluster_is_refused(engine: EmbeddedEngine) -> None:
+    """On OpenSearch a text field without an analyzer is analysed with the index's ``analysis.analyzer.default``
+    (``Foo-Bar`` stays one token with a whitespace one); the embedded engine would use ``standard``."""
+    default = {"default": {"type": "custom", "tokenizer": "whitespace"}}
+    text = {"properties": {"t": {"type": "text"}}}
+    with pytest.raises(errors.RequestRejected, match=r"field 't': .*analysis\.analyzer\.default is not applied"):
+        engine.create_index("d", {"settings": {"analysis": {"analyzer": default}}, "mappings": text})
+    named = {"properties": {"t": {"type": "text", "analyzer": "default"}}}
+    engine.create_index("d", {"settings": {"analysis": {"analyzer": default}}, "mappings": named})
+    engine.bulk("d", [BulkAction("index", "1", {"t": "Foo-Bar baz"})])
+    assert engine.search("d", {"query": {"match": {"t": "foo"}}}).total == 0
+    assert engine.search("d", {"query": {"match": {"t": "Foo-Bar"}}}).total == 1
+    searching = {"default_search": {"type": "custom", "tokenizer": "keyword"}}
+    with pytest.raises(errors.RequestRejected, match=r"analysis\.analyzer\.default_search is not applied"):
+        engine.create_index("s", {"settings": {"analysis": {"analyzer": searching}}, "mappings": named})

@@ -326,6 +326,25 @@ def check_options(analyzer: str | None, analysis: Mapping[str, Any]) -> None:
                 )
 
 
+def check_defaults(analyzer: str | None, analysis: Mapping[str, Any]) -> None:
+    """Refuse (UnsupportedAnalysis) the index-wide analyzers a cluster would apply to a text field with ``analyzer``
+    and the embedded engine would not: ``default`` where the field names none, ``default_search`` always (a
+    cluster searches with it before the field's analyzer)."""
+    defined = analysis.get("analyzer", {})
+    if not isinstance(defined, Mapping):
+        return
+    if "default_search" in defined:
+        raise UnsupportedAnalysis(
+            "the index's analysis.analyzer.default_search is not applied by the embedded engine (it searches a field "
+            "with the field's analyzer)"
+        )
+    if analyzer is None and "default" in defined:
+        raise UnsupportedAnalysis(
+            "the index's analysis.analyzer.default is not applied by the embedded engine: name the analyzer on the "
+            'field ("analyzer": "default")'
+        )
+
+
 def _custom(name: str, spec: Mapping[str, Any], analysis: Mapping[str, Any], version: int) -> FieldAnalysis:
     if spec.get("type", "custom") != "custom":
         raise UnsupportedAnalysis(f"analyzer {name!r} of type {spec.get('type')!r}")

@@ -14,6 +14,7 @@ from esbridge.engines.embedded.analysis import (
     ANALYSIS_VERSION,
     FieldAnalysis,
     UnsupportedAnalysis,
+    check_defaults,
     check_options,
     field_analysis,
 )
@@ -120,6 +121,7 @@ def _check_fields(properties: Mapping[str, Any], analysis: Any) -> None:
         if spec.get("type") == "text" and isinstance(analysis, Mapping):
             try:
                 check_options(analyzer, analysis)
+                check_defaults(analyzer, analysis)
             except UnsupportedAnalysis as exc:
                 raise MappingError(f"field {path!r}: unsupported analysis: {exc}") from None
 
