@@ -11,7 +11,9 @@ Dates may be ISO strings, YAML dates/timestamps, or epoch numbers (Dendron write
 is its first day; an epoch number that is also a YYYYMMDD date (``20240501``) is warned about, naming both
 readings. Naive datetimes are taken as UTC. Keys that are not understood, and understood keys whose
 value cannot be used (a list as ``status``, ``created: someday``), go JSON-safe into ``metadata``.
-A key given twice keeps its later value, with a warning naming both lines.
+A key is the text written (``true``, ``1.0`` and ``null`` as keys stay those words, not Python's True, 1.0 and
+None, which would merge ``1: a`` and ``true: b`` into one key); a key given twice keeps its later value, with a
+warning naming both lines.
 
 A frontmatter that cannot be read as a mapping (invalid YAML: a tab indenting a key, ``title: *bold*``,
 ``a: b: c``; a list) is a warning, and its text as written is kept in ``metadata["frontmatter_text"]``, which
@@ -28,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timezone
 from typing import Any
@@ -52,7 +54,22 @@ _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoad
 
 class _Loader(_SAFE_LOADER):  # type: ignore[valid-type,misc]
     """The safe loader, but an impossible date (``2021-13-40``) stays its text instead of failing the whole
-    frontmatter: only that key is then unusable (a warning, kept in metadata), not the title and tags."""
+    frontmatter: only that key is then unusable (a warning, kept in metadata), not the title and tags; and a
+    key is the text written."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        # Keys become text anyway; built as values, ``1``, ``1.0`` and ``true`` are one key to Python, and
+        # ``null`` and ``None`` one once made text, so one value would replace another without a word.
+        self.flatten_mapping(node)
+        mapping: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else self.construct_object(key_node, deep)
+            if not isinstance(key, Hashable):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, "found unhashable key", key_node.start_mark
+                )
+            mapping[key] = self.construct_object(value_node, deep)
+        return mapping
 
 
 def _timestamp_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:

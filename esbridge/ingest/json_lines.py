@@ -1,10 +1,11 @@
 """Reading a JSON-lines file: bytes decoded line by line, each line a JSON object or a ``Problem`` naming it.
 
 A UTF-8 byte order mark at the start of any line (files joined with ``cat``) is dropped, as on the first.
-One invalid UTF-8 sequence, a line that is not JSON or not an object, an unpaired surrogate escape or a
-number beyond a float's range spoils that line only; a record's id is salvaged from a line that fails
-when it can be, so the ingest keeps what was indexed for it. A whole file that cannot be read line by line
-(gzip-compressed, or UTF-16 or UTF-32 text with its byte order mark) is refused once, naming what it is.
+One invalid UTF-8 sequence, a line that is not JSON or not an object, an unpaired surrogate escape, a
+number beyond a float's range or a key given twice in one object spoils that line only; a record's id is
+salvaged from a line that fails when it can be, so the ingest keeps what was indexed for it. A whole file
+that cannot be read line by line (gzip-compressed, or UTF-16 or UTF-32 text with its byte order mark) is
+refused once, naming what it is.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import math
 import re
 import shlex
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -105,7 +107,9 @@ def parse_json_line(raw: bytes) -> JsonObject | str | None:
     # Without its line ending, an error at the end of the line is located there, not on a "line 2".
     line = line.rstrip("\r\n")
     try:
-        value = json.loads(line, parse_constant=_reject_constant, parse_float=_finite_float)
+        value = json.loads(
+            line, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys
+        )
     except json.JSONDecodeError as exc:
         return f"invalid JSON: {json_error_location(exc)}"
     except ValueError as exc:
@@ -148,6 +152,15 @@ def known_id(data: Mapping[str, Any], id_field: str) -> str | None:
     except ValueError:
         return None
     return None if "\ufffd" in found or _SURROGATE.search(found) else found
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> JsonObject:
+    # Python keeps the later of two values of a key without a word; both clusters refuse such a document.
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        twice = next(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+        raise ValueError(f"the key {twice!r} is given twice in one object, so one of its values would be lost")
+    return found
 
 
 def _reject_constant(name: str) -> Any:

@@ -32,7 +32,8 @@ which any record has links is read twice.
 
 Robustness. The file is read as bytes and decoded line by line, so one invalid UTF-8 sequence spoils
 one line only. A line that is not UTF-8, not JSON, not an object, holds an unpaired surrogate escape
-(``"\\ud800"``), nests a field more than 100 levels deep or fails validation yields a ``Problem`` naming
+(``"\\ud800"``), gives a key twice in one object, nests a field more than 100 levels deep or fails validation
+yields a ``Problem`` naming
 the line and field; a repeated id is a ``Problem`` too (the first record wins). A Problem carries the
 record's id as ``doc_id`` whenever the id itself is intact, so the ingest pipeline keeps what was indexed
 for it. Metadata (the record's other fields and ``metadata``) over ``MAX_METADATA_BYTES`` as JSON fails the

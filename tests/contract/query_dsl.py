@@ -210,3 +210,23 @@ class QueryDslContract:
                 engine.search(loaded, body)
             assert f"[{MAX_TERMS_COUNT}]" in str(refused.value)
             assert "index.max_terms_count" in str(refused.value)
+
+    def test_an_index_s_max_terms_count_raises_or_lowers_the_limit(self, engine: Engine, prefix: str) -> None:
+        mappings = {"properties": {"tags": {"type": "keyword"}}}
+        for limit in (10, 70_000):  # below and above the default
+            index = f"{prefix}-terms-{limit}"
+            engine.create_index(index, {"settings": {"index": {"max_terms_count": limit}}, "mappings": mappings})
+            assert list(engine.bulk(index, [BulkAction("index", "one", {"tags": ["space"]})]).failed) == []
+            engine.refresh(index)
+            most = ["space", *(f"absent-{n}" for n in range(limit - 1))]
+            assert [hit.id for hit in engine.search(index, {"query": {"terms": {"tags": most}}}).hits] == ["one"]
+            with pytest.raises(RequestRejected) as refused:
+                engine.search(index, {"query": {"terms": {"tags": [*most, "one-more"]}}})
+            assert f"[{limit + 1}]" in str(refused.value)
+            assert f"allowed maximum of [{limit}]" in str(refused.value)
+            assert "index.max_terms_count" in str(refused.value)
+        with pytest.raises(RequestRejected, match=r"\[index\.max_terms_count\] must be >= 1"):
+            engine.create_index(
+                f"{prefix}-terms-0", {"settings": {"index": {"max_terms_count": 0}}, "mappings": mappings}
+            )
+        assert not engine.index_exists(f"{prefix}-terms-0")

@@ -19,7 +19,7 @@ from esbridge.config import load_settings
 from esbridge.engines import elasticsearch as es_adapter
 from esbridge.engines import opensearch as os_adapter
 from esbridge.engines.analysis import analysis, analysis_probes
-from esbridge.engines.embedded.analysis import BUILTIN, field_analysis
+from esbridge.engines.embedded.analysis import BUILTIN, UnsupportedAnalysis, check_options, field_analysis
 from tests.integration.engines import engine_url, probe, require_live
 from tests.support.data import SCIFACT, require
 from tests.support.word_breaks import STANDARD_TOKENS
@@ -115,5 +115,59 @@ def test_the_embedded_engine_analyses_code_and_paths_as_opensearch_does() -> Non
             for text in (*TEXTS, *IDENTIFIERS):
                 answer = opensearch.indices.analyze(body={**body, "text": text})
                 assert embedded.analyze(text) == [token for token, *_ in tokens(answer)], (name, text)
+    finally:
+        opensearch.close()
+
+
+READ_OPTIONS: tuple[dict[str, Any], ...] = (
+    {},
+    {"preserve_original": True},
+    {"split_on_case_change": False},
+    {"split_on_numerics": False},
+    {"stem_english_possessive": False},
+    {"adjust_offsets": False},
+    {"ignore_keywords": True},
+)
+UNREAD_OPTIONS: tuple[dict[str, Any], ...] = (
+    {"catenate_words": True},
+    {"catenate_numbers": True},
+    {"catenate_all": True},
+    {"generate_word_parts": False},
+    {"generate_number_parts": False},
+    {"protected_words": ["getUserName"]},
+    {"type_table": ["- => ALPHA"]},
+)
+PARTS_TEXT = "getUserName os.path.join user_name D40 PII-2024-0042 HTTPServer2Go Wi-Fi 500-42 Ann's"
+
+
+@pytest.mark.parametrize("kind", ["word_delimiter", "word_delimiter_graph"])
+def test_word_delimiter_options_give_opensearchs_tokens_or_are_refused(kind: str) -> None:
+    """Each option the embedded engine reads gives OpenSearch's tokens; each it does not read changes OpenSearch's
+    tokens, so an index naming it is refused at creation (tests/unit/test_embedded_analysis_options.py)."""
+    require_live("opensearch")
+    opensearch = OpenSearch(
+        **os_adapter.client_options(load_settings(url=engine_url("opensearch"), engine="opensearch"))
+    )
+
+    def cluster(options: dict[str, Any]) -> list[str]:
+        body = {"tokenizer": "whitespace", "filter": [{"type": kind, **options}], "text": PARTS_TEXT}
+        return [token for token, *_ in tokens(opensearch.indices.analyze(body=body))]
+
+    def embedded(options: dict[str, Any]) -> list[str]:
+        analysis = {
+            "analyzer": {"parts": {"type": "custom", "tokenizer": "whitespace", "filter": ["f"]}},
+            "filter": {"f": {"type": kind, **options}},
+        }
+        check_options("parts", analysis)
+        return field_analysis("parts", analysis).analyze(PARTS_TEXT)
+
+    try:
+        for options in READ_OPTIONS:
+            assert embedded(options) == cluster(options), options
+        plain = cluster({})
+        for options in UNREAD_OPTIONS:
+            assert cluster(options) != plain, options
+            with pytest.raises(UnsupportedAnalysis, match=f"option '{next(iter(options))}'"):
+                embedded(options)
     finally:
         opensearch.close()

@@ -174,6 +174,14 @@ def test_unsupported_mappings_are_rejected_at_creation(engine: EmbeddedEngine) -
     assert not engine.index_exists("idx")
 
 
+def test_a_refused_mapping_update_leaves_the_mapping_as_it_was(engine: EmbeddedEngine) -> None:
+    engine.create_index("idx", {"mappings": {"dynamic": "strict", "properties": {"tag": {"type": "keyword"}}}})
+    for refused in ({"where": {"type": "geo_point"}}, {"t": {"type": "text", "similarity": "boolean"}}):
+        with pytest.raises(RequestRejected):
+            engine.put_mapping("idx", refused)
+    assert engine.get_mapping("idx")["properties"] == {"tag": {"type": "keyword"}}
+
+
 def test_kNN_sees_writes_made_through_another_connection(engine: EmbeddedEngine) -> None:
     engine.create_index("idx", BODY)
     engine.bulk("idx", [BulkAction("index", "far", {"v": [0.0, 1.0]})])

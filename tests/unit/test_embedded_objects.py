@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from esbridge.engines.embedded.mapping import DocumentError, Schema, value_at
+from esbridge.engines.embedded.mapping import DocumentError, Schema
+from esbridge.engines.embedded.shapes import value_at
 
 SCHEMA = Schema(
     {

@@ -14,6 +14,8 @@ Emulations of the Lucene analyzers OpenSearch applies:
 - custom analyzers, in Python, with ``standard``/``pattern``/``whitespace``/``keyword`` tokenizers and the
   ``lowercase``, ``asciifolding``, ``stop`` and ``word_delimiter(_graph)`` filters; the latter keeps
   identifiers whole and split, so ``getUserName``, ``user_name`` and ``os.path.join`` match by parts and whole.
+  A filter option the emulation does not read (``catenate_words``, ``protected_words``, ...) is refused when an
+  index is created (``check_options``).
 """
 
 from __future__ import annotations
@@ -273,6 +275,74 @@ def _token_filter(name: str, definitions: Mapping[str, Any], version: int) -> Ca
             part for token in tokens for part in _identifier_parts(token, case=case, original=original)
         ]
     raise UnsupportedAnalysis(f"token filter {name!r} of type {kind!r}")
+
+
+_WORD_PARTS_ONLY: Mapping[str, Any] = {
+    "generate_word_parts": True,
+    "generate_number_parts": True,
+    "catenate_words": False,
+    "catenate_numbers": False,
+    "catenate_all": False,
+    "protected_words": None,
+    "protected_words_path": None,
+    "type_table": None,
+    "type_table_path": None,
+}
+_UNREAD_OPTIONS: Mapping[str, Mapping[str, Any]] = {
+    "word_delimiter": _WORD_PARTS_ONLY,
+    "word_delimiter_graph": _WORD_PARTS_ONLY,
+    "lowercase": {"language": None},
+    "asciifolding": {"preserve_original": False},
+    "stop": {"stopwords_path": None, "remove_trailing": True},
+}
+"""Options of the emulated token filters that the emulation does not read, with the value (Lucene's default) at
+which they change nothing. (``adjust_offsets`` moves offsets only; ``ignore_keywords`` needs a keyword marker,
+which no filter here sets.)"""
+
+
+def _neutral(value: Any, default: Any) -> bool:
+    if isinstance(default, bool):
+        return (value.strip().lower() == "true" if isinstance(value, str) else value) == default
+    return value is None or value == [] or value == ""
+
+
+def check_options(analyzer: str | None, analysis: Mapping[str, Any]) -> None:
+    """Refuse (UnsupportedAnalysis, naming it) a token filter option of ``analyzer`` that the emulation does not
+    read and that would change the tokens a cluster makes (``catenate_words``, ``protected_words``, ...), so that
+    an index is refused at creation rather than analysed otherwise than on a cluster."""
+    spec = analysis.get("analyzer", {}).get(analyzer or "standard")
+    if not isinstance(spec, Mapping):
+        return
+    definitions = analysis.get("filter", {})
+    for name in spec.get("filter", []):
+        found = definitions.get(name) if isinstance(name, str) and isinstance(definitions, Mapping) else None
+        if not isinstance(found, Mapping):
+            continue  # (a built-in filter by its name: Lucene's defaults)
+        for option, default in _UNREAD_OPTIONS.get(str(found.get("type")), {}).items():
+            if option in found and not _neutral(found[option], default):
+                raise UnsupportedAnalysis(
+                    f"token filter {name!r} of type {found['type']!r}: option {option!r} ({found[option]!r}) is not "
+                    "implemented by the embedded engine"
+                )
+
+
+def check_defaults(analyzer: str | None, analysis: Mapping[str, Any]) -> None:
+    """Refuse (UnsupportedAnalysis) the index-wide analyzers a cluster would apply to a text field with ``analyzer``
+    and the embedded engine would not: ``default`` where the field names none, ``default_search`` always (a
+    cluster searches with it before the field's analyzer)."""
+    defined = analysis.get("analyzer", {})
+    if not isinstance(defined, Mapping):
+        return
+    if "default_search" in defined:
+        raise UnsupportedAnalysis(
+            "the index's analysis.analyzer.default_search is not applied by the embedded engine (it searches a field "
+            "with the field's analyzer)"
+        )
+    if analyzer is None and "default" in defined:
+        raise UnsupportedAnalysis(
+            "the index's analysis.analyzer.default is not applied by the embedded engine: name the analyzer on the "
+            'field ("analyzer": "default")'
+        )
 
 
 def _custom(name: str, spec: Mapping[str, Any], analysis: Mapping[str, Any], version: int) -> FieldAnalysis:

@@ -229,7 +229,8 @@ class EmbeddedEngine(paging.ScanBySearch):
         operation = "update mapping"
         with self._writing(operation, index):
             record = self._write_target(index, operation, documents=False)
-            live = record.mappings.setdefault("properties", {})
+            mappings = copy.deepcopy(record.mappings)  # (the record's own stay as they are if this is refused)
+            live = mappings.setdefault("properties", {})
             for name, wanted in properties.items():
                 current = live.get(name)
                 if current is not None and current.get("type", "object") != wanted.get("type", "object"):
@@ -239,8 +240,8 @@ class EmbeddedEngine(paging.ScanBySearch):
                         index,
                     )
                 live[name] = merge(copy.deepcopy(current or {}), wanted)
-            updated_schema(record.mappings, record.settings["index"], properties)
-            self._store.replace_mappings(record, record.mappings)
+            updated_schema(mappings, record.settings["index"], properties)
+            self._store.replace_mappings(record, mappings)
         self._calls.after_commit(operation, index, lambda: self._refresh(record))
 
     def put_meta(self, index: str, meta: Mapping[str, Any]) -> None:

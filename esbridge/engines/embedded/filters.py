@@ -8,6 +8,7 @@ value bound as a parameter.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sqlite3
@@ -22,8 +23,6 @@ from esbridge.engines.embedded.values import indexed_value
 SQL = tuple[str, list[Any]]
 _MINIMUM = re.compile(r"(-?\d+)(%?)")
 _FILTERS = frozenset({"match_all", "match_none", "term", "terms", "range", "ids", "exists"})
-# A cluster's index.max_terms_count default: a terms query on a mapped field with more values is refused (400).
-MAX_TERMS_COUNT = 65_536
 
 
 class Unsupported(ValueError):
@@ -163,13 +162,19 @@ def terms_field(spec: Mapping[str, Any]) -> tuple[str, list[Any]]:
     return names[0], spec[names[0]]
 
 
-def check_terms_count(values: Sequence[Any]) -> None:
-    """Refuse a ``terms`` query on a mapped field with more values than a cluster takes, in a cluster's words."""
-    if len(values) > MAX_TERMS_COUNT:
+def check_terms_count(values: Sequence[Any], schema: Schema) -> None:
+    """Refuse a ``terms`` query on a mapped field with more values than the index's ``index.max_terms_count``, as a
+    cluster refuses it, in its words."""
+    if len(values) > schema.max_terms:
         raise Unsupported(
             f"The number of terms [{len(values)}] used in the Terms Query request has exceeded the allowed maximum"
-            f" of [{MAX_TERMS_COUNT}] (index.max_terms_count, which the embedded engine does not let an index raise)"
+            f" of [{schema.max_terms}]. This maximum can be set by changing the [index.max_terms_count] index level"
+            " setting."
         )
+
+
+def _infinite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 class SqlFilters:
@@ -231,7 +236,7 @@ class SqlFilters:
         values = [str(v) for v in spec.get("values", [])]
         if not values:
             return ("0", [])
-        return (f"d.id IN ({', '.join('?' * len(values))})", values)
+        return ("d.id IN (SELECT value FROM json_each(?))", [json.dumps(values)])
 
     def _field(self, name: str, what: str) -> Field | None:
         """The mapped field ``name``; None when unmapped (which matches nothing, as in OpenSearch)."""
@@ -246,7 +251,7 @@ class SqlFilters:
         """``condition`` on ``value`` (each indexed value of ``field``, arrays flattened) holds for some value."""
         if field.path == "_id":
             return (condition.format(value="d.id"), params)
-        subquery = f"SELECT row FROM fieldvals WHERE field = ? AND {condition.format(value='value')}"  # noqa: S608
+        subquery = f"SELECT row FROM fieldvals WHERE field = ? AND {condition.format(value='fieldvals.value')}"  # noqa: S608
         return (f"d.row IN ({subquery})", [field.path, *params])
 
     def _term_sql(self, spec: Mapping[str, Any]) -> SQL:
@@ -257,14 +262,19 @@ class SqlFilters:
         field = self._field(name, "terms")
         if field is None or not values:
             return ("0", [])
-        check_terms_count(values)
+        check_terms_count(values, self.schema)
+        # The values travel as one JSON parameter: one parameter or OR term each would meet SQLite's limits on
+        # parameters (32,766 in many builds) and on expression depth (1,000) long before index.max_terms_count.
         if field.type == "date":  # each value stands for its span, as a range of one value
-            spans = [date_span_of(field, value) for value in values]
-            condition = " OR ".join("({value} >= ? AND {value} < ?)" for _ in spans)
-            return self._values_sql(field, f"({condition})", [n for first, last in spans for n in (first, last + 1)])
-        coerced = [coerce(field, value) for value in values]
-        condition = f"{{value}} IN ({', '.join('?' * len(coerced))})"
-        return self._values_sql(field, condition, coerced)
+            spans = sorted({(first, last + 1) for first, last in (date_span_of(field, value) for value in values)})
+            condition = (
+                "EXISTS (SELECT 1 FROM json_each(?) span WHERE {value} >= json_extract(span.value, '$[0]')"
+                " AND {value} < json_extract(span.value, '$[1]'))"
+            )
+            return self._values_sql(field, condition, [json.dumps(spans)])
+        # (NaN and infinities, which JSON cannot hold, equal no stored value)
+        coerced = [v for v in (coerce(field, value) for value in values) if not _infinite(v)]
+        return self._values_sql(field, "{value} IN (SELECT value FROM json_each(?))", [json.dumps(coerced)])
 
     def _range_sql(self, spec: Mapping[str, Any]) -> SQL:
         name, bounds = range_bounds(spec)

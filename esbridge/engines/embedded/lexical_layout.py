@@ -16,8 +16,8 @@ from typing import Any
 
 import tantivy
 
-from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, value_at
-from esbridge.engines.embedded.shapes import flat_items
+from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema
+from esbridge.engines.embedded.shapes import flat_items, value_at
 from esbridge.engines.embedded.values import readable_value
 
 SEPARATOR = "\x1f"

@@ -255,7 +255,7 @@ class Translator:
         field = self._filter_field(name, "terms")
         if field is None or not values:
             return tantivy.Query.empty_query()
-        check_terms_count(values)
+        check_terms_count(values, self.layout.fields)
         name = self._tantivy_name(field)
         if field.type == "date":  # each value stands for its span, as a range of one value
             spans = dict.fromkeys(date_span_of(field, value) for value in values)

@@ -10,9 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from esbridge.engines.embedded.analysis import ANALYSIS_VERSION, FieldAnalysis, UnsupportedAnalysis, field_analysis
+from esbridge.engines.embedded.analysis import (
+    ANALYSIS_VERSION,
+    FieldAnalysis,
+    UnsupportedAnalysis,
+    check_defaults,
+    check_options,
+    field_analysis,
+)
 from esbridge.engines.embedded.dates import parse_date
 from esbridge.engines.embedded.scalars import check_number, immense_term, unpaired_surrogate
+from esbridge.engines.embedded.settings import MAX_TERMS_COUNT, check_created, length_weight, max_terms_count
 from esbridge.engines.embedded.shapes import MAX_DEPTH, flat_items, nesting_depth
 
 NUMERIC = frozenset({"integer", "long", "short", "byte", "float", "double", "half_float", "scaled_float"})
@@ -68,70 +76,69 @@ def schema_of(mappings: Mapping[str, Any], index_settings: Mapping[str, Any]) ->
         version = int(version)
     if not isinstance(version, int) or isinstance(version, bool):
         raise MappingError(f"index.{VERSION_SETTING} must be a number, got {version!r}")
-    return Schema(mappings, index_settings.get("analysis", {}), version, bm25_b=_length_weight(index_settings))
-
-
-def _default_similarity(index_settings: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
-    """The type of the index's ``similarity.default`` (BM25 when it names none) and its parameters."""
-    similarity = index_settings.get("similarity", {})
-    default = similarity.get("default", {}) if isinstance(similarity, Mapping) else {}
-    if not isinstance(default, Mapping):
-        return str(default), {}
-    return str(default.get("type", "BM25")), default
-
-
-def _length_weight(index_settings: Mapping[str, Any]) -> float:
-    """BM25's b in the index's ``similarity.default`` (Lucene's 0.75 when it names none)."""
-    kind, default = _default_similarity(index_settings)
-    if kind.upper() != "BM25":
-        return 0.75  # (refused at creation: ``created_schema``)
-    value = default.get("b", 0.75)
     try:
-        b = float(value)
-    except (TypeError, ValueError):
-        b = -1.0
-    if isinstance(value, bool) or not 0.0 <= b <= 1.0:
-        raise MappingError(f"index.similarity.default.b must be a number from 0 to 1, got {value!r}")
-    return b
+        bm25_b, terms = length_weight(index_settings), max_terms_count(index_settings, strict=False)
+    except ValueError as exc:
+        raise MappingError(str(exc)) from None
+    return Schema(mappings, index_settings.get("analysis", {}), version, bm25_b=bm25_b, max_terms=terms)
 
 
 def created_schema(mappings: Mapping[str, Any], index_settings: dict[str, Any]) -> Schema:
     """The schema of an index created now: its settings record the analysis version it is created with."""
     index_settings.setdefault(VERSION_SETTING, ANALYSIS_VERSION)
-    kind, _ = _default_similarity(index_settings)
-    if kind.upper() != "BM25":
-        raise MappingError(f"index.similarity.default: the embedded engine scores text with BM25, not {kind!r}")
-    _check_similarities(mappings.get("properties", {}))
+    try:
+        check_created(index_settings)
+    except ValueError as exc:
+        raise MappingError(str(exc)) from None
+    _check_fields(mappings.get("properties", {}), index_settings.get("analysis", {}))
     return schema_of(mappings, index_settings)
 
 
 def updated_schema(mappings: Mapping[str, Any], index_settings: Mapping[str, Any], added: Mapping[str, Any]) -> Schema:
     """The schema of an index whose mapping ``added`` these properties to (checked as at creation)."""
-    _check_similarities(added)
+    _check_fields(added, index_settings.get("analysis", {}))
     return schema_of(mappings, index_settings)
 
 
-def _check_similarities(properties: Mapping[str, Any]) -> None:
-    for path, named in _similarities(properties, ()):
+def _check_fields(properties: Mapping[str, Any], analysis: Any) -> None:
+    """Refuse fields the embedded engine would score or analyse otherwise than a cluster: a similarity of their own,
+    a search analyzer other than their analyzer, an analyzer option it does not implement (``check_options``). An
+    index created before these checks keeps what it has."""
+    for path, spec in _fields(properties, ()):
+        named = spec.get("similarity", "default")
         if named != "default":
             raise MappingError(
                 f"field {path!r}: similarity {named!r} (the embedded engine scores every text field with the "
                 "index's default similarity)"
             )
+        analyzer = spec.get("analyzer")
+        for key in ("search_analyzer", "search_quote_analyzer"):
+            if spec.get(key, analyzer) != analyzer:
+                raise MappingError(
+                    f"field {path!r}: {key} {spec[key]!r} differs from its analyzer {analyzer or 'standard'!r} (the "
+                    "embedded engine analyses queries with the field's analyzer)"
+                )
+        if spec.get("type") == "text" and isinstance(analysis, Mapping):
+            try:
+                check_options(analyzer, analysis)
+                check_defaults(analyzer, analysis)
+            except UnsupportedAnalysis as exc:
+                raise MappingError(f"field {path!r}: unsupported analysis: {exc}") from None
 
 
-def _similarities(properties: Mapping[str, Any], parent: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
-    """(path, similarity) of every field and sub-field in ``properties`` that names one."""
+def _fields(properties: Mapping[str, Any], parent: tuple[str, ...]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(path, definition) of every field and sub-field in ``properties``."""
+    if not isinstance(properties, Mapping):
+        return  # (refused by ``Schema``)
     for name, spec in properties.items():
         if not isinstance(spec, Mapping):
             continue
         path = ".".join((*parent, name))
-        if "similarity" in spec:
-            yield path, spec["similarity"]
+        yield path, spec
         for sub, sub_spec in (spec.get("fields") or {}).items():
-            if isinstance(sub_spec, Mapping) and "similarity" in sub_spec:
-                yield f"{path}.{sub}", sub_spec["similarity"]
-        yield from _similarities(spec.get("properties", {}), (*parent, name))
+            if isinstance(sub_spec, Mapping):
+                yield f"{path}.{sub}", sub_spec
+        yield from _fields(spec.get("properties", {}), (*parent, name))
 
 
 class Schema:
@@ -144,9 +151,12 @@ class Schema:
         version: int = ANALYSIS_VERSION,
         *,
         bm25_b: float = 0.75,
+        max_terms: int = MAX_TERMS_COUNT,
     ) -> None:
         self.mappings = mappings
         self.bm25_b = bm25_b
+        self.max_terms = max_terms
+        """``index.max_terms_count``: the most values a ``terms`` query on a mapped field may hold."""
         """BM25's length normalisation, which the full-text index honours up to 0.75 (``lengths``)."""
         self.dynamic = str(mappings.get("dynamic", "true")).lower()
         self.fields: dict[str, Field] = {}
@@ -351,24 +361,6 @@ def _check_text(fields: Sequence[Field], value: str | list[str]) -> None:
                         f'Document contains at least one immense term in field="{field.path}" (whose UTF8 encoding is '
                         f"longer than the max length 32766): {problem}",
                     )
-
-
-def value_at(item: Any, path: tuple[str, ...]) -> Any:
-    """The value at ``path`` in ``item``; where arrays of objects lie on the way, the values in each of them as
-    one list, as OpenSearch indexes them. None where there is none."""
-    for depth, part in enumerate(path):
-        if type(item) is list:
-            return [value for inner in item for value in _flat(value_at(inner, path[depth:]))]
-        if not isinstance(item, Mapping):
-            return None
-        item = item.get(part)
-    return item
-
-
-def _flat(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return value if type(value) is list else [value]
 
 
 def _passing(kind: str) -> frozenset[type]:

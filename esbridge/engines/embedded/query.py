@@ -1,8 +1,8 @@
 """The subset of the OpenSearch query DSL that esbridge sends, run over tantivy, usearch and SQLite.
 
 Supported: ``bool`` (must, filter, should, must_not, minimum_should_match as a count or percentage, boost),
-``match_all``, ``match_none``, ``term``, ``terms`` (at most ``filters.MAX_TERMS_COUNT`` values on a mapped field, as a
-cluster's default ``index.max_terms_count``), ``range`` (numbers, dates, keywords; no date math),
+``match_all``, ``match_none``, ``term``, ``terms`` (on a mapped field at most ``index.max_terms_count`` values, 65,536
+unless the index's settings say otherwise, as on a cluster), ``range`` (numbers, dates, keywords; no date math),
 ``ids``, ``exists``, ``match`` and ``multi_match`` (``best_fields``, ``most_fields``, ``cross_fields``;
 ``operator``, ``tie_breaker``, ``field^boost``), and ``knn`` (``vector``, ``k``, ``filter``;
 ``method_parameters`` accepted, the graph's own search width used). Search bodies may carry ``size``,

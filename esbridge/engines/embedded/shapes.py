@@ -43,3 +43,21 @@ def flat_items(value: Any) -> list[Any]:
     if list not in set(map(type, value)):
         return value
     return [inner for item in value for inner in flat_items(item)]
+
+
+def value_at(item: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` in ``item``; where arrays of objects lie on the way, the values in each of them as
+    one list, as OpenSearch indexes them. None where there is none."""
+    for depth, part in enumerate(path):
+        if type(item) is list:
+            return [value for inner in item for value in _flat(value_at(inner, path[depth:]))]
+        if not isinstance(item, Mapping):
+            return None
+        item = item.get(part)
+    return item
+
+
+def _flat(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if type(value) is list else [value]

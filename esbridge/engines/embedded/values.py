@@ -7,8 +7,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from esbridge.engines.embedded.dates import parse_date
-from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema, value_at
-from esbridge.engines.embedded.shapes import flat_items
+from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema
+from esbridge.engines.embedded.shapes import flat_items, value_at
 
 
 def sql_date(value: Any) -> float | None:

@@ -210,6 +210,27 @@ def test_a_key_given_twice_is_a_warning_naming_it_and_its_lines_not_a_silent_los
     ]
 
 
+def test_keys_python_takes_for_one_stay_apart_as_the_text_written() -> None:
+    """``1``, ``1.0`` and ``true`` are one dict key to Python, and ``null`` became "None": each value replaced
+    another without a warning, since the text written differs."""
+    raw = "1: one\ntrue: yes-bool\n1.0: one-point-oh\nTrue: capital\nnull: nothing\nNone: word\n2024-01-01: day\n"
+    data, warnings = load_frontmatter(raw)
+    assert warnings == []
+    assert data == {
+        "1": "one",
+        "true": "yes-bool",
+        "1.0": "one-point-oh",
+        "True": "capital",
+        "null": "nothing",
+        "None": "word",
+        "2024-01-01": "day",
+    }
+    nested, _ = load_frontmatter("meta:\n  1: a\n  true: b\n")
+    assert nested["meta"] == {"1": "a", "true": "b"}
+    complex_key, why = load_frontmatter("? [a, b]\n: v\n")
+    assert complex_key == {} and "found unhashable key" in why[0]
+
+
 def test_keys_a_merge_or_an_alias_repeats_are_no_repeated_keys() -> None:
     data, warnings = load_frontmatter("base: &b {a: 1, c: 0}\nother:\n  <<: *b\n  c: 2\nagain: *b\n")
     assert warnings == []

@@ -155,3 +155,20 @@ def test_a_record_nested_too_deeply_is_a_problem_not_a_crash(tmp_path: Path) -> 
     assert (problem.line, problem.doc_id) == (1, "n")
     assert problem.reason == "field 'extra': nested more than 100 levels deep"
     assert isinstance(document, Document)
+
+
+def test_a_key_given_twice_in_one_object_fails_that_line_naming_the_key(tmp_path: Path) -> None:
+    """Python's reader would keep the later value without a word (both clusters refuse such a document); the
+    record's id is still read, so what was indexed for it is kept."""
+    lines = [
+        b'{"id": "twice", "text": "first words", "text": "second words"}',
+        b'{"id": "inner", "text": "x", "metadata": {"k": 1, "k": 2}}',
+        b'{"id": "fine", "text": "x", "metadata": {"k": {"k": 1}}}',
+    ]
+    twice, inner, fine = read_jsonl(write_lines(tmp_path / "r.jsonl", lines))
+    assert isinstance(twice, Problem) and isinstance(inner, Problem)
+    assert (twice.line, twice.doc_id) == (1, "twice")
+    assert "the key 'text' is given twice in one object" in twice.reason
+    assert (inner.line, inner.doc_id) == (2, "inner")
+    assert "the key 'k' is given twice" in inner.reason
+    assert isinstance(fine, Document) and fine.metadata == {"k": {"k": 1}}
