@@ -155,9 +155,9 @@ class Schema:
     ) -> None:
         self.mappings = mappings
         self.bm25_b = bm25_b
+        """BM25's length normalisation, which the full-text index honours up to 0.75 (``lengths``)."""
         self.max_terms = max_terms
         """``index.max_terms_count``: the most values a ``terms`` query on a mapped field may hold."""
-        """BM25's length normalisation, which the full-text index honours up to 0.75 (``lengths``)."""
         self.dynamic = str(mappings.get("dynamic", "true")).lower()
         self.fields: dict[str, Field] = {}
         self.version = version
