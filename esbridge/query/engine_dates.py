@@ -22,6 +22,7 @@ Elasticsearch ``+013000`` and ``UTC+1``), only what both take is read.
 
 from __future__ import annotations
 
+import calendar
 import re
 from datetime import datetime, timedelta, timezone, tzinfo
 from decimal import ROUND_FLOOR, Decimal
@@ -39,7 +40,6 @@ _PREFIXED_OFFSET = re.compile(r"(?:UTC|GMT|UT)([+-][0-9]{2}:[0-9]{2})")
 _LONGEST_OFFSET = timedelta(hours=18)
 # Names in the time-zone database that the engines (Java's ZoneId) refuse.
 _REFUSED_ZONES = frozenset({"EST", "MST", "HST"})
-_DAYS_IN_MONTH = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _LONG = 2**63
 
@@ -79,9 +79,9 @@ def _from_date(found: re.Match[str]) -> datetime | None:
 
 
 def _days_in(year: int, month: int) -> int:
-    # Years before 1 are proleptic Gregorian years as the engines count them (year 0 is a leap year).
-    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-    return 29 if month == 2 and leap else _DAYS_IN_MONTH[month]
+    # monthrange of a year of the same kind: it needs a datetime.date, whose years are 1 to 9999, while isleap
+    # takes any year, counted proleptic Gregorian as the engines do before year 1 (0 is a leap year, -100 is not).
+    return calendar.monthrange(2000 if calendar.isleap(year) else 2001, month)[1]
 
 
 def _zone(text: str) -> tzinfo | None:

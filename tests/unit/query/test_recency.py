@@ -163,6 +163,9 @@ def test_non_finite_scores_are_refused() -> None:
         # the largest Java long, which both engines take as epoch milliseconds, and an offset after UT.
         ("9223372036854775807", datetime.max.replace(tzinfo=timezone.utc)),
         ("2024-06-01T10:00:00UT+01:00", datetime(2024, 6, 1, 9, tzinfo=timezone.utc)),
+        # February 29th in the proleptic Gregorian leap years, before year 1 too (year 0, -0004, -0400).
+        ("2000-02-29", datetime(2000, 2, 29)),
+        *[(leap, datetime.min) for leap in ("0000-02-29", "-0004-02-29", "-0400-02-29")],
     ],
 )
 def test_parse_modified_at(value: object, expected: datetime | None) -> None:
@@ -178,6 +181,8 @@ def test_parse_modified_at(value: object, expected: datetime | None) -> None:
         *["2024-W05-3", "2024-W05", "2024-035", "20240601T100000", "2024-06-01 10:00:00", "2024-06-01T10:00:00z"],
         *["2024-06-01T24:00", "2024-06-01Z", " 2024-06-01", " 1717236000000 ", "1e12", "+1717236000000", "2024-02-30"],
         *["2024-06-01T10:00:00+19:00", "2024-06-01T10:00:00EST", 1e16],
+        # February 29th of years that are not leap years: centuries not divisible by 400, before year 1 too.
+        *["1900-02-29", "2023-02-29", "-0001-02-29", "-0100-02-29"],
     ],
 )
 def test_parse_modified_at_refuses_what_is_not_a_date(value: object) -> None:
