@@ -8,6 +8,8 @@ from datetime import datetime, timedelta, timezone
 from esbridge.engines import BulkAction, Engine
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
+from esbridge.query.bodies import filter_query
+from esbridge.query.models import Filters
 from esbridge.query.recency import aware, parse_modified_at
 
 TAKEN: list[object] = [
@@ -57,3 +59,37 @@ def test_recency_takes_exactly_the_dates_the_engine_takes(engine: Engine, index_
         same = {"range": {"modified_at": {"gte": shown, "lte": shown, "format": "strict_date_optional_time"}}}
         found = engine.search(index_name, {"query": {"bool": {"filter": [{"ids": {"values": [key]}}, same]}}})
         assert found.total == 1, f"{value!r}: recency reads {moment.isoformat()}, the engine another moment"
+
+
+# Negative epoch milliseconds: n exactly, the millisecond before it, half a second after it, and the epoch.
+BEFORE_1970 = {"m": -1_700_000_000_001, "n": -1_700_000_000_000, "n500": -1_699_999_999_500, "z": 0}
+N = BEFORE_1970["n"]
+
+
+def test_negative_epoch_millis_bounds_and_the_iso_bounds_esbridge_sends(engine: Engine, index_name: str) -> None:
+    manager = IndexManager(engine, index_name, IndexParameters(dimension=4))
+    engine.create_index(index_name, manager.wanted_body())
+    engine.bulk(index_name, [BulkAction("index", key, {"modified_at": value}) for key, value in BEFORE_1970.items()])
+    engine.refresh(index_name)
+
+    def found(query: dict[str, object]) -> set[str]:
+        return {hit.id for hit in engine.search(index_name, {"query": query, "size": 10}).hits}
+
+    def ranged(**bounds: object) -> set[str]:
+        return found({"range": {"modified_at": bounds}})
+
+    # OpenSearch 3.6 reads a negative epoch_millis bound of lte or gt one millisecond early (lte N as lt N, gt N - 1
+    # as gte N - 1); gte and lt, positive bounds and ISO 8601 bounds it reads as Elasticsearch does.
+    late = engine.dialect == "opensearch"
+    assert ranged(gte=N, lte=N) == (set() if late else {"n"})
+    assert ranged(lte=N) == ({"m"} if late else {"m", "n"})
+    assert ranged(gt=N - 1) == ({"m", "n", "n500", "z"} if late else {"n", "n500", "z"})
+    assert ranged(gte=N) == {"n", "n500", "z"} and ranged(lt=N + 1) == {"m", "n"}
+    assert ranged(gte=0, lte=0) == {"z"}
+    iso = "1916-02-18T01:46:40.000Z"  # N
+    assert ranged(gte=iso, lte=iso) == {"n"} and ranged(gt=iso) == {"n500", "z"}
+    # esbridge's date filters send ISO 8601 bounds (datetime.isoformat), which both engines read alike: a bound to
+    # the second stands for all of that second, as on the embedded engine.
+    moment = datetime(1916, 2, 18, 1, 46, 40, tzinfo=timezone.utc)
+    assert found(filter_query(Filters(modified_after=moment, modified_before=moment))) == {"n", "n500"}
+    assert found(filter_query(Filters(modified_before=moment - timedelta(milliseconds=1)))) == {"m"}

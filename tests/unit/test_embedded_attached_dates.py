@@ -75,3 +75,14 @@ def test_a_year_and_epoch_millis_bounds_under_their_formats_are_read(engine: Emb
 
     assert ids({"gte": "2026", "format": "strict_date_optional_time"}) == {"new"}
     assert ids({"lte": -1_700_000_000_000, "format": "strict_date_optional_time||epoch_millis"}) == {"before_1970"}
+
+
+def test_negative_epoch_millis_bounds_are_read_as_elasticsearch_reads_them(engine: EmbeddedEngine) -> None:
+    # OpenSearch 3.6 reads lte and gt one millisecond early here (tests/integration/test_date_formats.py).
+    def ids(**bounds: Any) -> set[str]:
+        return {hit.id for hit in engine.search("products", {"query": {"range": {"updated": bounds}}}).hits}
+
+    n = PRODUCTS["before_1970"]["updated"]
+    assert ids(gte=n, lte=n) == ids(lte=n) == ids(lt=n + 1) == {"before_1970"}
+    assert ids(gt=n - 1) == ids(gte=n) == set(PRODUCTS)
+    assert ids(gt=n) == {"old", "new"} and ids(lt=n) == set()
