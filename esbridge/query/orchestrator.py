@@ -328,7 +328,7 @@ class HybridSearcher:
     ) -> tuple[dict[str, float], dict[str, float], str | None]:
         if not (request.recency if request.recency is not None else self.pipeline.recency.enabled):
             return scores, {}, None
-        modified, warning = read_dates(sources, str(self.fields.date))
+        modified, warning = read_dates(sources, str(self.fields.date), self.fields.date_format)
         if not modified:  # nothing to multiply when no result carries a date
             return scores, {}, warning
         boosted = apply_recency(scores, modified, self.clock(), rule_from(self.pipeline.recency))

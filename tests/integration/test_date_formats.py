@@ -93,3 +93,36 @@ def test_negative_epoch_millis_bounds_and_the_iso_bounds_esbridge_sends(engine: 
     moment = datetime(1916, 2, 18, 1, 46, 40, tzinfo=timezone.utc)
     assert found(filter_query(Filters(modified_after=moment, modified_before=moment))) == {"n", "n500"}
     assert found(filter_query(Filters(modified_before=moment - timedelta(milliseconds=1)))) == {"m"}
+
+
+OWN_FORMATS = ["epoch_second", "date_optional_time||epoch_second", "epoch_millis", "date_optional_time"]
+OWN_VALUES: list[object] = [
+    *["2024-5-1", "2024-05-1T1:2:3Z", "24-05-01", "2024-05-01T10:5", "2024-5", "2024", "-1000-01-01", "1700000000"],
+    *["1700000000000", "1700000000.5", "-1700000000", 1700000000, 2024, "2024-05-01T10:00:00+02", "99999"],
+]
+"""Not "20240501": date_optional_time takes years of up to nine digits on Elasticsearch, five on OpenSearch."""
+
+
+def test_recency_reads_an_attached_date_field_in_its_own_format(engine: Engine, index_name: str) -> None:
+    """Each value a field of each format takes is read as the moment the engine reads (its epoch milliseconds)."""
+    for number, formats in enumerate(OWN_FORMATS):
+        name = f"{index_name}-{number}"
+        engine.create_index(name, {"mappings": {"properties": {"updated": {"type": "date", "format": formats}}}})
+        try:
+            values = {f"d{n}": value for n, value in enumerate(OWN_VALUES)}
+            engine.bulk(name, [BulkAction("index", key, {"updated": value}) for key, value in values.items()])
+            engine.refresh(name)
+            body = {"size": 50, "_source": False, "docvalue_fields": [{"field": "updated", "format": "epoch_millis"}]}
+            hits = engine.search(name, body).raw["hits"]["hits"]
+            read_by_engine = {hit["_id"]: int(float(hit["fields"]["updated"][0])) for hit in hits}
+            assert read_by_engine, formats
+            for key, millis in read_by_engine.items():
+                moment = parse_modified_at(values[key], formats)
+                assert moment is not None, f"{formats}: {values[key]!r}"
+                if moment.replace(tzinfo=None) in (datetime.min, datetime.max):
+                    assert not -62135596800000 <= millis <= 253402300799999, f"{formats}: {values[key]!r}"
+                    continue
+                ours = (aware(moment) - _EPOCH) // timedelta(milliseconds=1)
+                assert ours == millis, f"{formats}: {values[key]!r} is {millis} ms to the engine, {ours} to recency"
+        finally:
+            engine.delete_index(name, missing_ok=True)
