@@ -21,7 +21,10 @@ _UNSEARCHED_METADATA = (
     "unresolved_links",
     "unresolved_link_weights",
     "input_schema",
+    "oversized_input_schema",
+    "input_schema_bytes",
     "tool_fields",
+    "tool_records",
     "tool_description",  # a tool's description is its body already
     "skill_records",
 )
@@ -42,7 +45,7 @@ def index_document(
 ) -> dict[str, Any]:
     """The engine document of ``chunk``; ``vector`` from ``embeddings.base.passage_vectors`` when ``by_model``."""
     doc = chunk.document or Document(doc_id=chunk.doc_id, title=chunk.title, sections=())
-    metadata = json_safe(dict(doc.metadata))
+    metadata = json_safe(dict(chunk.metadata))
     document: dict[str, Any] = {
         "doc_id": chunk.doc_id,
         "chunk_id": chunk.chunk_id,
@@ -63,7 +66,7 @@ def index_document(
         "created_at": doc.created_at.isoformat() if doc.created_at else None,
         "modified_at": doc.modified_at.isoformat() if doc.modified_at else None,
         "metadata": metadata,
-        "metadata_text": flatten_metadata(doc.metadata, exclude=_UNSEARCHED_METADATA),
+        "metadata_text": flatten_metadata(chunk.metadata, exclude=_UNSEARCHED_METADATA),
         "content_hash": chunk.content_hash,
         "embedding": embedding_state(chunk, vector, by_model=by_model),
     }

@@ -18,7 +18,8 @@ when the two values differ).
 Text. The sections to chunk are, in order: ``description``; ``text``; when the record has no ``text``,
 its fields as prose (``Tags: a, b`` and the flattened metadata), since an entity record such as a tool
 server describes itself through fields; and ``tools`` as a section under the heading "Tools", one
-``name: description`` line per tool (a tool may also be given as just its name).
+``name: description`` line per tool (a tool may also be given as just its name). The tools as given, each with
+every field (``inputSchema``, ...), are stored once, on the record's first chunk, as ``metadata.tool_records``.
 
 Links. ``links`` (a list of ids, or of ``{"id", "weight"}`` objects) and ``link_weights`` (``{id: weight}``)
 are read from the top level or from ``metadata`` (see ``esbridge.ingest.record_links``). Ids that are
@@ -105,10 +106,14 @@ def numeric_date(value: Any) -> Any:
     return moment
 
 
-class Tool(BaseModel):
-    """One tool of an entity such as an MCP server; fields besides these are ignored."""
+TOOL_RECORDS = "tool_records"
+"""The metadata key of a record's tools as given (every field of each), stored on its first chunk only."""
 
-    model_config = ConfigDict(extra="ignore")
+
+class Tool(BaseModel):
+    """One tool of an entity such as an MCP server; its other fields (``inputSchema``) are kept in ``TOOL_RECORDS``."""
+
+    model_config = ConfigDict(extra="allow")
 
     name: StrictStr = Field(min_length=1)
     description: StrictStr | None = None
@@ -303,7 +308,8 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
     title = record.title or record.name or ""
     sections = compose_sections(record, metadata)
     links = resolve_links(record.id, record.links, known_ids)
-    metadata, replaced = with_computed(metadata, links.computed_over(metadata), unit="record")
+    computed = {**links.computed_over(metadata), **_tool_records(record.tools)}
+    metadata, replaced = with_computed(metadata, computed, unit="record")
     return Document(
         doc_id=record.id,
         title=title,
@@ -325,7 +331,13 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
             *links.warnings,
             *(() if title.strip() or sections else ("record has neither title nor text",)),
         ),
+        first_chunk_only=frozenset({TOOL_RECORDS}),
     )
+
+
+def _tool_records(tools: Sequence[Tool]) -> dict[str, Any]:
+    """The tools as given: their text holds only names and descriptions, with its whitespace collapsed."""
+    return {TOOL_RECORDS: [tool.model_dump(exclude_unset=True) for tool in tools]} if tools else {}
 
 
 def merged_metadata(fields: Mapping[str, Any], metadata: Mapping[str, Any]) -> tuple[JsonObject, tuple[str, ...]]:

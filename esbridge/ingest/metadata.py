@@ -28,6 +28,7 @@ _COMPUTED = {
     "unresolved_link_weights": "the weights of the links that name no {unit}",
     "tool_count": "the number of the {unit}'s tools",
     "skill_records": "the {unit}'s skills as given",
+    "tool_records": "the {unit}'s tools as given",
 }
 
 

@@ -51,6 +51,9 @@ class Document:
     doc_prefix: str | None = field(default=None, compare=False)
     """Ids of the other documents its input made start with this (a registry server's tools): read whole
     with it, so their indexed chunks that the input no longer makes are stale."""
+    first_chunk_only: frozenset[str] = field(default=frozenset(), compare=False)
+    """Metadata keys stored on the first chunk only (a tool's input schema): kept whole, once, however many
+    chunks the text makes."""
 
     def __post_init__(self) -> None:
         if not self.doc_id:
@@ -98,6 +101,16 @@ class Chunk:
         return f"{context}\n{self.body}".strip() if context else self.body.strip()
 
     @property
+    def metadata(self) -> Mapping[str, Any]:
+        """The metadata this chunk stores: its document's, less ``first_chunk_only`` after the first chunk."""
+        doc = self.document
+        if doc is None:
+            return {}
+        if self.chunk_index == 0 or not doc.first_chunk_only:
+            return doc.metadata
+        return {key: value for key, value in doc.metadata.items() if key not in doc.first_chunk_only}
+
+    @property
     def content_hash(self) -> str:
         """Changes whenever anything that is indexed for this chunk changes."""
         doc = self.document
@@ -120,7 +133,7 @@ class Chunk:
                 "category": doc.category,
                 "created_at": doc.created_at.isoformat() if doc.created_at else None,
                 "modified_at": doc.modified_at.isoformat() if doc.modified_at else None,
-                "metadata": doc.metadata,
+                "metadata": self.metadata,
             },
         }
         encoded = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False).encode("utf-8")

@@ -6,7 +6,7 @@ One JSON object per line (``esbridge ingest --format registry``)::
      "description": "...", "tags": ["jira"], "is_enabled": true, "metadata": {"vendor": "Atlassian"},
      "tools": [{"name": "create_issue", "description": "...", "inputSchema": {...}}]}
 
-A tool may also be given as just its name (``"tools": ["search"]``), as in the JSONL source.
+A tool or skill may also be given as just its name (``"tools": ["search"]``), as in the JSONL source.
 
 ``entity_type`` is one of ``mcp_server``, ``virtual_server``, ``a2a_agent`` and ``skill``; without it, a record
 with ``skills`` is an ``a2a_agent`` and any other an ``mcp_server``. ``id`` defaults to ``path``.
@@ -21,7 +21,10 @@ like the input schemas, these two are not in the text BM25 matches.
 Tools. Each tool becomes a document of its own (``entity_type`` ``tool``, id ``<server id>/tools/<name>``),
 linked to its server and carrying ``server_id``, ``server_name``, ``server_path``, ``tool_name``, the
 ``input_schema`` and ``tool_description`` (the description as written, which grouped answers show),
-so a tool can match and be scored on its own on every engine. Its text is its name and description only:
+so a tool can match and be scored on its own on every engine. The tool's record (``TOOL_RECORD_KEYS``) is stored
+on its first chunk only, whole and once; a schema over ``MAX_ANSWER_SCHEMA_BYTES`` is kept under
+``oversized_input_schema``, which searches do not read, with a warning naming the tool. Its text is its name and
+description only:
 adding its server's name and description lowered tool recall@10 on the development tasks (0.7976 to
 0.7440, docs/evaluation.md).
 
@@ -30,17 +33,18 @@ tools) the status ``disabled``, which searches leave out unless asked (``include
 ``status`` (``deprecated``) is kept. ``is_enabled: null`` counts as absent (enabled), as null ``tags``, ``tools``,
 ``skills`` and ``metadata`` count as absent.
 
-Problems. A line that fails (``tools`` not a list, a schema not an object, no name, a blank tool name, neither ``id``
-nor ``path``) is a ``Problem`` naming the line and field; the other records are read. So is a record that would make a
-document id an earlier line made (a record whose id is ``<server id>/tools/<name>`` of another's tool): the
-error names both lines. A field esbridge computes (``tool_count``, ``skill_records``) that the record gives
-itself is kept as ``given_<field>``, with a warning. When its id can be read, what the index holds for that
-record, its tools included, is kept until the line is fixed. When it cannot, a record read whole still loses
-the tools it no longer lists, as it does when every line reads.
+Problems. A line that fails (``tools`` not a list, a schema not an object, no name, a blank record, tool or skill
+name, neither ``id`` nor ``path``) is a ``Problem`` naming the line and field; the other records are read. So is
+a record that would make a document id an earlier line made (a record whose id is ``<server id>/tools/<name>`` of
+another's tool): the error names both lines. A field esbridge computes (``tool_count``, ``skill_records``) that
+the record gives itself is kept as ``given_<field>``, with a warning. When its id can be read, what the index
+holds for that record, its tools included, is kept until the line is fixed. When it cannot, a record read whole
+still loses the tools it no longer lists, as it does when every line reads.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -48,6 +52,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
 
+from esbridge.ids import first_chunk
 from esbridge.ingest.json_lines import record_id, require_file
 from esbridge.ingest.jsonl import (
     IdentifiedRecord,
@@ -71,6 +76,14 @@ TOOL_DESCRIPTION = "tool_description"
 """The metadata key of a tool's description as written: its text is whitespace-normalized and may be cut into chunks."""
 SKILL_RECORDS = "skill_records"
 """The metadata key of an agent's skills as given (ids, tags, examples); their names and descriptions are embedded."""
+INPUT_SCHEMA = "input_schema"
+OVERSIZED_INPUT_SCHEMA = "oversized_input_schema"
+INPUT_SCHEMA_BYTES = "input_schema_bytes"
+MAX_ANSWER_SCHEMA_BYTES = 64 * 1024
+"""The largest input schema (UTF-8 JSON) a grouped search answer carries. A larger one is stored whole under
+``OVERSIZED_INPUT_SCHEMA``, which searches do not read, with its size in ``INPUT_SCHEMA_BYTES``, which answers give."""
+TOOL_RECORD_KEYS = frozenset({INPUT_SCHEMA, OVERSIZED_INPUT_SCHEMA, INPUT_SCHEMA_BYTES, TOOL_FIELDS, TOOL_DESCRIPTION})
+"""A tool's metadata kept on its first chunk only: the record whole, once."""
 
 
 class RegistryTool(BaseModel):
@@ -88,13 +101,18 @@ class RegistryTool(BaseModel):
     @field_validator("name")
     @classmethod
     def _visible_name(cls, value: str) -> str:
-        if is_blank(value):  # it would make the id "<server id>/tools/ "
-            raise ValueError(f"a tool name must not be blank, got {value!r}")
-        return value
+        return visible_name(value, "a tool name")  # a blank one would make the id "<server id>/tools/ "
 
     @property
     def line(self) -> str:
         return named_line(self.name, self.description)
+
+
+def visible_name(value: str, what: str) -> str:
+    """``value``, unless it shows nothing (empty, spaces, control or format characters): ``ValueError``."""
+    if is_blank(value):
+        raise ValueError(f"{what} must not be blank, got {value!r}")
+    return value
 
 
 class RegistrySkill(BaseModel):
@@ -104,6 +122,16 @@ class RegistrySkill(BaseModel):
     id: StrictStr | None = None
     description: StrictStr | None = None
     tags: list[StrictStr] = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, data: Any) -> Any:
+        return {"name": data} if isinstance(data, str) else data
+
+    @field_validator("name")
+    @classmethod
+    def _visible_name(cls, value: str) -> str:
+        return visible_name(value, "a skill name")
 
     @property
     def line(self) -> str:
@@ -159,6 +187,11 @@ class RegistryRecord(IdentifiedRecord):
     @classmethod
     def _id(cls, value: Any) -> str:
         return record_id(value)
+
+    @field_validator("name")
+    @classmethod
+    def _visible_name(cls, value: str) -> str:
+        return visible_name(value, "a record name")
 
     @property
     def lifecycle_status(self) -> str | None:
@@ -224,6 +257,7 @@ def record_documents(record: RegistryRecord) -> list[Document]:
         metadata=stored,
         warnings=(*overridden, *replaced, *warnings),
         doc_prefix=tool_doc_id(record.id, ""),
+        first_chunk_only=frozenset({SKILL_RECORDS}),
     )
     return [entity, *(tool_document(record, key, tool) for key, tool in tools)]
 
@@ -276,12 +310,24 @@ def tool_document(server: RegistryRecord, key: str, tool: RegistryTool) -> Docum
     }
     if tool.description is not None:
         metadata[TOOL_DESCRIPTION] = tool.description
+    doc_id = tool_doc_id(server.id, key)
+    warnings: tuple[str, ...] = ()
     if tool.input_schema is not None:
-        metadata["input_schema"] = tool.input_schema
+        size = len(json.dumps(tool.input_schema, ensure_ascii=False).encode("utf-8"))
+        if size > MAX_ANSWER_SCHEMA_BYTES:
+            metadata[OVERSIZED_INPUT_SCHEMA], metadata[INPUT_SCHEMA_BYTES] = tool.input_schema, size
+            warnings = (
+                f"tool {tool.name!r}: its input schema is {size / 1024:.1f} KiB as JSON, over the "
+                f"{MAX_ANSWER_SCHEMA_BYTES // 1024} KiB a search answer carries; it is stored whole, once, as "
+                f"metadata.{OVERSIZED_INPUT_SCHEMA} of chunk {first_chunk(doc_id)!r} (esbridge export writes it), "
+                f"and grouped answers give its size ({INPUT_SCHEMA_BYTES}) instead",
+            )
+        else:
+            metadata[INPUT_SCHEMA] = tool.input_schema
     if tool.model_extra:
         metadata[TOOL_FIELDS] = dict(tool.model_extra)
     return Document(
-        doc_id=tool_doc_id(server.id, key),
+        doc_id=doc_id,
         title=tool.name,
         sections=(Section(description),) if description else (),
         path=server.path,
@@ -291,4 +337,6 @@ def tool_document(server: RegistryRecord, key: str, tool: RegistryTool) -> Docum
         status=server.lifecycle_status,
         category=server.category,
         metadata=metadata,
+        warnings=warnings,
+        first_chunk_only=TOOL_RECORD_KEYS,
     )

@@ -123,7 +123,8 @@ def ingest(
     timings = report.timings
     # The source is read before the index is created, so one that cannot be read leaves no empty index.
     with Timer(timings, "parse_s"):
-        chunks, problems, read = _read_and_chunk(path, options, report)
+        chunks, problems, warned = _read_and_chunk(path, options)
+    read = bool(warned)
     report.failed.extend({"id": problem.id, "reason": problem.reason} for problem in problems)
     if not read:  # a mistyped path, notes that are not .md files, an empty or wholly unreadable file
         current = manager.state().current
@@ -159,6 +160,7 @@ def ingest(
     refuse_mass_delete(path, source, index, len(before), len(stale), options.max_delete_share)
     todo = [chunk for chunk in chunks if model.reembed or _needs_write(chunk, before.get(chunk.chunk_id), embedder)]
     report.unchanged = len(chunks) - len(todo)
+    report.warnings.extend(_document_warnings(warned, {chunk.doc_id for chunk in todo}))
 
     # Writes go through the alias, not to the version it pointed to when the run began: a reindex that
     # finishes during the run moves the alias, and writes after it must land in the new version.
@@ -284,14 +286,12 @@ def write_block_warnings(failures: Iterable[BulkItemFailure], alias: str) -> lis
     ]
 
 
-def _read_and_chunk(
-    path: Path, options: IngestOptions, report: IngestReport
-) -> tuple[list[Chunk], list[Problem], bool]:
-    """The chunks of the documents read, the problems, and whether any document was read."""
+def _read_and_chunk(path: Path, options: IngestOptions) -> tuple[list[Chunk], list[Problem], dict[str, list[str]]]:
+    """The chunks of the documents read, the problems, and each document read with its warnings."""
     max_tokens = options.max_tokens or DEFAULT_MAX_TOKENS
     chunks: list[Chunk] = []
     problems: list[Problem] = []
-    seen: set[str] = set()
+    seen: dict[str, list[str]] = {}
     for item in read_source(path, options.source_format):
         if isinstance(item, Problem):
             problems.append(item)
@@ -300,8 +300,7 @@ def _read_and_chunk(
             reason = f"duplicate id {item.doc_id!r}; the first one was kept"
             problems.append(Problem(item.path or item.doc_id, reason, doc_id=item.doc_id))
             continue
-        seen.add(item.doc_id)
-        report.warnings.extend(f"{item.path or item.doc_id}: {warning}" for warning in item.warnings)
+        seen[item.doc_id] = [f"{item.path or item.doc_id}: {warning}" for warning in item.warnings]
         made = chunk_document(
             item,
             max_tokens=max_tokens,
@@ -312,9 +311,22 @@ def _read_and_chunk(
         too_long = _id_too_long(made)
         if too_long:  # refused whole, so the index keeps its old version rather than a mix of old and new
             problems.append(Problem(item.path or item.doc_id, too_long, doc_id=item.doc_id))
+            seen[item.doc_id] = []  # the failure says what became of it
             continue
         chunks.extend(made)
-    return chunks, problems, bool(seen)
+    return chunks, problems, seen
+
+
+def _document_warnings(warned: dict[str, list[str]], written: set[str]) -> list[str]:
+    """The warnings of the documents to be written; those of unchanged ones, given when they were, are counted."""
+    shown = [warning for doc, warnings in warned.items() if doc in written for warning in warnings]
+    quiet = [warnings for doc, warnings in warned.items() if doc not in written and warnings]
+    if quiet:
+        shown.append(
+            f"{sum(map(len, quiet))} warning(s) about {len(quiet)} document(s) unchanged since they were indexed are "
+            "not repeated"
+        )
+    return shown
 
 
 def _id_too_long(chunks: Sequence[Chunk]) -> str | None:

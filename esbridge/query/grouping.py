@@ -5,6 +5,13 @@ score; a tool that did not match is left out even when its server did. A tool th
 server into ``servers`` even when the server itself ranked lower (its score is then its best tool's).
 ``tools`` lists the matching tools themselves with their server, description and input schema. Agents and
 skills are listed as they ranked. Every list holds at most ``top_n`` entries, best first.
+
+Scores are scaled as the results' are: a candidate's fused score over the best candidate's. An entry whose
+scaled score is 0 is not listed: min-max fusion gives 0 to the last of each retriever's candidates, as to a
+document no retriever found (and a score below 0 is scaled to 0), so such a score tells no match from none.
+
+A tool's description and input schema are stored on its first chunk only, so they are read for the tools an
+answer shows, in one request by id (``grouped``), not with every candidate.
 """
 
 from __future__ import annotations
@@ -12,24 +19,38 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
-from esbridge.ids import document_of
-from esbridge.ingest.registry import TOOL_DESCRIPTION
+from esbridge import errors
+from esbridge.engines.base import AsyncEngine
+from esbridge.ids import document_of, first_chunk
+from esbridge.ingest.registry import (
+    INPUT_SCHEMA,
+    INPUT_SCHEMA_BYTES,
+    MAX_ANSWER_SCHEMA_BYTES,
+    OVERSIZED_INPUT_SCHEMA,
+    TOOL_DESCRIPTION,
+)
 from esbridge.query import shaping
 
 SERVER_TYPES = {"mcp_server": "servers", "virtual_server": "virtual_servers"}
 LISTED_TYPES = {"a2a_agent": "agents", "skill": "skills"}
 TOOL = "tool"
-GROUP_FIELDS = ("metadata", "body")
-"""Stored fields grouping reads besides the usual ones: a tool's server, schema and description are in its
-metadata (a tool indexed before its description was kept there shows the text of its best chunk)."""
+GROUP_FIELDS = (*(f"metadata.{key}" for key in ("server_id", "server_name", "server_path", "tool_name")), "body")
+"""Stored fields grouping reads of every candidate besides the usual ones: a tool's server (a tool indexed before
+its description was kept in its metadata shows the text of its best chunk)."""
+RECORD_FIELDS = (
+    "doc_id",
+    *(f"metadata.{key}" for key in (INPUT_SCHEMA, INPUT_SCHEMA_BYTES, TOOL_DESCRIPTION)),
+)
+"""What is read of the first chunk of each tool an answer shows."""
 
 
 class ToolMatch(BaseModel):
     tool_name: str
     score: float
     description: str | None = None
+    _doc: str = PrivateAttr(default="")
 
 
 class ServerGroup(BaseModel):
@@ -55,6 +76,12 @@ class ToolHit(BaseModel):
     score: float
     description: str | None = None
     input_schema: dict[str, Any] | None = None
+    input_schema_bytes: int | None = Field(
+        default=None,
+        description=f"the size of an input schema over {MAX_ANSWER_SCHEMA_BYTES // 1024} KiB as JSON, which the "
+        f"answer leaves out (the index keeps it whole: metadata.{OVERSIZED_INPUT_SCHEMA} of the tool's first chunk)",
+    )
+    _doc: str = PrivateAttr(default="")
 
 
 class RegistryGroups(BaseModel):
@@ -74,11 +101,11 @@ def group(scores: Mapping[str, float], sources: Mapping[str, Mapping[str, Any]],
             best[doc] = (item, score)
     # Scaled as the results are (the best is 1.0, nothing below 0), so a document scores the same in both.
     scaled = dict(shaping.normalize(shaping.ranked(dict(best.values()))))
-    best = {doc: (item, scaled[item]) for doc, (item, _) in best.items()}
+    best = {doc: (item, scaled[item]) for doc, (item, _) in best.items() if scaled[item] > 0}
     tools = [
         tool
-        for item, score in best.values()
-        if sources.get(item, {}).get("entity_type") == TOOL and (tool := _tool(sources[item], score)) is not None
+        for doc, (item, score) in best.items()
+        if sources.get(item, {}).get("entity_type") == TOOL and (tool := _tool(doc, sources[item], score)) is not None
     ]
     tools.sort(key=lambda tool: (-tool.score, tool.server_id, tool.tool_name))
     groups = RegistryGroups(tools=tools[:top_n])
@@ -95,9 +122,9 @@ def group(scores: Mapping[str, float], sources: Mapping[str, Mapping[str, Any]],
         if parent is None:
             parent = _server(tool.server_id, {"title": tool.server_name, "path": tool.server_path}, tool.score)
             servers["servers"][tool.server_id] = parent
-        parent.matching_tools.append(
-            ToolMatch(tool_name=tool.tool_name, score=tool.score, description=tool.description)
-        )
+        match = ToolMatch(tool_name=tool.tool_name, score=tool.score, description=tool.description)
+        match._doc = tool._doc
+        parent.matching_tools.append(match)
         parent.score = max(parent.score, tool.score)
     for name, listed in servers.items():
         ranked = sorted(listed.values(), key=lambda server: (-server.score, server.id))
@@ -116,22 +143,57 @@ def _entity(doc: str, source: Mapping[str, Any], score: float) -> EntityHit:
     return EntityHit(id=doc, name=_text(source.get("title")), path=_text(source.get("path")), score=score)
 
 
-def _tool(source: Mapping[str, Any], score: float) -> ToolHit | None:
+def _tool(doc: str, source: Mapping[str, Any], score: float) -> ToolHit | None:
     metadata = source.get("metadata") or {}
     server_id, name = metadata.get("server_id"), metadata.get("tool_name")
     if not isinstance(server_id, str) or not isinstance(name, str):
         return None  # a tool document that did not come from a registry record: nothing to join it to
-    schema = metadata.get("input_schema")
-    description = metadata.get(TOOL_DESCRIPTION)
-    return ToolHit(
+    hit = ToolHit(
         server_id=server_id,
         server_name=_text(metadata.get("server_name")),
         server_path=_text(metadata.get("server_path")),
         tool_name=name,
         score=score,
-        description=(description if isinstance(description, str) else _text(source.get("body"))) or None,
-        input_schema=schema if isinstance(schema, dict) else None,
+        description=_text(source.get("body")) or None,  # until its record is read
     )
+    hit._doc = doc
+    return hit
+
+
+async def grouped(
+    engine: AsyncEngine,
+    index: str,
+    scores: Mapping[str, float],
+    sources: Mapping[str, Mapping[str, Any]],
+    top_n: int,
+    asked: bool = True,
+) -> tuple[RegistryGroups | None, str | None]:
+    """``group`` when ``asked``, with each shown tool's description and input schema read from its first chunk;
+    a warning when they could not be read."""
+    if not asked:
+        return None, None
+    groups = group(scores, sources, top_n)
+    shown: list[ToolHit | ToolMatch] = [*groups.tools]
+    shown.extend(match for server in (*groups.servers, *groups.virtual_servers) for match in server.matching_tools)
+    firsts = sorted({first_chunk(tool._doc) for tool in shown})
+    if not firsts:
+        return groups, None
+    body = {"size": len(firsts), "_source": list(RECORD_FIELDS), "query": {"ids": {"values": firsts}}}
+    try:
+        result = await engine.search(index, body)
+    except errors.EngineError as exc:
+        return groups, f"grouped tools are shown without their descriptions as written and input schemas: {exc}"
+    records = {document_of(hit.id, hit.source): hit.source.get("metadata") or {} for hit in result.hits}
+    for tool in shown:
+        record = records.get(tool._doc, {})
+        description = record.get(TOOL_DESCRIPTION)
+        if isinstance(description, str):
+            tool.description = description or None
+        if isinstance(tool, ToolHit):
+            schema, size = record.get(INPUT_SCHEMA), record.get(INPUT_SCHEMA_BYTES)
+            tool.input_schema = schema if isinstance(schema, dict) else None
+            tool.input_schema_bytes = size if isinstance(size, int) else None
+    return groups, f"grouped tools: {result.partial}" if result.partial else None
 
 
 def _text(value: Any) -> str | None:

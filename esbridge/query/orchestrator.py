@@ -38,7 +38,7 @@ from esbridge.query.field_roles import features_off, searched_fields
 from esbridge.query.fusion import FusionContext, fuse, get_fusion
 from esbridge.query.graph import GraphOptions, with_neighbors
 from esbridge.query.graph_reader import LinkReader
-from esbridge.query.grouping import group
+from esbridge.query.grouping import grouped
 from esbridge.query.model_check import ModelGuard
 from esbridge.query.models import (
     NativeDetails,
@@ -171,7 +171,8 @@ class HybridSearcher:
         scores, trail, doc_of, notes = await self._graph(request, scores, trail, doc_of, notes)
         scores, trail, notes = await self._rerank(request, scores, trail, notes)
         final, trail = self._shape(request, scores, trail, doc_of)
-        groups = group(scores, trail.sources, request.top_n) if request.group else None
+        groups, grouping = await grouped(self.engine, self.index, scores, trail.sources, request.top_n, request.group)
+        notes = notes.add(grouping)
         response = SearchResponse(
             query=request.query,
             search_mode=mode,

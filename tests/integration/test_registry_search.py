@@ -124,3 +124,45 @@ def test_knn_per_type_listing_only_agents_leaves_tools_their_knn_candidates(
     assert response.search_mode == "hybrid" and response.warnings == []
     by_knn = [hit for hit in response.results if hit.explain is not None and "knn" in hit.explain.retrievers]
     assert {hit.entity_type for hit in by_knn} >= {"tool", "a2a_agent"}
+
+
+# A description long enough for several chunks, and a schema over the 64 KiB an answer carries.
+LONG = "Creates a flow.\n\n" + "\n".join(f"- phase {n} orchestrates extractors" for n in range(150))
+HUGE = {"type": "object", "properties": {f"f{n}": {"type": "string", "description": "x" * 60} for n in range(1000)}}
+FLOW_SCHEMA = {"type": "object", "properties": {"phases": {"type": "array"}}}
+
+
+def test_a_tool_record_is_stored_once_and_read_back_for_the_answer_that_shows_it(
+    engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    """The engines filter a stored-only object's fields by path (``metadata.server_id``), and answer the ids
+    request that reads the tools' first chunks."""
+    tools = [{"name": "create_flow", "description": LONG, "inputSchema": FLOW_SCHEMA},
+             {"name": "bulk_export", "description": "Export every table at once", "inputSchema": HUGE}]  # fmt: skip
+    record = {"id": "keboola", "name": "Keboola", "path": "/keboola", "description": "data platform", "tools": tools}
+    manager = IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension))
+    options = IngestOptions(source_format="registry", source="registry")
+    report = ingest(
+        registry_file(tmp_path, [record]), engine=engine, manager=manager, embedder=embedder, options=options
+    )
+    assert report.failed == [] and [w for w in report.warnings if "bulk_export" in w]
+    hits = engine.scan(alias, {"prefix": {"doc_id": "keboola/tools/create_flow"}}, ["metadata"], sort_field="chunk_id")
+    stored = {hit.id: hit.source["metadata"] for hit in hits}
+    assert len(stored) > 2 and stored.pop("keboola/tools/create_flow#0")["input_schema"] == FLOW_SCHEMA
+    assert all("input_schema" not in metadata and "tool_description" not in metadata for metadata in stored.values())
+
+    async def run(query: str) -> RegistryGroups:
+        client = connect_async(engine_settings, kind=engine_settings.engine)  # type: ignore[arg-type]
+        try:
+            response = await HybridSearcher(client, alias, embedder).search(SearchRequest(query=query, group=True))
+        finally:
+            await client.close()
+        assert response.warnings == [] and response.groups is not None
+        return response.groups
+
+    flow = next(
+        hit for hit in asyncio.run(run("phase 140 orchestrates extractors")).tools if hit.tool_name == "create_flow"
+    )
+    assert (flow.server_name, flow.description, flow.input_schema) == ("Keboola", LONG, FLOW_SCHEMA)
+    export = next(hit for hit in asyncio.run(run("export every table")).tools if hit.tool_name == "bulk_export")
+    assert (export.input_schema, export.input_schema_bytes) == (None, len(json.dumps(HUGE).encode("utf-8")))

@@ -146,7 +146,12 @@ def test_an_entity_record_composes_its_text_from_fields_and_tools(
     assert server.title == "GitHub MCP"  # from "name"
     assert server.entity_type == "mcp_server"
     assert server.tags == ("github",)  # one string is one tag
-    assert server.metadata == {"version": "1.2", "vendor": "GitHub", "transport": ["stdio", "http"]}
+    assert server.metadata == {
+        "version": "1.2",
+        "vendor": "GitHub",
+        "transport": ["stdio", "http"],
+        "tool_records": [{"name": "create_issue", "description": "Open an\n issue"}, {"name": "search_code"}],
+    }
     assert server.sections == (
         Section("Work with GitHub."),
         Section("Tags: github\nversion: 1.2\nvendor: GitHub\ntransport: stdio, http"),
@@ -165,7 +170,12 @@ def test_records_with_text_keep_fields_out_of_it_but_still_list_tools(tmp_path: 
     (document,) = read_jsonl(path)
     assert isinstance(document, Document)
     assert document.title == "Server"
-    assert document.metadata == {"k": "v", "name": "srv"}  # the name that is not the title is kept
+    # the name that is not the title is kept, and so is every field of a tool, as given
+    assert document.metadata == {
+        "k": "v",
+        "name": "srv",
+        "tool_records": [{"name": "run", "description": "Runs", "x": 1}],
+    }
     assert document.sections == (Section("Short."), Section("Long prose."), Section("run: Runs", headings=("Tools",)))
 
 

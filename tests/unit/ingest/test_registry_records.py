@@ -103,3 +103,46 @@ def test_is_enabled_null_counts_as_absent_like_null_tags_tools_and_metadata(tmp_
     found = list(read_registry(path))
     assert [(doc.doc_id, doc.status) for doc in found if isinstance(doc, Document)] == [("jira", None), ("card", None)]
     assert not [item for item in found if isinstance(item, Problem)]
+
+
+def test_a_blank_skill_or_record_name_is_refused_naming_the_line_and_field_as_a_tool_name_is(tmp_path: Path) -> None:
+    records: list[dict[str, Any]] = [
+        {"id": "travel", "name": "Travel", "skills": [{"name": "Book"}, {"name": " \t"}]},
+        {"id": "helper", "name": "Helper", "skills": [{"id": "s1", "name": "\u200b\x07"}]},
+        {"id": "blank", "name": "  "},
+        {"id": "ok", "name": "Ok", "skills": [{"name": "Plan"}, "Book"]},  # a skill given as its name, as a tool may be
+    ]
+    found = list(read_registry(write(tmp_path, records)))
+    assert [doc.doc_id for doc in found if isinstance(doc, Document)] == ["ok"]
+    assert next(doc for doc in found if isinstance(doc, Document)).metadata["skill_records"] == [
+        {"name": "Plan"},
+        {"name": "Book"},
+    ]
+    assert [(item.line, item.doc_id, item.reason) for item in found if isinstance(item, Problem)] == [
+        (1, "travel", "field 'skills[1].name': a skill name must not be blank, got ' \\t'"),
+        (2, "helper", "field 'skills[0].name': a skill name must not be blank, got '\\u200b\\x07'"),
+        (3, "blank", "field 'name': a record name must not be blank, got '  '"),
+    ]
+
+
+def test_a_reingest_of_unchanged_records_does_not_repeat_their_warnings(tmp_path: Path) -> None:
+    repeated = {"id": "jira", "name": "Jira", "tools": [{"name": "x", "description": "a"}, {"name": "x"}]}
+    warning = "jira: tool name 'x' is repeated with other content: the repeat is 'x~2'"
+    engine = EmbeddedEngine(tmp_path / "db")
+    embedder = HashingEmbedder()
+    manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
+    options = IngestOptions(source_format="registry", source="registry")
+
+    def run(records: list[dict[str, Any]]) -> list[str]:
+        report = ingest(write(tmp_path, records), engine=engine, manager=manager, embedder=embedder, options=options)
+        assert report.failed == []
+        return report.warnings
+
+    try:
+        assert run([repeated, {"id": "ok", "name": "Ok"}]) == [warning]
+        assert run([repeated, {"id": "ok", "name": "Ok"}]) == [
+            "1 warning(s) about 1 document(s) unchanged since they were indexed are not repeated"
+        ]
+        assert run([{**repeated, "description": "changed"}, {"id": "ok", "name": "Ok"}]) == [warning]
+    finally:
+        engine.close()

@@ -45,7 +45,8 @@ def test_servers_carry_only_their_matching_tools_and_tools_bring_their_server() 
         ("jira", "create_issue", 1.0),
         ("slack", "post_message", 0.6 / 0.8),
     ]
-    assert groups.tools[0].input_schema == {"type": "object"} and groups.tools[0].description == "does create_issue"
+    # until the tool's record is read from its first chunk (grouped), its best chunk's text stands in
+    assert groups.tools[0].description == "does create_issue"
     assert [(v.id, v.score) for v in groups.virtual_servers] == [("dev", 0.25)]
     assert [(a.id, a.score) for a in groups.agents] == [("helper", 0.3 / 0.8)]
     assert groups.skills == []
@@ -62,10 +63,22 @@ def test_nothing_to_group() -> None:
 
 
 def test_scores_are_in_0_1_as_the_results_are_when_fusion_gives_negative_scores() -> None:
-    # z-score fusion: below-mean candidates score below 0, and every candidate may.
+    # z-score fusion: below-mean candidates score below 0, and every candidate may; a tool scaled to 0 is no match
     mixed = group({"jira/tools/create_issue#0": 0.5, "slack/tools/post_message#0": -0.7}, SOURCES, top_n=10)
-    assert [(t.tool_name, t.score) for t in mixed.tools] == [("create_issue", 1.0), ("post_message", 0.0)]
+    assert [(t.tool_name, t.score) for t in mixed.tools] == [("create_issue", 1.0)]
+    assert [s.id for s in mixed.servers] == ["jira"]
     negative = group({"jira#0": -0.2, "helper#0": -1.0, "dev#0": -0.6}, SOURCES, top_n=10)
     assert [(s.id, s.score) for s in negative.servers] == [("jira", 1.0)]
     assert [(v.id, v.score) for v in negative.virtual_servers] == [("dev", 0.5)]
-    assert [(a.id, a.score) for a in negative.agents] == [("helper", 0.0)]
+    assert negative.agents == []  # the worst candidate, scaled to 0, is no match
+
+
+def test_an_entry_min_max_fusion_scored_0_is_no_match_and_a_tool_brings_no_server() -> None:
+    # Min-max fusion gives the last of a retriever's candidates 0, as it gives a document no retriever found:
+    # listed, such a tool showed "0.000" under its server although nothing set it apart from a non-match.
+    scores = {"jira#0": 0.6, "jira/tools/create_issue#0": 0.0, "slack/tools/post_message#0": 0.0, "dev#0": 0.3,
+              "helper#0": 0.0}  # fmt: skip
+    groups = group(scores, SOURCES, top_n=10)
+    assert groups.tools == [] and groups.agents == []
+    assert [(s.id, s.score, s.matching_tools) for s in groups.servers] == [("jira", 1.0, [])]
+    assert [(v.id, v.score) for v in groups.virtual_servers] == [("dev", 0.5)]

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
+from esbridge.ingest.report import IngestReport
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
@@ -18,32 +20,49 @@ from tests.support.hashing import HashingEmbedder
 
 # Long enough to be cut into several chunks, with the line breaks of a real tool's description.
 LONG = "Creates a flow.\n\nCONSIDERATIONS:\n" + "\n".join(f"- phase {n} orchestrates extractors" for n in range(150))
+FLOW_SCHEMA = {"type": "object", "properties": {"phases": {"type": "array"}}}
+# Over the 64 KiB an answer carries, as JSON.
+HUGE_SCHEMA = {
+    "type": "object",
+    "properties": {f"field_{n}": {"type": "string", "description": "x" * 60} for n in range(1000)},
+}
 RECORDS = [
     {"id": "keboola", "name": "Keboola", "path": "/keboola", "description": "data platform",
-     "tools": [{"name": "create_flow", "description": LONG}]},
+     "tools": [{"name": "create_flow", "description": LONG, "inputSchema": FLOW_SCHEMA},
+               {"name": "bulk_export", "description": "Export every table at once", "inputSchema": HUGE_SCHEMA}]},
     {"id": "weather", "name": "Weather Service", "path": "/weather", "description": "about the sky",
      "tools": [{"name": "forecast", "description": "Forecast rain\nfor a city.", "inputSchema": {"type": "object"}},
                {"name": "rain_city", "description": ""}]},
 ]  # fmt: skip
 
 
-def grouped(tmp_path: Path, query: str, filters: Filters | None = None) -> RegistryGroups:
+def indexed(tmp_path: Path) -> tuple[EmbeddedEngine, IngestReport]:
     tmp_path.mkdir(exist_ok=True)
     path = tmp_path / "registry.jsonl"
     path.write_text("".join(json.dumps(record) + "\n" for record in RECORDS), encoding="utf-8")
     engine = EmbeddedEngine(tmp_path / "db")
-    embedder = HashingEmbedder()
+    manager = IndexManager(engine, "registry", IndexParameters(dimension=HashingEmbedder().dimension))
+    options = IngestOptions(source_format="registry", source="registry")
+    report = ingest(path, engine=engine, manager=manager, embedder=HashingEmbedder(), options=options)
+    assert report.failed == []
+    return engine, report
+
+
+def grouped(tmp_path: Path, query: str, filters: Filters | None = None) -> RegistryGroups:
+    engine, _ = indexed(tmp_path)
     try:
-        manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
-        options = IngestOptions(source_format="registry", source="registry")
-        assert ingest(path, engine=engine, manager=manager, embedder=embedder, options=options).failed == []
-        searcher = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "registry", embedder)
+        searcher = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "registry", HashingEmbedder())
         request = SearchRequest(query=query, top_n=5, group=True, filters=filters or Filters())
         response = asyncio.run(searcher.search(request))
     finally:
         engine.close()
-    assert response.groups is not None
+    assert response.groups is not None and response.warnings == []
     return response.groups
+
+
+def stored_metadata(engine: EmbeddedEngine, doc_id: str) -> dict[str, dict[str, Any]]:
+    hits = engine.scan("registry", {"term": {"doc_id": doc_id}}, ["metadata"], sort_field="chunk_id")
+    return {hit.id: dict(hit.source.get("metadata") or {}) for hit in hits}
 
 
 def test_a_grouped_tool_carries_its_whole_description_as_written(tmp_path: Path) -> None:
@@ -61,7 +80,43 @@ def test_a_grouped_tool_carries_its_whole_description_as_written(tmp_path: Path)
 def test_a_tool_cut_into_chunks_still_carries_all_of_its_description(tmp_path: Path) -> None:
     groups = grouped(tmp_path, "phase 140 orchestrates extractors")
     flow = next(hit for hit in groups.tools if hit.tool_name == "create_flow")
-    assert flow.description == LONG
+    assert (flow.description, flow.input_schema) == (LONG, FLOW_SCHEMA)
+
+
+def test_a_tool_cut_into_chunks_stores_its_record_once_on_its_first_chunk(tmp_path: Path) -> None:
+    engine, _ = indexed(tmp_path)
+    try:
+        chunks = stored_metadata(engine, "keboola/tools/create_flow")
+    finally:
+        engine.close()
+    assert len(chunks) > 2
+    first = chunks.pop("keboola/tools/create_flow#0")
+    assert (first["input_schema"], first["tool_description"]) == (FLOW_SCHEMA, LONG)
+    # the other chunks keep what joins them to their server, and no copy of the record
+    assert all(metadata == {"server_id": "keboola", "server_name": "Keboola", "server_path": "/keboola",
+                            "tool_name": "create_flow"} for metadata in chunks.values())  # fmt: skip
+
+
+def test_an_input_schema_over_the_cap_is_kept_whole_out_of_answers_with_a_warning(tmp_path: Path) -> None:
+    size = len(json.dumps(HUGE_SCHEMA).encode("utf-8"))
+    engine, report = indexed(tmp_path)
+    try:
+        stored = stored_metadata(engine, "keboola/tools/bulk_export")["keboola/tools/bulk_export#0"]
+    finally:
+        engine.close()
+    assert stored["oversized_input_schema"] == HUGE_SCHEMA and stored["input_schema_bytes"] == size
+    assert "input_schema" not in stored
+    assert [warning for warning in report.warnings if "bulk_export" in warning] == [
+        f"/keboola: tool 'bulk_export': its input schema is {size / 1024:.1f} KiB as JSON, over the 64 KiB a search "
+        "answer carries; it is stored whole, once, as metadata.oversized_input_schema of chunk "
+        "'keboola/tools/bulk_export#0' (esbridge export writes it), and grouped answers give its size "
+        "(input_schema_bytes) instead"
+    ]
+    export = next(
+        hit for hit in grouped(tmp_path / "again", "export every table").tools if hit.tool_name == "bulk_export"
+    )
+    assert (export.input_schema, export.input_schema_bytes) == (None, size)
+    assert export.description == "Export every table at once"
 
 
 def test_a_server_brought_in_by_its_tool_has_its_name(tmp_path: Path) -> None:
