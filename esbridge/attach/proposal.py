@@ -16,6 +16,7 @@ from typing import Any
 from esbridge.config.fields import FieldMap
 from esbridge.engines.dialect import vector_dimension
 from esbridge.mappings.schema import SCHEMA_META_KEY
+from esbridge.query.engine_dates import DEFAULT_FORMAT, READABLE_FORMATS
 
 TEXT_TYPES = frozenset({"text", "match_only_text"})
 KEYWORD_TYPES = frozenset({"keyword", "constant_keyword", "wildcard"})
@@ -35,10 +36,6 @@ _ROLES: dict[str, tuple[str, ...]] = {
     "tags": (r"^(tags?|labels?|keywords|topics)$",),
     "links": (r"^(links|related|references|see_?also|linked_?ids)$",),
 }
-# Date formats whose stored values recency reads (ISO 8601 or epoch milliseconds: recency.parse_modified_at).
-_READABLE_DATES = frozenset(
-    {"strict_date_optional_time", "date_optional_time", "strict_date_optional_time_nanos", "epoch_millis"}
-)
 # Text fields a match in weighs more than in long text: a name or title says what the document is about.
 _TITLE_BOOST = 2.0
 
@@ -162,7 +159,7 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
         elif kind in DATE_TYPES:
             by_type["date"].append(name)
             formats = str(definition.get("format") or "")
-            if formats and not any(part in _READABLE_DATES for part in formats.split("||")):
+            if formats and formats != DEFAULT_FORMAT:
                 date_formats[name] = formats
         elif kind in VECTOR_TYPES:
             vectors.append(vector_info(name, definition))
@@ -228,10 +225,12 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             f"{fields_roles}: text with a keyword sub-field, searched as text; the roles are read from keyword "
             f"fields only (name the sub-field to give one its role: {example})"
         )
-    if roles["date"] in date_formats:
+    date_format = date_formats.get(roles["date"] or "")
+    unread = [part for part in (date_format or "").split("||") if part and part not in READABLE_FORMATS]
+    if unread:
         notes.append(
-            f"{roles['date']} has format {date_formats[roles['date']]}: recency reads dates in ISO 8601 or epoch "
-            "milliseconds only, so it gives these documents no multiplier (date filters work)"
+            f"{roles['date']} has format {date_format}: recency reads dates in ISO 8601 or epoch milliseconds or "
+            f"seconds only, so it gives documents dated as {' or '.join(unread)} no multiplier (date filters work)"
         )
     notes.extend(nested)
     fields = FieldMap.model_validate(
@@ -241,6 +240,7 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             "content": [name for name in text if name != title],
             **engine_side,
             **roles,
+            "date_format": date_format,
         }
     )
     return Proposal(fields, text, keywords, dates, vectors, is_esbridge, notes)

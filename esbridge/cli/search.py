@@ -225,7 +225,24 @@ def _how_scored(explain: Explain) -> list[str]:
         parts.append(f"recency x{explain.recency_multiplier:g}")
     if explain.rerank_score is not None:
         parts.append(f"re-ranker {explain.rerank_score:.3f}")
+    if (scaled := _scaled(explain)) is not None:
+        parts.append(scaled)
     return parts
+
+
+def _scaled(explain: Explain) -> str | None:
+    """How the score became the one shown, where it is not simply this result's over the best one's."""
+    scale, raw = explain.normalization, explain.unnormalized_score
+    if scale is None or raw is None:
+        return None
+    if scale.low == scale.high:
+        return f"every result scored {raw:.3f}: each shown as 1"
+    if scale.low != 0:
+        low, high = f"{scale.low:.3f}", f"{scale.high:.3f}"
+        return f"no result scored above 0: {raw:.3f} placed between the lowest {low} and the best {high}"
+    if raw < 0:
+        return f"scored {raw:.3f}, below 0: shown as 0"
+    return None
 
 
 def _how(explain: Explain) -> str:

@@ -64,6 +64,11 @@ class FieldMap(BaseModel):
     path: str | None = None
     source: str | None = None
     date: str | None = Field(default=None, description="date field recency and modified_* filters read")
+    date_format: str | None = Field(
+        default=None,
+        description="the date field's mapping format, when it has one (epoch_second, date_optional_time||...): "
+        "recency reads its stored values in it",
+    )
     created: str | None = Field(default=None, description="date field created_* filters read")
     type: str | None = Field(default=None, description="keyword field with the document type")
     status: str | None = Field(default=None, description="keyword field with the lifecycle status")

@@ -18,10 +18,18 @@ Python's datetime holds the years 1 to 9999 only: a date the engines take outsid
 epoch milliseconds past 9999) is given as ``datetime.min`` or ``datetime.max``, which recency treats alike (as
 old as can be, or as age 0). Where the engines differ from each other (OpenSearch takes ``2024-05T10``,
 Elasticsearch ``+013000`` and ``UTC+1``), only what both take is read.
+
+An attached index's date field may have another ``format`` (``FieldMap.date_format``); its parts are tried in
+order, as the engines try them: ``strict_date_optional_time`` (and ``_nanos``) as above; ``date_optional_time``
+also with one-digit months, days, hours, minutes and seconds and years of one to five digits (``2024-5-1T9:5``;
+Elasticsearch takes up to nine, OpenSearch five);
+``epoch_millis``; ``epoch_second`` (``1700000000``, fraction allowed). A value no part reads (a part esbridge
+does not know, such as ``dd/MM/yyyy``) is None.
 """
 
 from __future__ import annotations
 
+import calendar
 import re
 from datetime import datetime, timedelta, timezone, tzinfo
 from decimal import ROUND_FLOOR, Decimal
@@ -32,6 +40,11 @@ _DATE = re.compile(
     r"(?::(?P<minute>[0-9]{2})(?::(?P<second>[0-9]{2})(?:[.,](?P<fraction>[0-9]{1,9}))?)?)?"
     r"(?P<zone>Z|[+-][0-9]{2}(?::[0-9]{2}(?::[0-9]{2})?|[0-9]{2})?|[A-Za-z][A-Za-z0-9/_:+-]*)?)?)?)?)?"
 )
+_LENIENT_DATE = re.compile(
+    r"(?P<year>-?[0-9]{1,5})(?:-(?P<month>[0-9]{1,2})(?:-(?P<day>[0-9]{1,2})(?:T(?:(?P<hour>[0-9]{1,2})"
+    r"(?::(?P<minute>[0-9]{1,2})(?::(?P<second>[0-9]{1,2})(?:[.,](?P<fraction>[0-9]{1,9}))?)?)?"
+    r"(?P<zone>Z|[+-][0-9]{2}(?::[0-9]{2}(?::[0-9]{2})?|[0-9]{2})?|[A-Za-z][A-Za-z0-9/_:+-]*)?)?)?)?)?"
+)
 _EPOCH_MILLIS = re.compile(r"-?[0-9]+(?:\.[0-9]*)?")
 _OFFSET = re.compile(r"(?P<sign>[+-])(?P<hours>[0-9]{2}):?(?P<minutes>[0-9]{2})?:?(?P<seconds>[0-9]{2})?")
 # UTC+01:00, GMT+01:00 and UT+01:00; both engines take these, only Elasticsearch UTC+1.
@@ -39,14 +52,18 @@ _PREFIXED_OFFSET = re.compile(r"(?:UTC|GMT|UT)([+-][0-9]{2}:[0-9]{2})")
 _LONGEST_OFFSET = timedelta(hours=18)
 # Names in the time-zone database that the engines (Java's ZoneId) refuse.
 _REFUSED_ZONES = frozenset({"EST", "MST", "HST"})
-_DAYS_IN_MONTH = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _LONG = 2**63
 
 
-def parse_engine_date(value: object) -> datetime | None:
-    """``value`` as the engines' default date format reads it (see the module docstring); None when the engines
-    refuse it. A datetime is taken as it is."""
+DEFAULT_FORMAT = "strict_date_optional_time||epoch_millis"
+"""The engines' date format for a ``date`` field mapped without one, as esbridge maps ``modified_at``."""
+
+
+def parse_engine_date(value: object, formats: str | None = None) -> datetime | None:
+    """``value`` as a date field of ``formats`` (the default date format when None) reads it (see the module
+    docstring); None when the engines refuse it or no part of ``formats`` is one esbridge reads. A datetime is
+    taken as it is."""
     if isinstance(value, datetime):
         return value
     if isinstance(value, bool):
@@ -55,11 +72,29 @@ def parse_engine_date(value: object) -> datetime | None:
         value = repr(value)  # the JSON text the engine read
     if not isinstance(value, str):
         return None
-    if (date := _DATE.fullmatch(value)) is not None:
-        return _from_date(date)
-    if _EPOCH_MILLIS.fullmatch(value):
-        return _from_epoch_millis(value)
+    for part in (formats or DEFAULT_FORMAT).split("||"):
+        reader = _READERS.get(part.strip())
+        if reader is not None and (moment := reader(value)) is not None:
+            return moment
     return None
+
+
+def _strict(text: str) -> datetime | None:
+    return _from_date(date) if (date := _DATE.fullmatch(text)) is not None else None
+
+
+def _lenient(text: str) -> datetime | None:
+    return _from_date(date) if (date := _LENIENT_DATE.fullmatch(text)) is not None else None
+
+
+def _epoch_millis(text: str) -> datetime | None:
+    return _from_epoch_millis(text) if _EPOCH_MILLIS.fullmatch(text) else None
+
+
+def _epoch_second(text: str) -> datetime | None:
+    if not _EPOCH_MILLIS.fullmatch(text):
+        return None
+    return _from_epoch_millis(str(Decimal(text) * 1000))
 
 
 def _from_date(found: re.Match[str]) -> datetime | None:
@@ -79,9 +114,9 @@ def _from_date(found: re.Match[str]) -> datetime | None:
 
 
 def _days_in(year: int, month: int) -> int:
-    # Years before 1 are proleptic Gregorian years as the engines count them (year 0 is a leap year).
-    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-    return 29 if month == 2 and leap else _DAYS_IN_MONTH[month]
+    # monthrange of a year of the same kind: it needs a datetime.date, whose years are 1 to 9999, while isleap
+    # takes any year, counted proleptic Gregorian as the engines do before year 1 (0 is a leap year, -100 is not).
+    return calendar.monthrange(2000 if calendar.isleap(year) else 2001, month)[1]
 
 
 def _zone(text: str) -> tzinfo | None:
@@ -105,6 +140,17 @@ def _zone(text: str) -> tzinfo | None:
         return ZoneInfo(text)
     except (ZoneInfoNotFoundError, ValueError):
         return None
+
+
+_READERS = {
+    "strict_date_optional_time": _strict,
+    "strict_date_optional_time_nanos": _strict,
+    "date_optional_time": _lenient,
+    "epoch_millis": _epoch_millis,
+    "epoch_second": _epoch_second,
+}
+READABLE_FORMATS = frozenset(_READERS)
+"""The parts of a date field's format whose values esbridge reads as the engines do."""
 
 
 def _from_epoch_millis(text: str) -> datetime | None:

@@ -9,7 +9,8 @@ from typing import Any
 from esbridge.ids import doc_id_of, document_of
 from esbridge.query.graph import GraphExpansion
 from esbridge.query.link_rescore import Rescored
-from esbridge.query.models import Explain, RetrieverExplain, SearchHit
+from esbridge.query.models import Explain, RetrieverExplain, ScoreScale, SearchHit
+from esbridge.query.shaping import Scale
 from esbridge.query.types import FusionResult
 
 
@@ -28,6 +29,10 @@ class Trail:
     """id -> the engine's own explanation (native hybrid)"""
     fields: Mapping[str, list[str]] = field(default_factory=dict)
     """retriever name -> the index's fields it searched (with boosts)"""
+    unnormalized: Mapping[str, float] = field(default_factory=dict)
+    """id -> the score shaping ranked it by"""
+    scale: Scale | None = None
+    """what normalized the shaped scores"""
 
 
 def build_hit(item: str, score: float, trail: Trail, *, explain: bool) -> SearchHit:
@@ -68,6 +73,8 @@ def explained(item: str, score: float, trail: Trail) -> Explain:
         link_shift=rescored.shifts.get(item) if rescored else None,
         rerank_score=trail.rerank_scores.get(item),
         engine_explanation=trail.explanations.get(item),
+        unnormalized_score=trail.unnormalized.get(item),
+        normalization=ScoreScale(low=trail.scale.low, high=trail.scale.high) if trail.scale else None,
         final_score=score,
     )
 

@@ -205,6 +205,13 @@ class RetrieverExplain(BaseModel):
     fields: list[str] = Field(default_factory=list, description="the index's fields the retriever searched (^boost)")
 
 
+class ScoreScale(BaseModel):
+    """How the last stage mapped the results' scores onto [0, 1]."""
+
+    low: float = Field(description="the score shown as 0: 0 when the best score is positive, else the worst score")
+    high: float = Field(description="the score shown as 1: the best score")
+
+
 class Explain(BaseModel):
     """Why a result is where it is."""
 
@@ -238,6 +245,16 @@ class Explain(BaseModel):
     rerank_score: float | None = None
     engine_explanation: dict[str, Any] | None = Field(
         default=None, description="native hybrid: the engine's own explanation of its fused score, where it gives one"
+    )
+    unnormalized_score: float | None = Field(
+        default=None,
+        description="the score the results were ranked by, before normalisation: fused_score x recency_multiplier "
+        "+ link_lift - link_shift; graph_score for a graph neighbour; the re-ranking stage's for a re-ranked result",
+    )
+    normalization: ScoreScale | None = Field(
+        default=None,
+        description="final_score is (unnormalized_score - low) / (high - low), at least 0, or 1.0 when low == high "
+        "(every result scored the same)",
     )
     final_score: float = 0.0
 

@@ -56,7 +56,7 @@ from esbridge.query.rerank import Reranker, rerank, rerank_text
 from esbridge.query.rerank_budget import OverBudget, RerankThreads
 from esbridge.query.retrieval import Retrieval, Retrieved
 from esbridge.query.routing import Categories, routed_request
-from esbridge.query.shaping import ShapeOptions, shape
+from esbridge.query.shaping import ShapeOptions, shaped
 from esbridge.query.timing import elapsed_ms
 from esbridge.query.types import FusionResult, Runs
 
@@ -170,7 +170,7 @@ class HybridSearcher:
         )
         scores, trail, doc_of, notes = await self._graph(request, scores, trail, doc_of, notes)
         scores, trail, notes = await self._rerank(request, scores, trail, notes)
-        final = self._shape(request, scores, trail, doc_of)
+        final, trail = self._shape(request, scores, trail, doc_of)
         groups, grouping = await grouped(self.engine, self.index, scores, trail.sources, request.top_n, request.group)
         notes = notes.add(grouping)
         response = SearchResponse(
@@ -329,7 +329,7 @@ class HybridSearcher:
     ) -> tuple[dict[str, float], dict[str, float], str | None]:
         if not (request.recency if request.recency is not None else self.pipeline.recency.enabled):
             return scores, {}, None
-        modified, warning = read_dates(sources, str(self.fields.date))
+        modified, warning = read_dates(sources, str(self.fields.date), self.fields.date_format)
         if not modified:  # nothing to multiply when no result carries a date
             return scores, {}, warning
         boosted = apply_recency(scores, modified, self.clock(), rule_from(self.pipeline.recency))
@@ -388,14 +388,11 @@ class HybridSearcher:
 
     def _shape(
         self, request: SearchRequest, scores: Mapping[str, float], trail: Trail, doc_of: Mapping[str, str]
-    ) -> dict[str, float]:
+    ) -> tuple[dict[str, float], Trail]:
         shaping = self.pipeline.shaping
-        options = ShapeOptions(
-            top_n=request.top_n,
-            collapse=request.collapse if request.collapse is not None else shaping.collapse,
-            floor=shaping.floor,
-            cap_types=shaping.cap_types,
-            type_share=shaping.type_share,
-        )
+        collapse = request.collapse if request.collapse is not None else shaping.collapse
+        settings = shaping.model_dump(include={"floor", "cap_types", "type_share"})
+        options = ShapeOptions(top_n=request.top_n, collapse=collapse, **settings)
         types = {item: str_or_none(source.get("entity_type")) for item, source in trail.sources.items()}
-        return dict(shape(scores, options, doc_of=doc_of, entity_type_of=types))
+        result = shaped(scores, options, doc_of=doc_of, entity_type_of=types)
+        return result.scores, replace(trail, unnormalized=scores, scale=result.scale)

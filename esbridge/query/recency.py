@@ -92,38 +92,40 @@ def aware(moment: datetime) -> datetime:
     return moment
 
 
-def parse_modified_at(value: object) -> datetime | None:
+def parse_modified_at(value: object, formats: str | None = None) -> datetime | None:
     """A ``modified_at`` from an engine's ``_source``, read as the engines read their default date format,
     ``strict_date_optional_time||epoch_millis`` (``esbridge.query.engine_dates``: ISO 8601 dates and times, a
-    date reduced to its year or month as its first day, epoch milliseconds as a number or its text), or a
-    datetime; None when absent. ``ValueError`` for a value the engines refuse."""
+    date reduced to its year or month as its first day, epoch milliseconds as a number or its text), or the
+    field's own ``formats`` (an attached index's ``date_format``), or a datetime; None when absent.
+    ``ValueError`` for a value the engines refuse, or that no part of ``formats`` esbridge knows reads."""
     if value is None or value == "":
         return None
-    moment = parse_engine_date(value)
+    moment = parse_engine_date(value, formats)
     if moment is None:
+        if formats:
+            raise ValueError(f"modified_at is not a date in the format {formats}: {value!r}")
         raise ValueError(f"modified_at is not an ISO 8601 date or epoch milliseconds: {value!r}")
     return moment
 
 
 def read_dates(
-    sources: Mapping[str, Mapping[str, object]], field: str
+    sources: Mapping[str, Mapping[str, object]], field: str, formats: str | None = None
 ) -> tuple[dict[str, datetime | None], str | None]:
     """Each result's ``modified_at``, by item, and a warning naming those left out: an attached index's date
-    ``field`` may hold another format than ISO 8601 or epoch milliseconds."""
+    ``field`` may hold another format than the ``formats`` esbridge was told of (``FieldMap.date_format``) or
+    reads (ISO 8601 and epoch milliseconds by default)."""
     modified: dict[str, datetime | None] = {}
     unread: list[object] = []
     for item, source in sources.items():
         if stamp := source.get("modified_at"):
             try:
-                modified[item] = parse_modified_at(stamp)
+                modified[item] = parse_modified_at(stamp, formats)
             except ValueError:
                 unread.append(stamp)
     if not unread:
         return modified, None
-    return modified, (
-        f"recency left out {len(unread)} result(s) whose {field} is neither ISO 8601 nor epoch milliseconds "
-        f"(first: {unread[0]!r})"
-    )
+    kind = f"is not in its format {formats}" if formats else "is neither ISO 8601 nor epoch milliseconds"
+    return modified, f"recency left out {len(unread)} result(s) whose {field} {kind} (first: {unread[0]!r})"
 
 
 def age(modified_at: datetime, now: datetime) -> timedelta:

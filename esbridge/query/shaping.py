@@ -4,6 +4,7 @@
 to the best chunk per document (optional), normalize so the best is exactly 1.0, drop what is below
 ``floor`` (optional), pick ``top_n`` with soft caps per ``entity_type`` (optional). The result holds
 unique ids, at most ``top_n`` of them, with scores in [0, 1], non-increasing, the first exactly 1.0.
+``shaped`` also gives the ``Scale`` that normalized them, which explanations show.
 """
 
 from __future__ import annotations
@@ -38,6 +39,29 @@ class ShapeOptions:
             raise ValueError(f"type_share must be in (0, 1], got {self.type_share}")
 
 
+@dataclass(frozen=True)
+class Scale:
+    """How normalizing maps a score onto [0, 1]: ``(score - low) / (high - low)``, at least 0; every score
+    is 1.0 when ``low == high``. ``high`` is the best score; ``low`` is 0 when the best is positive, else the
+    worst."""
+
+    low: float
+    high: float
+
+    def __call__(self, score: float) -> float:
+        if self.high == self.low:
+            return 1.0
+        return max((score - self.low) / (self.high - self.low), 0.0)
+
+
+@dataclass(frozen=True)
+class Shaped:
+    scores: dict[str, float]
+    """The final results, best first, with their final scores."""
+    scale: Scale | None
+    """What normalized them; None when there were none."""
+
+
 def shape(
     scores: Mapping[str, float],
     options: ShapeOptions | None = None,
@@ -49,18 +73,31 @@ def shape(
 
     ``doc_of`` is needed to collapse, ``entity_type_of`` to cap types (items missing from it are untyped).
     """
+    return shaped(scores, options, doc_of=doc_of, entity_type_of=entity_type_of).scores
+
+
+def shaped(
+    scores: Mapping[str, float],
+    options: ShapeOptions | None = None,
+    *,
+    doc_of: Mapping[str, str] | None = None,
+    entity_type_of: Mapping[str, str | None] | None = None,
+) -> Shaped:
+    """The final results, as ``shape`` gives them, and the ``Scale`` that normalized them."""
     options = options or ShapeOptions()
     results = ranked(scores)
     if options.collapse:
         if doc_of is None:
             raise ValueError("collapsing to one result per document needs doc_of")
         results = collapse(results, doc_of)
+    scale = scale_of(results)
     results = above_floor(normalize(results), options.floor)
     if options.cap_types:
         if entity_type_of is None:
             raise ValueError("capping entity types needs entity_type_of")
-        return dict(select(results, options.top_n, entity_type_of, type_slots(options.top_n, options.type_share)))
-    return dict(results[: options.top_n])
+        slots = type_slots(options.top_n, options.type_share)
+        return Shaped(dict(select(results, options.top_n, entity_type_of, slots)), scale)
+    return Shaped(dict(results[: options.top_n]), scale)
 
 
 def ranked(scores: Mapping[str, float]) -> Ranked:
@@ -92,15 +129,16 @@ def normalize(results: Ranked) -> Ranked:
     the list is scaled between its worst (0) and best (1): ``(score - worst) / (best - worst)``, all 1.0
     when they are equal. Without positive evidence the order is still the only information there is.
     """
+    scale = scale_of(results)
+    return [] if scale is None else [(item, scale(score)) for item, score in results]
+
+
+def scale_of(results: Ranked) -> Scale | None:
+    """The ``Scale`` that normalizes a best-first list (see ``normalize``); None for an empty one."""
     if not results:
-        return []
+        return None
     best = results[0][1]
-    if best > 0:
-        return [(item, max(score / best, 0.0)) for item, score in results]
-    worst = results[-1][1]
-    if best == worst:
-        return [(item, 1.0) for item, _ in results]
-    return [(item, (score - worst) / (best - worst)) for item, score in results]
+    return Scale(0.0, best) if best > 0 else Scale(results[-1][1], best)
 
 
 def above_floor(results: Ranked, floor: float) -> Ranked:

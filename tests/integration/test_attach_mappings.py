@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,15 @@ def _vector_mapping(kind: str, dimension: int) -> dict[str, Any]:
     return {"type": "dense_vector", "dims": dimension, "index": True, "similarity": "cosine"}
 
 
-@pytest.fixture(params=["dd/MM/yyyy HH:mm", "epoch_millis"])
+DATED: dict[str, Callable[[datetime], Any]] = {
+    "dd/MM/yyyy HH:mm": lambda moment: moment.strftime("%d/%m/%Y %H:%M"),
+    "epoch_millis": lambda moment: int(moment.timestamp() * 1000),
+    "epoch_second": lambda moment: int(moment.timestamp()),
+    "date_optional_time": lambda moment: f"{moment.year}-{moment.month}-{moment.day}T{moment.hour}:{moment.minute}Z",
+}
+
+
+@pytest.fixture(params=list(DATED))
 def own_mapping(
     request: pytest.FixtureRequest, engine_kind: str, embedder: CachedEmbedder
 ) -> Iterator[tuple[str, str]]:
@@ -60,9 +68,7 @@ def own_mapping(
     try:
         for (engine_id, doc_id, title, body, tags, status, days), vector in zip(NOTES, vectors, strict=True):
             moment = now - timedelta(days=days)
-            updated: Any = (
-                int(moment.timestamp() * 1000) if date_format == "epoch_millis" else moment.strftime("%d/%m/%Y %H:%M")
-            )
+            updated = DATED[date_format](moment)
             document = {
                 "doc_id": doc_id,
                 "title": title,
@@ -110,12 +116,12 @@ def test_dynamically_mapped_roles_and_dates_in_the_indexs_own_format(
     assert [hit["doc_id"] for hit in response["results"]] == ["n-1"]
     assert response["search_mode"] == "hybrid"
     multiplier = response["results"][0]["explain"]["recency_multiplier"]
-    if date_format == "epoch_millis":
+    if date_format != "dd/MM/yyyy HH:mm":  # index inspect wrote date_format, and recency reads the field in it
         assert multiplier == 1.2 and response["warnings"] == []
-    else:  # recency reads ISO 8601 or epoch milliseconds; another format leaves it out, and says so
+    else:  # recency reads ISO 8601 and epoch milliseconds or seconds; another format leaves it out, and says so
         assert multiplier == 1.0
         (warning,) = response["warnings"]
-        assert warning.startswith("recency left out 1 result(s) whose meta.updated is neither ISO 8601 nor epoch")
+        assert warning.startswith(f"recency left out 1 result(s) whose meta.updated is not in its format {date_format}")
 
 
 def test_a_misspelt_field_in_the_field_map_is_refused_before_any_search(

@@ -96,12 +96,29 @@ def coerce(field: Field, value: Any) -> Any:
         raise Unsupported(f"{value!r} is not a valid {field.type} for field [{field.path}]") from exc
 
 
-def date_span_of(field: Field, value: Any) -> tuple[int, int]:
-    """The first and last millisecond a date bound stands for (``dates.date_span``); Unsupported when it is none."""
+# The parts of a range's ``format`` the embedded engine reads bounds in: those of the default date format.
+_BOUND_FORMATS = frozenset({"strict_date_optional_time", "epoch_millis"})
+_EPOCH_BOUND = re.compile(r"-?\d+(?:\.\d*)?")
+
+
+def date_span_of(field: Field, value: Any, form: str | None = None) -> tuple[int, int]:
+    """The first and last millisecond a date bound stands for (``dates.date_span``); Unsupported when it is none.
+    ``form`` is a range's ``format``: the default's parts only, and without ``epoch_millis`` a number is refused, as a
+    cluster refuses it (four digits are a year)."""
     if isinstance(value, str) and ("now" in value or "||" in value):
         raise Unsupported(f"date math {value!r} is not supported by the embedded engine")
     if isinstance(value, (Mapping, list)):
         raise Unsupported(f"value {value!r} for field [{field.path}] must be a scalar")
+    if form is not None:
+        parts = str(form).split("||")
+        if not set(parts) <= _BOUND_FORMATS:
+            raise Unsupported(
+                f"range on [{field.path}]: format [{form}] is not supported by the embedded engine, which reads "
+                "bounds in strict_date_optional_time or epoch_millis"
+            )
+        text = value if isinstance(value, str) else repr(value)
+        if "epoch_millis" not in parts and _EPOCH_BOUND.fullmatch(text) and not re.fullmatch(r"\d{4}", text):
+            raise Unsupported(f"failed to parse date field [{text}] with format [{form}]")
     try:
         return date_span(value)
     except (TypeError, ValueError, OverflowError) as exc:
@@ -119,17 +136,20 @@ def range_limits(field: Field, bounds: Mapping[str, Any]) -> Limits:
     lower: Any = None
     upper: Any = None
     include_lower = include_upper = True
+    form = bounds.get("format")
+    if form is not None and field.type != "date":
+        raise Unsupported(f"range on [{field.path}]: format applies to date fields only")
     for key in ("gte", "gt"):
         if bounds.get(key) is not None:
             if field.type == "date":
-                first, last = date_span_of(field, bounds[key])
+                first, last = date_span_of(field, bounds[key], form)
                 lower, include_lower = (first if key == "gte" else last + 1), True
             else:
                 lower, include_lower = coerce(field, bounds[key]), key == "gte"
     for key in ("lte", "lt"):
         if bounds.get(key) is not None:
             if field.type == "date":
-                first, last = date_span_of(field, bounds[key])
+                first, last = date_span_of(field, bounds[key], form)
                 upper, include_upper = (last + 1 if key == "lte" else first), False
             else:
                 upper, include_upper = coerce(field, bounds[key]), key == "lte"
@@ -150,7 +170,7 @@ def range_bounds(spec: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
     name, bounds = one(spec, "range")
     if not isinstance(bounds, Mapping):
         raise Unsupported(f"range on [{name}] needs an object of bounds")
-    check_keys(bounds, ("gte", "gt", "lte", "lt", "boost"), f"range on [{name}]")
+    check_keys(bounds, ("gte", "gt", "lte", "lt", "format", "boost"), f"range on [{name}]")
     return name, bounds
 
 

@@ -250,3 +250,25 @@ def test_text_fields_named_for_a_keyword_role_are_named_in_a_note() -> None:
     (note,) = [note for note in proposal.notes if "keyword sub-field" in note]
     assert note.startswith("doc_id (id), related (links), status (status), tags (tags): text"), note
     assert note.endswith('(name the sub-field to give one its role: id = "doc_id.keyword")'), note
+
+
+@pytest.mark.parametrize(
+    ("own", "unread"),
+    [
+        ("epoch_second", None),
+        ("date_optional_time||epoch_second", None),
+        ("epoch_millis", None),
+        ("yyyy-MM-dd HH:mm:ss||epoch_millis", "yyyy-MM-dd HH:mm:ss"),
+    ],
+)
+def test_a_date_field_in_its_own_format_is_read_in_it(own: str, unread: str | None) -> None:
+    proposal = propose({"properties": {"body": {"type": "text"}, "updated": {"type": "date", "format": own}}})
+    assert proposal.fields is not None and proposal.fields.date_format == own
+    said = [note for note in proposal.notes if "format" in note]
+    note = (
+        f"updated has format {own}: recency reads dates in ISO 8601 or epoch milliseconds or seconds only, so it "
+        f"gives documents dated as {unread} no multiplier (date filters work)"
+    )
+    assert said == ([] if unread is None else [note])
+    default = propose({"properties": {"body": {"type": "text"}, "updated": {"type": "date"}}})
+    assert default.fields is not None and default.fields.date_format is None

@@ -18,6 +18,7 @@ from esbridge.query.recency import (
     apply_recency,
     multiplier,
     parse_modified_at,
+    read_dates,
     rule_from,
 )
 
@@ -163,6 +164,9 @@ def test_non_finite_scores_are_refused() -> None:
         # the largest Java long, which both engines take as epoch milliseconds, and an offset after UT.
         ("9223372036854775807", datetime.max.replace(tzinfo=timezone.utc)),
         ("2024-06-01T10:00:00UT+01:00", datetime(2024, 6, 1, 9, tzinfo=timezone.utc)),
+        # February 29th in the proleptic Gregorian leap years, before year 1 too (year 0, -0004, -0400).
+        ("2000-02-29", datetime(2000, 2, 29)),
+        *[(leap, datetime.min) for leap in ("0000-02-29", "-0004-02-29", "-0400-02-29")],
     ],
 )
 def test_parse_modified_at(value: object, expected: datetime | None) -> None:
@@ -178,6 +182,8 @@ def test_parse_modified_at(value: object, expected: datetime | None) -> None:
         *["2024-W05-3", "2024-W05", "2024-035", "20240601T100000", "2024-06-01 10:00:00", "2024-06-01T10:00:00z"],
         *["2024-06-01T24:00", "2024-06-01Z", " 2024-06-01", " 1717236000000 ", "1e12", "+1717236000000", "2024-02-30"],
         *["2024-06-01T10:00:00+19:00", "2024-06-01T10:00:00EST", 1e16],
+        # February 29th of years that are not leap years: centuries not divisible by 400, before year 1 too.
+        *["1900-02-29", "2023-02-29", "-0001-02-29", "-0100-02-29"],
     ],
 )
 def test_parse_modified_at_refuses_what_is_not_a_date(value: object) -> None:
@@ -248,3 +254,37 @@ def test_the_recency_rule_and_its_settings_import_in_either_order(first: str) ->
     # The settings check their rule with esbridge.query.recency when they are read: no import cycle.
     done = subprocess.run([sys.executable, "-c", f"import {first}"], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "formats", "expected"),
+    [
+        # An attached index's own format: its parts in order, as the engines try them.
+        ("1700000000", "epoch_second", datetime(2023, 11, 14, 22, 13, 20, tzinfo=timezone.utc)),
+        (1700000000.5, "epoch_second", datetime(2023, 11, 14, 22, 13, 20, 500000, tzinfo=timezone.utc)),
+        ("2024", "epoch_second", datetime(1970, 1, 1, 0, 33, 44, tzinfo=timezone.utc)),
+        ("2024", "strict_date_optional_time||epoch_second", datetime(2024, 1, 1)),
+        ("1700000000", "date_optional_time||epoch_second", datetime(2023, 11, 14, 22, 13, 20, tzinfo=timezone.utc)),
+        ("2024", "epoch_millis", datetime(1970, 1, 1, 0, 0, 2, 24000, tzinfo=timezone.utc)),
+        ("2024-5-1T9:5", "date_optional_time", datetime(2024, 5, 1, 9, 5)),
+        ("24-05-01", "date_optional_time", datetime(24, 5, 1)),
+        (
+            "2024-05-01T10:00:00Z",
+            "dd/MM/yyyy||strict_date_optional_time",
+            datetime(2024, 5, 1, 10, tzinfo=timezone.utc),
+        ),
+    ],
+)
+def test_parse_modified_at_in_the_fields_own_format(value: object, formats: str, expected: datetime) -> None:
+    assert parse_modified_at(value, formats) == expected
+
+
+def test_a_value_no_part_of_the_format_reads_is_named_with_the_format() -> None:
+    with pytest.raises(ValueError, match="not a date in the format dd/MM/yyyy: '01/05/2024'"):
+        parse_modified_at("01/05/2024", "dd/MM/yyyy")
+    with pytest.raises(ValueError, match="format epoch_second"):
+        parse_modified_at("2024-05-01", "epoch_second")
+    dates, warning = read_dates({"a": {"modified_at": "01/05/2024"}}, "updated", "dd/MM/yyyy")
+    assert dates == {} and warning == "recency left out 1 result(s) whose updated is not in its format dd/MM/yyyy " + (
+        "(first: '01/05/2024')"
+    )
