@@ -109,13 +109,14 @@ class VectorIndex:
         self.copies = FloatCopies(copies_path(path), dimension)
         self.reopen()
 
-    def reopen(self) -> None:
-        """Start again from the file (empty, and not ``built``, when there is none or it is unreadable)."""
+    def reopen(self, *, from_file: bool = True) -> None:
+        """Start again from the file (empty, and not ``built``, when there is none, it is unreadable, or not
+        ``from_file``)."""
         self.graph = self._empty()
         self._subsets: OrderedDict[Hashable, tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]] = OrderedDict()
         self.applied = self.saved = self.copied = 0
         self.built = False
-        applied = read_applied(self.path.with_suffix(".json"))
+        applied = read_applied(self.path.with_suffix(".json")) if from_file else None
         if self.path.exists() and applied is not None:
             try:
                 self.graph.load(str(self.path))

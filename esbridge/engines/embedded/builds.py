@@ -16,6 +16,7 @@ full-text index whole for the next one.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -28,13 +29,13 @@ from typing import Any, TypeVar
 
 from esbridge.engines.embedded import ann, lexical, lexical_folders
 from esbridge.engines.embedded.ann import VectorIndex
-from esbridge.engines.embedded.backfill import log
 from esbridge.engines.embedded.lexical import LexicalIndex
 from esbridge.engines.embedded.lexical_layout import Layout
 from esbridge.engines.embedded.progress import read_applied
 from esbridge.engines.embedded.store import IndexRecord
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 PATIENCE_S = 2.0
 """How long a search under a deadline waits for a build before it is told the index is being built: a

@@ -7,14 +7,20 @@ of ``BATCH``, so a build of a million rows never holds them all at once.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
+from pathlib import Path
+
 import numpy as np
 
 from esbridge.engines.embedded import changelog
 from esbridge.engines.embedded.ann import VectorIndex
-from esbridge.engines.embedded.lexical import LexicalIndex
+from esbridge.engines.embedded.lexical import STATE, LexicalIndex
+from esbridge.engines.embedded.progress import read_applied
 from esbridge.engines.embedded.store import IndexRecord, Store
 
 BATCH = 20_000
+log = logging.getLogger(__name__)
 
 
 def apply_text(store: Store, record: IndexRecord, text: LexicalIndex) -> None:
@@ -35,10 +41,37 @@ def apply_text(store: Store, record: IndexRecord, text: LexicalIndex) -> None:
     text.built()
 
 
+def ahead(root: Path, db: sqlite3.Connection) -> list[int]:
+    """The indices with a full-text index or graph in ``root`` that records changes past the database's last, each
+    logged: written beside another database (this one at a later time, before a backup of it was restored in its
+    place). Their rows are not the database's, and its next changes, numbered as those they record, would be taken
+    for applied. Reliable only under the writer lock, when no other process moves the database or the files on."""
+    found = []
+    for index_id, name in db.execute("SELECT id, name FROM indices").fetchall():
+        latest = changelog.latest(db, index_id)
+        records = [*root.glob(f"lexical/{index_id}-*/{STATE}"), *root.glob(f"vectors/{index_id}.*.json")]
+        if any((read_applied(path) or 0) > latest for path in records):
+            log.warning(
+                "index [%s]: its full-text index or graphs record changes this database does not have (the database "
+                "or they were restored from another time): building them again from the database",
+                name,
+            )
+            found.append(index_id)
+    return found
+
+
 def apply_vectors(store: Store, record: IndexRecord, path: str, graph: VectorIndex, *, writing: bool) -> None:
     """``writing``: this process holds the writer lock, so it also writes the float32 copies re-scoring reads."""
     with store.read() as db:
         latest = changelog.latest(db, record.id)
+        if graph.built and graph.applied > latest:  # (a graph file is saved after the commits it records)
+            log.warning(
+                "index [%s]: the graph %s records changes this database does not have (the database or the graph "
+                "was restored from another time): building it again from the database",
+                record.name,
+                graph.path,
+            )
+            graph.reopen(from_file=False)
         if writing and graph.built and graph.copied < graph.applied:
             write_copies(store, record.id, path, graph)
         if graph.built and graph.applied >= latest:

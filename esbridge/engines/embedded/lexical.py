@@ -15,7 +15,7 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from esbridge.engines.embedded.lexical_layout import ROW, TOKENIZER, Layout, sep
 from esbridge.engines.embedded.progress import read_state, write_applied
 from esbridge.engines.embedded.scalars import text_only
 
-log = logging.getLogger("esbridge.embedded")
+log = logging.getLogger(__name__)
 
 STATE = "state.json"
 META = "meta.json"
@@ -50,10 +50,14 @@ class Damaged(RuntimeError):
 class LexicalIndex:
     """The tantivy index of one esbridge index; writes only through the process holding the writer lock."""
 
-    def __init__(self, folder: Path, layout: Layout, *, writer: bool) -> None:
-        """``writer``: this process holds the writer lock (only then may a half-built directory be cleared)."""
+    def __init__(
+        self, folder: Path, layout: Layout, *, writer: bool, guard: Callable[[Path], None] | None = None
+    ) -> None:
+        """``writer``: this process holds the writer lock (only then may a half-built directory be cleared).
+        ``guard``: called with the folder before each commit or record of state there; raises to refuse it."""
         self.folder = folder
         self.layout = layout
+        self._guard = guard or (lambda folder: None)
         if not (folder / META).exists():
             (folder / STATE).unlink(missing_ok=True)  # what it records went with tantivy's record of its segments
         state = read_state(folder / STATE)
@@ -120,6 +124,7 @@ class LexicalIndex:
             return 0
 
     def _write_state(self, applied: int) -> None:
+        self._guard(self.folder)
         write_applied(self.folder / STATE, applied, self.lengths.state())
 
     def apply(
@@ -171,6 +176,7 @@ class LexicalIndex:
         with self._lock:
             if not self.dirty or self._writer is None:
                 return
+            self._guard(self.folder)
             self._writer.commit()
             if not self.fresh:  # a first build records no state until it is whole: killed part-way, it starts over
                 self._write_state(self.held)

@@ -122,6 +122,11 @@ class Store:
             db.execute("COMMIT")
             self._commits += 1
 
+    @property
+    def opened(self) -> tuple[int, int] | None:
+        """The database file this store opened (``database_file.identity``)."""
+        return self._opened
+
     def problem(self) -> database_file.Problem | None:
         """Why this process can no longer use its database (``database_file.problem``), or None."""
         return database_file.problem(self.path, self._opened)
