@@ -129,7 +129,7 @@ def test_structures_that_record_changes_the_database_lacks_are_built_again(
             assert hits(engine, "plover") == ["c"]
             nearest = engine.search("idx", {"query": {"knn": {"vec": {"vector": [0, 1], "k": 1}}}}).hits
             assert [hit.id for hit in nearest] == ["a"]
-        assert "records changes this database does not have" in caplog.text
+        assert "this database's change log" in caplog.text
     finally:
         engine.close()
 
@@ -166,3 +166,22 @@ def test_a_catch_up_under_way_when_a_copy_is_restored_records_nothing_beside_it(
     monkeypatch.undo()
     assert not list((data / "lexical").glob("*/state.json")), "the build is not recorded complete"
     _assert_the_copy_answers(data)
+
+
+def test_a_database_from_another_data_directory_answers_with_its_own_documents(tmp_path: Path) -> None:
+    # Its change log was trimmed at close past the change this directory's full-text index and graph recorded: they
+    # caught up with nothing, kept this directory's rows and answered them under the other database's ids.
+    for name, word, vector in (("here", "kestrel", [1, 0]), ("there", "heron", [0, 1])):
+        with opened(tmp_path / name, {**TEXT, **VECTOR}) as engine:
+            for i in range(3 if name == "here" else 10):  # (a write each: the log numbers ten changes there)
+                assert not engine.bulk("idx", [BulkAction("index", f"{name}{i}", {"body": word, "vec": vector})]).failed
+    backup_database(tmp_path / "there", tmp_path / "there.sqlite3")
+    put_database(tmp_path / "there.sqlite3", tmp_path / "here")
+    engine = EmbeddedEngine(tmp_path / "here")
+    try:
+        assert hits(engine, "kestrel") == []
+        assert sorted(hits(engine, "heron")) == [f"there{i}" for i in range(10)]
+        nearest = engine.search("idx", {"query": {"knn": {"vec": {"vector": [1, 0], "k": 20}}}, "size": 20}).hits
+        assert sorted(hit.id for hit in nearest) == [f"there{i}" for i in range(10)]
+    finally:
+        engine.close()

@@ -8,7 +8,9 @@ of ``BATCH``, so a build of a million rows never holds them all at once.
 from __future__ import annotations
 
 import logging
+import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +22,7 @@ from esbridge.engines.embedded.progress import read_applied
 from esbridge.engines.embedded.store import IndexRecord, Store
 
 BATCH = 20_000
+OUT_OF_STEP = "(they or the database were restored from another time, or come from another database)"
 log = logging.getLogger(__name__)
 
 
@@ -52,32 +55,49 @@ def ahead(root: Path, db: sqlite3.Connection) -> list[int]:
         records = [*root.glob(f"lexical/{index_id}-*/{STATE}"), *root.glob(f"vectors/{index_id}.*.json")]
         if any((read_applied(path) or 0) > latest for path in records):
             log.warning(
-                "index [%s]: its full-text index or graphs record changes this database does not have (the database "
-                "or they were restored from another time): building them again from the database",
+                "index [%s]: its full-text index or graphs record changes past this database's change log %s: "
+                "building them again from the database",
                 name,
+                OUT_OF_STEP,
             )
             found.append(index_id)
     return found
 
 
+def out_of_step(db: sqlite3.Connection, index_id: int, applied: int) -> bool:
+    """A structure at change ``applied`` cannot follow the index's log: past its last change, or before the first
+    it holds (the changes between are gone, trimmed once every structure held them)."""
+    return not changelog.floor(db, index_id) <= applied <= changelog.latest(db, index_id)
+
+
+def text_built_again(record: IndexRecord, text: LexicalIndex, guard: Callable[[Path], None]) -> LexicalIndex:
+    """A full-text index ``out_of_step``, built again: a new one in its folder, for this process to fill."""
+    log.warning(
+        "index [%s]: its full-text index %s does not follow this database's change log %s: building it again from "
+        "the database",
+        record.name,
+        text.folder,
+        OUT_OF_STEP,
+    )
+    text.close(keep=False)
+    shutil.rmtree(text.folder)
+    return LexicalIndex(text.folder, text.layout, writer=True, guard=guard)
+
+
 def apply_vectors(store: Store, record: IndexRecord, path: str, graph: VectorIndex, *, writing: bool) -> None:
     """``writing``: this process holds the writer lock, so it also writes the float32 copies re-scoring reads."""
     with store.read() as db:
-        latest = changelog.latest(db, record.id)
+        latest, floor = changelog.latest(db, record.id), changelog.floor(db, record.id)
         if graph.built and graph.applied > latest:  # (a graph file is saved after the commits it records)
-            log.warning(
-                "index [%s]: the graph %s records changes this database does not have (the database or the graph "
-                "was restored from another time): building it again from the database",
-                record.name,
-                graph.path,
-            )
-            graph.reopen(from_file=False)
+            _built_again(record, graph)
         if writing and graph.built and graph.copied < graph.applied:
             write_copies(store, record.id, path, graph)
         if graph.built and graph.applied >= latest:
             return
-        if graph.built and graph.applied < changelog.floor(db, record.id):
+        if graph.built and graph.applied < floor:
             graph.reopen()  # the log moved past this copy (another process saved): start from the file
+            if graph.built and graph.applied < floor:  # the file too: it lacks changes the log no longer holds
+                _built_again(record, graph)
         if not graph.built:
             rows = [row for (row,) in db.execute("SELECT row FROM docs WHERE index_id = ?", (record.id,))]
             removed: list[int] = []
@@ -98,6 +118,16 @@ def apply_vectors(store: Store, record: IndexRecord, path: str, graph: VectorInd
         graph.built = True
         if writing:
             graph.copied = graph.applied
+
+
+def _built_again(record: IndexRecord, graph: VectorIndex) -> None:
+    log.warning(
+        "index [%s]: the graph %s does not follow this database's change log %s: building it again from the database",
+        record.name,
+        graph.path,
+        OUT_OF_STEP,
+    )
+    graph.reopen(from_file=False)
 
 
 def write_copies(store: Store, index_id: int, path: str, graph: VectorIndex) -> None:

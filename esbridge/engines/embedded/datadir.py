@@ -249,8 +249,8 @@ class DataDir:
         try:
             if (text.fresh or text.held != latest) and self._try_writer():
                 text.recheck()  # this process may have read the state before another writer moved it
-                if text.held > changelog.latest(db, record.id):  # (no writer moves either on while this one writes)
-                    text = found.lexical = self._built_again(record, text)
+                if not text.fresh and catch_up.out_of_step(db, record.id, text.held):  # (no writer moves either now)
+                    text = found.lexical = catch_up.text_built_again(record, text, self._text_guard)
                 rebuilt = text.fresh
                 catch_up.apply_text(store, record, text)
                 if rebuilt:  # a new layout (the mapping changed) or a first build: earlier layouts are stale
@@ -265,18 +265,6 @@ class DataDir:
         if self.writing and not borrowing:  # only the writer writes copies: it fills in those never written
             self._backfills.start(store, record.id, record.name, found.vectors)
         return found
-
-    def _built_again(self, record: IndexRecord, text: LexicalIndex) -> LexicalIndex:
-        """A full-text index that records changes past the database's last (``catch_up.ahead``), built again."""
-        log.warning(
-            "index [%s]: its full-text index %s records changes this database does not have (the database or the "
-            "folder was restored from another time): building it again from the database",
-            record.name,
-            text.folder,
-        )
-        text.close(keep=False)
-        shutil.rmtree(text.folder)
-        return LexicalIndex(text.folder, text.layout, writer=True, guard=self._text_guard)
 
     def _give_back(self) -> None:
         """Release a writer lock taken to catch an index up: tantivy's writers first (each holds tantivy's own
