@@ -52,6 +52,7 @@ class DataDir:
     def __init__(self, root: Path, opened: tuple[int, int] | None) -> None:
         self.root = root
         self.opened = opened
+        self._database = root / DB_FILE
         self.users = 0
         self._retired = False
         self._writer = WriterLock(root)
@@ -85,10 +86,9 @@ class DataDir:
     def refuse_unless_current(self, what: str) -> None:
         """Raise ``what`` and why, unless the database at the directory's path is the file this ``DataDir`` is for
         (and no engine of this process has opened another one there since: ``retire``)."""
-        database = self.root / DB_FILE
-        problem = database_file.problem(database, self.opened)
+        problem = database_file.problem(self._database, self.opened)
         if problem is None and self._retired:
-            problem = database_file.Problem(database, "replaced")
+            problem = database_file.Problem(self._database, "replaced")
         if problem is not None:
             raise sqlite3.OperationalError(f"{what}: {problem}")
 
