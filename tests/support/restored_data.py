@@ -98,7 +98,8 @@ def _copy_unless_gone(source: str, destination: str) -> None:
 def restore_a_copy(data: Path, what: str) -> None:
     """A backup of ``data`` (the whole directory, or its database alone) put in its place."""
     if what == "directory":
-        shutil.copytree(data, data.with_name("backup"), copy_function=_copy_unless_gone)
+        passing = shutil.ignore_patterns(".tmp*")  # (tantivy's scratch files, renamed or removed as they are copied)
+        shutil.copytree(data, data.with_name("backup"), copy_function=_copy_unless_gone, ignore=passing)
         data.rename(data.with_name("original"))  # (not removed: tantivy's threads may still write files in it)
         shutil.copytree(data.with_name("backup"), data)
     else:

@@ -168,14 +168,19 @@ def test_a_catch_up_under_way_when_a_copy_is_restored_records_nothing_beside_it(
     _assert_the_copy_answers(data)
 
 
-def test_a_database_from_another_data_directory_answers_with_its_own_documents(tmp_path: Path) -> None:
-    # Its change log was trimmed at close past the change this directory's full-text index and graph recorded: they
-    # caught up with nothing, kept this directory's rows and answered them under the other database's ids.
+@pytest.mark.parametrize("log", ["trimmed at close", "whole"])
+def test_a_database_from_another_data_directory_answers_with_its_own_documents(tmp_path: Path, log: str) -> None:
+    # This directory's full-text index and graph recorded change 3; the other database's log numbered ten. Trimmed
+    # at close, it held none they could catch up with; whole, they took changes 4 to 10. Either way they kept this
+    # directory's first three rows and answered them under the other database's ids.
     for name, word, vector in (("here", "kestrel", [1, 0]), ("there", "heron", [0, 1])):
         with opened(tmp_path / name, {**TEXT, **VECTOR}) as engine:
             for i in range(3 if name == "here" else 10):  # (a write each: the log numbers ten changes there)
                 assert not engine.bulk("idx", [BulkAction("index", f"{name}{i}", {"body": word, "vec": vector})]).failed
-    backup_database(tmp_path / "there", tmp_path / "there.sqlite3")
+            if name == "there" and log == "whole":
+                backup_database(tmp_path / "there", tmp_path / "there.sqlite3")
+    if log != "whole":
+        backup_database(tmp_path / "there", tmp_path / "there.sqlite3")
     put_database(tmp_path / "there.sqlite3", tmp_path / "here")
     engine = EmbeddedEngine(tmp_path / "here")
     try:
@@ -183,5 +188,6 @@ def test_a_database_from_another_data_directory_answers_with_its_own_documents(t
         assert sorted(hits(engine, "heron")) == [f"there{i}" for i in range(10)]
         nearest = engine.search("idx", {"query": {"knn": {"vec": {"vector": [1, 0], "k": 20}}}, "size": 20}).hits
         assert sorted(hit.id for hit in nearest) == [f"there{i}" for i in range(10)]
+        assert {round(hit.score, 3) for hit in nearest} == {0.5}  # (cosine 0: every vector there is [0, 1])
     finally:
         engine.close()

@@ -66,14 +66,15 @@ def slow_work(
     graphs: Mapping[str, VectorIndex],
     *,
     changes: bool = True,
+    database: str | None = None,
 ) -> str | None:
     """What bringing the index up to date would take long for, given the structures this process has for it
     (``text`` None: none yet): a structure to build whole from the database, or (``changes``) many changes to
-    apply; None when there are only a few changes to apply."""
+    apply; None when there are only a few changes to apply. ``database``: its token (``lexical.own_state``)."""
     parts = []
     layout = Layout(record.schema)
     if text is None or text.layout.digest != layout.digest:
-        if not lexical.recorded(lexical_folders.folder_for(root, record.id, layout)):
+        if not lexical.recorded(lexical_folders.folder_for(root, record.id, layout), database):
             parts.append("its full-text index")
     elif text.fresh:
         parts.append("its full-text index")

@@ -81,7 +81,7 @@ def text_built_again(record: IndexRecord, text: LexicalIndex, guard: Callable[[P
     )
     text.close(keep=False)
     shutil.rmtree(text.folder)
-    return LexicalIndex(text.folder, text.layout, writer=True, guard=guard)
+    return LexicalIndex(text.folder, text.layout, writer=True, guard=guard, database=text.database)
 
 
 def apply_vectors(store: Store, record: IndexRecord, path: str, graph: VectorIndex, *, writing: bool) -> None:

@@ -49,9 +49,11 @@ log = logging.getLogger(__name__)
 class DataDir:
     """The structures of one data directory for the database file ``opened`` there (``shared_dirs``)."""
 
-    def __init__(self, root: Path, opened: tuple[int, int] | None) -> None:
+    def __init__(self, root: Path, opened: tuple[int, int] | None, token: str | None = None) -> None:
+        """``opened``: the database file's identity; ``token``: its ``origin`` token (``tables``)."""
         self.root = root
         self.opened = opened
+        self.token = token
         self._database = root / DB_FILE
         self.users = 0
         self._retired = False
@@ -130,7 +132,7 @@ class DataDir:
             text, graphs = (found.lexical, found.vectors) if found else (None, {})
             # A write waits for a build on the build thread too, so that it says what it waits for when that is long
             # (its graphs lag by the last write's changes, which it waits for as it always does).
-            building = slow_work(self.root, store.db, record, text, graphs, changes=searching)
+            building = slow_work(self.root, store.db, record, text, graphs, changes=searching, database=self.token)
             if building is not None:
                 found = self._builds.run(
                     record.id,
@@ -221,19 +223,20 @@ class DataDir:
                 found.lexical.close()
             folder = lexical_folders.folder_for(self.root, record.id, layout)
             vectors = {
-                field.path: VectorIndex(ann.path_for(self.root, record.id, field.path), field.dimension)
+                field.path: VectorIndex(ann.path_for(self.root, record.id, field.path), field.dimension, self.token)
                 for field in record.schema.vector_fields
             }
-            fresh = not lexical.recorded(folder)
-            guard = self._text_guard
+            fresh = not lexical.recorded(folder, self.token)
+            guard, token = self._text_guard, self.token
             try:
-                text = LexicalIndex(folder, layout, writer=self._try_writer() if fresh else self.writing, guard=guard)
+                writer = self._try_writer() if fresh else self.writing
+                text = LexicalIndex(folder, layout, writer=writer, guard=guard, database=token)
             except lexical.Damaged as exc:
                 if not self._try_writer():
                     raise
                 log.warning("index [%s]: building its full-text index again from the database: %s", record.name, exc)
                 shutil.rmtree(folder)
-                text = LexicalIndex(folder, layout, writer=True, guard=guard)
+                text = LexicalIndex(folder, layout, writer=True, guard=guard, database=token)
             found = Handles(-1, text, vectors, name=record.name)
             self._handles[record.id] = found
         found.settle()

@@ -28,7 +28,7 @@ def open_shared(store: Store) -> DataDir:
         found = _SHARED.get(key)
         stale = found if found is not None and found.opened != store.opened else None
         if found is None or stale is not None:
-            found = _SHARED[key] = DataDir(key, store.opened)
+            found = _SHARED[key] = DataDir(key, store.opened, store.token)
         found.users += 1
     if stale is not None:
         stale.retire()

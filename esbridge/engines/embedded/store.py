@@ -74,6 +74,7 @@ class Store:
         self._opened, self._creating = database_file.identity(self.path), False
         with self.write() as db:
             create_tables(db)
+            self.token: str = db.execute("SELECT token FROM origin").fetchone()[0]  # (``tables``: origin)
         drop_fts5_tables(self)
 
     def _connect(self) -> sqlite3.Connection:
