@@ -121,7 +121,7 @@ class VectorIndex:
         self.built = False
         state = read_state(self.path.with_suffix(".json")) if from_file else None
         applied = read_applied(self.path.with_suffix(".json")) if state is not None else None
-        if state is not None and state.get("database", self.database) != self.database:
+        if state is not None and self.database is not None and state.get("database", self.database) != self.database:
             applied = None  # recorded beside another database: built again from this one
         if self.path.exists() and applied is not None:
             try:
