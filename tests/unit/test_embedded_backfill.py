@@ -241,7 +241,7 @@ def test_a_failed_back_fill_is_logged_naming_the_index_and_searches_go_on(
     engine = EmbeddedEngine(tmp_path)
     try:
         before = answers(engine)
-        with caplog.at_level(logging.WARNING, logger="esbridge.embedded"):
+        with caplog.at_level(logging.WARNING, logger="esbridge"):
             become_writer(engine)
             finish(engine)
         assert "index [idx] field [v] were not back-filled" in caplog.text
@@ -276,7 +276,7 @@ _HOLDER = """
 import sys
 from esbridge.engines.embedded import EmbeddedEngine
 engine = EmbeddedEngine(sys.argv[1])
-engine._shared.hold_writer()
+engine._shared.hold_writer(engine._store)
 print("holding", flush=True)
 sys.stdin.readline()
 engine.close()
@@ -320,8 +320,10 @@ def test_a_back_fill_stops_once_its_database_is_gone_or_replaced_and_says_so(
     older_directory(tmp_path)
     database = tmp_path / DB_FILE
     found: dict[str, bytes] = {}
+    written = threading.Event()
 
     def change_it() -> None:
+        written.wait(30)  # (after the write returns: it commits its full-text changes only beside its database)
         if change == "removed":
             for suffix in ("", "-wal", "-shm"):
                 database.with_name(DB_FILE + suffix).unlink(missing_ok=True)
@@ -341,8 +343,9 @@ def test_a_back_fill_stops_once_its_database_is_gone_or_replaced_and_says_so(
     pages = counting_pages(monkeypatch, lambda count: change_it() if when == "between pages" and count == 1 else None)
     engine = EmbeddedEngine(tmp_path)
     try:
-        with caplog.at_level(logging.WARNING, logger="esbridge.embedded"):
+        with caplog.at_level(logging.WARNING, logger="esbridge"):
             become_writer(engine)
+            written.set()
             finish(engine)
         assert _vector_files(tmp_path) == found, "nothing written since"
         assert not complete(tmp_path)

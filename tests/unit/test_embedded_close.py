@@ -139,9 +139,9 @@ def test_close_waits_for_the_indices_to_catch_up_with_a_committed_write(tmp_path
         time.sleep(0.2)
         return ready(*args, **kwargs)
 
-    def held_when_writing_begins() -> None:
+    def held_when_writing_begins(store: Any) -> None:
         writing_began.set()
-        hold_writer()
+        hold_writer(store)
 
     outcome: list[object] = []
 

@@ -76,7 +76,9 @@ def test_a_reader_turned_writer_that_closes_at_once_writes_the_copies_before_sav
     engine = EmbeddedEngine(tmp_path)
     try:
         answers(engine)
-        engine._shared.hold_writer()  # the lock, and no update after it: close saves what the reader took in
+        engine._shared.hold_writer(
+            engine._store
+        )  # the lock, and no update after it: close saves what the reader took in
     finally:
         engine.close()
     store_engine = EmbeddedEngine(tmp_path)

@@ -81,7 +81,7 @@ def test_structures_that_cannot_be_saved_at_close_are_a_warning_and_the_next_pro
     assert record is not None
     in_the_way = ann.path_for(tmp_path, record.id, "v").with_suffix(".tmp")  # where its graph is written first
     in_the_way.mkdir()
-    with caplog.at_level(logging.WARNING, logger="esbridge.embedded"):
+    with caplog.at_level(logging.WARNING, logger="esbridge"):
         engine.close()
     assert "index [first]" in caplog.text and "not saved" in caplog.text
     assert sorted(path.name for path in (tmp_path / "vectors").glob("*.usearch")) == [f"{record.id + 1}.v.usearch"]
@@ -138,11 +138,12 @@ def test_a_data_directory_whose_path_is_not_utf8_is_refused_on_the_command_line_
         (lambda tmp: _not_utf8(tmp, b"caf\xe9/data"), "{tmp}/caf\\xe9/data"),
         (lambda tmp: Path(_not_utf8(tmp, b"x\xff")), "{tmp}/x\\xff"),
         (lambda tmp: "data", "data (it resolves to {tmp}/caf\\xe9/data)"),
+        (lambda tmp: os.fsencode(tmp) + b"/x\xff", "{tmp}/x\\xff"),
     ],
-    ids=["a folder on its path", "its name", "the current folder"],
+    ids=["a folder on its path", "its name", "the current folder", "its name as bytes"],
 )
 def test_a_data_directory_whose_path_is_not_utf8_is_refused_by_the_engine_naming_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: Callable[[Path], str | Path], said: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: Callable[[Path], str | Path | bytes], said: str
 ) -> None:
     current = Path(_not_utf8(tmp_path, b"caf\xe9"))
     current.mkdir()
@@ -153,3 +154,17 @@ def test_a_data_directory_whose_path_is_not_utf8_is_refused_by_the_engine_naming
         f"the embedded engine's data directory {said.format(tmp=tmp_path)} {_NOT_UTF8}"
     )
     assert [path.name for path in tmp_path.iterdir()] == [current.name] and not list(current.iterdir())
+
+
+def test_a_data_directory_given_as_bytes_is_the_folder_they_name(tmp_path: Path) -> None:
+    # Bytes (as os.fsencode gives a path) raised a bare TypeError from pathlib, naming neither the setting nor why.
+    engine = EmbeddedEngine(os.fsencode(tmp_path / "data"))
+    try:
+        engine.create_index("idx", {"mappings": {"properties": {"body": {"type": "text"}}}})
+        assert not engine.bulk("idx", [BulkAction("index", "a", {"body": "kestrel"})]).failed
+        assert [hit.id for hit in engine.search("idx", {"query": {"match": {"body": "kestrel"}}}).hits] == ["a"]
+        assert engine.data_dir == tmp_path / "data"
+    finally:
+        engine.close()
+    with pytest.raises(TypeError, match=r"^the embedded engine's data directory must be a path, not int$"):
+        EmbeddedEngine(7)  # type: ignore[arg-type]

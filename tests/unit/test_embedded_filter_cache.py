@@ -15,7 +15,7 @@ from esbridge.engines.embedded.datadir import DataDir
 def test_a_search_filling_the_filters_cache_while_an_index_is_dropped_from_it_raises_nothing(tmp_path: Path) -> None:
     """Dropping an index's entries iterated the cache while a search added to it: a raw 'RuntimeError: OrderedDict
     mutated during iteration' from the deletion (or from the search that caught up with it)."""
-    shared = DataDir(tmp_path)
+    shared = DataDir(tmp_path, None)
     added, failures = threading.Event(), []
 
     def search() -> None:

@@ -55,7 +55,7 @@ def test_a_directory_of_the_fts5_engine_opens_and_its_fts5_tables_are_dropped(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     _made_by_the_fts5_engine(tmp_path)
-    caplog.set_level(logging.INFO, logger="esbridge.embedded")
+    caplog.set_level(logging.INFO, logger="esbridge")
     engine = EmbeddedEngine(tmp_path)
     try:
         assert engine.count("notes") == 3

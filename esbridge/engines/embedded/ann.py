@@ -33,7 +33,7 @@ import numpy.typing as npt
 from usearch.index import Index
 
 from esbridge.engines.embedded.floats import AGREEMENT, FloatCopies
-from esbridge.engines.embedded.progress import read_applied, write_applied
+from esbridge.engines.embedded.progress import read_applied, read_state, write_applied
 
 EXACT_BELOW = 10_000
 """Indices and allowed sets this small are searched exactly: as fast as the graph, and exact."""
@@ -100,22 +100,29 @@ class VectorIndex:
     whose float32 copies are known written (only a writer writes them, so a process that took changes in
     before it became the writer has ``copied`` below ``applied`` until it writes the ones it skipped)."""
 
-    def __init__(self, path: Path, dimension: int) -> None:
+    def __init__(self, path: Path, dimension: int, database: str | None = None) -> None:
+        """``database``: the database's token (``tables``), recorded with the graph; a graph recorded beside another
+        database is not loaded (it is built again)."""
         self.path = path
         self.dimension = dimension
+        self.database = database
         self.lock = threading.Lock()
         self._gate = _Gate()
         self._subsets_lock = threading.Lock()
         self.copies = FloatCopies(copies_path(path), dimension)
         self.reopen()
 
-    def reopen(self) -> None:
-        """Start again from the file (empty, and not ``built``, when there is none or it is unreadable)."""
+    def reopen(self, *, from_file: bool = True) -> None:
+        """Start again from the file (empty, and not ``built``, when there is none, it is unreadable, or not
+        ``from_file``)."""
         self.graph = self._empty()
         self._subsets: OrderedDict[Hashable, tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]] = OrderedDict()
         self.applied = self.saved = self.copied = 0
         self.built = False
-        applied = read_applied(self.path.with_suffix(".json"))
+        state = read_state(self.path.with_suffix(".json")) if from_file else None
+        applied = read_applied(self.path.with_suffix(".json")) if state is not None else None
+        if state is not None and self.database is not None and state.get("database", self.database) != self.database:
+            applied = None  # recorded beside another database: built again from this one
         if self.path.exists() and applied is not None:
             try:
                 self.graph.load(str(self.path))
@@ -164,7 +171,7 @@ class VectorIndex:
             self.graph.save(str(scratch))
             os.replace(scratch, self.path)
             self.copies.sync()
-            write_applied(self.path.with_suffix(".json"), applied)
+            write_applied(self.path.with_suffix(".json"), applied, {"database": self.database} if self.database else {})
             self.saved = applied
 
     def nearest(

@@ -25,7 +25,7 @@ _PROBE = {"size": 0, "query": {"match_all": {}}}
 class AsyncEmbeddedEngine:
     """The query path of the embedded engine; each search runs in a worker thread."""
 
-    def __init__(self, data_dir: Path | str | None = None, *, engine: EmbeddedEngine | None = None) -> None:
+    def __init__(self, data_dir: Path | str | bytes | None = None, *, engine: EmbeddedEngine | None = None) -> None:
         if (data_dir is None) == (engine is None):
             raise ValueError("give either data_dir or engine")
         self._owned = engine is None

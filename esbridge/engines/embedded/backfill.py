@@ -26,12 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from esbridge.engines.embedded.ann import VectorIndex
+from esbridge.engines.embedded.ann import VectorIndex, copies_path, path_for
 from esbridge.engines.embedded.database_file import open_existing
 from esbridge.engines.embedded.floats import FloatCopies
-from esbridge.engines.embedded.store import VECTOR_BLOBS, Store
+from esbridge.engines.embedded.store import VECTOR_BLOBS, IndexRecord, Store
 
-log = logging.getLogger("esbridge.embedded")
+log = logging.getLogger(__name__)
 
 PAGE = 2_000
 """Rows per page handed to the graph worker: about 3 MB of 384-d vectors, tens of milliseconds of its time."""
@@ -61,6 +61,17 @@ def mark_complete(copies: FloatCopies) -> None:
         os.fsync(folder)
     finally:
         os.close(folder)
+
+
+def mark_new_copies(root: Path, record: IndexRecord) -> None:
+    """A new index's copies files, empty and marked complete (its writer writes each row's copy from the first)."""
+    for vector in record.schema.vector_fields:
+        copies = FloatCopies(copies_path(path_for(root, record.id, vector.path)), vector.dimension)
+        try:
+            copies.create()  # (before the first write's copies: a marker without its file is not trusted)
+            mark_complete(copies)
+        except OSError as exc:  # the index stands; its first writer back-fills its few rows instead
+            log.warning("index [%s]: the marker of complete float32 copies was not written: %s", record.name, exc)
 
 
 class Backfills:

@@ -16,6 +16,7 @@ full-text index whole for the next one.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -28,13 +29,13 @@ from typing import Any, TypeVar
 
 from esbridge.engines.embedded import ann, lexical, lexical_folders
 from esbridge.engines.embedded.ann import VectorIndex
-from esbridge.engines.embedded.backfill import log
 from esbridge.engines.embedded.lexical import LexicalIndex
 from esbridge.engines.embedded.lexical_layout import Layout
 from esbridge.engines.embedded.progress import read_applied
 from esbridge.engines.embedded.store import IndexRecord
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 PATIENCE_S = 2.0
 """How long a search under a deadline waits for a build before it is told the index is being built: a
@@ -65,14 +66,15 @@ def slow_work(
     graphs: Mapping[str, VectorIndex],
     *,
     changes: bool = True,
+    database: str | None = None,
 ) -> str | None:
     """What bringing the index up to date would take long for, given the structures this process has for it
     (``text`` None: none yet): a structure to build whole from the database, or (``changes``) many changes to
-    apply; None when there are only a few changes to apply."""
+    apply; None when there are only a few changes to apply. ``database``: its token (``lexical.own_state``)."""
     parts = []
     layout = Layout(record.schema)
     if text is None or text.layout.digest != layout.digest:
-        if not lexical.recorded(lexical_folders.folder_for(root, record.id, layout)):
+        if not lexical.recorded(lexical_folders.folder_for(root, record.id, layout), database):
             parts.append("its full-text index")
     elif text.fresh:
         parts.append("its full-text index")

@@ -1,4 +1,5 @@
-"""What a process keeps for one data directory, shared by every engine it opens there.
+"""What a process keeps for one data directory and the database file there, shared by the engines it opens on them
+(``shared_dirs``).
 
 The writer lock (``<data_dir>/writer.lock``, an advisory ``flock`` the kernel drops when the process dies):
 the first write takes it and the process keeps it until its last engine on the directory closes; a second
@@ -13,27 +14,27 @@ the next process to open the directory, which replays the changes the indices ha
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from esbridge.engines.embedded import ann, catch_up, changelog, lexical, lexical_folders, text_commits
+from esbridge.engines.embedded import ann, catch_up, changelog, database_file, lexical, lexical_folders, text_commits
 from esbridge.engines.embedded.ann import VectorIndex
-from esbridge.engines.embedded.backfill import Backfills, log, mark_complete
+from esbridge.engines.embedded.backfill import Backfills, mark_new_copies
 from esbridge.engines.embedded.builds import Builds, slow_work
-from esbridge.engines.embedded.floats import FloatCopies
+from esbridge.engines.embedded.handles import Handles, IndexGone
 from esbridge.engines.embedded.lexical import COMMIT_AFTER_S, LexicalIndex
 from esbridge.engines.embedded.lexical_layout import Layout
-from esbridge.engines.embedded.store import IndexRecord, Store
+from esbridge.engines.embedded.store import DB_FILE, IndexRecord, Store
 from esbridge.engines.embedded.under_way import Before, WritesUnderWay
 from esbridge.engines.embedded.writer import WriterBusy, WriterLock
 
@@ -41,55 +42,21 @@ SAVE_EVERY = 200_000
 """Changes a graph takes in memory before it is written to its file again."""
 COMMIT_AT_ONCE_BELOW = 1_000
 """A write that leaves fewer full-text changes waiting commits them before it returns; larger ones gather."""
-_SHARED: dict[Path, DataDir] = {}
-_SHARED_LOCK = threading.Lock()
 
-
-class IndexGone(LookupError):
-    """The index was deleted (by another thread or process) after its name was looked up."""
-
-
-@dataclass
-class Handles:
-    """One index's search structures, current as of ``generation``."""
-
-    generation: int
-    lexical: LexicalIndex
-    vectors: dict[str, VectorIndex]
-    growing: list[Future[None]] = field(default_factory=list)
-    """The graph updates of the last write, still running (see ``DataDir.ready``)."""
-    name: str = ""
-
-    def settle(self) -> None:
-        """Wait for the graph updates under way; raise what one of them raised."""
-        growing, self.growing = self.growing, []
-        for update in growing:
-            update.result()
-
-
-def open_shared(root: Path) -> DataDir:
-    key = root.resolve()
-    with _SHARED_LOCK:
-        found = _SHARED.get(key)
-        if found is None:
-            found = _SHARED[key] = DataDir(key)
-        found.users += 1
-        return found
-
-
-def close_shared(shared: DataDir, store: Store) -> None:
-    with _SHARED_LOCK:
-        shared.users -= 1
-        if shared.users > 0:
-            return
-        _SHARED.pop(shared.root, None)
-    shared.close(store)
+log = logging.getLogger(__name__)
 
 
 class DataDir:
-    def __init__(self, root: Path) -> None:
+    """The structures of one data directory for the database file ``opened`` there (``shared_dirs``)."""
+
+    def __init__(self, root: Path, opened: tuple[int, int] | None, token: str | None = None) -> None:
+        """``opened``: the database file's identity; ``token``: its ``origin`` token (``tables``)."""
         self.root = root
+        self.opened = opened
+        self.token = token
+        self._database = root / DB_FILE
         self.users = 0
+        self._retired = False
         self._writer = WriterLock(root)
         self._guard = threading.RLock()
         self._handles: dict[int, Handles] = {}
@@ -108,14 +75,42 @@ class DataDir:
     def writing(self) -> bool:
         return self._writer.held
 
-    def hold_writer(self) -> None:
-        """Take the writer lock for this process, or raise WriterBusy naming the process that has it."""
+    def hold_writer(self, store: Store) -> None:
+        """Take the writer lock for this process, or raise WriterBusy naming the process that has it (or the
+        database's problem). Once taken, structures that record changes past the database's last are dropped
+        (``catch_up.ahead``), before a write gives its own changes those numbers."""
         with self._guard:
-            self._writer.take()
+            if not self.writing:
+                self._take_writer()
+                for index_id in catch_up.ahead(self.root, store.db):
+                    self.forget(index_id)  # (built again from the database)
+
+    def refuse_unless_current(self, what: str) -> None:
+        """Raise ``what`` and why, unless the database at the directory's path is the file this ``DataDir`` is for
+        (and no engine of this process has opened another one there since: ``retire``)."""
+        problem = database_file.problem(self._database, self.opened)
+        if problem is None and self._retired:
+            problem = database_file.Problem(self._database, "replaced")
+        if problem is not None:
+            raise sqlite3.OperationalError(f"{what}: {problem}")
+
+    def retire(self) -> None:
+        """Give back the writer lock and tantivy's writers, their changes dropped, for good: the database file
+        was replaced and an engine of this process opened the new one (``shared_dirs``), which may write now."""
+        with self._guard:
+            self._retired = True
+            for found in self._handles.values():
+                found.lexical.close(keep=False)
+            self._writer.release()
+
+    def _take_writer(self) -> None:
+        self.refuse_unless_current("cannot write")
+        self._writer.take()
 
     def _try_writer(self) -> bool:
-        with contextlib.suppress(WriterBusy):
-            self.hold_writer()
+        """The writer lock for a catch-up, unless another process has it (``hold_writer`` without its sweep)."""
+        with self._guard, contextlib.suppress(WriterBusy):
+            self._take_writer()
         return self.writing
 
     # Structures per index
@@ -137,7 +132,7 @@ class DataDir:
             text, graphs = (found.lexical, found.vectors) if found else (None, {})
             # A write waits for a build on the build thread too, so that it says what it waits for when that is long
             # (its graphs lag by the last write's changes, which it waits for as it always does).
-            building = slow_work(self.root, store.db, record, text, graphs, changes=searching)
+            building = slow_work(self.root, store.db, record, text, graphs, changes=searching, database=self.token)
             if building is not None:
                 found = self._builds.run(
                     record.id,
@@ -228,18 +223,20 @@ class DataDir:
                 found.lexical.close()
             folder = lexical_folders.folder_for(self.root, record.id, layout)
             vectors = {
-                field.path: VectorIndex(ann.path_for(self.root, record.id, field.path), field.dimension)
+                field.path: VectorIndex(ann.path_for(self.root, record.id, field.path), field.dimension, self.token)
                 for field in record.schema.vector_fields
             }
-            fresh = not lexical.recorded(folder)
+            fresh = not lexical.recorded(folder, self.token)
+            guard, token = self._text_guard, self.token
             try:
-                text = LexicalIndex(folder, layout, writer=self._try_writer() if fresh else self.writing)
+                writer = self._try_writer() if fresh else self.writing
+                text = LexicalIndex(folder, layout, writer=writer, guard=guard, database=token)
             except lexical.Damaged as exc:
                 if not self._try_writer():
                     raise
                 log.warning("index [%s]: building its full-text index again from the database: %s", record.name, exc)
                 shutil.rmtree(folder)
-                text = LexicalIndex(folder, layout, writer=True)
+                text = LexicalIndex(folder, layout, writer=True, guard=guard, database=token)
             found = Handles(-1, text, vectors, name=record.name)
             self._handles[record.id] = found
         found.settle()
@@ -253,11 +250,14 @@ class DataDir:
             for path, graph in found.vectors.items()
         ]
         try:
-            if (text.fresh or text.held < latest) and self._try_writer():
+            if (text.fresh or text.held != latest) and self._try_writer():
                 text.recheck()  # this process may have read the state before another writer moved it
+                if not text.fresh and catch_up.out_of_step(db, record.id, text.held):  # (no writer moves either now)
+                    text = found.lexical = catch_up.text_built_again(record, text, self._text_guard)
                 rebuilt = text.fresh
                 catch_up.apply_text(store, record, text)
                 if rebuilt:  # a new layout (the mapping changed) or a first build: earlier layouts are stale
+                    self.refuse_unless_current(f"index [{record.name}] was not brought up to date")
                     lexical_folders.remove_all(self.root, record.id, keep=text.folder)
             else:
                 text.recheck()  # and search what the writer has committed since
@@ -309,9 +309,15 @@ class DataDir:
             log.warning("index [%s]: the float32 copies of [%s] were not written: %s", record.name, path, problem)
             writing = False
         catch_up.apply_vectors(store, record, path, graph, writing=writing)
-        if writing and graph.applied - graph.saved >= SAVE_EVERY:
+        if writing and graph.applied - graph.saved >= SAVE_EVERY and store.problem() is None:
             graph.save()
             self._trim(store, record.id)
+
+    def _text_guard(self, folder: Path) -> None:
+        """Called by a full-text index before it writes to its folder: refused once the database was replaced (by
+        a copy restored while a catch-up runs, say), whose folders these changes, read from the other one, are not
+        for."""
+        self.refuse_unless_current(f"the full-text index {folder} was not written")
 
     def _trim(self, store: Store, index_id: int) -> None:
         """Drop the changes every persisted structure of the index already holds."""
@@ -337,13 +343,7 @@ class DataDir:
     def created(self, record: IndexRecord) -> None:
         """A new index: nothing of an earlier one with its id, and copies complete (the writer writes each one)."""
         self.forget(record.id)
-        for vector in record.schema.vector_fields:
-            copies = FloatCopies(ann.copies_path(ann.path_for(self.root, record.id, vector.path)), vector.dimension)
-            try:
-                copies.create()  # (before the first write's copies: a marker without its file is not trusted)
-                mark_complete(copies)
-            except OSError as exc:  # the index stands; its first writer back-fills its few rows instead
-                log.warning("index [%s]: the marker of complete float32 copies was not written: %s", record.name, exc)
+        mark_new_copies(self.root, record)
 
     def forget(self, index_id: int) -> None:
         """Drop the structures of a deleted (or re-created) index, on disk too."""

@@ -23,29 +23,31 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.embedded.calls import CLOSE_WAIT_S, Calls
 from esbridge.engines.embedded.capabilities import describe
 from esbridge.engines.embedded.database_file import Problem
-from esbridge.engines.embedded.datadir import IndexGone, close_shared, open_shared
+from esbridge.engines.embedded.handles import IndexGone
+from esbridge.engines.embedded.location import given_path
 from esbridge.engines.embedded.mapping import DocumentError, Schema, created_schema, updated_schema
 from esbridge.engines.embedded.names import Names, NoWriteIndex, alias_action, check_new_index, write_index
 from esbridge.engines.embedded.query import Searcher, Unsupported
 from esbridge.engines.embedded.refusals import all_refused, refused_document, refused_id
 from esbridge.engines.embedded.settings import index_settings, merge
+from esbridge.engines.embedded.shared_dirs import close_shared, open_shared
 from esbridge.engines.embedded.store import IndexRecord, Store
 
-log = logging.getLogger("esbridge.embedded")
+log = logging.getLogger(__name__)
 
 
 class EmbeddedEngine(paging.ScanBySearch):
     """An ``Engine`` over a data directory; reports the ``opensearch`` dialect. Searches run concurrently
     (each thread reads through its own connection); one process at a time writes (``WriterBusy``)."""
 
-    def __init__(self, data_dir: Path | str) -> None:
-        self._dir = Path(data_dir).expanduser()
+    def __init__(self, data_dir: Path | str | bytes) -> None:
+        self._dir = given_path(data_dir).expanduser()
         self._url = f"{errors.EMBEDDED_URL_PREFIX}{self._dir}"
         try:
             self._store = Store(self._dir)
         except (OSError, sqlite3.Error) as exc:
             raise errors.EngineUnavailable(f"cannot open the database: {exc}", url=self._url, operation="open") from exc
-        self._shared = open_shared(self._dir)
+        self._shared = open_shared(self._store)
         self._names = Names(self._store)
         self._calls = Calls(self._url)
         self._closed = False
@@ -73,15 +75,17 @@ class EmbeddedEngine(paging.ScanBySearch):
     # Errors and name resolution
 
     @contextmanager
-    def _call(self, operation: str, index: str | None = None) -> Iterator[None]:
+    def _call(self, operation: str, index: str | None = None, *, reads: bool = True) -> Iterator[None]:
         with self._calls.call(operation, index):
+            if reads:  # (once it is gone or replaced, connections opened before would answer from the removed file)
+                self._shared.refuse_unless_current("cannot read")
             yield
 
     @contextmanager
     def _writing(self, operation: str, index: str | None = None) -> Iterator[sqlite3.Connection]:
         """A write transaction, in the process that holds the data directory's writer lock."""
-        with self._call(operation, index):
-            self._shared.hold_writer()
+        with self._call(operation, index, reads=False):
+            self._shared.hold_writer(self._store)
             with self._store.write() as db:
                 yield db
 
@@ -137,7 +141,7 @@ class EmbeddedEngine(paging.ScanBySearch):
 
     def create_index(self, index: str, body: Mapping[str, Any]) -> None:
         operation = "create index"
-        with self._call(operation, index):
+        with self._call(operation, index, reads=False):
             check_new_index(index, body)
         settings = index_settings(body.get("settings") or {})
         mappings = copy.deepcopy(dict(body.get("mappings") or {}))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from esbridge.engines.embedded.store import Store
 
-log = logging.getLogger("esbridge.embedded")
+log = logging.getLogger(__name__)
 
 _FOUND = (
     "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'fts_e[nx]_[0-9]*'"

@@ -11,11 +11,12 @@ text field (``lengths``); its k1 is not (see docs/embedded.md).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from esbridge.engines.embedded.lexical_layout import ROW, TOKENIZER, Layout, sep
 from esbridge.engines.embedded.progress import read_state, write_applied
 from esbridge.engines.embedded.scalars import text_only
 
-log = logging.getLogger("esbridge.embedded")
+log = logging.getLogger(__name__)
 
 STATE = "state.json"
 META = "meta.json"
@@ -50,13 +51,26 @@ class Damaged(RuntimeError):
 class LexicalIndex:
     """The tantivy index of one esbridge index; writes only through the process holding the writer lock."""
 
-    def __init__(self, folder: Path, layout: Layout, *, writer: bool) -> None:
-        """``writer``: this process holds the writer lock (only then may a half-built directory be cleared)."""
+    def __init__(
+        self,
+        folder: Path,
+        layout: Layout,
+        *,
+        writer: bool,
+        guard: Callable[[Path], None] | None = None,
+        database: str | None = None,
+    ) -> None:
+        """``writer``: this process holds the writer lock (only then may a half-built directory be cleared).
+        ``guard``: called with the folder before each commit or record of state there; raises to refuse it.
+        ``database``: the database's token (``tables``), recorded with the state; one recorded beside another
+        database counts as no state (the directory is built again)."""
         self.folder = folder
         self.layout = layout
+        self._guard = guard or (lambda folder: None)
+        self.database = database
         if not (folder / META).exists():
             (folder / STATE).unlink(missing_ok=True)  # what it records went with tantivy's record of its segments
-        state = read_state(folder / STATE)
+        state = own_state(folder, database)
         self.fresh = state is None
         if self.fresh and writer and folder.exists():
             shutil.rmtree(folder)  # a build that never recorded its first state: start over
@@ -95,7 +109,7 @@ class LexicalIndex:
         this one last looked)."""
         if self.dirty:
             return  # this process holds uncommitted changes, so it has been the writer all along
-        state = read_state(self.folder / STATE)
+        state = own_state(self.folder, self.database)
         self.fresh = state is None
         self.applied = self.held = self._take_state(state)
         self.index.reload()  # (the state is written after the commit it records: this holds at least that)
@@ -120,7 +134,9 @@ class LexicalIndex:
             return 0
 
     def _write_state(self, applied: int) -> None:
-        write_applied(self.folder / STATE, applied, self.lengths.state())
+        self._guard(self.folder)
+        origin = {} if self.database is None else {"database": self.database}
+        write_applied(self.folder / STATE, applied, {**self.lengths.state(), **origin})
 
     def apply(
         self,
@@ -152,7 +168,7 @@ class LexicalIndex:
             learnt = bool(pending and sample) and self.lengths.learn(self.layout.token_counts(sample, pending))
             # Recorded before the documents padded by it, so a replay pads them alike; a directory that records no
             # state yet (a build not committed whole) records none now, or it would pass for built when killed.
-            if learnt and recorded(self.folder):
+            if learnt and recorded(self.folder, self.database):
                 self._write_state(self.applied)
             pads = self.lengths.pads
             for row, doc_id, source in documents:
@@ -171,6 +187,7 @@ class LexicalIndex:
         with self._lock:
             if not self.dirty or self._writer is None:
                 return
+            self._guard(self.folder)
             self._writer.commit()
             if not self.fresh:  # a first build records no state until it is whole: killed part-way, it starts over
                 self._write_state(self.held)
@@ -214,7 +231,10 @@ class LexicalIndex:
             if self.removed:  # what the writer holds has nowhere to go; the database has it
                 log.warning("the full-text index %s was removed: it is built again from the database", self.folder)
             with self._lock:
-                self._writer = None
+                writer, self._writer = self._writer, None
+            if writer is not None and not self.removed:  # its threads write nothing more in the folder once it returns
+                with contextlib.suppress(ValueError, RuntimeError, OSError):
+                    writer.wait_merging_threads()
             return
         self.commit()
         with self._lock:
@@ -236,7 +256,16 @@ def _rows(searcher: tantivy.Searcher, hits: list[tuple[Any, tantivy.DocAddress]]
     return [(int(row or 0), float(score)) for row, (score, _) in zip(rows, hits, strict=True)]
 
 
-def recorded(folder: Path) -> bool:
+def recorded(folder: Path, database: str | None = None) -> bool:
     """The directory records its state, so holds a whole build. An unreadable record counts as none: the lengths its
     documents were padded with are lost with it, and only a new build pads every document alike."""
-    return read_state(folder / STATE) is not None
+    return own_state(folder, database) is not None
+
+
+def own_state(folder: Path, database: str | None) -> dict[str, Any] | None:
+    """The directory's recorded state, unless it was recorded beside another database than ``database`` (a token,
+    ``tables``; a state recorded before tokens were counts as this database's)."""
+    state = read_state(folder / STATE)
+    if state is not None and database is not None and state.get("database", database) != database:
+        return None
+    return state

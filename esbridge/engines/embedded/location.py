@@ -11,6 +11,14 @@ from esbridge import errors
 _SET_IT = "Set data_dir (ESBRIDGE_DATA_DIR, or data_dir in the settings file) to"
 
 
+def given_path(data_dir: object) -> Path:
+    """The data directory a caller gives: a path, or its bytes (as ``os.fsencode`` gives them); a path of another
+    type is refused by name."""
+    if not isinstance(data_dir, str | bytes | os.PathLike):
+        raise TypeError(f"the embedded engine's data directory must be a path, not {type(data_dir).__name__}")
+    return Path(os.fsdecode(data_dir))
+
+
 def make_data_dir(data_dir: Path) -> None:
     """Create ``data_dir`` if missing; a file where it or a folder above it should be is a setting to fix, said so
     (mkdir would say only "File exists" or "Not a directory")."""

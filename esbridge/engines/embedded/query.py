@@ -29,7 +29,7 @@ from typing import Any
 
 import tantivy
 
-from esbridge.engines.embedded.datadir import DataDir, Handles
+from esbridge.engines.embedded.datadir import DataDir
 from esbridge.engines.embedded.filters import (
     SQL,
     SqlFilters,
@@ -40,6 +40,7 @@ from esbridge.engines.embedded.filters import (
     minimum_should_match,
     one,
 )
+from esbridge.engines.embedded.handles import Handles
 from esbridge.engines.embedded.hits import Results, compare, compare_rows
 from esbridge.engines.embedded.lexical_query import Translator
 from esbridge.engines.embedded.store import IndexRecord, Store

@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-log = logging.getLogger("esbridge.embedded")
+log = logging.getLogger(__name__)
 
 _WHOLE = {"byte": 2**7, "short": 2**15, "integer": 2**31, "long": 2**63}
 """Whole-number types and their limit: a value (a fraction too) must lie in [-limit, limit - 1]."""

@@ -74,6 +74,7 @@ class Store:
         self._opened, self._creating = database_file.identity(self.path), False
         with self.write() as db:
             create_tables(db)
+            self.token: str = db.execute("SELECT token FROM origin").fetchone()[0]  # (``tables``: origin)
         drop_fts5_tables(self)
 
     def _connect(self) -> sqlite3.Connection:
@@ -121,6 +122,11 @@ class Store:
                 raise
             db.execute("COMMIT")
             self._commits += 1
+
+    @property
+    def opened(self) -> tuple[int, int] | None:
+        """The database file this store opened (``database_file.identity``)."""
+        return self._opened
 
     def problem(self) -> database_file.Problem | None:
         """Why this process can no longer use its database (``database_file.problem``), or None."""

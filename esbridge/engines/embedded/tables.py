@@ -9,7 +9,9 @@
 - ``vectors``: float32 blobs per (document row, vector field);
 - ``changes``: (seq, index, row) of every document written or deleted, in order; the full-text and
   vector indices beside the database (``lexical``, ``ann``) record the last seq they hold and catch up
-  from here, so a crash between the database's commit and theirs loses nothing.
+  from here, so a crash between the database's commit and theirs loses nothing;
+- ``origin``: a token drawn when the database is made, which those indices record beside the seq: one recorded
+  beside another database (copied in from another data directory) is built again rather than caught up.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ CREATE TABLE IF NOT EXISTS change_floor (
     index_id INTEGER PRIMARY KEY,
     seq INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS origin (token TEXT NOT NULL);
+INSERT INTO origin (token) SELECT lower(hex(randomblob(16))) WHERE NOT EXISTS (SELECT 1 FROM origin);
 """
 
 

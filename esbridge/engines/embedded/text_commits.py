@@ -9,13 +9,15 @@ something to commit.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
 
-from esbridge.engines.embedded.backfill import log
 from esbridge.engines.embedded.lexical import LexicalIndex
 from esbridge.engines.embedded.store import Store
+
+log = logging.getLogger(__name__)
 
 
 def commit(store: Store, text: LexicalIndex) -> None:
