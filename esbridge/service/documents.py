@@ -128,7 +128,7 @@ def delete(
         if not chunk_ids:
             return 0
         _refuse_several_targets(engine, index)
-        control.cancel.check("deleting")
+        control.cancel.begin("deleting")
         totals = BulkWriter(engine, index, retry=retry).write(BulkAction("delete", chunk_id) for chunk_id in chunk_ids)
         if not totals.failed:
             control.finish(engine, index, {doc_id: {}})
@@ -245,7 +245,7 @@ def _write(
                 "their vectors stand for their beginnings only (BM25 searches their whole text)"
             )
     before = {hit.id: str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, sorted(doc_ids))}
-    cancel.check("writing")
+    cancel.begin("writing")
     writer = BulkWriter(engine, index, retry=retry)
     totals = writer.write(
         BulkAction(
