@@ -150,16 +150,25 @@ def known_id(data: Mapping[str, Any], id_field: str) -> str | None:
     return None if "\ufffd" in found or _SURROGATE.search(found) else found
 
 
+class NotJsonValue(ValueError):
+    """A value Python's json reads and JSON does not have: NaN, Infinity, a number beyond a float's range."""
+
+
+def strict_loads(text: str | bytes) -> Any:
+    """``json.loads`` refusing ``NotJsonValue``s, as a JSONL line is read: the same record reads the same anywhere."""
+    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+
+
 def _reject_constant(name: str) -> Any:
     # Python's json reads NaN and Infinity, which JSON (and the engines) do not allow.
-    raise ValueError(f"{name} is not a JSON value")
+    raise NotJsonValue(f"{name} is not a JSON value")
 
 
 def _finite_float(text: str) -> float:
     # Python reads 1e999 as inf, which would be stored as the string "inf".
     number = float(text)
     if not math.isfinite(number):
-        raise ValueError(f"the number {text} is beyond a 64-bit float's range")
+        raise NotJsonValue(f"the number {text} is beyond a 64-bit float's range")
     return number
 
 

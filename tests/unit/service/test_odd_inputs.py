@@ -126,3 +126,31 @@ def test_a_compressed_body_is_415_naming_the_encoding_not_a_json_error(client: T
     }
     plain = client.post("/v1/search", json={"query": "solar"}, headers={"Content-Encoding": "identity"})
     assert plain.status_code == 200, plain.text
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (b"NaN", "NaN is not a JSON value"),
+        (b"-Infinity", "-Infinity is not a JSON value"),
+        (b"1e999", "the number 1e999 is beyond a 64-bit float's range"),
+    ],
+)
+def test_a_number_json_does_not_have_is_refused_as_a_jsonl_line_is_not_stored_as_a_string(
+    client: TestClient, value: bytes, reason: str
+) -> None:
+    body = b'{"documents": [{"id": "odd", "text": "odd number", "metadata": {"x": ' + value + b"}}]}"
+    headers = {"X-API-Key": KEY, "Content-Type": "application/json"}
+    answer = client.post("/v1/documents", content=body, headers=headers)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"] == {
+        "kind": "invalid_json",
+        "message": f"the body is not valid JSON: {reason}",
+        "fields": [],
+    }
+    search = client.post(
+        "/v1/search", content=b'{"query": "solar", "weights": {"bm25": ' + value + b"}}", headers=headers
+    )
+    assert (search.status_code, search.json()["error"]["kind"]) == (400, "invalid_json")
+    found = client.post("/v1/search", json={"query": "odd number", "top_n": 10}).json()["results"]
+    assert "odd" not in {hit["doc_id"] for hit in found}
