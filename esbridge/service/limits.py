@@ -73,7 +73,10 @@ class BodyLimit:
             over = "for this API key" if client.startswith("key:") else "from this client address"
         if over is not None:
             limit = self.at_once if over == "in all" else self.per_client
-            message = f"too many request bodies are arriving at once {over} (at most {limit}); retry when one is in"
+            message = (
+                f"too many request bodies are arriving at once {over} (at most {limit}); retry when one is in "
+                "(the caps grow with service.max_concurrency and service.max_queue)"
+            )
             await self._refuse(
                 scope, send, 429, "too_many_bodies", message, {"Retry-After": "1", "Connection": "close"}
             )
@@ -125,7 +128,11 @@ class BodyLimit:
 
     async def _too_large(self, scope: Scope, send: Send) -> None:
         await self._refuse(
-            scope, send, 413, "body_too_large", f"the request body is larger than {self.max_bytes} bytes"
+            scope,
+            send,
+            413,
+            "body_too_large",
+            f"the request body is larger than {self.max_bytes} bytes (service.max_body_bytes)",
         )
 
     async def _refuse(
