@@ -1,4 +1,4 @@
-"""The OpenAPI document declares, for each route, the error statuses the route really answers (docs/service.md),
+"""The OpenAPI document declares, for each route, the error statuses the route really answers (docs/service-api.md),
 so that a client generated from it knows them."""
 
 from __future__ import annotations
