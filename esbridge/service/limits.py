@@ -55,6 +55,14 @@ class BodyLimit:
         self._reading: dict[str, int] = {}  # bodies being read, per caller (one event loop: no lock)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and {b"content-length", b"transfer-encoding"} <= {
+            key for key, _ in scope["headers"]
+        }:
+            # Uvicorn reads the body as chunked; a proxy in front that reads Content-Length would see another request
+            # end, and pass what follows as a request of its own (request smuggling). Refused, the connection closed.
+            message = "the request has both Content-Length and Transfer-Encoding, which may be read two ways: send one"
+            await self._refuse(scope, send, 400, "bad_request", message, {"Connection": "close"})
+            return
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
