@@ -43,6 +43,7 @@ def test_malformed_http_gets_a_json_400(data: bytes) -> None:
     assert headers["connection"] == "close"
     assert int(headers["content-length"]) == len(body)
     assert len(headers["x-request-id"]) == 32
+    assert (headers["cache-control"], headers["x-content-type-options"]) == ("no-store", "nosniff")
     assert json.loads(body) == {
         "error": {"kind": "bad_request", "message": "the request is not valid HTTP", "fields": []}
     }
