@@ -1,4 +1,4 @@
-"""``esbridge mcp``: the search and index_status tools for LLM agents, over stdio (docs/service.md)."""
+"""``esbridge mcp``: the search and index_status tools for LLM agents, over stdio (docs/service-api.md)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ The clients would hand back an empty body as the engine's answer, which later re
 search. Elasticsearch and OpenSearch frame every answer, so an unframed, empty answer was cut off, unless HTTP
 defines it bodiless (to HEAD, or a 204 or 304): these connections raise the client's own connection error for it,
 which the adapters translate as they do the async clients' (``EngineUnavailable``, "an answer cut off after its
-headers").
+headers"). Each attempt also waits no longer than the calling thread's deadline (``call_deadline``), if it has one.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import elastic_transport
 from opensearchpy import Urllib3HttpConnection
 from opensearchpy import exceptions as ox
+
+from esbridge.engines.call_deadline import attempt_timeout
 
 if TYPE_CHECKING:  # a private module of elastic-transport: named for typing only
     from elastic_transport._node import NodeApiResponse
@@ -37,6 +39,7 @@ class CheckedUrllib3Connection(Urllib3HttpConnection):
     """opensearch-py's default connection, refusing an answer cut off in its headers."""
 
     def perform_request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        kwargs["timeout"] = attempt_timeout(kwargs.get("timeout") or self.timeout)
         status, headers, data = super().perform_request(method, url, *args, **kwargs)
         reason = cut_off(method, status, headers, data)
         if reason is not None:
@@ -48,6 +51,10 @@ class CheckedUrllib3Node(elastic_transport.Urllib3HttpNode):
     """elastic-transport's default synchronous node, refusing an answer cut off in its headers."""
 
     def perform_request(self, method: str, target: str, *args: Any, **kwargs: Any) -> NodeApiResponse:
+        given = kwargs.get("request_timeout", self.config.request_timeout)
+        if given is not None and not isinstance(given, (int, float)):  # the transport's DEFAULT: the node's own
+            given = self.config.request_timeout
+        kwargs["request_timeout"] = attempt_timeout(given)
         answer = super().perform_request(method, target, *args, **kwargs)
         reason = cut_off(method, answer.meta.status, answer.meta.headers, answer.body)
         if reason is not None:

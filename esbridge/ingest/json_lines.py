@@ -154,25 +154,35 @@ def known_id(data: Mapping[str, Any], id_field: str) -> str | None:
     return None if "\ufffd" in found or _SURROGATE.search(found) else found
 
 
+class NotJsonValue(ValueError):
+    """JSON that Python's json reads and esbridge refuses: NaN, Infinity, a number beyond a float's range (which
+    JSON does not have), a key given twice in one object (whose first value Python drops)."""
+
+
+def strict_loads(text: str | bytes) -> Any:
+    """``json.loads`` refusing ``NotJsonValue``s, as a JSONL line is read: the same record reads the same anywhere."""
+    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys)
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> JsonObject:
     # Python keeps the later of two values of a key without a word; both clusters refuse such a document.
     found = dict(pairs)
     if len(found) != len(pairs):
         twice = next(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
-        raise ValueError(f"the key {twice!r} is given twice in one object, so one of its values would be lost")
+        raise NotJsonValue(f"the key {twice!r} is given twice in one object, so one of its values would be lost")
     return found
 
 
 def _reject_constant(name: str) -> Any:
     # Python's json reads NaN and Infinity, which JSON (and the engines) do not allow.
-    raise ValueError(f"{name} is not a JSON value")
+    raise NotJsonValue(f"{name} is not a JSON value")
 
 
 def _finite_float(text: str) -> float:
     # Python reads 1e999 as inf, which would be stored as the string "inf".
     number = float(text)
     if not math.isfinite(number):
-        raise ValueError(f"the number {text} is beyond a 64-bit float's range")
+        raise NotJsonValue(f"the number {text} is beyond a 64-bit float's range")
     return number
 
 

@@ -130,6 +130,14 @@ def _with_service_limits(app: FastAPI, settings: Settings) -> dict[str, Any]:
     search["query"]["maxLength"] = settings.service.max_query_chars  # at most the model's own 4,096
     search["top_n"].update(maximum=top_n_max, default=min(SearchRequest.model_fields["top_n"].default, top_n_max))
     schemas["DocumentsRequest"]["properties"]["documents"]["maxItems"] = settings.service.max_documents
+    service = settings.service
+    document["info"]["x-esbridge-limits"] = {  # what no schema keyword says: a client may read them before sending
+        "max_body_bytes": service.max_body_bytes,
+        "max_documents": service.max_documents,
+        "max_query_chars": service.max_query_chars,
+        "max_top_n": top_n_max,
+        "request_timeout_s": service.request_timeout_s,
+    }
     return document
 
 
@@ -208,6 +216,9 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
     app = create_app(settings)
     reload_keys_on_sighup(app.state.keys)
     _log_service_events(log_level)
+    warning = app.state.keys.short_keys_warning()
+    if warning is not None:
+        logging.getLogger("esbridge.service").warning(warning)
     if settings.service.access_log:
         _log_access_as_json_lines(log_level)
     uvicorn.Server(server_config(app, settings, log_level=log_level)).run()

@@ -36,6 +36,8 @@ from esbridge.errors import ConfigError
 log = logging.getLogger("esbridge.service")
 
 SCOPES = ("read", "write", "admin")
+# A key of fewer characters can be guessed one request at a time (60 a second per address at the default rate).
+MIN_KEY_CHARS = 16
 UNSCOPED = frozenset({"read", "write"})
 
 # Group or others who can read the file can use its keys; who can write it can add their own.
@@ -48,6 +50,7 @@ class Grant:
 
     digest: bytes
     scopes: frozenset[str]
+    short: bool = False  # fewer than MIN_KEY_CHARS characters
 
     def allows(self, scope: str) -> bool:
         return scope in self.scopes or "admin" in self.scopes
@@ -98,6 +101,16 @@ class KeyRing:
     @property
     def configured(self) -> bool:
         return bool(self._fixed or self._file_grants)
+
+    def short_keys_warning(self) -> str | None:
+        """What to log at start-up when some keys are short enough to guess (never the keys)."""
+        short = sum(grant.short for grant in (*self._fixed, *self._file_grants))
+        if not short:
+            return None
+        return (
+            f"{short} of {len(self)} API key(s) have fewer than {MIN_KEY_CHARS} characters, few enough to be guessed "
+            "one request at a time; make each with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
 
     def __len__(self) -> int:
         return len(self._fixed) + len(self._file_grants)
@@ -235,7 +248,7 @@ def presented_key(authorization: str | None, x_api_key: str | None) -> str | Non
 
 
 def _grant(key: str, scopes: frozenset[str] = UNSCOPED) -> Grant:
-    return Grant(_digest(key), scopes)
+    return Grant(_digest(key), scopes, short=len(key) < MIN_KEY_CHARS)
 
 
 def _digest(key: str) -> bytes:

@@ -67,7 +67,8 @@ class _JsonBadRequest:
         body = json.dumps(error_body("bad_request", "the request is not valid HTTP")).encode()
         head = (
             "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\nx-request-id: {uuid.uuid4().hex}\r\nconnection: close\r\n\r\n"
+            f"content-length: {len(body)}\r\nx-request-id: {uuid.uuid4().hex}\r\nconnection: close\r\n"
+            "cache-control: no-store\r\nx-content-type-options: nosniff\r\n\r\n"
         )
         self.transport.write(head.encode("ascii") + body)
         self.transport.close()

@@ -36,6 +36,8 @@ from esbridge.service.writes import DOCUMENT_LOCKS, Cancellation, WriteControl, 
 REQUEST_RETRY = RetryPolicy(attempts=3, initial_delay_s=0.2, max_delay_s=2.0)
 # Texts embedded per call between cancellation checks.
 _EMBED_STEP = 64
+# Link targets looked up per terms query, well below the engines' default index.max_terms_count (65,536).
+_LOOKUP_STEP = 10_000
 
 
 @dataclass
@@ -128,7 +130,7 @@ def delete(
         if not chunk_ids:
             return 0
         _refuse_several_targets(engine, index)
-        control.cancel.check("deleting")
+        control.cancel.begin("deleting")
         totals = BulkWriter(engine, index, retry=retry).write(BulkAction("delete", chunk_id) for chunk_id in chunk_ids)
         if not totals.failed:
             control.finish(engine, index, {doc_id: {}})
@@ -199,10 +201,15 @@ def _chunks(document: Document) -> list[Chunk]:
 
 
 def _existing_docs(engine: Engine, index: str, doc_ids: set[str]) -> set[str]:
-    """Which of ``doc_ids`` the index holds, so links to documents written earlier resolve."""
-    if not doc_ids:
-        return set()
-    return {str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, sorted(doc_ids))}
+    """Which of ``doc_ids`` the index holds, so links to documents written earlier resolve. Asked in parts: one
+    record's links may name more documents than a terms query takes (``index.max_terms_count``, 65,536)."""
+    ordered = sorted(doc_ids)
+    found: set[str] = set()
+    for start in range(0, len(ordered), _LOOKUP_STEP):
+        found.update(
+            str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, ordered[start : start + _LOOKUP_STEP])
+        )
+    return found
 
 
 def _chunks_of(engine: Engine, index: str, doc_ids: Sequence[str]) -> list[Any]:
@@ -245,7 +252,7 @@ def _write(
                 "their vectors stand for their beginnings only (BM25 searches their whole text)"
             )
     before = {hit.id: str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, sorted(doc_ids))}
-    cancel.check("writing")
+    cancel.begin("writing")
     writer = BulkWriter(engine, index, retry=retry)
     totals = writer.write(
         BulkAction(

@@ -52,6 +52,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from esbridge import errors
+from esbridge.ingest.json_lines import NotJsonValue, strict_loads
 
 log = logging.getLogger("esbridge.service")
 
@@ -131,13 +132,24 @@ def respond(request: Request, error: ServiceError) -> JSONResponse:
     return JSONResponse(error_body(error.kind, error.message, error.fields), error.status, headers=error.headers)
 
 
+class StrictJsonRequest(Request):
+    """A request whose JSON body is read as a JSONL line is: NaN, Infinity and 1e999, which Python's json reads and
+    JSON does not have (an upsert would store them as the strings "nan" and "inf"), are refused."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = strict_loads(await self.body())
+        return self._json
+
+
 class GuardedRoute(APIRoute):
-    """A route whose every exception becomes an error answer here, never a traceback."""
+    """A route whose every exception becomes an error answer here, never a traceback; its body is read strictly."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def guarded(request: Request) -> Response:
+            request = StrictJsonRequest(request.scope, request.receive)
             try:
                 return await handler(request)
             except (RequestValidationError, StarletteHTTPException):
@@ -211,6 +223,8 @@ def _decode_error(error: Mapping[str, Any], document: Any) -> str:
 def _parse_failure(cause: BaseException) -> str:
     if isinstance(cause, RecursionError):
         return "it is nested too deeply"
+    if isinstance(cause, NotJsonValue):
+        return str(cause)
     if isinstance(cause, UnicodeDecodeError):
         return f"it is not UTF-8 (byte {cause.start})"
     digits = _TOO_MANY_DIGITS.search(str(cause))  # Python's limit on converting a decimal string to an int
@@ -229,5 +243,5 @@ def _where(loc: Sequence[Any]) -> str:
 def _message(error: Mapping[str, Any], query_chars: int) -> str:
     if tuple(error.get("loc", ())) == ("body", "query") and error.get("type") == "string_too_long":
         # The model's own bound (4,096) is not the service's, which the route checks once the model has validated.
-        return f"must have at most {query_chars} characters"
+        return f"must have at most {query_chars} characters (service.max_query_chars)"
     return str(error.get("msg", "invalid")).removeprefix("Value error, ")

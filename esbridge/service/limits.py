@@ -55,6 +55,14 @@ class BodyLimit:
         self._reading: dict[str, int] = {}  # bodies being read, per caller (one event loop: no lock)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and {b"content-length", b"transfer-encoding"} <= {
+            key for key, _ in scope["headers"]
+        }:
+            # Uvicorn reads the body as chunked; a proxy in front that reads Content-Length would see another request
+            # end, and pass what follows as a request of its own (request smuggling). Refused, the connection closed.
+            message = "the request has both Content-Length and Transfer-Encoding, which may be read two ways: send one"
+            await self._refuse(scope, send, 400, "bad_request", message, {"Connection": "close"})
+            return
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
@@ -73,7 +81,10 @@ class BodyLimit:
             over = "for this API key" if client.startswith("key:") else "from this client address"
         if over is not None:
             limit = self.at_once if over == "in all" else self.per_client
-            message = f"too many request bodies are arriving at once {over} (at most {limit}); retry when one is in"
+            message = (
+                f"too many request bodies are arriving at once {over} (at most {limit}); retry when one is in "
+                "(the caps grow with service.max_concurrency and service.max_queue)"
+            )
             await self._refuse(
                 scope, send, 429, "too_many_bodies", message, {"Retry-After": "1", "Connection": "close"}
             )
@@ -125,7 +136,11 @@ class BodyLimit:
 
     async def _too_large(self, scope: Scope, send: Send) -> None:
         await self._refuse(
-            scope, send, 413, "body_too_large", f"the request body is larger than {self.max_bytes} bytes"
+            scope,
+            send,
+            413,
+            "body_too_large",
+            f"the request body is larger than {self.max_bytes} bytes (service.max_body_bytes)",
         )
 
     async def _refuse(

@@ -111,9 +111,16 @@ def access_line(
     return json.dumps(entry, ensure_ascii=False)
 
 
+# Answers hold search results and error details: no cache in between keeps them, and no browser reads one as
+# another type than it says (a JSON error echoing a value, read as HTML).
+_STORE_NOTHING = ((b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"))
+_SET_HERE = {b"x-request-id", *(name for name, _ in _STORE_NOTHING)}
+
+
 class RequestObserver:
     """Times every HTTP request, labelled with the route template it matched (never the raw path), gives it
-    a request id echoed as ``X-Request-ID``, and logs it (``log``: whether; ``queries``: with query text)."""
+    a request id echoed as ``X-Request-ID`` and ``Cache-Control: no-store``, ``X-Content-Type-Options: nosniff``,
+    and logs it (``log``: whether; ``queries``: with query text)."""
 
     def __init__(
         self,
@@ -143,8 +150,8 @@ class RequestObserver:
             nonlocal status, answered
             if message["type"] == "http.response.start":
                 status, answered = int(message["status"]), True
-                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
-                message = {**message, "headers": [*headers, (b"x-request-id", rid.encode())]}
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in _SET_HERE]
+                message = {**message, "headers": [*headers, (b"x-request-id", rid.encode()), *_STORE_NOTHING]}
             await send(message)
 
         try:

@@ -167,11 +167,14 @@ async def search(request: Request, body: SearchRequest) -> SearchResponse:
     settings = _settings(request)
     service = settings.service
     if len(body.query) > service.max_query_chars:
-        raise _invalid("body.query", f"must have at most {service.max_query_chars} characters")
+        raise _invalid(
+            "body.query", f"must have at most {service.max_query_chars} characters (service.max_query_chars)"
+        )
     top_n_max = min(service.max_top_n, settings.pipeline.top_n_max)
     if body.top_n > top_n_max:
         if "top_n" in body.model_fields_set:
-            raise _invalid("body.top_n", f"must be at most {top_n_max}")
+            bound = "service.max_top_n" if service.max_top_n <= settings.pipeline.top_n_max else "pipeline.top_n_max"
+            raise _invalid("body.top_n", f"must be at most {top_n_max} ({bound})")
         body = body.model_copy(update={"top_n": top_n_max})  # the default (10) over a lower configured bound
     backend = _backend(request)
     if service.log_queries:
@@ -200,7 +203,8 @@ async def upsert_documents(request: Request, body: DocumentsRequest) -> Document
     """Validate, chunk, embed and write a batch; each record is answered on its own (``results``)."""
     service = _settings(request).service
     if len(body.documents) > service.max_documents:
-        raise _invalid("body.documents", f"at most {service.max_documents} documents per request")
+        many = f"{len(body.documents)} documents; at most {service.max_documents} per request (service.max_documents)"
+        raise _invalid("body.documents", f"{many}: send them in several requests")
     backend = _backend(request)
     _refuse_attached(request)
 

@@ -19,12 +19,18 @@ becoming visible) and answers normally if it does so within ``service.write_canc
 that has not stopped by then (a step that cannot be interrupted, such as one embedding call, is still
 running) answers 504 ``write_still_running``; ``esbridge_writes_running_after_timeout`` counts it
 until it ends, and the log says how it ended.
+
+The write's engine calls share its deadline (``esbridge.engines.call_deadline``): before it writes, the request's
+time; once it writes, the grace too. An engine that does not answer (a hung node) then stops the write at its
+deadline, however long the engine client's own timeout and retries would wait: ``write_cancelled`` while it was
+still reading, else ``timeout`` (part of it may be written).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -34,6 +40,7 @@ from typing import Any, Literal, TypeVar
 
 from esbridge import errors
 from esbridge.engines.base import Engine
+from esbridge.engines.call_deadline import DeadlinePassed, engine_calls_until
 from esbridge.service.errors import ServiceError
 from esbridge.service.metrics import Metrics
 
@@ -50,8 +57,23 @@ class WriteCancelled(Exception):
 
 
 class Cancellation:
-    def __init__(self) -> None:
+    """Whether a write's request has timed out, and the deadline of its engine calls: ``deadline`` until it writes
+    (``begin``), then the grace too, less a moment to answer in (``engine_deadline``)."""
+
+    def __init__(self, deadline: float = math.inf, grace_s: float = 0.0) -> None:
         self._event = threading.Event()
+        self.deadline, self.grace_s = deadline, grace_s
+        self.writing: str | None = None  # the step that began writing to the engine, once one has
+
+    def begin(self, step: str) -> None:
+        """``check(step)``, then count the write as writing from here on."""
+        self.check(step)
+        self.writing = step
+
+    def engine_deadline(self) -> float:
+        if self.writing is None:
+            return self.deadline
+        return self.deadline + max(self.grace_s - 0.25, self.grace_s / 2)
 
     def cancel(self) -> None:
         self._event.set()
@@ -174,13 +196,19 @@ async def run_cancellable(
     """``work`` in a worker thread, cancelled when the request outlives ``timeout_s`` (``elapsed_s`` of which
     went before the work started; see the module docstring). It is in ``running`` until it ends, whenever
     that is, so that the engine is not closed under it."""
-    cancel = Cancellation()
-    task = asyncio.ensure_future(asyncio.to_thread(work, cancel))
+    left_s = max(0.0, timeout_s - elapsed_s)
+    cancel = Cancellation(time.monotonic() + left_s, grace_s)
+
+    def bounded() -> T:
+        with engine_calls_until(cancel.engine_deadline):
+            return work(cancel)
+
+    task = asyncio.ensure_future(asyncio.to_thread(bounded))
     if running is not None:
         running.add(task)
         task.add_done_callback(running.discard)
     try:
-        done = await _wait(task, max(0.0, timeout_s - elapsed_s))
+        done = await _wait(task, left_s)
         if not done:
             cancel.cancel()
             done = await _wait(task, grace_s)
@@ -188,6 +216,7 @@ async def run_cancellable(
         cancel.cancel()
         _track(task, metrics, what)
         raise
+    in_time = f"within {timeout_s:g} s (service.request_timeout_s)"
     if done:
         try:
             return task.result()
@@ -195,15 +224,31 @@ async def run_cancellable(
             raise ServiceError(
                 504,
                 "write_cancelled",
-                f"the {what} did not finish within {timeout_s:g} s and was stopped before {exc}: nothing was "
-                "written; it is safe to send it again",
+                f"the {what} did not finish {in_time} and was stopped before {exc}: nothing was written; it is safe to "
+                "send it again",
+            ) from None
+        except DeadlinePassed:
+            if cancel.writing is None:
+                raise ServiceError(
+                    504,
+                    "write_cancelled",
+                    f"the {what} did not finish {in_time}: the engine did not answer in time, and it was stopped "
+                    "before writing: nothing was written; it is safe to send it again",
+                ) from None
+            raise ServiceError(
+                504,
+                "timeout",
+                f"the {what} did not finish {in_time} and the {grace_s:g} s given to one that is writing "
+                f"(service.write_cancel_grace_s): the engine did not answer while it was {cancel.writing}, so part of "
+                "it may be written; sending it again is safe",
             ) from None
     _track(task, metrics, what)
     raise ServiceError(
         504,
         "write_still_running",
-        f"the {what} did not finish within {timeout_s:g} s and had not stopped {grace_s:g} s later: it is still "
-        "running, and either stops before it writes or, if it already has, completes; sending it again is safe",
+        f"the {what} did not finish {in_time} and had not stopped {grace_s:g} s later (service.write_cancel_grace_s): "
+        "it is still running, and either stops before it writes or, if it already has, completes; sending it again "
+        "is safe",
     )
 
 
@@ -222,6 +267,8 @@ def _track(task: asyncio.Future[T], metrics: Metrics, what: str) -> None:
             log.info("the %s that answered 504 has ended (completed)", what)
         elif isinstance(problem, WriteCancelled):
             log.info("the %s that answered 504 has ended (stopped before %s)", what, problem)
+        elif isinstance(problem, DeadlinePassed):
+            log.info("the %s that answered 504 has ended (stopped at its deadline: the engine did not answer)", what)
         else:
             log.error("the %s that answered 504 failed afterwards: %s", what, problem)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from esbridge.config import Settings
 from esbridge.config.service import ServiceSettings
 from esbridge.errors import ConfigError
 from esbridge.service.app import create_app
@@ -195,3 +196,36 @@ def test_a_keys_file_only_its_owner_can_use_is_accepted_quietly(
     caplog.set_level(logging.WARNING, logger="esbridge.service")
     assert KeyRing.from_settings(ServiceSettings(api_keys_file=keys_file(tmp_path, mode))).accepts(KEY)
     assert caplog.records == []
+
+
+def _started(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``serve`` up to where uvicorn would start serving; the ``esbridge`` logger is restored afterwards."""
+    import uvicorn
+
+    from esbridge.service import app as service_app
+
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self: None)
+    monkeypatch.setattr(service_app, "reload_keys_on_sighup", lambda keys: None)
+    events = logging.getLogger("esbridge")
+    saved = (list(events.handlers), events.level, events.propagate)
+    try:
+        service_app.serve(settings)
+    finally:
+        events.handlers, events.level, events.propagate = saved
+
+
+def test_serve_warns_of_keys_short_enough_to_guess_without_showing_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys_file = tmp_path / "keys"
+    keys_file.write_text("abc123 read\n" + "k" * 32 + " write\n")
+    keys_file.chmod(0o600)
+    settings = service_settings(api_keys=["s3cret", KEY], api_keys_file=str(keys_file), access_log=False)
+    _started(settings, monkeypatch)
+    logged = capsys.readouterr().err
+    assert "2 of 4 API key(s) have fewer than 16 characters, few enough to be guessed" in logged
+    assert "secrets.token_urlsafe(32)" in logged
+    assert "s3cret" not in logged and "abc123" not in logged
+
+    _started(service_settings(api_keys=[KEY], access_log=False), monkeypatch)
+    assert "API key(s) have fewer" not in capsys.readouterr().err

@@ -127,8 +127,8 @@ def test_a_timed_out_upsert_is_stopped_before_it_writes(make_client: ClientFacto
     assert answer.status_code == 504
     assert answer.json()["error"]["kind"] == "write_cancelled"
     assert answer.json()["error"]["message"] == (
-        "the upsert did not finish within 0.2 s and was stopped before writing: nothing was written; "
-        "it is safe to send it again"
+        "the upsert did not finish within 0.2 s (service.request_timeout_s) and was stopped before writing: "
+        "nothing was written; it is safe to send it again"
     )
     assert found(client)[0] == []  # the index was created, but nothing was written to it
 

@@ -43,6 +43,28 @@ def test_malformed_http_gets_a_json_400(data: bytes) -> None:
     assert headers["connection"] == "close"
     assert int(headers["content-length"]) == len(body)
     assert len(headers["x-request-id"]) == 32
+    assert (headers["cache-control"], headers["x-content-type-options"]) == ("no-store", "nosniff")
     assert json.loads(body) == {
         "error": {"kind": "bad_request", "message": "the request is not valid HTTP", "fields": []}
+    }
+
+
+def test_a_request_with_both_content_length_and_transfer_encoding_is_refused_and_what_follows_is_not_read() -> None:
+    """A proxy reading Content-Length would pass the GET after the chunked body on as a request of its own."""
+    settings = service_settings(port=free_port(), access_log=False)
+    app = create_app(settings, embedder=HashingEmbedder(), load_model=False)
+    smuggled = (
+        b"POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 4\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    )
+    with running(server_config(app, settings, log_level="critical")):
+        answer = raw_answer(settings.service.port, smuggled)
+    assert answer.count(b"HTTP/1.1 ") == 1, answer  # one answer: the GET after it was never read
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400")
+    assert b"connection: close" in head.lower()
+    assert json.loads(body)["error"] == {
+        "kind": "bad_request",
+        "message": "the request has both Content-Length and Transfer-Encoding, which may be read two ways: send one",
+        "fields": [],
     }

@@ -126,3 +126,49 @@ def test_a_compressed_body_is_415_naming_the_encoding_not_a_json_error(client: T
     }
     plain = client.post("/v1/search", json={"query": "solar"}, headers={"Content-Encoding": "identity"})
     assert plain.status_code == 200, plain.text
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (b"NaN", "NaN is not a JSON value"),
+        (b"-Infinity", "-Infinity is not a JSON value"),
+        (b"1e999", "the number 1e999 is beyond a 64-bit float's range"),
+    ],
+)
+def test_a_number_json_does_not_have_is_refused_as_a_jsonl_line_is_not_stored_as_a_string(
+    client: TestClient, value: bytes, reason: str
+) -> None:
+    body = b'{"documents": [{"id": "odd", "text": "odd number", "metadata": {"x": ' + value + b"}}]}"
+    headers = {"X-API-Key": KEY, "Content-Type": "application/json"}
+    answer = client.post("/v1/documents", content=body, headers=headers)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"] == {
+        "kind": "invalid_json",
+        "message": f"the body is not valid JSON: {reason}",
+        "fields": [],
+    }
+    search = client.post(
+        "/v1/search", content=b'{"query": "solar", "weights": {"bm25": ' + value + b"}}", headers=headers
+    )
+    assert (search.status_code, search.json()["error"]["kind"]) == (400, "invalid_json")
+    found = client.post("/v1/search", json={"query": "odd number", "top_n": 10}).json()["results"]
+    assert "odd" not in {hit["doc_id"] for hit in found}
+
+
+def test_a_key_given_twice_is_refused_as_a_jsonl_line_is_rather_than_one_value_dropped(client: TestClient) -> None:
+    headers = {"X-API-Key": KEY, "Content-Type": "application/json"}
+    body = (
+        b'{"documents": [{"id": "twice-a", "text": "first twin"}],'
+        b' "documents": [{"id": "twice-b", "text": "second twin"}]}'
+    )
+    answer = client.post("/v1/documents", content=body, headers=headers)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["message"] == (
+        "the body is not valid JSON: the key 'documents' is given twice in one object, so one of its values would"
+        " be lost"
+    )
+    nested = b'{"documents": [{"id": "twice-c", "text": "a", "text": "b"}]}'
+    assert client.post("/v1/documents", content=nested, headers=headers).json()["error"]["kind"] == "invalid_json"
+    found = client.post("/v1/search", json={"query": "twin", "top_n": 10}).json()["results"]
+    assert not {"twice-a", "twice-b", "twice-c"} & {hit["doc_id"] for hit in found}

@@ -1,4 +1,4 @@
-"""The OpenAPI document declares, for each route, the error statuses the route really answers (docs/service.md),
+"""The OpenAPI document declares, for each route, the error statuses the route really answers (docs/service-api.md),
 so that a client generated from it knows them."""
 
 from __future__ import annotations
@@ -59,3 +59,25 @@ def test_the_openapi_document_lists_the_bounds_the_service_enforces(make_client:
     assert client.post("/v1/search", json={"query": "x", "top_n": 6}).status_code == 422
     three = client.post("/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY})
     assert three.status_code == 422
+
+
+def test_a_client_learns_the_limits_before_sending_and_a_refusal_names_its_setting(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY], max_documents=2, max_body_bytes=4096, max_top_n=5)
+    limits = client.get("/openapi.json").json()["info"]["x-esbridge-limits"]
+    assert limits == {
+        "max_body_bytes": 4096,
+        "max_documents": 2,
+        "max_query_chars": 1024,
+        "max_top_n": 5,
+        "request_timeout_s": 30.0,
+    }
+    three = client.post("/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY})
+    assert three.status_code == 422
+    assert three.json()["error"]["message"] == (
+        "body.documents: 3 documents; at most 2 per request (service.max_documents): send them in several requests"
+    )
+    big = client.post("/v1/documents", content=b"{" + b" " * 5000 + b"}", headers={"X-API-Key": KEY})
+    assert big.status_code == 413
+    assert big.json()["error"]["message"] == "the request body is larger than 4096 bytes (service.max_body_bytes)"
+    many = client.post("/v1/search", json={"query": "x", "top_n": 6})
+    assert many.json()["error"]["message"] == "body.top_n: must be at most 5 (service.max_top_n)"

@@ -104,7 +104,7 @@ def test_query_length_and_top_n_are_limited_by_settings(make_client: ClientFacto
     beyond_the_model = search(client, query="x" * 5000)  # over SearchRequest's own 4,096 too
     assert (beyond_the_model.status_code, fields(beyond_the_model)) == (422, ["body.query"])
     assert beyond_the_model.json()["error"]["message"] == long.json()["error"]["message"]
-    assert long.json()["error"]["message"] == "body.query: must have at most 20 characters"
+    assert long.json()["error"]["message"] == "body.query: must have at most 20 characters (service.max_query_chars)"
 
 
 def test_a_search_without_top_n_is_answered_when_the_configured_bound_is_below_the_default(

@@ -46,6 +46,34 @@ def test_writes_answer_504_within_the_request_timeout(client: TestClient) -> Non
         assert answer.status_code == 504, answer.text
 
 
+def test_a_write_to_a_hung_engine_stops_at_the_request_timeout_and_says_so(
+    make_client: ClientFactory, silent_url: str
+) -> None:
+    """The engine's kind is given, so the write reaches the worker thread, whose engine calls the client alone would
+    wait 4 x 5 s for: they end at the request's deadline, nothing written, the worker ended."""
+    settings = load_settings(
+        url=silent_url,
+        engine="opensearch",
+        retries=3,
+        timeout_s=5,
+        index="notes",
+        service={"api_keys": [KEY], "request_timeout_s": 1, "write_cancel_grace_s": 2},
+    )
+    client = make_client(settings)
+    upsert = {"documents": [{"id": "a", "text": "b"}]}
+    for method, path, body in (("POST", "/v1/documents", upsert), ("DELETE", "/v1/documents/a", None)):
+        began = time.monotonic()
+        answer = client.request(method, path, json=body, headers=WRITE)
+        assert time.monotonic() - began < 2.5, answer.text  # not 1 s and the 2 s of grace
+        assert answer.status_code == 504, answer.text
+        error = answer.json()["error"]
+        assert error["kind"] == "write_cancelled"
+        assert "within 1 s (service.request_timeout_s)" in error["message"]
+        assert "the engine did not answer in time" in error["message"]
+        assert "nothing was written" in error["message"]
+    assert "esbridge_writes_running_after_timeout 0.0" in client.get("/metrics").text
+
+
 def test_readyz_answers_not_ready_within_its_five_seconds(client: TestClient) -> None:
     began = time.monotonic()
     answer = client.get("/readyz")

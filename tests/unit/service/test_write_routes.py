@@ -80,6 +80,24 @@ def test_links_to_documents_written_earlier_resolve(make_client: ClientFactory) 
     assert stored["source"] == "api"
 
 
+def test_a_record_linking_more_documents_than_one_terms_query_takes_is_written(make_client: ClientFactory) -> None:
+    """70,000 link targets, more than an index's max_terms_count (65,536): the batch was refused whole, 422."""
+    client = make_client(api_keys=[KEY])
+    client.post("/v1/documents", json={"documents": [{"id": "l69999", "text": "the last target"}]}, headers=WRITE)
+    links = [f"l{n}" for n in range(70_000)]
+    records = [{"id": "hub", "text": "links to many", "links": links}, {"id": "plain", "text": "beside it"}]
+    answer = client.post("/v1/documents", json={"documents": records}, headers=WRITE)
+    assert answer.status_code == 200, answer.text[:500]
+    assert [result["status"] for result in answer.json()["results"]] == ["ok", "ok"]
+    engine = EmbeddedEngine.from_settings(load_settings())
+    try:
+        stored = engine.search("notes", {"query": {"ids": {"values": ["hub#0"]}}}).hits[0].source
+    finally:
+        engine.close()
+    assert stored["links"] == ["l69999"]  # the one written earlier, found by one part of the lookup
+    assert len(stored["metadata"]["unresolved_links"]) == 69_999
+
+
 def test_batch_size_and_emptiness_are_validated(make_client: ClientFactory) -> None:
     client = make_client(api_keys=[KEY], max_documents=2)
     too_many = client.post("/v1/documents", json={"documents": [{"id": str(n)} for n in range(3)]}, headers=WRITE)
