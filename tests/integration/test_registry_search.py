@@ -20,13 +20,14 @@ from esbridge.mappings.schema import IndexParameters
 from esbridge.query.grouping import RegistryGroups
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
+from tests.support.data import REGISTRY as REGISTRY_DIR
 
-REGISTRY = Path(__file__).resolve().parents[3] / "shared" / "data" / "registry" / "servers.jsonl"
+REGISTRY = REGISTRY_DIR / "servers.jsonl"
 
 
 def gateway_servers() -> list[dict[str, Any]]:
     if not REGISTRY.is_file():
-        pytest.fail(f"the shared registry data is missing: {REGISTRY} (see ../shared/README.md)")
+        pytest.fail(f"the shared registry data is missing: {REGISTRY} (see ../shared/README.md; ESBRIDGE_TEST_SHARED overrides ../shared)")
     records = [json.loads(line) for line in REGISTRY.read_text(encoding="utf-8").splitlines()]
     return [record for record in records if record["collection"] == "mcp-gateway-registry"]
 

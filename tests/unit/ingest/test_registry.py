@@ -18,9 +18,9 @@ from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
+from tests.support.data import REGISTRY
 from tests.support.hashing import HashingEmbedder
 
-REGISTRY = Path(__file__).resolve().parents[4] / "shared" / "data" / "registry"
 
 HAND_MADE: list[dict[str, Any]] = [
     # hand-made: the data has no virtual servers, no disabled entities and no explicit entity_type
@@ -39,7 +39,7 @@ HAND_MADE: list[dict[str, Any]] = [
 def real_records(file: str, collection: str) -> list[dict[str, Any]]:
     path = REGISTRY / file
     if not path.is_file():
-        pytest.fail(f"the shared registry data is missing: {path} (see ../shared/README.md)")
+        pytest.fail(f"the shared registry data is missing: {path} (see ../shared/README.md; ESBRIDGE_TEST_SHARED overrides ../shared)")
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     return [record for record in records if record["collection"] == collection]
 
