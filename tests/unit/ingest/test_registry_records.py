@@ -196,3 +196,15 @@ def test_registry_metadata_over_64_kib_is_refused_as_a_jsonl_records_is_and_the_
         }
     ]
     assert set(kept) == {"jira", "jira/tools/open_issue"} and "readme" not in kept["jira"]["metadata"]
+
+
+def test_a_record_whose_id_is_another_agents_skill_is_refused_naming_the_skill(tmp_path: Path) -> None:
+    records: list[dict[str, Any]] = [
+        {"id": "travel", "name": "Travel", "skills": [{"name": "Book", "description": "Book a flight"}]},
+        {"id": "travel/skills/Book", "name": "A server whose id looks like a skill's"},
+    ]
+    *_, problem = read_registry(write(tmp_path, records))
+    assert isinstance(problem, Problem) and problem.reason == (
+        "document id 'travel/skills/Book' is already the id of skill 'Book' of record 'travel' (line 1); "
+        "record skipped (change one of the ids)"
+    )
