@@ -270,7 +270,9 @@ def render_groups(groups: RegistryGroups) -> list[str]:
             )
             lines.extend(f"    tool {tool.score:.3f}  {tool.tool_name}" for tool in server.matching_tools)
     for name in ("agents", "skills"):
-        lines.extend(f"{name[:-1]}: {hit.score:.3f}  {hit.name or hit.id}" for hit in getattr(groups, name))
+        for hit in getattr(groups, name):
+            agent = f"  (agent {hit.agent_name or hit.agent_id})" if hit.agent_id else ""
+            lines.append(f"{name[:-1]}: {hit.score:.3f}  {hit.name or hit.id}{agent}")
     lines.extend(
         f"tool: {tool.score:.3f}  {tool.tool_name}  ({tool.server_path or tool.server_id})" for tool in groups.tools
     )

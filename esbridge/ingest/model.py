@@ -48,8 +48,8 @@ class Document:
     modified_at: datetime | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     warnings: Sequence[str] = ()
-    doc_prefix: str | None = field(default=None, compare=False)
-    """Ids of the other documents its input made start with this (a registry server's tools): read whole
+    doc_prefixes: tuple[str, ...] = field(default=(), compare=False)
+    """Ids of the other documents its input made start with one of these (a registry server's tools): read whole
     with it, so their indexed chunks that the input no longer makes are stale."""
     first_chunk_only: frozenset[str] = field(default=frozenset(), compare=False)
     """Metadata keys stored on the first chunk only (a tool's input schema): kept whole, once, however many
@@ -72,8 +72,8 @@ class Problem:
     line: int | None = None
     doc_id: str | None = field(default=None, compare=False)
     """The document the input would have become, when known: its indexed chunks are then kept."""
-    doc_prefix: str | None = field(default=None, compare=False)
-    """Ids of the documents the input would have made besides ``doc_id`` start with this (a registry
+    doc_prefixes: tuple[str, ...] = field(default=(), compare=False)
+    """Ids of the documents the input would have made besides ``doc_id`` start with one of these (a registry
     server's tools): their indexed chunks are kept too."""
 
     @property

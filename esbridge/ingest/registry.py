@@ -1,4 +1,4 @@
-"""The registry source: MCP servers, virtual servers, A2A agents and skills, with each tool its own document.
+"""The registry source: MCP servers, virtual servers, A2A agents and skills, each tool and skill its own document.
 
 One JSON object per line (``esbridge ingest --format registry``)::
 
@@ -28,18 +28,26 @@ description only:
 adding its server's name and description lowered tool recall@10 on the development tasks (0.7976 to
 0.7440, docs/evaluation.md).
 
+Skills. An agent's skill becomes a document the same way (``entity_type`` ``skill``, id
+``<agent id>/skills/<name>``), linked to its agent and carrying ``agent_id``, ``agent_name``, ``agent_path``,
+``skill_name``, and on its first chunk ``skill_description`` (as written) and ``skill_fields`` (its id, tags,
+examples): its name and description are its text, its tags its own (its agent's when it has none). Grouped answers
+list it under ``skills`` with its agent. A tool or skill name with spaces at either end is stripped (it makes a
+document id), with a warning on its record.
+
 Lifecycle. ``is_enabled: false`` (or ``isEnabled``, as the gateway's agent cards write it) gives the record (and its
-tools) the status ``disabled``, which searches leave out unless asked (``include_disabled``); a record's own
+tools and skills) the status ``disabled``, which searches leave out unless asked (``include_disabled``); a record's own
 ``status`` (``deprecated``) is kept. ``is_enabled: null`` counts as absent (enabled), as null ``tags``, ``tools``,
 ``skills`` and ``metadata`` count as absent.
 
 Problems. A line that fails (``tools`` not a list, a schema not an object, no name, a blank record, tool or skill
-name, neither ``id`` nor ``path``) is a ``Problem`` naming the line and field; the other records are read. So is
+name, neither ``id`` nor ``path``, metadata over 64 KiB as JSON, as a JSONL record's is refused) is
+a ``Problem`` naming the line and field; the other records are read. So is
 a record that would make a document id an earlier line made (a record whose id is ``<server id>/tools/<name>`` of
 another's tool): the error names both lines. A field esbridge computes (``tool_count``, ``skill_records``) that
 the record gives itself is kept as ``given_<field>``, with a warning. When its id can be read, what the index
-holds for that record, its tools included, is kept until the line is fixed. When it cannot, a record read whole
-still loses the tools it no longer lists, as it does when every line reads.
+holds for that record, its tools and skills included, is kept until the line is fixed. When it cannot, a record
+read whole still loses the tools and skills it no longer lists, as it does when every line reads.
 """
 
 from __future__ import annotations
@@ -48,25 +56,15 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
+from typing import Any, TypeVar
 
 from esbridge.ids import first_chunk
-from esbridge.ingest.json_lines import record_id, require_file
-from esbridge.ingest.jsonl import (
-    IdentifiedRecord,
-    distinct,
-    entity_fields_text,
-    merged_metadata,
-    named_line,
-    numbered_records,
-)
+from esbridge.ingest.json_lines import require_file
+from esbridge.ingest.jsonl import distinct, entity_fields_text, merged_metadata, numbered_records
 from esbridge.ingest.metadata import with_computed
 from esbridge.ingest.model import Document, Problem, Section
-from esbridge.text import is_blank
+from esbridge.ingest.registry_records import RegistryRecord, RegistrySkill, RegistryTool
 
-EntityType = Literal["mcp_server", "virtual_server", "a2a_agent", "skill"]
 TOOL = "tool"
 TOOLS_HEADING = "Tools"
 SKILLS_HEADING = "Skills"
@@ -83,123 +81,27 @@ MAX_ANSWER_SCHEMA_BYTES = 64 * 1024
 """The largest input schema (UTF-8 JSON) a grouped search answer carries. A larger one is stored whole under
 ``OVERSIZED_INPUT_SCHEMA``, which searches do not read, with its size in ``INPUT_SCHEMA_BYTES``, which answers give."""
 TOOL_RECORD_KEYS = frozenset({INPUT_SCHEMA, OVERSIZED_INPUT_SCHEMA, INPUT_SCHEMA_BYTES, TOOL_FIELDS, TOOL_DESCRIPTION})
+SKILL = "skill"
+SKILL_FIELDS = "skill_fields"
+"""The metadata key of a skill's fields besides name and description (its id, tags, examples)."""
+SKILL_DESCRIPTION = "skill_description"
+SKILL_RECORD_KEYS = frozenset({SKILL_FIELDS, SKILL_DESCRIPTION})
+"""A skill's metadata kept on its first chunk only."""
+Named = TypeVar("Named", RegistryTool, RegistrySkill)
 """A tool's metadata kept on its first chunk only: the record whole, once."""
-
-
-class RegistryTool(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-    name: StrictStr = Field(min_length=1)
-    description: StrictStr | None = None
-    input_schema: dict[str, Any] | None = Field(default=None, alias="inputSchema")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bare_name(cls, data: Any) -> Any:
-        return {"name": data} if isinstance(data, str) else data
-
-    @field_validator("name")
-    @classmethod
-    def _visible_name(cls, value: str) -> str:
-        return visible_name(value, "a tool name")  # a blank one would make the id "<server id>/tools/ "
-
-    @property
-    def line(self) -> str:
-        return named_line(self.name, self.description)
-
-
-def visible_name(value: str, what: str) -> str:
-    """``value``, unless it shows nothing (empty, spaces, control or format characters): ``ValueError``."""
-    if is_blank(value):
-        raise ValueError(f"{what} must not be blank, got {value!r}")
-    return value
-
-
-class RegistrySkill(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    name: StrictStr = Field(min_length=1)
-    id: StrictStr | None = None
-    description: StrictStr | None = None
-    tags: list[StrictStr] = []
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bare_name(cls, data: Any) -> Any:
-        return {"name": data} if isinstance(data, str) else data
-
-    @field_validator("name")
-    @classmethod
-    def _visible_name(cls, value: str) -> str:
-        return visible_name(value, "a skill name")
-
-    @property
-    def line(self) -> str:
-        return named_line(self.name, self.description)
-
-
-_ABSENT_WHEN_NULL = frozenset({"is_enabled", "isEnabled"})
-"""Fields whose null counts as absent (their default), as it does for tags, tools, skills and metadata."""
-
-
-class RegistryRecord(IdentifiedRecord):
-    """One line of a registry source; see the module docstring."""
-
-    model_config = ConfigDict(extra="allow")
-
-    id: str
-    entity_type: EntityType
-    name: StrictStr = Field(min_length=1)
-    path: StrictStr | None = None
-    description: StrictStr | None = None
-    tags: list[StrictStr] = Field(default_factory=list)
-    is_enabled: bool = True
-    status: StrictStr | None = None
-    category: StrictStr | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    tools: list[RegistryTool] = Field(default_factory=list)
-    skills: list[RegistrySkill] = Field(default_factory=list)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _defaults(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        given = {key: value for key, value in data.items() if not (key in _ABSENT_WHEN_NULL and value is None)}
-        if "is_enabled" not in given and "isEnabled" in given:  # as the gateway's A2A agent cards spell it
-            given["is_enabled"] = given.pop("isEnabled")
-        if given.get("id") is None and isinstance(given.get("path"), str):
-            given["id"] = given["path"]
-        if given.get("id") is None and given.get("path") is None:
-            raise ValueError("field 'id' is missing, and there is no 'path' to stand in for it")
-        if given.get("entity_type") is None:
-            given["entity_type"] = "a2a_agent" if given.get("skills") else "mcp_server"
-        for key in ("tags", "tools", "skills"):
-            if given.get(key) is None:
-                given[key] = []
-        if isinstance(given["tags"], str):
-            given["tags"] = [tag.strip() for tag in given["tags"].split(",")]
-        if given.get("metadata") is None:
-            given["metadata"] = {}
-        return given
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id(cls, value: Any) -> str:
-        return record_id(value)
-
-    @field_validator("name")
-    @classmethod
-    def _visible_name(cls, value: str) -> str:
-        return visible_name(value, "a record name")
-
-    @property
-    def lifecycle_status(self) -> str | None:
-        return self.status if self.is_enabled else "disabled"
 
 
 def tool_doc_id(server_id: str, tool: str) -> str:
     return f"{server_id}/tools/{tool}"
+
+
+def skill_doc_id(agent_id: str, skill: str) -> str:
+    return f"{agent_id}/skills/{skill}"
+
+
+def owned_prefixes(record_id: str) -> tuple[str, ...]:
+    """What the ids of a record's tools and skills start with."""
+    return tool_doc_id(record_id, ""), skill_doc_id(record_id, "")
 
 
 def read_registry(path: Path) -> Iterator[Document | Problem]:
@@ -213,29 +115,29 @@ def _documents(path: Path) -> Iterator[Document | Problem]:
     for item in numbered_records(path, RegistryRecord, id_fields=("id", "path")):
         if isinstance(item, Problem):
             # A record that cannot be read keeps its tools in the index as well as itself.
-            yield item if item.doc_id is None else replace(item, doc_prefix=tool_doc_id(item.doc_id, ""))
+            yield item if item.doc_id is None else replace(item, doc_prefixes=owned_prefixes(item.doc_id))
             continue
         number, record = item
         documents = record_documents(record)
         taken = next((doc.doc_id for doc in documents if doc.doc_id in made_by), None)
         if taken is not None:
             reason = f"document id {taken!r} is already {made_by[taken]}; record skipped (change one of the ids)"
-            yield Problem(path.name, reason, number, doc_id=record.id, doc_prefix=tool_doc_id(record.id, ""))
+            yield Problem(path.name, reason, number, doc_id=record.id, doc_prefixes=owned_prefixes(record.id))
             continue
         for doc in documents:
             made_by[doc.doc_id] = (
                 f"the id of record {record.id!r} (line {number})"
                 if doc.doc_id == record.id
-                else f"the id of tool {doc.title!r} of record {record.id!r} (line {number})"
+                else f"the id of {doc.entity_type} {doc.title!r} of record {record.id!r} (line {number})"
             )
         yield from documents
 
 
 def record_documents(record: RegistryRecord) -> list[Document]:
-    """The entity's document, then one per tool.
+    """The entity's document, then one per tool, then one per skill.
 
-    A tool name the record repeats keeps every distinct tool: the second is ``<name>~2`` (and so on), and
-    an exact repeat is dropped; the entity's warnings say which.
+    A tool or skill name the record repeats keeps every distinct one: the second is ``<name>~2`` (and so on),
+    and an exact repeat is dropped; a name with spaces at either end is stripped; the entity's warnings say which.
     """
     given, overridden = merged_metadata(record.model_extra or {}, record.metadata)
     computed: dict[str, Any] = {}
@@ -244,7 +146,8 @@ def record_documents(record: RegistryRecord) -> list[Document]:
     if record.skills:
         computed[SKILL_RECORDS] = [skill.model_dump(exclude_unset=True) for skill in record.skills]
     stored, replaced = with_computed(given, computed, unit="record")
-    tools, warnings = _distinct_tools(record.tools)
+    tools, tool_warnings = _distinct(record.tools, TOOL)
+    skills, skill_warnings = _distinct(record.skills, SKILL)
     entity = Document(
         doc_id=record.id,
         title=record.name,
@@ -255,32 +158,38 @@ def record_documents(record: RegistryRecord) -> list[Document]:
         status=record.lifecycle_status,
         category=record.category,
         metadata=stored,
-        warnings=(*overridden, *replaced, *warnings),
-        doc_prefix=tool_doc_id(record.id, ""),
+        warnings=(*overridden, *replaced, *tool_warnings, *skill_warnings),
+        doc_prefixes=owned_prefixes(record.id),
         first_chunk_only=frozenset({SKILL_RECORDS}),
     )
-    return [entity, *(tool_document(record, key, tool) for key, tool in tools)]
+    return [
+        entity,
+        *(tool_document(record, key, tool) for key, tool in tools),
+        *(skill_document(record, key, skill) for key, skill in skills),
+    ]
 
 
-def _distinct_tools(tools: Sequence[RegistryTool]) -> tuple[list[tuple[str, RegistryTool]], tuple[str, ...]]:
-    kept: list[tuple[str, RegistryTool]] = []
-    seen: dict[str, list[RegistryTool]] = {}
-    taken = {tool.name for tool in tools}  # a repeat's key must not be the name of another tool ("x~2")
+def _distinct(items: Sequence[Named], kind: str) -> tuple[list[tuple[str, Named]], tuple[str, ...]]:
+    kept: list[tuple[str, Named]] = []
+    seen: dict[str, list[Named]] = {}
+    taken = {item.name for item in items}  # a repeat's key must not be the name of another one ("x~2")
     warnings: list[str] = []
-    for tool in tools:
-        same_name = seen.setdefault(tool.name, [])
-        if any(earlier == tool for earlier in same_name):
-            warnings.append(f"tool {tool.name!r} is listed twice, identically: kept once")
+    for item in items:
+        if item.given_name is not None:
+            warnings.append(f"{kind} name {item.given_name!r} has spaces at either end: stored as {item.name!r}")
+        same_name = seen.setdefault(item.name, [])
+        if any(earlier.same_as(item) for earlier in same_name):
+            warnings.append(f"{kind} {item.name!r} is listed twice, identically: kept once")
             continue
-        same_name.append(tool)
-        key, count = tool.name, len(same_name)
+        same_name.append(item)
+        key, count = item.name, len(same_name)
         if count > 1:
-            while (key := f"{tool.name}~{count}") in taken:
+            while (key := f"{item.name}~{count}") in taken:
                 count += 1
             taken.add(key)
-        if key != tool.name:
-            warnings.append(f"tool name {tool.name!r} is repeated with other content: the repeat is {key!r}")
-        kept.append((key, tool))
+        if key != item.name:
+            warnings.append(f"{kind} name {item.name!r} is repeated with other content: the repeat is {key!r}")
+        kept.append((key, item))
     return kept, tuple(warnings)
 
 
@@ -339,4 +248,34 @@ def tool_document(server: RegistryRecord, key: str, tool: RegistryTool) -> Docum
         metadata=metadata,
         warnings=warnings,
         first_chunk_only=TOOL_RECORD_KEYS,
+    )
+
+
+def skill_document(agent: RegistryRecord, key: str, skill: RegistrySkill) -> Document:
+    """An agent's skill as a document of its own (id ``<agent id>/skills/<key>``), as a tool is: its name and
+    description embedded, its other fields stored."""
+    description = " ".join((skill.description or "").split())
+    metadata: dict[str, Any] = {
+        "agent_id": agent.id,
+        "agent_name": agent.name,
+        "agent_path": agent.path,
+        "skill_name": skill.name,
+    }
+    if skill.description is not None:
+        metadata[SKILL_DESCRIPTION] = skill.description
+    fields = skill.model_dump(exclude_unset=True, exclude={"name", "description"})
+    if fields:
+        metadata[SKILL_FIELDS] = fields
+    return Document(
+        doc_id=skill_doc_id(agent.id, key),
+        title=skill.name,
+        sections=(Section(description),) if description else (),
+        path=agent.path,
+        tags=distinct(skill.tags or agent.tags),
+        links=(agent.id,),
+        entity_type=SKILL,
+        status=agent.lifecycle_status,
+        category=agent.category,
+        metadata=metadata,
+        first_chunk_only=SKILL_RECORD_KEYS,
     )

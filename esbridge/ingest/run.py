@@ -360,7 +360,7 @@ def _stale_chunks(
     fix, not a deletion. When a problem cannot be tied to a document, only the documents read this
     run lose their stale chunks: each is known whole (an id is read once per source), so chunks past
     its new end are orphans whatever else failed to read; so are the tools a registry server read this
-    run no longer lists (``Document.doc_prefix``).
+    run no longer lists (``Document.doc_prefixes``).
     """
     current = {chunk.chunk_id for chunk in chunks}
     stale = [chunk_id for chunk_id in before if chunk_id not in current]
@@ -369,7 +369,7 @@ def _stale_chunks(
     read = {chunk.doc_id for chunk in chunks}
     protected = {problem.doc_id for problem in problems}
     if None in protected:
-        owned = tuple({chunk.document.doc_prefix for chunk in chunks if chunk.document and chunk.document.doc_prefix})
+        owned = tuple({prefix for chunk in chunks if chunk.document for prefix in chunk.document.doc_prefixes})
 
         def known_whole(doc: str) -> bool:
             # A tool of a server read whole is gone, unless it is a problem itself (refused for its long ids).
@@ -382,7 +382,7 @@ def _stale_chunks(
                 "fix them and run again to remove the rest"
             )
         return [chunk_id for chunk_id in stale if known_whole(doc_id_of(chunk_id))]
-    prefixes = tuple(problem.doc_prefix for problem in problems if problem.doc_prefix)
+    prefixes = tuple(prefix for problem in problems for prefix in problem.doc_prefixes)
     return [
         chunk_id
         for chunk_id in stale

@@ -4,7 +4,8 @@ Servers (and virtual servers) come with the tools of theirs that matched the que
 score; a tool that did not match is left out even when its server did. A tool that matched brings its
 server into ``servers`` even when the server itself ranked lower (its score is then its best tool's).
 ``tools`` lists the matching tools themselves with their server, description and input schema. Agents and
-skills are listed as they ranked. Every list holds at most ``top_n`` entries, best first.
+skills are listed as they ranked; an agent's skill (a document of its own, as a tool is) names its agent.
+Every list holds at most ``top_n`` entries, best first.
 
 Scores are scaled as the results' are: a candidate's fused score over the best candidate's. An entry whose
 scaled score is 0 is not listed: min-max fusion gives 0 to the last of each retriever's candidates, as to a
@@ -36,9 +37,13 @@ from esbridge.query import shaping
 SERVER_TYPES = {"mcp_server": "servers", "virtual_server": "virtual_servers"}
 LISTED_TYPES = {"a2a_agent": "agents", "skill": "skills"}
 TOOL = "tool"
-GROUP_FIELDS = (*(f"metadata.{key}" for key in ("server_id", "server_name", "server_path", "tool_name")), "body")
-"""Stored fields grouping reads of every candidate besides the usual ones: a tool's server (a tool indexed before
-its description was kept in its metadata shows the text of its best chunk)."""
+GROUP_FIELDS = (
+    *(f"metadata.{key}" for key in ("server_id", "server_name", "server_path", "tool_name")),
+    *(f"metadata.{key}" for key in ("agent_id", "agent_name", "agent_path")),
+    "body",
+)
+"""Stored fields grouping reads of every candidate besides the usual ones: a tool's server, a skill's agent (a
+tool indexed before its description was kept in its metadata shows the text of its best chunk)."""
 RECORD_FIELDS = (
     "doc_id",
     *(f"metadata.{key}" for key in (INPUT_SCHEMA, INPUT_SCHEMA_BYTES, TOOL_DESCRIPTION)),
@@ -66,6 +71,8 @@ class EntityHit(BaseModel):
     name: str | None = None
     path: str | None = None
     score: float
+    agent_id: str | None = Field(default=None, description="a skill's agent, when the skill is one of its skills")
+    agent_name: str | None = None
 
 
 class ToolHit(BaseModel):
@@ -140,7 +147,15 @@ def _server(doc: str, source: Mapping[str, Any], score: float) -> ServerGroup:
 
 
 def _entity(doc: str, source: Mapping[str, Any], score: float) -> EntityHit:
-    return EntityHit(id=doc, name=_text(source.get("title")), path=_text(source.get("path")), score=score)
+    metadata = source.get("metadata") or {}
+    return EntityHit(
+        id=doc,
+        name=_text(source.get("title")),
+        path=_text(source.get("path")),
+        score=score,
+        agent_id=_text(metadata.get("agent_id")),
+        agent_name=_text(metadata.get("agent_name")),
+    )
 
 
 def _tool(doc: str, source: Mapping[str, Any], score: float) -> ToolHit | None:

@@ -20,13 +20,14 @@ from esbridge.mappings.schema import IndexParameters
 from esbridge.query.grouping import RegistryGroups
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
+from tests.support.data import REGISTRY as REGISTRY_DIR
 
-REGISTRY = Path(__file__).resolve().parents[3] / "shared" / "data" / "registry" / "servers.jsonl"
+REGISTRY = REGISTRY_DIR / "servers.jsonl"
 
 
 def gateway_servers() -> list[dict[str, Any]]:
     if not REGISTRY.is_file():
-        pytest.fail(f"the shared registry data is missing: {REGISTRY} (see ../shared/README.md)")
+        pytest.fail(f"the shared registry data is missing: {REGISTRY} (ESBRIDGE_TEST_SHARED overrides ../shared)")
     records = [json.loads(line) for line in REGISTRY.read_text(encoding="utf-8").splitlines()]
     return [record for record in records if record["collection"] == "mcp-gateway-registry"]
 
@@ -111,7 +112,9 @@ def test_knn_per_type_listing_only_agents_leaves_tools_their_knn_candidates(
     options = IngestOptions(source_format="registry", source="registry")
     assert ingest(path, engine=engine, manager=manager, embedder=embedder, options=options).failed == []
     pipeline = PipelineSettings(knn_per_type=["a2a_agent"])
-    request = SearchRequest(query="open a new ticket in the bug tracker", explain=True)
+    # The agent's skill ("Book airline tickets") is a document too and takes a place near the agent's: 20 places
+    # leave room for both, whichever of them the engine's BM25 ranks higher.
+    request = SearchRequest(query="open a new ticket in the bug tracker", explain=True, top_n=20)
 
     async def run() -> SearchResponse:
         client = connect_async(engine_settings, kind=engine_settings.engine)  # type: ignore[arg-type]
@@ -166,3 +169,29 @@ def test_a_tool_record_is_stored_once_and_read_back_for_the_answer_that_shows_it
     assert (flow.server_name, flow.description, flow.input_schema) == ("Keboola", LONG, FLOW_SCHEMA)
     export = next(hit for hit in asyncio.run(run("export every table")).tools if hit.tool_name == "bulk_export")
     assert (export.input_schema, export.input_schema_bytes) == (None, len(json.dumps(HUGE).encode("utf-8")))
+
+
+def test_a_query_for_what_an_agents_skill_does_lists_the_skill_with_its_agent(
+    engine: Engine, engine_settings: Settings, alias: str, embedder: CachedEmbedder
+) -> None:
+    """Skills are documents of their own on every engine: the answer's ``skills`` names each one's agent."""
+    agents = REGISTRY.with_name("agents.jsonl")
+    if not agents.is_file():
+        pytest.fail(f"the shared registry data is missing: {agents} (ESBRIDGE_TEST_SHARED overrides ../shared)")
+    manager = IndexManager(engine, alias, IndexParameters(dimension=embedder.dimension))
+    options = IngestOptions(source_format="registry", source="registry")
+    assert ingest(agents, engine=engine, manager=manager, embedder=embedder, options=options).failed == []
+    # A2ABench's skill "Search": "Search questions by keyword or tag and return canonical citation URLs."
+    request = SearchRequest(query="search developer questions by tag and get citation links", group=True)
+
+    async def run() -> RegistryGroups | None:
+        client = connect_async(engine_settings, kind=engine_settings.engine)  # type: ignore[arg-type]
+        try:
+            return (await HybridSearcher(client, alias, embedder).search(request)).groups
+        finally:
+            await client.close()
+
+    groups = asyncio.run(run())
+    assert groups is not None
+    skill = next(hit for hit in groups.skills if hit.id == "a2a-registry:a2abench/skills/Search")
+    assert (skill.name, skill.agent_id, skill.agent_name) == ("Search", "a2a-registry:a2abench", "A2ABench")

@@ -1,4 +1,5 @@
-"""The shared datasets beside the checkout (``../shared``), as CI provides them."""
+"""The shared datasets beside the checkout (``../shared``), as CI provides them, or where
+``ESBRIDGE_TEST_SHARED`` points (a git worktree has no ``../shared`` beside it)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
+SHARED = Path(os.environ.get("ESBRIDGE_TEST_SHARED") or REPO.parent / "shared")
+REGISTRY = SHARED / "data" / "registry"
 SCIFACT = SHARED / "data" / "beir" / "scifact"
 CISI = SHARED / "data" / "classic" / "cisi"
 MED = SHARED / "data" / "classic" / "med"

@@ -10,8 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from esbridge.cli import demo, main
-from esbridge.cli.search import render
+from esbridge.cli.search import render, render_groups
 from esbridge.embeddings.factory import EMBEDDERS
+from esbridge.query.grouping import EntityHit, RegistryGroups
 from esbridge.query.models import Explain, RetrieverExplain, SearchHit, SearchResponse
 from tests.support.hashing import RECORDS, HashingEmbedder
 
@@ -112,3 +113,18 @@ def test_a_search_of_the_embedded_engine_names_recency_only_where_it_multiplied(
     switched_off = runner.invoke(main, ["search", "solar sunlight", "--explain", "--no-recency", "--index", "notes"])
     assert switched_off.exit_code == 0 and "found by" in switched_off.stdout
     assert "recency" not in switched_off.stdout
+
+
+def test_a_grouped_skill_is_printed_with_its_agent() -> None:
+    groups = RegistryGroups(
+        agents=[EntityHit(id="a1", name="A2ABench", score=0.8)],
+        skills=[
+            EntityHit(id="a1/skills/Search", name="Search", score=1.0, agent_id="a1", agent_name="A2ABench"),
+            EntityHit(id="plan", name="Plan", score=0.5),  # a skill record of its own: no agent
+        ],
+    )
+    assert render_groups(groups) == [
+        "agent: 0.800  A2ABench",
+        "skill: 1.000  Search  (agent A2ABench)",
+        "skill: 0.500  Plan",
+    ]

@@ -18,9 +18,8 @@ from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
+from tests.support.data import REGISTRY
 from tests.support.hashing import HashingEmbedder
-
-REGISTRY = Path(__file__).resolve().parents[4] / "shared" / "data" / "registry"
 
 HAND_MADE: list[dict[str, Any]] = [
     # hand-made: the data has no virtual servers, no disabled entities and no explicit entity_type
@@ -39,7 +38,7 @@ HAND_MADE: list[dict[str, Any]] = [
 def real_records(file: str, collection: str) -> list[dict[str, Any]]:
     path = REGISTRY / file
     if not path.is_file():
-        pytest.fail(f"the shared registry data is missing: {path} (see ../shared/README.md)")
+        pytest.fail(f"the shared registry data is missing: {path} (ESBRIDGE_TEST_SHARED overrides ../shared)")
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     return [record for record in records if record["collection"] == collection]
 
@@ -87,8 +86,10 @@ def test_a_field_that_metadata_gives_another_value_is_a_warning_not_a_silent_los
 
 
 def test_agents_are_read_with_their_skills() -> None:
-    agents = list(read_registry(REGISTRY / "agents.jsonl"))
-    assert len(agents) == 135 and all(isinstance(a, Document) and a.entity_type == "a2a_agent" for a in agents)
+    read = list(read_registry(REGISTRY / "agents.jsonl"))
+    assert all(isinstance(item, Document) and item.entity_type in ("a2a_agent", "skill") for item in read)
+    agents = [item for item in read if isinstance(item, Document) and item.entity_type == "a2a_agent"]
+    assert len(agents) == 135
     a2abench = next(a for a in agents if isinstance(a, Document) and a.doc_id == "a2a-registry:a2abench")
     skills = next(section for section in a2abench.sections if section.headings == ("Skills",))
     assert skills.text.startswith("Search: Search questions by keyword or tag")
@@ -100,6 +101,7 @@ def test_the_whole_registry_is_read_without_losing_a_record() -> None:
     kinds = [item.entity_type for item in read if isinstance(item, Document)]
     # 12,449 tools in the data, 4 of them listed twice identically by their server (each warned about)
     assert (kinds.count("mcp_server"), kinds.count("a2a_agent"), kinds.count("tool")) == (1421, 135, 12445)
+    assert kinds.count("skill") == 278  # every skill of the 135 agents, each a document of its own
 
 
 def test_hand_made_records_types_lifecycle_repeats_and_problems(tmp_path: Path) -> None:
@@ -226,9 +228,12 @@ def test_what_a_tool_or_skill_carries_besides_its_name_is_stored(tmp_path: Path)
     # Docker's tools have no inputSchema: their arguments are all there is of one
     assert tool.metadata["tool_fields"]["arguments"] == wanted["arguments"]
     agent = next(r for r in real_records("agents.jsonl", "a2a-registry") if r["id"] == "a2a-registry:a2abench")
-    (read,) = read_registry(write(tmp_path, [agent]))
+    read, *skills = read_registry(write(tmp_path, [agent]))
     assert isinstance(read, Document)
     assert read.metadata["skill_records"] == agent["skills"]  # skill ids (to call one), tags and examples
+    search = skills[0]
+    assert isinstance(search, Document) and search.doc_id == "a2a-registry:a2abench/skills/Search"
+    assert search.metadata["skill_fields"] == {key: agent["skills"][0][key] for key in ("id", "tags", "examples")}
 
 
 def test_a_repeated_tool_name_is_never_renamed_onto_another_tools_name(tmp_path: Path) -> None:
@@ -250,9 +255,10 @@ def test_an_agent_card_disabled_as_the_gateway_writes_it_is_disabled(tmp_path: P
     # the gateway's A2A agent cards (cli/examples/*.json) spell the flag isEnabled
     card = {"name": "Code Reviewer Agent", "path": "/code-reviewer", "url": "https://example.com/agents/code-reviewer",
             "isEnabled": False, "skills": [{"id": "detect_bugs", "name": "Detect Bugs"}]}  # fmt: skip
-    (agent,) = read_registry(write(tmp_path, [card]))
-    assert isinstance(agent, Document)
+    agent, skill = read_registry(write(tmp_path, [card]))
+    assert isinstance(agent, Document) and isinstance(skill, Document)
     assert agent.status == "disabled" and "isEnabled" not in agent.metadata
+    assert skill.status == "disabled"  # as a disabled server's tools are
 
 
 def test_a_tool_given_as_just_its_name_is_read_as_the_jsonl_source_reads_it(tmp_path: Path) -> None:

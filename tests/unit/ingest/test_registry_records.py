@@ -70,7 +70,7 @@ def test_a_field_the_reader_computes_that_the_record_gives_is_kept_under_another
         {"id": "a", "name": "A", "skill_records": "see the card", "skills": [{"name": "Book"}]},
         {"id": "t", "name": "T", "tool_count": 1, "tools": [{"name": "x"}]},  # what esbridge computes: no warning
     ]
-    server, _, agent, again, _ = read_registry(write(tmp_path, records))
+    server, _, agent, _, again, _ = read_registry(write(tmp_path, records))
     assert isinstance(server, Document) and isinstance(agent, Document) and isinstance(again, Document)
     assert (server.metadata["tool_count"], server.metadata["given_tool_count"]) == (1, 99)
     assert server.warnings == (
@@ -113,7 +113,7 @@ def test_a_blank_skill_or_record_name_is_refused_naming_the_line_and_field_as_a_
         {"id": "ok", "name": "Ok", "skills": [{"name": "Plan"}, "Book"]},  # a skill given as its name, as a tool may be
     ]
     found = list(read_registry(write(tmp_path, records)))
-    assert [doc.doc_id for doc in found if isinstance(doc, Document)] == ["ok"]
+    assert [doc.doc_id for doc in found if isinstance(doc, Document)] == ["ok", "ok/skills/Plan", "ok/skills/Book"]
     assert next(doc for doc in found if isinstance(doc, Document)).metadata["skill_records"] == [
         {"name": "Plan"},
         {"name": "Book"},
@@ -146,3 +146,65 @@ def test_a_reingest_of_unchanged_records_does_not_repeat_their_warnings(tmp_path
         assert run([{**repeated, "description": "changed"}, {"id": "ok", "name": "Ok"}]) == [warning]
     finally:
         engine.close()
+
+
+def test_a_tool_or_skill_name_with_spaces_at_either_end_is_stripped_with_a_warning(tmp_path: Path) -> None:
+    records: list[dict[str, Any]] = [
+        {"id": "s1", "name": "S1", "tools": [" search ", {"name": "fetch\t", "description": "Fetch a page"}]},
+        {"id": "a1", "name": "A1", "skills": [{"name": " Book", "description": "Book a flight"}]},
+    ]
+    found = list(read_registry(write(tmp_path, records)))
+    docs = {doc.doc_id: doc for doc in found if isinstance(doc, Document)}
+    assert set(docs) == {"s1", "s1/tools/search", "s1/tools/fetch", "a1", "a1/skills/Book"}
+    assert (docs["s1/tools/search"].title, docs["s1/tools/search"].metadata["tool_name"]) == ("search", "search")
+    assert docs["a1/skills/Book"].metadata["skill_name"] == "Book"
+    assert docs["s1"].warnings == (
+        "tool name ' search ' has spaces at either end: stored as 'search'",
+        "tool name 'fetch\\t' has spaces at either end: stored as 'fetch'",
+    )
+    assert docs["a1"].warnings == ("skill name ' Book' has spaces at either end: stored as 'Book'",)
+
+
+def test_a_name_that_differs_from_another_only_by_outer_spaces_is_the_same_tool(tmp_path: Path) -> None:
+    records = [{"id": "s1", "name": "S1", "tools": ["search", " search"]}]
+    server, tool = read_registry(write(tmp_path, records))
+    assert isinstance(server, Document) and isinstance(tool, Document) and tool.doc_id == "s1/tools/search"
+    assert server.warnings[-1] == "tool 'search' is listed twice, identically: kept once"
+
+
+def test_registry_metadata_over_64_kib_is_refused_as_a_jsonl_records_is_and_the_indexed_record_kept(
+    tmp_path: Path,
+) -> None:
+    server = {"id": "jira", "name": "Jira", "tools": [{"name": "open_issue", "description": "Open an issue"}]}
+    engine = EmbeddedEngine(tmp_path / "db")
+    embedder = HashingEmbedder()
+    manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
+    options = IngestOptions(source_format="registry", source="registry")
+    try:
+        ingest(write(tmp_path, [server]), engine=engine, manager=manager, embedder=embedder, options=options)
+        fat = {**server, "readme": "x" * 70_000}
+        report = ingest(write(tmp_path, [fat]), engine=engine, manager=manager, embedder=embedder, options=options)
+        engine.refresh("registry")
+        kept = {hit.source["doc_id"]: hit.source for hit in engine.search("registry", {"size": 50}).hits}
+    finally:
+        engine.close()
+    assert report.failed == [
+        {
+            "id": "registry.jsonl:1",
+            "reason": "record 'jira': metadata (its fields that are not record fields, and 'metadata') is 68.4 KiB as "
+            "JSON, over the 64 KiB a record may store (each of its chunks stores a copy); record skipped",
+        }
+    ]
+    assert set(kept) == {"jira", "jira/tools/open_issue"} and "readme" not in kept["jira"]["metadata"]
+
+
+def test_a_record_whose_id_is_another_agents_skill_is_refused_naming_the_skill(tmp_path: Path) -> None:
+    records: list[dict[str, Any]] = [
+        {"id": "travel", "name": "Travel", "skills": [{"name": "Book", "description": "Book a flight"}]},
+        {"id": "travel/skills/Book", "name": "A server whose id looks like a skill's"},
+    ]
+    *_, problem = read_registry(write(tmp_path, records))
+    assert isinstance(problem, Problem) and problem.reason == (
+        "document id 'travel/skills/Book' is already the id of skill 'Book' of record 'travel' (line 1); "
+        "record skipped (change one of the ids)"
+    )

@@ -14,9 +14,9 @@ from esbridge.embeddings.onnx_cross_encoder import OnnxCrossEncoder, call_batch_
 from esbridge.embeddings.profiles import BGE_SMALL, MS_MARCO_RERANKER
 from esbridge.errors import ModelUnavailable
 from esbridge.query.rerank import RERANKERS
+from tests.support.data import SCIFACT
 from tests.support.models import require_stored
 
-SCIFACT = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "beir" / "scifact"
 QUERIES = 10
 DISTRACTORS = 4
 

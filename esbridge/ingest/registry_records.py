@@ -1,0 +1,148 @@
+"""The records of a registry source as read, before they become documents (``esbridge.ingest.registry``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictStr, field_validator, model_validator
+
+from esbridge.ingest.json_lines import record_id
+from esbridge.ingest.jsonl import MAX_METADATA_BYTES, IdentifiedRecord, merged_metadata, named_line
+from esbridge.text import is_blank
+
+EntityType = Literal["mcp_server", "virtual_server", "a2a_agent", "skill"]
+
+
+def visible_name(value: str, what: str) -> str:
+    """``value``, unless it shows nothing (empty, spaces, control or format characters): ``ValueError``."""
+    if is_blank(value):
+        raise ValueError(f"{what} must not be blank, got {value!r}")
+    return value
+
+
+class _Named(BaseModel):
+    """A tool or skill: its name makes a document id, so spaces at either end are stripped (``given_name``
+    keeps the name as written, for the record's warning)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    name: StrictStr = Field(min_length=1)
+    description: StrictStr | None = None
+    _given_name: str | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, data: Any) -> Any:
+        return {"name": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _stripped(self) -> _Named:
+        if self.name != self.name.strip():
+            self._given_name, self.name = self.name, self.name.strip()
+        return self
+
+    @property
+    def given_name(self) -> str | None:
+        """The name as written, when it had spaces at either end."""
+        return self._given_name
+
+    @property
+    def line(self) -> str:
+        return named_line(self.name, self.description)
+
+    def same_as(self, other: _Named) -> bool:
+        """Whether ``other`` gives the same content (the names compared stripped)."""
+        return type(self) is type(other) and self.model_dump() == other.model_dump()
+
+
+class RegistryTool(_Named):
+    input_schema: dict[str, Any] | None = Field(default=None, alias="inputSchema")
+
+    @field_validator("name")
+    @classmethod
+    def _visible_name(cls, value: str) -> str:
+        return visible_name(value, "a tool name")  # a blank one would make the id "<server id>/tools/ "
+
+
+class RegistrySkill(_Named):
+    id: StrictStr | None = None
+    tags: list[StrictStr] = []
+
+    @field_validator("name")
+    @classmethod
+    def _visible_name(cls, value: str) -> str:
+        return visible_name(value, "a skill name")
+
+
+_ABSENT_WHEN_NULL = frozenset({"is_enabled", "isEnabled"})
+"""Fields whose null counts as absent (their default), as it does for tags, tools, skills and metadata."""
+
+
+class RegistryRecord(IdentifiedRecord):
+    """One line of a registry source; see ``esbridge.ingest.registry``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    entity_type: EntityType
+    name: StrictStr = Field(min_length=1)
+    path: StrictStr | None = None
+    description: StrictStr | None = None
+    tags: list[StrictStr] = Field(default_factory=list)
+    is_enabled: bool = True
+    status: StrictStr | None = None
+    category: StrictStr | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tools: list[RegistryTool] = Field(default_factory=list)
+    skills: list[RegistrySkill] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        given = {key: value for key, value in data.items() if not (key in _ABSENT_WHEN_NULL and value is None)}
+        if "is_enabled" not in given and "isEnabled" in given:  # as the gateway's A2A agent cards spell it
+            given["is_enabled"] = given.pop("isEnabled")
+        if given.get("id") is None and isinstance(given.get("path"), str):
+            given["id"] = given["path"]
+        if given.get("id") is None and given.get("path") is None:
+            raise ValueError("field 'id' is missing, and there is no 'path' to stand in for it")
+        if given.get("entity_type") is None:
+            given["entity_type"] = "a2a_agent" if given.get("skills") else "mcp_server"
+        for key in ("tags", "tools", "skills"):
+            if given.get(key) is None:
+                given[key] = []
+        if isinstance(given["tags"], str):
+            given["tags"] = [tag.strip() for tag in given["tags"].split(",")]
+        if given.get("metadata") is None:
+            given["metadata"] = {}
+        return given
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id(cls, value: Any) -> str:
+        return record_id(value)
+
+    @field_validator("name")
+    @classmethod
+    def _visible_name(cls, value: str) -> str:
+        return visible_name(value, "a record name")
+
+    @model_validator(mode="after")
+    def _metadata_size(self) -> RegistryRecord:
+        # Stored on every chunk of the record's document, as a JSONL record's is, so capped as it is.
+        metadata, _ = merged_metadata(self.model_extra or {}, self.metadata)
+        size = len(json.dumps(metadata, ensure_ascii=False).encode("utf-8"))
+        if size > MAX_METADATA_BYTES:
+            raise ValueError(
+                f"record {self.id!r}: metadata (its fields that are not record fields, and 'metadata') is "
+                f"{size / 1024:.1f} KiB as JSON, over the {MAX_METADATA_BYTES / 1024:.0f} KiB a record may store "
+                "(each of its chunks stores a copy); record skipped"
+            )
+        return self
+
+    @property
+    def lifecycle_status(self) -> str | None:
+        return self.status if self.is_enabled else "disabled"
