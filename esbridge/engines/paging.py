@@ -109,3 +109,13 @@ def _task_progress(status: Mapping[str, Any]) -> tuple[int, ...]:
         return (0,)
     keys = ("total", "created", "updated", "deleted", "noops", "version_conflicts")
     return tuple(int(value) if isinstance(value := counts.get(key), int) else 0 for key in keys)
+
+
+def cancel_duplicates(listing: Mapping[str, Any], keep: str, dest: str, cancel: Callable[[str], Any]) -> None:
+    """Cancel every reindex task into ``dest`` but ``keep``. The client library sends a request again when its
+    answer is late (``retry_on_timeout``), so one ``_reindex`` call can start two tasks; the one whose id was never
+    returned would be left copying into ``dest`` after a failed reindex deleted it, or after the alias moved."""
+    for node in (listing.get("nodes") or {}).values():
+        for task_id, task in (node.get("tasks") or {}).items():
+            if task_id != keep and f"to [{dest}]" in str(task.get("description", "")):
+                cancel(task_id)

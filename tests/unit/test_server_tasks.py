@@ -78,3 +78,18 @@ def test_a_task_that_stops_progressing_times_out_naming_how_far_it_got(monkeypat
     answers = [running(1_000), running(2_000), *[running(3_000)] * 10]
     with pytest.raises(EngineTimeout, match=r"no progress for 3600s \(3000 of 5000000 documents done\)"):
         wait_for_task(polls(*answers), timeout_s=3600, url="http://e", operation="reindex", index="n-v2")
+
+
+def test_only_the_other_tasks_copying_into_the_new_version_are_cancelled() -> None:
+    def task(into: str) -> Mapping[str, Any]:
+        return {"description": f"reindex from [notes-v1] to [{into}]"}
+
+    listing = {
+        "nodes": {
+            "a": {"tasks": {"a:1": task("notes-v2"), "a:2": task("notes-v2"), "a:3": task("other-v2")}},
+            "b": {"tasks": {"b:1": task("notes-v2"), "b:2": {"description": "reindex from [notes-v2] to [x]"}}},
+        }
+    }
+    cancelled: list[str] = []
+    paging.cancel_duplicates(listing, "a:1", "notes-v2", cancelled.append)
+    assert cancelled == ["a:2", "b:1"]
