@@ -303,7 +303,7 @@ class IndexManager:
                 raise
         try:
             if delete_old:
-                self.engine.delete_index(old)
+                self.engine.delete_index(old, missing_ok=True)  # a 404 to the client's retry of a late answer
             elif lift_block:
                 self._allow_writes(
                     old,
