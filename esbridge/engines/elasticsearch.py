@@ -272,6 +272,12 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
                 "task"
             ]
             try:
+                paging.cancel_duplicates(
+                    self._client.tasks.list(actions="*reindex", detailed=True).body,
+                    task,
+                    dest,
+                    lambda other: self._client.tasks.cancel(task_id=other),
+                )
                 result = paging.wait_for_task(
                     lambda: self._client.tasks.get(task_id=task).body,
                     timeout_s=timeout_s,

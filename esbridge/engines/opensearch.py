@@ -284,6 +284,12 @@ class OpenSearchEngine(paging.ScanBySearch, _Translating):
                 body={"source": {"index": source}, "dest": {"index": dest}}, wait_for_completion=False
             )["task"]
             try:
+                paging.cancel_duplicates(
+                    self._client.tasks.list(actions="*reindex", detailed=True),
+                    task,
+                    dest,
+                    lambda other: self._client.tasks.cancel(task_id=other),
+                )
                 result = paging.wait_for_task(
                     lambda: self._client.tasks.get(task_id=task),
                     timeout_s=timeout_s,

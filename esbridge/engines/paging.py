@@ -70,9 +70,11 @@ def wait_for_task(
     poll: Callable[[], Mapping[str, Any]], *, timeout_s: float, url: str, operation: str, index: str
 ) -> Mapping[str, Any]:
     """Poll a server task until it completes; its ``response`` (or an empty mapping) is returned. A task that ended
-    in an error (its ``error``: the source gone, a search that failed) raises it."""
+    in an error (its ``error``: the source gone, a search that failed) raises it. ``timeout_s`` bounds the time
+    without progress, not the task's whole run: copying millions of documents takes hours."""
     deadline = time.monotonic() + timeout_s
     delay = 0.2
+    progress: tuple[int, ...] | None = None
     while True:
         status = poll()
         if status.get("completed"):
@@ -84,7 +86,36 @@ def wait_for_task(
                 )
             response: Mapping[str, Any] = status.get("response") or {}
             return response
-        if time.monotonic() > deadline:
-            raise EngineTimeout(f"task still running after {timeout_s:.0f}s", url=url, operation=operation, index=index)
+        counts = _task_progress(status)
+        if counts != progress:
+            progress, deadline = counts, time.monotonic() + timeout_s
+        elif time.monotonic() > deadline:
+            done = f" ({sum(counts[1:])} of {counts[0]} documents done)" if len(counts) > 1 else ""
+            raise EngineTimeout(
+                f"the server's task made no progress for {timeout_s:.0f}s{done}",
+                url=url,
+                operation=operation,
+                index=index,
+            )
         time.sleep(delay)
         delay = min(delay * 1.5, 2.0)
+
+
+def _task_progress(status: Mapping[str, Any]) -> tuple[int, ...]:
+    """A running reindex task's counts (total first, then what it has done), as ``GET _tasks/<id>`` gives them."""
+    task = status.get("task")
+    counts = task.get("status") if isinstance(task, Mapping) else None
+    if not isinstance(counts, Mapping):
+        return (0,)
+    keys = ("total", "created", "updated", "deleted", "noops", "version_conflicts")
+    return tuple(int(value) if isinstance(value := counts.get(key), int) else 0 for key in keys)
+
+
+def cancel_duplicates(listing: Mapping[str, Any], keep: str, dest: str, cancel: Callable[[str], Any]) -> None:
+    """Cancel every reindex task into ``dest`` but ``keep``. The client library sends a request again when its
+    answer is late (``retry_on_timeout``), so one ``_reindex`` call can start two tasks; the one whose id was never
+    returned would be left copying into ``dest`` after a failed reindex deleted it, or after the alias moved."""
+    for node in (listing.get("nodes") or {}).values():
+        for task_id, task in (node.get("tasks") or {}).items():
+            if task_id != keep and f"to [{dest}]" in str(task.get("description", "")):
+                cancel(task_id)

@@ -12,6 +12,7 @@ when the alias moves.
 from __future__ import annotations
 
 import contextlib
+import secrets
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from typing import Any
@@ -27,6 +28,9 @@ from esbridge.mappings.diff import MappingDiff, diff_index
 from esbridge.mappings.interrupted import alias_on, describe_failure, moved_words, undo_interrupted, version_of
 from esbridge.mappings.preflight import fields_left_out, refuse_a_red_source, refuse_another_dimension
 from esbridge.mappings.schema import VECTOR_FIELD, IndexParameters, render_index
+
+_CREATION_KEY = "esbridge_creation"
+"""The ``_meta`` key of a create request's token, there until the index is known to be this request's."""
 
 
 class MappingNeedsNewVersion(errors.EsbridgeError):
@@ -167,15 +171,31 @@ class IndexManager:
 
     def _create_version(self, name: str, body: dict[str, Any]) -> None:
         """Create a new version. When the engine's answer is lost (Ctrl-C, a time-out) it may have made the index
-        all the same, so it is deleted rather than left behind empty; one that existed already is not this one's."""
+        all the same, so it is deleted rather than left behind empty; one that existed already is not this one's,
+        unless it carries this request's token: the client library sent the request again after the first
+        answer was lost (a busy cluster takes longer than ``timeout_s`` to create an index), and the engine
+        refused the second as a duplicate of the first."""
+        token = secrets.token_hex(8)
+        mappings = body.get("mappings") or {}
+        meta = dict(mappings.get("_meta") or {})
+        marked = {**body, "mappings": {**mappings, "_meta": {**meta, _CREATION_KEY: token}}}
         try:
-            self.engine.create_index(name, body)
+            self.engine.create_index(name, marked)
         except errors.IndexAlreadyExists:
-            raise
+            if not self._created_with(name, token):
+                raise
         except BaseException:
             with contextlib.suppress(errors.EsbridgeError):
                 self.engine.delete_index(name, missing_ok=True)
             raise
+        with contextlib.suppress(errors.EsbridgeError):  # the token left behind does no harm
+            self.engine.put_meta(name, meta)
+
+    def _created_with(self, name: str, token: str) -> bool:
+        try:
+            return (self.engine.get_mapping(name).get("_meta") or {}).get(_CREATION_KEY) == token
+        except errors.EsbridgeError:
+            return False
 
     def ensure(self) -> str:
         """The current index, created first if the alias has none."""
@@ -283,7 +303,7 @@ class IndexManager:
                 raise
         try:
             if delete_old:
-                self.engine.delete_index(old)
+                self.engine.delete_index(old, missing_ok=True)  # a 404 to the client's retry of a late answer
             elif lift_block:
                 self._allow_writes(
                     old,

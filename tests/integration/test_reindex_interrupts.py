@@ -47,6 +47,41 @@ def test_a_reindex_interrupted_while_the_server_copies_leaves_no_copy_behind(
     assert not write_blocked(engine.get_index_settings(f"{alias}-v1"))
 
 
+def test_a_reindex_task_the_client_started_twice_is_cancelled_too(
+    engine: Engine, engine_settings: Settings, alias: str, engine_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_feature(engine_kind, "reindex", "the server-side copy runs as a task on the server")
+    manager(engine, alias).create()
+    for batch in range(10):
+        assert not engine.bulk(alias, [chunk(f"b{batch}n{n}#0", title=f"note {n}") for n in range(1000)]).failed
+    engine.refresh(alias)
+    client = cast(Any, engine)._client
+    start = client.reindex
+
+    def started_twice(*args: object, **kwargs: object) -> Any:
+        # The first request's answer did not come in time, so the client library sent it again. Throttled, the
+        # first task is still copying when the reindex gives up.
+        start(*args, **kwargs, requests_per_second=1000)
+        time.sleep(2)
+        return start(*args, **kwargs)
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise Interrupted
+
+    monkeypatch.setattr(client, "reindex", started_twice)
+    monkeypatch.setattr(paging, "wait_for_task", interrupted)
+    with pytest.raises(ReindexInterrupted, match="nothing was changed"):
+        manager(engine, alias).reindex()
+    monkeypatch.undo()
+
+    new = f"{alias}-v2"
+    deadline = time.monotonic() + 60
+    while _copying_into(str(engine_settings.url), new) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not engine.index_exists(new), "no task wrote on into the deleted version"
+    assert engine.alias_targets(alias) == [f"{alias}-v1"]
+
+
 def _copying_into(url: str, index: str) -> bool:
     """Whether a reindex task on the server still writes into ``index``."""
     with urllib.request.urlopen(f"{url}/_tasks?actions=*reindex&detailed=true", timeout=30) as answer:

@@ -81,7 +81,9 @@ class Raced:
         return getattr(self._engine, name)
 
     def create_index(self, index: str, body: Mapping[str, Any]) -> None:
-        self._engine.create_index(index, body)
+        mappings = body["mappings"]
+        theirs = {**mappings, "_meta": {**mappings["_meta"], "esbridge_creation": "the other reindex's token"}}
+        self._engine.create_index(index, {**body, "mappings": theirs})
         self._engine.create_index(index, body)
 
 
