@@ -126,3 +126,18 @@ def test_recency_reads_an_attached_date_field_in_its_own_format(engine: Engine, 
                 assert ours == millis, f"{formats}: {values[key]!r} is {millis} ms to the engine, {ours} to recency"
         finally:
             engine.delete_index(name, missing_ok=True)
+
+
+def test_a_number_bound_is_read_by_the_first_format_part_that_reads_it(engine: Engine, index_name: str) -> None:
+    # What the embedded engine reads alike (tests/unit/test_embedded_attached_dates.py).
+    engine.create_index(index_name, {"mappings": {"properties": {"updated": {"type": "date"}}}})
+    dated = {"old": "2020-03-01T10:00:00Z", "new": "2026-11-01T10:00:00Z", "before_1970": -1_700_000_000_000}
+    engine.bulk(index_name, [BulkAction("index", key, {"updated": value}) for key, value in dated.items()])
+    engine.refresh(index_name)
+
+    def ids(bounds: dict[str, object]) -> set[str]:
+        return {hit.id for hit in engine.search(index_name, {"query": {"range": {"updated": bounds}}}).hits}
+
+    assert ids({"lt": 2026, "format": "strict_date_optional_time"}) == {"old", "before_1970"}
+    assert ids({"gte": 2026, "format": "strict_date_optional_time||epoch_millis"}) == {"new"}
+    assert ids({"gte": 2026, "format": "epoch_millis||strict_date_optional_time"}) == {"old", "new"}

@@ -86,3 +86,17 @@ def test_negative_epoch_millis_bounds_are_read_as_elasticsearch_reads_them(engin
     assert ids(gte=n, lte=n) == ids(lte=n) == ids(lt=n + 1) == {"before_1970"}
     assert ids(gt=n - 1) == ids(gte=n) == set(PRODUCTS)
     assert ids(gt=n) == {"old", "new"} and ids(lt=n) == set()
+
+
+def test_a_number_bound_is_read_by_the_first_format_part_that_reads_it_as_the_clusters_read_it(
+    engine: EmbeddedEngine,
+) -> None:
+    # Both clusters read a JSON number as its text under a range's format: four digits are a year to
+    # strict_date_optional_time (tests/integration/test_date_formats.py). It was taken as milliseconds here
+    # whatever the format, so "before 2026" found only the document dated before 1970.
+    def ids(bounds: dict[str, Any]) -> set[str]:
+        return {hit.id for hit in engine.search("products", {"query": {"range": {"updated": bounds}}}).hits}
+
+    assert ids({"lt": 2026, "format": "strict_date_optional_time"}) == {"old", "before_1970"}
+    assert ids({"gte": 2026, "format": "strict_date_optional_time||epoch_millis"}) == {"new"}
+    assert ids({"gte": 2026, "format": "epoch_millis||strict_date_optional_time"}) == {"old", "new"}

@@ -103,8 +103,9 @@ _EPOCH_BOUND = re.compile(r"-?\d+(?:\.\d*)?")
 
 def date_span_of(field: Field, value: Any, form: str | None = None) -> tuple[int, int]:
     """The first and last millisecond a date bound stands for (``dates.date_span``); Unsupported when it is none.
-    ``form`` is a range's ``format``: the default's parts only, and without ``epoch_millis`` a number is refused, as a
-    cluster refuses it (four digits are a year)."""
+    ``form`` is a range's ``format``: the default's parts only, tried in order on the bound's text, as a cluster
+    tries them whether the bound is a JSON number or a string: ``strict_date_optional_time`` reads four digits as
+    a year and refuses other numbers, ``epoch_millis`` reads numbers as milliseconds."""
     if isinstance(value, str) and ("now" in value or "||" in value):
         raise Unsupported(f"date math {value!r} is not supported by the embedded engine")
     if isinstance(value, (Mapping, list)):
@@ -116,13 +117,24 @@ def date_span_of(field: Field, value: Any, form: str | None = None) -> tuple[int
                 f"range on [{field.path}]: format [{form}] is not supported by the embedded engine, which reads "
                 "bounds in strict_date_optional_time or epoch_millis"
             )
-        text = value if isinstance(value, str) else repr(value)
-        if "epoch_millis" not in parts and _EPOCH_BOUND.fullmatch(text) and not re.fullmatch(r"\d{4}", text):
-            raise Unsupported(f"failed to parse date field [{text}] with format [{form}]")
+        value = _bound_in(value, parts, form)
     try:
         return date_span(value)
     except (TypeError, ValueError, OverflowError) as exc:
         raise Unsupported(f"{value!r} is not a valid date for field [{field.path}]") from exc
+
+
+def _bound_in(value: Any, parts: list[str], form: str) -> Any:
+    """The bound as the first part of ``form`` that reads it has it: its text (a year, an ISO 8601 date) or a
+    number of milliseconds."""
+    text = value if isinstance(value, str) else repr(value)
+    number = _EPOCH_BOUND.fullmatch(text) is not None
+    for part in parts:
+        if part == "epoch_millis" and number:
+            return float(text) if "." in text else int(text)
+        if part == "strict_date_optional_time" and (not number or re.fullmatch(r"\d{4}", text)):
+            return text
+    raise Unsupported(f"failed to parse date field [{text}] with format [{form}]")
 
 
 Limits = tuple[Any, bool, Any, bool]
