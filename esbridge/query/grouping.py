@@ -12,7 +12,9 @@ scaled score is 0 is not listed: min-max fusion gives 0 to the last of each retr
 document no retriever found (and a score below 0 is scaled to 0), so such a score tells no match from none.
 
 A tool's description and input schema are stored on its first chunk only, so they are read for the tools an
-answer shows, in one request by id (``grouped``), not with every candidate.
+answer shows, in one request by id (``grouped``), not with every candidate. The request also asks for each tool's
+best chunk, whose record is read when there is no first chunk: an index esbridge did not write names its
+documents otherwise (``t1``, not ``t1#0``).
 """
 
 from __future__ import annotations
@@ -44,18 +46,15 @@ GROUP_FIELDS = (
 )
 """Stored fields grouping reads of every candidate besides the usual ones: a tool's server, a skill's agent (a
 tool indexed before its description was kept in its metadata shows the text of its best chunk)."""
-RECORD_FIELDS = (
-    "doc_id",
-    *(f"metadata.{key}" for key in (INPUT_SCHEMA, INPUT_SCHEMA_BYTES, TOOL_DESCRIPTION)),
-)
-"""What is read of the first chunk of each tool an answer shows."""
+RECORD_FIELDS = tuple(f"metadata.{key}" for key in (INPUT_SCHEMA, INPUT_SCHEMA_BYTES, TOOL_DESCRIPTION))
+"""What is read of the first chunk (or else the best chunk) of each tool an answer shows."""
 
 
 class ToolMatch(BaseModel):
     tool_name: str
     score: float
     description: str | None = None
-    _doc: str = PrivateAttr(default="")
+    _chunks: tuple[str, ...] = PrivateAttr(default=())
 
 
 class ServerGroup(BaseModel):
@@ -88,7 +87,8 @@ class ToolHit(BaseModel):
         description=f"the size of an input schema over {MAX_ANSWER_SCHEMA_BYTES // 1024} KiB as JSON, which the "
         f"answer leaves out (the index keeps it whole: metadata.{OVERSIZED_INPUT_SCHEMA} of the tool's first chunk)",
     )
-    _doc: str = PrivateAttr(default="")
+    _chunks: tuple[str, ...] = PrivateAttr(default=())
+    """The chunks whose stored record it shows, the first found: its document's first chunk, its best chunk."""
 
 
 class RegistryGroups(BaseModel):
@@ -112,7 +112,8 @@ def group(scores: Mapping[str, float], sources: Mapping[str, Mapping[str, Any]],
     tools = [
         tool
         for doc, (item, score) in best.items()
-        if sources.get(item, {}).get("entity_type") == TOOL and (tool := _tool(doc, sources[item], score)) is not None
+        if sources.get(item, {}).get("entity_type") == TOOL
+        and (tool := _tool(doc, item, sources[item], score)) is not None
     ]
     tools.sort(key=lambda tool: (-tool.score, tool.server_id, tool.tool_name))
     groups = RegistryGroups(tools=tools[:top_n])
@@ -130,7 +131,7 @@ def group(scores: Mapping[str, float], sources: Mapping[str, Mapping[str, Any]],
             parent = _server(tool.server_id, {"title": tool.server_name, "path": tool.server_path}, tool.score)
             servers["servers"][tool.server_id] = parent
         match = ToolMatch(tool_name=tool.tool_name, score=tool.score, description=tool.description)
-        match._doc = tool._doc
+        match._chunks = tool._chunks
         parent.matching_tools.append(match)
         parent.score = max(parent.score, tool.score)
     for name, listed in servers.items():
@@ -158,7 +159,7 @@ def _entity(doc: str, source: Mapping[str, Any], score: float) -> EntityHit:
     )
 
 
-def _tool(doc: str, source: Mapping[str, Any], score: float) -> ToolHit | None:
+def _tool(doc: str, item: str, source: Mapping[str, Any], score: float) -> ToolHit | None:
     metadata = source.get("metadata") or {}
     server_id, name = metadata.get("server_id"), metadata.get("tool_name")
     if not isinstance(server_id, str) or not isinstance(name, str):
@@ -171,7 +172,7 @@ def _tool(doc: str, source: Mapping[str, Any], score: float) -> ToolHit | None:
         score=score,
         description=_text(source.get("body")) or None,  # until its record is read
     )
-    hit._doc = doc
+    hit._chunks = (first_chunk(doc), item)
     return hit
 
 
@@ -183,24 +184,24 @@ async def grouped(
     top_n: int,
     asked: bool = True,
 ) -> tuple[RegistryGroups | None, str | None]:
-    """``group`` when ``asked``, with each shown tool's description and input schema read from its first chunk;
-    a warning when they could not be read."""
+    """``group`` when ``asked``, with each shown tool's description and input schema read from its first chunk
+    (or else its best chunk); a warning when they could not be read."""
     if not asked:
         return None, None
     groups = group(scores, sources, top_n)
     shown: list[ToolHit | ToolMatch] = [*groups.tools]
     shown.extend(match for server in (*groups.servers, *groups.virtual_servers) for match in server.matching_tools)
-    firsts = sorted({first_chunk(tool._doc) for tool in shown})
-    if not firsts:
+    chunks = sorted({chunk for tool in shown for chunk in tool._chunks})
+    if not chunks:
         return groups, None
-    body = {"size": len(firsts), "_source": list(RECORD_FIELDS), "query": {"ids": {"values": firsts}}}
+    body = {"size": len(chunks), "_source": list(RECORD_FIELDS), "query": {"ids": {"values": chunks}}}
     try:
         result = await engine.search(index, body)
     except errors.EngineError as exc:
         return groups, f"grouped tools are shown without their descriptions as written and input schemas: {exc}"
-    records = {document_of(hit.id, hit.source): hit.source.get("metadata") or {} for hit in result.hits}
+    records = {hit.id: hit.source.get("metadata") or {} for hit in result.hits}
     for tool in shown:
-        record = records.get(tool._doc, {})
+        record = next((records[chunk] for chunk in tool._chunks if chunk in records), {})
         description = record.get(TOOL_DESCRIPTION)
         if isinstance(description, str):
             tool.description = description or None

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from esbridge.config.fields import FieldMap
+from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.ingest.report import IngestReport
 from esbridge.ingest.run import IngestOptions, ingest
@@ -124,3 +126,33 @@ def test_a_server_brought_in_by_its_tool_has_its_name(tmp_path: Path) -> None:
     groups = grouped(tmp_path, "forecast rain for a city", only_tools)
     weather = next(server for server in groups.servers if server.id == "weather")
     assert (weather.name, weather.path) == ("Weather Service", "/weather")
+
+
+def test_a_tool_of_an_index_esbridge_did_not_write_shows_its_own_record(tmp_path: Path) -> None:
+    # Its documents are not chunks (``t1``, no ``t1#0``): the tool's record is on the document itself.
+    text = {"name": {"type": "text"}, "text": {"type": "text"}, "entity_type": {"type": "keyword"}}
+    tool: dict[str, Any] = {"server_id": "jira", "tool_name": "create_issue", "input_schema": {"type": "object"}}
+    tool["tool_description"] = "Create a  Jira\nissue"
+    documents: dict[str, dict[str, Any]] = {
+        "t1": {"name": "create issue", "text": "Create a jira issue", "entity_type": "tool", "metadata": tool},
+        "s1": {"name": "jira", "text": "jira server issue", "entity_type": "mcp_server"},
+        "x1": {"name": "other", "text": "an issue of a magazine", "entity_type": "note"},
+    }
+    fields = FieldMap(text={"name": 1.0, "text": 1.0}, content=["text"], title="name", type="entity_type")
+    engine = EmbeddedEngine(tmp_path / "db")
+    try:
+        engine.create_index("catalog", {"mappings": {"properties": text}})
+        engine.bulk("catalog", [BulkAction(op="index", id=key, document=doc) for key, doc in documents.items()])
+        searcher = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "catalog", None, fields=fields)
+        response = asyncio.run(searcher.search(SearchRequest(query="jira issue", top_n=5, group=True)))
+    finally:
+        engine.close()
+    assert response.groups is not None and response.warnings == []
+    [hit] = response.groups.tools
+    assert (hit.tool_name, hit.description, hit.input_schema) == (
+        "create_issue",
+        "Create a  Jira\nissue",
+        {"type": "object"},
+    )
+    jira = next(server for server in response.groups.servers if server.id == "jira")
+    assert [match.description for match in jira.matching_tools] == ["Create a  Jira\nissue"]
