@@ -218,8 +218,9 @@ class Settings(BaseSettings):
         return redact_url(self.url) if self.url else "embedded"
 
     def redacted(self) -> dict[str, Any]:
-        """The settings as plain data, every secret replaced by ``'**********'``."""
-        return self.model_dump(mode="json")
+        """The settings as plain data, every secret replaced by ``'**********'`` (a URL's query string too)."""
+        data = self.model_dump(mode="json")
+        return {**data, "url": redact_url(self.url)} if self.url else data
 
 
 def _conflict(message: str, *settings: str) -> PydanticCustomError:

@@ -1,13 +1,12 @@
-"""OpenSearch adapter (opensearch-py), synchronous and asynchronous."""
+"""OpenSearch adapter (opensearch-py), synchronous and asynchronous. The client's options and the translation of
+its errors are in ``esbridge.engines.opensearch_client``."""
 
 from __future__ import annotations
 
-import json
-import ssl
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from opensearchpy import AsyncOpenSearch, OpenSearch
 from opensearchpy import exceptions as ox
@@ -27,8 +26,11 @@ from esbridge.engines.capabilities import (
     server_features,
 )
 from esbridge.engines.cut_answers import CheckedUrllib3Connection
-from esbridge.engines.errors import connection_reason, from_response, no_answer, tls_reason
+from esbridge.engines.errors import no_answer
+from esbridge.engines.opensearch_client import Translating, client_options, translate
 from esbridge.engines.routing import SearchRouting
+
+__all__ = ["AsyncOpenSearchEngine", "OpenSearchEngine", "client_options", "node_components", "translate"]
 
 # Plugins and modules loaded from the classpath (as scripts/engines does) report their class name.
 _PLUGIN_CLASSES = {
@@ -42,102 +44,7 @@ _PLUGIN_CLASSES = {
 }
 
 
-def client_options(settings: Settings, *, async_: bool = False) -> dict[str, Any]:
-    """Keyword arguments for ``OpenSearch``/``AsyncOpenSearch`` from esbridge settings."""
-    if settings.url is None:
-        raise errors.ConfigError("the OpenSearch adapter needs an engine URL (ESBRIDGE_URL or --url)")
-    auth = settings.auth
-    if auth.api_key is not None:
-        raise errors.ConfigError("auth.api_key is an Elasticsearch scheme; use basic auth or aws_sigv4 with OpenSearch")
-    if auth.cloud_id is not None:
-        raise errors.ConfigError("auth.cloud_id is for Elastic Cloud, not OpenSearch")
-    options: dict[str, Any] = {
-        "hosts": [settings.url],
-        "timeout": settings.timeout_s,
-        "max_retries": settings.retries,
-        "retry_on_timeout": True,
-    }
-    if urlsplit(settings.url).scheme == "https":  # urlsplit lowercases the scheme: HTTPS:// is https too
-        options.update(use_ssl=True, verify_certs=settings.tls.verify, ssl_show_warn=True)
-        for name in ("ca_certs", "client_cert", "client_key"):
-            path = getattr(settings.tls, name)
-            if path is not None:
-                options[name] = str(path)
-    if auth.username is not None:
-        password = auth.password.get_secret_value() if auth.password else ""
-        options["http_auth"] = (auth.username, password)
-    elif auth.aws_sigv4:
-        options["http_auth"] = _sigv4_auth(settings, async_=async_)
-    if async_:
-        from opensearchpy import AsyncHttpConnection
-
-        options["connection_class"] = AsyncHttpConnection
-    return options
-
-
-def _sigv4_auth(settings: Settings, *, async_: bool) -> Any:
-    try:
-        import boto3
-    except ImportError as exc:
-        raise errors.DependencyMissing("boto3", extra="aws", purpose="AWS SigV4 signing") from exc
-    credentials = boto3.Session().get_credentials()
-    if credentials is None:
-        raise errors.ConfigError("auth.aws_sigv4 is on but boto3 found no AWS credentials")
-    region, service = settings.auth.aws_region or "", settings.auth.aws_service
-    if async_:
-        from opensearchpy import AWSV4SignerAsyncAuth
-
-        return AWSV4SignerAsyncAuth(credentials, region, service)
-    from opensearchpy import Urllib3AWSV4SignerAuth
-
-    return Urllib3AWSV4SignerAuth(credentials, region, service)
-
-
-def translate(
-    exc: Exception, *, url: str, operation: str, index: str | None, timeout: str = "no answer in time"
-) -> errors.EngineError:
-    """The esbridge error for an opensearch-py exception."""
-    if isinstance(exc, ox.ConnectionTimeout):
-        return errors.EngineTimeout(timeout, url=url, operation=operation, index=index)
-    # The async client reports a failed handshake as a ConnectionError around aiohttp's error, an ssl.SSLError.
-    if isinstance(exc, ox.SSLError) or (isinstance(exc, ox.ConnectionError) and isinstance(exc.info, ssl.SSLError)):
-        return errors.TLSError(tls_reason(str(exc.info or exc)), url=url, operation=operation, index=index)
-    if isinstance(exc, ox.ConnectionError):
-        return errors.EngineUnavailable(
-            f"cannot connect ({connection_reason(str(exc.info or exc))})", url=url, operation=operation, index=index
-        )
-    if isinstance(exc, ox.TransportError):
-        status = exc.status_code if isinstance(exc.status_code, int) else None
-        return from_response(status, _error_body(exc), url=url, operation=operation, index=index)
-    return errors.EngineResponseError(f"{type(exc).__name__}: {exc}", url=url, operation=operation, index=index)
-
-
-def _error_body(exc: ox.TransportError) -> Any:
-    """The answer's body: parsed in ``info`` by the sync client; the async client leaves the raw text in ``error``."""
-    if exc.info is not None:
-        return exc.info
-    raw = exc.error
-    if isinstance(raw, str) and raw.lstrip().startswith("{"):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
-
-
-class _Translating:
-    _url: str
-    _timeout = "no answer in time"
-
-    @contextmanager
-    def _call(self, operation: str, index: str | None = None) -> Iterator[None]:
-        try:
-            yield
-        except ox.OpenSearchException as exc:
-            raise translate(exc, url=self._url, operation=operation, index=index, timeout=self._timeout) from exc
-
-
-class OpenSearchEngine(paging.ScanBySearch, _Translating):
+class OpenSearchEngine(paging.ScanBySearch, Translating):
     """An OpenSearch cluster reached through opensearch-py."""
 
     def __init__(self, settings: Settings, client: OpenSearch | None = None) -> None:
@@ -355,7 +262,7 @@ def _pipeline_path(name: str) -> str:
     return f"/_search/pipeline/{quote(name, safe='')}"
 
 
-class AsyncOpenSearchEngine(_Translating):
+class AsyncOpenSearchEngine(Translating):
     """The query path of an OpenSearch cluster, for concurrent retrieval."""
 
     def __init__(self, settings: Settings, client: AsyncOpenSearch | None = None) -> None:

@@ -11,8 +11,6 @@ when the alias moves.
 
 from __future__ import annotations
 
-import contextlib
-import secrets
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from typing import Any
@@ -24,13 +22,11 @@ from esbridge.engines.blocks import write_blocked
 from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.vector_options import unavailable
 from esbridge.mappings.copy import copy_documents
+from esbridge.mappings.creation import create_once
 from esbridge.mappings.diff import MappingDiff, diff_index
 from esbridge.mappings.interrupted import alias_on, describe_failure, moved_words, undo_interrupted, version_of
 from esbridge.mappings.preflight import fields_left_out, refuse_a_red_source, refuse_another_dimension
 from esbridge.mappings.schema import VECTOR_FIELD, IndexParameters, render_index
-
-_CREATION_KEY = "esbridge_creation"
-"""The ``_meta`` key of a create request's token, there until the index is known to be this request's."""
 
 
 class MappingNeedsNewVersion(errors.EsbridgeError):
@@ -170,32 +166,8 @@ class IndexManager:
         return name
 
     def _create_version(self, name: str, body: dict[str, Any]) -> None:
-        """Create a new version. When the engine's answer is lost (Ctrl-C, a time-out) it may have made the index
-        all the same, so it is deleted rather than left behind empty; one that existed already is not this one's,
-        unless it carries this request's token: the client library sent the request again after the first
-        answer was lost (a busy cluster takes longer than ``timeout_s`` to create an index), and the engine
-        refused the second as a duplicate of the first."""
-        token = secrets.token_hex(8)
-        mappings = body.get("mappings") or {}
-        meta = dict(mappings.get("_meta") or {})
-        marked = {**body, "mappings": {**mappings, "_meta": {**meta, _CREATION_KEY: token}}}
-        try:
-            self.engine.create_index(name, marked)
-        except errors.IndexAlreadyExists:
-            if not self._created_with(name, token):
-                raise
-        except BaseException:
-            with contextlib.suppress(errors.EsbridgeError):
-                self.engine.delete_index(name, missing_ok=True)
-            raise
-        with contextlib.suppress(errors.EsbridgeError):  # the token left behind does no harm
-            self.engine.put_meta(name, meta)
-
-    def _created_with(self, name: str, token: str) -> bool:
-        try:
-            return (self.engine.get_mapping(name).get("_meta") or {}).get(_CREATION_KEY) == token
-        except errors.EsbridgeError:
-            return False
+        """Create a new version, once however many times the client library sends the request (``create_once``)."""
+        create_once(self.engine, name, body)
 
     def ensure(self) -> str:
         """The current index, created first if the alias has none."""
@@ -385,7 +357,12 @@ class IndexManager:
             name = version_name(self.alias, version)
             if name == state.current:
                 raise errors.ConfigError(f"{name} is the current index of {self.alias!r}; drop the whole alias instead")
-            self.engine.delete_index(name)
+            if name not in {info.name for info in state.versions}:
+                raise errors.IndexNotFound(
+                    f"{self.alias!r} has no version {version}", url=self.engine.url, operation="drop", index=name
+                )
+            # Known to exist: a 404 answers the client library's second send of a delete whose answer was late.
+            self.engine.delete_index(name, missing_ok=True)
             return [name]
         deleted = []
         for info in state.versions:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from esbridge.embeddings.base import Embedder, embed_passages, is_zero
 from esbridge.engines.base import AsyncEngine, BulkAction, BulkItemFailure, BulkResult, Engine
 from esbridge.engines.dialect import index_settings, knn_body, vector_field
+from esbridge.mappings.creation import create_once
 
 TERM_FIELD = "term"
 _WORD = r"(?u)\b[^\W\d_][\w-]{2,}\b"  # words of 3+ characters starting with a letter
@@ -77,7 +78,8 @@ def build_concept_index(engine: Engine, alias: str, terms: Sequence[str], embedd
     """(Re)create ``<alias>-concepts`` with one document per term and its vector."""
     name = concept_index_name(alias)
     engine.delete_index(name, missing_ok=True)
-    engine.create_index(
+    create_once(
+        engine,
         name,
         {
             "settings": index_settings(engine.dialect),

@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
+from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine
-from esbridge.errors import IndexAlreadyExists
+from esbridge.errors import IndexAlreadyExists, IndexNotFound
+from esbridge.query.concepts import build_concept_index, concept_index_name
 from tests.integration.test_index_lifecycle import chunk, manager
 
 
@@ -80,3 +82,35 @@ def test_a_reindex_whose_delete_of_the_old_version_is_sent_again_succeeds(engine
     assert engine.alias_targets(alias) == [f"{alias}-v2"]
     assert [info.name for info in engine.list_indices(f"{alias}*")] == [f"{alias}-v2"]
     assert engine.count(alias) == 5
+
+
+def test_dropping_an_old_version_whose_delete_is_sent_again_succeeds(engine: Engine, alias: str) -> None:
+    manager(engine, alias).create()
+    manager(engine, alias).reindex()
+
+    deleted = manager(DeleteSentTwice(engine), alias).drop(version=1)
+
+    assert deleted == [f"{alias}-v1"]
+    assert [info.name for info in engine.list_indices(f"{alias}*")] == [f"{alias}-v2"]
+    assert engine.alias_targets(alias) == [f"{alias}-v2"]
+
+
+def test_dropping_a_version_that_is_not_there_says_so(engine: Engine, alias: str) -> None:
+    manager(engine, alias).create()
+
+    with pytest.raises(IndexNotFound, match=f"{alias}-v7"):
+        manager(engine, alias).drop(version=7)
+    assert engine.alias_targets(alias) == [f"{alias}-v1"]
+
+
+def test_a_concept_index_whose_create_is_sent_again_is_built(
+    engine: Engine, alias: str, embedder: CachedEmbedder
+) -> None:
+    terms = ["photovoltaic", "turbine", "battery"]
+
+    vocabulary = build_concept_index(CreateSentTwice(engine), alias, terms, embedder)
+
+    name = concept_index_name(alias)
+    assert vocabulary.written == len(terms)
+    assert engine.count(name) == len(terms)
+    assert "esbridge_creation" not in engine.get_mapping(name).get("_meta", {})

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from esbridge.config import load_settings, redact_url
+from esbridge.config import load_settings
 from esbridge.errors import ConfigError
 
 
@@ -176,12 +176,6 @@ def test_a_password_with_an_unencoded_delimiter_is_refused_without_showing_it(ur
     assert "secret" not in str(refused.value)
 
 
-def test_redact_url_hides_credentials_it_cannot_parse() -> None:
-    assert redact_url("http://admin:9200#topsecret@127.0.0.1:9200") == "http://127.0.0.1:9200"
-    assert redact_url("http://u:topsecret@[::1]:9200/p") == "http://[::1]:9200/p"
-    assert redact_url("u:topsecret@host:9200") == "host:9200"
-
-
 def test_a_url_without_its_scheme_is_refused_without_showing_its_password() -> None:
     with pytest.raises(ConfigError, match=r"url must look like http\(s\)://host:port, got 'host:9200'") as refused:
         load_settings(url="bob:topsecret@host:9200")
@@ -218,11 +212,6 @@ def test_the_traceback_of_a_settings_error_holds_no_secret(overrides: dict[str, 
     assert "ValidationError" in printed
     assert "topsecret" not in printed
     assert "apikeysecret" not in printed
-
-
-def test_redact_url() -> None:
-    assert redact_url("https://a:b@host:1/x") == "https://host:1/x"
-    assert redact_url("http://host:9200") == "http://host:9200"
 
 
 def test_an_undecodable_nested_env_variable_is_named_not_the_config_file(monkeypatch: pytest.MonkeyPatch) -> None:
