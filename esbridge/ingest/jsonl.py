@@ -197,14 +197,7 @@ class JsonlRecord(IdentifiedRecord):
 
     @model_validator(mode="after")
     def _metadata_size(self) -> JsonlRecord:
-        metadata, _ = merged_metadata(self.model_extra or {}, self.metadata)
-        size = len(json.dumps(metadata, ensure_ascii=False).encode("utf-8"))
-        if size > MAX_METADATA_BYTES:
-            raise ValueError(
-                f"record {self.id!r}: metadata (its fields that are not record fields, and 'metadata') is "
-                f"{size / 1024:.1f} KiB as JSON, over the {MAX_METADATA_BYTES / 1024:.0f} KiB a record may store "
-                "(each of its chunks stores a copy); record skipped"
-            )
+        check_metadata_size(self.id, self.model_extra or {}, self.metadata)
         return self
 
     @model_validator(mode="before")
@@ -339,6 +332,18 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
 def _tool_records(tools: Sequence[Tool]) -> dict[str, Any]:
     """The tools as given: their text holds only names and descriptions, with its whitespace collapsed."""
     return {TOOL_RECORDS: [tool.model_dump(exclude_unset=True) for tool in tools]} if tools else {}
+
+
+def check_metadata_size(record: str, fields: Mapping[str, Any], metadata: Mapping[str, Any]) -> None:
+    """Refuse (ValueError) a record whose metadata (``merged_metadata``) is over ``MAX_METADATA_BYTES`` as JSON."""
+    merged, _ = merged_metadata(fields, metadata)
+    size = len(json.dumps(merged, ensure_ascii=False).encode("utf-8"))
+    if size > MAX_METADATA_BYTES:
+        raise ValueError(
+            f"record {record!r}: metadata (its fields that are not record fields, and 'metadata') is "
+            f"{size / 1024:.1f} KiB as JSON, over the {MAX_METADATA_BYTES / 1024:.0f} KiB a record may store "
+            "(each of its chunks stores a copy); record skipped"
+        )
 
 
 def merged_metadata(fields: Mapping[str, Any], metadata: Mapping[str, Any]) -> tuple[JsonObject, tuple[str, ...]]:

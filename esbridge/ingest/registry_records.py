@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictStr, field_validator, model_validator
 
 from esbridge.ingest.json_lines import record_id
-from esbridge.ingest.jsonl import MAX_METADATA_BYTES, IdentifiedRecord, merged_metadata, named_line
+from esbridge.ingest.jsonl import IdentifiedRecord, check_metadata_size, named_line
 from esbridge.text import is_blank
 
 EntityType = Literal["mcp_server", "virtual_server", "a2a_agent", "skill"]
@@ -133,14 +132,7 @@ class RegistryRecord(IdentifiedRecord):
     @model_validator(mode="after")
     def _metadata_size(self) -> RegistryRecord:
         # Stored on every chunk of the record's document, as a JSONL record's is, so capped as it is.
-        metadata, _ = merged_metadata(self.model_extra or {}, self.metadata)
-        size = len(json.dumps(metadata, ensure_ascii=False).encode("utf-8"))
-        if size > MAX_METADATA_BYTES:
-            raise ValueError(
-                f"record {self.id!r}: metadata (its fields that are not record fields, and 'metadata') is "
-                f"{size / 1024:.1f} KiB as JSON, over the {MAX_METADATA_BYTES / 1024:.0f} KiB a record may store "
-                "(each of its chunks stores a copy); record skipped"
-            )
+        check_metadata_size(self.id, self.model_extra or {}, self.metadata)
         return self
 
     @property
