@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from esbridge import errors
-from esbridge.attach.proposal import KEYWORD_TYPES, TEXT_TYPES, flatten, vector_info
+from esbridge.attach.proposal import DATE_TYPES, KEYWORD_TYPES, TEXT_TYPES, flatten, vector_info
 from esbridge.config.fields import WRITE_ATTACHED_FLAG, FieldMap
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine
+from esbridge.query.engine_dates import DEFAULT_FORMAT
+
+logger = logging.getLogger(__name__)
 
 
 def refuse_write(index: str, attached: bool, allowed: bool, what: str) -> None:
@@ -33,13 +37,62 @@ def mapped_dimension(mapping: Mapping[str, Any], vector: str) -> int | None:
     raise errors.ConfigError(f"the field map's vector field {vector} is not in the index's mapping")
 
 
-def preflight(settings: Settings, engine: Engine, embedder_dimension: int | None) -> None:
-    """For an attached index, ``check_fields`` and ``check_dimension`` against its live mapping; nothing for
-    esbridge's own."""
-    if settings.attached:
-        mapping = engine.get_mapping(settings.index)
-        check_fields(settings.index, settings.field_map, mapping)
-        check_dimension(settings.index, settings.field_map, mapping, embedder_dimension)
+def preflight(settings: Settings, engine: Engine, embedder_dimension: int | None) -> Settings:
+    """For an attached index, ``check_fields``, ``check_dimension`` and ``check_date_format`` against its live
+    mapping: the settings to search with (the date format the mapping gives, when the field map names none).
+    esbridge's own index: ``settings`` as they are."""
+    if not settings.attached:
+        return settings
+    mapping = engine.get_mapping(settings.index)
+    check_fields(settings.index, settings.field_map, mapping)
+    check_dimension(settings.index, settings.field_map, mapping, embedder_dimension)
+    fields = check_date_format(settings.index, settings.field_map, mapping)
+    if fields is settings.field_map:
+        return settings
+    return settings.model_copy(update={"fields": {**settings.fields, settings.index: fields}})
+
+
+def check_date_format(index: str, fields: FieldMap, mapping: Mapping[str, Any]) -> FieldMap:
+    """The field map with the date field's format as the mapping gives it.
+
+    Recency reads stored dates in ``date_format``; a field map written before it existed (or by hand) may
+    name none, and an ``epoch_second`` date read as milliseconds falls in 1970 without a word. With no
+    ``date_format``, the mapping's is taken, with a warning saying how to record it; one that disagrees
+    with the mapping is refused, naming both.
+    """
+    if fields.date is None:
+        return fields
+    mapped = next(
+        (definition for name, definition in flatten(mapping.get("properties") or {}) if name == fields.date), None
+    )
+    if mapped is None or mapped.get("type") not in DATE_TYPES:
+        return fields
+    given = _explicit(fields.date_format)
+    actual = _explicit(str(mapped.get("format") or ""))
+    if given == actual:
+        return fields
+    if given is None:
+        logger.warning(
+            "[fields.%s] names no date_format, but the mapping gives %s the format %s: recency reads its dates in "
+            'it; record it with date_format = "%s" in [fields.%s] (or `esbridge index inspect %s --write`)',
+            index,
+            fields.date,
+            actual,
+            actual,
+            index,
+            index,
+        )
+        return fields.model_copy(update={"date_format": actual})
+    raise errors.ConfigError(
+        f"[fields.{index}] says date_format = {given!r}, but the index maps {fields.date} with the format "
+        f"{actual or DEFAULT_FORMAT!r}: recency would misread its dates; set date_format to the mapping's format "
+        f"(run `esbridge index inspect {index}` to see it)"
+    )
+
+
+def _explicit(formats: str | None) -> str | None:
+    """A date format other than the engines' default; None for the default or none."""
+    return formats if formats and formats != DEFAULT_FORMAT else None
 
 
 _SEARCHED_ROLES = ("id", "path", "date", "created", "type", "status", "category", "tags", "links")

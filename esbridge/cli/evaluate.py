@@ -218,7 +218,9 @@ def _eval_one(
     chosen = _chosen(settings, methods, baseline)
     with open_model(settings) as embedder:
         rerankers = _rerankers(chosen)
-        ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
+        settings, ingested = session.prepare_index(
+            settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json)
+        )
         rows, summary, outcome, warnings = _evaluate(
             settings,
             dataset,
@@ -270,14 +272,15 @@ def _eval_several(
         rerankers = _rerankers([configuration for configs in chosen for configuration in configs])
         # Every index first (ingested, or checked with --reuse), so none is found missing after a long run;
         # once each: two splits of one folder share it.
-        ingests: dict[str, IngestReport | None] = {}
+        ingests: dict[str, session.Prepared] = {}
         for collection, settings, _ in prepared:
             if settings.index not in ingests:
                 ingests[settings.index] = session.prepare_index(
                     settings, collection.folder, embedder, reuse=reuse, progress=progress_for(as_json)
                 )
-        for (collection, settings, judged), configs in zip(prepared, chosen, strict=True):
-            ingested = ingests[settings.index]
+        for (collection, listed, judged), configs in zip(prepared, chosen, strict=True):
+            checked, ingested = ingests[listed.index]
+            settings = listed.model_copy(update={"fields": checked.fields})
             rows, summary, outcome, found = _evaluate(
                 settings,
                 collection.folder,

@@ -77,7 +77,9 @@ def tune_command(
     grid = tuning.grid(settings.pipeline)
     with open_model(settings) as embedder:
         embedding_model = embedder.name
-        ingested = session.prepare_index(settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json))
+        settings, ingested = session.prepare_index(
+            settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json)
+        )
         warnings = session.ingest_warnings(dataset, ingested)
         if ingested is not None and (outside := outside_corpus(dataset, split, judged)) is not None:
             warnings.append(outside)

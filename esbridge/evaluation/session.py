@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from esbridge.attach.guard import preflight
 from esbridge.config.settings import Settings
@@ -43,9 +43,16 @@ class Session:
     outcomes: list[ConfigurationRuns] = field(default_factory=list)
 
 
+class Prepared(NamedTuple):
+    settings: Settings
+    """the settings to search with (an attached index's field map as checked against its mapping)"""
+    ingested: IngestReport | None
+    """None with ``reuse``"""
+
+
 def prepare_index(
     settings: Settings, folder: Path, embedder: Embedder | None, *, reuse: bool, progress: ProgressFactory = no_progress
-) -> IngestReport | None:
+) -> Prepared:
     """Ingest the corpus into ``settings.index`` (creating it if needed; unchanged chunks are skipped),
     or with ``reuse`` only check that the index exists. A corpus that gave no document is refused."""
     adapter = connect(settings)
@@ -63,10 +70,10 @@ def prepare_index(
                     operation="eval",
                     index=settings.index,
                 )
-            preflight(settings, adapter, embedder.dimension if embedder is not None else None)
+            checked = preflight(settings, adapter, embedder.dimension if embedder is not None else None)
             if embedder is not None and not settings.search.allow_model_mismatch:
                 refuse_other_model(adapter, settings.index, embedder)  # scores of another model's vectors mislead
-            return None
+            return Prepared(checked, None)
         manager = IndexManager(
             adapter, settings.index, parameters_from(settings, embedder.dimension if embedder else None)
         )
@@ -101,7 +108,7 @@ def prepare_index(
         adapter.close()
     if report.chunks_indexed == 0 and report.unchanged == 0:
         raise SourceError(f"{folder / CORPUS_FILE} gave no document to evaluate on{_examples(report.failed)}")
-    return report
+    return Prepared(settings, report)
 
 
 def _source_label(folder: Path) -> str | None:

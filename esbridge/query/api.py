@@ -52,7 +52,8 @@ async def searcher(
     # Asking a cluster which engine it is, and loading a re-ranker's model, block: in worker threads.
     kind = await asyncio.to_thread(resolve_kind, settings)
     if settings.attached:
-        await asyncio.to_thread(_preflight, settings.model_copy(update={"engine": kind}), embedder)
+        checked = await asyncio.to_thread(_preflight, settings.model_copy(update={"engine": kind}), embedder)
+        settings = settings.model_copy(update={"fields": checked.fields})
     engine = connect_async(settings, kind=kind)
     try:
         if one_shot:
@@ -65,13 +66,14 @@ async def searcher(
         await engine.close()
 
 
-def _preflight(settings: Settings, embedder: Embedder | None) -> None:
-    """An attached index's vector field is checked against the query embedder before any search."""
+def _preflight(settings: Settings, embedder: Embedder | None) -> Settings:
+    """An attached index's field map is checked against its mapping, and its vector field against the query
+    embedder, before any search: the settings to search with (``esbridge.attach.guard.preflight``)."""
     from esbridge.attach.guard import preflight
 
     adapter = connect(settings)
     try:
-        preflight(settings, adapter, embedder.dimension if embedder is not None else None)
+        return preflight(settings, adapter, embedder.dimension if embedder is not None else None)
     finally:
         adapter.close()
 

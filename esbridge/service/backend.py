@@ -94,7 +94,7 @@ class Backend:
         engine = connect(settings)
         async_engine: AsyncEngine
         try:  # an attached index's vector field against the query model, before any search
-            preflight(settings, engine, self.embedder.dimension if self.embedder is not None else None)
+            settings = preflight(settings, engine, self.embedder.dimension if self.embedder is not None else None)
             if kind == "embedded":
                 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 

@@ -124,6 +124,46 @@ def test_dynamically_mapped_roles_and_dates_in_the_indexs_own_format(
         assert warning.startswith(f"recency left out 1 result(s) whose meta.updated is not in its format {date_format}")
 
 
+def test_a_field_map_without_the_date_format_reads_dates_in_the_mappings_and_a_wrong_one_is_refused(
+    engine_kind: str, own_mapping: tuple[str, str], tmp_path: Path
+) -> None:
+    name, date_format = own_mapping
+    config = tmp_path / "esbridge.toml"
+    common = ["--url", str(engine_url(engine_kind)), "--engine", engine_kind, "--config", str(config)]
+    assert _run(["index", "inspect", name, "--write", *common]).exit_code == 0
+    written = config.read_text(encoding="utf-8")
+    recorded = f'date_format = "{date_format}"\n'
+    assert recorded in written
+    # A field map written before date_format existed, or by hand without it.
+    config.write_text(
+        written.replace(recorded, "") + 'id = "doc_id.keyword"\ntags = "tags.keyword"\nstatus = "status.keyword"\n',
+        encoding="utf-8",
+    )
+    month_ago = (datetime.now(timezone.utc) - timedelta(days=30)).date().isoformat()
+    filters = ["--filter", "tags=energy", "--filter", f"modified_after={month_ago}"]
+    found = _run(["search", "solar electricity", "--json", "--explain", "--index", name, *filters, *common])
+    assert found.exit_code == 0, found.output
+    response = json.loads(found.output)
+    (first,) = response["results"]
+    assert first["doc_id"] == "n-1"
+    # The mapping's format is read, as when the field map records it (before: epoch seconds read as milliseconds,
+    # a day-old note dated 1970 and given no boost, without a warning).
+    if date_format != "dd/MM/yyyy HH:mm":
+        assert first["explain"]["recency_multiplier"] == 1.2
+        assert not any("recency" in warning for warning in response["warnings"])
+    else:
+        assert any(f"is not in its format {date_format}" in warning for warning in response["warnings"])
+
+    wrong = "epoch_millis" if date_format == "epoch_second" else "epoch_second"
+    with config.open("a", encoding="utf-8") as settings:
+        settings.write(f'date_format = "{wrong}"\n')
+    refused = _run(["search", "solar", "--index", name, *common])
+    assert refused.exit_code != 0
+    assert f"says date_format = '{wrong}', but the index maps meta.updated with the format '{date_format}'" in (
+        refused.output
+    ), refused.output
+
+
 def test_a_misspelt_field_in_the_field_map_is_refused_before_any_search(
     engine_kind: str, own_mapping: tuple[str, str], tmp_path: Path
 ) -> None:
