@@ -93,12 +93,25 @@ def _run(args: list[str]) -> Any:
     return CliRunner().invoke(main, args)
 
 
+def _options(engine_kind: str, config: Path) -> list[str]:
+    return ["--url", str(engine_url(engine_kind)), "--engine", engine_kind, "--config", str(config)]
+
+
+def _inspected(engine_kind: str, name: str, tmp_path: Path) -> tuple[Path, list[str]]:
+    """The settings file ``index inspect --write`` wrote for ``name``, and the options that read it."""
+    config = tmp_path / "esbridge.toml"
+    common = _options(engine_kind, config)
+    inspected = _run(["index", "inspect", name, "--write", *common])
+    assert inspected.exit_code == 0, inspected.output
+    return config, common
+
+
 def test_dynamically_mapped_roles_and_dates_in_the_indexs_own_format(
     engine_kind: str, own_mapping: tuple[str, str], tmp_path: Path
 ) -> None:
     name, date_format = own_mapping
     config = tmp_path / "esbridge.toml"
-    common = ["--url", str(engine_url(engine_kind)), "--engine", engine_kind, "--config", str(config)]
+    common = _options(engine_kind, config)
     inspected = _run(["index", "inspect", name, "--write", *common])
     assert inspected.exit_code == 0, inspected.output
     assert 'name the sub-field to give one its role: id = "doc_id.keyword"' in inspected.output
@@ -128,9 +141,7 @@ def test_a_field_map_without_the_date_format_reads_dates_in_the_mappings_and_a_w
     engine_kind: str, own_mapping: tuple[str, str], tmp_path: Path
 ) -> None:
     name, date_format = own_mapping
-    config = tmp_path / "esbridge.toml"
-    common = ["--url", str(engine_url(engine_kind)), "--engine", engine_kind, "--config", str(config)]
-    assert _run(["index", "inspect", name, "--write", *common]).exit_code == 0
+    config, common = _inspected(engine_kind, name, tmp_path)
     written = config.read_text(encoding="utf-8")
     recorded = f'date_format = "{date_format}"\n'
     assert recorded in written
@@ -168,9 +179,7 @@ def test_a_misspelt_field_in_the_field_map_is_refused_before_any_search(
     engine_kind: str, own_mapping: tuple[str, str], tmp_path: Path
 ) -> None:
     name, _ = own_mapping
-    config = tmp_path / "esbridge.toml"
-    common = ["--url", str(engine_url(engine_kind)), "--engine", engine_kind, "--config", str(config)]
-    assert _run(["index", "inspect", name, "--write", *common]).exit_code == 0
+    config, common = _inspected(engine_kind, name, tmp_path)
     with config.open("a", encoding="utf-8") as settings:
         settings.write('tags = "tag.keyword"\n')
     refused = _run(["search", "solar", "--index", name, *common])
@@ -200,7 +209,7 @@ def test_an_alias_over_several_indices_is_refused_naming_them(engine_kind: str, 
         else:
             client.indices.update_aliases(actions=actions)
         config = tmp_path / "esbridge.toml"
-        common = ["--url", str(engine_url(engine_kind)), "--engine", engine_kind, "--config", str(config)]
+        common = _options(engine_kind, config)
         config.write_text("", encoding="utf-8")
         inspected = _run(["index", "inspect", stem, *common])
         assert inspected.exit_code != 0
@@ -230,8 +239,7 @@ def test_byte_vectors_are_not_proposed_so_searches_have_knn_off_not_failing(engi
             vector = {"type": "dense_vector", "dims": 4, "element_type": "byte", "similarity": "l2_norm"}
             client.indices.create(index=name, mappings={"properties": {"body": {"type": "text"}, "embedding": vector}})
             client.index(index=name, id="1", document=document, refresh=True)
-        config = tmp_path / "esbridge.toml"
-        common = ["--url", str(engine_url(engine_kind)), "--engine", engine_kind, "--config", str(config)]
+        common = _options(engine_kind, tmp_path / "esbridge.toml")
         inspected = _run(["index", "inspect", name, "--write", *common])
         assert inspected.exit_code == 0, inspected.output
         assert "embedding holds byte vectors" in inspected.output
