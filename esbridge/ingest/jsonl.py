@@ -20,6 +20,8 @@ its fields as prose (``Tags: a, b`` and the flattened metadata), since an entity
 server describes itself through fields; and ``tools`` as a section under the heading "Tools", one
 ``name: description`` line per tool (a tool may also be given as just its name). The tools as given, each with
 every field (``inputSchema``, ...), are stored once, on the record's first chunk, as ``metadata.tool_records``.
+A control character (NUL, ...) in ``title``, ``name``, ``text`` or ``description`` becomes a space, with a warning
+naming the field and the count (``esbridge.ingest.controls``).
 
 Links. ``links`` (a list of ids, or of ``{"id", "weight"}`` objects) and ``link_weights`` (``{id: weight}``)
 are read from the top level or from ``metadata`` (see ``esbridge.ingest.record_links``). Ids that are
@@ -63,6 +65,7 @@ from pydantic import (
 )
 
 from esbridge.ingest.calendar import epoch_number, from_epoch, is_year_or_month, year_or_month, yyyymmdd_warning
+from esbridge.ingest.controls import counted_fields, without_controls
 from esbridge.ingest.json_lines import (
     JsonObject,
     known_id,
@@ -76,6 +79,8 @@ from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
 
 TOOLS_HEADING = "Tools"
+TEXT_FIELDS = ("title", "name", "text", "description")
+"""The fields whose control characters (NUL, ...) become spaces, with a warning (``esbridge.ingest.controls``)."""
 
 
 # --- validating records -------------------------------------------------------------------------
@@ -177,6 +182,17 @@ class JsonlRecord(IdentifiedRecord):
     metadata: dict[str, Any] = {}
     tools: list[Tool] = []
     _date_warnings: tuple[str, ...] = PrivateAttr(default=())
+    _control_warnings: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _controls(cls, data: Any, handler: ModelWrapValidatorHandler[JsonlRecord]) -> JsonlRecord:
+        if not isinstance(data, dict):
+            return handler(data)
+        cleaned = {key: without_controls(data[key]) for key in TEXT_FIELDS if isinstance(data.get(key), str)}
+        record = handler({**data, **{key: text for key, (text, _) in cleaned.items()}} if cleaned else data)
+        record._control_warnings = tuple(counted_fields((key, count) for key, (_, count) in cleaned.items()))
+        return record
 
     @model_validator(mode="wrap")
     @classmethod
@@ -322,6 +338,7 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
             *overridden,
             *replaced,
             *record._date_warnings,
+            *record._control_warnings,
             *links.warnings,
             *(() if title.strip() or sections else ("record has neither title nor text",)),
         ),
