@@ -383,7 +383,7 @@ class HybridSearcher:
             return scores, trail, notes.add(f"re-ranking failed, the fused order is kept: {exc}")
         except OverBudget as exc:
             return scores, trail, notes.add(f"re-ranking was not applied, the fused order is kept: {exc}")
-        trail = replace(trail, rerank_scores=reranked.rerank_scores)
+        trail = replace(trail, rerank_scores=reranked.rerank_scores, rerank_terms=reranked.terms)
         return reranked.scores, trail, notes.add(timings={"rerank": elapsed_ms(started)})
 
     def _shape(
