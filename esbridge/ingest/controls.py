@@ -3,8 +3,9 @@ bell, form feed, ...) becomes a space, and the source is told how many were repl
 
 A space, not nothing: the engines' analyzers split words at such a character (OpenSearch's standard analyzer
 reads ``hello<NUL>world`` as ``hello`` and ``world``), so a space keeps every word searchable as it was, where
-removing it would join two words into one. Left in, a NUL was turned into U+FFFD by the Markdown parser, and
-YAML refuses any of them in frontmatter, which then lost its title, tags and dates.
+removing it would join two words into one. Left in, a NUL was turned into U+FFFD by the Markdown parser without a
+word (stored and shown as such), and YAML refuses any of them in frontmatter, which then lost its title, tags and
+dates.
 """
 
 from __future__ import annotations

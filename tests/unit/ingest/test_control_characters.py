@@ -29,7 +29,7 @@ def engine(tmp_path: Path) -> Iterator[EmbeddedEngine]:
 def test_a_nul_in_a_note_becomes_a_space_and_the_run_names_the_note_and_the_count(
     engine: EmbeddedEngine, tmp_path: Path
 ) -> None:
-    # The Markdown parser turned NUL into U+FFFD without a word, joining the words on either side into one.
+    # The Markdown parser turned NUL into U+FFFD without a word; the other control characters stayed, unsaid.
     vault = write_vault(tmp_path / "vault", {"logs/pump.md": "# Pump\n\nPressure\x00valve stuck.\x07 Reset\x00done.\n"})
     manager = IndexManager(engine, "notes", IndexParameters(dimension=HashingEmbedder().dimension))
     report = ingest(vault, engine=engine, manager=manager, embedder=HashingEmbedder(), options=IngestOptions())
