@@ -11,7 +11,10 @@ dates.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from esbridge.ingest.model import Section
 
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
@@ -32,3 +35,11 @@ def controls_warning(count: int, where: str) -> str:
 def counted_fields(found: Iterable[tuple[str, int]]) -> list[str]:
     """A warning per field that had control characters replaced, from ``(field name, count)`` pairs."""
     return [controls_warning(count, f"field {name!r}") for name, count in found if count]
+
+
+def cleaned_sections(sections: Sequence[Section]) -> tuple[tuple[Section, ...], int]:
+    """``sections`` with their text's control characters replaced by spaces, and how many were."""
+    cleaned = [without_controls(section.text) for section in sections]
+    return tuple(replace(section, text=text) for section, (text, _) in zip(sections, cleaned, strict=True)), sum(
+        count for _, count in cleaned
+    )

@@ -21,7 +21,8 @@ server describes itself through fields; and ``tools`` as a section under the hea
 ``name: description`` line per tool (a tool may also be given as just its name). The tools as given, each with
 every field (``inputSchema``, ...), are stored once, on the record's first chunk, as ``metadata.tool_records``.
 A control character (NUL, ...) in ``title``, ``name``, ``text`` or ``description`` becomes a space, with a warning
-naming the field and the count (``esbridge.ingest.controls``).
+naming the field and the count (``esbridge.ingest.controls``), and so does one in the text made of the tools or
+the other fields (one warning); stored values (``metadata``, ``tool_records``) keep it.
 
 Links. ``links`` (a list of ids, or of ``{"id", "weight"}`` objects) and ``link_weights`` (``{id: weight}``)
 are read from the top level or from ``metadata`` (see ``esbridge.ingest.record_links``). Ids that are
@@ -65,7 +66,7 @@ from pydantic import (
 )
 
 from esbridge.ingest.calendar import as_utc, numeric_date, yyyymmdd_warning
-from esbridge.ingest.controls import counted_fields, without_controls
+from esbridge.ingest.controls import cleaned_sections, controls_warning, counted_fields, without_controls
 from esbridge.ingest.json_lines import (
     JsonObject,
     known_id,
@@ -290,7 +291,8 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
         overridden += merged_metadata({"name": record.name}, record.metadata)[1]
         metadata.setdefault("name", record.name)
     title = record.title or record.name or ""
-    sections = compose_sections(record, metadata)
+    # The text fields are clean already; what else becomes text (tools, fields written out) is cleaned here.
+    sections, controls = cleaned_sections(compose_sections(record, metadata))
     links = resolve_links(record.id, record.links, known_ids)
     computed = {**links.computed_over(metadata), **_tool_records(record.tools)}
     metadata, replaced = with_computed(metadata, computed, unit="record")
@@ -313,6 +315,7 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
             *replaced,
             *record._date_warnings,
             *record._control_warnings,
+            *([controls_warning(controls, "the text made of its tools or other fields")] if controls else []),
             *links.warnings,
             *(() if title.strip() or sections else ("record has neither title nor text",)),
         ),

@@ -75,3 +75,23 @@ def test_a_jsonl_records_text_fields_have_control_characters_replaced_with_a_war
         "is otherwise indexed as written"
         for name, count in (("title", 1), ("text", 2))
     )
+
+
+def test_control_characters_in_a_records_tools_and_fields_written_as_text_become_spaces_too(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    record = {
+        "id": "srv",
+        "name": "Pumps",
+        "vendor": "Acme\u0000Pumps",
+        "tools": [{"name": "t", "description": "a\u0007b"}],
+    }
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    [doc] = list(read_jsonl(path))
+    assert isinstance(doc, Document)
+    assert [section.text for section in doc.sections] == ["vendor: Acme Pumps", "t: a b"]
+    assert doc.warnings == (
+        "2 control character(s) (NUL or another C0 control) in the text made of its tools or other fields replaced "
+        "by spaces; the text is otherwise indexed as written",
+    )
+    assert doc.metadata["vendor"] == "Acme\u0000Pumps"
+    assert doc.metadata["tool_records"] == [{"name": "t", "description": "a\u0007b"}]
