@@ -223,8 +223,8 @@ def _how_scored(explain: Explain) -> list[str]:
     parts = [_how(explain)]
     if explain.recency_multiplier != 1:
         parts.append(f"recency x{explain.recency_multiplier:g}")
-    if explain.rerank_score is not None:
-        parts.append(f"re-ranker {explain.rerank_score:.3f}")
+    if (terms := explain.reranking) is not None:
+        parts.append(f"re-ranked from {terms.score_before:.3f} by re-ranker {terms.reranker_score:.3f}")
     if (scaled := _scaled(explain)) is not None:
         parts.append(scaled)
     return parts

@@ -95,3 +95,29 @@ def yyyymmdd_warning(field: str, value: Any, moment: datetime | None) -> str | N
         f"{field} {value!r} is read as epoch seconds, {moment.isoformat()}; as YYYYMMDD it would be "
         f"{day.isoformat()}: write {day.isoformat()} if that is what it means"
     )
+
+
+def as_utc(moment: datetime | None) -> datetime | None:
+    if moment is None:
+        return None
+    try:
+        return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    except OverflowError as exc:  # (9999-12-31T23:59:59-05:00 is past the last datetime once in UTC)
+        raise ValueError(f"{moment.isoformat()} lies outside the dates that can be held once moved to UTC") from exc
+
+
+def numeric_date(value: Any) -> Any:
+    """A date written as a number, a year or a year and month as its datetime (``esbridge.ingest.calendar``);
+    ``ValueError`` when it names no date (``"0000"``, ``"2024-13"``, 1e20); any other value as it is."""
+    if is_year_or_month(value):
+        moment = year_or_month(value)
+        if moment is None:
+            raise ValueError(f"{value!r} is written as a year or a year and month, but there is no such date")
+        return moment
+    number = epoch_number(value)
+    if number is None:
+        return value
+    moment = from_epoch(number)
+    if moment is None:
+        raise ValueError(f"{value!r} as epoch seconds (milliseconds above 2e10) is outside the years 1 to 9999")
+    return moment

@@ -1,9 +1,11 @@
 """A note's YAML frontmatter, read leniently: what cannot be understood becomes a warning, never an error.
 
 YAML is read as YAML 1.2 reads booleans: ``true`` and ``false`` are booleans, ``yes``, ``no``, ``on`` and ``off``
-stay the text written. A scalar is a number only where YAML 1.1 and YAML 1.2 read the same number; where they
-differ the text is kept: ``0755`` (octal 493 in YAML 1.1), ``12:30:45`` (base 60), ``1_000``, and ``09`` or
-``1e5`` (9 and 100000.0 in YAML 1.2). PyYAML alone follows YAML 1.1.
+stay the text written. A boolean stays a boolean in ``metadata``; where it becomes text (title, tags, aliases,
+status, type, category) it is the word written (``true``, ``TRUE``, ``yes`` tagged ``!!bool``), not ``True``. A
+scalar is a number only where YAML 1.1 and YAML 1.2 read the same number; where they differ the text is kept:
+``0755`` (octal 493 in YAML 1.1), ``12:30:45`` (base 60), ``1_000``, and ``09`` or ``1e5`` (9 and 100000.0 in
+YAML 1.2). PyYAML alone follows YAML 1.1.
 
 Dates may be ISO strings, YAML dates/timestamps, or epoch numbers (Dendron writes ``created`` and
 ``updated`` as epoch milliseconds); numbers above 2e10 are taken as milliseconds, smaller ones as seconds
@@ -29,8 +31,7 @@ from __future__ import annotations
 
 import json
 import math
-import re
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timezone
 from typing import Any
@@ -38,6 +39,7 @@ from typing import Any
 import yaml
 
 from esbridge.ingest.calendar import epoch_number, from_epoch, is_year_or_month, year_or_month, yyyymmdd_warning
+from esbridge.ingest.frontmatter_yaml import FrontmatterLoader, WrittenBool
 
 _TITLE_KEYS = ("title",)
 _TAG_KEYS = ("tags", "tag")
@@ -49,56 +51,6 @@ _ENTITY_TYPE_KEYS = ("entity_type", "type")
 _CATEGORY_KEYS = ("category",)
 # A date used only as a fallback for `created_at` (Jekyll/Hugo style); it also stays in metadata.
 _FALLBACK_CREATED_KEY = "date"
-_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _Loader(_SAFE_LOADER):  # type: ignore[valid-type,misc]
-    """The safe loader, but an impossible date (``2021-13-40``) stays its text instead of failing the whole
-    frontmatter: only that key is then unusable (a warning, kept in metadata), not the title and tags; and a
-    key is the text written."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        # Keys become text anyway; built as values, ``1``, ``1.0`` and ``true`` are one key to Python, and
-        # ``null`` and ``None`` one once made text, so one value would replace another without a word.
-        self.flatten_mapping(node)
-        mapping: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else self.construct_object(key_node, deep)
-            if not isinstance(key, Hashable):
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark, "found unhashable key", key_node.start_mark
-                )
-            mapping[key] = self.construct_object(value_node, deep)
-        return mapping
-
-
-def _timestamp_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
-    try:
-        return loader.construct_yaml_timestamp(node)
-    except ValueError:
-        return loader.construct_scalar(node)
-
-
-def _int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
-    text = str(loader.construct_scalar(node))
-    return int(text[2:], 16) if text.startswith("0x") else int(text, 10)
-
-
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
-_Loader.add_constructor("tag:yaml.org,2002:int", _int)
-# Booleans as YAML 1.2 (Obsidian) reads them, numbers only where YAML 1.1 and 1.2 agree (the module's docstring).
-_BOOL, _INT, _FLOAT = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, pattern) for tag, pattern in resolvers if tag not in (_BOOL, _INT, _FLOAT)]
-    for first, resolvers in _SAFE_LOADER.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
-_Loader.add_implicit_resolver(_INT, re.compile(r"^(?:[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+)$"), list("-+0123456789"))
-_Loader.add_implicit_resolver(
-    _FLOAT,
-    re.compile(r"^(?:[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+][0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
-    list("-+.0123456789"),
-)
 # YAML aliases let a 1 KB block stand for millions of values ("billion laughs"); the loader shares
 # them, but turning them into JSON copies each one. A frontmatter is refused past this many values
 # once aliases are expanded, which no real note comes near.
@@ -149,7 +101,7 @@ def _load_bounded(raw: str) -> tuple[Any, str | None, list[str]]:
     """The YAML document, or why it was not built: it is composed first (aliases shared, cheap) and
     only constructed when its expanded size is within ``MAX_FRONTMATTER_VALUES``; and the warnings
     about keys it repeats."""
-    loader = _Loader(raw)
+    loader = FrontmatterLoader(raw)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -260,9 +212,9 @@ def interpret_frontmatter(data: Mapping[str, Any]) -> tuple[FrontMatter, list[st
             if value is None or value == "":
                 used.add(key)
                 continue
-            if isinstance(value, (str, int, float, bool, date)):
+            if isinstance(value, (str, int, float, bool, date, WrittenBool)):
                 used.add(key)
-                return str(value).strip() or None
+                return written(value).strip() or None
             warnings.append(f"frontmatter {key!r} should be a single value, not a {type(value).__name__}")
         return None
 
@@ -332,7 +284,12 @@ def _items(value: Any) -> list[str]:
         return []
     if isinstance(value, (list, tuple, set)):
         return [text for item in value for text in _items(item)]
-    return [text] if (text := str(value).strip()) else []
+    return [text] if (text := written(value).strip()) else []
+
+
+def written(value: Any) -> str:
+    """A scalar as text: a YAML boolean as the note writes it (``true``, ``yes`` tagged ``!!bool``)."""
+    return value.text if isinstance(value, WrittenBool) else str(value)
 
 
 def _holds_mapping(value: Any) -> bool:
@@ -378,6 +335,8 @@ def json_safe(value: Any) -> Any:
     """The value with dates as ISO strings and anything else JSON cannot hold as a string."""
     if value is None or isinstance(value, (str, bool, int)):
         return value
+    if isinstance(value, WrittenBool):
+        return value.value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, (datetime, date)):

@@ -20,6 +20,9 @@ its fields as prose (``Tags: a, b`` and the flattened metadata), since an entity
 server describes itself through fields; and ``tools`` as a section under the heading "Tools", one
 ``name: description`` line per tool (a tool may also be given as just its name). The tools as given, each with
 every field (``inputSchema``, ...), are stored once, on the record's first chunk, as ``metadata.tool_records``.
+A control character (NUL, ...) in ``title``, ``name``, ``text`` or ``description`` becomes a space, with a warning
+naming the field and the count (``esbridge.ingest.controls``), and so does one in the text made of the tools or
+the other fields (one warning); stored values (``metadata``, ``tool_records``) keep it.
 
 Links. ``links`` (a list of ids, or of ``{"id", "weight"}`` objects) and ``link_weights`` (``{id: weight}``)
 are read from the top level or from ``metadata`` (see ``esbridge.ingest.record_links``). Ids that are
@@ -46,7 +49,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -62,7 +65,8 @@ from pydantic import (
     model_validator,
 )
 
-from esbridge.ingest.calendar import epoch_number, from_epoch, is_year_or_month, year_or_month, yyyymmdd_warning
+from esbridge.ingest.calendar import as_utc, numeric_date, yyyymmdd_warning
+from esbridge.ingest.controls import cleaned_sections, controls_warning, counted_fields, without_controls
 from esbridge.ingest.json_lines import (
     JsonObject,
     known_id,
@@ -76,35 +80,11 @@ from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
 
 TOOLS_HEADING = "Tools"
+TEXT_FIELDS = ("title", "name", "text", "description")
+"""The fields whose control characters (NUL, ...) become spaces, with a warning (``esbridge.ingest.controls``)."""
 
 
 # --- validating records -------------------------------------------------------------------------
-
-
-def as_utc(moment: datetime | None) -> datetime | None:
-    if moment is None:
-        return None
-    try:
-        return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
-    except OverflowError as exc:  # (9999-12-31T23:59:59-05:00 is past the last datetime once in UTC)
-        raise ValueError(f"{moment.isoformat()} lies outside the dates that can be held once moved to UTC") from exc
-
-
-def numeric_date(value: Any) -> Any:
-    """A date written as a number, a year or a year and month as its datetime (``esbridge.ingest.calendar``);
-    ``ValueError`` when it names no date (``"0000"``, ``"2024-13"``, 1e20); any other value as it is."""
-    if is_year_or_month(value):
-        moment = year_or_month(value)
-        if moment is None:
-            raise ValueError(f"{value!r} is written as a year or a year and month, but there is no such date")
-        return moment
-    number = epoch_number(value)
-    if number is None:
-        return value
-    moment = from_epoch(number)
-    if moment is None:
-        raise ValueError(f"{value!r} as epoch seconds (milliseconds above 2e10) is outside the years 1 to 9999")
-    return moment
 
 
 TOOL_RECORDS = "tool_records"
@@ -177,6 +157,17 @@ class JsonlRecord(IdentifiedRecord):
     metadata: dict[str, Any] = {}
     tools: list[Tool] = []
     _date_warnings: tuple[str, ...] = PrivateAttr(default=())
+    _control_warnings: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _controls(cls, data: Any, handler: ModelWrapValidatorHandler[JsonlRecord]) -> JsonlRecord:
+        if not isinstance(data, dict):
+            return handler(data)
+        cleaned = {key: without_controls(data[key]) for key in TEXT_FIELDS if isinstance(data.get(key), str)}
+        record = handler({**data, **{key: text for key, (text, _) in cleaned.items()}} if cleaned else data)
+        record._control_warnings = tuple(counted_fields((key, count) for key, (_, count) in cleaned.items()))
+        return record
 
     @model_validator(mode="wrap")
     @classmethod
@@ -300,7 +291,8 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
         overridden += merged_metadata({"name": record.name}, record.metadata)[1]
         metadata.setdefault("name", record.name)
     title = record.title or record.name or ""
-    sections = compose_sections(record, metadata)
+    # The text fields are clean already; what else becomes text (tools, fields written out) is cleaned here.
+    sections, controls = cleaned_sections(compose_sections(record, metadata))
     links = resolve_links(record.id, record.links, known_ids)
     computed = {**links.computed_over(metadata), **_tool_records(record.tools)}
     metadata, replaced = with_computed(metadata, computed, unit="record")
@@ -322,6 +314,8 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
             *overridden,
             *replaced,
             *record._date_warnings,
+            *record._control_warnings,
+            *([controls_warning(controls, "the text made of its tools or other fields")] if controls else []),
             *links.warnings,
             *(() if title.strip() or sections else ("record has neither title nor text",)),
         ),

@@ -4,7 +4,8 @@ A note's ``doc_id`` is its vault-relative path without ``.md`` (forward slashes)
 with the extension. Hidden folders and files (``.obsidian``, ``.git``, ...) and ``node_modules`` are
 skipped; symbolic links to folders outside the vault are followed, and a note that is a symbolic link to a file
 other than a note is not read (see ``note_paths``). A file that is
-not UTF-8 becomes a ``Problem``; broken frontmatter becomes a warning on a Document that is still indexed
+not UTF-8 becomes a ``Problem``; a control character (NUL, ...) becomes a space, with a warning counting them
+(``controls``); broken frontmatter becomes a warning on a Document that is still indexed
 (frontmatter that is not a mapping is kept as its text, ``metadata["frontmatter_text"]``).
 
 Title: frontmatter ``title``, else the first H1 (then left out of the heading paths), else the file name.
@@ -42,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from esbridge.errors import EsbridgeWarning, SourceError
+from esbridge.ingest.controls import controls_warning, without_controls
 from esbridge.ingest.frontmatter import FRONTMATTER_TEXT, UNREADABLE, interpret_frontmatter, load_frontmatter
 from esbridge.ingest.links import (
     LinkConvention,
@@ -206,11 +208,13 @@ def load_note(root: Path, path: str) -> NoteFile | Problem:
         line = data[: exc.start].count(b"\n") + 1
         reason = f"not UTF-8 text: {exc.reason} at byte {exc.start}"
         return Problem(str(file), reason, line=line, doc_id=note_id(path))
+    text, controls = without_controls(text)
     raw = read_frontmatter(text)
     frontmatter, warnings = load_frontmatter(raw) if raw is not None else ({}, [])
     unread = raw if raw is not None and warnings and warnings[0].startswith(UNREADABLE) else None
     if unread is not None:  # kept so what it says stays searchable
         warnings = [*warnings[:-1], f"{warnings[-1]}; its text is kept in metadata {FRONTMATTER_TEXT!r}"]
+    warnings = [controls_warning(controls, "the note"), *warnings] if controls else warnings
     return NoteFile(note_id(path), path, text, mtime, frontmatter, tuple(warnings), unread)
 
 

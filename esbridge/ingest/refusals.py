@@ -9,6 +9,7 @@ from typing import Any
 
 from esbridge import errors
 from esbridge.engines.base import Engine, Hit
+from esbridge.engines.bulk import MAX_ID_BYTES
 from esbridge.ingest.model import Chunk
 from esbridge.mappings.schema import FIELDS
 
@@ -128,3 +129,27 @@ def refuse_empty_source(engine: Engine, index: str | None, path: Path, source: s
 def chunks_of_source(engine: Engine, index: str, source: str) -> int:
     body = {"size": 0, "track_total_hits": True, "query": {"term": {"source": source}}}
     return engine.search(index, body).total
+
+
+def id_too_long(chunks: Sequence[Chunk], note_path: str | None = None) -> str | None:
+    """Why a document with a chunk id longer than the engines take is refused: they would take its first chunks
+    and refuse the rest (a 510-byte doc id fits #0-#9, not #10). A note's id is its path, which is what its
+    author can change: ``note_path`` (vault-relative) makes the reason name it and the length it must keep to."""
+    sizes = {chunk.chunk_id: len(chunk.chunk_id.encode("utf-8")) for chunk in chunks}
+    longest = max(sizes, key=sizes.__getitem__, default=None)
+    if longest is None or sizes[longest] <= MAX_ID_BYTES:
+        return None
+    if note_path is None:
+        return (
+            f"chunk {longest}: id is {sizes[longest]} bytes long; engines accept at most {MAX_ID_BYTES} (shorten "
+            f"the record's id): none of its {len(chunks)} chunks was written"
+        )
+    path_bytes = len(note_path.encode("utf-8"))
+    # The chunk id is the path without its extension, '#' and the chunk's number.
+    allowed = path_bytes - (sizes[longest] - MAX_ID_BYTES)
+    return (
+        f"the note's path is {path_bytes} bytes long, and its id (the path without the extension) with a chunk "
+        f"number makes chunk ids of up to {sizes[longest]} bytes, over the {MAX_ID_BYTES} the engines accept: move or "
+        f"rename the note so that its path in the vault is at most {allowed} bytes (shorter folder or file names); "
+        f"none of its {len(chunks)} chunk(s) was written"
+    )

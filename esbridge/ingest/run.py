@@ -21,7 +21,7 @@ from pathlib import Path
 from esbridge import errors
 from esbridge.embeddings.base import Embedder, nothing_seen_warning
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
-from esbridge.engines.bulk import MAX_ID_BYTES, BulkWriter, RetryPolicy
+from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.ids import doc_id_of
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import EMBEDDED, NOTHING_TO_EMBED, index_document
@@ -39,13 +39,14 @@ from esbridge.ingest.overlap import BackgroundWrites
 from esbridge.ingest.progress import ProgressFactory, no_progress
 from esbridge.ingest.refusals import (
     MAX_DELETE_SHARE,
+    id_too_long,
     refuse_empty_source,
     refuse_foreign_documents,
     refuse_mass_delete,
     refuse_missing_fields,
 )
 from esbridge.ingest.report import IngestReport, Timer, cache_hits, embed_window
-from esbridge.ingest.sources import SourceFormat, looked_for, read_source
+from esbridge.ingest.sources import SourceFormat, detect_format, looked_for, read_source
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import mapped_vector_dimension
 from esbridge.query.concepts import build_concept_index, frequent_terms
@@ -292,6 +293,7 @@ def _read_and_chunk(path: Path, options: IngestOptions) -> tuple[list[Chunk], li
     chunks: list[Chunk] = []
     problems: list[Problem] = []
     seen: dict[str, list[str]] = {}
+    notes = (detect_format(path) if options.source_format == "auto" else options.source_format) == "markdown"
     for item in read_source(path, options.source_format):
         if isinstance(item, Problem):
             problems.append(item)
@@ -308,7 +310,7 @@ def _read_and_chunk(path: Path, options: IngestOptions) -> tuple[list[Chunk], li
             min_tokens=min(options.min_tokens, max_tokens // 4),
             count_tokens=approximate_token_count,
         )
-        too_long = _id_too_long(made)
+        too_long = id_too_long(made, item.path if notes else None)
         if too_long:  # refused whole, so the index keeps its old version rather than a mix of old and new
             problems.append(Problem(item.path or item.doc_id, too_long, doc_id=item.doc_id))
             seen[item.doc_id] = []  # the failure says what became of it
@@ -327,19 +329,6 @@ def _document_warnings(warned: dict[str, list[str]], written: set[str]) -> list[
             "not repeated"
         )
     return shown
-
-
-def _id_too_long(chunks: Sequence[Chunk]) -> str | None:
-    """Why a document with a chunk id longer than the engines take is refused: they would take its first chunks
-    and refuse the rest (a 510-byte doc id fits #0-#9, not #10)."""
-    sizes = {chunk.chunk_id: len(chunk.chunk_id.encode("utf-8")) for chunk in chunks}
-    longest = max(sizes, key=sizes.__getitem__, default=None)
-    if longest is None or sizes[longest] <= MAX_ID_BYTES:
-        return None
-    return (
-        f"chunk {longest}: id is {sizes[longest]} bytes long; engines accept at most {MAX_ID_BYTES} (shorten the "
-        f"record's id): none of its {len(chunks)} chunks was written"
-    )
 
 
 def _needs_write(chunk: Chunk, indexed: IndexedChunk | None, embedder: Embedder | None) -> bool:

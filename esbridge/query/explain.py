@@ -9,7 +9,8 @@ from typing import Any
 from esbridge.ids import doc_id_of, document_of
 from esbridge.query.graph import GraphExpansion
 from esbridge.query.link_rescore import Rescored
-from esbridge.query.models import Explain, RetrieverExplain, ScoreScale, SearchHit
+from esbridge.query.models import Explain, RerankExplain, RetrieverExplain, ScoreRange, ScoreScale, SearchHit
+from esbridge.query.rerank import RerankTerms
 from esbridge.query.shaping import Scale
 from esbridge.query.types import FusionResult
 
@@ -25,6 +26,7 @@ class Trail:
     expansion: GraphExpansion = field(default_factory=lambda: GraphExpansion({}, {}))
     rescored: Rescored | None = None
     rerank_scores: Mapping[str, float] = field(default_factory=dict)
+    rerank_terms: Mapping[str, RerankTerms] = field(default_factory=dict)
     explanations: Mapping[str, Any] = field(default_factory=dict)
     """id -> the engine's own explanation (native hybrid)"""
     fields: Mapping[str, list[str]] = field(default_factory=dict)
@@ -72,10 +74,25 @@ def explained(item: str, score: float, trail: Trail) -> Explain:
         link_lift=rescored.lifts.get(doc_key) if rescored else None,
         link_shift=rescored.shifts.get(item) if rescored else None,
         rerank_score=trail.rerank_scores.get(item),
+        reranking=reranking(trail.rerank_terms.get(item)),
         engine_explanation=trail.explanations.get(item),
         unnormalized_score=trail.unnormalized.get(item),
         normalization=ScoreScale(low=trail.scale.low, high=trail.scale.high) if trail.scale else None,
         final_score=score,
+    )
+
+
+def reranking(terms: RerankTerms | None) -> RerankExplain | None:
+    if terms is None:
+        return None
+    return RerankExplain(
+        reranker_score=terms.reranker_score,
+        reranker_range=ScoreRange(low=terms.reranker_range[0], high=terms.reranker_range[1]),
+        score_before=terms.score_before,
+        before_range=ScoreRange(low=terms.before_range[0], high=terms.before_range[1]),
+        weight=terms.weight,
+        combined=terms.combined,
+        base=terms.base,
     )
 
 

@@ -212,6 +212,32 @@ class ScoreScale(BaseModel):
     high: float = Field(description="the score shown as 1: the best score")
 
 
+class ScoreRange(BaseModel):
+    low: float = Field(description="the lowest score")
+    high: float = Field(description="the highest score")
+
+
+class RerankExplain(BaseModel):
+    """How re-ranking placed a result: ``unnormalized_score`` is ``base + combined``."""
+
+    reranker_score: float = Field(description="the re-ranker's own score of the query and the result's text")
+    reranker_range: ScoreRange = Field(description="the lowest and highest reranker_score of the re-ranked results")
+    score_before: float = Field(
+        description="the score the result had when re-ranking began, which ordered the candidates: fused_score x "
+        "recency_multiplier + link_lift - link_shift, or graph_score for a graph neighbour"
+    )
+    before_range: ScoreRange = Field(description="the lowest and highest score_before of the re-ranked results")
+    weight: float = Field(description="the re-ranker's share of combined (pipeline.rerank.weight)")
+    combined: float = Field(
+        description="weight x reranker_score + (1 - weight) x score_before, each min-max normalized by its range "
+        "(1 when its low equals its high)"
+    )
+    base: float = Field(
+        description="1 above the best score of the results that were not re-ranked (1 when every one was), so "
+        "that re-ranked results stay above them"
+    )
+
+
 class Explain(BaseModel):
     """Why a result is where it is."""
 
@@ -242,14 +268,20 @@ class Explain(BaseModel):
         description="graph lifting: what was taken off this result (every score below the kept ones is scaled "
         "down by one factor) so that no lifted result passes the kept ones",
     )
-    rerank_score: float | None = None
+    rerank_score: float | None = Field(
+        default=None, description="the re-ranker's own score of the result (as reranking.reranker_score)"
+    )
+    reranking: RerankExplain | None = Field(
+        default=None, description="re-ranking: the score before it, the re-ranker's, and how the two were combined"
+    )
     engine_explanation: dict[str, Any] | None = Field(
         default=None, description="native hybrid: the engine's own explanation of its fused score, where it gives one"
     )
     unnormalized_score: float | None = Field(
         default=None,
         description="the score the results were ranked by, before normalisation: fused_score x recency_multiplier "
-        "+ link_lift - link_shift; graph_score for a graph neighbour; the re-ranking stage's for a re-ranked result",
+        "+ link_lift - link_shift; graph_score for a graph neighbour; reranking.base + reranking.combined for a "
+        "re-ranked result",
     )
     normalization: ScoreScale | None = Field(
         default=None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -121,10 +121,27 @@ def rerank_text(source: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
+class RerankTerms:
+    """How one re-ranked result got its new score: ``base + combined``, where ``combined`` is ``weight`` times its
+    re-ranker score and ``1 - weight`` times its score before re-ranking, each min-max normalized over the head
+    (by its ``(low, high)`` there; 1 when they are equal)."""
+
+    reranker_score: float
+    reranker_range: tuple[float, float]
+    score_before: float
+    before_range: tuple[float, float]
+    weight: float
+    combined: float
+    base: float
+    """1 above the best score of the candidates not re-ranked (1 when there are none)"""
+
+
+@dataclass(frozen=True)
 class Reranked:
     scores: dict[str, float]
     """The top ``n`` in the re-ranker's order above every other candidate, which keep their order."""
     rerank_scores: dict[str, float]
+    terms: dict[str, RerankTerms] = field(default_factory=dict)
 
 
 def rerank(
@@ -154,13 +171,18 @@ def rerank(
     reranked = _min_max(by_reranker)
     fused = _min_max(dict(head))
     combined = {item: weight * reranked[item] + (1.0 - weight) * fused[item] for item in by_reranker}
-    floor = max((score for _, score in tail), default=0.0)
+    base = max((score for _, score in tail), default=0.0) + 1.0
     result: dict[str, float] = {}
     # Above the best of the rest by a margin, keeping the combined order and relative gaps.
     for item in sorted(combined, key=lambda item: (-combined[item], -by_reranker[item], item)):
-        result[item] = floor + 1.0 + combined[item]
+        result[item] = base + combined[item]
     result.update(tail)
-    return Reranked(result, by_reranker)
+    ranges = _range(by_reranker), _range(dict(head))
+    terms = {
+        item: RerankTerms(by_reranker[item], ranges[0], score, ranges[1], weight, combined[item], base)
+        for item, score in head
+    }
+    return Reranked(result, by_reranker, terms)
 
 
 def _scored(reranker: Reranker, query: str, texts: Sequence[str]) -> list[float]:
@@ -182,6 +204,10 @@ def _scored(reranker: Reranker, query: str, texts: Sequence[str]) -> list[float]
     if (bad := next((score for score in scores if not math.isfinite(score)), None)) is not None:
         raise EmbeddingError(f"gave a score that is not a finite number: {bad}", model=name, role=ROLE)
     return scores
+
+
+def _range(scores: Mapping[str, float]) -> tuple[float, float]:
+    return min(scores.values()), max(scores.values())
 
 
 def _min_max(scores: Mapping[str, float]) -> dict[str, float]:

@@ -171,3 +171,22 @@ def test_a_note_that_cannot_be_read_keeps_its_chunks_and_the_links_to_it(
     assert index_state(engine, alias) == before
     alpha = engine.search(alias, {"query": {"term": {"doc_id": "alpha"}}}).hits[0].source
     assert sorted(alpha["links"]) == ["beta", "gamma"]
+
+
+def test_control_characters_become_spaces_and_each_word_around_them_is_found_on_the_engine(
+    engine: Engine, alias: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    # The Markdown parser turned NUL into U+FFFD without a word. A space in its place keeps each word findable.
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "pump.md").write_text("# Pump\n\nPressure\x00valve stuck.\x0bReset\x07done.\n", encoding="utf-8")
+    (vault / "other.md").write_text("Other note.\n", encoding="utf-8")
+    report = run(vault, engine, alias, embedder)
+    assert report.failed == []
+    assert report.warnings == [
+        "pump.md: 3 control character(s) (NUL or another C0 control) in the note replaced by spaces; the text is "
+        "otherwise indexed as written"
+    ]
+    for word in ("pressure", "valve", "reset", "done"):
+        hits = engine.search(alias, match_body(word, ["body"], size=5)).hits
+        assert [hit.source["doc_id"] for hit in hits] == ["pump"], word

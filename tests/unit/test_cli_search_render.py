@@ -13,7 +13,7 @@ from esbridge.cli import demo, main
 from esbridge.cli.search import render, render_groups
 from esbridge.embeddings.factory import EMBEDDERS
 from esbridge.query.grouping import EntityHit, RegistryGroups
-from esbridge.query.models import Explain, RetrieverExplain, SearchHit, SearchResponse
+from esbridge.query.models import Explain, RerankExplain, RetrieverExplain, ScoreRange, SearchHit, SearchResponse
 from tests.support.hashing import RECORDS, HashingEmbedder
 
 
@@ -54,15 +54,20 @@ def test_explain_says_how_far_lifting_moved_a_result_down() -> None:
 
 
 def test_explain_says_what_the_re_ranker_scored_a_result() -> None:
-    # Re-ranking decides the order of the head; the readable explanation said nothing of it.
+    # Re-ranking decides the order of the head; the readable explanation said nothing of it, and then only the
+    # re-ranker's score, not the score the result had before.
     found = {"bm25": RetrieverExplain(rank=4, score=0.231)}
-    reranked = Explain(retrievers=found, fused_score=0.6, recency_multiplier=1.2, rerank_score=0.0451)
+    span = ScoreRange(low=0.0, high=1.0)
+    terms = RerankExplain(
+        reranker_score=0.0451, reranker_range=span, score_before=0.72, before_range=span, weight=1, combined=0, base=1
+    )
+    reranked = Explain(retrievers=found, fused_score=0.6, recency_multiplier=1.2, rerank_score=0.0451, reranking=terms)
     below = Explain(retrievers=found, fused_score=0.4)
     response = SearchResponse(
         query="q", search_mode="hybrid", took_ms=1.0, results=[_hit("c#0", 1.0, reranked), _hit("d#0", 0.4, below)]
     )
     lines = render(response, explain=True).splitlines()
-    assert lines[3] == "       found by bm25 #4 (0.231); recency x1.2; re-ranker 0.045"
+    assert lines[3] == "       found by bm25 #4 (0.231); recency x1.2; re-ranked from 0.720 by re-ranker 0.045"
     assert lines[5] == "       found by bm25 #4 (0.231)"
 
 

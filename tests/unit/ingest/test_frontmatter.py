@@ -340,3 +340,9 @@ def test_a_number_is_read_only_where_yaml_1_1_and_1_2_agree_and_otherwise_the_te
     front, _ = interpret_frontmatter(data)
     assert front.title == "09"
     assert front.metadata["time"] == "12:30:45" and front.metadata["mode"] == "0755"
+
+
+def test_a_value_tagged_as_a_boolean_that_is_none_stays_its_text() -> None:
+    # `!!bool maybe` raised KeyError out of the YAML loader, which no caller caught: the whole ingest stopped.
+    data, warnings = load_frontmatter("draft: !!bool maybe\ntitle: Pump\n")
+    assert (data, warnings) == ({"draft": "maybe", "title": "Pump"}, [])

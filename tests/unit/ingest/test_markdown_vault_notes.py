@@ -215,3 +215,23 @@ def test_tags_in_text_but_not_in_code_headings_urls_or_links(tmp_path: Path) -> 
         "## Heading with #heading_tag\n",
     )
     assert doc.tags == ("project", "Inbox", "start", "nested/tag/deep", "dendron.style", "last", "heading_tag")
+
+
+def test_a_yaml_boolean_that_becomes_text_is_the_word_written_and_stays_a_boolean_in_metadata(tmp_path: Path) -> None:
+    # Tags, status and title read Python's text of the boolean: `tags: [true]` was the tag "True".
+    doc = one_note(
+        tmp_path,
+        "---\ntitle: false\ntags: [true, yes, !!bool on, TRUE]\naliases: [!!bool no]\nstatus: TRUE\n"
+        "type: !!bool yes\ndraft: true\nreviewed: !!bool off\n---\nBody.\n",
+    )
+    assert doc.title == "false"
+    assert doc.tags == ("true", "yes", "on")
+    assert doc.aliases == ("no",)
+    assert (doc.status, doc.entity_type) == ("TRUE", "yes")
+    assert doc.metadata["draft"] is True and doc.metadata["reviewed"] is False
+    indexed = index_document(
+        chunk_document(doc, max_tokens=200, overlap_tokens=0, min_tokens=0)[0], source="v", vector=None
+    )
+    assert (indexed["tags"], indexed["status"], indexed["entity_type"]) == (["true", "yes", "on"], "TRUE", "yes")
+    assert indexed["metadata"]["draft"] is True
+    assert "draft: true" in indexed["metadata_text"].splitlines()

@@ -230,3 +230,25 @@ def test_a_tool_refused_for_its_long_ids_keeps_its_old_version_when_another_line
     kept = engine.scan("notes", {"match_all": {}}, ["body"], sort_field="chunk_id")
     tools = {hit.id: hit.source["body"] for hit in kept if hit.id.startswith("srv/tools/")}
     assert tools == {f"srv/tools/{name}#0": "The old tool."}
+
+
+def test_a_note_whose_path_is_too_long_for_a_chunk_id_is_refused_naming_its_path_and_the_limit(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    # The reason said "shorten the record's id", which a vault's author has no way to act on.
+    folder = "/".join(["f" * 100] * 5)  # 504 bytes and a slash
+    vault = tmp_path / "vault"
+    (vault / folder).mkdir(parents=True)
+    (vault / folder / "pump-station.md").write_text("# Pump\n\nThe pump.\n", encoding="utf-8")
+    (vault / "short.md").write_text("A short path.\n", encoding="utf-8")
+    manager = IndexManager(engine, "notes", IndexParameters(dimension=HashingEmbedder().dimension))
+    report = ingest(vault, engine=engine, manager=manager, embedder=HashingEmbedder(), options=IngestOptions())
+    [failure] = report.failed
+    path = f"{folder}/pump-station.md"
+    assert failure["id"] == path
+    assert failure["reason"] == (
+        "the note's path is 520 bytes long, and its id (the path without the extension) with a chunk number makes "
+        "chunk ids of up to 519 bytes, over the 512 the engines accept: move or rename the note so that its path in "
+        "the vault is at most 513 bytes (shorter folder or file names); none of its 1 chunk(s) was written"
+    )
+    assert report.chunks_indexed == 1

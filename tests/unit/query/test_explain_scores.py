@@ -4,7 +4,7 @@ result, negative (a fusion plugin may give any finite score), with recency and l
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import pytest
@@ -15,9 +15,10 @@ from esbridge.cli.search import render
 from esbridge.config.pipeline import GraphSettings
 from esbridge.query.fusion import FUSION_METHODS, register_fusion
 from esbridge.query.fusion.result import ranked
-from esbridge.query.models import Explain, SearchHit, SearchRequest, SearchResponse
+from esbridge.query.models import Explain, ScoreRange, SearchHit, SearchRequest, SearchResponse
+from esbridge.query.orchestrator import HybridSearcher
 from esbridge.query.types import FusionResult, Runs
-from tests.support.memory_engine import MemoryEngine, doc, searcher
+from tests.support.memory_engine import NOW, MemoryEngine, StubEmbedder, doc, searcher
 
 GIVEN: dict[str, float] = {}
 """The scores the ``given`` fusion method answers with, set by each example."""
@@ -39,12 +40,24 @@ def registry() -> Iterator[MutableMapping[str, Any]]:
 def shown_by(how: Explain) -> float:
     """The score a result's explanation gives it: its terms, then the normalisation it names."""
     terms = how.fused_score * how.recency_multiplier + (how.link_lift or 0.0) - (how.link_shift or 0.0)
+    if (reranking := how.reranking) is not None:
+        assert reranking.score_before == pytest.approx(terms, rel=1e-9, abs=1e-12)
+        assert reranking.reranker_score == how.rerank_score
+        combined = reranking.weight * _scaled(reranking.reranker_score, reranking.reranker_range) + (
+            1 - reranking.weight
+        ) * _scaled(reranking.score_before, reranking.before_range)
+        assert reranking.combined == pytest.approx(combined, rel=1e-9, abs=1e-12)
+        terms = reranking.base + reranking.combined
     assert how.unnormalized_score == pytest.approx(terms, rel=1e-9, abs=1e-12)
     scale = how.normalization
     assert scale is not None and how.unnormalized_score is not None
     if scale.low == scale.high:
         return 1.0
     return max((how.unnormalized_score - scale.low) / (scale.high - scale.low), 0.0)
+
+
+def _scaled(score: float, span: ScoreRange) -> float:
+    return (score - span.low) / (span.high - span.low) if span.high > span.low else 1.0
 
 
 def assert_adds_up(results: list[SearchHit]) -> None:
@@ -58,8 +71,24 @@ def assert_adds_up(results: list[SearchHit]) -> None:
         assert 0.0 <= hit.score <= 1.0
 
 
+class GivenReranker:
+    """Scores each text by ``RERANKED``, keyed by its position among the texts it is given."""
+
+    name = "given"
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        return [RERANKED[number % len(RERANKED)] for number in range(len(texts))]
+
+
+RERANKED: list[float] = [0.0]
+
+
 def answer(
-    scores: Mapping[str, float], dates: Mapping[str, str], links: Mapping[str, list[str]], **pipeline: Any
+    scores: Mapping[str, float],
+    dates: Mapping[str, str],
+    links: Mapping[str, list[str]],
+    reranker: GivenReranker | None = None,
+    **pipeline: Any,
 ) -> SearchResponse:
     GIVEN.clear()
     GIVEN.update(scores)
@@ -69,6 +98,8 @@ def answer(
     }
     engine = MemoryEngine([(item, 1.0) for item in scores], [], sources)
     hybrid = searcher(engine, fusion="given", recency={"enabled": True}, cache={"results": 0}, **pipeline)
+    if reranker is not None:
+        hybrid = HybridSearcher(engine, "idx", StubEmbedder(), hybrid.pipeline, reranker=reranker, clock=lambda: NOW)
     request = SearchRequest(query="solar energy", top_n=len(scores), explain=True, collapse=False)
     return asyncio.run(hybrid.search(request))
 
@@ -135,3 +166,29 @@ def test_the_explained_terms_add_up_to_the_shown_score(
     results = search(given, dates, linked, **({"graph": graph} if graph else {}))
     assert {hit.id for hit in results} == set(given)
     assert_adds_up(results)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    scores=st.lists(SCORE, min_size=1, max_size=len(ITEMS)),
+    ages=st.lists(AGE, min_size=len(ITEMS), max_size=len(ITEMS)),
+    reranked=st.lists(SCORE, min_size=1, max_size=len(ITEMS)),
+    top=st.integers(1, len(ITEMS)),
+    weight=st.sampled_from([0.0, 0.3, 1.0]),
+)
+def test_a_re_ranked_results_terms_add_up_to_its_shown_score_and_name_its_score_before_re_ranking(
+    scores: list[float], ages: list[str | None], reranked: list[float], top: int, weight: float
+) -> None:
+    # The explanation gave only the re-ranker's score, and unnormalized_score (the re-ranked placement) followed
+    # from no term: the score a result had before re-ranking was nowhere.
+    RERANKED[:] = reranked
+    given = dict(zip(ITEMS, scores, strict=False))
+    dates = {item: age for item, age in zip(ITEMS, ages, strict=True) if age is not None}
+    rerank = {"enabled": True, "top": top, "weight": weight}
+    results = answer(given, dates, {}, GivenReranker(), rerank=rerank).results
+    assert_adds_up(results)
+    explained = [hit.explain for hit in results if hit.explain is not None]
+    head = [how for how in explained if how.reranking is not None]
+    assert len(head) == min(top, len(given))
+    rest = [how.unnormalized_score or 0.0 for how in explained if how.reranking is None]
+    assert all(how.reranking.base == max(rest, default=0.0) + 1 for how in head if how.reranking is not None)
