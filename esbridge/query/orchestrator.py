@@ -286,8 +286,7 @@ class HybridSearcher:
         decided, rounds, timings = decided_choice(answer[0], answer[1]), 1, answer[2].timings
         budget = max(self.pipeline.timeout_s(name) for name in self.pipeline.retrievers)
         ends = time.perf_counter() + budget
-        prior = None
-        while (top_k := deeper(answer[0], prior, top_k=plan.top_k, top_n=request.top_n, collapse=collapse)) is not None:
+        while (top_k := deeper(answer[0], top_k=plan.top_k, top_n=request.top_n, collapse=collapse)) is not None:
             deep = replace(plan, top_k=top_k, context=replace(plan.context, top_k=top_k))
             rounds += 1
             try:
@@ -301,7 +300,7 @@ class HybridSearcher:
                 note = f"asked again for {top_k} chunks to find top_n documents, the retrievers failed ({problem})"
                 answer = (answer[0], answer[1], answer[2].add(f"{note}; fewer documents are answered"))
                 break
-            prior, answer, plan = answer[0], again, deep
+            answer, plan = again, deep
         notes = Notes(answer[2].warnings, added(timings, vectors.timings))
         return answer[0], plan, answer[1], notes, rounds
 

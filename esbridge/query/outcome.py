@@ -39,27 +39,15 @@ def _mode(answered: Mapping[str, bool]) -> SearchMode | None:
     return "semantic-only" if semantic else "lexical-only"
 
 
-def deeper(
-    retrieved: Retrieved, previous: Retrieved | None = None, *, top_k: int, top_n: int, collapse: bool
-) -> int | None:
+def deeper(retrieved: Retrieved, *, top_k: int, top_n: int, collapse: bool) -> int | None:
     """The depth to ask the retrievers again at, or None when this answer will do. With collapse, the chunks of a
     few long documents can fill every list and leave fewer than ``top_n`` documents: then, when a list was full,
-    four times deeper (at most ``DEEPEST_TOP_K``); and ``DEEPEST_TOP_K`` at once when this answer, a deeper round's,
-    found no document the ``previous`` round had not: the long documents still fill the lists, and each round in
-    between would cost as much as the deepest one (the wait for the engine dominates)."""
+    four times deeper (at most ``DEEPEST_TOP_K``)."""
     runs = retrieved.runs.values()
     if not collapse or top_k >= DEEPEST_TOP_K or not any(len(run) >= top_k for run in runs):
         return None
-    documents = _documents(retrieved)
-    if len(documents) >= top_n:
-        return None
-    if previous is not None and documents <= _documents(previous):
-        return DEEPEST_TOP_K
-    return min(top_k * 4, DEEPEST_TOP_K)
-
-
-def _documents(retrieved: Retrieved) -> set[str]:
-    return {document_of(item, retrieved.sources.get(item, {})) for run in retrieved.runs.values() for item in run}
+    documents = {document_of(item, retrieved.sources.get(item, {})) for run in runs for item in run}
+    return None if len(documents) >= top_n else min(top_k * 4, DEEPEST_TOP_K)
 
 
 def lost(previous: Retrieved, again: Retrieved) -> str | None:

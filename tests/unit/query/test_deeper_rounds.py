@@ -203,13 +203,3 @@ def test_on_the_embedded_engine_a_real_model_embeds_the_query_once_and_the_answe
     assert uncached.details.rounds == 2 and uncached.details.top_k == 40, uncached.details
     assert [(hit.id, hit.score) for hit in uncached.results] == [(hit.id, hit.score) for hit in from_cache.results]
     assert sorted(documents(uncached)) == ["manual", "note0", "note1", "note2"] and uncached.search_mode == "hybrid"
-
-
-def test_a_deeper_round_that_found_no_new_document_is_followed_by_the_deepest_at_once() -> None:
-    """200 chunks of one document: lists of 10 and then 40 hold it alone, so the next round asks for 1000 rather
-    than climbing through 160 and 640."""
-    longer = [(f"long#{n}", 300.0 - n) for n in range(200)] + SHORT
-    engine = MemoryEngine(longer, [(item, score / 300) for item, score in longer])
-    response = run(searcher(engine, fusion="rrf"), top_n=3)
-    assert documents(response) == ["long", "a", "b"]
-    assert (response.details.rounds, response.details.top_k) == (3, 1000)

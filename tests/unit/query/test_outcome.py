@@ -48,10 +48,3 @@ def test_a_deeper_answer_that_lost_a_retriever_or_shards_does_not_replace_the_on
     lacking = Retrieved(runs=both.runs, warnings=("bm25: 1 of 2 shards failed",), partial=True)
     assert lost(both, lacking) == "bm25: 1 of 2 shards failed"
     assert lost(lacking, lacking) is None
-
-
-def test_a_deeper_round_that_found_no_new_document_asks_for_the_deepest_next() -> None:
-    deeper_of_two = _runs(bm25=[f"a#{i}" for i in range(16)], knn=[f"b#{i}" for i in range(16)])
-    assert deeper(deeper_of_two, FULL_OF_TWO, top_k=16, top_n=3, collapse=True) == DEEPEST_TOP_K
-    one_more = _runs(bm25=[f"a#{i}" for i in range(15)] + ["c#0"], knn=[f"b#{i}" for i in range(16)])
-    assert deeper(one_more, FULL_OF_TWO, top_k=16, top_n=4, collapse=True) == 64
