@@ -193,5 +193,5 @@ def test_a_query_for_what_an_agents_skill_does_lists_the_skill_with_its_agent(
 
     groups = asyncio.run(run())
     assert groups is not None
-    skill = next(hit for hit in groups.skills if hit.id == "a2a-registry:a2abench/skills/Search")
+    skill = next(hit for hit in groups.skills if hit.id == "a2a-registry:a2abench/skills/search")
     assert (skill.name, skill.agent_id, skill.agent_name) == ("Search", "a2a-registry:a2abench", "A2ABench")
