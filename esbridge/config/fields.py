@@ -75,6 +75,11 @@ class FieldMap(BaseModel):
     category: str | None = None
     tags: str | None = None
     links: str | None = Field(default=None, description="keyword field with the ids of linked documents")
+    parent: str | None = Field(
+        default=None,
+        description="keyword field with the id of the server or agent a tool or skill belongs to (grouped answers; "
+        "none: metadata.server_id and metadata.agent_id, as esbridge writes them)",
+    )
     model: str | None = Field(
         default=None, description="the embedding model the index's vectors were made with (else [embedding] model)"
     )

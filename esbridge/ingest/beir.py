@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
 
 from esbridge.errors import ConfigError, SourceError
-from esbridge.ingest.json_lines import known_id, read_json_lines, record_id, require_file
+from esbridge.ingest.json_lines import MAX_NESTING, known_id, read_json_lines, record_id, require_file
 from esbridge.ingest.json_values import describe_validation_error, refuse_too_deep
-from esbridge.ingest.jsonl import MAX_NESTING, merged_metadata
+from esbridge.ingest.jsonl import merged_metadata
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
 from esbridge.text import is_blank

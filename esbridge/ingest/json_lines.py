@@ -15,12 +15,14 @@ import math
 import re
 import shlex
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ModelWrapValidatorHandler, PrivateAttr, model_validator
 
 from esbridge.errors import SourceError
-from esbridge.ingest.json_values import describe_value, json_type
+from esbridge.ingest.json_values import describe_value, json_type, refuse_too_deep
 from esbridge.ingest.model import Problem
 
 JsonObject = dict[str, Any]
@@ -206,6 +208,14 @@ def surrogate_location(value: Any, where: str = "") -> str | None:
     return None
 
 
+def spaced_id(data: Any, fields: Sequence[str]) -> str | None:
+    """The id as written in ``data`` (the first of ``fields`` given), when it has spaces at either end."""
+    if not isinstance(data, dict):
+        return None
+    given = next((data[name] for name in fields if data.get(name) is not None), None)
+    return given if isinstance(given, str) and given.strip() and given != given.strip() else None
+
+
 def record_id(value: Any) -> str:
     """A record id as a string: a non-empty string, or an integer (booleans are not integers)."""
     if isinstance(value, str) and value.strip():
@@ -215,3 +225,36 @@ def record_id(value: Any) -> str:
     if isinstance(value, str):
         raise ValueError("must not be empty")
     raise ValueError(f"must be a non-empty string or an integer, got {describe_value(value)}")
+
+
+# Far deeper than records need, far shallower than what exhausts the recursion of later stages.
+MAX_NESTING = 100
+
+
+class IdentifiedRecord(BaseModel):
+    """A record with an ``id``, which must be unique in its file. An id with spaces at either end is stripped
+    (``id_warnings`` says so)."""
+
+    ID_FIELDS: ClassVar[tuple[str, ...]] = ("id",)
+    """The fields the id is read from, the first given one."""
+
+    id: str
+    _given_id: str | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_too_deep(cls, data: Any) -> Any:
+        return refuse_too_deep(data, MAX_NESTING)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _spaced_id(cls, data: Any, handler: ModelWrapValidatorHandler[IdentifiedRecord]) -> IdentifiedRecord:
+        record = handler(data)
+        given = spaced_id(data, cls.ID_FIELDS)
+        record._given_id = given if given is not None and given.strip() == record.id else None
+        return record
+
+    @property
+    def id_warnings(self) -> tuple[str, ...]:
+        given = self._given_id
+        return () if given is None else (f"id {given!r} has spaces at either end: stored as {self.id!r}",)

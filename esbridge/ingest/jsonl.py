@@ -68,13 +68,14 @@ from pydantic import (
 from esbridge.ingest.calendar import as_utc, numeric_date, yyyymmdd_warning
 from esbridge.ingest.controls import cleaned_sections, controls_warning, counted_fields, without_controls
 from esbridge.ingest.json_lines import (
+    IdentifiedRecord,
     JsonObject,
     known_id,
     object_lines,
     record_id,
     require_file,
 )
-from esbridge.ingest.json_values import describe_validation_error, describe_value, refuse_too_deep
+from esbridge.ingest.json_values import describe_validation_error, describe_value
 from esbridge.ingest.metadata import flatten_metadata, with_computed
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
@@ -115,22 +116,9 @@ def named_line(name: str, description: str | None) -> str:
     return f"{name}: {text}" if text else name
 
 
-# Far deeper than records need, far shallower than what exhausts the recursion of later stages.
-MAX_NESTING = 100
 # What a record may store as metadata (its other fields and ``metadata``), serialized as JSON: each of its
 # chunks stores a copy. As a note's frontmatter metadata (``frontmatter.MAX_METADATA_BYTES``).
 MAX_METADATA_BYTES = 64 * 1024
-
-
-class IdentifiedRecord(BaseModel):
-    """A record with an ``id``, which must be unique in its file."""
-
-    id: str
-
-    @model_validator(mode="before")
-    @classmethod
-    def _not_too_deep(cls, data: Any) -> Any:
-        return refuse_too_deep(data, MAX_NESTING)
 
 
 Record = TypeVar("Record", bound=IdentifiedRecord)
@@ -147,15 +135,15 @@ class JsonlRecord(IdentifiedRecord):
     text: StrictStr | None = None
     description: StrictStr | None = None
     links: RecordLinks = RecordLinks()
-    tags: list[StrictStr] = []
-    aliases: list[StrictStr] = []
+    tags: list[StrictStr] = Field(default_factory=list)
+    aliases: list[StrictStr] = Field(default_factory=list)
     created_at: datetime | None = None
     modified_at: datetime | None = None
     entity_type: StrictStr | None = None
     status: StrictStr | None = None
     category: StrictStr | None = None
-    metadata: dict[str, Any] = {}
-    tools: list[Tool] = []
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tools: list[Tool] = Field(default_factory=list)
     _date_warnings: tuple[str, ...] = PrivateAttr(default=())
     _control_warnings: tuple[str, ...] = PrivateAttr(default=())
 
@@ -311,6 +299,7 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
         modified_at=record.modified_at,
         metadata=metadata,
         warnings=(
+            *record.id_warnings,
             *overridden,
             *replaced,
             *record._date_warnings,

@@ -54,6 +54,9 @@ class Document:
     first_chunk_only: frozenset[str] = field(default=frozenset(), compare=False)
     """Metadata keys stored on the first chunk only (a tool's input schema): kept whole, once, however many
     chunks the text makes."""
+    replaces: tuple[str, ...] = field(default=(), compare=False)
+    """Ids this document had before (a skill's name-made id, now its A2A id): their chunks are deleted as any stale
+    chunk is, but not counted as deletions by the mass-delete guard, since the document is still there."""
 
     def __post_init__(self) -> None:
         if not self.doc_id:

@@ -29,11 +29,13 @@ adding its server's name and description lowered tool recall@10 on the developme
 0.7440, docs/evaluation.md).
 
 Skills. An agent's skill becomes a document the same way (``entity_type`` ``skill``, id
-``<agent id>/skills/<name>``), linked to its agent and carrying ``agent_id``, ``agent_name``, ``agent_path``,
+``<agent id>/skills/<key>``: the skill's A2A ``id``, stable across renames, else its name), linked to its agent and
+carrying ``agent_id``, ``agent_name``, ``agent_path``,
 ``skill_name``, and on its first chunk ``skill_description`` (as written) and ``skill_fields`` (its id, tags,
 examples): its name and description are its text, its tags its own (its agent's when it has none). Grouped answers
-list it under ``skills`` with its agent. A tool or skill name with spaces at either end is stripped (it makes a
-document id), with a warning on its record.
+list it under ``skills`` with its agent. A tool or skill name, a skill id or a record id with spaces at either end is
+stripped (it makes a document id), with a warning on its record. A skill document once named by its name
+``replaces`` that id: a re-ingest deletes it without counting it as a deletion.
 
 Lifecycle. ``is_enabled: false`` (or ``isEnabled``, as the gateway's agent cards write it) gives the record (and its
 tools and skills) the status ``disabled``, which searches leave out unless asked (``include_disabled``); a record's own
@@ -96,6 +98,7 @@ def tool_doc_id(server_id: str, tool: str) -> str:
 
 
 def skill_doc_id(agent_id: str, skill: str) -> str:
+    """The document id of a skill: ``skill`` is its A2A id, or its name when it has none."""
     return f"{agent_id}/skills/{skill}"
 
 
@@ -158,7 +161,7 @@ def record_documents(record: RegistryRecord) -> list[Document]:
         status=record.lifecycle_status,
         category=record.category,
         metadata=stored,
-        warnings=(*overridden, *replaced, *tool_warnings, *skill_warnings),
+        warnings=(*record.id_warnings, *overridden, *replaced, *tool_warnings, *skill_warnings),
         doc_prefixes=owned_prefixes(record.id),
         first_chunk_only=frozenset({SKILL_RECORDS}),
     )
@@ -172,23 +175,26 @@ def record_documents(record: RegistryRecord) -> list[Document]:
 def _distinct(items: Sequence[Named], kind: str) -> tuple[list[tuple[str, Named]], tuple[str, ...]]:
     kept: list[tuple[str, Named]] = []
     seen: dict[str, list[Named]] = {}
-    taken = {item.name for item in items}  # a repeat's key must not be the name of another one ("x~2")
+    taken = {item.key for item in items}  # a repeat's key must not be the key of another one ("x~2")
     warnings: list[str] = []
     for item in items:
         if item.given_name is not None:
             warnings.append(f"{kind} name {item.given_name!r} has spaces at either end: stored as {item.name!r}")
-        same_name = seen.setdefault(item.name, [])
-        if any(earlier.same_as(item) for earlier in same_name):
+        if isinstance(item, RegistrySkill) and item.given_id is not None:
+            warnings.append(f"{kind} id {item.given_id!r} has spaces at either end: stored as {item.id!r}")
+        same_key = seen.setdefault(item.key, [])
+        if any(earlier.same_as(item) for earlier in same_key):
             warnings.append(f"{kind} {item.name!r} is listed twice, identically: kept once")
             continue
-        same_name.append(item)
-        key, count = item.name, len(same_name)
+        same_key.append(item)
+        key, count = item.key, len(same_key)
         if count > 1:
-            while (key := f"{item.name}~{count}") in taken:
+            while (key := f"{item.key}~{count}") in taken:
                 count += 1
             taken.add(key)
-        if key != item.name:
-            warnings.append(f"{kind} name {item.name!r} is repeated with other content: the repeat is {key!r}")
+        if key != item.key:
+            by = "id" if isinstance(item, RegistrySkill) and item.id is not None else "name"
+            warnings.append(f"{kind} {by} {item.key!r} is repeated with other content: the repeat is {key!r}")
         kept.append((key, item))
     return kept, tuple(warnings)
 
@@ -268,6 +274,8 @@ def skill_document(agent: RegistryRecord, key: str, skill: RegistrySkill) -> Doc
         metadata[SKILL_FIELDS] = fields
     return Document(
         doc_id=skill_doc_id(agent.id, key),
+        # Before skills were keyed by their A2A id, their documents were named by the skill's name.
+        replaces=(skill_doc_id(agent.id, skill.name),) if skill.id is not None and skill.id != skill.name else (),
         title=skill.name,
         sections=(Section(description),) if description else (),
         path=agent.path,

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictStr, field_validator, model_validator
 
-from esbridge.ingest.json_lines import record_id
-from esbridge.ingest.jsonl import IdentifiedRecord, check_metadata_size, named_line
+from esbridge.ingest.json_lines import IdentifiedRecord, record_id
+from esbridge.ingest.jsonl import check_metadata_size, named_line
 from esbridge.text import is_blank
 
 EntityType = Literal["mcp_server", "virtual_server", "a2a_agent", "skill"]
@@ -50,6 +50,11 @@ class _Named(BaseModel):
     def line(self) -> str:
         return named_line(self.name, self.description)
 
+    @property
+    def key(self) -> str:
+        """What its document id ends with (``<server id>/tools/<key>``)."""
+        return self.name
+
     def same_as(self, other: _Named) -> bool:
         """Whether ``other`` gives the same content (the names compared stripped)."""
         return type(self) is type(other) and self.model_dump() == other.model_dump()
@@ -65,13 +70,38 @@ class RegistryTool(_Named):
 
 
 class RegistrySkill(_Named):
+    """An A2A skill. Its ``id`` (stable across renames, unlike its name) makes its document id when it has one, so
+    it is stripped of spaces at either end as a name is (``given_id`` keeps it as written)."""
+
     id: StrictStr | None = None
     tags: list[StrictStr] = []
+    _given_id: str | None = PrivateAttr(default=None)
 
     @field_validator("name")
     @classmethod
     def _visible_name(cls, value: str) -> str:
         return visible_name(value, "a skill name")
+
+    @field_validator("id")
+    @classmethod
+    def _visible_id(cls, value: str | None) -> str | None:
+        return None if value is None else visible_name(value, "a skill id")
+
+    @model_validator(mode="after")
+    def _stripped_id(self) -> RegistrySkill:
+        if self.id is not None and self.id != self.id.strip():
+            self._given_id, self.id = self.id, self.id.strip()
+        return self
+
+    @property
+    def given_id(self) -> str | None:
+        """The id as written, when it had spaces at either end."""
+        return self._given_id
+
+    @property
+    def key(self) -> str:
+        """What its document id ends with (``<agent id>/skills/<key>``): its id, else its name."""
+        return self.id if self.id is not None else self.name
 
 
 _ABSENT_WHEN_NULL = frozenset({"is_enabled", "isEnabled"})
@@ -82,6 +112,7 @@ class RegistryRecord(IdentifiedRecord):
     """One line of a registry source; see ``esbridge.ingest.registry``."""
 
     model_config = ConfigDict(extra="allow")
+    ID_FIELDS = ("id", "path")
 
     id: str
     entity_type: EntityType

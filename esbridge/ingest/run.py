@@ -158,7 +158,9 @@ def ingest(
         refuse_foreign_documents(engine, path, index, source, chunks)
         before = indexed_chunks(engine, index, source)
     stale = _stale_chunks(before, chunks, problems, report)
-    refuse_mass_delete(path, source, index, len(before), len(stale), options.max_delete_share)
+    renamed = {old for chunk in chunks if chunk.document for old in chunk.document.replaces}
+    removed = sum(1 for chunk_id in stale if doc_id_of(chunk_id) not in renamed)
+    refuse_mass_delete(path, source, index, len(before), removed, options.max_delete_share)
     todo = [chunk for chunk in chunks if model.reembed or _needs_write(chunk, before.get(chunk.chunk_id), embedder)]
     report.unchanged = len(chunks) - len(todo)
     report.warnings.extend(_document_warnings(warned, {chunk.doc_id for chunk in todo}))

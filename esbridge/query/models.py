@@ -331,7 +331,8 @@ class SearchDetails(BaseModel):
     top_k: int = Field(default=0, description="candidates each retriever was asked for")
     timings_ms: dict[str, float] = Field(
         default_factory=dict,
-        description="milliseconds per step of the whole search: embed, bm25, knn, msearch, native, graph, rerank; "
+        description="milliseconds per step of the whole search: embed, bm25, knn, msearch, native, graph, rerank, "
+        "grouping; "
         "a step of every retrieval round (rounds) counts the sum of them",
     )
     rounds: int = Field(

@@ -38,7 +38,7 @@ from esbridge.query.field_roles import features_off, searched_fields
 from esbridge.query.fusion import FusionContext, fuse, get_fusion
 from esbridge.query.graph import GraphOptions, with_neighbors
 from esbridge.query.graph_reader import LinkReader
-from esbridge.query.grouping import grouped
+from esbridge.query.grouping import Grouping, grouped
 from esbridge.query.model_check import ModelGuard
 from esbridge.query.models import (
     NativeDetails,
@@ -49,7 +49,7 @@ from esbridge.query.models import (
 from esbridge.query.native.choice import NativeChoice, Refusals, choose_native, zero_weighted
 from esbridge.query.notes import Notes
 from esbridge.query.outcome import added, decided_choice, deeper, explained, lost, search_mode
-from esbridge.query.planning import Plan, plan_search, query_cut, weights_for_runs
+from esbridge.query.planning import Plan, plan_search, query_cut, search_time_s, weights_for_runs
 from esbridge.query.query_vectors import QueryVectors
 from esbridge.query.recency import apply_recency, read_dates, rule_from
 from esbridge.query.rerank import Reranker, rerank, rerank_text
@@ -171,8 +171,13 @@ class HybridSearcher:
         scores, trail, doc_of, notes = await self._graph(request, scores, trail, doc_of, notes)
         scores, trail, notes = await self._rerank(request, scores, trail, notes)
         final, trail = self._shape(request, scores, trail, doc_of)
-        groups, grouping = await grouped(self.engine, self.index, scores, trail.sources, request.top_n, request.group)
-        notes = notes.add(grouping)
+        grouping = Grouping()
+        if request.group:
+            left = started + search_time_s(self.pipeline, self.reranker is not None) - time.perf_counter()
+            grouping = await grouped(
+                self.engine, self.index, scores, trail.sources, request.top_n, fields=self.fields, timeout_s=left
+            )
+        notes = notes.add(*grouping.warnings, timings=grouping.timings)
         response = SearchResponse(
             query=request.query,
             search_mode=mode,
@@ -180,7 +185,7 @@ class HybridSearcher:
             warnings=[*(problem for problem in (self.model_problem, mismatch) if problem), *off.asked, *notes.warnings],
             partial=retrieved.partial,
             results=[build_hit(item, score, trail, explain=request.explain) for item, score in final.items()],
-            groups=groups,
+            groups=grouping.groups,
             details=SearchDetails(
                 fusion=plan.method_name,
                 top_k=plan.top_k,

@@ -13,7 +13,7 @@ from esbridge.config.pipeline import PipelineSettings
 from esbridge.engines.base import Dialect
 from esbridge.query import bodies
 from esbridge.query.fusion import get_fusion, traits_of
-from esbridge.query.grouping import GROUP_FIELDS
+from esbridge.query.grouping import group_fields
 from esbridge.query.models import SearchRequest
 from esbridge.query.retrievers import RetrievalContext
 from esbridge.text import some_of
@@ -55,7 +55,7 @@ def plan_search(
         top_k,
         request.filters,
         num_candidates,
-        source_fields=(*source_fields(fields, reads_texts), *(GROUP_FIELDS if request.group else ())),
+        source_fields=(*source_fields(fields, reads_texts), *(group_fields(fields) if request.group else ())),
         fields=fields,
         knn_types=tuple(pipeline.knn_per_type),
         k_per_type=pipeline.knn_k_per_type,
@@ -70,6 +70,13 @@ def plan_search(
         context,
         semantic_skipped=skipped,
     )
+
+
+def search_time_s(pipeline: PipelineSettings, reranks: bool) -> float:
+    """A search's time: its stages' own budgets added up (the query's embedding, the first retrieval round and the
+    deeper rounds' shared one, re-ranking when a re-ranker is configured). Grouping has what is left of it."""
+    retrieval = max(pipeline.timeout_s(name) for name in pipeline.retrievers)
+    return pipeline.embed_timeout_s + 2 * retrieval + (pipeline.rerank.timeout_s if reranks else 0.0)
 
 
 def source_fields(fields: FieldMap, reads_texts: bool) -> Sequence[str]:

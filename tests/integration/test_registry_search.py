@@ -10,15 +10,17 @@ from typing import Any
 import pytest
 
 from esbridge.config import Settings
+from esbridge.config.fields import FieldMap
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.engines import Engine, connect_async
+from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.grouping import RegistryGroups
-from esbridge.query.models import SearchRequest, SearchResponse
+from esbridge.query.models import Filters, SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
 from tests.support.data import REGISTRY as REGISTRY_DIR
 
@@ -184,14 +186,54 @@ def test_a_query_for_what_an_agents_skill_does_lists_the_skill_with_its_agent(
     # A2ABench's skill "Search": "Search questions by keyword or tag and return canonical citation URLs."
     request = SearchRequest(query="search developer questions by tag and get citation links", group=True)
 
-    async def run() -> RegistryGroups | None:
+    only_skills = request.model_copy(update={"filters": Filters(terms={"entity_type": ["skill"]})})
+
+    async def run(request: SearchRequest) -> RegistryGroups | None:
         client = connect_async(engine_settings, kind=engine_settings.engine)  # type: ignore[arg-type]
         try:
             return (await HybridSearcher(client, alias, embedder).search(request)).groups
         finally:
             await client.close()
 
-    groups = asyncio.run(run())
-    assert groups is not None
-    skill = next(hit for hit in groups.skills if hit.id == "a2a-registry:a2abench/skills/Search")
-    assert (skill.name, skill.agent_id, skill.agent_name) == ("Search", "a2a-registry:a2abench", "A2ABench")
+    for groups in (asyncio.run(run(request)), asyncio.run(run(only_skills))):
+        assert groups is not None
+        skill = next(hit for hit in groups.skills if hit.id == "a2a-registry:a2abench/skills/search")  # its A2A id
+        assert (skill.name, skill.agent_id, skill.agent_name) == ("Search", "a2a-registry:a2abench", "A2ABench")
+        # its agent is listed, brought in by the skill when the agent itself is no candidate
+        agent = next(hit for hit in groups.agents if hit.id == "a2a-registry:a2abench")
+        assert agent.name == "A2ABench" and agent.score >= skill.score
+
+
+def test_an_index_esbridge_did_not_write_is_grouped_through_its_field_map(
+    engine: Engine, engine_settings: Settings, index_name: str
+) -> None:
+    """The engines return the mapped type, title and parent fields a grouped answer reads, and the ids request
+    reads the tool's own record (its documents are no chunks)."""
+    keyword = {"type": "keyword"}
+    properties = {"name": {"type": "text"}, "text": {"type": "text"}, "kind": keyword, "server": keyword}
+    documents: dict[str, dict[str, Any]] = {
+        "jira": {"name": "Jira", "text": "jira tracker server", "kind": "mcp_server"},
+        "create": {"name": "create_issue", "text": "create a jira issue in the tracker", "kind": "tool",
+                   "server": "jira", "metadata": {"tool_description": "Create a Jira\nissue"}},
+        "n1": {"name": "note", "text": "a note on an issue of a magazine", "kind": "note"},
+    }  # fmt: skip
+    engine.create_index(index_name, {"mappings": {"properties": properties}})
+    engine.bulk(index_name, [BulkAction(op="index", id=key, document=doc) for key, doc in documents.items()])
+    engine.refresh(index_name)
+    fields = FieldMap(text={"name": 1.0, "text": 1.0}, content=["text"], title="name", type="kind", parent="server")
+
+    async def run() -> SearchResponse:
+        client = connect_async(engine_settings, kind=engine_settings.engine)  # type: ignore[arg-type]
+        try:
+            searcher = HybridSearcher(client, index_name, None, fields=fields)
+            return await searcher.search(SearchRequest(query="create jira issue tracker", top_n=5, group=True))
+        finally:
+            await client.close()
+
+    response = asyncio.run(run())
+    assert response.warnings == [] and response.groups is not None
+    [tool] = response.groups.tools
+    assert (tool.tool_name, tool.server_id, tool.description) == ("create_issue", "jira", "Create a Jira\nissue")
+    jira = next(server for server in response.groups.servers if server.id == "jira")
+    assert (jira.name, [match.tool_name for match in jira.matching_tools]) == ("Jira", ["create_issue"])
+    assert response.details.timings_ms["grouping"] > 0

@@ -232,7 +232,7 @@ def test_what_a_tool_or_skill_carries_besides_its_name_is_stored(tmp_path: Path)
     assert isinstance(read, Document)
     assert read.metadata["skill_records"] == agent["skills"]  # skill ids (to call one), tags and examples
     search = skills[0]
-    assert isinstance(search, Document) and search.doc_id == "a2a-registry:a2abench/skills/Search"
+    assert isinstance(search, Document) and search.doc_id == "a2a-registry:a2abench/skills/search"  # its A2A id
     assert search.metadata["skill_fields"] == {key: agent["skills"][0][key] for key in ("id", "tags", "examples")}
 
 

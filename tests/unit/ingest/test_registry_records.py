@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.ingest.jsonl import read_jsonl
 from esbridge.ingest.model import Document, Problem
 from esbridge.ingest.registry import read_registry
 from esbridge.ingest.run import IngestOptions, ingest
@@ -208,3 +209,26 @@ def test_a_record_whose_id_is_another_agents_skill_is_refused_naming_the_skill(t
         "document id 'travel/skills/Book' is already the id of skill 'Book' of record 'travel' (line 1); "
         "record skipped (change one of the ids)"
     )
+
+
+def test_a_record_id_with_outer_spaces_is_stripped_with_a_warning_as_a_name_is(tmp_path: Path) -> None:
+    records: list[dict[str, Any]] = [
+        {"id": " jira ", "name": "Jira", "tools": ["search"]},
+        {"path": "/slack\t", "name": "Slack"},  # the id defaults to the path
+        {"id": "ok", "name": "Ok"},
+    ]
+    found = [doc for doc in read_registry(write(tmp_path, records)) if isinstance(doc, Document)]
+    assert [doc.doc_id for doc in found] == ["jira", "jira/tools/search", "/slack", "ok"]
+    assert [doc.warnings for doc in found if doc.entity_type != "tool"] == [
+        ("id ' jira ' has spaces at either end: stored as 'jira'",),
+        ("id '/slack\\t' has spaces at either end: stored as '/slack'",),
+        (),
+    ]
+
+
+def test_a_jsonl_record_id_with_outer_spaces_is_stripped_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps({"id": "note-1 ", "title": "A note", "text": "words"}) + "\n", encoding="utf-8")
+    [doc] = list(read_jsonl(path))
+    assert isinstance(doc, Document) and doc.doc_id == "note-1"
+    assert doc.warnings == ("id 'note-1 ' has spaces at either end: stored as 'note-1'",)

@@ -18,6 +18,7 @@ from esbridge.mappings.schema import IndexParameters
 from esbridge.query.grouping import RegistryGroups
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
+from tests.support.data import REGISTRY, require
 from tests.support.hashing import HashingEmbedder
 
 # Long enough to be cut into several chunks, with the line breaks of a real tool's description.
@@ -156,3 +157,26 @@ def test_a_tool_of_an_index_esbridge_did_not_write_shows_its_own_record(tmp_path
     )
     jira = next(server for server in response.groups.servers if server.id == "jira")
     assert [match.description for match in jira.matching_tools] == ["Create a  Jira\nissue"]
+
+
+def test_a_matched_tool_of_the_real_registry_brings_its_server(tmp_path: Path) -> None:
+    lines = require(REGISTRY / "servers.jsonl").read_text(encoding="utf-8").splitlines()
+    gateway = [line for line in lines if '"collection": "mcp-gateway-registry"' in line]
+    path = tmp_path / "servers.jsonl"
+    path.write_text("".join(line + "\n" for line in gateway), encoding="utf-8")
+    engine = EmbeddedEngine(tmp_path / "db")
+    try:
+        manager = IndexManager(engine, "registry", IndexParameters(dimension=HashingEmbedder().dimension))
+        options = IngestOptions(source_format="registry", source="registry")
+        assert ingest(path, engine=engine, manager=manager, embedder=HashingEmbedder(), options=options).failed == []
+        searcher = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "registry", HashingEmbedder())
+        only_tools = Filters(terms={"entity_type": ["tool"]})  # so no server is a candidate itself
+        request = SearchRequest(query="jira_get_transitions", group=True, filters=only_tools)
+        response = asyncio.run(searcher.search(request))
+    finally:
+        engine.close()
+    assert response.groups is not None and response.warnings == []
+    assert response.groups.tools[0].tool_name == "jira_get_transitions"
+    atlassian = next(server for server in response.groups.servers if server.path == "/atlassian")
+    assert atlassian.name == "Atlassian" and atlassian.score == response.groups.tools[0].score
+    assert "jira_get_transitions" in [match.tool_name for match in atlassian.matching_tools]
