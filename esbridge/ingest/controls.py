@@ -1,5 +1,7 @@
 """Control characters in text to index: each C0 control other than tab, line feed and carriage return (NUL,
-bell, form feed, ...) becomes a space, and the source is told how many were replaced.
+bell, escape, ...) becomes a space, and the source is told how many were replaced. A vertical tab or form feed
+becomes a space without a word: both are white space (Unicode's and the engines' analyzers'), and pasted text
+has them (a word processor's line break is a vertical tab), so the text reads and is searched as before.
 
 A space, not nothing: the engines' analyzers split words at such a character (OpenSearch's standard analyzer
 reads ``hello<NUL>world`` as ``hello`` and ``world``), so a space keeps every word searchable as it was, where
@@ -16,12 +18,14 @@ from dataclasses import replace
 
 from esbridge.ingest.model import Section
 
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f]")
+_SPACE = re.compile("[\x0b\x0c]")
 
 
 def without_controls(text: str) -> tuple[str, int]:
-    """``text`` with each control character (see the module docstring) replaced by a space, and how many were."""
-    return _CONTROL.subn(" ", text)
+    """``text`` with each control character (see the module docstring) replaced by a space, and how many were
+    (vertical tabs and form feeds not counted)."""
+    return _CONTROL.subn(" ", _SPACE.sub(" ", text))
 
 
 def controls_warning(count: int, where: str) -> str:

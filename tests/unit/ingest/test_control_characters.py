@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.ingest.controls import without_controls
 from esbridge.ingest.jsonl import read_jsonl
 from esbridge.ingest.model import Document
 from esbridge.ingest.run import IngestOptions, ingest
@@ -95,3 +96,9 @@ def test_control_characters_in_a_records_tools_and_fields_written_as_text_become
     )
     assert doc.metadata["vendor"] == "Acme\u0000Pumps"
     assert doc.metadata["tool_records"] == [{"name": "t", "description": "a\u0007b"}]
+
+
+def test_a_vertical_tab_or_form_feed_becomes_a_space_without_a_warning() -> None:
+    # Pasted chat and word processors' line breaks: white space already, so nothing to warn about.
+    assert without_controls("Reset\x0bthe pump.\x0cNext page\x00end") == ("Reset the pump. Next page end", 1)
+    assert without_controls("line\x0bbreak") == ("line break", 0)
