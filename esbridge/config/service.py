@@ -3,11 +3,45 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode
+
+
+def host_name(entry: str) -> str:
+    """An ``allowed_hosts`` entry as the Host check compares it: lower case, no trailing dot, an IPv6 address without
+    brackets; ``*.example.com`` stands for every name under ``example.com``. Anything else is refused, saying why."""
+    name = entry.strip().lower().removesuffix(".")
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    problem = None
+    if not name or name == "*" or name == "*.":
+        problem = "names no host (a Host check that lets every name through guards against nothing)"
+    elif "://" in name or "/" in name:
+        problem = "is a URL: give the host name alone (search.example.com)"
+    elif ":" in name and not _is_ip(name):
+        problem = "has a port: give the host name alone (the check ignores the port)"
+    elif not _is_ip(name):
+        labels = name.removeprefix("*.").split(".")
+        if "*" in name.removeprefix("*.") or not all(_LABEL.fullmatch(label) for label in labels):
+            problem = "is not a host name (letters, digits and hyphens in dot-separated labels, or *.domain)"
+    if problem is not None:
+        raise ValueError(f"service.allowed_hosts entry {entry!r} {problem}")
+    return name
+
+
+_LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 class _Section(BaseModel):
@@ -42,6 +76,10 @@ class ServiceSettings(_Section):
     open_reads: bool = Field(
         default=False, description="searches and metrics need no key even on a non-loopback host (trusted network)"
     )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="host names a request's Host header may name besides loopback ones (the DNS rebinding check)",
+    )
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list, description="none: CORS off")
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=256 * 1024 * 1024)
     max_query_chars: int = Field(default=1024, ge=1, le=4096)
@@ -54,6 +92,12 @@ class ServiceSettings(_Section):
     max_concurrency: int = Field(default=4, ge=1, le=1024, description="requests to /v1/* processed at once")
     max_queue: int = Field(default=8, ge=0, le=100_000, description="requests waiting for a slot; more get 429")
     queue_timeout_s: float = Field(default=2.0, gt=0, le=600, description="longest wait for a slot before 429")
+    max_connections_per_client: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="connections open at once per client address; none: 4 x (max_concurrency + max_queue)",
+    )
     rate_limit_per_s: float = Field(default=60.0, ge=0, le=1e6, description="per key (or client) token bucket; 0: off")
     rate_limit_burst: int = Field(default=120, ge=1, le=1_000_000, description="the bucket's size")
     refresh: Literal["false", "wait_for", "true"] = Field(
@@ -65,10 +109,15 @@ class ServiceSettings(_Section):
     access_log: bool = Field(default=True, description="one JSON line per request on the esbridge.access logger")
     log_queries: bool = Field(default=False, description="access log lines carry the search query text")
 
-    @field_validator("api_keys", "cors_origins", mode="before")
+    @field_validator("api_keys", "cors_origins", "allowed_hosts", mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
         return _comma_list(value)
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, value: list[str]) -> list[str]:
+        return [host_name(entry) for entry in value]
 
     @field_validator("api_keys")
     @classmethod
@@ -109,6 +158,20 @@ class ServiceSettings(_Section):
             return ipaddress.ip_address(self.host.strip("[]")).is_loopback
         except ValueError:
             return False
+
+    @property
+    def connections_per_client(self) -> int:
+        """``max_connections_per_client``, else as many as bodies may arrive at once per client: 4 x (the requests
+        the service runs and queues)."""
+        if self.max_connections_per_client is not None:
+            return self.max_connections_per_client
+        return 4 * (self.max_concurrency + self.max_queue)
+
+    @property
+    def checks_host(self) -> bool:
+        """Whether a request's ``Host`` must name loopback or an allowed host (``esbridge.service.hosts``): where
+        reads need no key on loopback, and wherever ``allowed_hosts`` lists names."""
+        return bool(self.allowed_hosts) or (self.loopback and not self.reads_need_key)
 
     @property
     def reads_need_key(self) -> bool:

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ModelWrapValidatorHandler, PrivateAttr, model_validator
 
 from esbridge.errors import SourceError
+from esbridge.ids import refused_character
 from esbridge.ingest.json_values import describe_value, json_type, refuse_too_deep
 from esbridge.ingest.model import Problem
 
@@ -217,9 +218,14 @@ def spaced_id(data: Any, fields: Sequence[str]) -> str | None:
 
 
 def record_id(value: Any) -> str:
-    """A record id as a string: a non-empty string, or an integer (booleans are not integers)."""
+    """A record id as a string: a non-empty string, or an integer (booleans are not integers), trimmed, holding no
+    character ``esbridge.ids.refused_character`` refuses (its position counted in ``value`` as given)."""
     if isinstance(value, str) and value.strip():
-        return value.strip()
+        found = value.strip()
+        problem = refused_character(found, offset=len(value) - len(value.lstrip()))
+        if problem is not None:
+            raise ValueError(problem)
+        return found
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if isinstance(value, str):

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from esbridge.errors import EsbridgeWarning, SourceError
+from esbridge.ids import refused_character, shown_escaped
 from esbridge.ingest.controls import controls_warning, without_controls
 from esbridge.ingest.frontmatter import FRONTMATTER_TEXT, UNREADABLE, interpret_frontmatter, load_frontmatter
 from esbridge.ingest.links import (
@@ -193,6 +194,12 @@ def load_note(root: Path, path: str) -> NoteFile | Problem:
         shown = os.fsencode(path).decode("utf-8", "backslashreplace")
         reason = "the file name is not UTF-8, so it cannot be a document id; rename the file"
         return Problem(str(root / shown), reason, doc_id=note_id(shown))
+    problem = refused_character(note_id(path))
+    if problem is not None:  # shown escaped: printed as it is, the name could drive the terminal or read reversed
+        shown = shown_escaped(path)
+        return Problem(
+            str(root / shown), f"the file name, the note's id, {problem}; rename the file", doc_id=note_id(path)
+        )
     try:
         status = file.stat()
         if not stat.S_ISREG(status.st_mode):  # reading a named pipe waits for a writer that may never come

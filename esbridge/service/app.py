@@ -5,9 +5,9 @@ searcher, the embedding model loaded once in a worker thread at start-up). Uvico
 connections on SIGTERM/SIGINT and lets in-flight requests finish (up to ``service.shutdown_timeout_s``)
 before the lifespan closes the engine clients; SIGHUP reads the API keys file again.
 
-Middleware, outermost first: the request observer (request id, metrics, access log), the loopback host check
-(where reads need no key), CORS, the body limit (the whole body is read here, within ``request_timeout_s``),
-admission (rate limits and the concurrency gate), then the routes.
+Middleware, outermost first: the request observer (request id, metrics, access log), the host check (where
+reads need no key on loopback, or ``service.allowed_hosts`` lists names), CORS, the body limit (the whole body is
+read here, within ``request_timeout_s``), admission (rate limits and the concurrency gate), then the routes.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from esbridge.service import errors
 from esbridge.service.auth import KeyRing
 from esbridge.service.backend import opened
 from esbridge.service.cors import ServiceCORS
-from esbridge.service.hosts import LoopbackHost
+from esbridge.service.hosts import HostCheck, open_reads_warning
 from esbridge.service.limits import Admission, BodyLimit, ConcurrencyGate, TokenBuckets
 from esbridge.service.metrics import Metrics, RequestObserver, access_log
 from esbridge.service.routes import router
@@ -114,8 +114,12 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None, load_mod
             headers=["Authorization", "X-API-Key", "Content-Type"],
             on_refusal=lambda: metrics.errors.labels(kind="cors_refused").inc(),
         )
-    if not service.reads_need_key and service.loopback:  # see esbridge.service.hosts: DNS rebinding
-        app.add_middleware(LoopbackHost, on_refusal=lambda: metrics.errors.labels(kind="host_refused").inc())
+    if service.checks_host:  # see esbridge.service.hosts: DNS rebinding
+        app.add_middleware(
+            HostCheck,
+            allowed=service.allowed_hosts,
+            on_refusal=lambda: metrics.errors.labels(kind="host_refused").inc(),
+        )
     app.add_middleware(RequestObserver, metrics=metrics, log=service.access_log, queries=service.log_queries)
     return app
 
@@ -187,8 +191,18 @@ def server_config(app: FastAPI, settings: Settings, *, log_level: str = "info") 
         timeout_graceful_shutdown=math.ceil(settings.service.shutdown_timeout_s),  # whole seconds, at least 1
         proxy_headers=False,
         server_header=False,
-        http=header_deadline_protocol(settings.service.request_timeout_s),
+        http=header_deadline_protocol(
+            settings.service.request_timeout_s,
+            settings.service.connections_per_client,
+            on_refusal=lambda: refused_connection(app),
+        ),
     )
+
+
+def refused_connection(app: FastAPI) -> None:
+    metrics: Metrics = app.state.metrics
+    metrics.rejections.labels(reason="too_many_connections").inc()
+    metrics.errors.labels(kind="too_many_connections").inc()
 
 
 def check_address(host: str, port: int) -> None:
@@ -209,6 +223,15 @@ def check_address(host: str, port: int) -> None:
         ) from exc
 
 
+def start_warnings(settings: Settings, keys: KeyRing) -> list[str]:
+    """What ``serve`` logs at start-up: short API keys, and open reads off loopback without a Host check."""
+    service = settings.service
+    found = [keys.short_keys_warning()]
+    if not service.loopback:
+        found.append(open_reads_warning(service.host, service.allowed_hosts, service.reads_need_key))
+    return [warning for warning in found if warning is not None]
+
+
 def serve(settings: Settings, *, log_level: str = "info") -> None:
     """Run the sidecar with uvicorn until SIGTERM or SIGINT."""
     import uvicorn
@@ -216,8 +239,7 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
     app = create_app(settings)
     reload_keys_on_sighup(app.state.keys)
     _log_service_events(log_level)
-    warning = app.state.keys.short_keys_warning()
-    if warning is not None:
+    for warning in start_warnings(settings, app.state.keys):
         logging.getLogger("esbridge.service").warning(warning)
     if settings.service.access_log:
         _log_access_as_json_lines(log_level)

@@ -11,6 +11,7 @@ policy (``esbridge.service.writes``) before returning.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,8 +35,10 @@ from esbridge.service.writes import DOCUMENT_LOCKS, Cancellation, WriteControl, 
 
 # A request waits for its answer, so the engine gets a few quick retries, not ingest's long backoff.
 REQUEST_RETRY = RetryPolicy(attempts=3, initial_delay_s=0.2, max_delay_s=2.0)
-# Texts embedded per call between cancellation checks.
+# Texts embedded per call between cancellation checks: at most this many, and as many as take a quarter of the
+# grace a timed-out write has to stop (measured as it goes), so a write cut off while embedding stops in time.
 _EMBED_STEP = 64
+_FIRST_EMBED_STEP = 4
 # Link targets looked up per terms query, well below the engines' default index.max_terms_count (65,536).
 _LOOKUP_STEP = 10_000
 
@@ -153,6 +156,14 @@ def delete(
     return len(totals.succeeded)
 
 
+def _next_step(texts: int, took_s: float, grace_s: float) -> int:
+    """How many texts to embed next, ``texts`` having taken ``took_s``: as many as take a quarter of ``grace_s``
+    (at least 0.1 s), from 1 to ``_EMBED_STEP``."""
+    if took_s <= 0:
+        return _EMBED_STEP
+    return max(1, min(_EMBED_STEP, int(max(0.1, grace_s / 4) * texts / took_s)))
+
+
 def _refuse_several_targets(engine: Engine, index: str) -> None:
     """An alias over several indices (a rollback that added the old version back and left the new one) takes
     writes into its write index only while searches read them all: a deleted document would still be found."""
@@ -237,13 +248,19 @@ def _write(
     else:
         to_record = model_to_record_first(engine, index, embedder)  # vectors of two models must not mix in one index
         cut = unseen = 0
-        for start in range(0, len(flat), _EMBED_STEP):
-            cancel.check("embedding")
-            texts = [chunk.embedding_text for chunk in flat[start : start + _EMBED_STEP]]
+        start, step = 0, _FIRST_EMBED_STEP
+        while start < len(flat):
+            cancel.check(
+                "embedding" if start == 0 else f"embedding the rest ({start} of {len(flat)} chunks were embedded)"
+            )
+            texts = [chunk.embedding_text for chunk in flat[start : start + step]]
+            began = time.monotonic()
             found = passage_vectors(embedder, texts)
+            step = _next_step(len(texts), time.monotonic() - began, cancel.grace_s)
             vectors[start : start + len(texts)] = found
             cut += passages_cut(embedder, texts)
             unseen += seen_as_nothing(texts, found)
+            start += len(texts)
         if unseen:
             outcome.warnings.append(nothing_seen_warning(embedder, unseen))
         if cut:

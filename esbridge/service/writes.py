@@ -15,10 +15,11 @@ Refresh policy (``service.refresh``), as the engines' ``refresh`` parameter of b
 A write runs in a worker thread that checks a ``Cancellation`` between its steps. When the request
 times out, it is cancelled; a write stopped before it reached the engine wrote nothing and answers 504
 ``write_cancelled``. One that was past that point finishes (the rest is short: removing replaced chunks,
-becoming visible) and answers normally if it does so within ``service.write_cancel_grace_s``. A write
-that has not stopped by then (a step that cannot be interrupted, such as one embedding call, is still
-running) answers 504 ``write_still_running``; ``esbridge_writes_running_after_timeout`` counts it
-until it ends, and the log says how it ended.
+becoming visible) and answers normally if it does so within ``service.write_cancel_grace_s``. Embedding goes in
+steps sized to take a quarter of that grace (``esbridge.service.documents``), so a write cut off while embedding
+stops in time too. A write that has not stopped by then (a step that cannot be interrupted outlasted the grace:
+one text slower to embed than it, a wait for a busy embedding process) answers 504 ``write_still_running``;
+``esbridge_writes_running_after_timeout`` counts it until it ends, and the log says how it ended.
 
 The write's engine calls share its deadline (``esbridge.engines.call_deadline``): before it writes, the request's
 time; once it writes, the grace too. An engine that does not answer (a hung node) then stops the write at its

@@ -135,6 +135,20 @@ def test_a_file_name_that_is_not_utf8_is_a_problem_and_the_others_are_still_read
     assert "file name is not UTF-8" in problems[0].reason
 
 
+def test_a_file_name_holding_a_bidi_override_is_a_problem_shown_escaped(tmp_path: Path) -> None:
+    write_vault(tmp_path, {"good.md": "good", "invoice\u202egpj.md": "reads as invoicejpg.md", "a\x1bb.md": "esc"})
+    items = list(read_vault(tmp_path))
+    assert [item.doc_id for item in items if isinstance(item, Document)] == ["good"]
+    problems = sorted((item for item in items if isinstance(item, Problem)), key=lambda problem: problem.source)
+    assert [problem.source for problem in problems] == [f"{tmp_path}/a\\u001bb.md", f"{tmp_path}/invoice\\u202egpj.md"]
+    assert [problem.doc_id for problem in problems] == ["a\x1bb", "invoice\u202egpj"]  # what was indexed is kept
+    assert problems[0].reason.startswith(
+        "the file name, the note's id, holds the control character U+001B at position 1"
+    )
+    assert "U+202E (RIGHT-TO-LEFT OVERRIDE) at position 7" in problems[1].reason
+    assert all("\u202e" not in problem.reason and "\x1b" not in problem.reason for problem in problems)
+
+
 def test_a_byte_order_mark_is_not_content(tmp_path: Path) -> None:
     doc = one_note(tmp_path, "\ufeff---\ntitle: With BOM\n---\nText")
     assert doc.title == "With BOM"

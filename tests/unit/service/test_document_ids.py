@@ -3,6 +3,8 @@ what engines accept, and ids holding characters a URL path carries only escaped.
 
 from __future__ import annotations
 
+import pytest
+
 from esbridge.config import load_settings
 from esbridge.engines.embedded import EmbeddedEngine
 from tests.unit.service.conftest import KEY, ClientFactory
@@ -42,15 +44,36 @@ def test_a_document_whose_later_chunk_ids_are_too_long_is_refused_whole_and_its_
     assert stored_chunks(doc_id) == {f"{doc_id}#0": "kestrel"}
 
 
-def test_a_document_whose_id_holds_a_line_break_can_be_deleted(make_client: ClientFactory) -> None:
+@pytest.mark.parametrize(
+    ("doc_id", "path", "named"),
+    [
+        ("nul\x00id", "nul%00id", "the control character U+0000 at position 3"),
+        ("two\nlines", "two%0Alines", "the control character U+000A at position 3"),
+        ("esc\x1b[2J", "esc%1B%5B2J", "the control character U+001B at position 3"),
+        ("c1\u009bx", "c1%C2%9Bx", "the control character U+009B at position 2"),
+        ("invoice\u202egpj.exe", "invoice%E2%80%AEgpj.exe", "the bidirectional formatting character U+202E"),
+    ],
+)
+def test_an_id_with_a_control_or_bidi_character_is_refused_naming_its_position_and_never_echoed(
+    make_client: ClientFactory, doc_id: str, path: str, named: str
+) -> None:
     client = make_client(api_keys=[KEY])
-    written = client.post("/v1/documents", json={"documents": [{"id": "two\nlines", "text": "x"}]}, headers=WRITE)
-    assert written.json()["results"][0]["status"] == "ok"
-    client.post("/v1/documents", json={"documents": [{"id": "two", "text": "y"}]}, headers=WRITE)
-    deleted = client.delete("/v1/documents/two%0Alines", headers=WRITE)
-    assert deleted.status_code == 200, deleted.text
-    assert deleted.json() == {"id": "two\nlines", "deleted_chunks": 1}
-    assert stored_chunks("two") == {"two#0": "y"}
+    documents = [{"id": "fine", "text": "kept"}, {"id": doc_id, "text": "refused"}]
+    answer = client.post("/v1/documents", json={"documents": documents}, headers=WRITE)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert (body["written"], body["failed"]) == (1, 1)
+    refused = body["results"][1]
+    assert (refused["position"], refused["id"], refused["status"]) == (1, None, "error")
+    assert refused["error"].startswith(f"field 'id': holds {named}")
+    assert doc_id not in answer.text and doc_id[-4:] not in answer.content.decode()  # neither whole nor its tail
+    assert stored_chunks(doc_id) == {}
+    deleted = client.delete(f"/v1/documents/{path}", headers=WRITE)
+    assert deleted.status_code == 422, deleted.text
+    error = deleted.json()["error"]
+    assert error["fields"][0]["field"] == "path.doc_id"
+    assert error["fields"][0]["message"].startswith(f"holds {named}")
+    assert doc_id not in deleted.text
 
 
 def test_a_delete_trims_the_id_as_the_upsert_did(make_client: ClientFactory) -> None:

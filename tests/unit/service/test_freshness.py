@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
@@ -109,25 +110,34 @@ def test_true_refreshes_and_false_does_nothing() -> None:
 
 
 class SlowOnTides(HashingEmbedder):
-    """Embedding anything about tides takes ``delay_s``; queries stay fast."""
+    """Embedding anything about tides takes ``delay_s``, or until ``release`` is set; queries stay fast."""
 
     def __init__(self, delay_s: float) -> None:
         self.delay_s = delay_s
+        self.started, self.release = threading.Event(), threading.Event()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if any("Tidal" in text for text in texts):
-            time.sleep(self.delay_s)
+            self.started.set()
+            self.release.wait(self.delay_s)
         return super().embed(texts)
 
 
+# The steps before embedding (reading the index, chunking) get the request's 1 s: on a machine under a load of 8
+# to 10 they took more than the 0.2 s these tests once gave them, and the write stopped before "embedding".
+TIMEOUT_S = 1.0
+
+
 def test_a_timed_out_upsert_is_stopped_before_it_writes(make_client: ClientFactory) -> None:
-    client = make_client(embedder=SlowOnTides(0.5), api_keys=[KEY], request_timeout_s=0.2, write_cancel_grace_s=2.0)
-    client.get("/readyz")  # connected before: on a loaded machine connecting alone took the 0.2 s ("timeout")
+    embedder = SlowOnTides(TIMEOUT_S + 0.5)  # past the deadline, well within the grace
+    client = make_client(embedder=embedder, api_keys=[KEY], request_timeout_s=TIMEOUT_S, write_cancel_grace_s=5.0)
+    client.get("/readyz")  # connected before: connecting counts against the request's time
     answer = client.post("/v1/documents", json={"documents": [TIDES]}, headers={"X-API-Key": KEY})
+    assert embedder.started.is_set(), "the write had not begun embedding by its deadline"
     assert answer.status_code == 504
     assert answer.json()["error"]["kind"] == "write_cancelled"
     assert answer.json()["error"]["message"] == (
-        "the upsert did not finish within 0.2 s (service.request_timeout_s) and was stopped before writing: "
+        "the upsert did not finish within 1 s (service.request_timeout_s) and was stopped before writing: "
         "nothing was written; it is safe to send it again"
     )
     assert found(client)[0] == []  # the index was created, but nothing was written to it
@@ -137,12 +147,15 @@ def test_a_timed_out_upsert_that_does_not_stop_in_its_grace_is_reported_as_still
     make_client: ClientFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level("INFO", logger="esbridge.service")
-    client = make_client(embedder=SlowOnTides(0.6), api_keys=[KEY], request_timeout_s=0.2, write_cancel_grace_s=0)
-    client.get("/readyz")  # connected before: on a loaded machine connecting alone took the 0.2 s ("timeout")
+    embedder = SlowOnTides(60.0)  # embeds until released, after the answer
+    client = make_client(embedder=embedder, api_keys=[KEY], request_timeout_s=TIMEOUT_S, write_cancel_grace_s=0)
+    client.get("/readyz")  # connected before: connecting counts against the request's time
     answer = client.post("/v1/documents", json={"documents": [TIDES]}, headers={"X-API-Key": KEY})
+    assert embedder.started.is_set(), "the write had not begun embedding by its deadline"
     assert answer.status_code == 504
     assert answer.json()["error"]["kind"] == "write_still_running"
     assert "esbridge_writes_running_after_timeout 1.0" in client.get("/metrics").text
+    embedder.release.set()
     deadline = time.monotonic() + 10
     while "esbridge_writes_running_after_timeout 0.0" not in client.get("/metrics").text:
         assert time.monotonic() < deadline, "the write never ended"

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import httpx
 import pytest
 
+from esbridge.service import app as app_module
 from esbridge.service.app import create_app
 from esbridge.service.limits import ConcurrencyGate, TokenBuckets, refill
 from tests.support.hashing import HashingEmbedder
@@ -107,7 +109,12 @@ def test_a_waiter_cancelled_as_its_slot_arrives_passes_the_slot_on() -> None:
     assert asyncio.run(scenario()) == (0, 0)
 
 
-def test_a_key_over_its_rate_gets_429_with_retry_after(make_client: ClientFactory) -> None:
+def test_a_key_over_its_rate_gets_429_with_retry_after(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The buckets' clock stands still: the two writes refill nothing however long they take. With the real clock, a
+    # loaded machine that spent a second on them had refilled half a token, and the wait was rightly 1 s, not 2.
+    monkeypatch.setattr(app_module, "TokenBuckets", partial(TokenBuckets, clock=lambda: 0.0))
     client = make_client(api_keys=[KEY, OTHER_KEY], rate_limit_per_s=0.5, rate_limit_burst=2)
     bodies = [{"documents": [record]} for record in RECORDS]
     answers = [client.post("/v1/documents", json=body, headers={"X-API-Key": KEY}) for body in bodies]
