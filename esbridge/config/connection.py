@@ -94,23 +94,3 @@ class _EncryptedKey(Exception):
 
 def _no_passphrase() -> str:
     raise _EncryptedKey
-
-
-def redact_url(url: str) -> str:
-    """``url`` safe to print and log: without any ``user:password@`` part (everything up to the last '@', which
-    also hides a password whose unencoded '/', '?' or '#' keeps urllib from reading it as one), and with a query
-    string or fragment replaced by ``REDACTED``: tokens (``?token=``, ``?api_key=``) are put there too. The
-    scheme, host, port and path stay readable."""
-    scheme, separator, rest = url.partition("://")
-    if not separator:
-        scheme, rest = "", url
-    rest = rest.rpartition("@")[2]
-    for mark in ("?", "#"):
-        head, found, _ = rest.partition(mark)
-        if found:
-            rest = f"{head}{mark}{REDACTED}"
-    return f"{scheme}{separator}{rest}"
-
-
-REDACTED = "**********"
-"""What stands in a printed URL for its query string or fragment."""

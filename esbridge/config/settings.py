@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
@@ -29,9 +29,10 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from esbridge.config.connection import AuthSettings, TlsSettings, redact_url
+from esbridge.config.connection import AuthSettings, TlsSettings
 from esbridge.config.embedding import HASH_CACHE_ENV, MODELS_DIR_ENV
 from esbridge.config.embedding import EmbeddingSettings as EmbeddingSettings  # re-exported
+from esbridge.config.engine_url import checked_url, credentials_out_of_url, redact_url, warn_if_sent_in_clear
 from esbridge.config.environment import nearest_setting, warn_unknown_variables
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.file_secrets import warn_if_readable_by_others
@@ -71,6 +72,12 @@ class Settings(BaseSettings):
     )
     timeout_s: float = Field(default=10.0, gt=0, le=600)
     retries: int = Field(default=3, ge=0, le=20)
+    reindex_stall_timeout_s: float = Field(
+        default=3600.0,
+        gt=0,
+        le=86400,
+        description="a server-side reindex copy that makes no progress for this long is cancelled",
+    )
     auth: AuthSettings = AuthSettings()
     tls: TlsSettings = TlsSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
@@ -120,23 +127,7 @@ class Settings(BaseSettings):
     @field_validator("url")
     @classmethod
     def _url_is_http(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        value = value.strip().rstrip("/")
-        parts = urlsplit(value)
-        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"url must look like http(s)://host:port, got {redact_url(value)!r}")
-        if "@" in f"{parts.path}{parts.query}{parts.fragment}":
-            # A password holding '/', '?' or '#' ends the host part early, so urllib never sees it as one.
-            raise ValueError(
-                "url has an '@' after its host part, as when a password in it holds '/', '?' or '#': "
-                "percent-encode those (%2F, %3F, %23) or set auth.password instead"
-            )
-        try:
-            parts.port  # noqa: B018 - urllib checks the port only when it is read
-        except ValueError:
-            raise ValueError(f"url has no valid port (a number in 1..65535): {redact_url(value)!r}") from None
-        return value
+        return checked_url(value)
 
     @field_validator("index")
     @classmethod
@@ -151,25 +142,7 @@ class Settings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _credentials_out_of_url(cls, data: Any) -> Any:
-        # user:pass@ in a URL would be echoed in every error message; move it into auth instead.
-        if not isinstance(data, dict) or not isinstance(data.get("url"), str) or "@" not in data["url"]:
-            return data  # (without credentials, a url urllib cannot split is left to the url validator to name)
-        try:
-            parts = urlsplit(data["url"].strip())
-        except ValueError:  # an unclosed '[': the url validator names the field and where it was set
-            return data
-        if parts.username is None:
-            return data
-        auth = dict(data.get("auth") or {})
-        if auth.get("username") or auth.get("api_key") or (parts.password is not None and auth.get("password")):
-            raise ValueError("credentials are given both in the URL and in auth settings")
-        auth["username"] = unquote(parts.username)
-        if parts.password is not None:
-            auth["password"] = unquote(parts.password)
-        # The host and port as written: reading parts.port here would raise on a bad port before the
-        # url validator can name the field.
-        netloc = parts.netloc.rpartition("@")[2]
-        return {**data, "url": urlunsplit(parts._replace(netloc=netloc)), "auth": auth}
+        return credentials_out_of_url(data)
 
     @model_validator(mode="after")
     def _engine_matches_auth(self) -> Settings:
@@ -212,6 +185,11 @@ class Settings(BaseSettings):
             _ShorthandEnv(settings_cls),
             TomlConfigSettingsSource(settings_cls),
         )
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # repr and str: a URL that did not pass the url validator (model_copy, model_construct) may hold secrets.
+        for name, value in super().__repr_args__():
+            yield name, redact_url(value) if name == "url" and isinstance(value, str) else value
 
     @property
     def display_url(self) -> str:
@@ -293,7 +271,8 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
 
     An explicitly named config file (argument or ``$ESBRIDGE_CONFIG``) must exist; the default
     ``./esbridge.toml`` is optional. A ``SettingsWarning`` names each ``ESBRIDGE_*`` variable no setting reads,
-    and a settings file holding secrets that group or others may read.
+    a settings file holding secrets that group or others may read, and the host that credentials would reach
+    over plain http (not this machine's).
     """
     warn_unknown_variables(os.environ, Settings, also_read=ALSO_READ)
     explicit = config_file if config_file is not None else os.environ.get(CONFIG_FILE_ENV) or None
@@ -307,7 +286,7 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
 
     given = {key: value for key, value in overrides.items() if value is not None}
     try:
-        return _FromFile(**given)
+        settings = _FromFile(**given)
     except ValidationError as exc:
         in_file = TomlConfigSettingsSource(_FromFile).toml_data if path.is_file() else {}
         raise ConfigError(_describe(exc, path, given, in_file)) from exc
@@ -315,6 +294,8 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
         raise ConfigError(f"invalid settings: {exc}") from exc
     except (OSError, ValueError) as exc:  # unreadable file, malformed TOML
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    warn_if_sent_in_clear(settings.url, settings.auth)
+    return settings
 
 
 def _describe(exc: ValidationError, path: Path, given: dict[str, Any], in_file: dict[str, Any]) -> str:

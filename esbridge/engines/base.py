@@ -186,8 +186,10 @@ class Engine(Protocol):
         count of what answered with ``SearchResult.partial``)."""
         ...
 
-    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
-        """Copy every document from ``source`` to ``dest`` on the server; return how many were copied."""
+    def reindex(self, source: str, dest: str, *, timeout_s: float | None = None) -> int:
+        """Copy every document from ``source`` to ``dest`` on the server; return how many were copied. A server-side
+        copy that makes no progress for ``timeout_s`` (default: the ``reindex_stall_timeout_s`` setting) is cancelled
+        and raises ``EngineTimeout``."""
         ...
 
     def scan(

@@ -116,6 +116,7 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
         self._client = client or Elasticsearch(**client_options(settings), node_class=CheckedUrllib3Node)
         self._routing = SearchRouting(settings.search)
         self._timeout = no_answer(settings.timeout_s, settings.retries)
+        self._reindex_stall_s = settings.reindex_stall_timeout_s
 
     @property
     def dialect(self) -> Dialect:
@@ -266,7 +267,7 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
             answer = self._client.count(index=index).body
         return responses.counted(answer, url=self._url, index=index)
 
-    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
+    def reindex(self, source: str, dest: str, *, timeout_s: float | None = None) -> int:
         with self._call("reindex", dest):
             task = self._client.reindex(source={"index": source}, dest={"index": dest}, wait_for_completion=False).body[
                 "task"
@@ -280,7 +281,8 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
                 )
                 result = paging.wait_for_task(
                     lambda: self._client.tasks.get(task_id=task).body,
-                    timeout_s=timeout_s,
+                    timeout_s=self._reindex_stall_s if timeout_s is None else timeout_s,
+                    setting=paging.STALL_SETTING if timeout_s is None else None,
                     url=self._url,
                     operation="reindex",
                     index=dest,

@@ -52,6 +52,7 @@ class OpenSearchEngine(paging.ScanBySearch, Translating):
         self._client = client or OpenSearch(**client_options(settings), connection_class=CheckedUrllib3Connection)
         self._routing = SearchRouting(settings.search)
         self._timeout = no_answer(settings.timeout_s, settings.retries)
+        self._reindex_stall_s = settings.reindex_stall_timeout_s
 
     @property
     def dialect(self) -> Dialect:
@@ -185,7 +186,7 @@ class OpenSearchEngine(paging.ScanBySearch, Translating):
             answer = self._client.count(index=index)
         return responses.counted(answer, url=self._url, index=index)
 
-    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
+    def reindex(self, source: str, dest: str, *, timeout_s: float | None = None) -> int:
         with self._call("reindex", dest):
             task = self._client.reindex(
                 body={"source": {"index": source}, "dest": {"index": dest}}, wait_for_completion=False
@@ -199,7 +200,8 @@ class OpenSearchEngine(paging.ScanBySearch, Translating):
                 )
                 result = paging.wait_for_task(
                     lambda: self._client.tasks.get(task_id=task),
-                    timeout_s=timeout_s,
+                    timeout_s=self._reindex_stall_s if timeout_s is None else timeout_s,
+                    setting=paging.STALL_SETTING if timeout_s is None else None,
                     url=self._url,
                     operation="reindex",
                     index=dest,

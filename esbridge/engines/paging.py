@@ -66,12 +66,23 @@ def pages(
         after = page.raw["hits"]["hits"][-1]["sort"]
 
 
+STALL_SETTING = "reindex_stall_timeout_s"
+"""The setting that bounds how long a server-side reindex may go without progress."""
+
+
 def wait_for_task(
-    poll: Callable[[], Mapping[str, Any]], *, timeout_s: float, url: str, operation: str, index: str
+    poll: Callable[[], Mapping[str, Any]],
+    *,
+    timeout_s: float,
+    url: str,
+    operation: str,
+    index: str,
+    setting: str | None = None,
 ) -> Mapping[str, Any]:
     """Poll a server task until it completes; its ``response`` (or an empty mapping) is returned. A task that ended
     in an error (its ``error``: the source gone, a search that failed) raises it. ``timeout_s`` bounds the time
-    without progress, not the task's whole run: copying millions of documents takes hours."""
+    without progress, not the task's whole run: copying millions of documents takes hours. ``setting``: the
+    setting ``timeout_s`` comes from, named in the error."""
     deadline = time.monotonic() + timeout_s
     delay = 0.2
     progress: tuple[int, ...] | None = None
@@ -91,8 +102,9 @@ def wait_for_task(
             progress, deadline = counts, time.monotonic() + timeout_s
         elif time.monotonic() > deadline:
             done = f" ({sum(counts[1:])} of {counts[0]} documents done)" if len(counts) > 1 else ""
+            raise_it = f"; raise {setting} (ESBRIDGE_{setting.upper()}) to wait longer" if setting else ""
             raise EngineTimeout(
-                f"the server's task made no progress for {timeout_s:.0f}s{done}",
+                f"the server's task made no progress for {timeout_s:g}s{done}{raise_it}",
                 url=url,
                 operation=operation,
                 index=index,

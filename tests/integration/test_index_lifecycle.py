@@ -52,7 +52,7 @@ class DuringTheCopy:
         if meanwhile is not None:
             meanwhile()
 
-    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
+    def reindex(self, source: str, dest: str, *, timeout_s: float | None = None) -> int:
         self._copy_starts()
         return self._engine.reindex(source, dest, timeout_s=timeout_s)
 

@@ -93,3 +93,22 @@ def test_only_the_other_tasks_copying_into_the_new_version_are_cancelled() -> No
     cancelled: list[str] = []
     paging.cancel_duplicates(listing, "a:1", "notes-v2", cancelled.append)
     assert cancelled == ["a:2", "b:1"]
+
+
+def test_a_stall_names_the_setting_that_bounds_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(paging, "time", Clock())
+    answers = [running(1_000), *[running(1_000)] * 3]
+    with pytest.raises(EngineTimeout) as stalled:
+        wait_for_task(
+            polls(*answers),
+            timeout_s=900,
+            url="http://e",
+            operation="reindex",
+            index="n-v2",
+            setting=paging.STALL_SETTING,
+        )
+    assert str(stalled.value).startswith(
+        "reindex failed on http://e, index 'n-v2': the server's task made no progress for 900s "
+        "(1000 of 5000000 documents done); raise reindex_stall_timeout_s (ESBRIDGE_REINDEX_STALL_TIMEOUT_S) to wait "
+        "longer"
+    )

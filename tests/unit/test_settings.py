@@ -187,7 +187,7 @@ def test_the_url_scheme_is_case_insensitive() -> None:
 
 
 def test_secrets_are_never_printed() -> None:
-    settings = load_settings(url="http://u:topsecret@h:9200", embedding={"batch_size": 4})
+    settings = load_settings(url="https://u:topsecret@h:9200", embedding={"batch_size": 4})
     keyed = load_settings(auth={"api_key": "apikeysecret"})
     for text in (repr(settings), str(settings), str(settings.redacted()), settings.model_dump_json()):
         assert "topsecret" not in text

@@ -265,7 +265,7 @@ class EmbeddedEngine(paging.ScanBySearch):
         with self._call("count", index), self._store.read():
             return sum(self._store.count(record.id) for record in self._concrete(index, "count"))
 
-    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
+    def reindex(self, source: str, dest: str, *, timeout_s: float | None = None) -> int:
         operation = "reindex"
         with self._writing(operation, dest):
             origin = self._one(source, operation)

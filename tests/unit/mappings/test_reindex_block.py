@@ -111,7 +111,7 @@ class CopyRefused:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._engine, name)
 
-    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
+    def reindex(self, source: str, dest: str, *, timeout_s: float | None = None) -> int:
         self._engine.set_write_block(dest, True)
         return self._engine.reindex(source, dest, timeout_s=timeout_s)
 
@@ -155,7 +155,7 @@ class Overtaken:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._engine, name)
 
-    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
+    def reindex(self, source: str, dest: str, *, timeout_s: float | None = None) -> int:
         IndexManager(self._engine, "notes", PARAMS).reindex()
         return self._engine.reindex(source, dest, timeout_s=timeout_s)
 
@@ -178,7 +178,7 @@ class InterruptedWhileAnotherCopies:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._engine, name)
 
-    def reindex(self, source: str, dest: str, *, timeout_s: float = 3600.0) -> int:
+    def reindex(self, source: str, dest: str, *, timeout_s: float | None = None) -> int:
         body = IndexManager(self._engine, "notes", PARAMS).body_carrying_model(source)
         self._engine.create_index("notes-v3", body)
         raise KeyboardInterrupt
