@@ -38,7 +38,7 @@ def without_path(source: Mapping[str, Any], path: list[str]) -> dict[str, Any]:
 def indexed_value(field: Field, value: Any) -> Any:
     """The value a filter compares: keywords as text, dates as epoch milliseconds, numbers and booleans as numbers."""
     if field.type == "date":
-        return parse_date(value)
+        return parse_date(value, field.date_format)
     if field.type == "boolean":
         return 1 if value in (True, "true") else 0
     if field.type in NUMERIC:
