@@ -1,5 +1,5 @@
 """A date field's ``format`` on the embedded engine: the values it takes, the moment each stands for, and the
-bounds of ranges on it (tests/integration/test_embedded_date_parity.py compares them with the clusters)."""
+bounds of ranges on it (tests/integration/test_embedded_parity.py compares them with the clusters)."""
 
 from __future__ import annotations
 

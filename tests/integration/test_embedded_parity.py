@@ -1,5 +1,6 @@
-"""The embedded engine reads a date field's ``format`` and a range's as OpenSearch does: the same documents are
-taken, and the same ranges find the same documents (the same on Elasticsearch where it agrees)."""
+"""The embedded engine reads values as OpenSearch does: a date field's ``format`` and a range's, and a fraction
+written to a whole-number field. The same documents are taken, and the same queries find the same documents (the
+same on Elasticsearch where it agrees)."""
 
 from __future__ import annotations
 
@@ -107,3 +108,34 @@ def test_a_format_the_embedded_engine_cannot_read_is_refused_at_creation(embedde
     with pytest.raises(RequestRejected, match=r"date field 'day': format \[dd/MM/yyyy\] is not supported"):
         embedded.create_index("h98-ddmm", body)
     assert not embedded.index_exists("h98-ddmm")
+
+
+WHOLE_VALUES: list[Any] = [5.7, -5.7, "5.7", 5, 6, "5.2e0"]
+WHOLE_QUERIES: list[dict[str, Any]] = [
+    {"term": {"n": 5}},
+    {"term": {"n": 5.7}},
+    {"term": {"n": -5}},
+    {"range": {"n": {"gte": 5.5}}},
+    {"range": {"n": {"lt": 5.5}}},
+    {"terms": {"n": [5, 5.7]}},
+]
+
+
+def _whole_answers(engine: Engine) -> list[Any]:
+    name = f"h98-whole-{uuid.uuid4().hex[:8]}"
+    engine.create_index(name, {"mappings": {"properties": {"n": {"type": "integer"}}}})
+    try:
+        engine.bulk(name, [BulkAction("index", f"v{n}", {"n": value}) for n, value in enumerate(WHOLE_VALUES)])
+        engine.refresh(name)
+        answers: list[Any] = [sorted(hit.id for hit in engine.search(name, {"query": q}).hits) for q in WHOLE_QUERIES]
+        body = {"query": {"match_all": {}}, "sort": [{"n": "asc"}]}
+        answers.append([hit["sort"][0] for hit in engine.search(name, body).raw["hits"]["hits"]])
+        return answers
+    finally:
+        engine.delete_index(name, missing_ok=True)
+
+
+def test_a_fraction_written_to_a_whole_number_field_is_dropped_as_on_the_clusters(
+    engine: Engine, embedded: EmbeddedEngine
+) -> None:
+    assert _whole_answers(embedded) == _whole_answers(engine)
