@@ -13,7 +13,7 @@ import pytest
 
 from esbridge.engines import BulkAction, Engine
 from esbridge.engines.embedded import EmbeddedEngine
-from esbridge.errors import RequestRejected
+from esbridge.errors import EngineError, RequestRejected
 
 # (format, values written, range bounds); every bound both clusters read alike.
 CASES: list[tuple[str, list[Any], list[dict[str, Any]]]] = [
@@ -139,3 +139,31 @@ def test_a_fraction_written_to_a_whole_number_field_is_dropped_as_on_the_cluster
     engine: Engine, embedded: EmbeddedEngine
 ) -> None:
     assert _whole_answers(embedded) == _whole_answers(engine)
+
+
+FIXED_CHANGES: list[tuple[dict[str, Any], dict[str, Any]]] = [
+    ({"type": "date"}, {"type": "date", "format": "epoch_second"}),
+    ({"type": "text"}, {"type": "text", "analyzer": "english"}),
+    ({"type": "object", "enabled": False}, {"type": "object", "enabled": True}),
+]
+
+
+def _updated(engine: Engine, before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether ``engine`` takes a mapping update of field ``f`` from ``before`` to ``after``."""
+    name = f"h98-update-{uuid.uuid4().hex[:8]}"
+    engine.create_index(name, {"mappings": {"properties": {"f": before}}})
+    try:
+        engine.put_mapping(name, {"f": after})
+    except EngineError:
+        return False
+    finally:
+        engine.delete_index(name, missing_ok=True)
+    return True
+
+
+@pytest.mark.parametrize(("before", "after"), FIXED_CHANGES, ids=["format", "analyzer", "enabled"])
+def test_a_mapping_update_of_a_fixed_parameter_is_refused_as_on_the_clusters(
+    engine: Engine, embedded: EmbeddedEngine, before: dict[str, Any], after: dict[str, Any]
+) -> None:
+    assert _updated(embedded, before, after) is _updated(engine, before, after) is False
+    assert _updated(embedded, after, after) is _updated(engine, after, after) is True

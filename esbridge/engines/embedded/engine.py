@@ -22,6 +22,7 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.embedded.calls import CLOSE_WAIT_S, Calls
 from esbridge.engines.embedded.capabilities import describe
 from esbridge.engines.embedded.database_file import Problem
+from esbridge.engines.embedded.field_checks import check_update
 from esbridge.engines.embedded.guards import Guards
 from esbridge.engines.embedded.handles import IndexGone
 from esbridge.engines.embedded.location import given_path
@@ -185,6 +186,8 @@ class EmbeddedEngine(Guards, paging.ScanBySearch):
                         operation,
                         index,
                     )
+                if current is not None:
+                    check_update(name, current, wanted)
                 live[name] = merge(copy.deepcopy(current or {}), wanted)
             updated_schema(mappings, record.settings["index"], properties)
             self._store.replace_mappings(record, mappings)

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from esbridge.engines.embedded.analysis import UnsupportedAnalysis, check_defaults, check_options
-from esbridge.engines.embedded.dates import format_parts
+from esbridge.engines.embedded.dates import DEFAULT_FORMAT, format_parts
 
 
 class MappingError(ValueError):
@@ -74,3 +74,28 @@ def _fields(properties: Mapping[str, Any], parent: tuple[str, ...]) -> Iterator[
             if isinstance(sub_spec, Mapping):
                 yield f"{path}.{sub}", sub_spec
         yield from _fields(spec.get("properties", {}), (*parent, name))
+
+
+_FIXED = {"format": DEFAULT_FORMAT, "analyzer": "default", "dimension": None, "method": None, "enabled": True}
+"""Field parameters a cluster does not let a mapping update change, each with the value a field without it has."""
+
+
+def check_update(name: str, current: Mapping[str, Any], wanted: Mapping[str, Any]) -> None:
+    """Refuse (MappingError, in OpenSearch's words) a mapping update that changes a parameter of the existing field
+    ``name`` that a cluster cannot change, its sub-fields and object properties included. A parameter left out is
+    kept."""
+    for option, default in _FIXED.items():
+        if option in wanted:
+            before, after = current.get(option, default), wanted[option]
+            changed = str(before).lower() != str(after).lower() if isinstance(default, bool) else before != after
+            if changed:
+                raise MappingError(
+                    f"Mapper for [{name}] conflicts with existing mapper: Cannot update parameter [{option}] from "
+                    f"[{before}] to [{after}]"
+                )
+    for key in ("fields", "properties"):
+        inner, changes = current.get(key), wanted.get(key)
+        if isinstance(inner, Mapping) and isinstance(changes, Mapping):
+            for child, spec in changes.items():
+                if isinstance(inner.get(child), Mapping) and isinstance(spec, Mapping):
+                    check_update(f"{name}.{child}", inner[child], spec)
