@@ -57,10 +57,18 @@ CASES: list[tuple[str, list[Any], list[dict[str, Any]]]] = [
         ],
     ),
 ]
+CASES.append(
+    (
+        "strict_date_optional_time||epoch_millis",
+        [1700000000000, "2024", 2024, 1999.5, -1000],
+        [{"gte": "2024"}, {"lt": "2024"}, {"gte": "1700000000000"}, {"lte": "1999"}],
+    )
+)
 # Where the clusters differ, the embedded engine answers as OpenSearch, whose dialect it speaks.
 OPENSEARCH_ONLY: list[tuple[str, list[Any], list[dict[str, Any]]]] = [
     ("epoch_second", [1700000000, 1700000000.5, -5], [{"gte": 1699999999, "lte": 1700000000}, {"lt": 1700000001}]),
     ("strict_date_optional_time||epoch_second", [1700000000, "2024-01-01", "1999"], [{"gte": 1700000000}]),
+    ("strict_date_optional_time||epoch_millis", [1700000000000, 2024, -1000], [{"gte": 2024}, {"lt": 2024}]),
 ]
 
 

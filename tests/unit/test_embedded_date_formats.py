@@ -94,3 +94,14 @@ def test_negative_years_are_read_in_values_and_bounds(engine: EmbeddedEngine) ->
     assert _ids(engine, {"range": {"d": {"lte": "-0200", "format": "uuuu"}}}) == {"bc200"}
     with pytest.raises(RequestRejected, match=r"failed to parse date field \[-100-06-01\]"):
         _ids(engine, {"range": {"d": {"gte": "-100-06-01", "format": "strict_date_optional_time"}}})
+
+
+def test_a_json_number_is_read_as_its_text_in_the_default_format(engine: EmbeddedEngine) -> None:
+    # As OpenSearch 3.6 reads it: four digits are a year, in a document and in a term or range bound. Before, a JSON
+    # number was epoch milliseconds here (2024 was 1970-01-01T00:00:02.024Z).
+    values = {"year": 2024, "millis": 1700000000000, "bc": -1000}
+    assert _index(engine, "strict_date_optional_time||epoch_millis", values) == []
+    assert _ids(engine, {"term": {"d": 2024}}) == {"year"}
+    assert _ids(engine, {"range": {"d": {"gte": 2024}}}) == {"year"}
+    assert _ids(engine, {"range": {"d": {"lt": "0000"}}}) == {"bc"}
+    assert _ids(engine, {"range": {"d": {"gte": 1700000000000, "lt": 1700000000001}}}) == {"millis"}

@@ -87,8 +87,6 @@ def parse_date(value: Any, form: str = DEFAULT_FORMAT) -> float:
             if _EPOCH.fullmatch(text):
                 return _epoch(text, part)
             continue
-        if part == "strict_date_optional_time" and form == DEFAULT_FORMAT and isinstance(value, (int, float)):
-            continue  # (a stored JSON number is epoch milliseconds, as before formats were read)
         found = _DATES[part].fullmatch(text)
         if found is not None:
             return _span(found)[0] / _NS_PER_MS
@@ -97,11 +95,9 @@ def parse_date(value: Any, form: str = DEFAULT_FORMAT) -> float:
 
 def date_span(value: Any, form: str | None = None) -> tuple[int, int]:
     """The first and last epoch millisecond ``value`` stands for as a query bound; ValueError when it is no date.
-    ``form`` None: the default format, a JSON number being epoch milliseconds."""
+    ``form`` None: the default format."""
     if isinstance(value, bool):
         raise ValueError(f"not a date: {value!r}")
-    if form is None and isinstance(value, (int, float)):
-        return _millis(value), _millis(value)
     text = _text(value)
     if "now" in text or "||" in text:
         raise ValueError(f"date math {text!r}")
