@@ -3,9 +3,9 @@
 
 The formats read are ``strict_date_optional_time``, ``date_optional_time`` (one-digit months, days and times,
 years of one to five digits), ``uuuu``, ``uuuu-MM``, ``uuuu-MM-dd``, ``epoch_millis`` and ``epoch_second``, alone
-or joined by ``||``: the parts are tried
-in order on the value's text (a JSON number too), the first that reads it decides. A year may be negative
-(``-0100-06-01``): years count proleptic Gregorian, with a year 0, as OpenSearch counts them.
+or joined by ``||``: the parts are tried in order on the value's text (a JSON number's too: ``2024`` is a year to
+``strict_date_optional_time``), the first that reads it decides. A year may be negative (``-0100-06-01``): years
+count proleptic Gregorian, with a year 0, as OpenSearch counts them.
 
 A bound stands for a span: ``2024-05-01`` for that whole day, ``2024-05-01T08:00:00`` for that whole
 second, an ``epoch_second`` for that second; a date without its day (``2024-05``, ``2024``) for its first day, as
