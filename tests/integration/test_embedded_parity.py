@@ -153,6 +153,8 @@ FIXED_CHANGES: list[tuple[dict[str, Any], dict[str, Any]]] = [
     ({"type": "date"}, {"type": "date", "format": "epoch_second"}),
     ({"type": "text"}, {"type": "text", "analyzer": "english"}),
     ({"type": "object", "enabled": False}, {"type": "object", "enabled": True}),
+    ({"properties": {"a": {"type": "keyword"}}}, {"properties": {"a": {"type": "long"}}}),
+    ({"type": "text", "fields": {"raw": {"type": "keyword"}}}, {"type": "text", "fields": {"raw": {"type": "long"}}}),
 ]
 
 
@@ -169,7 +171,9 @@ def _updated(engine: Engine, before: dict[str, Any], after: dict[str, Any]) -> b
     return True
 
 
-@pytest.mark.parametrize(("before", "after"), FIXED_CHANGES, ids=["format", "analyzer", "enabled"])
+@pytest.mark.parametrize(
+    ("before", "after"), FIXED_CHANGES, ids=["format", "analyzer", "enabled", "property type", "sub-field type"]
+)
 def test_a_mapping_update_of_a_fixed_parameter_is_refused_as_on_the_clusters(
     engine: Engine, embedded: EmbeddedEngine, before: dict[str, Any], after: dict[str, Any]
 ) -> None:

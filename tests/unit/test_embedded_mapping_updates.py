@@ -61,3 +61,28 @@ def test_the_same_value_or_an_updatable_parameter_is_taken(
     engine.create_index("things", {"mappings": {"properties": {"f": before}}})
     engine.put_mapping("things", {"f": after})
     assert engine.get_mapping("things")["properties"]["f"] == {**before, **after}
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "refusal"),
+    [
+        (
+            {"properties": {"a": {"type": "keyword"}}},
+            {"properties": {"a": {"type": "long"}}},
+            r"mapper \[f\.a\] cannot be changed from type \[keyword\] to \[long\]",
+        ),
+        (
+            {"type": "text", "fields": {"raw": {"type": "keyword"}}},
+            {"type": "text", "fields": {"raw": {"type": "long"}}},
+            r"mapper \[f\.raw\] cannot be changed from type \[keyword\] to \[long\]",
+        ),
+    ],
+)
+def test_an_object_property_or_sub_field_cannot_change_type(
+    engine: EmbeddedEngine, before: dict[str, Any], after: dict[str, Any], refusal: str
+) -> None:
+    # OpenSearch's words; before, the new type was merged in and the values written before kept the old one.
+    engine.create_index("things", {"mappings": {"properties": {"f": before}}})
+    with pytest.raises(RequestRejected, match=refusal):
+        engine.put_mapping("things", {"f": after})
+    assert engine.get_mapping("things")["properties"]["f"] == before

@@ -98,4 +98,11 @@ def check_update(name: str, current: Mapping[str, Any], wanted: Mapping[str, Any
         if isinstance(inner, Mapping) and isinstance(changes, Mapping):
             for child, spec in changes.items():
                 if isinstance(inner.get(child), Mapping) and isinstance(spec, Mapping):
+                    _check_type(f"{name}.{child}", inner[child], spec)
                     check_update(f"{name}.{child}", inner[child], spec)
+
+
+def _check_type(name: str, current: Mapping[str, Any], wanted: Mapping[str, Any]) -> None:
+    before, after = (spec.get("type", "object" if "properties" in spec else None) for spec in (current, wanted))
+    if after is not None and before != after:
+        raise MappingError(f"mapper [{name}] cannot be changed from type [{before}] to [{after}]")
