@@ -306,6 +306,17 @@ def _neutral(value: Any, default: Any) -> bool:
     return value is None or value == [] or value == ""
 
 
+def filter_names(spec: Mapping[str, Any], key: str) -> list[Any]:
+    """An analyzer's ``filter`` or ``char_filter``: a list of names, or one string of names separated by commas, as
+    OpenSearch reads it (``"lowercase,asciifolding"``; ``""`` for none)."""
+    names = spec.get(key, [])
+    if isinstance(names, str):
+        return [name.strip() for name in names.split(",") if name.strip()]
+    if not isinstance(names, list):
+        raise UnsupportedAnalysis(f"{key} {names!r}: a list of names or a string of them is needed")
+    return names
+
+
 def check_options(analyzer: str | None, analysis: Mapping[str, Any]) -> None:
     """Refuse (UnsupportedAnalysis, naming it) a token filter option of ``analyzer`` that the emulation does not
     read and that would change the tokens a cluster makes (``catenate_words``, ``protected_words``, ...), so that
@@ -314,7 +325,7 @@ def check_options(analyzer: str | None, analysis: Mapping[str, Any]) -> None:
     if not isinstance(spec, Mapping):
         return
     definitions = analysis.get("filter", {})
-    for name in spec.get("filter", []):
+    for name in filter_names(spec, "filter"):
         found = definitions.get(name) if isinstance(name, str) and isinstance(definitions, Mapping) else None
         if not isinstance(found, Mapping):
             continue  # (a built-in filter by its name: Lucene's defaults)
@@ -348,10 +359,10 @@ def check_defaults(analyzer: str | None, analysis: Mapping[str, Any]) -> None:
 def _custom(name: str, spec: Mapping[str, Any], analysis: Mapping[str, Any], version: int) -> FieldAnalysis:
     if spec.get("type", "custom") != "custom":
         raise UnsupportedAnalysis(f"analyzer {name!r} of type {spec.get('type')!r}")
-    if spec.get("char_filter"):
+    if filter_names(spec, "char_filter"):
         raise UnsupportedAnalysis(f"analyzer {name!r}: char filters")
     tokenize = _tokenizer(str(spec.get("tokenizer", "standard")), analysis.get("tokenizer", {}), version)
-    filters = [_token_filter(str(f), analysis.get("filter", {}), version) for f in spec.get("filter", [])]
+    filters = [_token_filter(str(f), analysis.get("filter", {}), version) for f in filter_names(spec, "filter")]
 
     def analyze(text: str) -> list[str]:
         tokens = tokenize(text)

@@ -1,87 +1,172 @@
-"""Date values as OpenSearch reads them with a date field's default format,
-``strict_date_optional_time||epoch_millis``: as a stored value, and as a range or term bound.
+"""Date values as OpenSearch reads them with a date field's format (by default
+``strict_date_optional_time||epoch_millis``): as a stored value, and as a range or term bound.
+
+The formats read are ``strict_date_optional_time``, ``date_optional_time`` (one-digit months, days and times,
+years of one to five digits), ``uuuu``, ``uuuu-MM``, ``uuuu-MM-dd``, ``epoch_millis`` and ``epoch_second``, alone
+or joined by ``||``: the parts are tried in order on the value's text (a JSON number's too: ``2024`` is a year to
+``strict_date_optional_time``), the first that reads it decides. A year may be negative (``-0100-06-01``): years
+count proleptic Gregorian, with a year 0, as OpenSearch counts them.
 
 A bound stands for a span: ``2024-05-01`` for that whole day, ``2024-05-01T08:00:00`` for that whole
-second; a date without its day (``2024-05``, ``2024``) for its first day, as OpenSearch fills in only the
-time. ``gte`` and ``lt`` compare with the span's first millisecond, ``gt`` and ``lte`` with its last, and a
-``term`` matches the whole span. Documents are compared by their millisecond (OpenSearch keeps no finer
-precision), so a bound with microseconds counts by its millisecond too.
+second, an ``epoch_second`` for that second; a date without its day (``2024-05``, ``2024``) for its first day, as
+OpenSearch fills in only the time. ``gte`` and ``lt`` compare with the span's first millisecond, ``gt`` and
+``lte`` with its last, and a ``term`` matches the whole span. Documents are compared by their millisecond
+(OpenSearch keeps no finer precision), so a bound with microseconds counts by its millisecond too.
 """
 
 from __future__ import annotations
 
-import calendar
 import math
 import re
-from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
-_STRICT = re.compile(
-    r"(?P<year>\d{4})(?:-(?P<month>\d{2})(?:-(?P<day>\d{2})"
-    r"(?:T(?P<hour>\d{2})(?::(?P<minute>\d{2})(?::(?P<second>\d{2})(?:[.,](?P<fraction>\d{1,9}))?)?)?"
-    r"(?P<zone>Z|[+-]\d{2}(?::?\d{2})?)?)?)?)?"
-)
-_EPOCH = re.compile(r"-?\d+")
+DEFAULT_FORMAT = "strict_date_optional_time||epoch_millis"
+
+_YEAR = r"(?P<year>[0-9]{4}|-[0-9]{4,9})"
+_ZONE = r"(?P<zone>Z|[+-][0-9]{2}(?::?[0-9]{2})?)?"
+
+
+def _iso(year: str, digits: str) -> re.Pattern[str]:
+    """A date of ``year``, then ``-MM``, ``-dd``, and after a whole date ``T`` with an hour, ``:mm``, ``:ss`` and a
+    fraction, then a zone."""
+    seconds = rf"(?::(?P<second>{digits})(?:[.,](?P<fraction>[0-9]{{1,9}}))?)?"
+    time = rf"(?:(?P<hour>{digits})(?::(?P<minute>{digits}){seconds})?)?"
+    return re.compile(rf"{year}(?:-(?P<month>{digits})(?:-(?P<day>{digits})(?:T{time}{_ZONE})?)?)?")
+
+
+_STRICT = _iso(_YEAR, r"[0-9]{2}")
+_LENIENT = _iso(r"(?P<year>-?[0-9]{1,5})", r"[0-9]{1,2}")
+_DATES = {
+    "strict_date_optional_time": _STRICT,
+    "date_optional_time": _LENIENT,
+    "uuuu": re.compile(_YEAR),
+    "uuuu-MM": re.compile(_YEAR + r"-(?P<month>[0-9]{2})"),
+    "uuuu-MM-dd": re.compile(_YEAR + r"-(?P<month>[0-9]{2})-(?P<day>[0-9]{2})"),
+}
+FORMATS = (*_DATES, "epoch_millis", "epoch_second")
+"""The format parts the embedded engine reads; a date field or range with another one is refused."""
+_EPOCH = re.compile(r"-?[0-9]+(?:\.[0-9]*)?")
 _NS_PER_MS = 1_000_000
 _NS_PER_S = 1_000_000_000
 _SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+_LONG = 2**63
 
 
-def parse_date(value: Any) -> float:
-    """Epoch milliseconds of a stored date: ISO-8601 (UTC when no offset), or epoch millis as a number or
-    a string of digits. A reduced date (``2024``, ``2024-05``) is its first moment."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a date: {value!r}")
-    if isinstance(value, (int, float)):
-        return float(value)
-    text = str(value).strip()
-    if _EPOCH.fullmatch(text) and len(text) != 4:  # four digits are a year, as OpenSearch tries dates first
-        return float(int(text))
+def format_parts(form: Any) -> tuple[str, ...]:
+    """The parts of a date ``format``; ValueError naming the first the embedded engine does not read."""
+    if not isinstance(form, str):
+        raise ValueError(f"format [{form!r}] is not a string")
+    parts = tuple(form.split("||"))
+    for part in parts:
+        if part not in FORMATS:
+            raise ValueError(
+                f"format [{form}] is not supported by the embedded engine (it reads {', '.join(FORMATS)}, alone or "
+                "joined by ||)"
+            )
+    return parts
+
+
+def field_format(form: Any) -> str:
+    """A date field's format as it is read: the default for one this engine does not read, which only an index
+    created before such formats were refused holds (its values were read so)."""
     try:
-        return _from_isoformat(text)
+        format_parts(form)
     except ValueError:
-        return float(date_span(text)[0])
+        return DEFAULT_FORMAT
+    return str(form)
 
 
-def _from_isoformat(text: str) -> float:
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    moment = datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp() * 1000.0
+def parse_date(value: Any, form: str = DEFAULT_FORMAT) -> float:
+    """Epoch milliseconds of a stored date as a field of ``form`` reads it (UTC when no offset); ValueError when
+    no part of ``form`` reads it. A reduced date (``2024``, ``2024-05``) is its first moment; a date keeps its
+    precision below the millisecond."""
+    text = _text(value)
+    for part in format_parts(form):
+        if part.startswith("epoch_"):
+            if _EPOCH.fullmatch(text):
+                return _epoch(text, part)
+            continue
+        found = _DATES[part].fullmatch(text)
+        if found is not None:
+            return _span(found)[0] / _NS_PER_MS
+    raise ValueError(f"failed to parse date field [{text}] with format [{form}]")
 
 
-def date_span(value: Any) -> tuple[int, int]:
-    """The first and last epoch millisecond ``value`` stands for as a query bound; ValueError when it is no date."""
+def date_span(value: Any, form: str | None = None) -> tuple[int, int]:
+    """The first and last epoch millisecond ``value`` stands for as a query bound; ValueError when it is no date.
+    ``form`` None: the default format."""
     if isinstance(value, bool):
         raise ValueError(f"not a date: {value!r}")
-    if isinstance(value, (int, float)):
-        return _millis(value), _millis(value)
-    text = str(value).strip()
+    text = _text(value)
     if "now" in text or "||" in text:
         raise ValueError(f"date math {text!r}")
-    found = _STRICT.fullmatch(text)
-    if found is None:
-        if _EPOCH.fullmatch(text):
-            return _millis(int(text)), _millis(int(text))
-        moment = math.floor(_from_isoformat(text))  # another ISO-8601 form: as precise as it is written
-        return moment, moment
+    for part in format_parts(form or DEFAULT_FORMAT):
+        if part.startswith("epoch_"):
+            if _EPOCH.fullmatch(text):
+                first = _millis(_epoch(text, part))
+                whole = part == "epoch_second" and "." not in text
+                return first, first + 999 if whole else first
+            continue
+        found = _DATES[part].fullmatch(text)
+        if found is not None:
+            first, last = _span(found)
+            return first // _NS_PER_MS, last // _NS_PER_MS
+    raise ValueError(f"failed to parse date field [{text}] with format [{form or DEFAULT_FORMAT}]")
+
+
+def _text(value: Any) -> str:
+    """The text a cluster parses: a string as it is, a JSON number as written."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"not a date: {value!r}")
+    return value if isinstance(value, str) else repr(value)
+
+
+def _epoch(text: str, part: str) -> float:
+    try:
+        number = Decimal(text) * (1000 if part == "epoch_second" else 1)
+    except InvalidOperation:
+        raise ValueError(f"not a number: {text!r}") from None
+    if not -_LONG < number < _LONG:
+        raise ValueError(f"epoch milliseconds out of range: {text!r}")
+    return float(number)
+
+
+def _span(found: re.Match[str]) -> tuple[int, int]:
+    """The first and last nanosecond since the epoch a date names (ValueError for a month 13, an hour 25, ...)."""
     parts = found.groupdict()
-    year, month, day, hour, minute, second = (
-        int(parts[name] or default)
-        for name, default in (("year", 0), ("month", 1), ("day", 1), ("hour", 0), ("minute", 0), ("second", 0))
-    )
-    start = datetime(year, month, day, hour, minute, second)  # validates the fields (month 13, hour 25, ...)
-    fraction = parts["fraction"] or ""
-    nanos = int(fraction.ljust(9, "0")) if fraction else 0
+    year, month, day = int(parts["year"]), int(parts.get("month") or 1), int(parts.get("day") or 1)
+    hour, minute, second = (int(parts.get(name) or 0) for name in ("hour", "minute", "second"))
+    if not (1 <= month <= 12 and 1 <= day <= _days_in(year, month) and hour < 24 and minute < 60 and second < 60):
+        raise ValueError(f"no such date: {found[0]!r}")
+    fraction = parts.get("fraction") or ""
     if fraction:
         length = 10 ** (9 - len(fraction))
     else:
-        unit = next((name for name in ("second", "minute", "hour") if parts[name]), "day")
+        unit = next((name for name in ("second", "minute", "hour") if parts.get(name)), "day")
         length = _SECONDS[unit] * _NS_PER_S
-    first = (calendar.timegm(start.timetuple()) - _offset(parts["zone"])) * _NS_PER_S + nanos
-    return first // _NS_PER_MS, (first + length - 1) // _NS_PER_MS
+    seconds = ((_days(year, month, day) * 24 + hour) * 60 + minute) * 60 + second - _offset(parts.get("zone"))
+    first = seconds * _NS_PER_S + (int(fraction.ljust(9, "0")) if fraction else 0)
+    return first, first + length - 1
+
+
+def _leap(year: int) -> bool:
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+
+
+def _days_in(year: int, month: int) -> int:
+    if month == 2:
+        return 29 if _leap(year) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def _days(year: int, month: int, day: int) -> int:
+    """Days from 1970-01-01 to a proleptic Gregorian date, any year (H. Hinnant's days_from_civil)."""
+    year -= month <= 2
+    era = year // 400
+    of_era = year - era * 400
+    of_year = (153 * ((month + 9) % 12) + 2) // 5 + day - 1
+    return era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468
 
 
 def _millis(value: float) -> int:
@@ -96,5 +181,8 @@ def _offset(zone: str | None) -> int:
     if not zone or zone == "Z":
         return 0
     digits = zone[1:].replace(":", "")
-    seconds = int(digits[:2]) * 3600 + int(digits[2:4] or 0) * 60
+    hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
+    if hours > 18 or minutes > 59:
+        raise ValueError(f"no such offset: {zone!r}")
+    seconds = hours * 3600 + minutes * 60
     return -seconds if zone[0] == "-" else seconds

@@ -9,8 +9,7 @@ import copy
 import fnmatch
 import logging
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +22,12 @@ from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.embedded.calls import CLOSE_WAIT_S, Calls
 from esbridge.engines.embedded.capabilities import describe
 from esbridge.engines.embedded.database_file import Problem
+from esbridge.engines.embedded.field_checks import check_update
+from esbridge.engines.embedded.guards import Guards
 from esbridge.engines.embedded.handles import IndexGone
 from esbridge.engines.embedded.location import given_path
 from esbridge.engines.embedded.mapping import DocumentError, Schema, created_schema, updated_schema
-from esbridge.engines.embedded.names import Names, NoWriteIndex, alias_action, check_new_index, write_index
+from esbridge.engines.embedded.names import Names, NoWriteIndex, alias_action, check_new_index
 from esbridge.engines.embedded.query import Searcher, Unsupported
 from esbridge.engines.embedded.refusals import all_refused, refused_document, refused_id
 from esbridge.engines.embedded.settings import index_settings, merge
@@ -36,7 +37,7 @@ from esbridge.engines.embedded.store import IndexRecord, Store
 log = logging.getLogger(__name__)
 
 
-class EmbeddedEngine(paging.ScanBySearch):
+class EmbeddedEngine(Guards, paging.ScanBySearch):
     """An ``Engine`` over a data directory; reports the ``opensearch`` dialect. Searches run concurrently
     (each thread reads through its own connection); one process at a time writes (``WriterBusy``)."""
 
@@ -71,64 +72,6 @@ class EmbeddedEngine(paging.ScanBySearch):
     def database_problem(self) -> Problem | None:
         """Why this engine can no longer use its database (removed, moved away or replaced), or None."""
         return self._store.problem()
-
-    # Errors and name resolution
-
-    @contextmanager
-    def _call(self, operation: str, index: str | None = None, *, reads: bool = True) -> Iterator[None]:
-        with self._calls.call(operation, index):
-            if reads:  # (once it is gone or replaced, connections opened before would answer from the removed file)
-                self._shared.refuse_unless_current("cannot read")
-            yield
-
-    @contextmanager
-    def _writing(self, operation: str, index: str | None = None) -> Iterator[sqlite3.Connection]:
-        """A write transaction, in the process that holds the data directory's writer lock."""
-        with self._call(operation, index, reads=False):
-            self._shared.hold_writer(self._store)
-            with self._store.write() as db:
-                yield db
-
-    def _refresh(self, record: IndexRecord) -> None:
-        """Bring the index's full-text index and graphs up to the write just committed."""
-        current = self._store.index(record.name)
-        if current is not None:
-            with contextlib.suppress(IndexGone):  # deleted since by another thread or process: nothing to bring up
-                self._shared.ready(self._store, current, searching=False)
-
-    def _missing(self, operation: str, name: str) -> errors.IndexNotFound:
-        return errors.IndexNotFound(
-            f"no such index [{name}]", url=self._url, operation=operation, index=name, status=404
-        )
-
-    def _failed(self, reason: str, operation: str, index: str) -> errors.EngineResponseError:
-        return errors.EngineResponseError(reason, url=self._url, operation=operation, index=index)
-
-    def _rejected(self, reason: str, operation: str, index: str | None) -> errors.RequestRejected:
-        return errors.RequestRejected(reason, url=self._url, operation=operation, index=index, status=400)
-
-    def _concrete(self, name: str, operation: str) -> list[IndexRecord]:
-        """The indices ``name`` (an index or an alias) stands for; IndexNotFound when neither."""
-        found = self._names.indices(name)
-        if not found:
-            raise self._missing(operation, name)
-        return list(found)
-
-    def _one(self, name: str, operation: str) -> IndexRecord:
-        found = self._concrete(name, operation)
-        if len(found) != 1:
-            raise self._rejected(
-                f"alias [{name}] points to {len(found)} indices; the embedded engine reads one at a time",
-                operation,
-                name,
-            )
-        return found[0]
-
-    def _write_target(self, name: str, operation: str, *, documents: bool = True) -> IndexRecord:
-        found = write_index(self._store, name, documents=documents)
-        if found is None:
-            raise self._missing(operation, name)
-        return found
 
     # Engine protocol
 
@@ -243,6 +186,8 @@ class EmbeddedEngine(paging.ScanBySearch):
                         operation,
                         index,
                     )
+                if current is not None:
+                    check_update(name, current, wanted)
                 live[name] = merge(copy.deepcopy(current or {}), wanted)
             updated_schema(mappings, record.settings["index"], properties)
             self._store.replace_mappings(record, mappings)

@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from esbridge.engines.embedded.dates import date_span
+from esbridge.engines.embedded.dates import DEFAULT_FORMAT, date_span, format_parts
 from esbridge.engines.embedded.mapping import Field, Schema
 from esbridge.engines.embedded.store import IndexRecord, Store
 from esbridge.engines.embedded.values import indexed_value
@@ -96,45 +96,26 @@ def coerce(field: Field, value: Any) -> Any:
         raise Unsupported(f"{value!r} is not a valid {field.type} for field [{field.path}]") from exc
 
 
-# The parts of a range's ``format`` the embedded engine reads bounds in: those of the default date format.
-_BOUND_FORMATS = frozenset({"strict_date_optional_time", "epoch_millis"})
-_EPOCH_BOUND = re.compile(r"-?\d+(?:\.\d*)?")
-
-
-def date_span_of(field: Field, value: Any, form: str | None = None) -> tuple[int, int]:
+def date_span_of(field: Field, value: Any, form: Any = None) -> tuple[int, int]:
     """The first and last millisecond a date bound stands for (``dates.date_span``); Unsupported when it is none.
-    ``form`` is a range's ``format``: the default's parts only, tried in order on the bound's text, as a cluster
-    tries them whether the bound is a JSON number or a string: ``strict_date_optional_time`` reads four digits as
-    a year and refuses other numbers, ``epoch_millis`` reads numbers as milliseconds."""
+    ``form`` is a range's ``format``, else the field's own is read: its parts are tried in order on the bound's
+    text, as a cluster tries them whether the bound is a JSON number or a string (``strict_date_optional_time``
+    reads four digits as a year and refuses other numbers, ``epoch_millis`` reads numbers as milliseconds)."""
     if isinstance(value, str) and ("now" in value or "||" in value):
         raise Unsupported(f"date math {value!r} is not supported by the embedded engine")
     if isinstance(value, (Mapping, list)):
         raise Unsupported(f"value {value!r} for field [{field.path}] must be a scalar")
+    if form is None and field.date_format != DEFAULT_FORMAT:
+        form = field.date_format
     if form is not None:
-        parts = str(form).split("||")
-        if not set(parts) <= _BOUND_FORMATS:
-            raise Unsupported(
-                f"range on [{field.path}]: format [{form}] is not supported by the embedded engine, which reads "
-                "bounds in strict_date_optional_time or epoch_millis"
-            )
-        value = _bound_in(value, parts, form)
+        try:
+            format_parts(form)
+        except ValueError as exc:
+            raise Unsupported(f"range on [{field.path}]: {exc}") from None
     try:
-        return date_span(value)
+        return date_span(value, form)
     except (TypeError, ValueError, OverflowError) as exc:
-        raise Unsupported(f"{value!r} is not a valid date for field [{field.path}]") from exc
-
-
-def _bound_in(value: Any, parts: list[str], form: str) -> Any:
-    """The bound as the first part of ``form`` that reads it has it: its text (a year, an ISO 8601 date) or a
-    number of milliseconds."""
-    text = value if isinstance(value, str) else repr(value)
-    number = _EPOCH_BOUND.fullmatch(text) is not None
-    for part in parts:
-        if part == "epoch_millis" and number:
-            return float(text) if "." in text else int(text)
-        if part == "strict_date_optional_time" and (not number or re.fullmatch(r"\d{4}", text)):
-            return text
-    raise Unsupported(f"failed to parse date field [{text}] with format [{form}]")
+        raise Unsupported(f"{value!r} is not a valid date for field [{field.path}]: {exc}") from exc
 
 
 Limits = tuple[Any, bool, Any, bool]

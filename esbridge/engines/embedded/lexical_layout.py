@@ -18,7 +18,7 @@ import tantivy
 
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema
 from esbridge.engines.embedded.shapes import flat_items, value_at
-from esbridge.engines.embedded.values import readable_value
+from esbridge.engines.embedded.values import WHOLE, readable_value, whole
 
 SEPARATOR = "\x1f"
 TOKENIZER = "esbridge_tokens"
@@ -178,7 +178,7 @@ def _indexed(field: Field, items: list[Any], numeric: bool) -> list[Any]:
         if (plain is str and not numeric and field.type == "keyword" and field.ignore_above is None) or (
             plain is float and field.type in NUMERIC
         ):
-            found.append(item)
+            found.append(whole(item) if field.type in WHOLE else item)
         elif item is not None and not isinstance(item, (Mapping, list)):
             value = readable_value(field, item)
             if value is None:

@@ -10,15 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from esbridge.engines.embedded.analysis import (
-    ANALYSIS_VERSION,
-    FieldAnalysis,
-    UnsupportedAnalysis,
-    check_defaults,
-    check_options,
-    field_analysis,
-)
-from esbridge.engines.embedded.dates import parse_date
+from esbridge.engines.embedded.analysis import ANALYSIS_VERSION, FieldAnalysis, UnsupportedAnalysis, field_analysis
+from esbridge.engines.embedded.dates import DEFAULT_FORMAT, field_format, parse_date
+from esbridge.engines.embedded.field_checks import MappingError as MappingError
+from esbridge.engines.embedded.field_checks import check_fields
 from esbridge.engines.embedded.scalars import check_number, immense_term, unpaired_surrogate
 from esbridge.engines.embedded.settings import MAX_TERMS_COUNT, check_created, length_weight, max_terms_count
 from esbridge.engines.embedded.shapes import MAX_DEPTH, flat_items, nesting_depth
@@ -31,10 +26,6 @@ SPACE_TYPES = frozenset({"cosinesimil"})
 _ANY_STRING = frozenset({"text", "keyword"})
 _BOOLEANS = frozenset({"true", "false", ""})
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
-
-
-class MappingError(ValueError):
-    """A mapping the embedded engine cannot hold."""
 
 
 class DocumentError(ValueError):
@@ -58,6 +49,8 @@ class Field:
     """An object's ``enabled``: false keeps its value in ``_source`` only, whatever it is."""
     ignore_above: int | None = None
     """A keyword's ``ignore_above``: a longer value is kept in ``_source`` only."""
+    date_format: str = DEFAULT_FORMAT
+    """A date's ``format`` (``dates.FORMATS``): how its values and the bounds of ranges on it are read."""
 
     def indexes(self, text: str) -> bool:
         """Whether a keyword value is indexed (not longer than ``ignore_above``)."""
@@ -90,55 +83,14 @@ def created_schema(mappings: Mapping[str, Any], index_settings: dict[str, Any]) 
         check_created(index_settings)
     except ValueError as exc:
         raise MappingError(str(exc)) from None
-    _check_fields(mappings.get("properties", {}), index_settings.get("analysis", {}))
+    check_fields(mappings.get("properties", {}), index_settings.get("analysis", {}))
     return schema_of(mappings, index_settings)
 
 
 def updated_schema(mappings: Mapping[str, Any], index_settings: Mapping[str, Any], added: Mapping[str, Any]) -> Schema:
     """The schema of an index whose mapping ``added`` these properties to (checked as at creation)."""
-    _check_fields(added, index_settings.get("analysis", {}))
+    check_fields(added, index_settings.get("analysis", {}))
     return schema_of(mappings, index_settings)
-
-
-def _check_fields(properties: Mapping[str, Any], analysis: Any) -> None:
-    """Refuse fields the embedded engine would score or analyse otherwise than a cluster: a similarity of their own,
-    a search analyzer other than their analyzer, an analyzer option it does not implement (``check_options``). An
-    index created before these checks keeps what it has."""
-    for path, spec in _fields(properties, ()):
-        named = spec.get("similarity", "default")
-        if named != "default":
-            raise MappingError(
-                f"field {path!r}: similarity {named!r} (the embedded engine scores every text field with the "
-                "index's default similarity)"
-            )
-        analyzer = spec.get("analyzer")
-        for key in ("search_analyzer", "search_quote_analyzer"):
-            if spec.get(key, analyzer) != analyzer:
-                raise MappingError(
-                    f"field {path!r}: {key} {spec[key]!r} differs from its analyzer {analyzer or 'standard'!r} (the "
-                    "embedded engine analyses queries with the field's analyzer)"
-                )
-        if spec.get("type") == "text" and isinstance(analysis, Mapping):
-            try:
-                check_options(analyzer, analysis)
-                check_defaults(analyzer, analysis)
-            except UnsupportedAnalysis as exc:
-                raise MappingError(f"field {path!r}: unsupported analysis: {exc}") from None
-
-
-def _fields(properties: Mapping[str, Any], parent: tuple[str, ...]) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """(path, definition) of every field and sub-field in ``properties``."""
-    if not isinstance(properties, Mapping):
-        return  # (refused by ``Schema``)
-    for name, spec in properties.items():
-        if not isinstance(spec, Mapping):
-            continue
-        path = ".".join((*parent, name))
-        yield path, spec
-        for sub, sub_spec in (spec.get("fields") or {}).items():
-            if isinstance(sub_spec, Mapping):
-                yield f"{path}.{sub}", sub_spec
-        yield from _fields(spec.get("properties", {}), (*parent, name))
 
 
 class Schema:
@@ -217,6 +169,8 @@ class Schema:
             if space not in SPACE_TYPES:
                 raise MappingError(f"knn_vector {name!r}: space_type {space!r} (the embedded engine has cosinesimil)")
             return Field(name, kind, source, dimension=dimension)
+        if kind == "date":
+            return Field(name, kind, source, date_format=field_format(spec.get("format")))
         limit = spec.get("ignore_above") if kind == "keyword" else None
         return Field(name, kind, source, ignore_above=None if limit is None else int(limit))
 
@@ -330,7 +284,7 @@ class Schema:
                 continue
             try:
                 if kind == "date":
-                    parse_date(item)
+                    parse_date(item, field.date_format)
                 elif kind in NUMERIC:
                     check_number(kind, item)
                 elif isinstance(item, (Mapping, list)) or (
@@ -338,9 +292,10 @@ class Schema:
                 ):
                     raise ValueError(item)
             except (TypeError, ValueError, OverflowError) as exc:
-                raise DocumentError(
-                    "mapper_parsing_exception", f"failed to parse field [{field.path}] of type [{field.type}]: {item!r}"
-                ) from exc
+                reason = f"failed to parse field [{field.path}] of type [{field.type}]: {item!r}"
+                if kind == "date":
+                    reason += f" is no date in format [{field.date_format}]"
+                raise DocumentError("mapper_parsing_exception", reason) from exc
 
 
 def _check_text(fields: Sequence[Field], value: str | list[str]) -> None:

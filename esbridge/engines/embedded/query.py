@@ -43,6 +43,7 @@ from esbridge.engines.embedded.filters import (
 from esbridge.engines.embedded.handles import Handles
 from esbridge.engines.embedded.hits import Results, compare, compare_rows
 from esbridge.engines.embedded.lexical_query import Translator
+from esbridge.engines.embedded.scalars import unpaired_in
 from esbridge.engines.embedded.store import IndexRecord, Store
 
 Rows = dict[int, float]
@@ -257,6 +258,8 @@ class Searcher:
     def run(self, body: Mapping[str, Any]) -> dict[str, Any]:
         started = time.perf_counter()
         check_keys(body, BODY_KEYS, "search body")
+        if (problem := unpaired_in(body)) is not None:
+            raise Unsupported(f"the request's {problem}")
         size, start = body.get("size", 10), body.get("from", 0)
         if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (size, start)):
             raise Unsupported("size and from must be non-negative integers")

@@ -24,6 +24,23 @@ def unpaired_surrogate(text: str) -> str | None:
     return None
 
 
+def unpaired_in(request: Any) -> str | None:
+    """Why a request holds a string that is not UTF-8 text (as a key or a value, at any depth), naming the string;
+    None when it holds none. The full-text index and SQLite cannot take such a string."""
+    pending = [request]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            if not value.isascii() and (problem := unpaired_surrogate(value)) is not None:
+                return f"{value[:100]!r} holds an {problem}"
+        elif isinstance(value, Mapping):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(item for item in value if type(item) is not float)
+    return None
+
+
 MAX_TERM_BYTES = 32766
 """Lucene's longest term, in UTF-8 bytes: a cluster refuses a document whose keyword value is longer (an immense
 term) unless the field's ``ignore_above`` leaves the value unindexed."""

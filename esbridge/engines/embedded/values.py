@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -38,7 +39,7 @@ def without_path(source: Mapping[str, Any], path: list[str]) -> dict[str, Any]:
 def indexed_value(field: Field, value: Any) -> Any:
     """The value a filter compares: keywords as text, dates as epoch milliseconds, numbers and booleans as numbers."""
     if field.type == "date":
-        return parse_date(value)
+        return parse_date(value, field.date_format)
     if field.type == "boolean":
         return 1 if value in (True, "true") else 0
     if field.type in NUMERIC:
@@ -52,9 +53,19 @@ def readable_value(field: Field, value: Any) -> Any:
     """``indexed_value``, or None for a value the field cannot read: one written before a mapping update added the
     field (every later write is checked against it), which is left unindexed, as a cluster leaves it."""
     try:
-        return indexed_value(field, value)
+        indexed = indexed_value(field, value)
     except (TypeError, ValueError, OverflowError):
         return None
+    return whole(indexed) if field.type in WHOLE else indexed
+
+
+WHOLE = frozenset({"integer", "long", "short", "byte"})
+
+
+def whole(number: float) -> float:
+    """A stored value of a whole-number field as a cluster keeps it: its fraction dropped (5.7 is 5, -5.7 is -5). A
+    query's value is compared as it is: a ``term`` of 5.7 finds nothing there."""
+    return float(math.trunc(number)) if math.isfinite(number) else number
 
 
 def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
@@ -72,7 +83,7 @@ def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[st
             for item in flat_items(value):
                 plain = type(item)
                 if (plain is str and kind == "keyword" and not limited) or (plain is float and kind in NUMERIC):
-                    yield field.path, item
+                    yield field.path, whole(item) if kind in WHOLE else item
                 elif item is not None and not isinstance(item, (Mapping, list)):
                     indexed = readable_value(field, item)
                     if indexed is not None and (not limited or field.indexes(indexed)):
