@@ -21,7 +21,9 @@ like the input schemas, these two are not in the text BM25 matches.
 Tools. Each tool becomes a document of its own (``entity_type`` ``tool``, id ``<server id>/tools/<name>``),
 linked to its server and carrying ``server_id``, ``server_name``, ``server_path``, ``tool_name``, the
 ``input_schema`` and ``tool_description`` (the description as written, which grouped answers show),
-so a tool can match and be scored on its own on every engine. The tool's record (``TOOL_RECORD_KEYS``) is stored
+so a tool can match and be scored on its own on every engine. A tool has no ``path`` of its own: with its
+server's, BM25's boosted path clause gave every tool of a server whose path holds a query word the same large
+score (``server_path`` keeps it; docs/evaluation.md). The tool's record (``TOOL_RECORD_KEYS``) is stored
 on its first chunk only, whole and once; a schema over ``MAX_ANSWER_SCHEMA_BYTES`` is kept under
 ``oversized_input_schema``, which searches do not read, with a warning naming the tool. Its text is its name and
 description only:
@@ -30,7 +32,7 @@ adding its server's name and description lowered tool recall@10 on the developme
 
 Skills. An agent's skill becomes a document the same way (``entity_type`` ``skill``, id
 ``<agent id>/skills/<key>``: the skill's A2A ``id``, stable across renames, else its name), linked to its agent and
-carrying ``agent_id``, ``agent_name``, ``agent_path``,
+carrying ``agent_id``, ``agent_name``, ``agent_path`` (and no ``path`` of its own, as a tool),
 ``skill_name``, and on its first chunk ``skill_description`` (as written) and ``skill_fields`` (its id, tags,
 examples): its name and description are its text, its tags its own (its agent's when it has none). Grouped answers
 list it under ``skills`` with its agent. A tool or skill name, a skill id or a record id with spaces at either end is
@@ -245,7 +247,6 @@ def tool_document(server: RegistryRecord, key: str, tool: RegistryTool) -> Docum
         doc_id=doc_id,
         title=tool.name,
         sections=(Section(description),) if description else (),
-        path=server.path,
         tags=distinct(server.tags),
         links=(server.id,),
         entity_type=TOOL,
@@ -278,7 +279,6 @@ def skill_document(agent: RegistryRecord, key: str, skill: RegistrySkill) -> Doc
         replaces=(skill_doc_id(agent.id, skill.name),) if skill.id is not None and skill.id != skill.name else (),
         title=skill.name,
         sections=(Section(description),) if description else (),
-        path=agent.path,
         tags=distinct(skill.tags or agent.tags),
         links=(agent.id,),
         entity_type=SKILL,

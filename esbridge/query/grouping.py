@@ -93,6 +93,7 @@ class EntityHit(BaseModel):
     score: float
     agent_id: str | None = Field(default=None, description="a skill's agent, when the skill is one of its skills")
     agent_name: str | None = None
+    agent_path: str | None = None
 
 
 class ToolHit(BaseModel):
@@ -187,7 +188,7 @@ def _grouped(
         agent = agents.get(skill.agent_id)
         if agent is None:  # a matched skill brings its agent in, as a tool brings its server
             agent = agents[skill.agent_id] = EntityHit(
-                id=skill.agent_id, name=skill.agent_name, path=skill.path, score=skill.score
+                id=skill.agent_id, name=skill.agent_name, path=skill.agent_path, score=skill.score
             )
         agent.score = max(agent.score, skill.score)
     for name, found in servers.items():
@@ -226,6 +227,7 @@ def _entity(doc: str, source: Mapping[str, Any], score: float, parent: str | Non
         score=score,
         agent_id=_parent_of(source, parent, "agent_id") if skill else None,
         agent_name=_text(metadata.get("agent_name")) if skill else None,
+        agent_path=_text(metadata.get("agent_path")) if skill else None,
     )
 
 

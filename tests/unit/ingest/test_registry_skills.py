@@ -55,7 +55,8 @@ def test_a_query_for_what_an_agents_skill_does_lists_the_skill_with_its_agent(en
     assert response.groups is not None
     skill = response.groups.skills[0]
     assert (skill.id, skill.name) == ("a2a-registry:a2abench/skills/search", "Search")
-    assert (skill.agent_id, skill.agent_name, skill.path) == ("a2a-registry:a2abench", "A2ABench", "/a2abench")
+    assert (skill.agent_id, skill.agent_name, skill.agent_path) == ("a2a-registry:a2abench", "A2ABench", "/a2abench")
+    assert skill.path is None  # a skill has no path of its own: its agent's is agent_path
     assert skill.score > 0
 
 

@@ -110,8 +110,8 @@ def test_an_input_schema_over_the_cap_is_kept_whole_out_of_answers_with_a_warnin
     assert stored["oversized_input_schema"] == HUGE_SCHEMA and stored["input_schema_bytes"] == size
     assert "input_schema" not in stored
     assert [warning for warning in report.warnings if "bulk_export" in warning] == [
-        f"/keboola: tool 'bulk_export': its input schema is {size / 1024:.1f} KiB as JSON, over the 64 KiB a search "
-        "answer carries; it is stored whole, once, as metadata.oversized_input_schema of chunk "
+        f"keboola/tools/bulk_export: tool 'bulk_export': its input schema is {size / 1024:.1f} KiB as JSON, over "
+        "the 64 KiB a search answer carries; it is stored whole, once, as metadata.oversized_input_schema of chunk "
         "'keboola/tools/bulk_export#0' (esbridge export writes it), and grouped answers give its size "
         "(input_schema_bytes) instead"
     ]
