@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import elastic_transport
 import elasticsearch
@@ -31,6 +31,16 @@ from esbridge.engines.errors import connection_reason, from_response, no_answer,
 from esbridge.engines.routing import SearchRouting
 
 
+def with_port(url: str) -> str:
+    """``url`` with the port opensearch-py would use when it names none (443 for https, 9200 otherwise):
+    elasticsearch-py refuses a URL without a port with a bare ``ValueError``."""
+    parts = urlsplit(url)
+    if parts.port is not None or not parts.hostname:
+        return url
+    port = 443 if parts.scheme == "https" else 9200
+    return urlunsplit(parts._replace(netloc=f"{parts.netloc}:{port}"))
+
+
 def client_options(settings: Settings) -> dict[str, Any]:
     """Keyword arguments for ``Elasticsearch``/``AsyncElasticsearch`` from esbridge settings."""
     auth = settings.auth
@@ -44,7 +54,7 @@ def client_options(settings: Settings) -> dict[str, Any]:
     if auth.cloud_id:
         options["cloud_id"] = auth.cloud_id
     elif settings.url:
-        options["hosts"] = [settings.url]
+        options["hosts"] = [with_port(settings.url)]
     else:
         raise errors.ConfigError("the Elasticsearch adapter needs an engine URL or auth.cloud_id")
     if auth.cloud_id or urlsplit(settings.url or "").scheme == "https":  # urlsplit lowercases: HTTPS:// too

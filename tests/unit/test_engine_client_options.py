@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from elasticsearch import Elasticsearch
 
 from esbridge.config import load_settings
 from esbridge.engines import elasticsearch as es_adapter
@@ -75,3 +76,19 @@ def test_an_encrypted_client_key_is_refused_without_asking_for_its_passphrase(tm
     )
     with pytest.raises(ConfigError, match=r"tls\.client_key .* is encrypted"):
         load_settings(url="https://127.0.0.1:9200", tls={"client_cert": str(cert), "client_key": str(encrypted)})
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("http://search.internal", "http://search.internal:9200"),
+        ("https://search.internal", "https://search.internal:443"),
+        ("http://[::1]", "http://[::1]:9200"),
+        ("https://search.internal:9243", "https://search.internal:9243"),
+    ],
+)
+def test_an_elasticsearch_url_without_a_port_gets_the_one_opensearch_py_would_use(url: str, host: str) -> None:
+    options = es_adapter.client_options(load_settings(url=url))
+    assert options["hosts"] == [host]
+    # elasticsearch-py refused a URL without a port with a bare ValueError (a traceback from every command).
+    Elasticsearch(**options).close()
