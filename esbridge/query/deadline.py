@@ -15,4 +15,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     from async_timeout import timeout as within
 
-__all__ = ["within"]
+__all__ = ["no_answer", "within"]
+
+
+def no_answer(timeout_s: float) -> str:
+    """Why a stage that had ``timeout_s`` of a search's time left (none: 0 or less) was given up."""
+    return f"no answer within the {max(timeout_s, 0):.2f}s left of the search's time"

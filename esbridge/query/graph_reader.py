@@ -1,14 +1,16 @@
 """The link graph stage's reads: the links of the results, and the neighbours they lead to.
 
 The arithmetic is pure (``esbridge.query.graph``, ``esbridge.query.link_rescore``); this module only
-asks the engine for what it needs. A failed read skips the stage with a warning, never the search.
+asks the engine for what it needs. A failed read skips the stage with a warning, never the search; so does
+one that is not answered within the time the stage has (what is left of the search's, ``timeout_s``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +19,7 @@ from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap, canonical_source
 from esbridge.engines.base import AsyncEngine, Hit, SearchResult
 from esbridge.ids import first_chunk
 from esbridge.query import bodies
+from esbridge.query.deadline import no_answer, within
 from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, seed_docs
 from esbridge.query.link_graph import LINK_FIELDS, Direction, link_map
 from esbridge.query.link_rescore import Rescored, lift, rescore
@@ -52,6 +55,15 @@ class Relinked:
     rescored: Rescored | None
     warnings: tuple[str, ...] = ()
     ms: float | None = None
+
+
+@asynccontextmanager
+async def _limit(timeout_s: float | None) -> AsyncIterator[None]:
+    """``within(timeout_s)``; with no time left, a timeout before any request is sent."""
+    if timeout_s is not None and timeout_s <= 0:
+        raise asyncio.TimeoutError
+    async with within(timeout_s):
+        yield
 
 
 @dataclass
@@ -93,32 +105,52 @@ class LinkReader:
         return first_chunk(doc_id) if self.fields is DEFAULT_FIELD_MAP else doc_id
 
     async def expand(
-        self, scores: Mapping[str, float], doc_of: Mapping[str, str], filters: Filters, options: GraphOptions
+        self,
+        scores: Mapping[str, float],
+        doc_of: Mapping[str, str],
+        filters: Filters,
+        options: GraphOptions,
+        *,
+        timeout_s: float | None = None,
     ) -> Expanded:
-        """The neighbours of the strongest results (``options.hops`` away) that exist and pass ``filters``."""
+        """The neighbours of the strongest results (``options.hops`` away) that exist and pass ``filters``, read
+        within ``timeout_s`` (None: no limit of its own); no neighbours, with a warning, when they are not."""
         seeds = seed_docs(scores, doc_of, options)
         if not seeds:
             return Expanded()
         started = time.perf_counter()
         try:
-            read = _Read(*await self._links(seeds, filters, options.direction), queried=set(seeds))
-            admitted, admitted_sources = await self._neighbours(scores, doc_of, read, filters, options)
+            async with _limit(timeout_s):
+                read = _Read(*await self._links(seeds, filters, options.direction), queried=set(seeds))
+                admitted, admitted_sources = await self._neighbours(scores, doc_of, read, filters, options)
         except errors.EngineError as exc:
-            return Expanded(warnings=(f"graph expansion skipped: {exc}",))
+            return Expanded(warnings=(f"graph expansion skipped: {exc}",), ms=elapsed_ms(started))
+        except asyncio.TimeoutError:
+            return Expanded(warnings=(f"graph expansion skipped: {no_answer(timeout_s or 0)}",), ms=elapsed_ms(started))
         warnings = tuple(dict.fromkeys(read.warnings))  # each request of a partial index says the same
         return Expanded(admitted, admitted_sources, read.sources, warnings, elapsed_ms(started))
 
-    async def rescore(self, scores: Mapping[str, float], doc_of: Mapping[str, str], options: GraphOptions) -> Relinked:
+    async def rescore(
+        self,
+        scores: Mapping[str, float],
+        doc_of: Mapping[str, str],
+        options: GraphOptions,
+        *,
+        timeout_s: float | None = None,
+    ) -> Relinked:
         """The direct results re-scored by their links to each other (``rescore``, or ``lift`` below the kept
-        top); their own links are all it needs."""
+        top); their own links, read within ``timeout_s`` (None: no limit of its own), are all it needs."""
         started = time.perf_counter()
         # Every chunk of a document carries its links, and every document has a chunk 0.
         firsts = sorted({self._item_of(doc_of[item]) for item in scores})
         body = {"size": len(firsts), "_source": self._link_fields(), "query": self._ids_query(firsts)}
         try:
-            result = await self.engine.search(self.index, body)
+            async with _limit(timeout_s):
+                result = await self.engine.search(self.index, body)
         except errors.EngineError as exc:
-            return Relinked(None, (f"graph re-scoring skipped: {exc}",))
+            return Relinked(None, (f"graph re-scoring skipped: {exc}",), elapsed_ms(started))
+        except asyncio.TimeoutError:
+            return Relinked(None, (f"graph re-scoring skipped: {no_answer(timeout_s or 0)}",), elapsed_ms(started))
         links = link_map(self._source(hit) for hit in result.hits)
         relink = lift if options.mode == "lift" else rescore
         warnings = (f"graph re-scoring: {result.partial}",) if result.partial else ()

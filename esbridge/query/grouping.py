@@ -46,7 +46,7 @@ from esbridge.ingest.registry import (
     TOOL_DESCRIPTION,
 )
 from esbridge.query import shaping
-from esbridge.query.deadline import within
+from esbridge.query.deadline import no_answer, within
 from esbridge.query.timing import elapsed_ms
 
 SERVER_TYPES = {"mcp_server": "servers", "virtual_server": "virtual_servers"}
@@ -296,7 +296,7 @@ async def grouped(
         warnings.append(f"{unread}: {exc}")
         return Grouping(groups=groups, warnings=tuple(warnings), timings={"grouping": elapsed_ms(started)})
     except asyncio.TimeoutError:
-        warnings.append(f"{unread}: no answer within the {max(timeout_s, 0):.2f}s left of the search's time")
+        warnings.append(f"{unread}: {no_answer(timeout_s)}")
         return Grouping(groups=groups, warnings=tuple(warnings), timings={"grouping": elapsed_ms(started)})
     timings = {"grouping": elapsed_ms(started)}
     records = {hit.id: hit.source.get("metadata") or {} for hit in result.hits}

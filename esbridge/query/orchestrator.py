@@ -19,7 +19,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Any
 
 from cachetools import TTLCache
 
@@ -51,7 +50,7 @@ from esbridge.query.notes import Notes
 from esbridge.query.outcome import added, decided_choice, deeper, explained, lost, search_mode
 from esbridge.query.planning import Plan, plan_search, query_cut, search_time_s, weights_for_runs
 from esbridge.query.query_vectors import QueryVectors
-from esbridge.query.recency import apply_recency, read_dates, rule_from
+from esbridge.query.recency import recency_boost
 from esbridge.query.rerank import Reranker, rerank, rerank_text
 from esbridge.query.rerank_budget import OverBudget, RerankThreads
 from esbridge.query.retrieval import Retrieval, Retrieved
@@ -158,7 +157,9 @@ class HybridSearcher:
         doc_of = {item: document_of(item, source) for item, source in retrieved.sources.items()}
         runs = self._runs(retrieved, doc_of)
         fused, unweighted = self._fuse(request, plan, runs, retrieved)
-        scores, multipliers, unread_dates = self._recency(request, fused.scores, retrieved.sources)
+        scores, multipliers, unread_dates = recency_boost(
+            fused.scores, retrieved.sources, self.pipeline.recency, self.fields, self.clock, asked=request.recency
+        )
         notes = notes.add(unweighted, unread_dates)
         trail = Trail(
             runs,
@@ -168,12 +169,13 @@ class HybridSearcher:
             explanations=retrieved.explanations,
             fields=searched_fields(self.fields),
         )
-        scores, trail, doc_of, notes = await self._graph(request, scores, trail, doc_of, notes)
+        ends = started + search_time_s(self.pipeline, self.reranker is not None)
+        scores, trail, doc_of, notes = await self._graph(request, scores, trail, doc_of, notes, ends)
         scores, trail, notes = await self._rerank(request, scores, trail, notes)
         final, trail = self._shape(request, scores, trail, doc_of)
         grouping = Grouping()
         if request.group:
-            left = started + search_time_s(self.pipeline, self.reranker is not None) - time.perf_counter()
+            left = ends - time.perf_counter()
             grouping = await grouped(
                 self.engine, self.index, scores, trail.sources, request.top_n, fields=self.fields, timeout_s=left
             )
@@ -329,17 +331,6 @@ class HybridSearcher:
         used, warning = weights_for_runs(plan.weights, runs)
         return fuse(get_fusion(plan.method_name), runs, weights=used, context=context, params=plan.params), warning
 
-    def _recency(
-        self, request: SearchRequest, scores: dict[str, float], sources: Mapping[str, Mapping[str, Any]]
-    ) -> tuple[dict[str, float], dict[str, float], str | None]:
-        if not (request.recency if request.recency is not None else self.pipeline.recency.enabled):
-            return scores, {}, None
-        modified, warning = read_dates(sources, str(self.fields.date), self.fields.date_format)
-        if not modified:  # nothing to multiply when no result carries a date
-            return scores, {}, warning
-        boosted = apply_recency(scores, modified, self.clock(), rule_from(self.pipeline.recency))
-        return boosted.scores, dict(boosted.multipliers), warning
-
     async def _graph(
         self,
         request: SearchRequest,
@@ -347,9 +338,10 @@ class HybridSearcher:
         trail: Trail,
         doc_of: dict[str, str],
         notes: Notes,
+        ends: float,
     ) -> tuple[dict[str, float], Trail, dict[str, str], Notes]:
         """Links: neighbours of the strongest results join them (``expand``), or the results are re-scored
-        by their links to each other (``rescore``)."""
+        by their links to each other (``rescore``); their reads have until ``ends``, the search's time."""
         wanted = request.graph if request.graph is not None else self.pipeline.graph.enabled
         if not wanted or not scores or self.fields.links is None:  # no links mapped: off, and details.off says so
             return scores, trail, doc_of, notes
@@ -357,12 +349,13 @@ class HybridSearcher:
         if options.mode == "lift" and request.top_n <= options.keep_top:  # it cannot change what is returned
             return scores, trail, doc_of, notes
         if options.mode in ("rescore", "lift"):
-            relinked = await self.links.rescore(scores, doc_of, options)
+            relinked = await self.links.rescore(scores, doc_of, options, timeout_s=ends - time.perf_counter())
             notes = notes.add(*relinked.warnings, timings={"graph": relinked.ms} if relinked.ms is not None else {})
             if relinked.rescored is None:
                 return scores, trail, doc_of, notes
             return relinked.rescored.scores, replace(trail, rescored=relinked.rescored), doc_of, notes
-        expanded = await self.links.expand(scores, doc_of, request.filters, options)
+        left = ends - time.perf_counter()
+        expanded = await self.links.expand(scores, doc_of, request.filters, options, timeout_s=left)
         notes = notes.add(*expanded.warnings, timings={"graph": expanded.ms} if expanded.ms is not None else {})
         sources = {**expanded.linked_sources, **trail.sources, **expanded.sources}
         trail = replace(trail, sources=sources, expansion=expanded.expansion)

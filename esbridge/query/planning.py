@@ -74,7 +74,8 @@ def plan_search(
 
 def search_time_s(pipeline: PipelineSettings, reranks: bool) -> float:
     """A search's time: its stages' own budgets added up (the query's embedding, the first retrieval round and the
-    deeper rounds' shared one, re-ranking when a re-ranker is configured). Grouping has what is left of it."""
+    deeper rounds' shared one, re-ranking when a re-ranker is configured). The graph stage's link reads and
+    grouping have what is left of it."""
     retrieval = max(pipeline.timeout_s(name) for name in pipeline.retrievers)
     return pipeline.embed_timeout_s + 2 * retrieval + (pipeline.rerank.timeout_s if reranks else 0.0)
 

@@ -15,7 +15,7 @@ would push a recent item down, not up.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from itertools import pairwise
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from esbridge.query.engine_dates import parse_engine_date
 
 if TYPE_CHECKING:  # the settings check their rule with this module when they are read
+    from esbridge.config.fields import FieldMap
     from esbridge.config.pipeline import RecencySettings
 
 
@@ -158,6 +159,27 @@ def apply_recency(
         applied[item] = factor
     order = sorted(boosted, key=lambda item: (-boosted[item], item))
     return RecencyBoost({item: boosted[item] for item in order}, {item: applied[item] for item in order})
+
+
+def recency_boost(
+    scores: dict[str, float],
+    sources: Mapping[str, Mapping[str, object]],
+    settings: RecencySettings,
+    fields: FieldMap,
+    clock: Callable[[], datetime],
+    *,
+    asked: bool | None = None,
+) -> tuple[dict[str, float], dict[str, float], str | None]:
+    """The recency stage, when the request ``asked`` for it (None: when ``settings`` enable it): the scores
+    boosted by the dates in ``fields.date`` (as they are when no result carries one), each item's multiplier, and
+    a warning naming the dates that could not be read."""
+    if not (asked if asked is not None else settings.enabled):
+        return scores, {}, None
+    modified, warning = read_dates(sources, str(fields.date), fields.date_format)
+    if not modified:  # nothing to multiply when no result carries a date
+        return scores, {}, warning
+    boosted = apply_recency(scores, modified, clock(), rule_from(settings))
+    return boosted.scores, dict(boosted.multipliers), warning
 
 
 def rule_from(settings: RecencySettings) -> RecencyRule:
