@@ -20,6 +20,7 @@ from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from tests.support.data import REGISTRY
 from tests.support.hashing import HashingEmbedder
+from tests.unit.ingest.registry_files import write_registry
 
 HAND_MADE: list[dict[str, Any]] = [
     # hand-made: the data has no virtual servers, no disabled entities and no explicit entity_type
@@ -43,16 +44,10 @@ def real_records(file: str, collection: str) -> list[dict[str, Any]]:
     return [record for record in records if record["collection"] == collection]
 
 
-def write(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
-    path = tmp_path / "registry.jsonl"
-    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
-    return path
-
-
 def test_a_server_becomes_its_document_and_one_per_tool(tmp_path: Path) -> None:
     gateway = real_records("servers.jsonl", "mcp-gateway-registry")
     atlassian = next(record for record in gateway if record["path"] == "/atlassian")
-    read = list(read_registry(write(tmp_path, [atlassian])))
+    read = list(read_registry(write_registry(tmp_path, [atlassian])))
     server, tools = read[0], read[1:]
     assert isinstance(server, Document) and server.entity_type == "mcp_server" and server.path == "/atlassian"
     assert len(tools) == len(atlassian["tools"])
@@ -76,7 +71,7 @@ def test_a_server_becomes_its_document_and_one_per_tool(tmp_path: Path) -> None:
 
 def test_a_field_that_metadata_gives_another_value_is_a_warning_not_a_silent_loss(tmp_path: Path) -> None:
     record = {"id": "s", "name": "S", "links": ["a"], "source": "x", "metadata": {"links": ["b"], "source": "x"}}
-    server, *tools = read_registry(write(tmp_path, [record]))
+    server, *tools = read_registry(write_registry(tmp_path, [record]))
     assert isinstance(server, Document) and tools == []
     assert server.metadata == {"links": ["b"], "source": "x"}
     assert server.warnings == (
@@ -105,7 +100,7 @@ def test_the_whole_registry_is_read_without_losing_a_record() -> None:
 
 
 def test_hand_made_records_types_lifecycle_repeats_and_problems(tmp_path: Path) -> None:
-    read = list(read_registry(write(tmp_path, HAND_MADE)))
+    read = list(read_registry(write_registry(tmp_path, HAND_MADE)))
     by_id = {item.doc_id: item for item in read if isinstance(item, Document)}
     virtual = by_id["vs-dev"]
     assert virtual.entity_type == "virtual_server" and virtual.tags == ("dev", "code")
@@ -126,7 +121,7 @@ def test_a_tool_is_found_as_its_own_hit_and_disabled_servers_stay_out(tmp_path: 
     engine = EmbeddedEngine(tmp_path / "db")
     embedder = HashingEmbedder()
     manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
-    report = ingest(write(tmp_path, records), engine=engine, manager=manager, embedder=embedder,
+    report = ingest(write_registry(tmp_path, records), engine=engine, manager=manager, embedder=embedder,
                     options=IngestOptions(source_format="registry", source="registry"))  # fmt: skip
     assert report.failed == []
     assert report.documents_indexed == len(records) + sum(len(r.get("tools", [])) for r in records) - 1
@@ -156,7 +151,7 @@ def test_a_query_naming_a_tool_returns_it_under_its_server_and_in_tools(tmp_path
     engine = EmbeddedEngine(tmp_path / "db")
     embedder = HashingEmbedder()
     manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
-    ingest(write(tmp_path, records), engine=engine, manager=manager, embedder=embedder,
+    ingest(write_registry(tmp_path, records), engine=engine, manager=manager, embedder=embedder,
            options=IngestOptions(source_format="registry", source="registry"))  # fmt: skip
     atlassian = next(r for r in records if r["path"] == "/atlassian")
     wanted = next(tool for tool in atlassian["tools"] if tool["name"] == "jira_get_transitions")
@@ -185,9 +180,15 @@ def test_a_record_that_turns_malformed_keeps_its_tools_as_well_as_itself(tmp_pat
     manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
     options = IngestOptions(source_format="registry", source="registry")
     try:
-        ingest(write(tmp_path, [server, other]), engine=engine, manager=manager, embedder=embedder, options=options)
+        ingest(
+            write_registry(tmp_path, [server, other]),
+            engine=engine,
+            manager=manager,
+            embedder=embedder,
+            options=options,
+        )
         broken = {**server, "tools": "open_issue"}
-        report = ingest(write(tmp_path, [broken]), engine=engine, manager=manager, embedder=embedder,
+        report = ingest(write_registry(tmp_path, [broken]), engine=engine, manager=manager, embedder=embedder,
                         options=options)  # fmt: skip
         assert len(report.failed) == 1
         kept = {hit.source["doc_id"] for hit in engine.search("registry", {"size": 50}).hits}
@@ -205,8 +206,14 @@ def test_a_server_read_whole_loses_its_removed_tools_when_another_line_has_no_re
     manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
     options = IngestOptions(source_format="registry", source="registry", max_delete_share=1.0)
     try:
-        ingest(write(tmp_path, [server, other]), engine=engine, manager=manager, embedder=embedder, options=options)
-        path = write(tmp_path, [{**server, "tools": tools[:3]}, other])
+        ingest(
+            write_registry(tmp_path, [server, other]),
+            engine=engine,
+            manager=manager,
+            embedder=embedder,
+            options=options,
+        )
+        path = write_registry(tmp_path, [{**server, "tools": tools[:3]}, other])
         with path.open("a", encoding="utf-8") as file:  # a line still being written: its id cannot be read
             file.write('{"id": "ne')
         report = ingest(path, engine=engine, manager=manager, embedder=embedder, options=options)
@@ -223,12 +230,12 @@ def test_what_a_tool_or_skill_carries_besides_its_name_is_stored(tmp_path: Path)
     docker = real_records("servers.jsonl", "docker-mcp-registry")
     server = next(record for record in docker if any("arguments" in tool for tool in record["tools"]))
     wanted = next(tool for tool in server["tools"] if "arguments" in tool)
-    docs = [item for item in read_registry(write(tmp_path, [server])) if isinstance(item, Document)]
+    docs = [item for item in read_registry(write_registry(tmp_path, [server])) if isinstance(item, Document)]
     tool = next(doc for doc in docs if doc.doc_id == tool_doc_id(server["id"], wanted["name"]))
     # Docker's tools have no inputSchema: their arguments are all there is of one
     assert tool.metadata["tool_fields"]["arguments"] == wanted["arguments"]
     agent = next(r for r in real_records("agents.jsonl", "a2a-registry") if r["id"] == "a2a-registry:a2abench")
-    read, *skills = read_registry(write(tmp_path, [agent]))
+    read, *skills = read_registry(write_registry(tmp_path, [agent]))
     assert isinstance(read, Document)
     assert read.metadata["skill_records"] == agent["skills"]  # skill ids (to call one), tags and examples
     search = skills[0]
@@ -239,7 +246,7 @@ def test_what_a_tool_or_skill_carries_besides_its_name_is_stored(tmp_path: Path)
 def test_a_repeated_tool_name_is_never_renamed_onto_another_tools_name(tmp_path: Path) -> None:
     tools = [{"name": "x", "description": "first"}, {"name": "x", "description": "second"},
              {"name": "x~2", "description": "third"}]  # fmt: skip
-    read = list(read_registry(write(tmp_path, [{"id": "s", "name": "S", "tools": tools}])))
+    read = list(read_registry(write_registry(tmp_path, [{"id": "s", "name": "S", "tools": tools}])))
     docs = [item for item in read if isinstance(item, Document) and item.entity_type == "tool"]
     assert len({doc.doc_id for doc in docs}) == len(docs) == 3  # every tool kept, each under its own id
     by_id = {doc.doc_id: doc for doc in docs}
@@ -255,14 +262,14 @@ def test_an_agent_card_disabled_as_the_gateway_writes_it_is_disabled(tmp_path: P
     # the gateway's A2A agent cards (cli/examples/*.json) spell the flag isEnabled
     card = {"name": "Code Reviewer Agent", "path": "/code-reviewer", "url": "https://example.com/agents/code-reviewer",
             "isEnabled": False, "skills": [{"id": "detect_bugs", "name": "Detect Bugs"}]}  # fmt: skip
-    agent, skill = read_registry(write(tmp_path, [card]))
+    agent, skill = read_registry(write_registry(tmp_path, [card]))
     assert isinstance(agent, Document) and isinstance(skill, Document)
     assert agent.status == "disabled" and "isEnabled" not in agent.metadata
     assert skill.status == "disabled"  # as a disabled server's tools are
 
 
 def test_a_tool_given_as_just_its_name_is_read_as_the_jsonl_source_reads_it(tmp_path: Path) -> None:
-    read = list(read_registry(write(tmp_path, [{"id": "s", "name": "S", "tools": ["search", "fetch"]}])))
+    read = list(read_registry(write_registry(tmp_path, [{"id": "s", "name": "S", "tools": ["search", "fetch"]}])))
     assert not [item for item in read if isinstance(item, Problem)]
     tools = [item for item in read if isinstance(item, Document) and item.entity_type == "tool"]
     assert [tool.doc_id for tool in tools] == [tool_doc_id("s", "search"), tool_doc_id("s", "fetch")]

@@ -3,7 +3,6 @@ query word in that path no longer gives every tool of the server the same BM25 s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +19,15 @@ from esbridge.mappings.schema import IndexParameters
 from esbridge.query.bodies import bm25_body
 from esbridge.query.models import Filters
 from tests.support.hashing import HashingEmbedder
+from tests.unit.ingest.registry_files import write_registry
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Any:
+    engine = EmbeddedEngine(tmp_path / "db")
+    yield engine
+    engine.close()
+
 
 TIME_TOOLS = [
     {"name": "current_time", "description": "Get the current date and time in a timezone"},
@@ -32,19 +40,6 @@ SERVERS: list[dict[str, Any]] = [
     *({"id": f"s{n}", "name": f"Server {n}", "path": f"/s{n}", "tools": ["a", "b", "c"]} for n in range(4)),
 ]
 AGENT = {"id": "travel", "name": "Travel", "path": "/travel", "skills": [{"id": "book", "name": "Book"}]}
-
-
-def write(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
-    path = tmp_path / "registry.jsonl"
-    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Any:
-    engine = EmbeddedEngine(tmp_path / "db")
-    yield engine
-    engine.close()
 
 
 def load(engine: EmbeddedEngine, path: Path) -> Any:
@@ -61,7 +56,7 @@ def stored(engine: EmbeddedEngine) -> dict[str, Mapping[str, Any]]:
 
 
 def test_a_tool_and_a_skill_keep_their_parents_path_in_metadata_not_as_their_path(tmp_path: Path) -> None:
-    read = {doc.doc_id: doc for doc in registry.read_registry(write(tmp_path, [SERVERS[0], AGENT]))}
+    read = {doc.doc_id: doc for doc in registry.read_registry(write_registry(tmp_path, [SERVERS[0], AGENT]))}
     server, tool = read["time"], read["time/tools/current_time"]
     agent, skill = read["travel"], read["travel/skills/book"]
     assert isinstance(server, Document) and isinstance(tool, Document)
@@ -71,7 +66,7 @@ def test_a_tool_and_a_skill_keep_their_parents_path_in_metadata_not_as_their_pat
 
 
 def test_a_query_word_in_a_servers_path_scores_the_server_not_its_tools(engine: EmbeddedEngine, tmp_path: Path) -> None:
-    load(engine, write(tmp_path, SERVERS))
+    load(engine, write_registry(tmp_path, SERVERS))
     body = bm25_body("opensearch", "what time is it", size=10, filters=Filters())
     _, exact = body["query"]["bool"]["should"]
     path_only = {**body, "query": {"bool": {**body["query"]["bool"], "should": [exact]}}}
@@ -89,11 +84,11 @@ def test_a_reingest_over_tools_stored_with_their_servers_path_rewrites_them_in_p
     # An index written when a tool's path was its server's.
     monkeypatch.setattr(registry, "tool_document", lambda server, key, tool: replace(
         made(server, key, tool), path=server.path))  # fmt: skip
-    load(engine, write(tmp_path, SERVERS))
+    load(engine, write_registry(tmp_path, SERVERS))
     before = stored(engine)
     monkeypatch.undo()
     # 16 of its 22 documents change: more than the share an ingest may delete, but none is deleted
-    report = load(engine, write(tmp_path, SERVERS))
+    report = load(engine, write_registry(tmp_path, SERVERS))
     after = stored(engine)
     assert before["time/tools/days_in_month"]["path"] == "/time-mcp" and len(before) == 22
     assert set(after) == set(before)
@@ -101,5 +96,5 @@ def test_a_reingest_over_tools_stored_with_their_servers_path_rewrites_them_in_p
     assert after["time/tools/days_in_month"].get("path") is None
     assert after["time/tools/days_in_month"]["metadata"]["server_path"] == "/time-mcp"
     assert after["time"]["path"] == "/time-mcp"
-    again = load(engine, write(tmp_path, SERVERS))  # converged: nothing to write or delete
+    again = load(engine, write_registry(tmp_path, SERVERS))  # converged: nothing to write or delete
     assert (again.chunks_indexed, again.deleted) == (0, 0)

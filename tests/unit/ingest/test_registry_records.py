@@ -15,12 +15,7 @@ from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from tests.support.hashing import HashingEmbedder
-
-
-def write(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
-    path = tmp_path / "registry.jsonl"
-    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
-    return path
+from tests.unit.ingest.registry_files import write_registry
 
 
 def test_a_record_whose_id_is_another_records_tool_is_refused_naming_both_lines(tmp_path: Path) -> None:
@@ -33,7 +28,7 @@ def test_a_record_whose_id_is_another_records_tool_is_refused_naming_both_lines(
     embedder = HashingEmbedder()
     manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
     try:
-        report = ingest(write(tmp_path, records), engine=engine, manager=manager, embedder=embedder,
+        report = ingest(write_registry(tmp_path, records), engine=engine, manager=manager, embedder=embedder,
                         options=IngestOptions(source_format="registry", source="registry"))  # fmt: skip
         engine.refresh("registry")
         hits = engine.search("registry", {"size": 50}).hits
@@ -56,7 +51,7 @@ def test_a_tool_id_an_earlier_record_holds_skips_its_server_naming_both_lines(tm
         {"id": "jira/tools/open_issue", "name": "A server whose id looks like a tool's"},
         {"id": "jira", "name": "Jira", "tools": [{"name": "open_issue", "description": "Open an issue"}]},
     ]
-    first, problem = read_registry(write(tmp_path, records))
+    first, problem = read_registry(write_registry(tmp_path, records))
     assert isinstance(first, Document) and first.entity_type == "mcp_server"
     assert isinstance(problem, Problem) and (problem.line, problem.doc_id) == (2, "jira")
     assert problem.reason == (
@@ -71,7 +66,7 @@ def test_a_field_the_reader_computes_that_the_record_gives_is_kept_under_another
         {"id": "a", "name": "A", "skill_records": "see the card", "skills": [{"name": "Book"}]},
         {"id": "t", "name": "T", "tool_count": 1, "tools": [{"name": "x"}]},  # what esbridge computes: no warning
     ]
-    server, _, agent, _, again, _ = read_registry(write(tmp_path, records))
+    server, _, agent, _, again, _ = read_registry(write_registry(tmp_path, records))
     assert isinstance(server, Document) and isinstance(agent, Document) and isinstance(again, Document)
     assert (server.metadata["tool_count"], server.metadata["given_tool_count"]) == (1, 99)
     assert server.warnings == (
@@ -84,13 +79,15 @@ def test_a_field_the_reader_computes_that_the_record_gives_is_kept_under_another
 
 
 def test_a_record_with_neither_id_nor_path_is_refused_saying_both_are_missing(tmp_path: Path) -> None:
-    (problem,) = read_registry(write(tmp_path, [{"name": "No id", "description": "x"}]))
+    (problem,) = read_registry(write_registry(tmp_path, [{"name": "No id", "description": "x"}]))
     assert isinstance(problem, Problem) and problem.line == 1
     assert problem.reason == "field 'id' is missing, and there is no 'path' to stand in for it"
 
 
 def test_a_blank_tool_name_is_refused_naming_the_line_and_field(tmp_path: Path) -> None:
-    path = write(tmp_path, [{"id": "ok", "name": "Ok"}, {"id": "jira", "name": "Jira", "tools": ["search", "  "]}])
+    path = write_registry(
+        tmp_path, [{"id": "ok", "name": "Ok"}, {"id": "jira", "name": "Jira", "tools": ["search", "  "]}]
+    )
     found = list(read_registry(path))
     assert [doc.doc_id for doc in found if isinstance(doc, Document)] == ["ok"]
     problem = next(item for item in found if isinstance(item, Problem))
@@ -100,7 +97,7 @@ def test_a_blank_tool_name_is_refused_naming_the_line_and_field(tmp_path: Path) 
 
 def test_is_enabled_null_counts_as_absent_like_null_tags_tools_and_metadata(tmp_path: Path) -> None:
     record = {"id": "jira", "name": "Jira", "is_enabled": None, "tags": None, "tools": None, "metadata": None}
-    path = write(tmp_path, [record, {"id": "card", "name": "Card", "isEnabled": None}])
+    path = write_registry(tmp_path, [record, {"id": "card", "name": "Card", "isEnabled": None}])
     found = list(read_registry(path))
     assert [(doc.doc_id, doc.status) for doc in found if isinstance(doc, Document)] == [("jira", None), ("card", None)]
     assert not [item for item in found if isinstance(item, Problem)]
@@ -113,7 +110,7 @@ def test_a_blank_skill_or_record_name_is_refused_naming_the_line_and_field_as_a_
         {"id": "blank", "name": "  "},
         {"id": "ok", "name": "Ok", "skills": [{"name": "Plan"}, "Book"]},  # a skill given as its name, as a tool may be
     ]
-    found = list(read_registry(write(tmp_path, records)))
+    found = list(read_registry(write_registry(tmp_path, records)))
     assert [doc.doc_id for doc in found if isinstance(doc, Document)] == ["ok", "ok/skills/Plan", "ok/skills/Book"]
     assert next(doc for doc in found if isinstance(doc, Document)).metadata["skill_records"] == [
         {"name": "Plan"},
@@ -135,7 +132,9 @@ def test_a_reingest_of_unchanged_records_does_not_repeat_their_warnings(tmp_path
     options = IngestOptions(source_format="registry", source="registry")
 
     def run(records: list[dict[str, Any]]) -> list[str]:
-        report = ingest(write(tmp_path, records), engine=engine, manager=manager, embedder=embedder, options=options)
+        report = ingest(
+            write_registry(tmp_path, records), engine=engine, manager=manager, embedder=embedder, options=options
+        )
         assert report.failed == []
         return report.warnings
 
@@ -154,7 +153,7 @@ def test_a_tool_or_skill_name_with_spaces_at_either_end_is_stripped_with_a_warni
         {"id": "s1", "name": "S1", "tools": [" search ", {"name": "fetch\t", "description": "Fetch a page"}]},
         {"id": "a1", "name": "A1", "skills": [{"name": " Book", "description": "Book a flight"}]},
     ]
-    found = list(read_registry(write(tmp_path, records)))
+    found = list(read_registry(write_registry(tmp_path, records)))
     docs = {doc.doc_id: doc for doc in found if isinstance(doc, Document)}
     assert set(docs) == {"s1", "s1/tools/search", "s1/tools/fetch", "a1", "a1/skills/Book"}
     assert (docs["s1/tools/search"].title, docs["s1/tools/search"].metadata["tool_name"]) == ("search", "search")
@@ -168,7 +167,7 @@ def test_a_tool_or_skill_name_with_spaces_at_either_end_is_stripped_with_a_warni
 
 def test_a_name_that_differs_from_another_only_by_outer_spaces_is_the_same_tool(tmp_path: Path) -> None:
     records = [{"id": "s1", "name": "S1", "tools": ["search", " search"]}]
-    server, tool = read_registry(write(tmp_path, records))
+    server, tool = read_registry(write_registry(tmp_path, records))
     assert isinstance(server, Document) and isinstance(tool, Document) and tool.doc_id == "s1/tools/search"
     assert server.warnings[-1] == "tool 'search' is listed twice, identically: kept once"
 
@@ -182,9 +181,11 @@ def test_registry_metadata_over_64_kib_is_refused_as_a_jsonl_records_is_and_the_
     manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
     options = IngestOptions(source_format="registry", source="registry")
     try:
-        ingest(write(tmp_path, [server]), engine=engine, manager=manager, embedder=embedder, options=options)
+        ingest(write_registry(tmp_path, [server]), engine=engine, manager=manager, embedder=embedder, options=options)
         fat = {**server, "readme": "x" * 70_000}
-        report = ingest(write(tmp_path, [fat]), engine=engine, manager=manager, embedder=embedder, options=options)
+        report = ingest(
+            write_registry(tmp_path, [fat]), engine=engine, manager=manager, embedder=embedder, options=options
+        )
         engine.refresh("registry")
         kept = {hit.source["doc_id"]: hit.source for hit in engine.search("registry", {"size": 50}).hits}
     finally:
@@ -204,7 +205,7 @@ def test_a_record_whose_id_is_another_agents_skill_is_refused_naming_the_skill(t
         {"id": "travel", "name": "Travel", "skills": [{"name": "Book", "description": "Book a flight"}]},
         {"id": "travel/skills/Book", "name": "A server whose id looks like a skill's"},
     ]
-    *_, problem = read_registry(write(tmp_path, records))
+    *_, problem = read_registry(write_registry(tmp_path, records))
     assert isinstance(problem, Problem) and problem.reason == (
         "document id 'travel/skills/Book' is already the id of skill 'Book' of record 'travel' (line 1); "
         "record skipped (change one of the ids)"
@@ -217,7 +218,7 @@ def test_a_record_id_with_outer_spaces_is_stripped_with_a_warning_as_a_name_is(t
         {"path": "/slack\t", "name": "Slack"},  # the id defaults to the path
         {"id": "ok", "name": "Ok"},
     ]
-    found = [doc for doc in read_registry(write(tmp_path, records)) if isinstance(doc, Document)]
+    found = [doc for doc in read_registry(write_registry(tmp_path, records)) if isinstance(doc, Document)]
     assert [doc.doc_id for doc in found] == ["jira", "jira/tools/search", "/slack", "ok"]
     assert [doc.warnings for doc in found if doc.entity_type != "tool"] == [
         ("id ' jira ' has spaces at either end: stored as 'jira'",),

@@ -4,7 +4,6 @@ and gone from the index when the agent no longer lists them."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,7 @@ from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from tests.support.data import REGISTRY, require
 from tests.support.hashing import HashingEmbedder
-
-
-def write(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
-    path = tmp_path / "registry.jsonl"
-    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
-    return path
+from tests.unit.ingest.registry_files import write_registry
 
 
 @pytest.fixture
@@ -63,9 +57,9 @@ def test_a_query_for_what_an_agents_skill_does_lists_the_skill_with_its_agent(en
 def test_a_skill_the_agent_no_longer_lists_leaves_the_index(engine: EmbeddedEngine, tmp_path: Path) -> None:
     skills = [{"id": "book", "name": "Book", "description": "Book a flight"}, {"name": "Cancel"}]
     agent = {"id": "travel", "name": "Travel", "skills": skills}
-    load(engine, write(tmp_path, [agent]))
+    load(engine, write_registry(tmp_path, [agent]))
     first = {hit.source["doc_id"] for hit in engine.search("registry", {"size": 50}).hits}
-    report = load(engine, write(tmp_path, [{**agent, "skills": skills[:1]}]), max_delete_share=1.0)
+    report = load(engine, write_registry(tmp_path, [{**agent, "skills": skills[:1]}]), max_delete_share=1.0)
     kept = {hit.source["doc_id"]: hit.source for hit in engine.search("registry", {"size": 50}).hits}
     assert first == {"travel", "travel/skills/book", "travel/skills/Cancel"}  # by its A2A id, else its name
     assert set(kept) == {"travel", "travel/skills/book"} and report.deleted == 1
@@ -81,30 +75,33 @@ AGENTS = [{"id": f"agent{n}", "name": f"Agent {n}", "skills": SKILLS} for n in r
 def test_a_reingest_moves_skills_named_by_their_name_to_their_a2a_ids(engine: EmbeddedEngine, tmp_path: Path) -> None:
     # An index written when skill documents were named by the skill's name: the same skills without their ids.
     load(
-        engine, write(tmp_path, [{**agent, "skills": [{**skill, "id": None} for skill in SKILLS]} for agent in AGENTS])
+        engine,
+        write_registry(
+            tmp_path, [{**agent, "skills": [{**skill, "id": None} for skill in SKILLS]} for agent in AGENTS]
+        ),
     )
     before = {hit.source["doc_id"] for hit in engine.search("registry", {"size": 100}).hits}
     # 24 of its 30 documents are renamed: over the share a re-ingest may delete, but none of them is gone
-    report = load(engine, write(tmp_path, AGENTS))
+    report = load(engine, write_registry(tmp_path, AGENTS))
     after = {hit.source["doc_id"]: hit.source for hit in engine.search("registry", {"size": 100}).hits}
     assert "agent0/skills/Skill 2" in before and len(before) == 30
     assert set(after) == {doc for n in range(6) for doc in (f"agent{n}", *(f"agent{n}/skills/s{i}" for i in range(4)))}
     assert report.failed == [] and report.deleted == 24
     assert after["agent3/skills/s2"]["metadata"]["skill_name"] == "Skill 2"
-    again = load(engine, write(tmp_path, AGENTS))  # converged: nothing to write or delete
+    again = load(engine, write_registry(tmp_path, AGENTS))  # converged: nothing to write or delete
     assert (again.chunks_indexed, again.deleted) == (0, 0)
 
 
 def test_skills_that_are_gone_still_count_toward_the_mass_delete_guard(engine: EmbeddedEngine, tmp_path: Path) -> None:
-    load(engine, write(tmp_path, AGENTS))
+    load(engine, write_registry(tmp_path, AGENTS))
     with pytest.raises(MassDeleteRefused, match=r"would delete 24 of them"):
-        load(engine, write(tmp_path, [{**agent, "skills": []} for agent in AGENTS]))
+        load(engine, write_registry(tmp_path, [{**agent, "skills": []} for agent in AGENTS]))
 
 
 def test_a_malformed_record_keeps_its_skills_as_well_as_itself(engine: EmbeddedEngine, tmp_path: Path) -> None:
     agent = {"id": "travel", "name": "Travel", "skills": [{"name": "Book", "description": "Book a flight"}]}
-    load(engine, write(tmp_path, [agent]))
-    report = load(engine, write(tmp_path, [{**agent, "skills": "Book"}]), max_delete_share=1.0)
+    load(engine, write_registry(tmp_path, [agent]))
+    report = load(engine, write_registry(tmp_path, [{**agent, "skills": "Book"}]), max_delete_share=1.0)
     kept = {hit.source["doc_id"] for hit in engine.search("registry", {"size": 50}).hits}
     assert len(report.failed) == 1 and kept == {"travel", "travel/skills/Book"}
 
@@ -127,7 +124,7 @@ def test_a_matched_skill_brings_its_agent_into_agents(engine: EmbeddedEngine) ->
 
 
 def documents(tmp_path: Path, records: list[dict[str, Any]]) -> list[Document | Problem]:
-    return list(read_registry(write(tmp_path, records)))
+    return list(read_registry(write_registry(tmp_path, records)))
 
 
 def test_a_skills_document_is_named_by_its_a2a_id_so_names_may_repeat(tmp_path: Path) -> None:
