@@ -10,7 +10,7 @@ as text) searched with the default pipeline. Each task of the development set (h
 records; no public benchmark's test set) names the tools it needs; recall@10 is the share of them among the
 first 10 tools returned. Search p50 is timed over the tasks, ``--repeat`` times each, both configurations
 alternating, with the response and query-vector caches off (the query is embedded each time). Prints one
-table (or JSON) for docs/evaluation.md and docs/benchmarks.md.
+table (or JSON) for docs/registries.md and docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -161,7 +161,7 @@ class FieldMap(BaseModel):
 
 DEFAULT_FIELD_MAP = FieldMap(
     # Title 1.5, not the 3.0 it was: every chunk repeats its document's title, and on SciFact's train queries
-    # BM25 nDCG@10 was 0.638 at 3.0, 0.675 at 2.0, 0.688 at 1.5, 0.678 at 1.0 (docs/evaluation.md).
+    # BM25 nDCG@10 was 0.638 at 3.0, 0.675 at 2.0, 0.688 at 1.5, 0.678 at 1.0 (docs/evaluation-scifact.md).
     text={"title": 1.5, "aliases": 2.5, "headings": 2.0, "body": 1.0, "metadata_text": 1.0},
     exact={"path.text": 2.0, "code": 1.0},
     content=["body", "code"],

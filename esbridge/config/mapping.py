@@ -12,7 +12,7 @@ class _Section(BaseModel):
 
 
 # Lucene's k1 with a lower b than its 0.75: on the mean over SciFact train, CISI and MED it gives BM25
-# alone and the default hybrid their best figures of the points tried (docs/evaluation.md).
+# alone and the default hybrid their best figures of the points tried (docs/evaluation-bm25.md).
 DEFAULT_BM25_K1 = 1.2
 DEFAULT_BM25_B = 0.4
 

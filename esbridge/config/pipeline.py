@@ -92,7 +92,7 @@ class RerankSettings(_Section):
         default="torch", description="torch (sentence-transformers) or onnx (ONNX Runtime)"
     )
     precision: Literal["fp32", "int8"] = Field(default="fp32", description="onnx backend: fp32 or int8 weights")
-    # Chosen on 40 SciFact train queries with the ms-marco-MiniLM-L-12-v2 cross-encoder (docs/models.md):
+    # Chosen on 40 SciFact train queries with the ms-marco-MiniLM-L-12-v2 cross-encoder (docs/reranking.md):
     # the best of depths 10/20/30 and weights 0.3/0.5/0.7/1, though no variant differed significantly.
     top: int = Field(default=30, ge=1, le=500, description="how many of the best candidates are re-ranked")
     weight: float = Field(
@@ -105,7 +105,7 @@ class RerankSettings(_Section):
     batch_size: int = Field(default=16, ge=1)
     device: str = "cpu"
     # The int8 cross-encoder took at most 7.7 s for the default top 30 and 6.1 s for the top 50 on 2 shared cores
-    # (docs/models.md): 15 s is twice that, and with the 5 s embedding and kNN timeouts stays within the sidecar's
+    # (docs/reranking.md): 15 s is twice that, and with the 5 s embedding and kNN timeouts stays within the sidecar's
     # 30 s request timeout.
     timeout_s: float = Field(
         default=15.0,
@@ -153,7 +153,7 @@ class PipelineSettings(_Section):
     retrievers: list[str] = Field(
         default_factory=lambda: ["bm25", "knn"], min_length=1, description="registered retrievers to run"
     )
-    # Chosen on SciFact's train queries (docs/evaluation.md): min-max linear with equal weights had the best
+    # Chosen on SciFact's train queries (docs/evaluation-scifact.md): min-max linear with equal weights had the best
     # nDCG@10 and the best neighbourhood of the fixed-weight grid; qpp, which picks the weight per query
     # around it, beat that in cross-validation on train (0.7436 against 0.7358), and on test on every engine.
     fusion: str = Field(default="qpp", description="a registered fusion method: qpp, linear, rrf, dbsf, adaptive, ...")

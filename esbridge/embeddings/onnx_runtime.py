@@ -9,11 +9,11 @@ way). onnxruntime, tokenizers and numpy are imported when a model is loaded (bas
 Several CPU threads work on several batches at once, each batch on one thread, rather than on one batch
 together: ONNX Runtime's threads synchronise after every operator and spin while they wait, which cost
 half as much CPU again per chunk as single-threaded runs on 2 cores, CPU that an ingest's bulk writes
-and the engine beside it need (docs/models.md, "Threads"). Batches are the same whatever the thread
+and the engine beside it need (docs/model-speed.md, "Threads"). Batches are the same whatever the thread
 count, so a text's int8 vector does not depend on it. By default a batch is one text (``BATCH_SIZE``): on
 CPU that embeds the most texts a second, with no padding, and int8 activations, quantized with one scale
 per batch, then depend on the text alone, so a text gets the same vector in every run and every batch
-(docs/models.md, "Batch size").
+(docs/model-speed.md, "Batch size").
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ class OnnxEmbedder:
         self._identity = f"{self._name}+onnx-{precision}@{_fingerprint(files, self.profile)}/{self._dimension}"
         if precision == "int8" and batch_size > 1:
             # Such a vector depends on the texts batched with it: cached apart, it never reaches a run of one text a
-            # call, whose vectors depend on their own text alone (docs/models.md, "Batch size").
+            # call, whose vectors depend on their own text alone (docs/model-speed.md, "Batch size").
             self._identity += batched_suffix(batch_size)
 
     @classmethod

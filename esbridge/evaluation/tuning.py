@@ -35,7 +35,7 @@ RRF_K = (10, 20, 40, 60, 100)
 NORMALIZATIONS = ("min_max", "z_score", "l2")
 QPP_SHARES = (0.2, 0.35, 0.5, 0.65, 0.8)
 """kNN shares qpp chooses among, the shipped model's: fitted on other collections, these beat 0.4-0.6 by
-0.006 nDCG@10 with the default embedding model (docs/fusion.md); the fit is written only when its
+0.006 nDCG@10 with the default embedding model (docs/fusion-qpp.md); the fit is written only when its
 cross-validated figure beats the grid's best point, so a poor prediction is not kept."""
 QPP_PROBE = "qpp (reading predictors)"
 

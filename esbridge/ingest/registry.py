@@ -23,12 +23,12 @@ linked to its server and carrying ``server_id``, ``server_name``, ``server_path`
 ``input_schema`` and ``tool_description`` (the description as written, which grouped answers show),
 so a tool can match and be scored on its own on every engine. A tool has no ``path`` of its own: with its
 server's, BM25's boosted path clause gave every tool of a server whose path holds a query word the same large
-score (``server_path`` keeps it; docs/evaluation.md). The tool's record (``TOOL_RECORD_KEYS``) is stored
+score (``server_path`` keeps it; docs/registries.md). The tool's record (``TOOL_RECORD_KEYS``) is stored
 on its first chunk only, whole and once; a schema over ``MAX_ANSWER_SCHEMA_BYTES`` is kept under
 ``oversized_input_schema``, which searches do not read, with a warning naming the tool. Its text is its name and
 description only:
 adding its server's name and description lowered tool recall@10 on the development tasks (0.7976 to
-0.7440, docs/evaluation.md).
+0.7440, docs/registries.md).
 
 Skills. An agent's skill becomes a document the same way (``entity_type`` ``skill``, id
 ``<agent id>/skills/<key>``: the skill's A2A ``id``, stable across renames, else its name), linked to its agent and

@@ -82,7 +82,7 @@ tantivy's regex tokenizer: letters joined across one ``.``, ``'``, U+2019, ``:``
 (``75.1725``, ``1,000``), letters and digits and ``_`` together (``v1.2``, ``user_name``); each Han or
 Hiragana character a token of its own; emoji sequences whole. It gives OpenSearch's standard tokens for 2,298
 of 2,300 SciFact, CISI and Dendron texts (``\\w+`` gave 1,213); the other two have a stray emoji variation
-selector as a token of its own (docs/embedded.md).
+selector as a token of its own (docs/embedded-differences.md).
 
 tantivy's regex crate is built without its DFAs, so every token runs through the Pike VM, whose cost is the
 number of regex states alive at each byte: written this way (a letter or digit continues through the one outer

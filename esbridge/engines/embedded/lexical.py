@@ -6,7 +6,7 @@ field, is ``lexical_layout``'s. ``state.json`` records the last change applied.
 
 tantivy scores with BM25 at k1 = 1.2 and b = 0.75, constants in tantivy itself. The index's
 ``similarity.default`` b (up to 0.75) is honoured by giving each document a fixed number of extra tokens per
-text field (``lengths``); its k1 is not (see docs/embedded.md).
+text field (``lengths``); its k1 is not (see docs/embedded-differences.md).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ hybrid query fixes its weights in the search pipeline.
 
 The model ships fitted on the default embedding model's lists of three collections (SciFact train, CISI,
 MED; ``default_model``), with kNN shares from 0.2 to 0.8. Fitted on two of them, it beats RRF(60) on the
-third, for each of the three (docs/fusion.md). ``esbridge tune`` fits one on an operator's own judgements.
+third, for each of the three (docs/fusion-qpp.md). ``esbridge tune`` fits one on an operator's own judgements.
 """
 
 from __future__ import annotations

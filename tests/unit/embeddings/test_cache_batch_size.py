@@ -44,7 +44,7 @@ def test_an_int8_vector_of_a_batch_of_several_is_never_served_to_a_run_of_one_te
 
 
 def test_fp32_and_int8_of_one_text_a_call_share_the_cache_at_any_batch_size() -> None:
-    # fp32 activations are not quantized: a text's vector is the same in any batch (docs/models.md, "Batch size").
+    # fp32 activations are not quantized: a text's vector is the same in any batch (docs/model-speed.md, "Batch size").
     require_stored(MINILM, "fp32")
     one, many = OnnxEmbedder(MINILM, precision="fp32"), OnnxEmbedder(MINILM, precision="fp32", batch_size=4)
     try:

@@ -97,7 +97,7 @@ def test_core_analysis_uses_only_analyzers_every_build_has() -> None:
 
 
 def test_default_bm25_parameters_are_the_evaluated_ones_in_settings_and_schema() -> None:
-    # k1 1.2, b 0.4 were chosen on three collections (docs/evaluation.md); settings and schema must agree.
+    # k1 1.2, b 0.4 were chosen on three collections (docs/evaluation-bm25.md); settings and schema must agree.
     from esbridge.config.settings import Settings
     from esbridge.mappings.parameters import parameters_from
 
