@@ -35,6 +35,7 @@ _ROLES: dict[str, tuple[str, ...]] = {
     "category": (r"^(category|categories|section|department)$",),
     "tags": (r"^(tags?|labels?|keywords|topics)$",),
     "links": (r"^(links|related|references|see_?also|linked_?ids)$",),
+    "parent": (r"^(parent|parent_?id|server|server_?id|agent_?id)$",),
 }
 # Text fields a match in weighs more than in long text: a name or title says what the document is about.
 _TITLE_BOOST = 2.0
@@ -103,7 +104,8 @@ def split_by_analyzer(text: list[str], analyzers: Mapping[str, str]) -> tuple[li
     return [name for name in text if analyzers[name] == common], [name for name in text if analyzers[name] != common]
 
 
-_KEYWORD_ROLES = ("id", "path", "type", "status", "category", "tags", "links")
+# parent before id: a tool's server_id names its server, not the tool, though id's names end in _id too.
+_KEYWORD_ROLES = ("parent", "id", "path", "type", "status", "category", "tags", "links")
 
 
 def _unsearchable(definition: Mapping[str, Any]) -> str | None:
@@ -182,7 +184,15 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
         notes.append("no text field: BM25 has nothing to search, so no field map can be proposed")
         return Proposal(None, text, keywords, dates, vectors, is_esbridge, notes + nested)
     title = _pick("title", text)
-    roles: dict[str, str | None] = {role: _pick(role, keywords) for role in _KEYWORD_ROLES}
+    roles: dict[str, str | None] = {}
+    for keyword_role in _KEYWORD_ROLES:
+        roles[keyword_role] = _pick(keyword_role, [name for name in keywords if name not in roles.values()])
+    if roles["parent"] and not roles["id"] and _pick("id", [roles["parent"]]):
+        notes.append(
+            f"{roles['parent']} is proposed as parent (the server or agent a tool or skill belongs to; grouped "
+            f'answers read it), not as the document id: if it names each document, set id = "{roles["parent"]}" '
+            "and remove parent"
+        )
     roles["title"] = title
     roles["date"] = _pick("date", dates) or (dates[0] if dates else None)
     created = _pick("created", dates)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,6 +47,10 @@ EngineKind = Literal["auto", "opensearch", "elasticsearch", "embedded"]
 
 DEFAULT_CONFIG_FILE = Path("esbridge.toml")
 CONFIG_FILE_ENV = "ESBRIDGE_CONFIG"
+
+# The TOML file load_settings reads: a context variable rather than a subclass per file, so that what it returns
+# is a plain Settings (its repr, equality with other Settings, pickling).
+_TOML_FILE: ContextVar[Path] = ContextVar("esbridge_toml_file", default=DEFAULT_CONFIG_FILE)
 
 # Elasticsearch/OpenSearch index naming rules: lowercase, no \ / * ? " < > | space , #, not starting with - _ +.
 _INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,199}$")
@@ -183,7 +188,7 @@ class Settings(BaseSettings):
             init_settings,
             _NamedEnv(settings_cls),
             _ShorthandEnv(settings_cls),
-            TomlConfigSettingsSource(settings_cls),
+            TomlConfigSettingsSource(settings_cls, toml_file=_TOML_FILE.get()),
         )
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
@@ -281,19 +286,19 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
         raise ConfigError(f"config file not found: {path}")
     warn_if_readable_by_others(path)
 
-    class _FromFile(Settings):
-        model_config = SettingsConfigDict(toml_file=path)
-
     given = {key: value for key, value in overrides.items() if value is not None}
+    reading = _TOML_FILE.set(path)
     try:
-        settings = _FromFile(**given)
+        settings = Settings(**given)
     except ValidationError as exc:
-        in_file = TomlConfigSettingsSource(_FromFile).toml_data if path.is_file() else {}
+        in_file = TomlConfigSettingsSource(Settings, toml_file=path).toml_data if path.is_file() else {}
         raise ConfigError(_describe(exc, path, given, in_file)) from exc
     except _EnvVariableError as exc:
         raise ConfigError(f"invalid settings: {exc}") from exc
     except (OSError, ValueError) as exc:  # unreadable file, malformed TOML
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    finally:
+        _TOML_FILE.reset(reading)
     warn_if_sent_in_clear(settings.url, settings.auth)
     return settings
 

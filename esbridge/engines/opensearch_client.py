@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from opensearchpy import exceptions as ox
+from urllib3 import make_headers
 
 from esbridge import errors
 from esbridge.config.settings import Settings
@@ -40,7 +41,12 @@ def client_options(settings: Settings, *, async_: bool = False) -> dict[str, Any
                 options[name] = str(path)
     if auth.username is not None:
         password = auth.password.get_secret_value() if auth.password else ""
-        options["http_auth"] = (auth.username, password)
+        if async_:
+            # The async connection turns http_auth into aiohttp's BasicAuth, which aiohttp deprecates (and drops
+            # in 4.0); the header is what it sent, built the way the sync connection builds its own.
+            options["headers"] = make_headers(basic_auth=f"{auth.username}:{password}")
+        else:
+            options["http_auth"] = (auth.username, password)
     elif auth.aws_sigv4:
         options["http_auth"] = _sigv4_auth(settings, async_=async_)
     if async_:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 import re
 import socket
 from typing import Any
@@ -229,14 +231,18 @@ def test_wrong_url_gives_an_error_naming_the_url(engine_kind: str) -> None:
     assert "Traceback" not in result.output
 
 
-def test_wrong_credentials_give_an_authentication_error(engine_settings: Settings, engine_kind: str) -> None:
+def upstream_url(engine_settings: Settings) -> str:
+    """The engine's URL with its credentials in it, for a proxy that forwards to it."""
     assert engine_settings.url is not None
-    upstream = engine_settings.url
-    if engine_settings.auth.username:
-        password = engine_settings.auth.password.get_secret_value() if engine_settings.auth.password else ""
-        upstream = upstream.replace("://", f"://{engine_settings.auth.username}:{password}@", 1)
+    if not engine_settings.auth.username:
+        return engine_settings.url
+    password = engine_settings.auth.password.get_secret_value() if engine_settings.auth.password else ""
+    return engine_settings.url.replace("://", f"://{engine_settings.auth.username}:{password}@", 1)
+
+
+def test_wrong_credentials_give_an_authentication_error(engine_settings: Settings, engine_kind: str) -> None:
     guard = requiring_basic_auth("esbridge", "right-password", flavour=engine_kind)
-    with ForwardingProxy(upstream, guard).running() as proxy:
+    with ForwardingProxy(upstream_url(engine_settings), guard).running() as proxy:
         right = connect(
             load_settings(
                 url=proxy.url, engine=engine_kind, auth={"username": "esbridge", "password": "right-password"}
@@ -258,6 +264,43 @@ def test_wrong_credentials_give_an_authentication_error(engine_settings: Setting
         wrong.close()
     assert proxy.url in str(caught.value)
     assert "wrong-password" not in str(caught.value)
+
+
+async def test_the_async_adapters_send_basic_auth_the_engine_checks_and_log_no_secret(
+    engine_settings: Settings, engine_kind: str, engine: Engine, index_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # With warnings as errors: opensearch-py's async client once gave aiohttp a BasicAuth, which aiohttp deprecates.
+    load_docs(engine, index_name)
+    guard = requiring_basic_auth("esbridge", "right-password", flavour=engine_kind)
+    with ForwardingProxy(upstream_url(engine_settings), guard).running() as proxy, caplog.at_level(logging.DEBUG):
+        right = connect_async(
+            load_settings(
+                url=proxy.url, engine=engine_kind, auth={"username": "esbridge", "password": "right-password"}
+            )
+        )
+        try:
+            found = await right.search(index_name, match_body("fox", ["title", "body"], size=3))
+        finally:
+            await right.close()
+        wrong = connect_async(
+            load_settings(
+                url=proxy.url,
+                engine=engine_kind,
+                retries=0,
+                auth={"username": "esbridge", "password": "wrong-password"},
+            )
+        )
+        try:
+            with pytest.raises(AuthenticationError) as caught:
+                await wrong.search(index_name, {"query": {"match_all": {}}})
+        finally:
+            await wrong.close()
+
+    assert [hit.id for hit in found.hits] == ["fox"]
+    assert (proxy.forwarded, proxy.intercepted) == (1, 1)
+    assert proxy.url in str(caught.value)
+    for secret in ("right-password", "wrong-password", base64.b64encode(b"esbridge:right-password").decode()):
+        assert secret not in caplog.text + str(caught.value)
 
 
 def test_the_other_engine_kind_says_which_server_answered_and_how_to_select_it(

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-from esbridge.config import Settings
+from esbridge.cli import main
+from esbridge.config import Settings, load_settings
 from esbridge.config.fields import FieldMap
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.cached import CachedEmbedder
@@ -204,36 +206,61 @@ def test_a_query_for_what_an_agents_skill_does_lists_the_skill_with_its_agent(
         assert agent.name == "A2ABench" and agent.score >= skill.score
 
 
-def test_an_index_esbridge_did_not_write_is_grouped_through_its_field_map(
-    engine: Engine, engine_settings: Settings, index_name: str
-) -> None:
-    """The engines return the mapped type, title and parent fields a grouped answer reads, and the ids request
-    reads the tool's own record (its documents are no chunks)."""
+def write_catalog(engine: Engine, index: str, parent: str) -> None:
+    """A server and its tool, and a note, under field names of its own; the tool names its server in ``parent``."""
     keyword = {"type": "keyword"}
-    properties = {"name": {"type": "text"}, "text": {"type": "text"}, "kind": keyword, "server": keyword}
+    properties = {"name": {"type": "text"}, "text": {"type": "text"}, "kind": keyword, parent: keyword}
     documents: dict[str, dict[str, Any]] = {
         "jira": {"name": "Jira", "text": "jira tracker server", "kind": "mcp_server"},
         "create": {"name": "create_issue", "text": "create a jira issue in the tracker", "kind": "tool",
-                   "server": "jira", "metadata": {"tool_description": "Create a Jira\nissue"}},
+                   parent: "jira", "metadata": {"tool_description": "Create a Jira\nissue"}},
         "n1": {"name": "note", "text": "a note on an issue of a magazine", "kind": "note"},
     }  # fmt: skip
-    engine.create_index(index_name, {"mappings": {"properties": properties}})
-    engine.bulk(index_name, [BulkAction(op="index", id=key, document=doc) for key, doc in documents.items()])
-    engine.refresh(index_name)
-    fields = FieldMap(text={"name": 1.0, "text": 1.0}, content=["text"], title="name", type="kind", parent="server")
+    engine.create_index(index, {"mappings": {"properties": properties}})
+    engine.bulk(index, [BulkAction(op="index", id=key, document=doc) for key, doc in documents.items()])
+    engine.refresh(index)
 
+
+def grouped_search(settings: Settings, index: str, fields: FieldMap) -> SearchResponse:
     async def run() -> SearchResponse:
-        client = connect_async(engine_settings, kind=engine_settings.engine)  # type: ignore[arg-type]
+        client = connect_async(settings, kind=settings.engine)  # type: ignore[arg-type]
         try:
-            searcher = HybridSearcher(client, index_name, None, fields=fields)
+            searcher = HybridSearcher(client, index, None, fields=fields)
             return await searcher.search(SearchRequest(query="create jira issue tracker", top_n=5, group=True))
         finally:
             await client.close()
 
-    response = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def check_jira_groups(response: SearchResponse) -> None:
     assert response.warnings == [] and response.groups is not None
     [tool] = response.groups.tools
     assert (tool.tool_name, tool.server_id, tool.description) == ("create_issue", "jira", "Create a Jira\nissue")
     jira = next(server for server in response.groups.servers if server.id == "jira")
     assert (jira.name, [match.tool_name for match in jira.matching_tools]) == ("Jira", ["create_issue"])
     assert response.details.timings_ms["grouping"] > 0
+
+
+def test_an_index_esbridge_did_not_write_is_grouped_through_its_field_map(
+    engine: Engine, engine_settings: Settings, index_name: str
+) -> None:
+    """The engines return the mapped type, title and parent fields a grouped answer reads, and the ids request
+    reads the tool's own record (its documents are no chunks)."""
+    write_catalog(engine, index_name, parent="server")
+    fields = FieldMap(text={"name": 1.0, "text": 1.0}, content=["text"], title="name", type="kind", parent="server")
+    check_jira_groups(grouped_search(engine_settings, index_name, fields))
+
+
+def test_index_inspect_proposes_the_parent_field_grouping_reads(
+    engine: Engine, engine_settings: Settings, engine_kind: str, index_name: str, tmp_path: Path
+) -> None:
+    write_catalog(engine, index_name, parent="server_id")
+    config = tmp_path / "esbridge.toml"
+    options = ["--url", str(engine_settings.url), "--engine", engine_kind, "--config", str(config)]
+    inspected = CliRunner().invoke(main, ["index", "inspect", index_name, "--write", *options])
+    assert inspected.exit_code == 0, inspected.output
+
+    fields = load_settings(config).fields[index_name]
+    assert (fields.parent, fields.type, fields.title, fields.id) == ("server_id", "kind", "name", None)
+    check_jira_groups(grouped_search(engine_settings, index_name, fields))

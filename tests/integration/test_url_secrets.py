@@ -22,9 +22,6 @@ from esbridge.service.app import create_app
 from esbridge.service.mcp_server import build_server
 from tests.support.serving import free_port
 
-# aiohttp deprecates the basic auth that opensearch-py's async client hands it
-pytestmark = pytest.mark.filterwarnings("ignore:(BasicAuth|The 'auth' parameter) is deprecated:DeprecationWarning")
-
 SECRETS = ("tok-0f9e8d", "key-1a2b3c", "frag-4d5e6f", "pw-7b8c9d")
 
 

@@ -89,9 +89,6 @@ async def _search_async(kind: str, settings: Settings) -> None:
         await engine.close()
 
 
-# aiohttp deprecates the basic auth that opensearch-py's async client hands it
-pytestmark = pytest.mark.filterwarnings("ignore:(BasicAuth|The 'auth' parameter) is deprecated:DeprecationWarning")
-
 KINDS = ["opensearch", "elasticsearch", "async-opensearch", "async-elasticsearch"]
 
 

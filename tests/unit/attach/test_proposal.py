@@ -272,3 +272,31 @@ def test_a_date_field_in_its_own_format_is_read_in_it(own: str, unread: str | No
     assert said == ([] if unread is None else [note])
     default = propose({"properties": {"body": {"type": "text"}, "updated": {"type": "date"}}})
     assert default.fields is not None and default.fields.date_format is None
+
+
+@pytest.mark.parametrize("parent", ["server_id", "parent_id", "parent", "server", "agent_id", "meta.serverId"])
+def test_the_field_naming_a_tools_server_or_a_skills_agent_is_proposed_as_parent(parent: str) -> None:
+    keyword = {"type": "keyword"}
+    properties: dict[str, object] = {"name": {"type": "text"}, "tool_id": keyword, "kind": keyword}
+    if parent.startswith("meta."):
+        properties["meta"] = {"properties": {parent.removeprefix("meta."): keyword}}
+    else:
+        properties[parent] = keyword
+    proposal = propose({"properties": properties})
+    assert proposal.fields is not None
+    assert (proposal.fields.parent, proposal.fields.id, proposal.fields.type) == (parent, "tool_id", "kind")
+    assert not [note for note in proposal.notes if "not used" in note or "parent" in note], proposal.notes
+    assert f'parent = "{parent}"' in toml_table("catalog", proposal.fields)
+
+
+def test_a_parent_field_is_not_also_the_document_id_and_a_note_says_how_to_make_it_one() -> None:
+    # server_id alone once became the id: every tool of a server would have been one document.
+    proposal = propose({"properties": {"name": {"type": "text"}, "server_id": {"type": "keyword"}}})
+    assert proposal.fields is not None
+    assert (proposal.fields.parent, proposal.fields.id) == ("server_id", None)
+    assert (
+        "server_id is proposed as parent (the server or agent a tool or skill belongs to; grouped answers read it), "
+        'not as the document id: if it names each document, set id = "server_id" and remove parent'
+    ) in proposal.notes
+    unrelated = propose({"properties": {"body": {"type": "text"}, "owner": {"type": "keyword"}}})
+    assert unrelated.fields is not None and unrelated.fields.parent is None
