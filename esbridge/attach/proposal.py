@@ -35,7 +35,7 @@ _ROLES: dict[str, tuple[str, ...]] = {
     "category": (r"^(category|categories|section|department)$",),
     "tags": (r"^(tags?|labels?|keywords|topics)$",),
     "links": (r"^(links|related|references|see_?also|linked_?ids)$",),
-    "parent": (r"^(parent|parent_?id|server|server_?id|agent_?id)$",),
+    "parent": (r"^(parent|parent_?id|server_?id|agent_?id)$",),
 }
 # Text fields a match in weighs more than in long text: a name or title says what the document is about.
 _TITLE_BOOST = 2.0
