@@ -28,6 +28,9 @@ class AuthSettings(_Section):
     def _one_scheme(self) -> AuthSettings:
         if self.password is not None and self.username is None:
             raise ValueError("auth.password is set but auth.username is not")
+        if self.username is not None and ":" in self.username:
+            # Basic auth sends "user:password"; the server splits at the first colon.
+            raise ValueError("auth.username holds ':', which basic auth cannot carry (it separates user and password)")
         schemes = [
             name
             for name, on in (

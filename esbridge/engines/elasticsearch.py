@@ -26,6 +26,7 @@ from esbridge.engines.capabilities import (
     elasticsearch_native_hybrid,
     server_features,
 )
+from esbridge.engines.credentials import basic_auth_headers
 from esbridge.engines.cut_answers import CheckedUrllib3Node
 from esbridge.engines.errors import connection_reason, from_response, no_answer, tls_reason
 from esbridge.engines.routing import SearchRouting
@@ -65,7 +66,7 @@ def client_options(settings: Settings) -> dict[str, Any]:
                 options[name] = str(path)
     if auth.username is not None:
         password = auth.password.get_secret_value() if auth.password else ""
-        options["basic_auth"] = (auth.username, password)
+        options["headers"] = basic_auth_headers(auth.username, password)
     elif auth.api_key is not None:
         options["api_key"] = auth.api_key.get_secret_value()
     return options

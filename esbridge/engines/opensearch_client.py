@@ -11,10 +11,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from opensearchpy import exceptions as ox
-from urllib3 import make_headers
 
 from esbridge import errors
 from esbridge.config.settings import Settings
+from esbridge.engines.credentials import basic_auth_headers
 from esbridge.engines.errors import connection_reason, from_response, tls_reason
 
 
@@ -41,12 +41,7 @@ def client_options(settings: Settings, *, async_: bool = False) -> dict[str, Any
                 options[name] = str(path)
     if auth.username is not None:
         password = auth.password.get_secret_value() if auth.password else ""
-        if async_:
-            # The async connection turns http_auth into aiohttp's BasicAuth, which aiohttp deprecates (and drops
-            # in 4.0); the header is what it sent, built the way the sync connection builds its own.
-            options["headers"] = make_headers(basic_auth=f"{auth.username}:{password}")
-        else:
-            options["http_auth"] = (auth.username, password)
+        options["headers"] = basic_auth_headers(auth.username, password)
     elif auth.aws_sigv4:
         options["http_auth"] = _sigv4_auth(settings, async_=async_)
     if async_:

@@ -240,13 +240,16 @@ def upstream_url(engine_settings: Settings) -> str:
     return engine_settings.url.replace("://", f"://{engine_settings.auth.username}:{password}@", 1)
 
 
-def test_wrong_credentials_give_an_authentication_error(engine_settings: Settings, engine_kind: str) -> None:
-    guard = requiring_basic_auth("esbridge", "right-password", flavour=engine_kind)
+@pytest.mark.parametrize("right_password", ["right-password", "pässwört-€"])
+def test_wrong_credentials_give_an_authentication_error(
+    engine_settings: Settings, engine_kind: str, right_password: str
+) -> None:
+    # Sent in UTF-8 as the security layers decode it: the OpenSearch client once encoded it as Latin-1 ("€" a bare
+    # UnicodeEncodeError, "ä" other bytes).
+    guard = requiring_basic_auth("esbridge", right_password, flavour=engine_kind)
     with ForwardingProxy(upstream_url(engine_settings), guard).running() as proxy:
         right = connect(
-            load_settings(
-                url=proxy.url, engine=engine_kind, auth={"username": "esbridge", "password": "right-password"}
-            )
+            load_settings(url=proxy.url, engine=engine_kind, auth={"username": "esbridge", "password": right_password})
         )
         assert right.probe().distribution == engine_kind
         right.close()

@@ -96,6 +96,7 @@ def test_malformed_toml_is_a_config_error(tmp_path: Path) -> None:
         ({"engine": "solr"}, "engine"),
         ({"timeout_s": 0}, "timeout_s"),
         ({"auth": {"password": "x"}}, "auth.password is set but auth.username is not"),
+        ({"auth": {"username": "team:ops", "password": "x"}}, "auth.username holds ':', which basic auth cannot carry"),
         ({"auth": {"username": "u", "api_key": "k"}}, "one authentication scheme, not basic and api_key"),
         ({"auth": {"aws_sigv4": True}}, "needs auth.aws_region"),
         ({"engine": "elasticsearch", "auth": {"aws_sigv4": True, "aws_region": "eu-west-1"}}, "not Elasticsearch"),
