@@ -4,7 +4,9 @@ The corpus becomes Documents (``doc_id`` = ``_id``, one section holding ``text``
 other fields go into ``Document.metadata``), with the same per-line robustness as the JSONL source: a
 bad line (one nesting a field more than 100 levels deep included) is a ``Problem`` and reading goes on.
 Links and their weights are read as the JSONL source reads them (``links`` and ``link_weights``, at the
-top level or in ``metadata``); a corpus with links is read twice, to know which targets exist. Queries
+top level or in ``metadata``); a corpus with links is read twice, to know which targets exist. A control
+character (NUL, ...) in ``title`` or ``text`` becomes a space, with a warning per field, as in a JSONL record
+(``esbridge.ingest.controls``); ``metadata`` keeps it. Queries
 and relevance judgements are evaluation input, so they come back as plain dicts and any bad line raises
 ``SourceError`` instead: an evaluation that silently lost queries would report wrong figures.
 """
@@ -18,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
 
 from esbridge.errors import ConfigError, SourceError
+from esbridge.ingest.controls import counted_fields, without_controls
 from esbridge.ingest.json_lines import MAX_NESTING, known_id, read_json_lines, record_id, require_file
 from esbridge.ingest.json_values import describe_validation_error, refuse_too_deep
 from esbridge.ingest.jsonl import merged_metadata
@@ -96,8 +99,9 @@ def _records(path: Path) -> Iterator[BeirRecord | Problem]:
 
 def corpus_document(record: BeirRecord, known_ids: set[str] | None = None) -> Document:
     """The ``Document`` of a corpus line; links to ids outside ``known_ids`` count as unresolved."""
-    title = (record.title or "").strip()
-    text = (record.text or "").strip()
+    title, titled = without_controls(record.title or "")
+    text, texted = without_controls(record.text or "")
+    title, text = title.strip(), text.strip()
     links = resolve_links(record.id, record.links, known_ids or set())
     metadata, overridden = merged_metadata(record.model_extra or {}, record.metadata)
     return Document(
@@ -107,7 +111,12 @@ def corpus_document(record: BeirRecord, known_ids: set[str] | None = None) -> Do
         links=links.links,
         link_weights=links.weights,
         metadata={**metadata, **links.metadata},
-        warnings=(*overridden, *links.warnings, *(() if title or text else ("record has neither title nor text",))),
+        warnings=(
+            *overridden,
+            *counted_fields((("title", titled), ("text", texted))),
+            *links.warnings,
+            *(() if title or text else ("record has neither title nor text",)),
+        ),
     )
 
 

@@ -209,12 +209,14 @@ def surrogate_location(value: Any, where: str = "") -> str | None:
     return None
 
 
-def spaced_id(data: Any, fields: Sequence[str]) -> str | None:
-    """The id as written in ``data`` (the first of ``fields`` given), when it has spaces at either end."""
+def spaced_id(data: Any, fields: Sequence[str]) -> tuple[str, str] | None:
+    """The field the id is read from (the first of ``fields`` given in ``data``) and the id as written there, when
+    it has spaces at either end."""
     if not isinstance(data, dict):
         return None
-    given = next((data[name] for name in fields if data.get(name) is not None), None)
-    return given if isinstance(given, str) and given.strip() and given != given.strip() else None
+    name = next((name for name in fields if data.get(name) is not None), None)
+    given = None if name is None else data[name]
+    return (name, given) if name and isinstance(given, str) and given.strip() and given != given.strip() else None
 
 
 def record_id(value: Any) -> str:
@@ -239,13 +241,13 @@ MAX_NESTING = 100
 
 class IdentifiedRecord(BaseModel):
     """A record with an ``id``, which must be unique in its file. An id with spaces at either end is stripped
-    (``id_warnings`` says so)."""
+    (``id_warnings`` says so, naming the field it was read from)."""
 
     ID_FIELDS: ClassVar[tuple[str, ...]] = ("id",)
     """The fields the id is read from, the first given one."""
 
     id: str
-    _given_id: str | None = PrivateAttr(default=None)
+    _given_id: tuple[str, str] | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -257,10 +259,17 @@ class IdentifiedRecord(BaseModel):
     def _spaced_id(cls, data: Any, handler: ModelWrapValidatorHandler[IdentifiedRecord]) -> IdentifiedRecord:
         record = handler(data)
         given = spaced_id(data, cls.ID_FIELDS)
-        record._given_id = given if given is not None and given.strip() == record.id else None
+        record._given_id = given if given is not None and given[1].strip() == record.id else None
         return record
 
     @property
     def id_warnings(self) -> tuple[str, ...]:
-        given = self._given_id
-        return () if given is None else (f"id {given!r} has spaces at either end: stored as {self.id!r}",)
+        if self._given_id is None:
+            return ()
+        field, given = self._given_id
+        if field == self.ID_FIELDS[0]:
+            return (f"{field} {given!r} has spaces at either end: stored as {self.id!r}",)
+        return (
+            f"{field} {given!r}, standing in for the missing {self.ID_FIELDS[0]!r}, has spaces at either end: the id "
+            f"is stored as {self.id!r}",
+        )

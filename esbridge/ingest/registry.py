@@ -39,6 +39,14 @@ list it under ``skills`` with its agent. A tool or skill name, a skill id or a r
 stripped (it makes a document id), with a warning on its record. A skill document once named by its name
 ``replaces`` that id: a re-ingest deletes it without counting it as a deletion.
 
+Control characters. As in a JSONL record, a control character (NUL, ...) in a record's ``name`` or ``description``
+becomes a space, with a warning per field, and so does one in the text made of its tools, skills or other fields
+(one warning); a tool's or skill's ``description`` (and a skill's name, when its ``id`` makes the document id) the
+same way, with the warning on that tool's or skill's document. Stored values (``metadata``, ``tool_description``,
+``skill_description``, ``tags``) keep the character. What makes a document id (a record's id or the ``path`` standing in
+for it, a tool name, a skill id, else the skill's name) is refused instead, its line a ``Problem``, when it holds a
+character ``esbridge.ids.refused_character`` refuses.
+
 Lifecycle. ``is_enabled: false`` (or ``isEnabled``, as the gateway's agent cards write it) gives the record (and its
 tools and skills) the status ``disabled``, which searches leave out unless asked (``include_disabled``); a record's own
 ``status`` (``deprecated``) is kept. ``is_enabled: null`` counts as absent (enabled), as null ``tags``, ``tools``,
@@ -63,6 +71,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from esbridge.ids import first_chunk
+from esbridge.ingest.controls import cleaned_sections, controls_warning, counted_fields, without_controls
 from esbridge.ingest.json_lines import require_file
 from esbridge.ingest.jsonl import distinct, entity_fields_text, merged_metadata, numbered_records
 from esbridge.ingest.metadata import with_computed
@@ -153,17 +162,18 @@ def record_documents(record: RegistryRecord) -> list[Document]:
     stored, replaced = with_computed(given, computed, unit="record")
     tools, tool_warnings = _distinct(record.tools, TOOL)
     skills, skill_warnings = _distinct(record.skills, SKILL)
+    sections, control_warnings = entity_sections(record)
     entity = Document(
         doc_id=record.id,
-        title=record.name,
-        sections=entity_sections(record),
+        title=without_controls(record.name)[0],
+        sections=sections,
         path=record.path,
         tags=distinct(record.tags),
         entity_type=record.entity_type,
         status=record.lifecycle_status,
         category=record.category,
         metadata=stored,
-        warnings=(*record.id_warnings, *overridden, *replaced, *tool_warnings, *skill_warnings),
+        warnings=(*record.id_warnings, *overridden, *replaced, *control_warnings, *tool_warnings, *skill_warnings),
         doc_prefixes=owned_prefixes(record.id),
         first_chunk_only=frozenset({SKILL_RECORDS}),
     )
@@ -201,10 +211,10 @@ def _distinct(items: Sequence[Named], kind: str) -> tuple[list[tuple[str, Named]
     return kept, tuple(warnings)
 
 
-def entity_sections(record: RegistryRecord) -> tuple[Section, ...]:
+def entity_sections(record: RegistryRecord) -> tuple[tuple[Section, ...], list[str]]:
+    """The entity's sections, their control characters replaced by spaces, and the warnings saying how many were:
+    one per field (``name``, ``description``), one for the text made of its tools, skills or other fields."""
     sections: list[Section] = []
-    if record.description and record.description.strip():
-        sections.append(Section(record.description.strip()))
     fields = entity_fields_text(record.tags, record.metadata)
     if fields:
         sections.append(Section(fields))
@@ -212,32 +222,38 @@ def entity_sections(record: RegistryRecord) -> tuple[Section, ...]:
         sections.append(Section("\n".join(tool.line for tool in record.tools), headings=(TOOLS_HEADING,)))
     if record.skills:
         sections.append(Section("\n".join(skill.line for skill in record.skills), headings=(SKILLS_HEADING,)))
-    return tuple(sections)
+    composed, controls = cleaned_sections(sections)
+    description, described = without_controls(record.description or "")
+    warnings = counted_fields((("name", without_controls(record.name)[1]), ("description", described)))
+    if controls:
+        warnings.append(controls_warning(controls, "the text made of its tools, skills or other fields"))
+    return ((Section(description.strip()),) if description.strip() else ()) + composed, warnings
 
 
 def tool_document(server: RegistryRecord, key: str, tool: RegistryTool) -> Document:
     """A tool as a document of its own (id ``<server id>/tools/<key>``): its name and description embedded,
     its schema stored."""
-    description = " ".join((tool.description or "").split())
+    text, controls = without_controls(tool.description or "")
+    description = " ".join(text.split())
     metadata: dict[str, Any] = {
         "server_id": server.id,
-        "server_name": server.name,
+        "server_name": without_controls(server.name)[0],
         "server_path": server.path,
         "tool_name": tool.name,
     }
     if tool.description is not None:
         metadata[TOOL_DESCRIPTION] = tool.description
     doc_id = tool_doc_id(server.id, key)
-    warnings: tuple[str, ...] = ()
+    warnings = counted_fields((("description", controls),))
     if tool.input_schema is not None:
         size = len(json.dumps(tool.input_schema, ensure_ascii=False).encode("utf-8"))
         if size > MAX_ANSWER_SCHEMA_BYTES:
             metadata[OVERSIZED_INPUT_SCHEMA], metadata[INPUT_SCHEMA_BYTES] = tool.input_schema, size
-            warnings = (
+            warnings.append(
                 f"tool {tool.name!r}: its input schema is {size / 1024:.1f} KiB as JSON, over the "
                 f"{MAX_ANSWER_SCHEMA_BYTES // 1024} KiB a search answer carries; it is stored whole, once, as "
                 f"metadata.{OVERSIZED_INPUT_SCHEMA} of chunk {first_chunk(doc_id)!r} (esbridge export writes it), "
-                f"and grouped answers give its size ({INPUT_SCHEMA_BYTES}) instead",
+                f"and grouped answers give its size ({INPUT_SCHEMA_BYTES}) instead"
             )
         else:
             metadata[INPUT_SCHEMA] = tool.input_schema
@@ -253,7 +269,7 @@ def tool_document(server: RegistryRecord, key: str, tool: RegistryTool) -> Docum
         status=server.lifecycle_status,
         category=server.category,
         metadata=metadata,
-        warnings=warnings,
+        warnings=tuple(warnings),
         first_chunk_only=TOOL_RECORD_KEYS,
     )
 
@@ -261,12 +277,14 @@ def tool_document(server: RegistryRecord, key: str, tool: RegistryTool) -> Docum
 def skill_document(agent: RegistryRecord, key: str, skill: RegistrySkill) -> Document:
     """An agent's skill as a document of its own (id ``<agent id>/skills/<key>``), as a tool is: its name and
     description embedded, its other fields stored."""
-    description = " ".join((skill.description or "").split())
+    text, controls = without_controls(skill.description or "")
+    description = " ".join(text.split())
+    name, named = without_controls(skill.name)  # a name that makes the id holds none: it is refused
     metadata: dict[str, Any] = {
         "agent_id": agent.id,
-        "agent_name": agent.name,
+        "agent_name": without_controls(agent.name)[0],
         "agent_path": agent.path,
-        "skill_name": skill.name,
+        "skill_name": name,
     }
     if skill.description is not None:
         metadata[SKILL_DESCRIPTION] = skill.description
@@ -277,7 +295,7 @@ def skill_document(agent: RegistryRecord, key: str, skill: RegistrySkill) -> Doc
         doc_id=skill_doc_id(agent.id, key),
         # Before skills were keyed by their A2A id, their documents were named by the skill's name.
         replaces=(skill_doc_id(agent.id, skill.name),) if skill.id is not None and skill.id != skill.name else (),
-        title=skill.name,
+        title=name,
         sections=(Section(description),) if description else (),
         tags=distinct(skill.tags or agent.tags),
         links=(agent.id,),
@@ -285,5 +303,6 @@ def skill_document(agent: RegistryRecord, key: str, skill: RegistrySkill) -> Doc
         status=agent.lifecycle_status,
         category=agent.category,
         metadata=metadata,
+        warnings=tuple(counted_fields((("name", named), ("description", controls)))),
         first_chunk_only=SKILL_RECORD_KEYS,
     )

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictStr, field_validator, model_validator
 
+from esbridge.ids import refused_character
 from esbridge.ingest.json_lines import IdentifiedRecord, record_id
 from esbridge.ingest.jsonl import check_metadata_size, named_line
 from esbridge.text import is_blank
@@ -17,6 +18,16 @@ def visible_name(value: str, what: str) -> str:
     """``value``, unless it shows nothing (empty, spaces, control or format characters): ``ValueError``."""
     if is_blank(value):
         raise ValueError(f"{what} must not be blank, got {value!r}")
+    return value
+
+
+def id_part(value: str) -> str:
+    """``value``, which makes part of a document id (a tool name, a skill id) once stripped, unless that holds a
+    character ``esbridge.ids.refused_character`` refuses (its position counted in ``value`` as given):
+    ``ValueError``."""
+    problem = refused_character(value.strip(), offset=len(value) - len(value.lstrip()))
+    if problem is not None:
+        raise ValueError(f"makes a document id and {problem}")
     return value
 
 
@@ -66,7 +77,7 @@ class RegistryTool(_Named):
     @field_validator("name")
     @classmethod
     def _visible_name(cls, value: str) -> str:
-        return visible_name(value, "a tool name")  # a blank one would make the id "<server id>/tools/ "
+        return id_part(visible_name(value, "a tool name"))  # a blank one would make the id "<server id>/tools/ "
 
 
 class RegistrySkill(_Named):
@@ -85,7 +96,16 @@ class RegistrySkill(_Named):
     @field_validator("id")
     @classmethod
     def _visible_id(cls, value: str | None) -> str | None:
-        return None if value is None else visible_name(value, "a skill id")
+        return None if value is None else id_part(visible_name(value, "a skill id"))
+
+    @model_validator(mode="after")
+    def _name_as_id(self) -> RegistrySkill:
+        if self.id is None:
+            try:
+                id_part(self.given_name or self.name)
+            except ValueError as exc:
+                raise ValueError(f"its name, standing in for the missing 'id', {exc}") from None
+        return self
 
     @model_validator(mode="after")
     def _stripped_id(self) -> RegistrySkill:
@@ -136,7 +156,10 @@ class RegistryRecord(IdentifiedRecord):
         if "is_enabled" not in given and "isEnabled" in given:  # as the gateway's A2A agent cards spell it
             given["is_enabled"] = given.pop("isEnabled")
         if given.get("id") is None and isinstance(given.get("path"), str):
-            given["id"] = given["path"]
+            try:
+                given["id"] = record_id(given["path"])
+            except ValueError as exc:
+                raise ValueError(f"field 'path', standing in for the missing 'id': {exc}") from None
         if given.get("id") is None and given.get("path") is None:
             raise ValueError("field 'id' is missing, and there is no 'path' to stand in for it")
         if given.get("entity_type") is None:

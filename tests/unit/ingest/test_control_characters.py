@@ -4,10 +4,7 @@ names the note or record, and nothing else of the text is lost."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.ingest.controls import without_controls
@@ -18,13 +15,6 @@ from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from tests.support.hashing import HashingEmbedder
 from tests.unit.ingest.vaults import one_note, write_vault
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[EmbeddedEngine]:
-    engine = EmbeddedEngine(tmp_path / "data")
-    yield engine
-    engine.close()
 
 
 def test_a_nul_in_a_note_becomes_a_space_and_the_run_names_the_note_and_the_count(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,13 +27,6 @@ from esbridge.mappings.schema import IndexParameters
 from tests.support.hashing import RECORDS, HashingEmbedder, OtherHashingEmbedder
 
 FIRST, SECOND = RECORDS[:3], RECORDS[3:]
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[EmbeddedEngine]:
-    engine = EmbeddedEngine(tmp_path / "data")
-    yield engine
-    engine.close()
 
 
 def run(

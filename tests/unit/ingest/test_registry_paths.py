@@ -21,14 +21,6 @@ from esbridge.query.models import Filters
 from tests.support.hashing import HashingEmbedder
 from tests.unit.ingest.registry_files import write_registry
 
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Any:
-    engine = EmbeddedEngine(tmp_path / "db")
-    yield engine
-    engine.close()
-
-
 TIME_TOOLS = [
     {"name": "current_time", "description": "Get the current date and time in a timezone"},
     {"name": "days_in_month", "description": "Get the number of days in a month"},

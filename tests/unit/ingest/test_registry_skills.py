@@ -23,13 +23,6 @@ from tests.support.hashing import HashingEmbedder
 from tests.unit.ingest.registry_files import write_registry
 
 
-@pytest.fixture
-def engine(tmp_path: Path) -> Any:
-    engine = EmbeddedEngine(tmp_path / "db")
-    yield engine
-    engine.close()
-
-
 def load(engine: EmbeddedEngine, path: Path, **options: Any) -> Any:
     embedder = HashingEmbedder()
     manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))

@@ -4,7 +4,6 @@ alias. One that would empty a source the index holds is refused too, unless --al
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,13 +20,6 @@ from esbridge.ingest.sources import SourceFormat
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from tests.support.hashing import HashingEmbedder
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[EmbeddedEngine]:
-    engine = EmbeddedEngine(tmp_path / "data")
-    yield engine
-    engine.close()
 
 
 def run(engine: EmbeddedEngine, path: Path, source_format: SourceFormat = "auto", **options: object) -> IngestReport:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -32,13 +32,6 @@ class FailsOnCall(HashingEmbedder):
         if self.calls == self.fail_on:
             raise self.error
         return super().embed(texts)
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[EmbeddedEngine]:
-    engine = EmbeddedEngine(tmp_path / "data")
-    yield engine
-    engine.close()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ chunk holds embeds only its beginning: the ingest says how many chunks that was,
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,13 +27,6 @@ class ShortReader(HashingEmbedder):
     """Reads 12 tokens (a word each), as a model with a short window would."""
 
     max_tokens = 12
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[EmbeddedEngine]:
-    engine = EmbeddedEngine(tmp_path / "data")
-    yield engine
-    engine.close()
 
 
 def run(engine: EmbeddedEngine, tmp_path: Path, embedder: HashingEmbedder, texts: dict[str, str]) -> IngestReport:
