@@ -24,6 +24,7 @@ from esbridge.errors import (
     IndexUnavailable,
     ModelMismatch,
 )
+from esbridge.ids import shown_escaped
 from esbridge.query.deadline import within
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.service import document_path, documents
@@ -249,8 +250,8 @@ async def delete_document(
 
     deleted = await _write(request, "delete", work)
     if deleted == 0:
-        raise ServiceError(404, "not_found", f"no document {doc_id!r} in {backend.index}")
-    return DeleteResponse(id=doc_id, deleted_chunks=deleted)
+        raise ServiceError(404, "not_found", f"no document '{shown_escaped(doc_id)}' in {backend.index}")
+    return DeleteResponse(id=shown_escaped(doc_id), deleted_chunks=deleted)
 
 
 def _refuse_attached(request: Request) -> None:
