@@ -12,7 +12,6 @@ from urllib.parse import unquote_to_bytes
 from starlette.convertors import PathConvertor, register_url_convertor
 
 
-
 class DocumentId(PathConvertor):
     """The rest of the path, line breaks included: an upsert takes an id holding one (``%0A`` in the path), and
     Starlette's ``path`` (``.*``) stops at it, so the delete would answer 404 for an unknown route."""
