@@ -16,6 +16,7 @@ slower it computes there. Used for docs/benchmarks.md.
 from __future__ import annotations
 
 import asyncio
+import math
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -89,8 +90,8 @@ class StampedVectors(QueryVectors):
         stamp("dispatch")
         return super().start(text)
 
-    async def vector(self, query: str, embedding: Embedding | None = None) -> QueryVector:
-        vector = await super().vector(query, embedding)
+    async def vector(self, query: str, embedding: Embedding | None = None, *, ends: float = math.inf) -> QueryVector:
+        vector = await super().vector(query, embedding, ends=ends)
         stamp("vector")
         return vector
 

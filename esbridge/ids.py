@@ -6,8 +6,9 @@ ids may hold ``#`` themselves, so the position is whatever follows the last one.
 A document id holds no control character (C0, DEL, C1: NUL, line breaks, ESC), no line or paragraph separator
 and no bidirectional formatting character (U+202E RIGHT-TO-LEFT OVERRIDE and its kin): ids are echoed in
 answers, warnings, terminals and logs, where such a character cuts a line, drives a terminal or shows the id
-reversed (``Trojan Source``). Every source of ids (a JSONL or BEIR record, a note's path, the sidecar's
-upserts and deletes) is checked by ``refused_character``.
+reversed (``Trojan Source``). Every source of new ids (a JSONL or BEIR record, a note's path, the sidecar's
+upserts) is checked by ``refused_character``. The sidecar's delete is not: documents stored before the rule, or
+restored by ``esbridge import``, may hold such ids, and answers show them through ``shown_escaped``.
 """
 
 from __future__ import annotations

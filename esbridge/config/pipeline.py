@@ -105,8 +105,7 @@ class RerankSettings(_Section):
     batch_size: int = Field(default=16, ge=1)
     device: str = "cpu"
     # The int8 cross-encoder took at most 7.7 s for the default top 30 and 6.1 s for the top 50 on 2 shared cores
-    # (docs/reranking.md): 15 s is twice that, and with the 5 s embedding and kNN timeouts stays within the sidecar's
-    # 30 s request timeout.
+    # (docs/reranking.md): 15 s is twice that. The sidecar cuts it to what is left of its request's time.
     timeout_s: float = Field(
         default=15.0,
         gt=0,

@@ -9,13 +9,21 @@ kNN request). ``within`` cancels the awaiting task itself when the time is up an
 from __future__ import annotations
 
 import sys
+import time
 
 if sys.version_info >= (3, 11):
     from asyncio import timeout as within
 else:  # pragma: no cover - exercised on Python 3.10 only
     from async_timeout import timeout as within
 
-__all__ = ["no_answer", "within"]
+__all__ = ["capped", "no_answer", "within"]
+
+
+def capped(timeout_s: float, ends: float) -> float:
+    """``timeout_s``, or the time left until ``ends`` (a ``time.perf_counter()`` reading: the search's deadline)
+    when that is less, to 0.01 s and never below 0."""
+    left = ends - time.perf_counter()
+    return timeout_s if timeout_s <= left else max(round(left, 2), 0.0)
 
 
 def no_answer(timeout_s: float) -> str:

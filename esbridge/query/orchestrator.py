@@ -30,7 +30,7 @@ from esbridge.embeddings.base import Embedder
 from esbridge.engines.base import AsyncEngine
 from esbridge.engines.capabilities import Capabilities
 from esbridge.ids import document_of
-from esbridge.query.deadline import within
+from esbridge.query.deadline import capped, within
 from esbridge.query.documents import per_document
 from esbridge.query.explain import Trail, build_hit, str_or_none
 from esbridge.query.field_roles import features_off, searched_fields
@@ -39,12 +39,7 @@ from esbridge.query.graph import GraphOptions, with_neighbors
 from esbridge.query.graph_reader import LinkReader
 from esbridge.query.grouping import Grouping, grouped
 from esbridge.query.model_check import ModelGuard
-from esbridge.query.models import (
-    NativeDetails,
-    SearchDetails,
-    SearchRequest,
-    SearchResponse,
-)
+from esbridge.query.models import NativeDetails, SearchDetails, SearchRequest, SearchResponse
 from esbridge.query.native.choice import NativeChoice, Refusals, choose_native, zero_weighted
 from esbridge.query.notes import Notes
 from esbridge.query.outcome import added, decided_choice, deeper, explained, lost, search_mode
@@ -133,8 +128,11 @@ class HybridSearcher:
                     self._capabilities = f"the engine could not be probed: {exc}"
         return self._capabilities
 
-    async def search(self, request: SearchRequest) -> SearchResponse:
+    async def search(self, request: SearchRequest, *, time_s: float | None = None) -> SearchResponse:
+        """``time_s``: the most time the caller has for the search (the sidecar: what is left of its request's);
+        every stage gives up by then, or by the search's own time (``planning.search_time_s``) if sooner."""
         started = time.perf_counter()
+        ends = started + search_time_s(self.pipeline, self.reranker is not None, time_s)
         key = self._checked_key(request)
         mismatch = await self.model_guard.check() if self.model_guard is not None else None
         if (cached := self._cached(key, started)) is not None:
@@ -151,7 +149,7 @@ class HybridSearcher:
         off = features_off(self.fields, request)
         plan, engine_embedding = await self._engine_embedding(plan)
         native = await self._native_choice(request, plan)
-        retrieved, plan, native, notes, rounds = await self._deep_enough(request, plan, native)
+        retrieved, plan, native, notes, rounds = await self._deep_enough(request, plan, native, ends)
         notes = notes.add(engine_embedding, query_cut(request, self.pipeline, self.fields))
         mode = search_mode(retrieved, notes.warnings, url=self.engine.url, index=self.index)
         doc_of = {item: document_of(item, source) for item, source in retrieved.sources.items()}
@@ -169,9 +167,8 @@ class HybridSearcher:
             explanations=retrieved.explanations,
             fields=searched_fields(self.fields),
         )
-        ends = started + search_time_s(self.pipeline, self.reranker is not None)
         scores, trail, doc_of, notes = await self._graph(request, scores, trail, doc_of, notes, ends)
-        scores, trail, notes = await self._rerank(request, scores, trail, notes)
+        scores, trail, notes = await self._rerank(request, scores, trail, notes, ends)
         final, trail = self._shape(request, scores, trail, doc_of)
         grouping = Grouping()
         if request.group:
@@ -281,17 +278,17 @@ class HybridSearcher:
         return retrieved, native, Notes(native.notes).add(*tried.warnings, *retrieved.warnings, timings=timings)
 
     async def _deep_enough(
-        self, request: SearchRequest, plan: Plan, choice: NativeChoice
+        self, request: SearchRequest, plan: Plan, choice: NativeChoice, search_ends: float
     ) -> tuple[Retrieved, Plan, NativeChoice, Notes, int]:
         """Retrieval with ``top_n`` documents when there are that many (``outcome.deeper``), and how many rounds
         it took. The deeper rounds share one retriever timeout; one that fails, or runs out of it, leaves the
         answer before it. They keep the first round's native decision and query vector (``decided``,
         ``SearchVectors``); the notes' timings add up every round's."""
         collapse = request.collapse if request.collapse is not None else self.pipeline.shaping.collapse
-        retrieval, vectors = self.retrieval.for_search()
+        retrieval, vectors = self.retrieval.for_search(search_ends)
         answer = await self._retrieve(retrieval, request, plan, choice)
         decided, rounds, timings = decided_choice(answer[0], answer[1]), 1, answer[2].timings
-        budget = max(self.pipeline.timeout_s(name) for name in self.pipeline.retrievers)
+        budget = capped(max(self.pipeline.timeout_s(name) for name in self.pipeline.retrievers), search_ends)
         ends = time.perf_counter() + budget
         while (top_k := deeper(answer[0], top_k=plan.top_k, top_n=request.top_n, collapse=collapse)) is not None:
             deep = replace(plan, top_k=top_k, context=replace(plan.context, top_k=top_k))
@@ -362,7 +359,7 @@ class HybridSearcher:
         return with_neighbors(scores, expanded.expansion), trail, {**doc_of, **expanded.expansion.doc_of}, notes
 
     async def _rerank(
-        self, request: SearchRequest, scores: dict[str, float], trail: Trail, notes: Notes
+        self, request: SearchRequest, scores: dict[str, float], trail: Trail, notes: Notes, ends: float
     ) -> tuple[dict[str, float], Trail, Notes]:
         if request.rerank and self.reranker is None:
             notes = notes.add("re-ranking was asked for, but no re-ranker is configured (pipeline.rerank)")
@@ -372,10 +369,16 @@ class HybridSearcher:
         texts = {item: rerank_text(trail.sources.get(item, {})) for item in scores}
         settings = self.pipeline.rerank
         reranker = self.reranker
+        budget_s = capped(settings.timeout_s, ends)
+        if budget_s <= 0:
+            skipped = "re-ranking was not applied, the fused order is kept: none of the search's time was left"
+            return scores, trail, notes.add(skipped)
+        of = "pipeline.rerank.timeout_s" if budget_s == settings.timeout_s else "what was left of the search's time"
         try:
             reranked = await self._rerank_threads.run(
                 lambda: rerank(scores, texts, request.query, reranker, settings.top, weight=settings.weight),
-                settings.timeout_s,
+                budget_s,
+                of=of,
             )
         except errors.EmbeddingError as exc:  # the model failed on these texts: the answer stands without it
             return scores, trail, notes.add(f"re-ranking failed, the fused order is kept: {exc}")

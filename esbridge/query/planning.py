@@ -72,12 +72,13 @@ def plan_search(
     )
 
 
-def search_time_s(pipeline: PipelineSettings, reranks: bool) -> float:
+def search_time_s(pipeline: PipelineSettings, reranks: bool, given_s: float | None = None) -> float:
     """A search's time: its stages' own budgets added up (the query's embedding, the first retrieval round and the
-    deeper rounds' shared one, re-ranking when a re-ranker is configured). The graph stage's link reads and
-    grouping have what is left of it."""
+    deeper rounds' shared one, re-ranking when a re-ranker is configured), or ``given_s`` (the time its caller
+    has for it) when that is less. The graph stage's link reads and grouping have what is left of it."""
     retrieval = max(pipeline.timeout_s(name) for name in pipeline.retrievers)
-    return pipeline.embed_timeout_s + 2 * retrieval + (pipeline.rerank.timeout_s if reranks else 0.0)
+    own = pipeline.embed_timeout_s + 2 * retrieval + (pipeline.rerank.timeout_s if reranks else 0.0)
+    return own if given_s is None else max(min(own, given_s), 0.0)
 
 
 def source_fields(fields: FieldMap, reads_texts: bool) -> Sequence[str]:

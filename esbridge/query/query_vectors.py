@@ -9,6 +9,7 @@ lexical-only.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from dataclasses import dataclass, field, replace
 
@@ -19,7 +20,7 @@ from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.base import Embedder, start_embedding
 from esbridge.engines.base import AsyncEngine
 from esbridge.query.concepts import expand_query
-from esbridge.query.deadline import within
+from esbridge.query.deadline import capped, within
 from esbridge.query.timing import elapsed_ms
 
 
@@ -64,12 +65,13 @@ class QueryVectors:
             return None
         return _embedding(self.embedder, text)
 
-    async def vector(self, query: str, embedding: Embedding | None = None) -> QueryVector:
+    async def vector(self, query: str, embedding: Embedding | None = None, *, ends: float = math.inf) -> QueryVector:
         """The query's vector or, with concept expansion on, the vector of the query plus its nearest concepts.
 
-        ``embedding``: the query's embedding if already started (``start``).
+        ``embedding``: the query's embedding if already started (``start``); ``ends``: the search's deadline
+        (``time.perf_counter()``), which cuts the embedding's timeout short.
         """
-        first = await self._embed(query, embedding)
+        first = await self._embed(query, embedding, ends)
         if first.vector is None or not self.pipeline.concepts.enabled:
             return first
         started = time.perf_counter()
@@ -84,7 +86,7 @@ class QueryVectors:
         warnings = (*first.warnings, f"concept expansion: {expansion.partial}") if expansion.partial else first.warnings
         if not expansion.terms:
             return QueryVector(first.vector, warnings, timings)
-        widened = await self._embed(expansion.text)
+        widened = await self._embed(expansion.text, ends=ends)
         return QueryVector(
             widened.vector or first.vector,
             (*warnings, *widened.warnings),
@@ -92,7 +94,7 @@ class QueryVectors:
             tuple(expansion.terms),
         )
 
-    async def _embed(self, text: str, embedding: Embedding | None = None) -> QueryVector:
+    async def _embed(self, text: str, embedding: Embedding | None = None, ends: float = math.inf) -> QueryVector:
         if self.embedder is None:
             return QueryVector(None, ("no embedding model: answered with BM25 only",))
         if self._cache is not None and (cached := self._cache.get(text)) is not None:
@@ -101,11 +103,12 @@ class QueryVectors:
             embedding = _embedding(self.embedder, text)
         warning = None
         vector = None
+        timeout_s = capped(self.pipeline.embed_timeout_s, ends)
         try:
-            async with within(self.pipeline.embed_timeout_s):
+            async with within(timeout_s):
                 vector = (await embedding.vectors)[0]
         except asyncio.TimeoutError:
-            warning = f"the query was not embedded within {self.pipeline.embed_timeout_s:g}s"
+            warning = f"the query was not embedded within {timeout_s:g}s"
         except errors.EsbridgeError as exc:
             warning = f"the query could not be embedded: {exc}"
         timings = {"embed": elapsed_ms(embedding.started)}
@@ -121,8 +124,10 @@ class SearchVectors:
     deeper rounds of a collapsed search, the client-side path after a failed native request), with or without
     the embedding cache. A vector that could not be made is not tried again: the rounds answer lexical-only."""
 
-    def __init__(self, vectors: QueryVectors | SearchVectors) -> None:
+    def __init__(self, vectors: QueryVectors | SearchVectors, ends: float = math.inf) -> None:
         self._vectors = vectors
+        self.ends = ends
+        """the search's deadline (``time.perf_counter()``)"""
         self._known: dict[str, QueryVector] = {}
         self.timings: dict[str, float] = {}
         """the steps of making the search's vectors (embed, concepts), each once"""
@@ -130,11 +135,11 @@ class SearchVectors:
     def start(self, text: str) -> Embedding | None:
         return None if text in self._known else self._vectors.start(text)
 
-    async def vector(self, query: str, embedding: Embedding | None = None) -> QueryVector:
-        """As ``QueryVectors.vector``, its timings kept in ``timings`` rather than returned, so that rounds that
-        reuse the vector do not count its making again."""
+    async def vector(self, query: str, embedding: Embedding | None = None, *, ends: float = math.inf) -> QueryVector:
+        """As ``QueryVectors.vector`` by the search's deadline, its timings kept in ``timings`` rather than
+        returned, so that rounds that reuse the vector do not count its making again."""
         if (known := self._known.get(query)) is None:
-            known = await self._vectors.vector(query, embedding)
+            known = await self._vectors.vector(query, embedding, ends=min(ends, self.ends))
             self._known[query] = known
             self.timings.update(known.timings)
         return replace(known, timings={})

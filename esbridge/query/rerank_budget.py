@@ -81,13 +81,14 @@ class RerankThreads:
         with self._lock:
             return self._late
 
-    async def run(self, work: Callable[[], T], budget_s: float) -> T:
-        """``work()``'s result, or ``OverBudget`` when it takes longer than ``budget_s`` seconds."""
+    async def run(self, work: Callable[[], T], budget_s: float, *, of: str = "pipeline.rerank.timeout_s") -> T:
+        """``work()``'s result, or ``OverBudget`` when it takes longer than ``budget_s`` seconds (``of``: where
+        that budget comes from, as messages name it)."""
         with self._lock:
             if self._late >= self.late_limit:
                 raise OverBudget(
                     f"{self._late} earlier re-ranking(s) that took longer than the budget of {budget_s:g} s "
-                    "(pipeline.rerank.timeout_s) are still running"
+                    f"({of}) are still running"
                 )
         call = _Call(work, asyncio.get_running_loop(), self._ended)
         threading.Thread(target=call.run, name="esbridge-rerank", daemon=True).start()
@@ -96,7 +97,7 @@ class RerankThreads:
                 return await call.future
         except asyncio.TimeoutError:
             self._leave(call)
-            raise OverBudget(f"it took longer than its budget of {budget_s:g} s (pipeline.rerank.timeout_s)") from None
+            raise OverBudget(f"it took longer than its budget of {budget_s:g} s ({of})") from None
         except asyncio.CancelledError:  # the search itself was cancelled (its request timed out, Ctrl-C)
             self._leave(call)
             raise

@@ -13,6 +13,7 @@ fails the search. Each strategy returns a ``Retrieved``; nothing is handed in to
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,7 +23,7 @@ from esbridge import errors
 from esbridge.config.fields import canonical_source
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.engines.base import AsyncEngine, Hit, SearchResult
-from esbridge.query.deadline import within
+from esbridge.query.deadline import capped, within
 from esbridge.query.native import plan as native
 from esbridge.query.query_vectors import QueryVector, QueryVectors, SearchVectors
 from esbridge.query.retrievers import RETRIEVERS, RetrievalContext, Retriever, request_bodies
@@ -96,18 +97,28 @@ class Retrieval:
     """Runs the configured retrievers of one index."""
 
     def __init__(
-        self, engine: AsyncEngine, index: str, pipeline: PipelineSettings, vectors: QueryVectors | SearchVectors
+        self,
+        engine: AsyncEngine,
+        index: str,
+        pipeline: PipelineSettings,
+        vectors: QueryVectors | SearchVectors,
+        ends: float = math.inf,
     ) -> None:
         self.engine = engine
         self.index = index
         self.pipeline = pipeline
         self.vectors = vectors
+        self.ends = ends
+        """the search's deadline (``time.perf_counter()``): no retriever waits past it, whatever its timeout"""
 
-    def for_search(self) -> tuple[Retrieval, SearchVectors]:
-        """This retrieval for one search, whose query is embedded once however many rounds it runs, and the
-        search's vectors (their timings)."""
-        vectors = SearchVectors(self.vectors)
-        return Retrieval(self.engine, self.index, self.pipeline, vectors), vectors
+    def for_search(self, ends: float = math.inf) -> tuple[Retrieval, SearchVectors]:
+        """This retrieval for one search ending by ``ends``, whose query is embedded once however many rounds it
+        runs, and the search's vectors (their timings)."""
+        vectors = SearchVectors(self.vectors, ends)
+        return Retrieval(self.engine, self.index, self.pipeline, vectors, ends), vectors
+
+    def _timeout_s(self, name: str) -> float:
+        return capped(self.pipeline.timeout_s(name), self.ends)
 
     async def client_side(
         self, context: RetrievalContext, *, lexical_only: bool, semantic_fallback: bool = False
@@ -214,12 +225,12 @@ class Retrieval:
         query_vector = await self.vectors.vector(context.query) if needs_vector else None
         vector = query_vector.vector if query_vector is not None else None
         searches = [
-            (name, {**body, "timeout": f"{round(self.pipeline.timeout_s(name) * 1000)}ms"})
+            (name, {**body, "timeout": f"{max(round(self._timeout_s(name) * 1000), 1)}ms"})
             for name, retriever in chosen.items()
             if vector is not None or engine_side or not retriever.needs_vector
             for body in request_bodies(retriever, context, vector)
         ]
-        deadline = max(self.pipeline.timeout_s(name) for name, _ in searches) + _MSEARCH_MARGIN_S
+        deadline = capped(max(self.pipeline.timeout_s(name) for name, _ in searches) + _MSEARCH_MARGIN_S, self.ends)
         started = time.perf_counter()
         try:
             async with within(deadline):
@@ -261,7 +272,7 @@ class Retrieval:
         semantic = RETRIEVERS.get_named("knn").body(context, query_vector.vector)
         size = context.top_k
         body = plan.body(lexical, semantic, size=size, source_fields=context.source_fields, explain=explain)
-        timeout_s = max(self.pipeline.timeout_s("bm25"), self.pipeline.timeout_s("knn"))
+        timeout_s = max(self._timeout_s("bm25"), self._timeout_s("knn"))
         started = time.perf_counter()
         try:
             async with within(timeout_s):
@@ -293,7 +304,7 @@ class Retrieval:
         return _merged(await asyncio.gather(*(self._timed_search(name, body) for body in requests)))
 
     async def _timed_search(self, name: str, body: Mapping[str, Any]) -> _Answer:
-        timeout_s = self.pipeline.timeout_s(name)
+        timeout_s = self._timeout_s(name)
         started = time.perf_counter()
         try:
             async with within(timeout_s):

@@ -1,13 +1,15 @@
 """How the sidecar reads a document id from a request path (``DELETE /v1/documents/{doc_id}``): the whole rest of
-the path, as an upsert of that id stores it."""
+the path, trimmed as an upsert of that id stores it.
+
+A delete takes ids holding characters an upsert refuses (``esbridge.ids.refused_character``): documents written
+before the refusal, or restored by ``esbridge import``, hold them, and must stay removable. Answers show such an
+id escaped (``esbridge.ids.shown_escaped``)."""
 
 from __future__ import annotations
 
 from urllib.parse import unquote_to_bytes
 
 from starlette.convertors import PathConvertor, register_url_convertor
-
-from esbridge.ingest.json_lines import record_id
 
 
 class DocumentId(PathConvertor):
@@ -24,7 +26,7 @@ _DOCUMENTS_PATH = b"/v1/documents/"
 
 
 def path_id(raw_path: bytes | None, doc_id: str) -> str:
-    """The id a delete's path names, as an upsert of it stores it (trimmed, ``record_id``), or ``ValueError``.
+    """The id a delete's path names, trimmed as an upsert of it stores it, or ``ValueError``.
 
     ``doc_id`` is the path as the server decoded it, where bytes that are not UTF-8 became U+FFFD, so
     ``raw_path`` is checked: such an id is refused rather than looked up as another one."""
@@ -39,4 +41,7 @@ def path_id(raw_path: bytes | None, doc_id: str) -> str:
                 f"is not UTF-8 (byte 0x{decoded[exc.start]:02x} at byte {at} of the id); percent-encode the id's "
                 "UTF-8 bytes"
             ) from None
-    return record_id(doc_id)
+    found = doc_id.strip()
+    if not found:
+        raise ValueError("must not be empty")
+    return found

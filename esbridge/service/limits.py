@@ -15,6 +15,7 @@
   for at most ``queue_timeout_s``. A request whose expected wait (its place in the queue times the
   recent time a request holds its slot, over the slots) is longer than that is refused on arrival
   rather than after waiting in vain. Refusals are 429 with ``Retry-After``; nothing waits without bound.
+- ``answer_time_s``: the part of a request's time (``request_timeout_s``) a search keeps for answering.
 """
 
 from __future__ import annotations
@@ -322,3 +323,9 @@ class Admission:
         kind = "rate_limited" if reason == "rate_limited" else "overloaded"
         retry = str(max(1, math.ceil(wait_s)))
         await send_error(scope, send, 429, kind, f"{message}; retry after {retry} s", {"Retry-After": retry})
+
+
+def answer_time_s(request_timeout_s: float) -> float:
+    """What a search keeps of its request's time to build and send its answer: its stages give up that much
+    before the request would answer 504, so a slow one costs its part of the answer, with a warning, not all."""
+    return min(1.0, request_timeout_s / 10)

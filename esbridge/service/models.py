@@ -56,7 +56,10 @@ class DocumentsResponse(BaseModel):
 
 
 class DeleteResponse(BaseModel):
-    id: str
+    id: str = Field(
+        description="the deleted document's id; a control or bidirectional formatting character in it is shown "
+        "escaped (\\u202e)"
+    )
     deleted_chunks: int
 
 

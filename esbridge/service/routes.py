@@ -24,12 +24,14 @@ from esbridge.errors import (
     IndexUnavailable,
     ModelMismatch,
 )
+from esbridge.ids import shown_escaped
 from esbridge.query.deadline import within
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.service import document_path, documents
 from esbridge.service.auth import KeyRing
 from esbridge.service.backend import Backend
 from esbridge.service.errors import GuardedRoute, ServiceError
+from esbridge.service.limits import answer_time_s
 from esbridge.service.metrics import Metrics
 from esbridge.service.models import (
     DeleteResponse,
@@ -181,10 +183,12 @@ async def search(request: Request, body: SearchRequest) -> SearchResponse:
         request.state.query = body.query
 
     writes_ended = backend.writes_ended
+    began = time.monotonic()
     async with within(service.request_timeout_s):
         connected = await backend.connected()
         backend.check_data_dir(connected, "search")
-        response = await connected.searcher.search(body)
+        left = service.request_timeout_s - (time.monotonic() - began)
+        response = await connected.searcher.search(body, time_s=left - answer_time_s(service.request_timeout_s))
     if backend.writes_ended != writes_ended:  # a write ended meanwhile: what this search cached may predate it
         backend.clear_response_cache()
     request.state.search_mode = response.search_mode
@@ -249,8 +253,8 @@ async def delete_document(
 
     deleted = await _write(request, "delete", work)
     if deleted == 0:
-        raise ServiceError(404, "not_found", f"no document {doc_id!r} in {backend.index}")
-    return DeleteResponse(id=doc_id, deleted_chunks=deleted)
+        raise ServiceError(404, "not_found", f"no document '{shown_escaped(doc_id)}' in {backend.index}")
+    return DeleteResponse(id=shown_escaped(doc_id), deleted_chunks=deleted)
 
 
 def _refuse_attached(request: Request) -> None:

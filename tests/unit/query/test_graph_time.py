@@ -4,7 +4,7 @@ leaves the answer as it is without the graph, with a warning naming what was ski
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +128,27 @@ def test_a_failed_link_read_has_its_warning_and_a_timing(engine: EmbeddedEngine)
     assert response.warnings == [*plain.warnings, f"graph expansion skipped: {_failure('shard gone')}"]
     assert _ranked(response) == _ranked(plain)
     assert "graph" in response.details.timings_ms
+
+
+class Constant:
+    """A re-ranker that scores every text alike, at once."""
+
+    name = "constant"
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        return [1.0] * len(texts)
+
+
+def test_the_time_its_caller_gives_bounds_the_graph_and_leaves_the_re_ranking_out(engine: EmbeddedEngine) -> None:
+    """A sidecar gives the search what is left of its request's time: a hung link read ends by it, not by the
+    search's own time (3 s, and 15 s more for the re-ranker), and the re-ranking, with no time left, is skipped."""
+    pipeline = QUICK.model_copy(update={"graph": GraphSettings(mode="expand")})
+    searcher = HybridSearcher(HungLinks(engine), INDEX, None, pipeline, reranker=Constant())
+    request = SearchRequest(query="solar panels", top_n=5, graph=True)
+    response = asyncio.run(searcher.search(request, time_s=0.5))
+    assert response.took_ms < 1500
+    assert [hit.id for hit in response.results]
+    *_, graph, rerank = response.warnings
+    assert graph.startswith("graph expansion skipped: no answer within the 0.")
+    assert rerank == "re-ranking was not applied, the fused order is kept: none of the search's time was left"
+    assert "rerank" not in response.details.timings_ms
