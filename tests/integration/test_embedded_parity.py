@@ -64,11 +64,129 @@ CASES.append(
         [{"gte": "2024"}, {"lt": "2024"}, {"gte": "1700000000000"}, {"lte": "1999"}],
     )
 )
+# Custom Java patterns: the values each takes (strict widths, year of era, two-digit years, offsets) and its bounds.
+CASES += [
+    (
+        "yyyy-MM-dd",
+        [
+            "2024-05-01",
+            "2024-5-1",
+            "+2024-05-01",
+            "20240-05-01",
+            "+20240-05-01",
+            "0000-05-01",
+            "0001-05-01",
+            "-0100-05-01",
+            "2024-02-30",
+            "2024-05-01T00:00",
+            2024,
+            "2024-13-01",
+            "0999-12-31",
+        ],
+        [{"gte": "2024-05-01"}, {"lte": "2024-05-01", "gt": "2024-04-30"}, {"lt": "1000-01-01"}],
+    ),
+    (
+        "dd/MM/yyyy",
+        ["01/05/2024", "1/5/2024", "31/04/2024", "29/02/2023", "29/02/2024", "2024-05-01"],
+        [{"gte": "01/05/2024"}, {"lte": "29/02/2024"}, {"gte": "2024-03-01", "format": "yyyy-MM-dd"}],
+    ),
+    (
+        "yyyy-MM-dd HH:mm:ss",
+        ["2024-05-01 10:20:30", "2024-05-01 24:00:00", "2024-05-01 10:20", "2024-05-01T10:20:30", "2024-05-01 1:2:3"],
+        [{"lte": "2024-05-01 10:20:30"}, {"gt": "2024-05-01 10:20:29"}, {"lt": "2024-05-01 10:20:30"}],
+    ),
+    (
+        "yyyy/MM/dd||epoch_millis",
+        ["2024/05/01", 1700000000000, "1700000000000", "2024-05-01"],
+        [{"gte": "2024/05/01"}, {"lt": "2024/05/01"}, {"gte": 1714521600000}],
+    ),
+    ("d/M/y", ["1/5/2024", "01/05/2024", "1/5/24", "001/5/2024"], [{"lt": "1/1/1000"}, {"gte": "1/5/2024"}]),
+    ("yyyyMMdd", ["20240501", "2024051", "202405011"], [{"gte": "20240501", "lte": "20240501"}]),
+    ("uuuu-MM-dd", ["-0100-05-01", "0000-05-01", "+20240-05-01"], [{"lt": "0000-05-01"}, {"gt": "9999-12-31"}]),
+    ("yy-MM-dd", ["24-05-01", "2024-05-01", "99-05-01"], [{"gte": "50-01-01"}, {"lte": "24-05-01"}]),
+    (
+        "yyyy-MM-dd'T'HH:mm:ss.SSSXXX",
+        [
+            "2024-05-01T10:20:30.123+02:00",
+            "2024-05-01T10:20:30.123Z",
+            "2024-05-01T10:20:30.12+02:00",
+            "2024-05-01T10:20:30.123+0200",
+        ],
+        [{"lte": "2024-05-01T08:20:30.123Z"}, {"gt": "2024-05-01T10:20:30.122+02:00"}],
+    ),
+    (
+        "yyyy-MM-dd HH:mm:ssZ||yyyy-MM-dd HH:mm:ssX",
+        ["2024-05-01 10:20:30+0200", "2024-05-01 10:20:30+02:00", "2024-05-01 10:20:30Z", "2024-05-01 10:20:30+02"],
+        [{"gte": "2024-05-01 08:20:30+0000"}, {"lt": "2024-05-01 10:20:30Z"}],
+    ),
+    (
+        "yyyy-MM-dd HH:mm:ss.S||strict_date_optional_time",
+        ["2024-05-01 10:20:30.5", "2024-05-01T10:20:30.550Z", "2024-05-01T10:20:30.599Z", "2024-05-01 10:20:30.55"],
+        [{"lte": "2024-05-01 10:20:30.5"}, {"lte": "2024-05-01T10:20:30.5"}, {"gt": "2024-05-01T10:20:30.5"}],
+    ),
+    ("yyyy-MM-dd'at'HH||yyyy-MM-dd''HH", ["2024-05-01at10", "2024-05-01'10"], [{"lte": "2024-05-01at10"}]),
+]
+# A range's time_zone: offsets and regions, across the days Paris and New York change their clocks.
+PARIS_DAYS: list[Any] = ["2024-03-30T23:30:00Z", "2024-03-31T01:30:00Z", "2024-03-31T21:59:00Z", "2024-03-31T22:30:00Z"]
+PARIS_DAYS += ["2024-10-27T00:30:00Z", "2024-10-27T01:30:00Z", "2024-10-27T22:59:00Z", 1711927800000]
+CASES += [
+    (
+        "strict_date_optional_time||epoch_millis",
+        PARIS_DAYS,
+        [
+            {"gte": "2024-03-31", "lte": "2024-03-31", "time_zone": "Europe/Paris"},
+            {"gte": "2024-10-27", "lt": "2024-10-28", "time_zone": "Europe/Paris"},
+            {"gte": "2024-10-27T02:30:00", "lt": "2024-10-28", "time_zone": "Europe/Paris"},
+            {"gt": "2024-10-27T02", "lte": "2024-10-27", "time_zone": "Europe/Paris"},
+            {"gte": "2024-03-31T02:30:00", "lte": "2024-03-31", "time_zone": "Europe/Paris"},
+            {"gte": "2024-03-31T00:00:00Z", "lte": "2024-03-31", "time_zone": "Europe/Paris"},
+            {"gte": "2024-03-31", "lte": "2024-03-31", "time_zone": "America/New_York"},
+            {"gte": "2024-03-31", "lte": "2024-03-31", "time_zone": "+01:00"},
+            {"gte": "2024-03-31", "lte": "2024-03-31", "time_zone": "-0530"},
+            {"gte": "2024-03-31", "lte": "2024-03-31", "time_zone": "UTC+2"},
+            {"gte": "2024-10-27", "lte": "2024-10-27", "time_zone": "Etc/GMT-14"},
+            {"gte": "2024-10-27", "lte": "2024-10-27", "time_zone": "US/Eastern"},
+        ],
+    ),
+    (
+        "dd/MM/yyyy HH:mm||epoch_millis",
+        ["10/03/2024 01:30", "10/03/2024 02:30", "10/03/2024 03:30", "03/11/2024 01:30", "03/11/2024 02:30"],
+        [
+            {"gte": "10/03/2024 02:00", "lt": "10/03/2024 04:00", "time_zone": "America/New_York"},
+            {"gte": "03/11/2024 01:00", "lte": "03/11/2024 01:59", "time_zone": "America/New_York"},
+            {"gte": "10/03/2024", "lt": "11/03/2024", "format": "dd/MM/yyyy", "time_zone": "America/New_York"},
+        ],
+    ),
+]
+# A zone by name written after the time, in a document or a bound.
+NAMED_ZONES: list[Any] = ["2024-05-01T10:00Europe/Paris", "2024-05-01T10Europe/Paris", "2024-05-01T10:00:00UTC"]
+NAMED_ZONES += ["2024-05-01Europe/Paris", "2024-05-01T10:00:00GMT+01:00", "2024-03-31T02:30:00Europe/Paris"]
+NAMED_ZONES += ["2024-05-01T10:00:00europe/paris", "2024-05-01T10:00:00EST", "2024-05-01T04:00:00America/New_York"]
+CASES.append(
+    (
+        "strict_date_optional_time||epoch_millis",
+        NAMED_ZONES,
+        [{"gte": "2024-05-01T09:00:00Europe/Paris"}, {"lte": "2024-05-01T08:00America/New_York"}],
+    )
+)
 # Where the clusters differ, the embedded engine answers as OpenSearch, whose dialect it speaks.
 OPENSEARCH_ONLY: list[tuple[str, list[Any], list[dict[str, Any]]]] = [
     ("epoch_second", [1700000000, 1700000000.5, -5], [{"gte": 1699999999, "lte": 1700000000}, {"lt": 1700000001}]),
     ("strict_date_optional_time||epoch_second", [1700000000, "2024-01-01", "1999"], [{"gte": 1700000000}]),
     ("strict_date_optional_time||epoch_millis", [1700000000000, 2024, -1000], [{"gte": 2024}, {"lt": 2024}]),
+    # An epoch bound under a time_zone: OpenSearch reads its UTC clock time on the zone's clock, Elasticsearch does not.
+    (
+        "strict_date_optional_time||epoch_millis",
+        PARIS_DAYS,
+        [
+            {"gte": 1711927800000, "time_zone": "Europe/Paris"},
+            {"gte": "1711927800000", "time_zone": "Europe/Paris"},
+            {"gte": 1711927800000, "format": "epoch_millis", "time_zone": "Europe/Paris"},
+            {"gte": 1711848600000, "lte": 1711848600000, "time_zone": "Europe/Paris"},
+            {"gte": 1711848600000, "lte": 1711848600000, "time_zone": "+05:00"},
+        ],
+    ),
+    ("epoch_second", [1711920000, 1711927800, 1711900000], [{"gte": 1711927800, "time_zone": "+05:00"}]),
 ]
 
 
@@ -111,11 +229,30 @@ def test_where_the_clusters_differ_the_embedded_engine_answers_as_opensearch(
 
 
 def test_a_format_the_embedded_engine_cannot_read_is_refused_at_creation(embedded: EmbeddedEngine) -> None:
-    # The clusters take it; the embedded engine took it too, then refused every value written in it.
-    body = {"mappings": {"properties": {"day": {"type": "date", "format": "dd/MM/yyyy"}}}}
-    with pytest.raises(RequestRejected, match=r"date field 'day': format \[dd/MM/yyyy\] is not supported"):
+    # The clusters take it (a month by name); the embedded engine refuses it rather than misread its values.
+    body = {"mappings": {"properties": {"day": {"type": "date", "format": "dd MMM yyyy"}}}}
+    with pytest.raises(RequestRejected, match=r"date field 'day': format \[dd MMM yyyy\] is not supported.*\[MMM\]"):
         embedded.create_index("h98-ddmm", body)
     assert not embedded.index_exists("h98-ddmm")
+
+
+@pytest.mark.parametrize("zone", ["Foo/Bar", "europe/paris", "EST", "+19:00", "z", "UTC+"])
+def test_a_time_zone_the_clusters_refuse_is_refused_in_their_words(
+    engine: Engine, embedded: EmbeddedEngine, zone: str
+) -> None:
+    reasons = []
+    for each in (engine, embedded):
+        name = f"h111-zone-{uuid.uuid4().hex[:8]}"
+        each.create_index(name, {"mappings": {"properties": {"d": {"type": "date"}}}})
+        try:
+            with pytest.raises(EngineError) as refused:
+                each.search(name, {"query": {"range": {"d": {"gte": "2024-01-01", "time_zone": zone}}}})
+            assert getattr(refused.value, "status", None) == 400
+            reasons.append(str(refused.value))
+        finally:
+            each.delete_index(name, missing_ok=True)
+    words = reasons[0].split("Exception: ")[-1]
+    assert words in reasons[1] and (zone in words or "valid range" in words)
 
 
 WHOLE_VALUES: list[Any] = [5.7, -5.7, "5.7", 5, 6, "5.2e0"]

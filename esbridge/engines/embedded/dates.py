@@ -2,29 +2,38 @@
 ``strict_date_optional_time||epoch_millis``): as a stored value, and as a range or term bound.
 
 The formats read are ``strict_date_optional_time``, ``date_optional_time`` (one-digit months, days and times,
-years of one to five digits), ``uuuu``, ``uuuu-MM``, ``uuuu-MM-dd``, ``epoch_millis`` and ``epoch_second``, alone
-or joined by ``||``: the parts are tried in order on the value's text (a JSON number's too: ``2024`` is a year to
-``strict_date_optional_time``), the first that reads it decides. A year may be negative (``-0100-06-01``): years
-count proleptic Gregorian, with a year 0, as OpenSearch counts them.
+years of one to five digits), ``epoch_millis``, ``epoch_second`` and custom Java patterns of common letters
+(``uuuu-MM-dd``, ``dd/MM/yyyy``: see ``date_patterns``), alone or joined by ``||``: the parts are tried in order on
+the value's text (a JSON number's too: ``2024`` is a year to ``strict_date_optional_time``), the first that reads
+it decides. A year may be negative (``-0100-06-01``): years count proleptic Gregorian, with a year 0, as
+OpenSearch counts them.
 
-A bound stands for a span: ``2024-05-01`` for that whole day, ``2024-05-01T08:00:00`` for that whole
-second, an ``epoch_second`` for that second; a date without its day (``2024-05``, ``2024``) for its first day, as
-OpenSearch fills in only the time. ``gte`` and ``lt`` compare with the span's first millisecond, ``gt`` and
-``lte`` with its last, and a ``term`` matches the whole span. Documents are compared by their millisecond
-(OpenSearch keeps no finer precision), so a bound with microseconds counts by its millisecond too.
+A bound stands for a span: ``2024-05-01`` for that whole day, ``2024-05-01T08:00:00`` for that whole second,
+``2024-05-01T08:00:00.4`` for that instant only, an ``epoch_second`` for that second; a date without its day
+(``2024-05``, ``2024``) for its first day, as OpenSearch fills in only the time. ``gte`` and ``lt`` compare with
+the span's first millisecond, ``gt`` and ``lte`` with its last, and a ``term`` matches the whole span. Documents
+are compared by their millisecond (OpenSearch keeps no finer precision), so a bound with microseconds counts by
+its millisecond too. A range's ``time_zone`` (``time_zones``) reads a bound without an offset on that zone's
+clock, each end of its span apart (a day in Paris when clocks go forward spans 23 hours).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from datetime import tzinfo
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from esbridge.engines.embedded.date_patterns import READ_LETTERS, PatternError, compile_pattern
+from esbridge.engines.embedded.time_zones import time_zone, utc_seconds
 
 DEFAULT_FORMAT = "strict_date_optional_time||epoch_millis"
 
 _YEAR = r"(?P<year>[0-9]{4}|-[0-9]{4,9})"
-_ZONE = r"(?P<zone>Z|[+-][0-9]{2}(?::?[0-9]{2})?)?"
+_ZONE = r"(?P<zone>Z|[+-][0-9]{2}(?::?[0-9]{2})?|[A-Za-z][A-Za-z0-9~/._:+-]+)?"
+"""After a time: ``Z``, an offset, or a zone by name (``Europe/Paris``, ``UTC``, ``GMT+01:00``), as the clusters
+read ISO 8601 dates."""
 
 
 def _iso(year: str, digits: str) -> re.Pattern[str]:
@@ -40,12 +49,10 @@ _LENIENT = _iso(r"(?P<year>-?[0-9]{1,5})", r"[0-9]{1,2}")
 _DATES = {
     "strict_date_optional_time": _STRICT,
     "date_optional_time": _LENIENT,
-    "uuuu": re.compile(_YEAR),
-    "uuuu-MM": re.compile(_YEAR + r"-(?P<month>[0-9]{2})"),
-    "uuuu-MM-dd": re.compile(_YEAR + r"-(?P<month>[0-9]{2})-(?P<day>[0-9]{2})"),
 }
 FORMATS = (*_DATES, "epoch_millis", "epoch_second")
-"""The format parts the embedded engine reads; a date field or range with another one is refused."""
+"""The named format parts the embedded engine reads; beside them it reads custom patterns (``date_patterns``), and a
+date field or range with another part is refused."""
 _EPOCH = re.compile(r"-?[0-9]+(?:\.[0-9]*)?")
 _NS_PER_MS = 1_000_000
 _NS_PER_S = 1_000_000_000
@@ -60,11 +67,18 @@ def format_parts(form: Any) -> tuple[str, ...]:
     parts = tuple(form.split("||"))
     for part in parts:
         if part not in FORMATS:
-            raise ValueError(
-                f"format [{form}] is not supported by the embedded engine (it reads {', '.join(FORMATS)}, alone or "
-                "joined by ||)"
-            )
+            try:
+                compile_pattern(part)
+            except PatternError as exc:
+                raise ValueError(
+                    f"format [{form}] is not supported by the embedded engine: {exc} (it reads {', '.join(FORMATS)} "
+                    f"and patterns of the letters {READ_LETTERS}, alone or joined by ||)"
+                ) from None
     return parts
+
+
+def _parser(part: str) -> re.Pattern[str]:
+    return _DATES.get(part) or compile_pattern(part)
 
 
 def field_format(form: Any) -> str:
@@ -87,15 +101,17 @@ def parse_date(value: Any, form: str = DEFAULT_FORMAT) -> float:
             if _EPOCH.fullmatch(text):
                 return _epoch(text, part)
             continue
-        found = _DATES[part].fullmatch(text)
+        found = _parser(part).fullmatch(text)
         if found is not None:
             return _span(found)[0] / _NS_PER_MS
     raise ValueError(f"failed to parse date field [{text}] with format [{form}]")
 
 
-def date_span(value: Any, form: str | None = None) -> tuple[int, int]:
+def date_span(value: Any, form: str | None = None, zone: tzinfo | None = None) -> tuple[int, int]:
     """The first and last epoch millisecond ``value`` stands for as a query bound; ValueError when it is no date.
-    ``form`` None: the default format."""
+    ``form`` None: the default format. ``zone``: a range's ``time_zone``, for a date written without an offset,
+    and for an epoch value too: OpenSearch 3.6 reads the epoch's UTC clock time on the zone's clock (Elasticsearch
+    leaves the epoch as it is)."""
     if isinstance(value, bool):
         raise ValueError(f"not a date: {value!r}")
     text = _text(value)
@@ -106,13 +122,22 @@ def date_span(value: Any, form: str | None = None) -> tuple[int, int]:
             if _EPOCH.fullmatch(text):
                 first = _millis(_epoch(text, part))
                 whole = part == "epoch_second" and "." not in text
-                return first, first + 999 if whole else first
+                last = first + 999 if whole else first
+                if zone is not None:
+                    return _on_clock(first, zone), _on_clock(last, zone)
+                return first, last
             continue
-        found = _DATES[part].fullmatch(text)
+        found = _parser(part).fullmatch(text)
         if found is not None:
-            first, last = _span(found)
+            first, last = _span(found, zone)
             return first // _NS_PER_MS, last // _NS_PER_MS
     raise ValueError(f"failed to parse date field [{text}] with format [{form or DEFAULT_FORMAT}]")
+
+
+def _on_clock(millis: int, zone: tzinfo) -> int:
+    """The moment at which ``zone``'s clock reads what UTC's reads at ``millis``."""
+    seconds, rest = divmod(millis, 1000)
+    return utc_seconds(seconds, zone) * 1000 + rest
 
 
 def _text(value: Any) -> str:
@@ -132,22 +157,47 @@ def _epoch(text: str, part: str) -> float:
     return float(number)
 
 
-def _span(found: re.Match[str]) -> tuple[int, int]:
-    """The first and last nanosecond since the epoch a date names (ValueError for a month 13, an hour 25, ...)."""
+def _span(found: re.Match[str], zone: tzinfo | None = None) -> tuple[int, int]:
+    """The first and last nanosecond since the epoch a date names (ValueError for a month 13, an hour 25, ...),
+    read in ``zone`` when it has no zone of its own. A date with a fraction names that instant only, as a cluster
+    rounds no bound given to a fraction of a second."""
     parts = found.groupdict()
-    year, month, day = int(parts["year"]), int(parts.get("month") or 1), int(parts.get("day") or 1)
+    year, month, day = _year(parts), int(parts.get("month") or 1), int(parts.get("day") or 1)
     hour, minute, second = (int(parts.get(name) or 0) for name in ("hour", "minute", "second"))
     if not (1 <= month <= 12 and 1 <= day <= _days_in(year, month) and hour < 24 and minute < 60 and second < 60):
         raise ValueError(f"no such date: {found[0]!r}")
-    fraction = parts.get("fraction") or ""
-    if fraction:
-        length = 10 ** (9 - len(fraction))
+    fraction = parts.get("fraction")
+    if fraction is not None:
+        length = 1
     else:
         unit = next((name for name in ("second", "minute", "hour") if parts.get(name)), "day")
         length = _SECONDS[unit] * _NS_PER_S
-    seconds = ((_days(year, month, day) * 24 + hour) * 60 + minute) * 60 + second - _offset(parts.get("zone"))
-    first = seconds * _NS_PER_S + (int(fraction.ljust(9, "0")) if fraction else 0)
-    return first, first + length - 1
+    local = ((_days(year, month, day) * 24 + hour) * 60 + minute) * 60 + second
+    nanos = int(fraction.ljust(9, "0")) if fraction else 0
+    own = parts.get("zone")
+    if own is not None and own != "Z" and own[0] not in "+-":  # a zone by name, the date's own
+        zone, own = time_zone(own), None
+    if own is not None or zone is None:
+        first = (local - _offset(own)) * _NS_PER_S + nanos
+        return first, first + length - 1
+    last = local * _NS_PER_S + nanos + length - 1
+    last_seconds, last_nanos = divmod(last, _NS_PER_S)
+    return (
+        utc_seconds(local, zone) * _NS_PER_S + nanos,
+        utc_seconds(last_seconds, zone) * _NS_PER_S + last_nanos,
+    )
+
+
+def _year(parts: dict[str, str | None]) -> int:
+    """The year a date names: ``uuuu`` as written, ``yyyy`` a year of the era (from 1), ``yy`` one of 2000 to 2099."""
+    if parts.get("short_year") is not None:
+        return 2000 + int(parts["short_year"] or 0)
+    if parts.get("era_year") is not None:
+        year = int(parts["era_year"] or 0)
+        if year < 1:
+            raise ValueError(f"no year of era {year}")
+        return year
+    return int(parts["year"] or 0)
 
 
 def _leap(year: int) -> bool:

@@ -13,11 +13,13 @@ import math
 import re
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import tzinfo
 from typing import Any
 
 from esbridge.engines.embedded.dates import DEFAULT_FORMAT, date_span, format_parts
 from esbridge.engines.embedded.mapping import Field, Schema
 from esbridge.engines.embedded.store import IndexRecord, Store
+from esbridge.engines.embedded.time_zones import time_zone
 from esbridge.engines.embedded.values import indexed_value
 
 SQL = tuple[str, list[Any]]
@@ -96,11 +98,12 @@ def coerce(field: Field, value: Any) -> Any:
         raise Unsupported(f"{value!r} is not a valid {field.type} for field [{field.path}]") from exc
 
 
-def date_span_of(field: Field, value: Any, form: Any = None) -> tuple[int, int]:
+def date_span_of(field: Field, value: Any, form: Any = None, zone: tzinfo | None = None) -> tuple[int, int]:
     """The first and last millisecond a date bound stands for (``dates.date_span``); Unsupported when it is none.
     ``form`` is a range's ``format``, else the field's own is read: its parts are tried in order on the bound's
     text, as a cluster tries them whether the bound is a JSON number or a string (``strict_date_optional_time``
-    reads four digits as a year and refuses other numbers, ``epoch_millis`` reads numbers as milliseconds)."""
+    reads four digits as a year and refuses other numbers, ``epoch_millis`` reads numbers as milliseconds).
+    ``zone`` is a range's ``time_zone``."""
     if isinstance(value, str) and ("now" in value or "||" in value):
         raise Unsupported(f"date math {value!r} is not supported by the embedded engine")
     if isinstance(value, (Mapping, list)):
@@ -113,7 +116,7 @@ def date_span_of(field: Field, value: Any, form: Any = None) -> tuple[int, int]:
         except ValueError as exc:
             raise Unsupported(f"range on [{field.path}]: {exc}") from None
     try:
-        return date_span(value, form)
+        return date_span(value, form, zone)
     except (TypeError, ValueError, OverflowError) as exc:
         raise Unsupported(f"{value!r} is not a valid date for field [{field.path}]: {exc}") from exc
 
@@ -125,24 +128,26 @@ Limits = tuple[Any, bool, Any, bool]
 def range_limits(field: Field, bounds: Mapping[str, Any]) -> Limits:
     """The limits of a range on ``field`` over the values the index stores. On dates, as OpenSearch rounds its
     bounds: ``gte`` and ``lt`` at the first millisecond of what they name, ``gt`` and ``lte`` at the last, and
-    a stored date counts by its millisecond."""
+    a stored date counts by its millisecond; a date without an offset is read in the range's ``time_zone`` (UTC
+    without one), which other fields ignore."""
     lower: Any = None
     upper: Any = None
     include_lower = include_upper = True
     form = bounds.get("format")
     if form is not None and field.type != "date":
         raise Unsupported(f"range on [{field.path}]: format applies to date fields only")
+    zone = range_zone(field.path, bounds)
     for key in ("gte", "gt"):
         if bounds.get(key) is not None:
             if field.type == "date":
-                first, last = date_span_of(field, bounds[key], form)
+                first, last = date_span_of(field, bounds[key], form, zone)
                 lower, include_lower = (first if key == "gte" else last + 1), True
             else:
                 lower, include_lower = coerce(field, bounds[key]), key == "gte"
     for key in ("lte", "lt"):
         if bounds.get(key) is not None:
             if field.type == "date":
-                first, last = date_span_of(field, bounds[key], form)
+                first, last = date_span_of(field, bounds[key], form, zone)
                 upper, include_upper = (last + 1 if key == "lte" else first), False
             else:
                 upper, include_upper = coerce(field, bounds[key]), key == "lte"
@@ -163,8 +168,19 @@ def range_bounds(spec: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
     name, bounds = one(spec, "range")
     if not isinstance(bounds, Mapping):
         raise Unsupported(f"range on [{name}] needs an object of bounds")
-    check_keys(bounds, ("gte", "gt", "lte", "lt", "format", "boost"), f"range on [{name}]")
+    check_keys(bounds, ("gte", "gt", "lte", "lt", "format", "time_zone", "boost"), f"range on [{name}]")
+    range_zone(name, bounds)  # (a cluster refuses a zone it does not know on any field, mapped or not)
     return name, bounds
+
+
+def range_zone(name: str, bounds: Mapping[str, Any]) -> tzinfo | None:
+    """The zone of a range's ``time_zone``; Unsupported, naming it as a cluster does, when it names none."""
+    if "time_zone" not in bounds:
+        return None
+    try:
+        return time_zone(bounds["time_zone"])
+    except ValueError as exc:
+        raise Unsupported(f"range on [{name}]: {exc}") from None
 
 
 def terms_field(spec: Mapping[str, Any]) -> tuple[str, list[Any]]:
