@@ -19,6 +19,7 @@ these at the engine boundary with ``raise ... from exc``, so callers catch esbri
         ├── IndexNotFound           404 on an index or alias
         ├── IndexAlreadyExists      the index to create exists
         ├── IndexWriteBlocked       the index refuses writes for now (``esbridge index reindex`` is copying it)
+        ├── ReindexTaskRunning      a server-side reindex task was not confirmed cancelled: it may still copy
         ├── IndexUnavailable        no shard of the index could answer (a red index: no active copy)
         ├── Throttled               429: the engine asks to slow down
         ├── RequestRejected         4xx: the engine refused the request as malformed
@@ -170,6 +171,18 @@ class IndexAlreadyExists(EngineError):
 
 class IndexWriteBlocked(EngineError):
     """The index refused writes because of its write block, which ``esbridge index reindex`` sets while it copies."""
+
+
+class ReindexTaskRunning(EngineError):
+    """A server-side reindex task, given up on, could not be confirmed cancelled: it may still write into its
+    destination. ``task_id`` names it; ``interrupted``: Ctrl-C stopped the wait for it."""
+
+    def __init__(
+        self, reason: str, *, task_id: str, interrupted: bool, url: str, operation: str, index: str | None = None
+    ) -> None:
+        super().__init__(reason, url=url, operation=operation, index=index)
+        self.task_id = task_id
+        self.interrupted = interrupted
 
 
 class IndexUnavailable(EngineError):

@@ -27,6 +27,23 @@ def write_blocked(index_settings: Mapping[str, Any]) -> bool:
     return str(value).lower() == "true"
 
 
+FLOOD_STAGE_BLOCK = "index.blocks.read_only_allow_delete"
+"""The block an engine sets on every index of a node whose disk passed the flood-stage watermark. The writes it
+refuses are answered with status 429, which a reindex task retries for about a minute (other blocks answer 403,
+which ends the task at once)."""
+
+
+def flood_stage_block(index_settings: Mapping[str, Any]) -> str | None:
+    """``FLOOD_STAGE_BLOCK`` when the ``index`` settings object (nested or flat keys) has it, else None."""
+    blocks = index_settings.get("blocks")
+    value = (
+        blocks.get("read_only_allow_delete")
+        if isinstance(blocks, Mapping)
+        else index_settings.get("blocks.read_only_allow_delete")
+    )
+    return FLOOD_STAGE_BLOCK if str(value).lower() == "true" else None
+
+
 def cluster_block_reason(index: str) -> str:
     """The reason a cluster gives for a write its write block refused, as ``BulkItemFailure.reason`` holds it."""
     return f"cluster_block_exception: index [{index}] blocked by: [FORBIDDEN/8/index write (api)];"

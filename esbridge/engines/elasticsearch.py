@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -16,7 +16,7 @@ from esbridge.config.settings import Settings
 from esbridge.engines import paging, responses
 from esbridge.engines.analysis import analysis_probes
 from esbridge.engines.base import BulkAction, BulkResult, Dialect, IndexInfo, SearchResult
-from esbridge.engines.blocks import confirm_write_block
+from esbridge.engines.blocks import confirm_write_block, flood_stage_block
 from esbridge.engines.capabilities import (
     ANALYSIS_MODULE,
     REINDEX_MODULE,
@@ -279,6 +279,7 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
         return responses.counted(answer, url=self._url, index=index)
 
     def reindex(self, source: str, dest: str, *, timeout_s: float | None = None) -> int:
+        paging.refuse_a_blocked_dest(self.get_index_settings(dest), url=self._url, index=dest)
         with self._call("reindex", dest):
             task = self._client.reindex(source={"index": source}, dest={"index": dest}, wait_for_completion=False).body[
                 "task"
@@ -298,13 +299,22 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
                     operation="reindex",
                     index=dest,
                 )
-            except BaseException:
-                # Left running, the task writes on into ``dest`` after the caller deleted it, and the engine
-                # re-creates it with a mapping of its own guessing.
-                with suppress(*_CLIENT_ERRORS):
-                    self._client.tasks.cancel(task_id=task, wait_for_completion=True)
+            except BaseException as exc:
+                paging.cancel_task(
+                    lambda: self._cancel(task, dest),
+                    task,
+                    refusing_block=lambda: flood_stage_block(self.get_index_settings(dest)),
+                    cause=exc,
+                    url=self._url,
+                    index=dest,
+                )
                 raise
         return responses.reindexed_count(result, url=self._url, index=dest)
+
+    def _cancel(self, task: str, dest: str) -> Mapping[str, Any]:
+        with self._call("cancel the reindex task", dest):
+            answer: Mapping[str, Any] = self._client.tasks.cancel(task_id=task, wait_for_completion=True).body
+        return answer
 
     def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
         if not actions:

@@ -4,7 +4,6 @@ its errors are in ``esbridge.engines.opensearch_client``."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import suppress
 from typing import Any
 from urllib.parse import quote
 
@@ -15,7 +14,7 @@ from esbridge import errors
 from esbridge.config.settings import Settings
 from esbridge.engines import paging, responses
 from esbridge.engines.base import BulkAction, BulkResult, Dialect, IndexInfo, SearchResult
-from esbridge.engines.blocks import confirm_write_block
+from esbridge.engines.blocks import confirm_write_block, flood_stage_block
 from esbridge.engines.capabilities import (
     ANALYSIS_MODULE,
     KNN_PLUGIN,
@@ -187,6 +186,7 @@ class OpenSearchEngine(paging.ScanBySearch, Translating):
         return responses.counted(answer, url=self._url, index=index)
 
     def reindex(self, source: str, dest: str, *, timeout_s: float | None = None) -> int:
+        paging.refuse_a_blocked_dest(self.get_index_settings(dest), url=self._url, index=dest)
         with self._call("reindex", dest):
             task = self._client.reindex(
                 body={"source": {"index": source}, "dest": {"index": dest}}, wait_for_completion=False
@@ -206,13 +206,22 @@ class OpenSearchEngine(paging.ScanBySearch, Translating):
                     operation="reindex",
                     index=dest,
                 )
-            except BaseException:
-                # Left running, the task writes on into ``dest`` after the caller deleted it, and the engine
-                # re-creates it with a mapping of its own guessing.
-                with suppress(ox.OpenSearchException):
-                    self._client.tasks.cancel(task_id=task, wait_for_completion=True)
+            except BaseException as exc:
+                paging.cancel_task(
+                    lambda: self._cancel(task, dest),
+                    task,
+                    refusing_block=lambda: flood_stage_block(self.get_index_settings(dest)),
+                    cause=exc,
+                    url=self._url,
+                    index=dest,
+                )
                 raise
         return responses.reindexed_count(result, url=self._url, index=dest)
+
+    def _cancel(self, task: str, dest: str) -> Mapping[str, Any]:
+        with self._call("cancel the reindex task", dest):
+            answer: Mapping[str, Any] = self._client.tasks.cancel(task_id=task, wait_for_completion=True)
+        return answer
 
     def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:
         if not actions:

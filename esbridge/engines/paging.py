@@ -7,8 +7,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from esbridge.engines.base import Hit, SearchResult
+from esbridge.engines.blocks import flood_stage_block
 from esbridge.engines.errors import error_type_and_reason
-from esbridge.errors import EngineResponseError, EngineTimeout, IndexUnavailable
+from esbridge.errors import (
+    EngineError,
+    EngineResponseError,
+    EngineTimeout,
+    EsbridgeError,
+    IndexUnavailable,
+    IndexWriteBlocked,
+    ReindexTaskRunning,
+)
 
 
 class ScanBySearch:
@@ -131,3 +140,100 @@ def cancel_duplicates(listing: Mapping[str, Any], keep: str, dest: str, cancel: 
         for task_id, task in (node.get("tasks") or {}).items():
             if task_id != keep and f"to [{dest}]" in str(task.get("description", "")):
                 cancel(task_id)
+
+
+def refuse_a_blocked_dest(index_settings: Mapping[str, Any], *, url: str, index: str) -> None:
+    """Refuse to start a copy into ``index`` (its ``index`` settings object) while the flood-stage block is on it:
+    the task would retry each write it refuses for about a minute, and one cancelled meanwhile may never end."""
+    block = flood_stage_block(index_settings)
+    if block is None:
+        return
+    raise IndexWriteBlocked(
+        f"{block} is true on {index}, so the copy into it was not started (the engine would retry each write the "
+        "block refuses, and a copy cancelled meanwhile may never end). An engine sets this block on the indices of a "
+        "node whose disk passed the flood-stage watermark, and lifts it once the disk is below the high watermark "
+        f"again: free disk space, then run `esbridge index reindex` again (`PUT <index>/_settings "
+        f'{{"{block}": null}}` clears it on one index)',
+        url=url,
+        operation="reindex",
+        index=index,
+    )
+
+
+def cancel_task(
+    cancel: Callable[[], Mapping[str, Any]],
+    task: str,
+    *,
+    refusing_block: Callable[[], str | None],
+    cause: BaseException,
+    url: str,
+    index: str,
+) -> None:
+    """Cancel the reindex task ``task`` into ``index`` whose wait ``cause`` ended, and wait for it to end (``cancel``
+    asks for that, raising esbridge errors). Left running, it writes on into ``index`` after the caller deleted it,
+    and the engine re-creates that with a mapping of its own guessing; so a cancel the engine does not confirm
+    (a failure, no answer in time, a second Ctrl-C) raises ``ReindexTaskRunning`` naming the task.
+
+    ``refusing_block``: the flood-stage block on ``index``, if it has it. The engine retries each write that block
+    refuses for about a minute, and a task cancelled meanwhile was seen never to end (OpenSearch 3.6, its cancel
+    unanswered until the node restarted); that task is left to give up by itself instead."""
+    try:
+        block = refusing_block()
+    except EsbridgeError:
+        block = None
+    if block is not None:
+        raise _left_running(
+            cause,
+            task,
+            f"the server's reindex task {task} was not cancelled, as {block} is true on {index} and a copy cancelled "
+            "while the engine retries the writes a block refuses may never end: the task gives up by itself once "
+            f"those retries are spent (about a minute; `GET _tasks/{task}` says when), or copies on if the block is "
+            f"lifted first (`POST _tasks/{task}/_cancel` stops it then)",
+            url=url,
+            index=index,
+        ) from cause
+    try:
+        answer = cancel()
+    except (EsbridgeError, KeyboardInterrupt) as exc:
+        why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
+    else:
+        refused = _cancel_failures(answer)
+        if not refused:
+            return
+        why = f"the engine answered: {'; '.join(refused)}"
+    raise _left_running(
+        cause,
+        task,
+        f"cancelling the server's reindex task {task} was then not confirmed ({why}), so the copy into {index} may "
+        f"still be running: stop it with `POST _tasks/{task}/_cancel` (`GET _tasks/{task}` says whether it has ended)",
+        url=url,
+        index=index,
+    ) from cause
+
+
+def _left_running(cause: BaseException, task: str, what: str, *, url: str, index: str) -> ReindexTaskRunning:
+    """The error for a task that may still copy: what ended the wait for it, then ``what`` became of it."""
+    if isinstance(cause, KeyboardInterrupt):
+        stopped = "stopped by Ctrl-C"
+    else:  # the error raised names the engine and the index already
+        stopped = cause.reason if isinstance(cause, EngineError) else str(cause) or type(cause).__name__
+    return ReindexTaskRunning(
+        f"{stopped}; {what}",
+        task_id=task,
+        interrupted=isinstance(cause, KeyboardInterrupt),
+        url=url,
+        operation="reindex",
+        index=index,
+    )
+
+
+def _cancel_failures(answer: Mapping[str, Any]) -> list[str]:
+    """The failures a cancel answer holds, but "task not found": a task that has ended already is not running."""
+    failures = [*(answer.get("node_failures") or []), *(answer.get("task_failures") or [])]
+    reasons = []
+    for failure in failures:
+        cause = failure.get("caused_by") if isinstance(failure.get("caused_by"), Mapping) else failure
+        kind, reason = error_type_and_reason({"error": cause})
+        if kind != "resource_not_found_exception":
+            reasons.append(f"{kind}: {reason}")
+    return reasons

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from esbridge import errors
 from esbridge.engines.base import Engine
 
 
@@ -79,4 +80,35 @@ def undo_interrupted(
     return (
         f"nothing was changed: {stays}, which takes writes again, and the half-built {new} was deleted; run "
         "`esbridge index reindex` again to build the new version"
+    )
+
+
+def kept_for_the_task(
+    engine: Engine, alias: str, old: str, new: str, exc: errors.ReindexTaskRunning, *, lift_block: bool
+) -> BaseException:
+    """What a reindex raises when its server task was not confirmed cancelled: ``new`` is kept (the task may still
+    write into it; deleted, the engine would re-create it with a mapping of its own guessing, which the next
+    reindex would then meet), and ``old`` takes writes again when ``lift_block``."""
+    words = (
+        f"{alias} still points to {old}; {new} was kept, not deleted, as the task may still write into it: once "
+        f"the task has ended, `esbridge index drop --version {version_of(alias, new)}` deletes it"
+    )
+    if lift_block:
+        try:
+            engine.set_write_block(old, False)
+            words += f"; {old} takes writes again"
+        except BaseException as lift:  # Ctrl-C again, or the engine gone
+            words += (
+                f"; {old} may still refuse writes (lifting its write block failed: {describe_failure(lift)}): run "
+                "`esbridge index reindex` again, which builds a new, writable version"
+            )
+    if exc.interrupted:
+        return errors.ReindexInterrupted(f"{exc.reason}; {words}")
+    return errors.ReindexTaskRunning(
+        f"{exc.reason}; {words}",
+        task_id=exc.task_id,
+        interrupted=False,
+        url=exc.url,
+        operation=exc.operation,
+        index=exc.index,
     )

@@ -24,7 +24,14 @@ from esbridge.engines.vector_options import unavailable
 from esbridge.mappings.copy import copy_documents
 from esbridge.mappings.creation import create_once
 from esbridge.mappings.diff import MappingDiff, diff_index
-from esbridge.mappings.interrupted import alias_on, describe_failure, moved_words, undo_interrupted, version_of
+from esbridge.mappings.interrupted import (
+    alias_on,
+    describe_failure,
+    kept_for_the_task,
+    moved_words,
+    undo_interrupted,
+    version_of,
+)
 from esbridge.mappings.preflight import fields_left_out, refuse_a_red_source, refuse_another_dimension
 from esbridge.mappings.schema import VECTOR_FIELD, IndexParameters, render_index
 
@@ -265,6 +272,9 @@ class IndexManager:
                     raise errors.EngineResponseError(
                         f"{describe_failure(exc)}; {words}", url=self.engine.url, operation="reindex", index=self.alias
                     ) from exc
+            elif isinstance(exc, errors.ReindexTaskRunning):
+                lift = lift_block and not self._copied_by_another(old, new)
+                raise kept_for_the_task(self.engine, self.alias, old, new, exc, lift_block=lift) from exc
             elif isinstance(exc, KeyboardInterrupt):
                 by_another = None if not lift_block else partial(self._copied_by_another, old, new)
                 raise errors.ReindexInterrupted(

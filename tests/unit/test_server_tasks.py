@@ -9,7 +9,7 @@ import pytest
 
 from esbridge.engines import paging
 from esbridge.engines.paging import wait_for_task
-from esbridge.errors import EngineResponseError, EngineTimeout
+from esbridge.errors import EngineResponseError, EngineTimeout, IndexWriteBlocked, ReindexTaskRunning
 
 
 def polls(*answers: Mapping[str, Any]) -> Any:
@@ -112,3 +112,104 @@ def test_a_stall_names_the_setting_that_bounds_it(monkeypatch: pytest.MonkeyPatc
         "(1000 of 5000000 documents done); raise reindex_stall_timeout_s (ESBRIDGE_REINDEX_STALL_TIMEOUT_S) to wait "
         "longer"
     )
+
+
+def cancel(
+    answer: Mapping[str, Any] | BaseException, cause: BaseException | None = None, block: str | None = None
+) -> None:
+    def send() -> Mapping[str, Any]:
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    stopped = cause or EngineTimeout("the server's task made no progress for 2s", url="http://e", operation="reindex")
+    paging.cancel_task(send, "node1:42", refusing_block=lambda: block, cause=stopped, url="http://e", index="notes-v2")
+
+
+CANCELLED = {"nodes": {"node1": {"tasks": {"node1:42": {"action": "indices:data/write/reindex", "cancelled": True}}}}}
+# The answer OpenSearch and Elasticsearch give the cancel of a task that has ended already.
+ENDED = {
+    "nodes": {},
+    "node_failures": [
+        {
+            "type": "failed_node_exception",
+            "reason": "Failed node [node1]",
+            "caused_by": {"type": "resource_not_found_exception", "reason": "task [node1:42] is not found"},
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize("answer", [CANCELLED, ENDED], ids=["cancelled", "ended before"])
+def test_a_task_the_engine_says_has_ended_needs_no_more_words(answer: Mapping[str, Any]) -> None:
+    cancel(answer)
+
+
+def test_a_cancel_without_an_answer_names_the_task_what_stopped_the_wait_and_how_to_stop_it() -> None:
+    with pytest.raises(ReindexTaskRunning) as left:
+        cancel(EngineTimeout("no answer in time", url="http://e", operation="cancel the reindex task"))
+    assert left.value.task_id == "node1:42"
+    assert not left.value.interrupted
+    assert str(left.value) == (
+        "reindex failed on http://e, index 'notes-v2': the server's task made no progress for 2s; cancelling the "
+        "server's reindex task node1:42 was then not confirmed (cancel the reindex task failed on http://e: no "
+        "answer in time), so the copy into notes-v2 may still be running: stop it with "
+        "`POST _tasks/node1:42/_cancel` (`GET _tasks/node1:42` says whether it has ended)"
+    )
+
+
+def test_a_cancel_a_node_failed_is_not_taken_for_done() -> None:
+    failed = {
+        "node_failures": [
+            {
+                "type": "failed_node_exception",
+                "caused_by": {"type": "node_disconnected_exception", "reason": "node1 disconnected"},
+            }
+        ]
+    }
+    with pytest.raises(
+        ReindexTaskRunning, match=r"not confirmed \(the engine answered: node_disconnected_exception: node1 "
+    ):
+        cancel(failed)
+
+
+def test_ctrl_c_while_cancelling_after_ctrl_c_is_said_as_an_interrupt() -> None:
+    with pytest.raises(ReindexTaskRunning, match=r"^reindex failed .*: stopped by Ctrl-C; .* \(interrupted\)") as left:
+        cancel(KeyboardInterrupt(), cause=KeyboardInterrupt())
+    assert left.value.interrupted
+
+
+def test_a_task_whose_writes_a_block_refuses_is_left_to_give_up_by_itself_and_said() -> None:
+    never = AssertionError("a task cancelled while the engine retries the writes a block refuses may never end")
+    with pytest.raises(ReindexTaskRunning) as left:
+        cancel(never, block="index.blocks.read_only_allow_delete")
+    assert left.value.task_id == "node1:42"
+    assert str(left.value) == (
+        "reindex failed on http://e, index 'notes-v2': the server's task made no progress for 2s; the server's "
+        "reindex task node1:42 was not cancelled, as index.blocks.read_only_allow_delete is true on notes-v2 and a "
+        "copy cancelled while the engine retries the writes a block refuses may never end: the task gives up by "
+        "itself once those retries are spent (about a minute; `GET _tasks/node1:42` says when), or copies on if the "
+        "block is lifted first (`POST _tasks/node1:42/_cancel` stops it then)"
+    )
+
+
+@pytest.mark.parametrize(
+    "settings", [{"blocks": {"read_only_allow_delete": "true"}}, {"blocks.read_only_allow_delete": "true"}]
+)
+def test_a_copy_into_an_index_with_the_flood_stage_block_is_refused_naming_it(settings: Mapping[str, Any]) -> None:
+    with pytest.raises(IndexWriteBlocked) as refused:
+        paging.refuse_a_blocked_dest(settings, url="http://e", index="notes-v2")
+    assert str(refused.value).startswith(
+        "reindex failed on http://e, index 'notes-v2': index.blocks.read_only_allow_delete is true on notes-v2, so "
+        "the copy into it was not started"
+    )
+    assert "free disk space, then run `esbridge index reindex` again" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"blocks": {"read_only_allow_delete": "false"}, "number_of_shards": "1"}, {"blocks": {"write": "true"}}],
+    ids=["no block", "a block whose refusals end the copy at once"],
+)
+def test_a_copy_into_an_index_without_the_flood_stage_block_goes_ahead(settings: Mapping[str, Any]) -> None:
+    paging.refuse_a_blocked_dest(settings, url="http://e", index="n")
