@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from esbridge.config.fields import FieldMap
+from esbridge.date_patterns import READ_LETTERS
 from esbridge.engines.dialect import vector_dimension
 from esbridge.mappings.schema import SCHEMA_META_KEY
-from esbridge.query.engine_dates import DEFAULT_FORMAT, READABLE_FORMATS
+from esbridge.query.engine_dates import DEFAULT_FORMAT, unread_parts
 
 TEXT_TYPES = frozenset({"text", "match_only_text"})
 KEYWORD_TYPES = frozenset({"keyword", "constant_keyword", "wildcard"})
@@ -236,11 +237,12 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             f"fields only (name the sub-field to give one its role: {example})"
         )
     date_format = date_formats.get(roles["date"] or "")
-    unread = [part for part in (date_format or "").split("||") if part and part not in READABLE_FORMATS]
+    unread = unread_parts(date_format)
     if unread:
         notes.append(
-            f"{roles['date']} has format {date_format}: recency reads dates in ISO 8601 or epoch milliseconds or "
-            f"seconds only, so it gives documents dated as {' or '.join(unread)} no multiplier (date filters work)"
+            f"{roles['date']} has format {date_format}: recency reads dates in ISO 8601, epoch milliseconds or "
+            f"seconds and Java patterns of the letters {READ_LETTERS} only, so it gives documents dated as "
+            f"{' or '.join(unread)} no multiplier (date filters work)"
         )
     notes.extend(nested)
     fields = FieldMap.model_validate(

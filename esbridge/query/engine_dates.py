@@ -23,8 +23,10 @@ An attached index's date field may have another ``format`` (``FieldMap.date_form
 order, as the engines try them: ``strict_date_optional_time`` (and ``_nanos``) as above; ``date_optional_time``
 also with one-digit months, days, hours, minutes and seconds and years of one to five digits (``2024-5-1T9:5``;
 Elasticsearch takes up to nine, OpenSearch five);
-``epoch_millis``; ``epoch_second`` (``1700000000``, fraction allowed). A value no part reads (a part esbridge
-does not know, such as ``dd/MM/yyyy``) is None.
+``epoch_millis``; ``epoch_second`` (``1700000000``, fraction allowed); a custom Java pattern (``dd/MM/yyyy HH:mm``,
+``yyyy/MM/dd``) of the letters ``esbridge.date_patterns`` reads, with the embedded engine's parser, in UTC
+unless it has an offset. A value no part reads (or whose parts esbridge does not know, such as ``EEE, dd MMM
+yyyy``) is None.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ import re
 from datetime import datetime, timedelta, timezone, tzinfo
 from decimal import ROUND_FLOOR, Decimal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from esbridge.date_patterns import PatternError, compile_pattern, pattern_year
 
 _DATE = re.compile(
     r"(?P<year>-?[0-9]{4})(?:-(?P<month>[0-9]{2})(?:-(?P<day>[0-9]{2})(?:T(?:(?P<hour>[0-9]{2})"
@@ -74,9 +78,29 @@ def parse_engine_date(value: object, formats: str | None = None) -> datetime | N
         return None
     for part in (formats or DEFAULT_FORMAT).split("||"):
         reader = _READERS.get(part.strip())
-        if reader is not None and (moment := reader(value)) is not None:
+        if reader is not None:
+            moment = reader(value)
+        elif (pattern := _pattern(part)) is not None:
+            moment = _from_pattern(found) if (found := pattern.fullmatch(value)) is not None else None
+        else:
+            continue
+        if moment is not None:
             return moment
     return None
+
+
+def unread_parts(formats: str | None) -> list[str]:
+    """The parts of a date field's ``formats`` that esbridge cannot read, so recency leaves their values out."""
+    return [
+        part for part in (formats or "").split("||") if part and part.strip() not in _READERS and not _pattern(part)
+    ]
+
+
+def _pattern(part: str) -> re.Pattern[str] | None:
+    try:
+        return compile_pattern(part)
+    except PatternError:
+        return None
 
 
 def _strict(text: str) -> datetime | None:
@@ -97,19 +121,31 @@ def _epoch_second(text: str) -> datetime | None:
     return _from_epoch_millis(str(Decimal(text) * 1000))
 
 
-def _from_date(found: re.Match[str]) -> datetime | None:
-    year, month, day = int(found["year"]), int(found["month"] or 1), int(found["day"] or 1)
+def _from_pattern(found: re.Match[str]) -> datetime | None:
+    try:
+        year = pattern_year(found.groupdict())
+    except ValueError:
+        return None
+    return _from_date(found, year)
+
+
+def _from_date(found: re.Match[str], year: int | None = None) -> datetime | None:
+    """The moment a match names; ``year`` when the match's groups name it otherwise than ``year``."""
+    fields = found.groupdict()
+    year = int(found["year"]) if year is None else year
+    month, day = int(fields.get("month") or 1), int(fields.get("day") or 1)
     if not 1 <= month <= 12 or not 1 <= day <= _days_in(year, month):
         return None
-    hour, minute, second = int(found["hour"] or 0), int(found["minute"] or 0), int(found["second"] or 0)
+    hour, minute, second = (int(fields.get(name) or 0) for name in ("hour", "minute", "second"))
     if hour > 23 or minute > 59 or second > 59:
         return None
-    zone = _zone(found["zone"]) if found["zone"] else None
-    if found["zone"] and zone is None:
+    own = fields.get("zone")
+    zone = _zone(own) if own else None
+    if own and zone is None:
         return None
     if not 1 <= year <= 9999:
         return datetime.max if year > 0 else datetime.min
-    microsecond = int((found["fraction"] or "")[:6].ljust(6, "0"))
+    microsecond = int((fields.get("fraction") or "")[:6].ljust(6, "0"))
     return datetime(year, month, day, hour, minute, second, microsecond, tzinfo=zone)
 
 
@@ -149,8 +185,6 @@ _READERS = {
     "epoch_millis": _epoch_millis,
     "epoch_second": _epoch_second,
 }
-READABLE_FORMATS = frozenset(_READERS)
-"""The parts of a date field's format whose values esbridge reads as the engines do."""
 
 
 def _from_epoch_millis(text: str) -> datetime | None:

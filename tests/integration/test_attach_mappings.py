@@ -1,7 +1,8 @@
 """Attaching to indices mapped the way people's own pipelines map them, on both engines.
 
 Strings dynamically mapped (text with a ``.keyword`` multi-field), dates in a format of the index's own
-(``dd/MM/yyyy HH:mm``) or as epoch milliseconds, and a field map with a misspelt field.
+(``dd/MM/yyyy HH:mm``, or one with an optional section recency does not read) or as epoch milliseconds, and a field
+map with a misspelt field.
 """
 
 from __future__ import annotations
@@ -37,8 +38,11 @@ def _vector_mapping(kind: str, dimension: int) -> dict[str, Any]:
     return {"type": "dense_vector", "dims": dimension, "index": True, "similarity": "cosine"}
 
 
+UNREAD = "dd/MM/yyyy HH:mm[:ss]"
+"""A format both engines read and recency does not (an optional section)."""
 DATED: dict[str, Callable[[datetime], Any]] = {
     "dd/MM/yyyy HH:mm": lambda moment: moment.strftime("%d/%m/%Y %H:%M"),
+    UNREAD: lambda moment: moment.strftime("%d/%m/%Y %H:%M"),
     "epoch_millis": lambda moment: int(moment.timestamp() * 1000),
     "epoch_second": lambda moment: int(moment.timestamp()),
     "date_optional_time": lambda moment: f"{moment.year}-{moment.month}-{moment.day}T{moment.hour}:{moment.minute}Z",
@@ -129,9 +133,9 @@ def test_dynamically_mapped_roles_and_dates_in_the_indexs_own_format(
     assert [hit["doc_id"] for hit in response["results"]] == ["n-1"]
     assert response["search_mode"] == "hybrid"
     multiplier = response["results"][0]["explain"]["recency_multiplier"]
-    if date_format != "dd/MM/yyyy HH:mm":  # index inspect wrote date_format, and recency reads the field in it
+    if date_format != UNREAD:  # index inspect wrote date_format, and recency reads the field in it
         assert multiplier == 1.2 and response["warnings"] == []
-    else:  # recency reads ISO 8601 and epoch milliseconds or seconds; another format leaves it out, and says so
+    else:  # a format with a part recency does not read leaves the result out, and says so
         assert multiplier == 1.0
         (warning,) = response["warnings"]
         assert warning.startswith(f"recency left out 1 result(s) whose meta.updated is not in its format {date_format}")
@@ -159,7 +163,7 @@ def test_a_field_map_without_the_date_format_reads_dates_in_the_mappings_and_a_w
     assert first["doc_id"] == "n-1"
     # The mapping's format is read, as when the field map records it (before: epoch seconds read as milliseconds,
     # a day-old note dated 1970 and given no boost, without a warning).
-    if date_format != "dd/MM/yyyy HH:mm":
+    if date_format != UNREAD:
         assert first["explain"]["recency_multiplier"] == 1.2
         assert not any("recency" in warning for warning in response["warnings"])
     else:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 from esbridge.engines import BulkAction, Engine
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.bodies import filter_query
+from esbridge.query.engine_dates import parse_engine_date
 from esbridge.query.models import Filters
 from esbridge.query.recency import aware, parse_modified_at
 
@@ -141,3 +144,50 @@ def test_a_number_bound_is_read_by_the_first_format_part_that_reads_it(engine: E
     assert ids({"lt": 2026, "format": "strict_date_optional_time"}) == {"old", "before_1970"}
     assert ids({"gte": 2026, "format": "strict_date_optional_time||epoch_millis"}) == {"new"}
     assert ids({"gte": 2026, "format": "epoch_millis||strict_date_optional_time"}) == {"old", "new"}
+
+
+PATTERNS: dict[str, tuple[list[object], list[object]]] = {
+    "dd/MM/yyyy HH:mm": (
+        ["01/05/2024 10:00", "29/02/2024 23:59", "31/12/1969 00:00", "02/01/0001 00:00", "01/05/+12024 10:00"],
+        [
+            *["1/5/2024 10:00", "01/05/2024 10:00:00", "01/05/2024", "30/02/2024 10:00", "01/05/24 10:00"],
+            *["01/05/2024T10:00", "01/05/2024 24:00", "01/13/2024 10:00", "01/05/0000 10:00", "1700000000000"],
+            *["01/05/12024 10:00", 1700000000000],
+        ],
+    ),
+    "yyyy/MM/dd||epoch_millis": (
+        ["2024/05/01", "0001/01/02", "2024/02/29", "1700000000000", "-1700000000000", 1700000000000, "2024", 2024],
+        ["2024-05-01", "2024/5/1", "2023/02/29", "0000/05/01", "2024/05/01 10:00", "24/05/01", "2024/05/01Z"],
+    ),
+    "yyyy-MM-dd'T'HH:mm:ss.SSSXXX": (
+        ["2024-05-01T10:00:00.123+02:00", "2024-05-01T10:00:00.123Z", "2024-05-01T10:00:00.999-05:30"],
+        ["2024-05-01T10:00:00.123", "2024-05-01T10:00:00.123+0200", "2024-05-01T10:00:00.12+02:00"],
+    ),
+}
+
+
+@pytest.mark.parametrize("formats", list(PATTERNS))
+def test_recency_reads_a_custom_java_pattern_as_the_engine_does(engine: Engine, index_name: str, formats: str) -> None:
+    """The values a field of a custom pattern takes are the ones recency reads, each as the millisecond the engine
+    reads; the ones it refuses recency leaves out."""
+    taken, refused = PATTERNS[formats]
+    engine.create_index(index_name, {"mappings": {"properties": {"updated": {"type": "date", "format": formats}}}})
+    values = {f"d{n}": value for n, value in enumerate([*taken, *refused])}
+    result = engine.bulk(index_name, [BulkAction("index", key, {"updated": value}) for key, value in values.items()])
+    engine.refresh(index_name)
+
+    assert sorted(repr(values[key]) for key in result.succeeded) == sorted(map(repr, taken)), "the engine takes these"
+    read = [value for value in values.values() if parse_engine_date(value, formats) is not None]
+    assert sorted(map(repr, read)) == sorted(map(repr, taken)), "recency reads these"
+    body = {"size": 50, "_source": False, "docvalue_fields": [{"field": "updated", "format": "epoch_millis"}]}
+    hits = engine.search(index_name, body).raw["hits"]["hits"]
+    for hit in hits:
+        value, millis = values[hit["_id"]], int(float(hit["fields"]["updated"][0]))
+        moment = parse_engine_date(value, formats)
+        assert moment is not None
+        if moment.replace(tzinfo=None) in (datetime.min, datetime.max):
+            assert not -62135596800000 <= millis <= 253402300799999, f"{formats}: {value!r}"
+            continue
+        ours = (aware(moment) - _EPOCH) // timedelta(milliseconds=1)
+        assert ours == millis, f"{formats}: {value!r} is {millis} ms to the engine, {ours} to recency"
+    assert len(hits) == len(taken)

@@ -3,10 +3,10 @@
 
 The formats read are ``strict_date_optional_time``, ``date_optional_time`` (one-digit months, days and times,
 years of one to five digits), ``epoch_millis``, ``epoch_second`` and custom Java patterns of common letters
-(``uuuu-MM-dd``, ``dd/MM/yyyy``: see ``date_patterns``), alone or joined by ``||``: the parts are tried in order on
-the value's text (a JSON number's too: ``2024`` is a year to ``strict_date_optional_time``), the first that reads
-it decides. A year may be negative (``-0100-06-01``): years count proleptic Gregorian, with a year 0, as
-OpenSearch counts them.
+(``uuuu-MM-dd``, ``dd/MM/yyyy``: see ``esbridge.date_patterns``), alone or joined by ``||``: the parts
+are tried in order on the value's text (a JSON number's too: ``2024`` is a year to
+``strict_date_optional_time``), the first that reads it decides. A year may be negative (``-0100-06-01``): years
+count proleptic Gregorian, with a year 0, as OpenSearch counts them.
 
 A bound stands for a span: ``2024-05-01`` for that whole day, ``2024-05-01T08:00:00`` for that whole second,
 ``2024-05-01T08:00:00.4`` for that instant only, an ``epoch_second`` for that second; a date without its day
@@ -25,7 +25,7 @@ from datetime import tzinfo
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from esbridge.engines.embedded.date_patterns import READ_LETTERS, PatternError, compile_pattern
+from esbridge.date_patterns import READ_LETTERS, PatternError, compile_pattern, pattern_year
 from esbridge.engines.embedded.time_zones import time_zone, utc_seconds
 
 DEFAULT_FORMAT = "strict_date_optional_time||epoch_millis"
@@ -162,7 +162,7 @@ def _span(found: re.Match[str], zone: tzinfo | None = None) -> tuple[int, int]:
     read in ``zone`` when it has no zone of its own. A date with a fraction names that instant only, as a cluster
     rounds no bound given to a fraction of a second."""
     parts = found.groupdict()
-    year, month, day = _year(parts), int(parts.get("month") or 1), int(parts.get("day") or 1)
+    year, month, day = pattern_year(parts), int(parts.get("month") or 1), int(parts.get("day") or 1)
     hour, minute, second = (int(parts.get(name) or 0) for name in ("hour", "minute", "second"))
     if not (1 <= month <= 12 and 1 <= day <= _days_in(year, month) and hour < 24 and minute < 60 and second < 60):
         raise ValueError(f"no such date: {found[0]!r}")
@@ -186,18 +186,6 @@ def _span(found: re.Match[str], zone: tzinfo | None = None) -> tuple[int, int]:
         utc_seconds(local, zone) * _NS_PER_S + nanos,
         utc_seconds(last_seconds, zone) * _NS_PER_S + last_nanos,
     )
-
-
-def _year(parts: dict[str, str | None]) -> int:
-    """The year a date names: ``uuuu`` as written, ``yyyy`` a year of the era (from 1), ``yy`` one of 2000 to 2099."""
-    if parts.get("short_year") is not None:
-        return 2000 + int(parts["short_year"] or 0)
-    if parts.get("era_year") is not None:
-        year = int(parts["era_year"] or 0)
-        if year < 1:
-            raise ValueError(f"no year of era {year}")
-        return year
-    return int(parts["year"] or 0)
 
 
 def _leap(year: int) -> bool:

@@ -9,6 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from esbridge.config.pipeline import RecencySettings
+from esbridge.engines.embedded.dates import parse_date
+from esbridge.query.engine_dates import parse_engine_date
 from esbridge.query.recency import (
     HalfLife,
     RecencyRule,
@@ -16,6 +18,7 @@ from esbridge.query.recency import (
     Tiers,
     age,
     apply_recency,
+    aware,
     multiplier,
     parse_modified_at,
     read_dates,
@@ -280,11 +283,38 @@ def test_parse_modified_at_in_the_fields_own_format(value: object, formats: str,
 
 
 def test_a_value_no_part_of_the_format_reads_is_named_with_the_format() -> None:
-    with pytest.raises(ValueError, match="not a date in the format dd/MM/yyyy: '01/05/2024'"):
-        parse_modified_at("01/05/2024", "dd/MM/yyyy")
+    with pytest.raises(ValueError, match="not a date in the format dd/MM/yyyy: '2024-05-01'"):
+        parse_modified_at("2024-05-01", "dd/MM/yyyy")
     with pytest.raises(ValueError, match="format epoch_second"):
         parse_modified_at("2024-05-01", "epoch_second")
-    dates, warning = read_dates({"a": {"modified_at": "01/05/2024"}}, "updated", "dd/MM/yyyy")
-    assert dates == {} and warning == "recency left out 1 result(s) whose updated is not in its format dd/MM/yyyy " + (
-        "(first: '01/05/2024')"
+    dates, warning = read_dates({"a": {"modified_at": "01/05/2024"}}, "updated", "EEE dd/MM/yyyy")
+    assert dates == {} and warning == "recency left out 1 result(s) whose updated is not in its format " + (
+        "EEE dd/MM/yyyy (first: '01/05/2024')"
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "formats", "expected"),
+    [
+        ("01/05/2024 10:00", "dd/MM/yyyy HH:mm", datetime(2024, 5, 1, 10)),
+        ("2024/05/01", "yyyy/MM/dd||epoch_millis", datetime(2024, 5, 1)),
+        ("1700000000000", "yyyy/MM/dd||epoch_millis", datetime(2023, 11, 14, 22, 13, 20, tzinfo=timezone.utc)),
+        ("01/05/24", "dd/MM/yy", datetime(2024, 5, 1)),
+        ("-0100-06-01", "uuuu-MM-dd", datetime.min),
+        ("20240501T1000+0530", "yyyyMMdd'T'HHmmZ", datetime(2024, 5, 1, 10, tzinfo=timezone(timedelta(minutes=330)))),
+        ("2024-05-01 10:00:00.250", "yyyy-MM-dd HH:mm:ss.SSS", datetime(2024, 5, 1, 10, 0, 0, 250000)),
+        # Refused as the engines refuse them: widths, a year of era 0, a day the month lacks, an hour 24.
+        ("1/5/2024 10:00", "dd/MM/yyyy HH:mm", None),
+        ("0000/05/01", "yyyy/MM/dd", None),
+        ("30/02/2024", "dd/MM/yyyy", None),
+        ("01/05/2024 24:00", "dd/MM/yyyy HH:mm", None),
+        ("2024-05-01T10:00:00.123+0200", "yyyy-MM-dd'T'HH:mm:ss.SSSXXX", None),
+    ],
+)
+def test_a_custom_java_pattern_is_read_as_the_engines_read_it(
+    value: object, formats: str, expected: datetime | None
+) -> None:
+    assert parse_engine_date(value, formats) == expected
+    if expected is not None and expected != datetime.min:
+        # The embedded engine reads the stored value with the same parser, to the same millisecond.
+        assert parse_date(value, formats) == aware(expected).timestamp() * 1000

@@ -1,5 +1,7 @@
 """Custom Java date patterns in a date ``format`` (``dd/MM/yyyy``, ``yyyy-MM-dd HH:mm:ss``), read as OpenSearch
-reads them: ``java.time``'s pattern letters, parsed strictly and case-sensitively.
+reads them: ``java.time``'s pattern letters, parsed strictly and case-sensitively. The embedded engine reads a date
+field's values and a range's bounds with them (``embedded.dates``), and recency an attached index's stored dates
+(``esbridge.query.engine_dates``), so both read a value alike.
 
 The letters read: ``y`` (year of era: 1 or more, no sign), ``u`` (year: a sign allowed), ``M``, ``d``, ``H``,
 ``m``, ``s`` (one letter: one or more digits; two: exactly two), ``S`` (a fraction of exactly as many digits as
@@ -34,7 +36,7 @@ READ_LETTERS = "y, u, M, d, H, m, s, S, X and Z"
 
 
 class PatternError(ValueError):
-    """A pattern the embedded engine does not read."""
+    """A pattern esbridge does not read."""
 
 
 def _year(letter: str, count: int) -> tuple[str, str, bool]:
@@ -58,7 +60,7 @@ def _field(letter: str, count: int, pattern: str) -> tuple[str, str, bool]:
         return "fraction", f"[0-9]{{{count}}}", False
     if (letter, count) in _OFFSETS:
         return "zone", _OFFSETS[letter, count], False
-    raise PatternError(f"pattern [{pattern}]: the letters [{letter * count}] are not read by the embedded engine")
+    raise PatternError(f"pattern [{pattern}]: the letters [{letter * count}] are not read")
 
 
 def _quoted(pattern: str, start: int) -> tuple[str, int]:
@@ -103,7 +105,7 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
             text, at = _quoted(pattern, at)
             parts.append(re.escape(text))
         elif char in "[]{}#":
-            raise PatternError(f"pattern [{pattern}]: [{char}] is not read by the embedded engine")
+            raise PatternError(f"pattern [{pattern}]: [{char}] is not read")
         else:
             parts.append(re.escape(char))
             at += 1
@@ -115,3 +117,16 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
             f"{', '.join(named) or 'none of them'})"
         )
     return re.compile("".join(parts))
+
+
+def pattern_year(groups: dict[str, str | None]) -> int:
+    """The year a match of ``compile_pattern`` names (0 when it names none): ``uuuu`` as written, ``yyyy`` a year
+    of the era (from 1; ValueError for 0), ``yy`` one of 2000 to 2099."""
+    if groups.get("short_year") is not None:
+        return 2000 + int(groups["short_year"] or 0)
+    if groups.get("era_year") is not None:
+        year = int(groups["era_year"] or 0)
+        if year < 1:
+            raise ValueError(f"no year of era {year}")
+        return year
+    return int(groups.get("year") or 0)
