@@ -209,12 +209,17 @@ def surrogate_location(value: Any, where: str = "") -> str | None:
     return None
 
 
-def spaced_id(data: Any, fields: Sequence[str]) -> tuple[str, str] | None:
-    """The field the id is read from (the first of ``fields`` given in ``data``) and the id as written there, when
-    it has spaces at either end."""
+def id_field(data: Any, fields: Sequence[str]) -> str | None:
+    """The field the id is read from: the first of ``fields`` given (not null) in ``data``; None when none is."""
     if not isinstance(data, dict):
         return None
-    name = next((name for name in fields if data.get(name) is not None), None)
+    return next((name for name in fields if data.get(name) is not None), None)
+
+
+def spaced_id(data: Any, fields: Sequence[str]) -> tuple[str, str] | None:
+    """The field the id is read from (``id_field``) and the id as written there, when it has spaces at either
+    end."""
+    name = id_field(data, fields)
     given = None if name is None else data[name]
     return (name, given) if name and isinstance(given, str) and given.strip() and given != given.strip() else None
 
@@ -241,13 +246,15 @@ MAX_NESTING = 100
 
 class IdentifiedRecord(BaseModel):
     """A record with an ``id``, which must be unique in its file. An id with spaces at either end is stripped
-    (``id_warnings`` says so, naming the field it was read from)."""
+    (``id_warnings`` says so, naming the field it was read from). A subclass whose id may be read from another
+    field (``ID_FIELDS``) stores that field stripped too when it stands in for the id."""
 
     ID_FIELDS: ClassVar[tuple[str, ...]] = ("id",)
     """The fields the id is read from, the first given one."""
 
     id: str
     _given_id: tuple[str, str] | None = PrivateAttr(default=None)
+    _id_field: str = PrivateAttr(default="id")
 
     @model_validator(mode="before")
     @classmethod
@@ -260,7 +267,20 @@ class IdentifiedRecord(BaseModel):
         record = handler(data)
         given = spaced_id(data, cls.ID_FIELDS)
         record._given_id = given if given is not None and given[1].strip() == record.id else None
+        record._id_field = id_field(data, cls.ID_FIELDS) or cls.ID_FIELDS[0]
         return record
+
+    @property
+    def id_field(self) -> str:
+        """The field the id was read from: ``id``, or the field standing in for it (a registry record's ``path``)."""
+        return self._id_field
+
+    @property
+    def stand_in(self) -> str:
+        """Where the id came from, for messages, when another field stood in for it (empty when it did not)."""
+        if self._id_field == self.ID_FIELDS[0]:
+            return ""
+        return f"from field {self._id_field!r}, standing in for the missing {self.ID_FIELDS[0]!r}"
 
     @property
     def id_warnings(self) -> tuple[str, ...]:
@@ -271,5 +291,19 @@ class IdentifiedRecord(BaseModel):
             return (f"{field} {given!r} has spaces at either end: stored as {self.id!r}",)
         return (
             f"{field} {given!r}, standing in for the missing {self.ID_FIELDS[0]!r}, has spaces at either end: the id "
-            f"is stored as {self.id!r}",
+            f"and the {field} are stored as {self.id!r}",
         )
+
+
+def duplicate_id_reason(record: IdentifiedRecord, line: int, first_field: str) -> str:
+    """Why ``record`` is skipped: the record on ``line`` had its id, read from ``first_field``; each id named by the
+    field it came from when another field stood in for the id."""
+    main = record.ID_FIELDS[0]
+    said = f"duplicate id {record.id!r}" + (f" {record.stand_in}" if record.stand_in else "")
+    where = f"first on line {line}"
+    if first_field != main:
+        also = first_field == record.id_field
+        where += f", from its {first_field!r} too" if also else f", from its {first_field!r} standing in for {main!r}"
+    elif record.stand_in:
+        where += f", as its {main!r}"
+    return f"{said} ({where}); record skipped"

@@ -70,6 +70,7 @@ from esbridge.ingest.controls import cleaned_sections, controls_warning, counted
 from esbridge.ingest.json_lines import (
     IdentifiedRecord,
     JsonObject,
+    duplicate_id_reason,
     known_id,
     object_lines,
     record_id,
@@ -250,7 +251,7 @@ def numbered_records(
     path: Path, model: type[Record], *, id_fields: Sequence[str]
 ) -> Iterator[tuple[int, Record] | Problem]:
     """``unique_records`` with each record's line number."""
-    first_line: dict[str, int] = {}
+    first_line: dict[str, tuple[int, str]] = {}  # id -> the line that first gave it, and the field it was read from
     for item in object_lines(path, id_fields[0]):
         if isinstance(item, Problem):
             yield item
@@ -263,10 +264,10 @@ def numbered_records(
             yield Problem(path.name, describe_validation_error(exc), number, doc_id=doc_id)
             continue
         if record.id in first_line:
-            reason = f"duplicate id {record.id!r} (first on line {first_line[record.id]}); record skipped"
+            reason = duplicate_id_reason(record, *first_line[record.id])
             yield Problem(path.name, reason, number, doc_id=record.id)
             continue
-        first_line[record.id] = number
+        first_line[record.id] = number, record.id_field
         yield number, record
 
 

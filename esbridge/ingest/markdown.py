@@ -153,7 +153,8 @@ def note_paths(root: Path) -> list[str]:
                     found.append(path)
                 else:
                     warnings.warn(
-                        f"{path}: a symbolic link to {target}, which is not a Markdown note; not read",
+                        f"{shown_escaped(path)}: a symbolic link to {shown_escaped(target)}, which is not a Markdown "
+                        "note; not read",
                         EsbridgeWarning,
                         stacklevel=2,
                     )

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from esbridge.ids import shown_escaped
+
 
 @dataclass(frozen=True)
 class Section:
@@ -81,7 +83,10 @@ class Problem:
 
     @property
     def id(self) -> str:
-        return f"{self.source}:{self.line}" if self.line is not None else self.source
+        """Where the input is, as reports show it: a control character in a file name or a record's path (a line
+        break) written as its escape, so that it neither splits nor garbles the line that names it."""
+        where = shown_escaped(self.source)
+        return f"{where}:{self.line}" if self.line is not None else where
 
 
 @dataclass(frozen=True)

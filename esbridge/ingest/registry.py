@@ -9,7 +9,8 @@ One JSON object per line (``esbridge ingest --format registry``)::
 A tool or skill may also be given as just its name (``"tools": ["search"]``), as in the JSONL source.
 
 ``entity_type`` is one of ``mcp_server``, ``virtual_server``, ``a2a_agent`` and ``skill``; without it, a record
-with ``skills`` is an ``a2a_agent`` and any other an ``mcp_server``. ``id`` defaults to ``path``.
+with ``skills`` is an ``a2a_agent`` and any other an ``mcp_server``. ``id`` defaults to ``path`` (the path is then
+stored stripped, as the id is).
 
 What is embedded follows what an MCP gateway registry embeds: the name, the description, ``Tags: ...``, the
 metadata as text (each key a token, scalars and list items as strings), and the names and descriptions of
@@ -135,14 +136,16 @@ def _documents(path: Path) -> Iterator[Document | Problem]:
         documents = record_documents(record)
         taken = next((doc.doc_id for doc in documents if doc.doc_id in made_by), None)
         if taken is not None:
-            reason = f"document id {taken!r} is already {made_by[taken]}; record skipped (change one of the ids)"
+            shown = f"{taken!r} ({record.stand_in})" if taken == record.id and record.stand_in else repr(taken)
+            reason = f"document id {shown} is already {made_by[taken]}; record skipped (change one of the ids)"
             yield Problem(path.name, reason, number, doc_id=record.id, doc_prefixes=owned_prefixes(record.id))
             continue
+        line = f"line {number}, from its {record.id_field!r}" if record.stand_in else f"line {number}"
         for doc in documents:
             made_by[doc.doc_id] = (
-                f"the id of record {record.id!r} (line {number})"
+                f"the id of record {record.id!r} ({line})"
                 if doc.doc_id == record.id
-                else f"the id of {doc.entity_type} {doc.title!r} of record {record.id!r} (line {number})"
+                else f"the id of {doc.entity_type} {doc.title!r} of record {record.id!r} ({line})"
             )
         yield from documents
 

@@ -156,8 +156,8 @@ class RegistryRecord(IdentifiedRecord):
         if "is_enabled" not in given and "isEnabled" in given:  # as the gateway's A2A agent cards spell it
             given["is_enabled"] = given.pop("isEnabled")
         if given.get("id") is None and isinstance(given.get("path"), str):
-            try:
-                given["id"] = record_id(given["path"])
+            try:  # stored stripped as the path too, so the record's path and id agree
+                given["id"] = given["path"] = record_id(given["path"])
             except ValueError as exc:
                 raise ValueError(f"field 'path', standing in for the missing 'id': {exc}") from None
         if given.get("id") is None and given.get("path") is None:

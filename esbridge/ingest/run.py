@@ -22,7 +22,7 @@ from esbridge import errors
 from esbridge.embeddings.base import Embedder, nothing_seen_warning
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
-from esbridge.ids import doc_id_of
+from esbridge.ids import doc_id_of, shown_escaped
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import EMBEDDED, NOTHING_TO_EMBED, index_document
 from esbridge.ingest.markdown import is_text
@@ -133,7 +133,9 @@ def ingest(
             found = f"found no documents in {path} (read as {looked_for(path, options.source_format)})"
             refuse_empty_source(engine, current, path, source, found, allow=options.max_delete_share >= 1.0)
         elif current is None:  # each input failed: the failures are the report, and no empty index is made
-            report.warnings.append(f"index {manager.alias} was not created: no document of {path} could be read")
+            report.warnings.append(
+                f"index {manager.alias} was not created: no document of {shown_escaped(str(path))} could be read"
+            )
             return report
 
     index = report.index = manager.ensure()
@@ -300,11 +302,13 @@ def _read_and_chunk(path: Path, options: IngestOptions) -> tuple[list[Chunk], li
         if isinstance(item, Problem):
             problems.append(item)
             continue
+        # A record's path is as given (a registry record's may hold a line break): shown escaped, one line each.
+        where = shown_escaped(item.path or item.doc_id)
         if item.doc_id in seen:
             reason = f"duplicate id {item.doc_id!r}; the first one was kept"
-            problems.append(Problem(item.path or item.doc_id, reason, doc_id=item.doc_id))
+            problems.append(Problem(where, reason, doc_id=item.doc_id))
             continue
-        seen[item.doc_id] = [f"{item.path or item.doc_id}: {warning}" for warning in item.warnings]
+        seen[item.doc_id] = [f"{where}: {warning}" for warning in item.warnings]
         made = chunk_document(
             item,
             max_tokens=max_tokens,
@@ -314,7 +318,7 @@ def _read_and_chunk(path: Path, options: IngestOptions) -> tuple[list[Chunk], li
         )
         too_long = id_too_long(made, item.path if notes else None)
         if too_long:  # refused whole, so the index keeps its old version rather than a mix of old and new
-            problems.append(Problem(item.path or item.doc_id, too_long, doc_id=item.doc_id))
+            problems.append(Problem(where, too_long, doc_id=item.doc_id))
             seen[item.doc_id] = []  # the failure says what became of it
             continue
         chunks.extend(made)

@@ -223,7 +223,10 @@ def test_a_record_id_with_outer_spaces_is_stripped_with_a_warning_as_a_name_is(t
     assert [doc.warnings for doc in found if doc.entity_type != "tool"] == [
         ("id ' jira ' has spaces at either end: stored as 'jira'",),
         # Named as written: the record has no 'id'.
-        ("path '/slack\\t', standing in for the missing 'id', has spaces at either end: the id is stored as '/slack'",),
+        (
+            "path '/slack\\t', standing in for the missing 'id', has spaces at either end: the id and the path are "
+            "stored as '/slack'",
+        ),
         (),
     ]
 
