@@ -87,12 +87,7 @@ def test_a_cancel_the_engine_does_not_confirm_names_the_task_and_keeps_the_versi
 ) -> None:
     require_feature(engine_kind, "reindex", "the server-side copy runs as a task on the server")
     url = str(engine_settings.url)
-    manager(engine, alias).create()
-    # More than one batch of the task (1000 documents), throttled so that the second waits: it is still running.
-    assert not engine.bulk(alias, [chunk(f"n{n}#0") for n in range(1500)]).failed
-    engine.refresh(alias)
-    old, new = f"{alias}-v1", f"{alias}-v2"
-    client = cast(Any, engine)._client
+    old, new, client = _versions_of_1500(engine, alias)
     start, cancel = client.reindex, client.tasks.cancel
 
     def throttled(*args: object, **kwargs: object) -> Any:
@@ -131,11 +126,7 @@ def test_a_copy_whose_writes_a_block_refuses_is_not_cancelled_but_named_and_its_
 ) -> None:
     require_feature(engine_kind, "reindex", "the server-side copy runs as a task on the server")
     url = str(engine_settings.url)
-    manager(engine, alias).create()
-    assert not engine.bulk(alias, [chunk(f"n{n}#0") for n in range(1500)]).failed
-    engine.refresh(alias)
-    old, new = f"{alias}-v1", f"{alias}-v2"
-    client = cast(Any, engine)._client
+    old, new, client = _versions_of_1500(engine, alias)
     start = client.reindex
 
     def blocked_as_it_starts(*args: object, **kwargs: object) -> Any:
@@ -190,3 +181,12 @@ def _client_timeout(engine_kind: str) -> Exception:
     import elastic_transport
 
     return elastic_transport.ConnectionTimeout("read timed out")
+
+
+def _versions_of_1500(engine: Engine, alias: str) -> tuple[str, str, Any]:
+    """The alias's first version holding 1500 chunks, more than one batch of a reindex task (1000 documents), so that
+    a throttled copy is still running at its second; the names of it and of the next version, and the client."""
+    manager(engine, alias).create()
+    assert not engine.bulk(alias, [chunk(f"n{n}#0") for n in range(1500)]).failed
+    engine.refresh(alias)
+    return f"{alias}-v1", f"{alias}-v2", cast(Any, engine)._client
