@@ -13,6 +13,7 @@ import pytest
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.ingest.model import Document, Problem
 from esbridge.ingest.registry import read_registry, tool_doc_id
+from esbridge.ingest.report import IngestReport
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
@@ -116,13 +117,18 @@ def test_hand_made_records_types_lifecycle_repeats_and_problems(tmp_path: Path) 
     assert len(problems) == 1 and problems[0].line == 3 and "name" in problems[0].reason
 
 
-def test_a_tool_is_found_as_its_own_hit_and_disabled_servers_stay_out(tmp_path: Path) -> None:
-    records = [*real_records("servers.jsonl", "mcp-gateway-registry"), *HAND_MADE[:2]]
-    engine = EmbeddedEngine(tmp_path / "db")
+def ingest_registry(engine: EmbeddedEngine, path: Path, **options: Any) -> IngestReport:
+    """``path`` ingested as a registry into the index ``registry`` of ``engine``, with hashing vectors."""
     embedder = HashingEmbedder()
     manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
-    report = ingest(write_registry(tmp_path, records), engine=engine, manager=manager, embedder=embedder,
-                    options=IngestOptions(source_format="registry", source="registry"))  # fmt: skip
+    settings = IngestOptions(source_format="registry", source="registry", **options)
+    return ingest(path, engine=engine, manager=manager, embedder=embedder, options=settings)
+
+
+def test_a_tool_is_found_as_its_own_hit_and_disabled_servers_stay_out(tmp_path: Path, engine: EmbeddedEngine) -> None:
+    records = [*real_records("servers.jsonl", "mcp-gateway-registry"), *HAND_MADE[:2]]
+    embedder = HashingEmbedder()
+    report = ingest_registry(engine, write_registry(tmp_path, records))
     assert report.failed == []
     assert report.documents_indexed == len(records) + sum(len(r.get("tools", [])) for r in records) - 1
 
@@ -130,37 +136,25 @@ def test_a_tool_is_found_as_its_own_hit_and_disabled_servers_stay_out(tmp_path: 
         response = await HybridSearcher(AsyncEmbeddedEngine(engine=engine), "registry", embedder).search(request)
         return [(hit.doc_id, hit.entity_type) for hit in response.results]
 
-    try:
-        found = asyncio.run(run(SearchRequest(query="current time in a timezone", filters=Filters(
-            terms={"entity_type": ["tool"]}))))  # fmt: skip
-        assert found and all(kind == "tool" for _, kind in found)
-        assert any(
-            doc.startswith(next(r["id"] for r in records if r["path"] == "/currenttime")) for doc, _ in found[:3]
-        )
-        forecast = asyncio.run(run(SearchRequest(query="weather forecast for a city")))
-        assert not any(doc.startswith("/old-weather") for doc, _ in forecast)
-        shown = asyncio.run(run(SearchRequest(query="weather forecast for a city",
-                                              filters=Filters(include_disabled=True))))  # fmt: skip
-        assert shown[0][0] in {"/old-weather", "/old-weather/tools/forecast"}
-    finally:
-        engine.close()
+    found = asyncio.run(run(SearchRequest(query="current time in a timezone", filters=Filters(
+        terms={"entity_type": ["tool"]}))))  # fmt: skip
+    assert found and all(kind == "tool" for _, kind in found)
+    assert any(doc.startswith(next(r["id"] for r in records if r["path"] == "/currenttime")) for doc, _ in found[:3])
+    forecast = asyncio.run(run(SearchRequest(query="weather forecast for a city")))
+    assert not any(doc.startswith("/old-weather") for doc, _ in forecast)
+    shown = asyncio.run(run(SearchRequest(query="weather forecast for a city",
+                                          filters=Filters(include_disabled=True))))  # fmt: skip
+    assert shown[0][0] in {"/old-weather", "/old-weather/tools/forecast"}
 
 
-def test_a_query_naming_a_tool_returns_it_under_its_server_and_in_tools(tmp_path: Path) -> None:
+def test_a_query_naming_a_tool_returns_it_under_its_server_and_in_tools(tmp_path: Path, engine: EmbeddedEngine) -> None:
     records = real_records("servers.jsonl", "mcp-gateway-registry")
-    engine = EmbeddedEngine(tmp_path / "db")
-    embedder = HashingEmbedder()
-    manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
-    ingest(write_registry(tmp_path, records), engine=engine, manager=manager, embedder=embedder,
-           options=IngestOptions(source_format="registry", source="registry"))  # fmt: skip
+    ingest_registry(engine, write_registry(tmp_path, records))
     atlassian = next(r for r in records if r["path"] == "/atlassian")
     wanted = next(tool for tool in atlassian["tools"] if tool["name"] == "jira_get_transitions")
-    try:
-        hybrid = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "registry", embedder)
-        # Hashing vectors are word overlap: RRF, not the qpp model fitted on a real model's scores.
-        response = asyncio.run(hybrid.search(SearchRequest(query="jira get transitions", group=True, fusion="rrf")))
-    finally:
-        engine.close()
+    hybrid = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "registry", HashingEmbedder())
+    # Hashing vectors are word overlap: RRF, not the qpp model fitted on a real model's scores.
+    response = asyncio.run(hybrid.search(SearchRequest(query="jira get transitions", group=True, fusion="rrf")))
     groups = response.groups
     assert groups is not None
     server = next(server for server in groups.servers if server.id == atlassian["id"])
@@ -172,55 +166,32 @@ def test_a_query_naming_a_tool_returns_it_under_its_server_and_in_tools(tmp_path
     assert listed.input_schema == wanted["inputSchema"]
 
 
-def test_a_record_that_turns_malformed_keeps_its_tools_as_well_as_itself(tmp_path: Path) -> None:
+def test_a_record_that_turns_malformed_keeps_its_tools_as_well_as_itself(
+    tmp_path: Path, engine: EmbeddedEngine
+) -> None:
     server = {"id": "jira", "name": "Jira", "tools": [{"name": "open_issue", "description": "Open an issue"}]}
     other = {"id": "slack", "name": "Slack", "tools": [{"name": "post", "description": "Post a message"}]}
-    engine = EmbeddedEngine(tmp_path / "db")
-    embedder = HashingEmbedder()
-    manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
-    options = IngestOptions(source_format="registry", source="registry")
-    try:
-        ingest(
-            write_registry(tmp_path, [server, other]),
-            engine=engine,
-            manager=manager,
-            embedder=embedder,
-            options=options,
-        )
-        broken = {**server, "tools": "open_issue"}
-        report = ingest(write_registry(tmp_path, [broken]), engine=engine, manager=manager, embedder=embedder,
-                        options=options)  # fmt: skip
-        assert len(report.failed) == 1
-        kept = {hit.source["doc_id"] for hit in engine.search("registry", {"size": 50}).hits}
-    finally:
-        engine.close()
+    ingest_registry(engine, write_registry(tmp_path, [server, other]))
+    broken = {**server, "tools": "open_issue"}
+    report = ingest_registry(engine, write_registry(tmp_path, [broken]))
+    assert len(report.failed) == 1
+    kept = {hit.source["doc_id"] for hit in engine.search("registry", {"size": 50}).hits}
     assert kept == {"jira", "jira/tools/open_issue"}  # slack is gone from the file; jira only failed to parse
 
 
-def test_a_server_read_whole_loses_its_removed_tools_when_another_line_has_no_readable_id(tmp_path: Path) -> None:
+def test_a_server_read_whole_loses_its_removed_tools_when_another_line_has_no_readable_id(
+    tmp_path: Path, engine: EmbeddedEngine
+) -> None:
     tools = [{"name": f"t{n}", "description": f"Tool number {n}"} for n in range(5)]
     server = {"id": "jira", "name": "Jira", "tools": tools}
     other = {"id": "slack", "name": "Slack", "tools": [{"name": "post", "description": "Post a message"}]}
-    engine = EmbeddedEngine(tmp_path / "db")
-    embedder = HashingEmbedder()
-    manager = IndexManager(engine, "registry", IndexParameters(dimension=embedder.dimension))
-    options = IngestOptions(source_format="registry", source="registry", max_delete_share=1.0)
-    try:
-        ingest(
-            write_registry(tmp_path, [server, other]),
-            engine=engine,
-            manager=manager,
-            embedder=embedder,
-            options=options,
-        )
-        path = write_registry(tmp_path, [{**server, "tools": tools[:3]}, other])
-        with path.open("a", encoding="utf-8") as file:  # a line still being written: its id cannot be read
-            file.write('{"id": "ne')
-        report = ingest(path, engine=engine, manager=manager, embedder=embedder, options=options)
-        engine.refresh("registry")
-        kept = {hit.source["doc_id"] for hit in engine.search("registry", {"size": 50}).hits}
-    finally:
-        engine.close()
+    ingest_registry(engine, write_registry(tmp_path, [server, other]), max_delete_share=1.0)
+    path = write_registry(tmp_path, [{**server, "tools": tools[:3]}, other])
+    with path.open("a", encoding="utf-8") as file:  # a line still being written: its id cannot be read
+        file.write('{"id": "ne')
+    report = ingest_registry(engine, path, max_delete_share=1.0)
+    engine.refresh("registry")
+    kept = {hit.source["doc_id"] for hit in engine.search("registry", {"size": 50}).hits}
     assert len(report.failed) == 1
     assert report.deleted == 2
     assert kept == {"jira", "jira/tools/t0", "jira/tools/t1", "jira/tools/t2", "slack", "slack/tools/post"}
