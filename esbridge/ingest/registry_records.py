@@ -133,6 +133,7 @@ class RegistryRecord(IdentifiedRecord):
 
     model_config = ConfigDict(extra="allow")
     ID_FIELDS = ("id", "path")
+    CLEANED_FIELDS = ("tags",)
 
     id: str
     entity_type: EntityType
