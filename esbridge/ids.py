@@ -13,6 +13,7 @@ restored by ``esbridge import``, may hold such ids, and answers show them throug
 
 from __future__ import annotations
 
+import os
 import unicodedata
 from collections.abc import Mapping
 from typing import Any
@@ -68,3 +69,10 @@ def document_of(chunk: str, stored: Mapping[str, Any]) -> str:
 def shown_escaped(text: str) -> str:
     """``text`` with each character ``refused_character`` refuses written as its escape (``\\u202e``), to be shown."""
     return "".join(f"\\u{ord(char):04x}" if refused_character(char) else char for char in text)
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A file or folder name as messages show it: escaped as ``shown_escaped`` escapes text, and bytes that are
+    not UTF-8 (which a Linux name may hold) as ``\\xNN``, so that a path given on the command line can neither
+    split the line naming it nor drive the terminal or show itself reversed."""
+    return shown_escaped(os.fsencode(path).decode("utf-8", "backslashreplace"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ssl
+import unicodedata
 from pathlib import Path
 from typing import Literal
 
@@ -31,6 +32,14 @@ class AuthSettings(_Section):
         if self.username is not None and ":" in self.username:
             # Basic auth sends "user:password"; the server splits at the first colon.
             raise ValueError("auth.username holds ':', which basic auth cannot carry (it separates user and password)")
+        control = _control_character(self.username or "")
+        if control is not None:
+            # RFC 7617 forbids them in a user-id; the name is echoed in engine logs and errors, where one would cut a
+            # line or drive a terminal. Named by code point, never as itself.
+            raise ValueError(
+                f"auth.username holds the control character {control}, which basic auth cannot carry (RFC 7617); "
+                "remove it from the username"
+            )
         schemes = [
             name
             for name, on in (
@@ -45,6 +54,14 @@ class AuthSettings(_Section):
         if self.aws_sigv4 and not self.aws_region:
             raise ValueError("auth.aws_sigv4 needs auth.aws_region")
         return self
+
+
+def _control_character(text: str) -> str | None:
+    """The first control character (C0, DEL, C1) in ``text`` as ``U+000A at position 4``; None when it holds none."""
+    for position, char in enumerate(text):
+        if unicodedata.category(char) == "Cc":
+            return f"U+{ord(char):04X} at position {position}"
+    return None
 
 
 class TlsSettings(_Section):

@@ -13,8 +13,9 @@ dates.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from esbridge.ingest.model import Section
 
@@ -26,6 +27,30 @@ def without_controls(text: str) -> tuple[str, int]:
     """``text`` with each control character (see the module docstring) replaced by a space, and how many were
     (vertical tabs and form feeds not counted)."""
     return _CONTROL.subn(" ", _SPACE.sub(" ", text))
+
+
+def without_controls_each(values: Sequence[str]) -> tuple[list[str], int]:
+    """Each of ``values`` (a record's tags) as ``without_controls`` makes it, and how many were replaced in all."""
+    cleaned = [without_controls(value) for value in values]
+    return [text for text, _ in cleaned], sum(count for _, count in cleaned)
+
+
+def cleaned_fields(data: Mapping[str, Any], fields: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
+    """The values of ``fields`` in a record's raw ``data`` that are text (a string, or a list of them, as tags are),
+    with their control characters replaced by spaces, and a warning per field that had any (``counted_fields``).
+    A value of another type is left out, for validation to refuse."""
+    cleaned: dict[str, Any] = {}
+    counts: list[tuple[str, int]] = []
+    for name in fields:
+        value = data.get(name)
+        if isinstance(value, str):
+            cleaned[name], count = without_controls(value)
+        elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+            cleaned[name], count = without_controls_each(value)
+        else:
+            continue
+        counts.append((name, count))
+    return cleaned, counted_fields(counts)
 
 
 def controls_warning(count: int, where: str) -> str:

@@ -22,7 +22,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ModelWrapValidatorHandler, PrivateAttr, model_validator
 
 from esbridge.errors import SourceError
-from esbridge.ids import refused_character
+from esbridge.ids import refused_character, shown_path
+from esbridge.ingest.controls import cleaned_fields
 from esbridge.ingest.json_values import describe_value, json_type, refuse_too_deep
 from esbridge.ingest.model import Problem
 
@@ -45,22 +46,24 @@ def require_file(path: Path, what: str) -> None:
     """Raise ``SourceError`` unless ``path`` is an existing file, readable, not gzip-compressed and not UTF-16 or
     UTF-32 text (told by their byte order marks)."""
     if not path.exists():
-        raise SourceError(f"{what} not found: {path}")
+        raise SourceError(f"{what} not found: {shown_path(path)}")
     if not path.is_file():
-        raise SourceError(f"{what} is not a file: {path}")
+        raise SourceError(f"{what} is not a file: {shown_path(path)}")
     try:
         with path.open("rb") as probe:
             head = probe.read(4)
     except OSError as exc:
-        raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    shown, converted = shlex.quote(str(path)), shlex.quote(str(_converted_name(path)))
+        raise SourceError(f"cannot read {shown_path(path)}: {exc.strerror or exc}") from exc
+    shown, converted = (shlex.quote(shown_path(name)) for name in (path, _converted_name(path)))
     if head.startswith(_GZIP_MAGIC):  # read as text, each of its lines would fail as "invalid UTF-8", unnamed
-        raise SourceError(f"{what} {path} is gzip-compressed: decompress it first (gunzip -c {shown} > {converted})")
+        raise SourceError(
+            f"{what} {shown_path(path)} is gzip-compressed: decompress it first (gunzip -c {shown} > {converted})"
+        )
     encoding = next((name for mark, name in _WIDE_BOMS if head.startswith(mark)), None)
     if encoding is not None:  # as for gzip: one error per line, and the encoding never named
         raise SourceError(
-            f"{what} {path} is {encoding} text (it begins with a {encoding} byte order mark), not UTF-8: convert it "
-            f"first (iconv -f {encoding} -t UTF-8 {shown} > {converted})"
+            f"{what} {shown_path(path)} is {encoding} text (it begins with a {encoding} byte order mark), not UTF-8: "
+            f"convert it first (iconv -f {encoding} -t UTF-8 {shown} > {converted})"
         )
 
 
@@ -96,7 +99,7 @@ def object_lines(path: Path, id_field: str) -> Iterator[tuple[int, JsonObject] |
                 elif item is not None:
                     yield number, item
     except OSError as exc:
-        raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise SourceError(f"cannot read {shown_path(path)}: {exc.strerror or exc}") from exc
 
 
 def parse_json_line(raw: bytes) -> JsonObject | str | None:
@@ -247,19 +250,33 @@ MAX_NESTING = 100
 class IdentifiedRecord(BaseModel):
     """A record with an ``id``, which must be unique in its file. An id with spaces at either end is stripped
     (``id_warnings`` says so, naming the field it was read from). A subclass whose id may be read from another
-    field (``ID_FIELDS``) stores that field stripped too when it stands in for the id."""
+    field (``ID_FIELDS``) stores that field stripped too when it stands in for the id. The control characters of
+    its ``CLEANED_FIELDS`` become spaces (``control_warnings`` says how many, per field)."""
 
     ID_FIELDS: ClassVar[tuple[str, ...]] = ("id",)
     """The fields the id is read from, the first given one."""
+    CLEANED_FIELDS: ClassVar[tuple[str, ...]] = ()
+    """Text fields (strings, or lists of them) whose control characters become spaces (``esbridge.ingest.controls``)."""
 
     id: str
     _given_id: tuple[str, str] | None = PrivateAttr(default=None)
     _id_field: str = PrivateAttr(default="id")
+    _control_warnings: tuple[str, ...] = PrivateAttr(default=())
 
     @model_validator(mode="before")
     @classmethod
     def _not_too_deep(cls, data: Any) -> Any:
         return refuse_too_deep(data, MAX_NESTING)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _controls(cls, data: Any, handler: ModelWrapValidatorHandler[IdentifiedRecord]) -> IdentifiedRecord:
+        if not isinstance(data, dict):
+            return handler(data)
+        cleaned, warnings = cleaned_fields(data, cls.CLEANED_FIELDS)
+        record = handler({**data, **cleaned} if cleaned else data)
+        record._control_warnings = tuple(warnings)
+        return record
 
     @model_validator(mode="wrap")
     @classmethod
@@ -281,6 +298,11 @@ class IdentifiedRecord(BaseModel):
         if self._id_field == self.ID_FIELDS[0]:
             return ""
         return f"from field {self._id_field!r}, standing in for the missing {self.ID_FIELDS[0]!r}"
+
+    @property
+    def control_warnings(self) -> tuple[str, ...]:
+        """A warning per field of ``CLEANED_FIELDS`` whose control characters were replaced by spaces."""
+        return self._control_warnings
 
     @property
     def id_warnings(self) -> tuple[str, ...]:

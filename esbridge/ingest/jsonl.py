@@ -20,9 +20,9 @@ its fields as prose (``Tags: a, b`` and the flattened metadata), since an entity
 server describes itself through fields; and ``tools`` as a section under the heading "Tools", one
 ``name: description`` line per tool (a tool may also be given as just its name). The tools as given, each with
 every field (``inputSchema``, ...), are stored once, on the record's first chunk, as ``metadata.tool_records``.
-A control character (NUL, ...) in ``title``, ``name``, ``text`` or ``description`` becomes a space, with a warning
-naming the field and the count (``esbridge.ingest.controls``), and so does one in the text made of the tools or
-the other fields (one warning); stored values (``metadata``, ``tool_records``) keep it.
+A control character (NUL, ...) in ``title``, ``name``, ``text``, ``description`` or a tag becomes a space, with a
+warning naming the field and the count (``esbridge.ingest.controls``), and so does one in the text made of the tools
+or the other fields (one warning); stored values (``metadata``, ``tool_records``) keep it.
 
 Links. ``links`` (a list of ids, or of ``{"id", "weight"}`` objects) and ``link_weights`` (``{id: weight}``)
 are read from the top level or from ``metadata`` (see ``esbridge.ingest.record_links``). Ids that are
@@ -66,7 +66,7 @@ from pydantic import (
 )
 
 from esbridge.ingest.calendar import as_utc, numeric_date, yyyymmdd_warning
-from esbridge.ingest.controls import cleaned_sections, controls_warning, counted_fields, without_controls
+from esbridge.ingest.controls import cleaned_sections, controls_warning
 from esbridge.ingest.json_lines import (
     IdentifiedRecord,
     JsonObject,
@@ -82,7 +82,7 @@ from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
 
 TOOLS_HEADING = "Tools"
-TEXT_FIELDS = ("title", "name", "text", "description")
+TEXT_FIELDS = ("title", "name", "text", "description", "tags")
 """The fields whose control characters (NUL, ...) become spaces, with a warning (``esbridge.ingest.controls``)."""
 
 
@@ -129,6 +129,7 @@ class JsonlRecord(IdentifiedRecord):
     """One line of a JSONL source; see the module docstring for the fields."""
 
     model_config = ConfigDict(extra="allow")
+    CLEANED_FIELDS = TEXT_FIELDS
 
     id: str
     title: StrictStr | None = None
@@ -146,17 +147,6 @@ class JsonlRecord(IdentifiedRecord):
     metadata: dict[str, Any] = Field(default_factory=dict)
     tools: list[Tool] = Field(default_factory=list)
     _date_warnings: tuple[str, ...] = PrivateAttr(default=())
-    _control_warnings: tuple[str, ...] = PrivateAttr(default=())
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _controls(cls, data: Any, handler: ModelWrapValidatorHandler[JsonlRecord]) -> JsonlRecord:
-        if not isinstance(data, dict):
-            return handler(data)
-        cleaned = {key: without_controls(data[key]) for key in TEXT_FIELDS if isinstance(data.get(key), str)}
-        record = handler({**data, **{key: text for key, (text, _) in cleaned.items()}} if cleaned else data)
-        record._control_warnings = tuple(counted_fields((key, count) for key, (_, count) in cleaned.items()))
-        return record
 
     @model_validator(mode="wrap")
     @classmethod
@@ -304,7 +294,7 @@ def record_document(record: JsonlRecord, known_ids: set[str]) -> Document:
             *overridden,
             *replaced,
             *record._date_warnings,
-            *record._control_warnings,
+            *record.control_warnings,
             *([controls_warning(controls, "the text made of its tools or other fields")] if controls else []),
             *links.warnings,
             *(() if title.strip() or sections else ("record has neither title nor text",)),

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from esbridge.errors import EsbridgeWarning, SourceError
-from esbridge.ids import refused_character, shown_escaped
+from esbridge.ids import refused_character, shown_escaped, shown_path
 from esbridge.ingest.controls import controls_warning, without_controls
 from esbridge.ingest.frontmatter import FRONTMATTER_TEXT, UNREADABLE, interpret_frontmatter, load_frontmatter
 from esbridge.ingest.links import (
@@ -100,7 +100,7 @@ def read_vault(root: Path, *, convention: LinkConvention | None = None) -> Itera
         return _read_vault(root.parent, convention, [root.name])
     if not root.is_dir():
         raise SourceError(
-            f"vault folder {root} does not exist or is not a folder, nor a note file "
+            f"vault folder {shown_path(root)} does not exist or is not a folder, nor a note file "
             f"({', '.join(sorted(NOTE_FILE_SUFFIXES))})"
         )
     return _read_vault(root, convention, None)

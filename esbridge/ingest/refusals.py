@@ -10,6 +10,7 @@ from typing import Any
 from esbridge import errors
 from esbridge.engines.base import Engine, Hit
 from esbridge.engines.bulk import MAX_ID_BYTES
+from esbridge.ids import shown_escaped, shown_path
 from esbridge.ingest.model import Chunk
 from esbridge.mappings.schema import FIELDS
 
@@ -68,13 +69,14 @@ def refuse_foreign_documents(engine: Engine, path: Path, index: str, source: str
         return
     doc_id = str(example.source.get("doc_id", example.id)) if example is not None else "?"
     other = str(example.source.get("source", "")) if example is not None else ""
+    shown = shown_path(path)
     raise ForeignDocumentsRefused(
-        f"index {index} already holds {count} chunk(s) of documents that {path} would write, under another "
+        f"index {index} already holds {count} chunk(s) of documents that {shown} would write, under another "
         f"source label (for example {doc_id!r} of source {other!r}; this run's label is {source!r}); nothing "
         "was written. Chunk ids are the documents' ids, not their source's, so the two sources would overwrite "
         "each other",
-        f"Ingest {path} into another --index, or, if it really is the same collection under a new label, run "
-        f"with --source {shlex.quote(other)} (or remove source {other!r} from the index first)",
+        f"Ingest {shown} into another --index, or, if it really is the same collection under a new label, run "
+        f"with --source {shown_escaped(shlex.quote(other))} (or remove source {other!r} from the index first)",
     )
 
 
@@ -102,10 +104,11 @@ class EmptySourceRefused(MassDeleteRefused):
 def refuse_mass_delete(path: Path, source: str, index: str, held: int, stale: int, max_share: float) -> None:
     if stale <= max_share * held or (stale < MASS_DELETE_MINIMUM and stale < held):
         return
+    shown = shown_path(path)
     raise MassDeleteRefused(
-        f"index {index} holds {held} chunks for source {source!r}, and {path} would delete {stale} of them "
+        f"index {index} holds {held} chunks for source {source!r}, and {shown} would delete {stale} of them "
         f"({stale / held:.0%}); nothing was written",
-        f"If {path} is another collection that shares the name {source!r}, give it its own label with --source; "
+        f"If {shown} is another collection that shares the name {source!r}, give it its own label with --source; "
         "if the documents really were removed, run again with --allow-mass-delete",
     )
 

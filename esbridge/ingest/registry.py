@@ -40,13 +40,14 @@ list it under ``skills`` with its agent. A tool or skill name, a skill id or a r
 stripped (it makes a document id), with a warning on its record. A skill document once named by its name
 ``replaces`` that id: a re-ingest deletes it without counting it as a deletion.
 
-Control characters. As in a JSONL record, a control character (NUL, ...) in a record's ``name`` or ``description``
-becomes a space, with a warning per field, and so does one in the text made of its tools, skills or other fields
-(one warning); a tool's or skill's ``description`` (and a skill's name, when its ``id`` makes the document id) the
-same way, with the warning on that tool's or skill's document. Stored values (``metadata``, ``tool_description``,
-``skill_description``, ``tags``) keep the character. What makes a document id (a record's id or the ``path`` standing in
-for it, a tool name, a skill id, else the skill's name) is refused instead, its line a ``Problem``, when it holds a
-character ``esbridge.ids.refused_character`` refuses.
+Control characters. As in a JSONL record, a control character (NUL, ...) in a record's ``name``, ``description``
+or tags becomes a space, with a warning per field, and so does one in the text made of its tools, skills or other
+fields (one warning); a tool's or skill's ``description`` and a skill's tags (and a skill's name, when its ``id``
+makes the document id) the same way, with the warning on that tool's or skill's document. Stored values
+(``metadata``, ``tool_description``, ``skill_description``, ``skill_records``, ``skill_fields``) keep the character.
+What makes a document id (a record's id or the ``path`` standing in for it, a tool name, a skill id, else the skill's
+name) is refused instead, its line a ``Problem``, when it holds a character ``esbridge.ids.refused_character``
+refuses.
 
 Lifecycle. ``is_enabled: false`` (or ``isEnabled``, as the gateway's agent cards write it) gives the record (and its
 tools and skills) the status ``disabled``, which searches leave out unless asked (``include_disabled``); a record's own
@@ -72,7 +73,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from esbridge.ids import first_chunk
-from esbridge.ingest.controls import cleaned_sections, controls_warning, counted_fields, without_controls
+from esbridge.ingest.controls import (
+    cleaned_sections,
+    controls_warning,
+    counted_fields,
+    without_controls,
+    without_controls_each,
+)
 from esbridge.ingest.json_lines import require_file
 from esbridge.ingest.jsonl import distinct, entity_fields_text, merged_metadata, numbered_records
 from esbridge.ingest.metadata import with_computed
@@ -176,7 +183,15 @@ def record_documents(record: RegistryRecord) -> list[Document]:
         status=record.lifecycle_status,
         category=record.category,
         metadata=stored,
-        warnings=(*record.id_warnings, *overridden, *replaced, *control_warnings, *tool_warnings, *skill_warnings),
+        warnings=(
+            *record.id_warnings,
+            *overridden,
+            *replaced,
+            *control_warnings,
+            *record.control_warnings,
+            *tool_warnings,
+            *skill_warnings,
+        ),
         doc_prefixes=owned_prefixes(record.id),
         first_chunk_only=frozenset({SKILL_RECORDS}),
     )
@@ -283,6 +298,7 @@ def skill_document(agent: RegistryRecord, key: str, skill: RegistrySkill) -> Doc
     text, controls = without_controls(skill.description or "")
     description = " ".join(text.split())
     name, named = without_controls(skill.name)  # a name that makes the id holds none: it is refused
+    tags, tagged = without_controls_each(skill.tags)  # its agent's are clean already
     metadata: dict[str, Any] = {
         "agent_id": agent.id,
         "agent_name": without_controls(agent.name)[0],
@@ -300,12 +316,12 @@ def skill_document(agent: RegistryRecord, key: str, skill: RegistrySkill) -> Doc
         replaces=(skill_doc_id(agent.id, skill.name),) if skill.id is not None and skill.id != skill.name else (),
         title=name,
         sections=(Section(description),) if description else (),
-        tags=distinct(skill.tags or agent.tags),
+        tags=distinct(tags or agent.tags),
         links=(agent.id,),
         entity_type=SKILL,
         status=agent.lifecycle_status,
         category=agent.category,
         metadata=metadata,
-        warnings=tuple(counted_fields((("name", named), ("description", controls)))),
+        warnings=tuple(counted_fields((("name", named), ("description", controls), ("tags", tagged)))),
         first_chunk_only=SKILL_RECORD_KEYS,
     )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictStr, field_validator, model_validator
 
@@ -31,15 +32,29 @@ def id_part(value: str) -> str:
     return value
 
 
+def checked_name(what: str, *, makes_id: bool = False) -> Callable[[str | None], str | None]:
+    """The validator of a name ``what`` names (``a tool name``): ``visible_name``, and ``id_part`` when it makes a
+    document id; null (an optional one left out) passes."""
+
+    def check(value: str | None) -> str | None:
+        if value is None:
+            return None
+        shown = visible_name(value, what)
+        return id_part(shown) if makes_id else shown
+
+    return check
+
+
 class _Named(BaseModel):
     """A tool or skill: its name makes a document id, so spaces at either end are stripped (``given_name``
-    keeps the name as written, for the record's warning)."""
+    keeps the name as written, for the record's warning), as are those of its other ``STRIPPED`` fields."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
+    STRIPPED: ClassVar[tuple[str, ...]] = ("name",)
 
     name: StrictStr = Field(min_length=1)
     description: StrictStr | None = None
-    _given_name: str | None = PrivateAttr(default=None)
+    _given: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -48,14 +63,17 @@ class _Named(BaseModel):
 
     @model_validator(mode="after")
     def _stripped(self) -> _Named:
-        if self.name != self.name.strip():
-            self._given_name, self.name = self.name, self.name.strip()
+        for field in self.STRIPPED:
+            value = getattr(self, field)
+            if value is not None and value != value.strip():
+                self._given[field] = value
+                setattr(self, field, value.strip())
         return self
 
     @property
     def given_name(self) -> str | None:
         """The name as written, when it had spaces at either end."""
-        return self._given_name
+        return self._given.get("name")
 
     @property
     def line(self) -> str:
@@ -74,29 +92,21 @@ class _Named(BaseModel):
 class RegistryTool(_Named):
     input_schema: dict[str, Any] | None = Field(default=None, alias="inputSchema")
 
-    @field_validator("name")
-    @classmethod
-    def _visible_name(cls, value: str) -> str:
-        return id_part(visible_name(value, "a tool name"))  # a blank one would make the id "<server id>/tools/ "
+    # A blank name would make the id "<server id>/tools/ ".
+    _visible_name = field_validator("name")(checked_name("a tool name", makes_id=True))
 
 
 class RegistrySkill(_Named):
     """An A2A skill. Its ``id`` (stable across renames, unlike its name) makes its document id when it has one, so
     it is stripped of spaces at either end as a name is (``given_id`` keeps it as written)."""
 
+    STRIPPED = ("name", "id")
+
     id: StrictStr | None = None
     tags: list[StrictStr] = []
-    _given_id: str | None = PrivateAttr(default=None)
 
-    @field_validator("name")
-    @classmethod
-    def _visible_name(cls, value: str) -> str:
-        return visible_name(value, "a skill name")
-
-    @field_validator("id")
-    @classmethod
-    def _visible_id(cls, value: str | None) -> str | None:
-        return None if value is None else id_part(visible_name(value, "a skill id"))
+    _visible_name = field_validator("name")(checked_name("a skill name"))
+    _visible_id = field_validator("id")(checked_name("a skill id", makes_id=True))
 
     @model_validator(mode="after")
     def _name_as_id(self) -> RegistrySkill:
@@ -107,16 +117,10 @@ class RegistrySkill(_Named):
                 raise ValueError(f"its name, standing in for the missing 'id', {exc}") from None
         return self
 
-    @model_validator(mode="after")
-    def _stripped_id(self) -> RegistrySkill:
-        if self.id is not None and self.id != self.id.strip():
-            self._given_id, self.id = self.id, self.id.strip()
-        return self
-
     @property
     def given_id(self) -> str | None:
         """The id as written, when it had spaces at either end."""
-        return self._given_id
+        return self._given.get("id")
 
     @property
     def key(self) -> str:
@@ -133,6 +137,7 @@ class RegistryRecord(IdentifiedRecord):
 
     model_config = ConfigDict(extra="allow")
     ID_FIELDS = ("id", "path")
+    CLEANED_FIELDS = ("tags",)
 
     id: str
     entity_type: EntityType
@@ -178,10 +183,7 @@ class RegistryRecord(IdentifiedRecord):
     def _id(cls, value: Any) -> str:
         return record_id(value)
 
-    @field_validator("name")
-    @classmethod
-    def _visible_name(cls, value: str) -> str:
-        return visible_name(value, "a record name")
+    _visible_name = field_validator("name")(checked_name("a record name"))
 
     @model_validator(mode="after")
     def _metadata_size(self) -> RegistryRecord:

@@ -11,7 +11,6 @@ then records it (``esbridge.ingest.model_record``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from esbridge import errors
 from esbridge.embeddings.base import Embedder, nothing_seen_warning
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
-from esbridge.ids import doc_id_of, shown_escaped
+from esbridge.ids import doc_id_of, shown_escaped, shown_path
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import EMBEDDED, NOTHING_TO_EMBED, index_document
 from esbridge.ingest.markdown import is_text
@@ -110,10 +109,9 @@ def ingest(
     if options.source and not is_text(source):
         raise errors.ConfigError(f"the source label {source!r} (--source) is not UTF-8 text; nothing was written")
     if not is_text(source):  # a folder or file name in another encoding: no engine takes it as a term
-        shown = os.fsencode(path.resolve()).decode("utf-8", "backslashreplace")
         raise errors.ConfigError(
-            f"the name of {shown}, the default source label, is not UTF-8 text; nothing was written. Give the "
-            "source a label with --source"
+            f"the name of {shown_path(path.resolve())}, the default source label, is not UTF-8 text; nothing was "
+            "written. Give the source a label with --source"
         )
     report = IngestReport(source=source, index=manager.alias)
     if embedder is None:
@@ -130,11 +128,11 @@ def ingest(
     if not read:  # a mistyped path, notes that are not .md files, an empty or wholly unreadable file
         current = manager.state().current
         if not problems:
-            found = f"found no documents in {path} (read as {looked_for(path, options.source_format)})"
+            found = f"found no documents in {shown_path(path)} (read as {looked_for(path, options.source_format)})"
             refuse_empty_source(engine, current, path, source, found, allow=options.max_delete_share >= 1.0)
         elif current is None:  # each input failed: the failures are the report, and no empty index is made
             report.warnings.append(
-                f"index {manager.alias} was not created: no document of {shown_escaped(str(path))} could be read"
+                f"index {manager.alias} was not created: no document of {shown_path(path)} could be read"
             )
             return report
 

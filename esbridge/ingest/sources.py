@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from esbridge.errors import SourceError
+from esbridge.ids import shown_path
 from esbridge.ingest.beir import CORPUS_FILE, QRELS_FOLDER, QUERIES_FILE, read_beir_corpus
 from esbridge.ingest.jsonl import read_jsonl
 from esbridge.ingest.markdown import NOTE_FILE_SUFFIXES, read_vault
@@ -32,18 +33,18 @@ def detect_format(path: Path) -> Literal["markdown", "jsonl", "beir"]:
     if path.is_file() and path.suffix.casefold() in NOTE_FILE_SUFFIXES:
         return "markdown"
     if not path.exists():
-        raise SourceError(f"{path} does not exist")
-    raise SourceError(f"cannot tell the format of {path}: pass --format markdown, jsonl, beir or registry")
+        raise SourceError(f"{shown_path(path)} does not exist")
+    raise SourceError(f"cannot tell the format of {shown_path(path)}: pass --format markdown, jsonl, beir or registry")
 
 
 def _refuse_beir_without_corpus(folder: Path) -> None:
     """A BEIR folder whose corpus is missing (or still compressed) would otherwise be read as an empty vault."""
     found = [name for name in (QUERIES_FILE, QRELS_FOLDER, f"{CORPUS_FILE}.gz") if (folder / name).exists()]
     if found:
+        fix = f"unpack {CORPUS_FILE}.gz" if f"{CORPUS_FILE}.gz" in found else f"add {CORPUS_FILE}"
         raise SourceError(
-            f"{folder} holds {' and '.join(found)} but no {CORPUS_FILE}: a BEIR folder is ingested from its corpus "
-            f"({'unpack ' + CORPUS_FILE + '.gz' if f'{CORPUS_FILE}.gz' in found else 'add ' + CORPUS_FILE}); "
-            "if it is a Markdown vault, pass --format markdown"
+            f"{shown_path(folder)} holds {' and '.join(found)} but no {CORPUS_FILE}: a BEIR folder is ingested from "
+            f"its corpus ({fix}); if it is a Markdown vault, pass --format markdown"
         )
 
 

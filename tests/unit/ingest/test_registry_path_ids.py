@@ -63,6 +63,20 @@ def test_a_spaced_path_standing_in_for_the_id_is_stored_stripped_as_the_id_is(
     }
 
 
+def test_a_second_ingest_of_spaced_path_made_ids_writes_and_embeds_nothing(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    records: list[dict[str, Any]] = [
+        {"path": " /time ", "name": "Clock", "tools": [" now "], "skills": [{"name": " Tell "}]},
+        {"id": " spaced ", "path": " /spaced ", "name": "Spaced"},
+    ]
+    source = write_registry(tmp_path, records)
+    first = load(engine, source)
+    assert (first.chunks_indexed, first.embedded) == (4, 4)
+    again = load(engine, source)
+    assert (again.unchanged, again.chunks_indexed, again.embedded, again.from_cache, again.deleted) == (4, 0, 0, 0, 0)
+
+
 def test_a_path_given_with_an_id_is_stored_as_given(tmp_path: Path) -> None:
     [server] = read_registry(write_registry(tmp_path, [{"id": "time", "path": " /time ", "name": "Clock"}]))
     assert isinstance(server, Document) and (server.doc_id, server.path, server.warnings) == ("time", " /time ", ())
