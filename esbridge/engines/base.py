@@ -189,9 +189,10 @@ class Engine(Protocol):
     def reindex(self, source: str, dest: str, *, timeout_s: float | None = None) -> int:
         """Copy every document from ``source`` to ``dest`` on the server; return how many were copied. A server-side
         copy that makes no progress for ``timeout_s`` (default: the ``reindex_stall_timeout_s`` setting) is cancelled
-        and raises ``EngineTimeout``. A ``dest`` with the flood-stage block raises ``IndexWriteBlocked`` before any
-        copy; a task that may still copy (its cancel not confirmed, or not sent as that block refuses its writes)
-        raises ``ReindexTaskRunning``, naming it."""
+        and raises ``EngineTimeout``. ``dest`` must exist (the caller creates it with its mapping): a missing one
+        raises ``IndexNotFound`` and one with the flood-stage block ``IndexWriteBlocked``, before any copy. Other
+        tasks copying into ``dest`` are cancelled; a task that may still copy (its cancel not confirmed, or not sent
+        as that block refuses its writes) raises ``ReindexTaskRunning``, naming it."""
         ...
 
     def scan(

@@ -16,7 +16,7 @@ from esbridge.config.settings import Settings
 from esbridge.engines import paging, responses
 from esbridge.engines.analysis import analysis_probes
 from esbridge.engines.base import BulkAction, BulkResult, Dialect, IndexInfo, SearchResult
-from esbridge.engines.blocks import confirm_write_block, flood_stage_block
+from esbridge.engines.blocks import confirm_write_block
 from esbridge.engines.capabilities import (
     ANALYSIS_MODULE,
     REINDEX_MODULE,
@@ -30,6 +30,7 @@ from esbridge.engines.credentials import basic_auth_headers
 from esbridge.engines.cut_answers import CheckedUrllib3Node
 from esbridge.engines.errors import connection_reason, from_response, no_answer, tls_reason
 from esbridge.engines.routing import SearchRouting
+from esbridge.engines.server_reindex import ServerReindex
 
 
 def with_port(url: str) -> str:
@@ -119,7 +120,7 @@ class _Translating:
             raise translate(exc, url=self._url, operation=operation, index=index, timeout=self._timeout) from exc
 
 
-class ElasticsearchEngine(paging.ScanBySearch, _Translating):
+class ElasticsearchEngine(paging.ScanBySearch, _Translating, ServerReindex):
     """An Elasticsearch 8.x/9.x cluster reached through elasticsearch-py."""
 
     def __init__(self, settings: Settings, client: Elasticsearch | None = None) -> None:
@@ -278,42 +279,22 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating):
             answer = self._client.count(index=index).body
         return responses.counted(answer, url=self._url, index=index)
 
-    def reindex(self, source: str, dest: str, *, timeout_s: float | None = None) -> int:
-        paging.refuse_a_blocked_dest(self.get_index_settings(dest), url=self._url, index=dest)
-        with self._call("reindex", dest):
-            task = self._client.reindex(source={"index": source}, dest={"index": dest}, wait_for_completion=False).body[
-                "task"
-            ]
-            try:
-                paging.cancel_duplicates(
-                    self._client.tasks.list(actions="*reindex", detailed=True).body,
-                    task,
-                    dest,
-                    lambda other: self._client.tasks.cancel(task_id=other),
-                )
-                result = paging.wait_for_task(
-                    lambda: self._client.tasks.get(task_id=task).body,
-                    timeout_s=self._reindex_stall_s if timeout_s is None else timeout_s,
-                    setting=paging.STALL_SETTING if timeout_s is None else None,
-                    url=self._url,
-                    operation="reindex",
-                    index=dest,
-                )
-            except BaseException as exc:
-                paging.cancel_task(
-                    lambda: self._cancel(task, dest),
-                    task,
-                    refusing_block=lambda: flood_stage_block(self.get_index_settings(dest)),
-                    cause=exc,
-                    url=self._url,
-                    index=dest,
-                )
-                raise
-        return responses.reindexed_count(result, url=self._url, index=dest)
+    def _start_reindex(self, source: str, dest: str) -> str:
+        task: str = self._client.reindex(
+            source={"index": source}, dest={"index": dest}, wait_for_completion=False
+        ).body["task"]
+        return task
 
-    def _cancel(self, task: str, dest: str) -> Mapping[str, Any]:
-        with self._call("cancel the reindex task", dest):
-            answer: Mapping[str, Any] = self._client.tasks.cancel(task_id=task, wait_for_completion=True).body
+    def _reindex_tasks(self) -> Mapping[str, Any]:
+        answer: Mapping[str, Any] = self._client.tasks.list(actions="*reindex", detailed=True).body
+        return answer
+
+    def _task_status(self, task: str) -> Mapping[str, Any]:
+        answer: Mapping[str, Any] = self._client.tasks.get(task_id=task).body
+        return answer
+
+    def _cancel_and_wait(self, task: str) -> Mapping[str, Any]:
+        answer: Mapping[str, Any] = self._client.tasks.cancel(task_id=task, wait_for_completion=True).body
         return answer
 
     def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:

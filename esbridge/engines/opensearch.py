@@ -14,7 +14,7 @@ from esbridge import errors
 from esbridge.config.settings import Settings
 from esbridge.engines import paging, responses
 from esbridge.engines.base import BulkAction, BulkResult, Dialect, IndexInfo, SearchResult
-from esbridge.engines.blocks import confirm_write_block, flood_stage_block
+from esbridge.engines.blocks import confirm_write_block
 from esbridge.engines.capabilities import (
     ANALYSIS_MODULE,
     KNN_PLUGIN,
@@ -28,6 +28,7 @@ from esbridge.engines.cut_answers import CheckedUrllib3Connection
 from esbridge.engines.errors import no_answer
 from esbridge.engines.opensearch_client import Translating, client_options, translate
 from esbridge.engines.routing import SearchRouting
+from esbridge.engines.server_reindex import ServerReindex
 
 __all__ = ["AsyncOpenSearchEngine", "OpenSearchEngine", "client_options", "node_components", "translate"]
 
@@ -43,7 +44,7 @@ _PLUGIN_CLASSES = {
 }
 
 
-class OpenSearchEngine(paging.ScanBySearch, Translating):
+class OpenSearchEngine(paging.ScanBySearch, Translating, ServerReindex):
     """An OpenSearch cluster reached through opensearch-py."""
 
     def __init__(self, settings: Settings, client: OpenSearch | None = None) -> None:
@@ -185,42 +186,22 @@ class OpenSearchEngine(paging.ScanBySearch, Translating):
             answer = self._client.count(index=index)
         return responses.counted(answer, url=self._url, index=index)
 
-    def reindex(self, source: str, dest: str, *, timeout_s: float | None = None) -> int:
-        paging.refuse_a_blocked_dest(self.get_index_settings(dest), url=self._url, index=dest)
-        with self._call("reindex", dest):
-            task = self._client.reindex(
-                body={"source": {"index": source}, "dest": {"index": dest}}, wait_for_completion=False
-            )["task"]
-            try:
-                paging.cancel_duplicates(
-                    self._client.tasks.list(actions="*reindex", detailed=True),
-                    task,
-                    dest,
-                    lambda other: self._client.tasks.cancel(task_id=other),
-                )
-                result = paging.wait_for_task(
-                    lambda: self._client.tasks.get(task_id=task),
-                    timeout_s=self._reindex_stall_s if timeout_s is None else timeout_s,
-                    setting=paging.STALL_SETTING if timeout_s is None else None,
-                    url=self._url,
-                    operation="reindex",
-                    index=dest,
-                )
-            except BaseException as exc:
-                paging.cancel_task(
-                    lambda: self._cancel(task, dest),
-                    task,
-                    refusing_block=lambda: flood_stage_block(self.get_index_settings(dest)),
-                    cause=exc,
-                    url=self._url,
-                    index=dest,
-                )
-                raise
-        return responses.reindexed_count(result, url=self._url, index=dest)
+    def _start_reindex(self, source: str, dest: str) -> str:
+        task: str = self._client.reindex(
+            body={"source": {"index": source}, "dest": {"index": dest}}, wait_for_completion=False
+        )["task"]
+        return task
 
-    def _cancel(self, task: str, dest: str) -> Mapping[str, Any]:
-        with self._call("cancel the reindex task", dest):
-            answer: Mapping[str, Any] = self._client.tasks.cancel(task_id=task, wait_for_completion=True)
+    def _reindex_tasks(self) -> Mapping[str, Any]:
+        answer: Mapping[str, Any] = self._client.tasks.list(actions="*reindex", detailed=True)
+        return answer
+
+    def _task_status(self, task: str) -> Mapping[str, Any]:
+        answer: Mapping[str, Any] = self._client.tasks.get(task_id=task)
+        return answer
+
+    def _cancel_and_wait(self, task: str) -> Mapping[str, Any]:
+        answer: Mapping[str, Any] = self._client.tasks.cancel(task_id=task, wait_for_completion=True)
         return answer
 
     def bulk(self, index: str, actions: Sequence[BulkAction]) -> BulkResult:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from esbridge.engines.base import Hit, SearchResult
@@ -14,6 +15,7 @@ from esbridge.errors import (
     EngineResponseError,
     EngineTimeout,
     EsbridgeError,
+    IndexNotFound,
     IndexUnavailable,
     IndexWriteBlocked,
     ReindexTaskRunning,
@@ -132,14 +134,31 @@ def _task_progress(status: Mapping[str, Any]) -> tuple[int, ...]:
     return tuple(int(value) if isinstance(value := counts.get(key), int) else 0 for key in keys)
 
 
-def cancel_duplicates(listing: Mapping[str, Any], keep: str, dest: str, cancel: Callable[[str], Any]) -> None:
-    """Cancel every reindex task into ``dest`` but ``keep``. The client library sends a request again when its
-    answer is late (``retry_on_timeout``), so one ``_reindex`` call can start two tasks; the one whose id was never
-    returned would be left copying into ``dest`` after a failed reindex deleted it, or after the alias moved."""
+def cancel_duplicates(
+    listing: Mapping[str, Any], keep: str, dest: str, cancel: Callable[[str], Mapping[str, Any]], *, url: str
+) -> None:
+    """Cancel every reindex task into ``dest`` but ``keep``, and wait for each to end (``cancel`` asks for that,
+    raising esbridge errors). The client library sends a request again when its answer is late
+    (``retry_on_timeout``), so one ``_reindex`` call can start two tasks; the one whose id was never returned would
+    be left copying into ``dest`` beside ``keep``, or after a failed reindex deleted it, or after the alias moved. A
+    cancel the engine does not confirm raises ``ReindexTaskRunning`` naming that task."""
     for node in (listing.get("nodes") or {}).values():
         for task_id, task in (node.get("tasks") or {}).items():
-            if task_id != keep and f"to [{dest}]" in str(task.get("description", "")):
-                cancel(task_id)
+            if task_id == keep or f"to [{dest}]" not in str(task.get("description", "")):
+                continue
+            why = _unconfirmed(partial(cancel, task_id))
+            if why is None:
+                continue
+            raise ReindexTaskRunning(
+                f"another reindex task, {task_id}, was copying into {dest} (a client retry can start one twice); "
+                f"cancelling it was not confirmed ({why}), so it may still be writing into {dest}: stop it with "
+                f"`POST _tasks/{task_id}/_cancel` (`GET _tasks/{task_id}` says whether it has ended)",
+                task_id=task_id,
+                interrupted=why == _INTERRUPTED,
+                url=url,
+                operation="reindex",
+                index=dest,
+            )
 
 
 def refuse_a_blocked_dest(index_settings: Mapping[str, Any], *, url: str, index: str) -> None:
@@ -157,6 +176,20 @@ def refuse_a_blocked_dest(index_settings: Mapping[str, Any], *, url: str, index:
         url=url,
         operation="reindex",
         index=index,
+    )
+
+
+def missing_dest(url: str, dest: str) -> IndexNotFound:
+    """The refusal of a copy into ``dest``, which does not exist: an engine would create it on the copy's first write
+    with a mapping of its own guessing, which esbridge's searches cannot use."""
+    return IndexNotFound(
+        f"the destination {dest} does not exist, so nothing was copied: a reindex does not create it, as the engine "
+        "would give it a mapping of its own guessing (no analyzers, no vector field); create it with the wanted "
+        "mapping first (`esbridge index reindex` does)",
+        url=url,
+        operation="reindex",
+        index=dest,
+        status=404,
     )
 
 
@@ -192,15 +225,9 @@ def cancel_task(
             url=url,
             index=index,
         ) from cause
-    try:
-        answer = cancel()
-    except (EsbridgeError, KeyboardInterrupt) as exc:
-        why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
-    else:
-        refused = _cancel_failures(answer)
-        if not refused:
-            return
-        why = f"the engine answered: {'; '.join(refused)}"
+    why = _unconfirmed(cancel)
+    if why is None:
+        return
     raise _left_running(
         cause,
         task,
@@ -209,6 +236,19 @@ def cancel_task(
         url=url,
         index=index,
     ) from cause
+
+
+_INTERRUPTED = "interrupted"
+
+
+def _unconfirmed(cancel: Callable[[], Mapping[str, Any]]) -> str | None:
+    """Send a task's cancel: None once the engine confirms it, else why it is not confirmed."""
+    try:
+        answer = cancel()
+    except (EsbridgeError, KeyboardInterrupt) as exc:
+        return _INTERRUPTED if isinstance(exc, KeyboardInterrupt) else str(exc)
+    refused = _cancel_failures(answer)
+    return f"the engine answered: {'; '.join(refused)}" if refused else None
 
 
 def _left_running(cause: BaseException, task: str, what: str, *, url: str, index: str) -> ReindexTaskRunning:
@@ -220,7 +260,8 @@ def _left_running(cause: BaseException, task: str, what: str, *, url: str, index
     return ReindexTaskRunning(
         f"{stopped}; {what}",
         task_id=task,
-        interrupted=isinstance(cause, KeyboardInterrupt),
+        interrupted=isinstance(cause, KeyboardInterrupt)
+        or (isinstance(cause, ReindexTaskRunning) and cause.interrupted),
         url=url,
         operation="reindex",
         index=index,

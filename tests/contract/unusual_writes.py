@@ -1,14 +1,18 @@
 """What every engine does with unusual writes: arrays within arrays (read as one flat array), an empty string in a
 number field (no value), a keyword value longer than Lucene's longest term (refused, unless ``ignore_above`` leaves
 it unindexed), writes through an alias that has no write index (each refused), and a document nested thousands of
-levels deep (refused alone). Mixed into the engine contract classes, which provide ``engine`` and ``prefix``."""
+levels deep (refused alone), a reindex into an index that does not exist (refused, as the engine would guess its
+mapping). Mixed into the engine contract classes, which provide ``engine`` and ``prefix``."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.dialect import index_settings
+from esbridge.errors import IndexNotFound
 from esbridge.mappings.lifecycle import IndexManager
 from tests.contract.records import CHUNKS, PARAMS
 
@@ -119,3 +123,20 @@ class UnusualWritesContract:
         assert "nest" in result.failed[0].reason
         engine.refresh(prefix)
         assert engine.count(prefix) == 1
+
+    def test_a_reindex_into_an_index_that_does_not_exist_is_refused_naming_it(
+        self, engine: Engine, prefix: str
+    ) -> None:
+        IndexManager(engine, prefix, PARAMS).create()
+        assert list(engine.bulk(prefix, [BulkAction("index", "fox#0", CHUNKS["fox#0"])]).succeeded) == ["fox#0"]
+        engine.refresh(prefix)
+        missing = f"{prefix}-v2"
+        with pytest.raises(IndexNotFound) as refused:
+            engine.reindex(f"{prefix}-v1", missing)
+        assert (refused.value.operation, refused.value.index) == ("reindex", missing)
+        assert refused.value.reason == (
+            f"the destination {missing} does not exist, so nothing was copied: a reindex does not create it, as the "
+            "engine would give it a mapping of its own guessing (no analyzers, no vector field); create it with the "
+            "wanted mapping first (`esbridge index reindex` does)"
+        )
+        assert not engine.index_exists(missing)

@@ -82,6 +82,51 @@ def test_a_reindex_task_the_client_started_twice_is_cancelled_too(
     assert engine.alias_targets(alias) == [f"{alias}-v1"]
 
 
+def test_a_reindex_cancels_another_task_copying_into_its_destination_and_waits_for_it_to_end(
+    engine: Engine, engine_settings: Settings, alias: str, engine_kind: str
+) -> None:
+    require_feature(engine_kind, "reindex", "the server-side copy runs as a task on the server")
+    url = str(engine_settings.url)
+    manager(engine, alias).create()
+    assert not engine.bulk(alias, [chunk(f"n{n}#0") for n in range(1500)]).failed
+    engine.refresh(alias)
+    dest = f"{alias}-copy"
+    engine.create_index(dest, manager(engine, alias).wanted_body())
+    # Throttled, the first task copies one batch of 1000 documents, then waits 200 s before the next.
+    body = json.dumps({"source": {"index": f"{alias}-v1"}, "dest": {"index": dest}}).encode()
+    started = urllib.request.Request(
+        f"{url}/_reindex?wait_for_completion=false&requests_per_second=5",
+        data=body,
+        method="POST",
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(started, timeout=30) as answer:
+        first = json.load(answer)["task"]
+    deadline = time.monotonic() + 30
+    while _task_of(url, first)["status"]["created"] < 1000 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _task_of(url, first)["status"]["created"] == 1000, "the first task waits before its second batch"
+
+    began = time.monotonic()
+    assert engine.reindex(f"{alias}-v1", dest) == 1500
+    assert time.monotonic() - began < 60, "the first task was cancelled, not waited out"
+
+    with urllib.request.urlopen(f"{url}/_tasks/{first}", timeout=30) as answer:
+        status = json.load(answer)
+    assert status["completed"], "the other task has ended"
+    assert status["task"]["cancelled"]
+    assert status["task"]["status"]["created"] == 1000, "cancelled in its wait, before its second batch"
+    assert not _copying_into(url, dest)
+    engine.refresh(dest)
+    assert engine.count(dest) == 1500
+
+
+def _task_of(url: str, task: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{url}/_tasks/{task}", timeout=30) as answer:
+        found: dict[str, Any] = json.load(answer)["task"]
+    return found
+
+
 def _copying_into(url: str, index: str) -> bool:
     """Whether a reindex task on the server still writes into ``index``."""
     with urllib.request.urlopen(f"{url}/_tasks?actions=*reindex&detailed=true", timeout=30) as answer:

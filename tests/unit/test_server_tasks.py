@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
 from esbridge.engines import paging
 from esbridge.engines.paging import wait_for_task
+from esbridge.engines.server_reindex import ServerReindex
 from esbridge.errors import EngineResponseError, EngineTimeout, IndexWriteBlocked, ReindexTaskRunning
 
 
@@ -91,8 +93,68 @@ def test_only_the_other_tasks_copying_into_the_new_version_are_cancelled() -> No
         }
     }
     cancelled: list[str] = []
-    paging.cancel_duplicates(listing, "a:1", "notes-v2", cancelled.append)
+
+    def cancel(task: str) -> Mapping[str, Any]:
+        cancelled.append(task)
+        return CANCELLED
+
+    paging.cancel_duplicates(listing, "a:1", "notes-v2", cancel, url="http://e")
     assert cancelled == ["a:2", "b:1"]
+
+
+def duplicate_cancelled(answer: Mapping[str, Any] | BaseException) -> None:
+    """A reindex into notes-v2 (node1:41) finds a second one (node1:42), whose cancel gets ``answer``."""
+
+    def send(task: str) -> Mapping[str, Any]:
+        assert task == "node1:42"
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    into = {"description": "reindex from [notes-v1] to [notes-v2]"}
+    listing = {"nodes": {"node1": {"tasks": {"node1:41": into, "node1:42": into}}}}
+    paging.cancel_duplicates(listing, "node1:41", "notes-v2", send, url="http://e")
+
+
+def test_a_duplicate_whose_cancel_a_node_failed_is_named_with_how_to_stop_it() -> None:
+    failed = {
+        "node_failures": [
+            {
+                "type": "failed_node_exception",
+                "caused_by": {"type": "node_disconnected_exception", "reason": "node1 disconnected"},
+            }
+        ]
+    }
+    with pytest.raises(ReindexTaskRunning) as left:
+        duplicate_cancelled(failed)
+    assert left.value.task_id == "node1:42"
+    assert not left.value.interrupted
+    assert str(left.value) == (
+        "reindex failed on http://e, index 'notes-v2': another reindex task, node1:42, was copying into notes-v2 (a "
+        "client retry can start one twice); cancelling it was not confirmed (the engine answered: "
+        "node_disconnected_exception: node1 disconnected), so it may still be writing into notes-v2: stop it with "
+        "`POST _tasks/node1:42/_cancel` (`GET _tasks/node1:42` says whether it has ended)"
+    )
+
+
+def test_a_duplicate_whose_cancel_got_no_answer_is_named() -> None:
+    with pytest.raises(ReindexTaskRunning, match=r"node1:42, was copying .* not confirmed \(cancel the reindex task "):
+        duplicate_cancelled(EngineTimeout("no answer in time", url="http://e", operation="cancel the reindex task"))
+
+
+def test_a_duplicate_that_has_ended_before_its_cancel_is_not_an_error() -> None:
+    duplicate_cancelled(ENDED)
+
+
+def test_ctrl_c_while_cancelling_a_duplicate_is_said_as_an_interrupt_to_the_end() -> None:
+    with pytest.raises(ReindexTaskRunning, match=r"not confirmed \(interrupted\)") as left:
+        duplicate_cancelled(KeyboardInterrupt())
+    assert left.value.interrupted
+    # The reindex then cancels its own task, which that error stopped waiting for.
+    with pytest.raises(ReindexTaskRunning) as own:
+        cancel(EngineTimeout("no answer in time", url="http://e", operation="cancel"), cause=left.value)
+    assert own.value.task_id == "node1:42"
+    assert own.value.interrupted
 
 
 def test_a_stall_names_the_setting_that_bounds_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -213,3 +275,47 @@ def test_a_copy_into_an_index_with_the_flood_stage_block_is_refused_naming_it(se
 )
 def test_a_copy_into_an_index_without_the_flood_stage_block_goes_ahead(settings: Mapping[str, Any]) -> None:
     paging.refuse_a_blocked_dest(settings, url="http://e", index="n")
+
+
+class Tasks(ServerReindex):
+    """The task calls of an adapter whose ``_reindex`` started two tasks into notes-v2, the second one ``own``."""
+
+    def __init__(self, cancels: Mapping[str, Mapping[str, Any]]) -> None:
+        self._url, self._reindex_stall_s = "http://e", 5.0
+        self.cancels, self.cancelled = cancels, list[str]()
+
+    @contextmanager
+    def _call(self, operation: str, index: str | None = None) -> Iterator[None]:
+        yield
+
+    def get_index_settings(self, index: str) -> dict[str, Any]:
+        return {"number_of_shards": "1"}
+
+    def _start_reindex(self, source: str, dest: str) -> str:
+        return "node1:2"
+
+    def _reindex_tasks(self) -> Mapping[str, Any]:
+        into = {"description": "reindex from [notes-v1] to [notes-v2]"}
+        return {"nodes": {"node1": {"tasks": {"node1:1": into, "node1:2": into}}}}
+
+    def _task_status(self, task: str) -> Mapping[str, Any]:
+        return {"completed": True, "response": {"total": 3, "created": 3, "updated": 0, "failures": []}}
+
+    def _cancel_and_wait(self, task: str) -> Mapping[str, Any]:
+        self.cancelled.append(task)
+        return self.cancels[task]
+
+
+def test_a_reindex_whose_duplicate_stays_unconfirmed_cancels_its_own_copy_and_names_the_duplicate() -> None:
+    lost = {"type": "failed_node_exception", "caused_by": {"type": "node_disconnected_exception"}}
+    tasks = Tasks({"node1:1": {"node_failures": [lost]}, "node1:2": CANCELLED})
+    with pytest.raises(ReindexTaskRunning, match=r"another reindex task, node1:1, was copying into notes-v2") as left:
+        tasks.reindex("notes-v1", "notes-v2")
+    assert left.value.task_id == "node1:1"
+    assert tasks.cancelled == ["node1:1", "node1:2"], "the copy started is not left beside the one still running"
+
+
+def test_a_reindex_whose_duplicate_ended_copies_on() -> None:
+    tasks = Tasks({"node1:1": CANCELLED})
+    assert tasks.reindex("notes-v1", "notes-v2") == 3
+    assert tasks.cancelled == ["node1:1"]

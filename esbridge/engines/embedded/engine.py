@@ -214,6 +214,8 @@ class EmbeddedEngine(Guards, paging.ScanBySearch):
         operation = "reindex"
         with self._writing(operation, dest):
             origin = self._one(source, operation)
+            if not self._names.indices(dest):
+                raise paging.missing_dest(self._url, dest)
             target = self._write_target(dest, operation)
             schema = target.schema
             rows = [row for (row,) in self._store.db.execute("SELECT row FROM docs WHERE index_id = ?", (origin.id,))]
