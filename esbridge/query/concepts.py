@@ -111,11 +111,13 @@ class Expansion:
 
 
 async def expand_query(
-    engine: AsyncEngine, alias: str, query: str, vector: Sequence[float], *, terms: int = 3
+    engine: AsyncEngine, alias: str, query: str, vector: Sequence[float], *, terms: int = 3, timeout_s: float
 ) -> Expansion:
-    """The query text with the nearest concept terms appended (those already in the query skipped)."""
+    """The query text with the nearest concept terms appended (those already in the query skipped). The engine
+    answers with what it found within ``timeout_s``; the caller's wait is its own to limit."""
     body = knn_body(engine.dialect, CONCEPT_VECTOR, vector, k=terms + 3)
     body["_source"] = [TERM_FIELD]
+    body["timeout"] = f"{max(round(timeout_s * 1000), 1)}ms"
     result = await engine.search(concept_index_name(alias), body)
     words = set(query.lower().split())
     found = [str(hit.source[TERM_FIELD]) for hit in result.hits if str(hit.source[TERM_FIELD]) not in words][:terms]

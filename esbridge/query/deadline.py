@@ -8,6 +8,7 @@ kNN request). ``within`` cancels the awaiting task itself when the time is up an
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 
@@ -16,7 +17,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     from async_timeout import timeout as within
 
-__all__ = ["capped", "no_answer", "within"]
+__all__ = ["capped", "halfway", "no_answer", "time_left", "within"]
 
 
 def capped(timeout_s: float, ends: float) -> float:
@@ -24,6 +25,19 @@ def capped(timeout_s: float, ends: float) -> float:
     when that is less, to 0.01 s and never below 0."""
     left = ends - time.perf_counter()
     return timeout_s if timeout_s <= left else max(round(left, 2), 0.0)
+
+
+def time_left(ends: float) -> float | None:
+    """The time left until ``ends`` (``capped``), for ``within``: None when there is no deadline (``math.inf``)."""
+    left = capped(math.inf, ends)
+    return None if math.isinf(left) else left
+
+
+def halfway(ends: float) -> float:
+    """The moment halfway from now to ``ends`` (``math.inf`` stays): the most a step that a later stage does
+    without may take, so that a step which does not answer in time leaves that stage half the search's time."""
+    now = time.perf_counter()
+    return now + (ends - now) / 2
 
 
 def no_answer(timeout_s: float) -> str:

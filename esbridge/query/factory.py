@@ -9,6 +9,8 @@ index's model record before its first query (``esbridge.query.model_check``). Wh
 * ``Settings``: an adapter connected for the probe and closed after it (a one-shot search);
 * None: not probed, no record read; native plans then fall back to client-side fusion with the reason.
 
+Both reads end by the search's deadline, their engine calls in the worker thread too (``esbridge.query.preflight``).
+
 A ``Capabilities`` source reaches no engine, so no record is read either: ``eval`` ingests with its own
 model first, or with ``--reuse`` checks the record before it starts (``esbridge.evaluation.session``).
 """
@@ -16,9 +18,12 @@ model first, or with ``--reuse`` checks the record before it starts (``esbridge.
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from esbridge import errors
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.settings import Settings
@@ -26,9 +31,11 @@ from esbridge.embeddings.base import Embedder
 from esbridge.embeddings.identity import identity_of
 from esbridge.engines import Capabilities, Engine, connect
 from esbridge.engines.base import AsyncEngine
+from esbridge.engines.call_deadline import DeadlinePassed, engine_calls_until
 from esbridge.ingest.vector_agreement import agreement
 from esbridge.query.model_check import ModelGuard, searched_mapping
-from esbridge.query.orchestrator import HybridSearcher, Probe
+from esbridge.query.orchestrator import HybridSearcher
+from esbridge.query.preflight import Probe
 from esbridge.query.rerank import RERANKERS, Reranker
 from esbridge.query.routing import Categories
 
@@ -49,16 +56,18 @@ def prober(source: ProbeSource) -> Probe | None:
     if isinstance(source, Capabilities):
         known = source
 
-        async def given() -> Capabilities:
+        async def given(ends: float) -> Capabilities:
             return known
 
         return given
     return on_engine(source, lambda engine: engine.probe())
 
 
-def on_engine(source: Engine | Settings, call: Callable[[Engine], T]) -> Callable[[], Awaitable[T]]:
+def on_engine(source: Engine | Settings, call: Callable[[Engine], T]) -> Callable[[float], Awaitable[T]]:
     """``call`` in a worker thread on the engine ``source`` reaches: an ``Engine`` held by the caller, or one
-    connected for the call from ``Settings`` and closed after it."""
+    connected for the call from ``Settings`` and closed after it. Given a deadline (``time.perf_counter()``, a
+    search's), each engine call the thread makes ends by it (``call_deadline``) and one cut short there raises
+    ``DeadlinePassed``, so that no caller takes it for an engine failure of its own."""
     if isinstance(source, Settings):
         settings = source
 
@@ -75,8 +84,19 @@ def on_engine(source: Engine | Settings, call: Callable[[Engine], T]) -> Callabl
         def once() -> T:
             return call(engine)
 
-    async def in_thread() -> T:
-        return await asyncio.to_thread(once)
+    def until(deadline: float) -> T:
+        with engine_calls_until(lambda: deadline):
+            try:
+                return once()
+            except errors.EngineTimeout as exc:
+                if time.monotonic() < deadline:
+                    raise
+                raise DeadlinePassed("its deadline passed") from exc
+
+    async def in_thread(ends: float = math.inf) -> T:
+        if math.isinf(ends):
+            return await asyncio.to_thread(once)
+        return await asyncio.to_thread(until, time.monotonic() + ends - time.perf_counter())
 
     return in_thread
 

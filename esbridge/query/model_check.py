@@ -11,6 +11,7 @@ read mappings), with a warning that says so.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -32,11 +33,12 @@ from esbridge.embeddings.identity import (
 from esbridge.engines.base import Engine
 from esbridge.mappings.schema import SCHEMA_META_KEY, mapped_vector_dimension
 
-MappingReader = Callable[[], Awaitable[Mapping[str, Any]]]
-"""Reads the index's mapping (``searched_mapping``: the alias resolved to its concrete indices)."""
-AgreementReader = Callable[[], Awaitable[float | None]]
-"""The lowest cosine between a few stored vectors and the query model's vectors of their texts; None when
-the index holds none."""
+MappingReader = Callable[[float], Awaitable[Mapping[str, Any]]]
+"""Reads the index's mapping (``searched_mapping``: the alias resolved to its concrete indices), its engine calls
+ending by the deadline it is given (``time.perf_counter()``; ``math.inf``: none)."""
+AgreementReader = Callable[[float], Awaitable[float | None]]
+"""The lowest cosine between a few stored vectors and the query model's vectors of their texts (None when the
+index holds none), its engine calls ending by the deadline it is given."""
 
 RECORD_TTL_S = 30.0
 
@@ -107,13 +109,13 @@ class ModelGuard:
         self._pending: ModelIdentity | None = None
         self._agreed: tuple[float, float | None] | None = None
 
-    async def recorded(self) -> ModelIdentity | str | None:
-        """The index's recorded model, read again when the last read is older than ``ttl_s``; or why it could
-        not be read."""
+    async def recorded(self, ends: float = math.inf) -> ModelIdentity | str | None:
+        """The index's recorded model, read again (by the deadline ``ends``) when the last read is older than
+        ``ttl_s``; or why it could not be read."""
         now = self._clock()
         if self._recorded is None or now - self._recorded[0] >= self._ttl_s:
             try:
-                mapping = await self._read()
+                mapping = await self._read(ends)
                 found: ModelIdentity | str | None = recorded_identity(mapping, self.index)
                 self._pending = pending_identity(mapping, self.index)
                 meta = mapping.get("_meta")
@@ -127,12 +129,13 @@ class ModelGuard:
             self._recorded = (now, found)
         return self._recorded[1]
 
-    async def check(self) -> str | None:
+    async def check(self, ends: float = math.inf) -> str | None:
         """None when the query model may search the index; a warning when it searches unchecked or with a forced
-        mismatch; else raises ``ModelMismatch``."""
-        recorded = await self.recorded()
+        mismatch; else raises ``ModelMismatch``. Its engine reads end by the deadline ``ends``
+        (``time.perf_counter()``): one cut short there is not remembered."""
+        recorded = await self.recorded(ends)
         if recorded is None:
-            return await self._check_vectors()
+            return await self._check_vectors(ends)
         if isinstance(recorded, str):
             return recorded
         verdict = compare(recorded, self.query)
@@ -145,14 +148,14 @@ class ModelGuard:
             raise mismatch_error(self.index, recorded, self.query, verdict)
         return mismatch_warning(self.index, recorded, self.query, verdict)
 
-    async def _check_vectors(self) -> str | None:
+    async def _check_vectors(self, ends: float) -> str | None:
         """``check`` for an index that records no model: its stored vectors against the query model's, when
         esbridge made the index (its mapping's ``_meta`` names esbridge's schema)."""
         if self._agreement is None or not self._esbridge_made:
             return None
         now = self._clock()
         if self._agreed is None or now - self._agreed[0] >= self._ttl_s:
-            self._agreed = (now, await self._agreement())
+            self._agreed = (now, await self._agreement(ends))
         agreed = self._agreed[1]
         if agreed is None or agreed >= SAME_MODEL_COSINE:
             return None

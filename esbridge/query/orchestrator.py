@@ -15,10 +15,12 @@ request fails, the search falls back to the client-side path and says so in ``wa
 from __future__ import annotations
 
 import asyncio
+import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timezone
+from functools import partial
 
 from cachetools import TTLCache
 
@@ -44,6 +46,7 @@ from esbridge.query.native.choice import NativeChoice, Refusals, choose_native, 
 from esbridge.query.notes import Notes
 from esbridge.query.outcome import added, decided_choice, deeper, explained, lost, search_mode
 from esbridge.query.planning import Plan, plan_search, query_cut, search_time_s, weights_for_runs
+from esbridge.query.preflight import EngineCapabilities, Probe, checked_model
 from esbridge.query.query_vectors import QueryVectors
 from esbridge.query.recency import recency_boost
 from esbridge.query.rerank import Reranker, rerank, rerank_text
@@ -55,8 +58,6 @@ from esbridge.query.timing import elapsed_ms
 from esbridge.query.types import FusionResult, Runs
 
 Clock = Callable[[], datetime]
-Probe = Callable[[], Awaitable[Capabilities]]
-_REFUSALS = (errors.AuthenticationError, errors.AuthorizationError, errors.RequestRejected, errors.UnsupportedFeature)
 
 
 def _utc_now() -> datetime:
@@ -98,8 +99,7 @@ class HybridSearcher:
         """why the configured model did not load; every answer carries it as a warning"""
         self.routing: Categories = routing or {}
         """category -> keywords ([routing])"""
-        self._probe = probe
-        self._capabilities: Capabilities | str | None = None
+        self._capabilities = EngineCapabilities(probe)
         self._refusals = Refusals()
         self.vectors = QueryVectors(embedder, self.pipeline, engine, index)
         self.retrieval = Retrieval(engine, index, self.pipeline, self.vectors)
@@ -114,27 +114,18 @@ class HybridSearcher:
         if self._responses is not None:
             self._responses.clear()
 
-    async def capabilities(self) -> Capabilities | str:
-        """The engine's capabilities, probed once; or why they are unknown."""
-        if self._capabilities is None:
-            if self._probe is None:
-                self._capabilities = "the engine's capabilities were not probed"
-            else:
-                try:
-                    self._capabilities = await self._probe()
-                except errors.EsbridgeError as exc:
-                    if not isinstance(exc, _REFUSALS):  # a refusal (no monitor privilege) is kept: it would recur
-                        return f"the engine could not be probed: {exc}"
-                    self._capabilities = f"the engine could not be probed: {exc}"
-        return self._capabilities
+    async def capabilities(self, ends: float = math.inf) -> Capabilities | str:
+        """The engine's capabilities, probed once (by the deadline ``ends``, a search's); or why they are unknown."""
+        return await self._capabilities.by(ends)
 
     async def search(self, request: SearchRequest, *, time_s: float | None = None) -> SearchResponse:
         """``time_s``: the most time the caller has for the search (the sidecar: what is left of its request's);
-        every stage gives up by then, or by the search's own time (``planning.search_time_s``) if sooner."""
+        every stage gives up by then, or by the search's own time (``planning.search_time_s``) if sooner, and so
+        do the model check and the capability probe before them (``preflight``)."""
         started = time.perf_counter()
         ends = started + search_time_s(self.pipeline, self.reranker is not None, time_s)
         key = self._checked_key(request)
-        mismatch = await self.model_guard.check() if self.model_guard is not None else None
+        mismatch = await checked_model(self.model_guard, ends, url=self.engine.url)
         if (cached := self._cached(key, started)) is not None:
             return cached
         request, routed = routed_request(request, self.routing)
@@ -147,8 +138,8 @@ class HybridSearcher:
             reranks=self.reranker is not None,
         )
         off = features_off(self.fields, request)
-        plan, engine_embedding = await self._engine_embedding(plan)
-        native = await self._native_choice(request, plan)
+        plan, engine_embedding = await self._engine_embedding(plan, ends)
+        native = await self._native_choice(request, plan, ends)
         retrieved, plan, native, notes, rounds = await self._deep_enough(request, plan, native, ends)
         notes = notes.add(engine_embedding, query_cut(request, self.pipeline, self.fields))
         mode = search_mode(retrieved, notes.warnings, url=self.engine.url, index=self.index)
@@ -218,12 +209,12 @@ class HybridSearcher:
         fresh.details.cached = True
         return fresh
 
-    async def _engine_embedding(self, plan: Plan) -> tuple[Plan, str | None]:
+    async def _engine_embedding(self, plan: Plan, ends: float) -> tuple[Plan, str | None]:
         """With ``query_embedding = "engine"``: the plan, lexical-only with the reason when the probed engine
         cannot embed queries (an engine not probed is tried: a failed kNN request degrades with a warning)."""
         if self.fields.query_embedding != "engine" or plan.lexical_only:
             return plan, None
-        capabilities = await self.capabilities()
+        capabilities = await self.capabilities(ends)
         problem = (
             engine_embedding_problem(capabilities, self.fields) if isinstance(capabilities, Capabilities) else None
         )
@@ -231,16 +222,15 @@ class HybridSearcher:
             return plan, None
         return replace(plan, lexical_only=True), f"kNN is off: {problem}"
 
-    async def _native_choice(self, request: SearchRequest, plan: Plan) -> NativeChoice:
+    async def _native_choice(self, request: SearchRequest, plan: Plan, ends: float) -> NativeChoice:
         mode = request.mode or self.pipeline.mode
         if plan.lexical_only or mode == "client":
             return NativeChoice()
         if self.fields.query_embedding == "engine":
             reason = "the engine embeds the query (query_embedding = 'engine'); native plans send esbridge's vector"
             return NativeChoice(None, NativeDetails(used=False, reason=reason))
-        choice = await choose_native(
-            mode, self.pipeline, plan.method_name, plan.weights, plan.params, capabilities=self.capabilities
-        )
+        method, known = plan.method_name, partial(self.capabilities, ends)
+        choice = await choose_native(mode, self.pipeline, method, plan.weights, plan.params, capabilities=known)
         return self._refusals.screen(choice, mode=mode, explain=request.explain)
 
     async def _retrieve(
@@ -261,7 +251,7 @@ class HybridSearcher:
                 warning = f"native hybrid failed ({answer}); fused by esbridge instead"
                 native = native.failed(f"native hybrid failed: {answer}", warning)
                 if isinstance(answer.error, errors.UnsupportedFeature):  # a licence refusal: the next would be too
-                    self._capabilities = f"the engine refused native hybrid: {answer}"
+                    self._capabilities.unknown(f"the engine refused native hybrid: {answer}")
                 refused = answer.error if isinstance(answer.error, errors.RequestRejected) else None
                 tried = Notes(timings={"native": answer.ms})
             elif tied is not None:  # the client-side fusion ranks by the retriever weighted 0, and says so

@@ -20,7 +20,7 @@ from esbridge.config.pipeline import PipelineSettings
 from esbridge.embeddings.base import Embedder, start_embedding
 from esbridge.engines.base import AsyncEngine
 from esbridge.query.concepts import expand_query
-from esbridge.query.deadline import capped, within
+from esbridge.query.deadline import capped, halfway, within
 from esbridge.query.timing import elapsed_ms
 
 
@@ -69,19 +69,26 @@ class QueryVectors:
         """The query's vector or, with concept expansion on, the vector of the query plus its nearest concepts.
 
         ``embedding``: the query's embedding if already started (``start``); ``ends``: the search's deadline
-        (``time.perf_counter()``), which cuts the embedding's timeout short.
+        (``time.perf_counter()``), which cuts the embedding's timeout short. The concept index's read has the kNN
+        retriever's timeout, or half the time left if less (``halfway``: kNN keeps the rest); without its answer
+        in time the query's own vector is used, with a warning.
         """
         first = await self._embed(query, embedding, ends)
         if first.vector is None or not self.pipeline.concepts.enabled:
             return first
         started = time.perf_counter()
+        timeout_s = capped(self.pipeline.timeout_s("knn"), halfway(ends))
+        terms = self.pipeline.concepts.terms
         try:
-            expansion = await expand_query(
-                self.engine, self.index, query, first.vector, terms=self.pipeline.concepts.terms
-            )
-        except errors.EngineError as exc:
+            async with within(timeout_s):
+                expansion = await expand_query(
+                    self.engine, self.index, query, first.vector, terms=terms, timeout_s=timeout_s
+                )
+        except (asyncio.TimeoutError, errors.EngineError) as exc:
             timings = {**first.timings, "concepts": elapsed_ms(started)}
-            return QueryVector(first.vector, (*first.warnings, f"concept expansion skipped: {exc}"), timings)
+            timed_out = isinstance(exc, asyncio.TimeoutError)
+            why = f"the concept index did not answer within {timeout_s:g}s" if timed_out else exc
+            return QueryVector(first.vector, (*first.warnings, f"concept expansion skipped: {why}"), timings)
         timings = {**first.timings, "concepts": elapsed_ms(started)}
         warnings = (*first.warnings, f"concept expansion: {expansion.partial}") if expansion.partial else first.warnings
         if not expansion.terms:

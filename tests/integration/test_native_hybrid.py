@@ -95,7 +95,7 @@ def compare(
         if emulate:
             capabilities = capabilities.model_copy(update={"native_hybrid": dict.fromkeys(_ALL_FEATURES, True)})
 
-        async def known() -> Capabilities:
+        async def known(ends: float) -> Capabilities:
             return capabilities
 
         pipeline = PipelineSettings(
@@ -267,7 +267,7 @@ def test_a_native_request_the_engine_refuses_is_not_sent_again(
     load_records(engine, alias, embedder, tmp_path, records)
     claimed = capabilities_of(engine_kind).model_copy(update={"native_hybrid": dict.fromkeys(_ALL_FEATURES, True)})
 
-    async def known() -> Capabilities:
+    async def known(ends: float) -> Capabilities:
         return claimed
 
     async def run() -> list[SearchResponse]:
@@ -309,7 +309,7 @@ def test_a_native_request_refused_in_the_first_round_is_not_sent_again_in_the_de
     load_records(engine, alias, embedder, tmp_path, records)
     claimed = capabilities_of(engine_kind).model_copy(update={"native_hybrid": dict.fromkeys(_ALL_FEATURES, True)})
 
-    async def known() -> Capabilities:
+    async def known(ends: float) -> Capabilities:
         return claimed
 
     async def run() -> tuple[SearchResponse, int]:

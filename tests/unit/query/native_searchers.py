@@ -68,7 +68,7 @@ def native_searcher(
     given = {"fusion": "linear", "recency": {"enabled": False}, "cache": {"results": 0}, "top_k_min": 40, **pipeline}
     settings = PipelineSettings(**given)
 
-    async def probe() -> Capabilities:
+    async def probe(ends: float) -> Capabilities:
         if isinstance(capabilities, str):
             raise errors.EngineUnavailable(capabilities, url="memory://", operation="probe")
         return capabilities

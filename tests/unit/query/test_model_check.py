@@ -140,7 +140,7 @@ def test_the_record_is_read_again_only_after_its_time_to_live() -> None:
     meta: dict[str, Any] = {META_KEY: query.to_meta()}
     now = [0.0]
 
-    async def read() -> Mapping[str, Any]:
+    async def read(ends: float) -> Mapping[str, Any]:
         return {"_meta": dict(meta)}
 
     guard = ModelGuard("notes", query, read, ttl_s=30.0, clock=lambda: now[0])
@@ -154,7 +154,7 @@ def test_the_record_is_read_again_only_after_its_time_to_live() -> None:
 
 
 def test_a_mapping_that_cannot_be_read_leaves_the_search_unchecked_with_a_warning() -> None:
-    async def forbidden() -> Mapping[str, Any]:
+    async def forbidden(ends: float) -> Mapping[str, Any]:
         raise AuthorizationError("no view_index_metadata", url="http://127.0.0.1:9200", operation="read mapping")
 
     guard = ModelGuard("notes", identity_of(HashingEmbedder()), forbidden)

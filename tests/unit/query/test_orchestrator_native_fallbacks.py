@@ -59,7 +59,7 @@ def test_a_probe_refused_for_good_is_not_sent_again_with_every_search(failure: e
     request (and a denied-access audit event) to each one. A probe that met an unreachable engine is tried again."""
     calls = []
 
-    async def probe() -> Capabilities:
+    async def probe(ends: float) -> Capabilities:
         calls.append(1)
         raise failure
 
