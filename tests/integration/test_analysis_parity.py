@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import urllib.request
 import uuid
 from pathlib import Path
@@ -210,11 +209,11 @@ def _with_stop_chains(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def test_path_fields_and_their_stop_words_give_opensearchs_tokens_and_matches(engine: Engine) -> None:
+def test_path_fields_and_their_stop_words_give_opensearchs_tokens_and_matches(engine: Engine, tmp_path: Path) -> None:
     """esbridge's path field, and path chains with a ``stop`` filter before or after ``lowercase``: the embedded
     engine's tokens against the cluster's ``_analyze`` of the index's own fields, and the same ``match`` answers."""
     name = f"h119-paths-{uuid.uuid4().hex[:8]}"
-    embedded = EmbeddedEngine(Path(tempfile.mkdtemp()) / "data")
+    embedded = EmbeddedEngine(tmp_path / "data")
     try:
         for each in (engine, embedded):
             body = _with_stop_chains(render_index(engine.dialect if each is engine else "opensearch"))
