@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.request
+import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,13 +19,26 @@ from elasticsearch import Elasticsearch
 from opensearchpy import OpenSearch
 
 from esbridge.config import load_settings
+from esbridge.engines import BulkAction, Engine
 from esbridge.engines import elasticsearch as es_adapter
 from esbridge.engines import opensearch as os_adapter
 from esbridge.engines.analysis import analysis, analysis_probes
-from esbridge.engines.embedded.analysis import BUILTIN, UnsupportedAnalysis, check_options, field_analysis
+from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.engines.embedded.analysis import (
+    ANALYSIS_VERSION,
+    BUILTIN,
+    UnsupportedAnalysis,
+    check_options,
+    field_analysis,
+)
+from esbridge.engines.embedded.mapping import schema_of
+from esbridge.mappings.schema import render_index
 from tests.integration.engines import engine_url, probe, require_live
 from tests.support.data import SCIFACT, require
 from tests.support.word_breaks import STANDARD_TOKENS
+from tests.unit.test_embedded_stop_words import CHAINS, PATHS, SEARCHES
+from tests.unit.test_embedded_stop_words import analysis as stop_analysis
+from tests.unit.test_embedded_stop_words import mappings as stop_mappings
 
 TEXTS = (
     "The running cats' tails were studied in mice (IL-6, p53).",
@@ -171,3 +187,57 @@ def test_word_delimiter_options_give_opensearchs_tokens_or_are_refused(kind: str
                 embedded(options)
     finally:
         opensearch.close()
+
+
+def _analyze(kind: str, index: str, body: dict[str, Any]) -> Any:
+    url = engine_url(kind)
+    assert url is not None
+    request = urllib.request.Request(
+        f"{url.rstrip('/')}/{index}/_analyze", json.dumps(body).encode(), {"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.load(answer)
+
+
+def _with_stop_chains(body: dict[str, Any]) -> dict[str, Any]:
+    """esbridge's index ``body`` with the path chains of ``stop_analysis`` beside its own analyzers."""
+    own = body["settings"]["index"]["analysis"]
+    body["settings"]["index"]["analysis"] = {
+        key: {**own.get(key, {}), **stop_analysis()[key]} for key in ("analyzer", "tokenizer", "filter")
+    }
+    body["mappings"]["properties"].update(stop_mappings()["properties"])
+    return body
+
+
+def test_path_fields_and_their_stop_words_give_opensearchs_tokens_and_matches(engine: Engine, tmp_path: Path) -> None:
+    """esbridge's path field, and path chains with a ``stop`` filter before or after ``lowercase``: the embedded
+    engine's tokens against the cluster's ``_analyze`` of the index's own fields, and the same ``match`` answers."""
+    name = f"h119-paths-{uuid.uuid4().hex[:8]}"
+    embedded = EmbeddedEngine(tmp_path / "data")
+    try:
+        for each in (engine, embedded):
+            body = _with_stop_chains(render_index(engine.dialect if each is engine else "opensearch"))
+            each.create_index(name, body)
+            docs = [BulkAction("index", str(n), {"path": p, **dict.fromkeys(CHAINS, p)}) for n, p in enumerate(PATHS)]
+            assert not each.bulk(name, docs).failed
+            each.refresh(name)
+        merged = body["settings"]["index"]["analysis"]
+        schema = schema_of(body["mappings"], {"analysis": merged, "analysis_version": ANALYSIS_VERSION})
+        for field in ("path.text", *CHAINS):
+            analysis = schema.fields[field].analysis
+            assert analysis is not None
+            for text in (*PATHS, "docs/the-and-of.md", "src/a/to/b.py"):
+                answer = _analyze(engine.dialect, name, {"field": field, "text": text})
+                assert analysis.analyze(text) == [token["token"] for token in answer["tokens"]], (field, text)
+                query = {"query": {"match": {field: text.split("/")[-1]}}}
+                assert {h.id for h in embedded.search(name, query).hits} == {
+                    h.id for h in engine.search(name, query).hits
+                }
+        for field, text, found in SEARCHES:
+            query = {"query": {"match": {field: text}}}
+            assert {h.id for h in embedded.search(name, query).hits} == {h.id for h in engine.search(name, query).hits}
+            assert {h.id for h in engine.search(name, query).hits} == found, (field, text)
+    finally:
+        for each in (engine, embedded):
+            each.delete_index(name, missing_ok=True)
+        embedded.close()

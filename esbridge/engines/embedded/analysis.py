@@ -118,12 +118,14 @@ def _english(words: str) -> tantivy.TextAnalyzer:
     )
 
 
-ANALYSIS_VERSION = 3
+ANALYSIS_VERSION = 4
 """The word split of indices created now; an index keeps the one it was created with (its settings'
 ``analysis_version``, 1 when absent) until ``esbridge index reindex`` copies it into a new one, as analysis
 is fixed at creation on OpenSearch. 1: ``\\w+`` runs; 2: ``WORDS``; 3: custom analyzers as Lucene runs them too
 (a ``pattern`` tokenizer's ``\\w``, ``\\d`` and ``\\s`` are ASCII, as in Java; ``word_delimiter`` splits as
-Lucene's ``WordDelimiterIterator``, ``split_on_numerics`` included)."""
+Lucene's ``WordDelimiterIterator``, ``split_on_numerics`` included); 4: a ``stop`` filter's English stop words
+match by case as in Lucene (``The`` stays before a ``lowercase``) unless it names ``_english_`` with
+``ignore_case``."""
 
 _VERSIONED = ("english", "standard")
 """The built-in analyzers whose words depend on the analysis version; version 1 keeps their first names, so the
@@ -260,6 +262,10 @@ def _token_filter(name: str, definitions: Mapping[str, Any], version: int) -> Ca
             unicodedata.normalize("NFKD", token).encode("ascii", "ignore").decode() or token for token in tokens
         ]
     if kind == "stop" and spec.get("stopwords", "_english_") == "_english_":
+        # Lucene's English set is matched as it is written (lowercase): `The` stays, unless the filter names the
+        # set itself with ignore_case (ignore_case alone does not apply to the default set).
+        if version > 3 and not ("stopwords" in spec and _flag(spec, "ignore_case", False)):
+            return lambda tokens: [token for token in tokens if token not in ENGLISH_STOP_WORDS]
         return lambda tokens: [token for token in tokens if token.lower() not in ENGLISH_STOP_WORDS]
     if kind in ("word_delimiter", "word_delimiter_graph") and version > 2:
         case, original = _flag(spec, "split_on_case_change", True), _flag(spec, "preserve_original", False)

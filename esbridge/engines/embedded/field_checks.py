@@ -3,6 +3,7 @@ score or analyse otherwise than a cluster is refused, naming the field."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -48,6 +49,13 @@ def check_fields(properties: Mapping[str, Any], analysis: Any) -> None:
                     f"field {path!r}: {option} {spec[option]!r} is not implemented by the embedded engine (it would "
                     "index the field's values otherwise than a cluster)"
                 )
+        if spec.get("type") == "scaled_float":
+            if "scaling_factor" not in spec:
+                raise MappingError(f"field {path!r}: Field [scaling_factor] is required")
+            if scaling_factor(spec) is None:
+                raise MappingError(
+                    f"field {path!r}: [scaling_factor] must be a positive number, got [{spec['scaling_factor']}]"
+                )
         if spec.get("type") == "date" and "format" in spec:
             try:
                 format_parts(spec["format"])
@@ -59,6 +67,18 @@ def check_fields(properties: Mapping[str, Any], analysis: Any) -> None:
                 check_defaults(analyzer, analysis)
             except UnsupportedAnalysis as exc:
                 raise MappingError(f"field {path!r}: unsupported analysis: {exc}") from None
+
+
+def scaling_factor(spec: Mapping[str, Any]) -> float | None:
+    """A ``scaled_float``'s ``scaling_factor`` (a positive number, or its text); None when it has none such."""
+    value = spec.get("scaling_factor")
+    if isinstance(value, bool):
+        return None
+    try:
+        factor = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return factor if math.isfinite(factor) and factor > 0 else None
 
 
 def _fields(properties: Mapping[str, Any], parent: tuple[str, ...]) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -76,7 +96,14 @@ def _fields(properties: Mapping[str, Any], parent: tuple[str, ...]) -> Iterator[
         yield from _fields(spec.get("properties", {}), (*parent, name))
 
 
-_FIXED = {"format": DEFAULT_FORMAT, "analyzer": "default", "dimension": None, "method": None, "enabled": True}
+_FIXED = {
+    "format": DEFAULT_FORMAT,
+    "analyzer": "default",
+    "dimension": None,
+    "method": None,
+    "enabled": True,
+    "scaling_factor": None,
+}
 """Field parameters a cluster does not let a mapping update change, each with the value a field without it has."""
 
 

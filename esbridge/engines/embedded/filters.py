@@ -20,7 +20,7 @@ from esbridge.engines.embedded.dates import DEFAULT_FORMAT, date_span, format_pa
 from esbridge.engines.embedded.mapping import Field, Schema
 from esbridge.engines.embedded.store import IndexRecord, Store
 from esbridge.engines.embedded.time_zones import time_zone
-from esbridge.engines.embedded.values import indexed_value
+from esbridge.engines.embedded.values import ROUNDED, WHOLE, indexed_value, number_bound, stored_number
 
 SQL = tuple[str, list[Any]]
 _MINIMUM = re.compile(r"(-?\d+)(%?)")
@@ -86,16 +86,27 @@ def minimum_should_match(spec: Mapping[str, Any], *, optional: int, required: bo
     return max(count, 0 if required else 1)
 
 
-def coerce(field: Field, value: Any) -> Any:
-    """``value`` as the index stores it for ``field`` (see ``values.indexed_value``); Unsupported when it cannot be."""
+def coerce(field: Field, value: Any, *, bound: bool = False) -> Any:
+    """``value`` as the index stores it for ``field`` (see ``values.indexed_value``), or as a range's ``bound`` is
+    compared with it (``values.number_bound``); Unsupported when it cannot be. A whole-number field compares a
+    query's value as it is."""
     if isinstance(value, (Mapping, list)):
         raise Unsupported(f"value {value!r} for field [{field.path}] must be a scalar")
     if field.type == "date" and isinstance(value, str) and ("now" in value or "||" in value):
         raise Unsupported(f"date math {value!r} is not supported by the embedded engine")
     try:
-        return indexed_value(field, value)
+        indexed = indexed_value(field, value)
     except (TypeError, ValueError) as exc:
         raise Unsupported(f"{value!r} is not a valid {field.type} for field [{field.path}]") from exc
+    if field.type not in ROUNDED or field.type in WHOLE:
+        return indexed
+    stored = stored_number(field, indexed)
+    if field.type in ("float", "half_float") and not math.isfinite(stored):
+        # as OpenSearch refuses it (Elasticsearch finds nothing), naming it at single precision as Java prints it
+        single = number_bound(field, indexed)
+        shown = {math.inf: "Infinity", -math.inf: "-Infinity"}.get(single, "NaN" if single != single else repr(single))
+        raise Unsupported(f"[{field.type}] supports only finite values, but got [{shown}]")
+    return number_bound(field, indexed) if bound else stored
 
 
 def date_span_of(field: Field, value: Any, form: Any = None, zone: tzinfo | None = None) -> tuple[int, int]:
@@ -143,14 +154,14 @@ def range_limits(field: Field, bounds: Mapping[str, Any]) -> Limits:
                 first, last = date_span_of(field, bounds[key], form, zone)
                 lower, include_lower = (first if key == "gte" else last + 1), True
             else:
-                lower, include_lower = coerce(field, bounds[key]), key == "gte"
+                lower, include_lower = coerce(field, bounds[key], bound=True), key == "gte"
     for key in ("lte", "lt"):
         if bounds.get(key) is not None:
             if field.type == "date":
                 first, last = date_span_of(field, bounds[key], form, zone)
                 upper, include_upper = (last + 1 if key == "lte" else first), False
             else:
-                upper, include_upper = coerce(field, bounds[key]), key == "lte"
+                upper, include_upper = coerce(field, bounds[key], bound=True), key == "lte"
     return lower, include_lower, upper, include_upper
 
 

@@ -18,14 +18,16 @@ import tantivy
 
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema
 from esbridge.engines.embedded.shapes import flat_items, value_at
-from esbridge.engines.embedded.values import WHOLE, readable_value, whole
+from esbridge.engines.embedded.values import ROUNDED, readable_value, stored_number
 
 SEPARATOR = "\x1f"
 TOKENIZER = "esbridge_tokens"
 ROW = "_row"
 ID = "_id"
-FORMAT = 1
-"""Part of every layout digest: a change to how documents are indexed here builds new directories."""
+FORMAT = 2
+"""Part of every layout digest: a change to how documents are indexed here builds new directories. 2: numbers
+as a cluster stores them (``values.stored_number``) and dates as read now; a layout without number, date or
+boolean fields keeps 1, as nothing it indexes changed."""
 
 
 def separator_tokenizer() -> tantivy.TextAnalyzer:
@@ -78,7 +80,8 @@ class Layout:
         self._by_key: dict[str, list[tuple[tuple[str, ...], _Readers]]] = {}
         for place, readers in self._sources.items():
             self._by_key.setdefault(place[0], []).append((place, readers))
-        described = json.dumps([FORMAT, self.text, tokenizers, self.keyword, self.number], sort_keys=True)
+        form = FORMAT if self.number else 1
+        described = json.dumps([form, self.text, tokenizers, self.keyword, self.number], sort_keys=True)
         self.digest = hashlib.sha256(described.encode()).hexdigest()[:12]
 
     def document(
@@ -178,7 +181,7 @@ def _indexed(field: Field, items: list[Any], numeric: bool) -> list[Any]:
         if (plain is str and not numeric and field.type == "keyword" and field.ignore_above is None) or (
             plain is float and field.type in NUMERIC
         ):
-            found.append(whole(item) if field.type in WHOLE else item)
+            found.append(stored_number(field, item) if field.type in ROUNDED else item)
         elif item is not None and not isinstance(item, (Mapping, list)):
             value = readable_value(field, item)
             if value is None:

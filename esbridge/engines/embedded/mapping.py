@@ -13,7 +13,7 @@ import numpy as np
 from esbridge.engines.embedded.analysis import ANALYSIS_VERSION, FieldAnalysis, UnsupportedAnalysis, field_analysis
 from esbridge.engines.embedded.dates import DEFAULT_FORMAT, field_format, parse_date
 from esbridge.engines.embedded.field_checks import MappingError as MappingError
-from esbridge.engines.embedded.field_checks import check_fields
+from esbridge.engines.embedded.field_checks import check_fields, scaling_factor
 from esbridge.engines.embedded.scalars import check_number, immense_term, unpaired_surrogate
 from esbridge.engines.embedded.settings import MAX_TERMS_COUNT, check_created, length_weight, max_terms_count
 from esbridge.engines.embedded.shapes import MAX_DEPTH, flat_items, nesting_depth
@@ -51,6 +51,8 @@ class Field:
     """A keyword's ``ignore_above``: a longer value is kept in ``_source`` only."""
     date_format: str = DEFAULT_FORMAT
     """A date's ``format`` (``dates.FORMATS``): how its values and the bounds of ranges on it are read."""
+    scaling_factor: float | None = None
+    """A ``scaled_float``'s ``scaling_factor`` (None in an index created before it was required)."""
 
     def indexes(self, text: str) -> bool:
         """Whether a keyword value is indexed (not longer than ``ignore_above``)."""
@@ -171,6 +173,8 @@ class Schema:
             return Field(name, kind, source, dimension=dimension)
         if kind == "date":
             return Field(name, kind, source, date_format=field_format(spec.get("format")))
+        if kind == "scaled_float":
+            return Field(name, kind, source, scaling_factor=scaling_factor(spec))
         limit = spec.get("ignore_above") if kind == "keyword" else None
         return Field(name, kind, source, ignore_above=None if limit is None else int(limit))
 

@@ -27,6 +27,7 @@ from esbridge.engines.embedded.fts5_tables import drop_fts5_tables
 from esbridge.engines.embedded.location import make_data_dir
 from esbridge.engines.embedded.mapping import Field, Schema, schema_of
 from esbridge.engines.embedded.tables import create_tables
+from esbridge.engines.embedded.value_forms import derive_old_values
 from esbridge.engines.embedded.values import field_values, put_path, sql_date, without_path
 
 DB_FILE = "esbridge.sqlite3"
@@ -76,6 +77,7 @@ class Store:
             create_tables(db)
             self.token: str = db.execute("SELECT token FROM origin").fetchone()[0]  # (``tables``: origin)
         drop_fts5_tables(self)
+        derive_old_values(self)
 
     def _connect(self) -> sqlite3.Connection:
         if not self._creating:  # open the database this process opened, or none

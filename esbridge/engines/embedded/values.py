@@ -7,6 +7,8 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
 from esbridge.engines.embedded.dates import parse_date
 from esbridge.engines.embedded.mapping import NUMERIC, Field, Schema
 from esbridge.engines.embedded.shapes import flat_items, value_at
@@ -56,10 +58,13 @@ def readable_value(field: Field, value: Any) -> Any:
         indexed = indexed_value(field, value)
     except (TypeError, ValueError, OverflowError):
         return None
-    return whole(indexed) if field.type in WHOLE else indexed
+    return stored_number(field, indexed) if field.type in ROUNDED else indexed
 
 
 WHOLE = frozenset({"integer", "long", "short", "byte"})
+ROUNDED = WHOLE | {"float", "half_float", "scaled_float"}
+"""The number types whose values a cluster keeps otherwise than as the double written (``stored_number``)."""
+_LONG = 2**63
 
 
 def whole(number: float) -> float:
@@ -68,8 +73,56 @@ def whole(number: float) -> float:
     return float(math.trunc(number)) if math.isfinite(number) else number
 
 
-def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-    by_key = schema.filterable_by_key
+def _java_round(number: float) -> int:
+    """Java's ``Math.round``: halves up (2.5 is 3, -2.5 is -2), NaN 0, beyond a long its limit."""
+    if number != number:
+        return 0
+    if number >= _LONG or number < -_LONG:
+        return _LONG - 1 if number > 0 else -_LONG
+    below = math.floor(number)
+    return below + 1 if number - below >= 0.5 else below
+
+
+def stored_number(field: Field, number: float) -> float:
+    """A number as a cluster stores it for searching, sorting and aggregating (``_source`` keeps what was written):
+    whole numbers without their fraction, ``float`` at single precision (0.1 is 0.10000000149011612),
+    ``half_float`` at half precision from there (0.1 is 0.0999755859375, 1000.3 is 1000.5), ``scaled_float`` as
+    the long nearest ``number * scaling_factor`` times ``1 / scaling_factor`` (0.25 at 10 is 0.30000000000000004).
+    A ``term`` query's value is rounded so too, so ``term 0.1`` finds the 0.1 written to a ``half_float``."""
+    kind = field.type
+    if kind in WHOLE:
+        return whole(number)
+    with np.errstate(
+        over="ignore"
+    ):  # (a query's value beyond the type is infinite there: ``filters.coerce`` refuses it)
+        if kind == "float":
+            return float(np.float32(number))
+        if kind == "half_float":
+            return float(np.float16(np.float32(number)))
+    if kind == "scaled_float" and field.scaling_factor is not None:
+        return _java_round(number * field.scaling_factor) * (1.0 / field.scaling_factor)
+    return number
+
+
+def number_bound(field: Field, number: float) -> float:
+    """A range's bound on a number field as a cluster compares it with the stored values (``stored_number``): at
+    single precision on ``float`` and ``half_float`` (so ``gte 0.1`` misses the 0.0999755859375 that 0.1 is in a
+    ``half_float``), rounded as a value on ``scaled_float`` (``lte 0.29`` at 10 is ``lte 0.3``), as written on
+    whole numbers (``gte 5.5`` misses 5) and doubles."""
+    if field.type in ("float", "half_float"):
+        with np.errstate(over="ignore"):
+            return float(np.float32(number))
+    if field.type == "scaled_float":
+        return stored_number(field, number)
+    return number
+
+
+def field_values(
+    schema: Schema, source: Mapping[str, Any], by_key: Mapping[str, list[Field]] | None = None
+) -> Iterator[tuple[str, Any]]:
+    """(field path, filter value) of every value ``source`` holds for the fields of ``by_key`` (the schema's
+    ``filterable_by_key`` unless given)."""
+    by_key = schema.filterable_by_key if by_key is None else by_key
     for key, top in source.items():
         fields = by_key.get(key)
         if fields is None:
@@ -83,7 +136,7 @@ def field_values(schema: Schema, source: Mapping[str, Any]) -> Iterator[tuple[st
             for item in flat_items(value):
                 plain = type(item)
                 if (plain is str and kind == "keyword" and not limited) or (plain is float and kind in NUMERIC):
-                    yield field.path, whole(item) if kind in WHOLE else item
+                    yield field.path, stored_number(field, item) if kind in ROUNDED else item
                 elif item is not None and not isinstance(item, (Mapping, list)):
                     indexed = readable_value(field, item)
                     if indexed is not None and (not limited or field.indexes(indexed)):
