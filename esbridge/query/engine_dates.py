@@ -24,9 +24,10 @@ order, as the engines try them: ``strict_date_optional_time`` (and ``_nanos``) a
 also with one-digit months, days, hours, minutes and seconds and years of one to five digits (``2024-5-1T9:5``;
 Elasticsearch takes up to nine, OpenSearch five);
 ``epoch_millis``; ``epoch_second`` (``1700000000``, fraction allowed); a custom Java pattern (``dd/MM/yyyy HH:mm``,
-``yyyy/MM/dd``) of the letters ``esbridge.date_patterns`` reads, with the embedded engine's parser, in UTC
-unless it has an offset. A value no part reads (or whose parts esbridge does not know, such as ``EEE, dd MMM
-yyyy``) is None.
+``yyyy/MM/dd``, ``EEE, dd MMM yyyy HH:mm:ss Z``, ``yyyy-MM-dd['T'HH:mm]``) of the letters
+``esbridge.date_patterns`` reads, with the embedded engine's parser, in UTC unless it has an offset. A value no part
+reads (or whose parts esbridge does not know, such as ``EEEE, dd MMMM yyyy``, whose full names the engines read
+apart) is None.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from decimal import ROUND_FLOOR, Decimal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from esbridge.date_patterns import PatternError, compile_pattern, pattern_year
+from esbridge.date_patterns import PatternError, compile_pattern, pattern_month, pattern_year
 
 _DATE = re.compile(
     r"(?P<year>-?[0-9]{4})(?:-(?P<month>[0-9]{2})(?:-(?P<day>[0-9]{2})(?:T(?:(?P<hour>[0-9]{2})"
@@ -133,7 +134,7 @@ def _from_date(found: re.Match[str], year: int | None = None) -> datetime | None
     """The moment a match names; ``year`` when the match's groups name it otherwise than ``year``."""
     fields = found.groupdict()
     year = int(found["year"]) if year is None else year
-    month, day = int(fields.get("month") or 1), int(fields.get("day") or 1)
+    month, day = pattern_month(fields), int(fields.get("day") or 1)
     if not 1 <= month <= 12 or not 1 <= day <= _days_in(year, month):
         return None
     hour, minute, second = (int(fields.get(name) or 0) for name in ("hour", "minute", "second"))

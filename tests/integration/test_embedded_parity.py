@@ -175,6 +175,44 @@ CASES.append(
         [{"gte": "2024-05-01T09:00:00Europe/Paris"}, {"lte": "2024-05-01T08:00America/New_York"}],
     )
 )
+# Offsets to the second; day and month names (English, case-sensitive; the day not checked); optional sections.
+CASES += [
+    (
+        "strict_date_optional_time||epoch_millis",
+        [
+            *["2024-01-02T03:04:05+01:00:30", "2024-01-02T03:04:05-01:00:30", "2024-01-02T03+01:00:30"],
+            *["2024-01-02T03:04:05+18:00:00", "2024-01-02T03:04:05+18:00:01", "2024-01-02T03:04:05+18:01"],
+            *["2024-01-02T03:04:05+01:00:60", "2024-01-02T03:04:05+01:0030", "2024-01-02T03:04:05UTC+01:00:30"],
+        ],
+        [{"gte": "2024-01-02T03:04:05+01:00:30", "lte": "2024-01-02T02:03:35Z"}, {"lt": "2024-01-02T02:03:35Z"}],
+    ),
+    ("date_optional_time", ["2024-1-2T3:4:5+01:00:30", "2024-01-02T03:04:05+1:00:30"], [{"lte": "2024-01-02"}]),
+    (
+        "EEE, dd MMM yyyy HH:mm:ss Z",
+        [
+            *["Tue, 02 Jan 2024 03:04:05 +0100", "tue, 02 Jan 2024 03:04:05 +0100", "TUE, 02 JAN 2024 03:04:05 +0100"],
+            *["Tue, 02 jan 2024 03:04:05 +0100", "Mon, 02 Jan 2024 03:04:05 +0100", "Tue, 2 Jan 2024 03:04:05 +0100"],
+            *["Tuesday, 02 Jan 2024 03:04:05 +0100", "Tue, 02 January 2024 03:04:05 +0100"],
+            *["Sat, 02 Sep 2023 03:04:05 +0100", "Sat, 02 Sept 2023 03:04:05 +0100", "Tue, 02 Jan 2024 03:04:05 GMT"],
+        ],
+        [{"gte": "Tue, 02 Jan 2024 02:04:05 +0000"}, {"lt": "Fri, 01 Dec 2023 00:00:00 +0000"}],
+    ),
+    ("E dd MMM yyyy||EE dd MMM yyyy", ["Tue 02 Jan 2024", "Tuesday 02 Jan 2024"], [{"gte": "Mon 01 Jan 2024"}]),
+    ("MMM yyyy", ["May 2024", "Jan 2024"], [{"gte": "Apr 2024", "lte": "Apr 2024"}, {"lte": "Jan 2024"}]),
+    (
+        "yyyy-MM-dd['T'HH[:mm[:ss]]]",
+        ["2024-05-01", "2024-05-01T10", "2024-05-01T10:20", "2024-05-01T10:20:30", "2024-05-01T10:20:3", "2024-05-01T"],
+        [{"gte": "2024-05-01T10", "lte": "2024-05-01T10"}, {"gt": "2024-05-01T10:20"}, {"lte": "2024-05-01T10:20:29"}],
+    ),
+    (
+        "yyyy-MM-dd['T'HH:mm]",
+        ["2024-05-01", "2024-05-01T10:20", "2024-05-01T10", "2024-05-01T10:20:30"],
+        [{"gte": "2024-05-01", "lte": "2024-05-01"}, {"gt": "2024-05-01"}, {"lt": "2024-05-01T10:20"}],
+    ),
+    ("[EEE, ]dd MMM yyyy", ["02 Jan 2024", "Tue, 02 Jan 2024", "Tue 02 Jan 2024"], [{"gte": "Mon, 01 Jan 2024"}]),
+    ("yyyy-MM-dd'T'HH:mm[XXX]", ["2024-05-01T10:20", "2024-05-01T10:20+02:00", "2024-05-01T10:20+0200"], []),
+    ("yyyy-MM-dd||uuuu-MM-dd", ["0000-05-01", "2024-05-01"], [{"lt": "0001-01-01"}, {"gte": "0000-05-01"}]),
+]
 # Where the clusters differ, the embedded engine answers as OpenSearch, whose dialect it speaks.
 OPENSEARCH_ONLY: list[tuple[str, list[Any], list[dict[str, Any]]]] = [
     ("epoch_second", [1700000000, 1700000000.5, -5], [{"gte": 1699999999, "lte": 1700000000}, {"lt": 1700000001}]),
@@ -234,12 +272,34 @@ def test_where_the_clusters_differ_the_embedded_engine_answers_as_opensearch(
         assert _answers(embedded, form, values, ranges) == _answers(engine, form, values, ranges)
 
 
-def test_a_format_the_embedded_engine_cannot_read_is_refused_at_creation(embedded: EmbeddedEngine) -> None:
-    # The clusters take it (a month by name); the embedded engine refuses it rather than misread its values.
-    body = {"mappings": {"properties": {"day": {"type": "date", "format": "dd MMM yyyy"}}}}
-    with pytest.raises(RequestRejected, match=r"date field 'day': format \[dd MMM yyyy\] is not supported.*\[MMM\]"):
+def test_a_format_the_embedded_engine_cannot_read_is_refused_at_creation(
+    engine: Engine, embedded: EmbeddedEngine
+) -> None:
+    # The clusters take a full month name, and read it apart: OpenSearch 3.6 "Jan", Elasticsearch "January". The
+    # embedded engine refuses it rather than read it as one of them.
+    reads_short = _answers(engine, "dd MMMM yyyy", ["02 Jan 2024", "02 January 2024"], [])[0] == ["v0"]
+    assert reads_short is (engine.dialect == "opensearch")
+    body = {"mappings": {"properties": {"day": {"type": "date", "format": "dd MMMM yyyy"}}}}
+    with pytest.raises(RequestRejected, match=r"date field 'day': format \[dd MMMM yyyy\] is not supported.*\[MMMM\]"):
         embedded.create_index("h98-ddmm", body)
     assert not embedded.index_exists("h98-ddmm")
+
+
+@pytest.mark.parametrize("bound", ["2024-05-01T10:00:00Foo/Bar", "2024-02-30", "2024-05-01T10:00:00+18:00:01"])
+def test_a_bound_the_clusters_fail_to_parse_is_refused_naming_value_and_format(
+    engine: Engine, embedded: EmbeddedEngine, bound: str
+) -> None:
+    words = f"failed to parse date field [{bound}] with format [strict_date_optional_time||epoch_millis]"
+    for each in (engine, embedded):
+        name = f"h117-bound-{uuid.uuid4().hex[:8]}"
+        each.create_index(name, {"mappings": {"properties": {"d": {"type": "date"}}}})
+        try:
+            each.bulk(name, [BulkAction("index", "v0", {"d": "2024-05-01"})])
+            each.refresh(name)
+            with pytest.raises(EngineError, match=re.escape(words)):
+                each.search(name, {"query": {"range": {"d": {"gte": bound}}}})
+        finally:
+            each.delete_index(name, missing_ok=True)
 
 
 @pytest.mark.parametrize("zone", ["Foo/Bar", "europe/paris", "EST", "+19:00", "z", "UTC+"])

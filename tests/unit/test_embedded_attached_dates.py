@@ -57,7 +57,7 @@ def test_date_filters_on_an_attached_index_are_answered(engine: EmbeddedEngine) 
 @pytest.mark.parametrize(
     ("bounds", "refusal"),
     [
-        ({"gte": "01 May 2024", "format": "dd MMM yyyy"}, r"format \[dd MMM yyyy\] is not supported"),
+        ({"gte": "01 May 2024", "format": "dd MMMM yyyy"}, r"format \[dd MMMM yyyy\] is not supported"),
         ({"gte": "1700000000000", "format": "strict_date_optional_time"}, "failed to parse date field"),
         ({"gte": 1700000000000, "format": "strict_date_optional_time"}, "failed to parse date field"),
     ],

@@ -66,7 +66,7 @@ def test_date_optional_time_takes_one_digit_fields_and_refuses_a_space(engine: E
 
 
 @pytest.mark.parametrize(
-    "form", ["dd MMM yyyy", "strict_date_optional_time||yyyy-DDD", "yyyy-MM-dd[ HH:mm]", "basic_date", ["epoch_millis"]]
+    "form", ["dd MMMM yyyy", "strict_date_optional_time||yyyy-DDD", "yyyy-MM-dd[ HH:mm", "basic_date", ["epoch_millis"]]
 )
 def test_a_format_the_embedded_engine_cannot_read_is_refused_naming_field_and_format(
     engine: EmbeddedEngine, form: Any

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from zoneinfo import ZoneInfo
+
 import pytest
 
 from esbridge.engines.embedded.dates import date_span, parse_date
@@ -25,6 +28,9 @@ MAY_1 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
         ("2024-05-01T02:00:00+02:00", (MAY_1, MAY_1 + 999)),
         ("2024-05-01T02:00:00+0200", (MAY_1, MAY_1 + 999)),
         ("2024-04-30T22:00:00-02", (MAY_1, MAY_1 + 999)),
+        ("2024-05-01T01:00:30+01:00:30", (MAY_1, MAY_1 + 999)),  # an offset to the second, as both clusters read
+        ("2024-04-30T23:59:29.5-00:00:30", (MAY_1 - 500, MAY_1 - 500)),
+        ("2024-05-01T18:00:00+18:00:00", (MAY_1, MAY_1 + 999)),
         ("1714521600000", (MAY_1, MAY_1)),
         ("-300", (-300, -300)),
         ("0000-12-31", (-62135683200000, -62135596800001)),  # the day before year 1: year 0 is a leap year
@@ -47,6 +53,24 @@ def test_what_is_no_date_is_refused_naming_the_field(bound: object) -> None:
         date_span_of(MODIFIED, bound)
 
 
+@pytest.mark.parametrize(
+    "bound",
+    [
+        *["2024-05-01T10:00:00Foo/Bar", "2024-05-01T10:00:00europe/paris", "2024-02-30", "2024-05-01T10:00+19:00"],
+        *["2024-05-01T10:00:00+18:00:01", "2024-05-01T10:00:00+18:01", "2024-05-01T10:00:00+01:00:60"],
+        "2024-05-01T10:00:00+010030",  # Elasticsearch takes it, OpenSearch 3.6 does not
+    ],
+)
+def test_a_date_the_clusters_fail_to_parse_is_refused_in_their_words(bound: str) -> None:
+    # Before, an unknown zone said "Unknown time-zone ID: Foo/Bar", February 30 "no such date", and offsets past
+    # 18 hours by seconds or minutes were taken.
+    words = f"'{bound}' is not a valid date for field [modified_at]: failed to parse date field [{bound}] with format "
+    with pytest.raises(Unsupported, match=re.escape(f"{words}[strict_date_optional_time||epoch_millis]")):
+        date_span_of(MODIFIED, bound)
+    with pytest.raises(ValueError, match=r"failed to parse date field"):
+        parse_date(bound)
+
+
 @pytest.mark.parametrize("bound", ["now-1d", "2024-05-01||+1d"])
 def test_date_math_is_refused_as_outside_the_subset(bound: str) -> None:
     with pytest.raises(Unsupported, match="date math"):
@@ -59,3 +83,8 @@ def test_stored_dates_keep_their_precision_and_read_epoch_millis_and_reduced_dat
     assert parse_date(MAY_1) == MAY_1
     assert parse_date("2024-05") == MAY_1
     assert parse_date("2024") == 1_704_067_200_000
+
+
+def test_a_date_the_engine_cannot_read_in_a_time_zone_is_refused_as_such() -> None:
+    with pytest.raises(ValueError, match="a date outside the years 1 to 9999 cannot be read in a time zone"):
+        date_span("-5000-01-01", zone=ZoneInfo("Europe/Paris"))

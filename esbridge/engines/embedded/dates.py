@@ -25,15 +25,16 @@ from datetime import tzinfo
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from esbridge.date_patterns import READ_LETTERS, PatternError, compile_pattern, pattern_year
-from esbridge.engines.embedded.time_zones import time_zone, utc_seconds
+from esbridge.date_patterns import READ_LETTERS, PatternError, compile_pattern, pattern_month, pattern_year
+from esbridge.engines.embedded.time_zones import OutsideZoneYears, time_zone, utc_seconds
 
 DEFAULT_FORMAT = "strict_date_optional_time||epoch_millis"
 
 _YEAR = r"(?P<year>[0-9]{4}|-[0-9]{4,9})"
-_ZONE = r"(?P<zone>Z|[+-][0-9]{2}(?::?[0-9]{2})?|[A-Za-z][A-Za-z0-9~/._:+-]+)?"
-"""After a time: ``Z``, an offset, or a zone by name (``Europe/Paris``, ``UTC``, ``GMT+01:00``), as the clusters
-read ISO 8601 dates."""
+_ZONE = r"(?P<zone>Z|[+-][0-9]{2}(?::[0-9]{2}(?::[0-9]{2})?|[0-9]{2})?|[A-Za-z][A-Za-z0-9~/._:+-]+)?"
+"""After a time: ``Z``, an offset (``+01``, ``+0100``, ``+01:00``, ``+01:00:30``; not ``+010030``, which only
+Elasticsearch takes), or a zone by name (``Europe/Paris``, ``UTC``, ``GMT+01:00``), as the clusters read ISO 8601
+dates."""
 
 
 def _iso(year: str, digits: str) -> re.Pattern[str]:
@@ -102,8 +103,8 @@ def parse_date(value: Any, form: str = DEFAULT_FORMAT) -> float:
                 return _epoch(text, part)
             continue
         found = _parser(part).fullmatch(text)
-        if found is not None:
-            return _span(found)[0] / _NS_PER_MS
+        if found is not None and (span := _read(found)) is not None:
+            return span[0] / _NS_PER_MS
     raise ValueError(f"failed to parse date field [{text}] with format [{form}]")
 
 
@@ -128,9 +129,8 @@ def date_span(value: Any, form: str | None = None, zone: tzinfo | None = None) -
                 return first, last
             continue
         found = _parser(part).fullmatch(text)
-        if found is not None:
-            first, last = _span(found, zone)
-            return first // _NS_PER_MS, last // _NS_PER_MS
+        if found is not None and (span := _read(found, zone)) is not None:
+            return span[0] // _NS_PER_MS, span[1] // _NS_PER_MS
     raise ValueError(f"failed to parse date field [{text}] with format [{form or DEFAULT_FORMAT}]")
 
 
@@ -157,12 +157,24 @@ def _epoch(text: str, part: str) -> float:
     return float(number)
 
 
+def _read(found: re.Match[str], zone: tzinfo | None = None) -> tuple[int, int] | None:
+    """``_span``, or None when the text matched names no date (a month 13, an unknown zone): the clusters then try
+    the format's next part, and name the value and format when none reads it. A date the engine cannot read in a
+    time zone is refused as such."""
+    try:
+        return _span(found, zone)
+    except OutsideZoneYears:
+        raise
+    except ValueError:
+        return None
+
+
 def _span(found: re.Match[str], zone: tzinfo | None = None) -> tuple[int, int]:
     """The first and last nanosecond since the epoch a date names (ValueError for a month 13, an hour 25, ...),
     read in ``zone`` when it has no zone of its own. A date with a fraction names that instant only, as a cluster
     rounds no bound given to a fraction of a second."""
     parts = found.groupdict()
-    year, month, day = pattern_year(parts), int(parts.get("month") or 1), int(parts.get("day") or 1)
+    year, month, day = pattern_year(parts), pattern_month(parts), int(parts.get("day") or 1)
     hour, minute, second = (int(parts.get(name) or 0) for name in ("hour", "minute", "second"))
     if not (1 <= month <= 12 and 1 <= day <= _days_in(year, month) and hour < 24 and minute < 60 and second < 60):
         raise ValueError(f"no such date: {found[0]!r}")
@@ -215,12 +227,12 @@ def _millis(value: float) -> int:
 
 
 def _offset(zone: str | None) -> int:
-    """Seconds east of UTC of an offset written ``Z``, ``+02``, ``+0200`` or ``+02:00``."""
+    """Seconds east of UTC of an offset written ``Z``, ``+02``, ``+0200``, ``+02:00`` or ``+02:00:30``."""
     if not zone or zone == "Z":
         return 0
     digits = zone[1:].replace(":", "")
-    hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
-    if hours > 18 or minutes > 59:
+    hours, minutes, rest = int(digits[:2]), int(digits[2:4] or 0), int(digits[4:6] or 0)
+    seconds = hours * 3600 + minutes * 60 + rest
+    if minutes > 59 or rest > 59 or seconds > 18 * 3600:
         raise ValueError(f"no such offset: {zone!r}")
-    seconds = hours * 3600 + minutes * 60
     return -seconds if zone[0] == "-" else seconds

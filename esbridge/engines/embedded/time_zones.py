@@ -65,6 +65,10 @@ def time_zone(name: object) -> tzinfo:
     raise ValueError(f"Unknown time-zone ID: {name}")
 
 
+class OutsideZoneYears(ValueError):
+    """A date the clusters read in a time zone, but Python's ``zoneinfo`` cannot: outside the years 1 to 9999."""
+
+
 def utc_seconds(local: int, zone: tzinfo) -> int:
     """Seconds since the epoch of ``local`` (seconds since 1970-01-01T00:00 on the zone's clock), as ``java.time``
     resolves a local time in a gap or an overlap."""
@@ -73,6 +77,6 @@ def utc_seconds(local: int, zone: tzinfo) -> int:
     try:
         moment = datetime(1970, 1, 1) + timedelta(seconds=local)
     except OverflowError:
-        raise ValueError("a date outside the years 1 to 9999 cannot be read in a time zone") from None
+        raise OutsideZoneYears("a date outside the years 1 to 9999 cannot be read in a time zone") from None
     offset = moment.replace(tzinfo=zone, fold=0).utcoffset()
     return local - int(offset.total_seconds()) if offset is not None else local

@@ -142,9 +142,9 @@ def test_the_query_dimension_is_checked_against_the_mapping() -> None:
 
 
 def test_a_date_field_in_a_format_recency_cannot_read_is_named_in_a_note() -> None:
-    own = {"type": "date", "format": "EEE, dd MMM yyyy HH:mm"}
+    own = {"type": "date", "format": "EEEE, dd MMMM yyyy HH:mm"}
     proposal = propose({"properties": {"body": {"type": "text"}, "updated": own}})
-    assert "updated has format EEE, dd MMM yyyy HH:mm: recency reads dates in ISO 8601" in " ".join(proposal.notes)
+    assert "updated has format EEEE, dd MMMM yyyy HH:mm: recency reads dates in ISO 8601" in " ".join(proposal.notes)
     default = {"type": "date", "format": "strict_date_optional_time||epoch_millis"}
     assert not any(
         "format" in note for note in propose({"properties": {"body": {"type": "text"}, "updated": default}}).notes
@@ -261,8 +261,10 @@ def test_text_fields_named_for_a_keyword_role_are_named_in_a_note() -> None:
         ("yyyy-MM-dd HH:mm:ss||epoch_millis", None),
         ("dd/MM/yyyy HH:mm", None),
         ("yyyy/MM/dd||epoch_millis", None),
-        ("EEE, dd MMM yyyy||epoch_millis", "EEE, dd MMM yyyy"),
-        ("yyyy-MM-dd[ HH:mm]||dd.MM.yyyy", "yyyy-MM-dd[ HH:mm]"),
+        ("EEE, dd MMM yyyy||epoch_millis", None),
+        ("yyyy-MM-dd[ HH:mm]||dd.MM.yyyy", None),
+        ("EEEE, dd MMMM yyyy||epoch_millis", "EEEE, dd MMMM yyyy"),
+        ("yyyy-DDD||dd.MM.yyyy", "yyyy-DDD"),
     ],
 )
 def test_a_date_field_in_its_own_format_is_read_in_it(own: str, unread: str | None) -> None:
@@ -271,7 +273,8 @@ def test_a_date_field_in_its_own_format_is_read_in_it(own: str, unread: str | No
     said = [note for note in proposal.notes if "format" in note]
     note = (
         f"updated has format {own}: recency reads dates in ISO 8601, epoch milliseconds or seconds and Java "
-        f"patterns of the letters y, u, M, d, H, m, s, S, X and Z only, so it gives documents dated as {unread} no "
+        f"patterns of the letters y, u, M (MMM: Jan), d, E (Mon), H, m, s, S, X and Z, with optional sections [...] "
+        f"only, so it gives documents dated as {unread} no "
         "multiplier (date filters work)"
     )
     assert said == ([] if unread is None else [note])

@@ -276,6 +276,13 @@ def test_the_recency_rule_and_its_settings_import_in_either_order(first: str) ->
             "dd/MM/yyyy||strict_date_optional_time",
             datetime(2024, 5, 1, 10, tzinfo=timezone.utc),
         ),
+        (
+            "Wed, 01 May 2024 10:00:00 +0200",
+            "EEE, dd MMM yyyy HH:mm:ss Z",
+            datetime(2024, 5, 1, 10, tzinfo=timezone(timedelta(hours=2))),
+        ),
+        ("2024-05-01", "yyyy-MM-dd['T'HH:mm]", datetime(2024, 5, 1)),
+        ("2024-05-01T09:05", "yyyy-MM-dd['T'HH:mm]", datetime(2024, 5, 1, 9, 5)),
     ],
 )
 def test_parse_modified_at_in_the_fields_own_format(value: object, formats: str, expected: datetime) -> None:
@@ -287,9 +294,9 @@ def test_a_value_no_part_of_the_format_reads_is_named_with_the_format() -> None:
         parse_modified_at("2024-05-01", "dd/MM/yyyy")
     with pytest.raises(ValueError, match="format epoch_second"):
         parse_modified_at("2024-05-01", "epoch_second")
-    dates, warning = read_dates({"a": {"modified_at": "01/05/2024"}}, "updated", "EEE dd/MM/yyyy")
+    dates, warning = read_dates({"a": {"modified_at": "01/05/2024"}}, "updated", "EEEE dd/MM/yyyy")
     assert dates == {} and warning == "recency left out 1 result(s) whose updated is not in its format " + (
-        "EEE dd/MM/yyyy (first: '01/05/2024')"
+        "EEEE dd/MM/yyyy (first: '01/05/2024')"
     )
 
 
