@@ -156,6 +156,17 @@ def delete(
     return len(totals.succeeded)
 
 
+def delete_first(
+    engine: Engine, index: str, doc_ids: Sequence[str], *, control: WriteControl | None = None
+) -> tuple[str, int]:
+    """Delete the first of ``doc_ids`` the index holds: that id and its chunk count; the last id and 0 if none."""
+    for doc_id in doc_ids:
+        deleted = delete(engine, index, doc_id, control=control)
+        if deleted:
+            return doc_id, deleted
+    return doc_ids[-1], 0
+
+
 def _next_step(texts: int, took_s: float, grace_s: float) -> int:
     """How many texts to embed next, ``texts`` having taken ``took_s``: as many as take a quarter of ``grace_s``
     (at least 0.1 s), from 1 to ``_EMBED_STEP``."""

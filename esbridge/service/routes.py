@@ -244,17 +244,17 @@ async def delete_document(
     backend = _backend(request)
     _refuse_attached(request)
     try:
-        doc_id = document_path.path_id(request.scope.get("raw_path"), doc_id)
+        candidates = document_path.path_ids(request.scope.get("raw_path"), doc_id)
     except ValueError as exc:
         raise ServiceError(422, "validation", f"path.doc_id: {exc}", fields=[("path.doc_id", str(exc))]) from None
 
-    def work(engine: Engine, control: WriteControl) -> int:
-        return documents.delete(engine, backend.index, doc_id, control=control)
+    def work(engine: Engine, control: WriteControl) -> tuple[str, int]:
+        return documents.delete_first(engine, backend.index, candidates, control=control)
 
-    deleted = await _write(request, "delete", work)
+    found, deleted = await _write(request, "delete", work)
     if deleted == 0:
-        raise ServiceError(404, "not_found", f"no document '{shown_escaped(doc_id)}' in {backend.index}")
-    return DeleteResponse(id=shown_escaped(doc_id), deleted_chunks=deleted)
+        raise ServiceError(404, "not_found", f"no document '{shown_escaped(found)}' in {backend.index}")
+    return DeleteResponse(id=shown_escaped(found), deleted_chunks=deleted)
 
 
 def _refuse_attached(request: Request) -> None:
