@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Request, Security
@@ -214,9 +215,8 @@ async def upsert_documents(request: Request, body: DocumentsRequest) -> Document
 
     def work(engine: Engine, control: WriteControl) -> documents.UpsertOutcome:
         backend.ensure_index(engine)
-        return documents.upsert(
-            engine, backend.index, backend.embedder, body.documents, source=service.source, control=control
-        )
+        upsert = partial(documents.upsert, source=service.source, record_format=body.format, control=control)
+        return upsert(engine, backend.index, backend.embedder, body.documents)
 
     outcome = await _write(request, "upsert", work)
     failed = sum(1 for result in outcome.results if result.status == "error")
