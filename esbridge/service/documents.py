@@ -213,20 +213,18 @@ def _chunks(document: Document) -> list[Chunk]:
 
 
 def _existing_docs(engine: Engine, index: str, doc_ids: set[str]) -> set[str]:
-    """Which of ``doc_ids`` the index holds, so links to documents written earlier resolve. Asked in parts: one
-    record's links may name more documents than a terms query takes (``index.max_terms_count``, 65,536)."""
-    ordered = sorted(doc_ids)
-    found: set[str] = set()
-    for start in range(0, len(ordered), _LOOKUP_STEP):
-        found.update(
-            str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, ordered[start : start + _LOOKUP_STEP])
-        )
-    return found
+    """Which of ``doc_ids`` the index holds, so links to documents written earlier resolve."""
+    return {str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, sorted(doc_ids))}
 
 
 def _chunks_of(engine: Engine, index: str, doc_ids: Sequence[str]) -> list[Any]:
-    query = {"terms": {"doc_id": list(doc_ids)}}
-    return list(engine.scan(index, query, ["doc_id", "chunk_id"], sort_field="chunk_id"))
+    """The chunks of ``doc_ids``, asked in parts: one record's links, or a batch of registry records' tools, may
+    name more documents than a terms query takes (``index.max_terms_count``, 65,536)."""
+    found: list[Any] = []
+    for start in range(0, len(doc_ids), _LOOKUP_STEP):
+        query = {"terms": {"doc_id": list(doc_ids[start : start + _LOOKUP_STEP])}}
+        found.extend(engine.scan(index, query, ["doc_id", "chunk_id"], sort_field="chunk_id"))
+    return found
 
 
 def _write(

@@ -80,6 +80,10 @@ def test_upserting_the_record_again_deletes_the_tools_it_no_longer_lists(make_cl
     body = upsert(client, {**record, "tools": kept})
     assert (body["written"], body["failed"]) == (1, 0)
     assert sorted(stored_documents()) == sorted([SERVER_ID, *(f"{SERVER_ID}/tools/{tool['name']}" for tool in kept)])
+    upsert(client, {**record, "tools": []})
+    assert sorted(stored_documents()) == [SERVER_ID]
+    assert client.delete(f"/v1/documents/{SERVER_ID}", headers=WRITE).json()["deleted_chunks"] >= 1
+    assert stored_documents() == {}
 
 
 def test_a_registry_record_that_fails_keeps_what_the_index_holds_and_others_are_written(
