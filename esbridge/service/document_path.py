@@ -1,7 +1,7 @@
 """How the sidecar reads a document id from a request path (``DELETE /v1/documents/{doc_id}``): the whole rest of
-the path, trimmed as an upsert of that id stores it.
+the path, as given when a document holds exactly that id, else trimmed as an upsert of that id stores it.
 
-A delete takes ids holding characters an upsert refuses (``esbridge.ids.refused_character``): documents written
+A delete takes ids an upsert refuses or trims (``esbridge.ids.refused_character``): documents written
 before the refusal, or restored by ``esbridge import``, hold them, and must stay removable. Answers show such an
 id escaped (``esbridge.ids.shown_escaped``)."""
 
@@ -25,8 +25,10 @@ register_url_convertor("document_id", DocumentId())
 _DOCUMENTS_PATH = b"/v1/documents/"
 
 
-def path_id(raw_path: bytes | None, doc_id: str) -> str:
-    """The id a delete's path names, trimmed as an upsert of it stores it, or ``ValueError``.
+def path_ids(raw_path: bytes | None, doc_id: str) -> list[str]:
+    """The ids a delete's path may name, the first found to be deleted, or ``ValueError``: the id as given
+    (``esbridge import`` restores ids with spaces at either end, and older versions stored them), then trimmed as an
+    upsert of it stores it.
 
     ``doc_id`` is the path as the server decoded it, where bytes that are not UTF-8 became U+FFFD, so
     ``raw_path`` is checked: such an id is refused rather than looked up as another one."""
@@ -41,7 +43,7 @@ def path_id(raw_path: bytes | None, doc_id: str) -> str:
                 f"is not UTF-8 (byte 0x{decoded[exc.start]:02x} at byte {at} of the id); percent-encode the id's "
                 "UTF-8 bytes"
             ) from None
-    found = doc_id.strip()
-    if not found:
+    trimmed = doc_id.strip()
+    if not trimmed:
         raise ValueError("must not be empty")
-    return found
+    return list(dict.fromkeys((doc_id, trimmed)))

@@ -1,7 +1,8 @@
 """Upserting and deleting documents one batch at a time, with the ingest pipeline's validation and chunking.
 
-Every record goes through ``JsonlRecord`` exactly as a line of a JSONL file would, so the API and
-``esbridge ingest`` accept the same records and index them identically. A record that fails
+Every record goes through ``JsonlRecord`` exactly as a line of a JSONL file would (or, asked for, through
+``RegistryRecord`` as a line of a registry file: ``esbridge.service.records``), so the API and ``esbridge ingest``
+accept the same records and index them identically. A record that fails
 validation, or whose chunks the engine refuses, is reported on its own; the rest are written. An
 upsert replaces the document: chunks it no longer produces (it got shorter) are deleted after the
 new ones are written. These functions block (engine and model calls); the service runs them in a
@@ -16,21 +17,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from esbridge import errors
 from esbridge.embeddings.base import Embedder, nothing_seen_warning, passage_vectors, passages_cut, seen_as_nothing
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import MAX_ID_BYTES, BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import index_document
-from esbridge.ingest.json_lines import known_id, surrogate_location
-from esbridge.ingest.json_values import describe_validation_error
-from esbridge.ingest.jsonl import JsonlRecord, record_document
 from esbridge.ingest.model import Chunk, Document
 from esbridge.ingest.model_record import model_to_record_first, record_model
 from esbridge.ingest.run import DEFAULT_MAX_TOKENS
 from esbridge.service.models import DocumentResult
+from esbridge.service.records import Given, RecordFormat, document_warnings, given_id, owned_documents, read_record
 from esbridge.service.writes import DOCUMENT_LOCKS, Cancellation, WriteControl, chunk_hashes
 
 # A request waits for its answer, so the engine gets a few quick retries, not ingest's long backoff.
@@ -57,62 +54,65 @@ def upsert(
     records: Sequence[Mapping[str, Any]],
     *,
     source: str,
+    record_format: RecordFormat = "jsonl",
     retry: RetryPolicy = REQUEST_RETRY,
     control: WriteControl | None = None,
 ) -> UpsertOutcome:
-    """Validate, chunk, embed and write ``records``; one result per record, in order. Raises
-    ``WriteCancelled`` when ``control.cancel`` is set before anything was written."""
+    """Validate, chunk, embed and write ``records`` (read as ``record_format``, ``esbridge.service.records``); one
+    result per record, in order. Raises ``WriteCancelled`` when ``control.cancel`` is set before anything was
+    written."""
     control = control or WriteControl()
     results: dict[int, DocumentResult] = {}
-    valid: dict[int, JsonlRecord] = {}
-    first: dict[str, int] = {}
+    valid: dict[int, Given] = {}
+    first: dict[str, int] = {}  # every document id the batch makes -> the position of the record making it
     for position, data in enumerate(records):
-        record = _validate(data)
-        if isinstance(record, str):
-            results[position] = DocumentResult(position=position, id=known_id(data, "id"), status="error", error=record)
+        given = read_record(data, record_format)
+        if isinstance(given, str):
+            found = given_id(data, record_format)
+            results[position] = DocumentResult(position=position, id=found, status="error", error=given)
             continue
-        if record.id in first:
-            reason = f"duplicate id {record.id!r} in this batch (first at position {first[record.id]})"
-            results[position] = DocumentResult(position=position, id=record.id, status="error", error=reason)
+        taken = next((doc_id for doc_id in given.ids if doc_id in first), None)
+        if taken is not None:
+            reason = f"duplicate id {taken!r} in this batch (first at position {first[taken]})"
+            results[position] = DocumentResult(position=position, id=given.id, status="error", error=reason)
             continue
-        first[record.id] = position
-        valid[position] = record
+        first.update(dict.fromkeys(given.ids, position))
+        valid[position] = given
 
     outcome = UpsertOutcome([])
     if valid:
         _refuse_several_targets(engine, index)
         with DOCUMENT_LOCKS.held(index, first, control.cancel):
-            known = set(first) | _existing_docs(engine, index, {t for r in valid.values() for t in r.links.targets})
-            read = {position: record_document(record, known) for position, record in valid.items()}
-            chunks = {position: _chunks(document) for position, document in read.items()}
+            known = set(first) | _existing_docs(engine, index, {t for g in valid.values() for t in g.link_targets})
+            read = {position: given.made(known) for position, given in valid.items()}
+            warnings = {position: document_warnings(valid[position], docs) for position, docs in read.items()}
+            chunks = {position: [c for doc in docs for c in _chunks(doc)] for position, docs in read.items()}
             for position, reason in _ids_too_long(chunks).items():  # refused whole, not cut off after some chunks
-                record = valid.pop(position)
+                given = valid.pop(position)
                 del chunks[position]
-                warnings = list(read[position].warnings)
                 results[position] = DocumentResult(
-                    position=position, id=record.id, status="error", error=reason, warnings=warnings
+                    position=position, id=given.id, status="error", error=reason, warnings=warnings[position]
                 )
-            doc_ids = {record.id for record in valid.values()}
+            made = {doc_id: position for doc_id, position in first.items() if position in valid}
+            owner = {**owned_documents(engine, index, valid), **made}
             written = (
-                _write(engine, index, embedder, chunks, doc_ids, source, retry, outcome, control.cancel)
-                if valid
-                else {}
+                _write(engine, index, embedder, chunks, owner, source, retry, outcome, control.cancel) if valid else {}
             )
-            for position, record in valid.items():
-                problem = written.get(record.id)
+            for position, given in valid.items():
+                problem = written.get(position)
                 results[position] = DocumentResult(
                     position=position,
-                    id=record.id,
+                    id=given.id,
                     status="error" if problem else "ok",
                     chunks=0 if problem else len(chunks[position]),
                     error=problem,
-                    warnings=list(read[position].warnings),
+                    warnings=warnings[position],
                 )
-            kept = [c for group in chunks.values() for c in group if c.doc_id not in written]
+            kept = [c for position, group in chunks.items() if position not in written for c in group]
             expected = chunk_hashes([(c.doc_id, c.chunk_id, c.content_hash) for c in kept])
-            for record in valid.values():  # a document with no chunks left shows none
-                if record.id not in expected and record.id not in written:
-                    expected[record.id] = {}
+            for doc_id, position in owner.items():  # a document with no chunks left (or no longer made) shows none
+                if doc_id not in expected and position not in written:
+                    expected[doc_id] = {}
             outcome.visible = control.finish(engine, index, expected)
     outcome.results = [results[position] for position in range(len(records))]
     return outcome
@@ -156,6 +156,17 @@ def delete(
     return len(totals.succeeded)
 
 
+def delete_first(
+    engine: Engine, index: str, doc_ids: Sequence[str], *, control: WriteControl | None = None
+) -> tuple[str, int]:
+    """Delete the first of ``doc_ids`` the index holds: that id and its chunk count; the last id and 0 if none."""
+    for doc_id in doc_ids:
+        deleted = delete(engine, index, doc_id, control=control)
+        if deleted:
+            return doc_id, deleted
+    return doc_ids[-1], 0
+
+
 def _next_step(texts: int, took_s: float, grace_s: float) -> int:
     """How many texts to embed next, ``texts`` having taken ``took_s``: as many as take a quarter of ``grace_s``
     (at least 0.1 s), from 1 to ``_EMBED_STEP``."""
@@ -174,16 +185,6 @@ def _refuse_several_targets(engine: Engine, index: str) -> None:
             "them while searches read them all; nothing was written. Point the alias at one index (POST _aliases), "
             "then write again"
         )
-
-
-def _validate(data: Mapping[str, Any]) -> JsonlRecord | str:
-    where = surrogate_location(data)
-    if where is not None:
-        return f"field {where!r}: unpaired UTF-16 surrogate escape in a string"
-    try:
-        return JsonlRecord.model_validate(data)
-    except ValidationError as exc:
-        return describe_validation_error(exc)
 
 
 def _ids_too_long(chunks: Mapping[int, Sequence[Chunk]]) -> dict[int, str]:
@@ -212,20 +213,18 @@ def _chunks(document: Document) -> list[Chunk]:
 
 
 def _existing_docs(engine: Engine, index: str, doc_ids: set[str]) -> set[str]:
-    """Which of ``doc_ids`` the index holds, so links to documents written earlier resolve. Asked in parts: one
-    record's links may name more documents than a terms query takes (``index.max_terms_count``, 65,536)."""
-    ordered = sorted(doc_ids)
-    found: set[str] = set()
-    for start in range(0, len(ordered), _LOOKUP_STEP):
-        found.update(
-            str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, ordered[start : start + _LOOKUP_STEP])
-        )
-    return found
+    """Which of ``doc_ids`` the index holds, so links to documents written earlier resolve."""
+    return {str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, sorted(doc_ids))}
 
 
 def _chunks_of(engine: Engine, index: str, doc_ids: Sequence[str]) -> list[Any]:
-    query = {"terms": {"doc_id": list(doc_ids)}}
-    return list(engine.scan(index, query, ["doc_id", "chunk_id"], sort_field="chunk_id"))
+    """The chunks of ``doc_ids``, asked in parts: one record's links, or a batch of registry records' tools, may
+    name more documents than a terms query takes (``index.max_terms_count``, 65,536)."""
+    found: list[Any] = []
+    for start in range(0, len(doc_ids), _LOOKUP_STEP):
+        query = {"terms": {"doc_id": list(doc_ids[start : start + _LOOKUP_STEP])}}
+        found.extend(engine.scan(index, query, ["doc_id", "chunk_id"], sort_field="chunk_id"))
+    return found
 
 
 def _write(
@@ -233,13 +232,14 @@ def _write(
     index: str,
     embedder: Embedder | None,
     chunks: Mapping[int, Sequence[Chunk]],
-    doc_ids: set[str],
+    owner: Mapping[str, int],
     source: str,
     retry: RetryPolicy,
     outcome: UpsertOutcome,
     cancel: Cancellation,
-) -> dict[str, str]:
-    """Write every chunk, then drop the documents' chunks that no longer exist; doc id -> why it failed."""
+) -> dict[int, str]:
+    """Write every chunk, then drop the chunks of ``owner``'s documents (doc id -> the position of its record) that
+    no longer exist, unless their record failed; position -> why the record failed."""
     flat = [chunk for group in chunks.values() for chunk in group]
     vectors: list[Sequence[float] | None] = [None] * len(flat)
     to_record = None
@@ -268,7 +268,7 @@ def _write(
                 f"{cut} of {len(flat)} chunk(s) hold more than the {embedder.max_tokens} tokens {embedder.name} reads: "
                 "their vectors stand for their beginnings only (BM25 searches their whole text)"
             )
-    before = {hit.id: str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, sorted(doc_ids))}
+    before = {hit.id: str(hit.source.get("doc_id")) for hit in _chunks_of(engine, index, sorted(owner))}
     cancel.begin("writing")
     writer = BulkWriter(engine, index, retry=retry)
     totals = writer.write(
@@ -280,12 +280,15 @@ def _write(
     with_vector = {chunk.chunk_id for chunk, vector in zip(flat, vectors, strict=True) if vector is not None}
     if to_record is not None and not with_vector.isdisjoint(totals.succeeded):  # a record must name real vectors
         record_model(engine, index, to_record)
-    problems: dict[str, str] = {}
-    doc_of = {chunk.chunk_id: chunk.doc_id for chunk in flat}
+    problems: dict[int, str] = {}
+    position_of = {chunk.chunk_id: position for position, group in chunks.items() for chunk in group}
     for failure in totals.failed:
-        problems.setdefault(doc_of.get(failure.id, failure.id), f"chunk {failure.id}: {failure.reason}")
-    current = set(doc_of)
-    stale = [chunk_id for chunk_id, doc_id in before.items() if chunk_id not in current and doc_id not in problems]
+        problems.setdefault(position_of[failure.id], f"chunk {failure.id}: {failure.reason}")
+    stale = [
+        chunk_id
+        for chunk_id, doc_id in before.items()
+        if chunk_id not in position_of and owner.get(doc_id) not in problems
+    ]
     if stale:
         removed = BulkWriter(engine, index, retry=retry).write(BulkAction("delete", chunk_id) for chunk_id in stale)
         for failure in removed.failed:

@@ -17,7 +17,8 @@ DOCUMENT_EXAMPLE: dict[str, JsonValue] = {
 
 
 class DocumentsRequest(BaseModel):
-    """A batch of records to upsert, each shaped like one line of a JSONL source (docs/ingest-markdown.md)."""
+    """A batch of records to upsert, each shaped like one line of a JSONL source (docs/ingest-markdown.md), or of a
+    registry source with ``"format": "registry"`` (docs/registries.md)."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"documents": [DOCUMENT_EXAMPLE]}]})
 
@@ -28,6 +29,14 @@ class DocumentsRequest(BaseModel):
             "objects), link_weights, tags, aliases, "
             "created_at, modified_at, entity_type, status, category, metadata, tools; each is validated "
             "on its own, so one bad record does not fail the batch"
+        ),
+    )
+    format: Literal["jsonl", "registry"] = Field(
+        default="jsonl",
+        description=(
+            "how the records are read, as esbridge ingest --format reads a file: jsonl (lines of a JSONL source), "
+            "or registry (MCP servers and A2A agents, each tool and skill its own document linked to its record; "
+            "docs/registries.md)"
         ),
     )
 

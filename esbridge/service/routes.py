@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Request, Security
@@ -214,9 +215,8 @@ async def upsert_documents(request: Request, body: DocumentsRequest) -> Document
 
     def work(engine: Engine, control: WriteControl) -> documents.UpsertOutcome:
         backend.ensure_index(engine)
-        return documents.upsert(
-            engine, backend.index, backend.embedder, body.documents, source=service.source, control=control
-        )
+        upsert = partial(documents.upsert, source=service.source, record_format=body.format, control=control)
+        return upsert(engine, backend.index, backend.embedder, body.documents)
 
     outcome = await _write(request, "upsert", work)
     failed = sum(1 for result in outcome.results if result.status == "error")
@@ -244,17 +244,17 @@ async def delete_document(
     backend = _backend(request)
     _refuse_attached(request)
     try:
-        doc_id = document_path.path_id(request.scope.get("raw_path"), doc_id)
+        candidates = document_path.path_ids(request.scope.get("raw_path"), doc_id)
     except ValueError as exc:
         raise ServiceError(422, "validation", f"path.doc_id: {exc}", fields=[("path.doc_id", str(exc))]) from None
 
-    def work(engine: Engine, control: WriteControl) -> int:
-        return documents.delete(engine, backend.index, doc_id, control=control)
+    def work(engine: Engine, control: WriteControl) -> tuple[str, int]:
+        return documents.delete_first(engine, backend.index, candidates, control=control)
 
-    deleted = await _write(request, "delete", work)
+    found, deleted = await _write(request, "delete", work)
     if deleted == 0:
-        raise ServiceError(404, "not_found", f"no document '{shown_escaped(doc_id)}' in {backend.index}")
-    return DeleteResponse(id=shown_escaped(doc_id), deleted_chunks=deleted)
+        raise ServiceError(404, "not_found", f"no document '{shown_escaped(found)}' in {backend.index}")
+    return DeleteResponse(id=shown_escaped(found), deleted_chunks=deleted)
 
 
 def _refuse_attached(request: Request) -> None:

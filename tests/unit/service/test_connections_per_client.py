@@ -61,13 +61,17 @@ def test_an_address_over_its_connections_is_answered_429_and_others_are_served()
         assert "(service.max_connections_per_client)" in body["error"]["message"]  # type: ignore[index]
         assert answer_to(stack.enter_context(connect(port, source="127.0.0.2")))[0] == "HTTP/1.1 200 OK"
         held.pop().close()
-        deadline = time.monotonic() + 10
+        deadline, refused = time.monotonic() + 10, 1
         while (status := answer_to(stack.enter_context(connect(port)))[0]) != "HTTP/1.1 200 OK":
             assert time.monotonic() < deadline, f"a slot never came back: {status}"
+            refused += 1
             time.sleep(0.05)
         with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2")) as other:
             metrics = other.get(f"http://127.0.0.1:{port}/metrics").text
-    assert 'esbridge_rejections_total{reason="too_many_connections"}' in metrics
+    # Counted as every other refusal: a rejection by reason and an error answer by kind (docs/service.md#metrics).
+    lines = metrics.splitlines()
+    assert f'esbridge_rejections_total{{reason="too_many_connections"}} {float(refused)}' in lines
+    assert f'esbridge_errors_total{{kind="too_many_connections"}} {float(refused)}' in lines
 
 
 def test_the_default_cap_follows_the_requests_the_service_runs_and_queues() -> None:

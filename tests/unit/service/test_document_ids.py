@@ -32,6 +32,18 @@ def stored_chunks(doc_id: str) -> dict[str, str]:
         engine.close()
 
 
+def store_directly(doc_id: str, body: str) -> None:
+    """One chunk of ``doc_id`` written by the engine itself, as ``esbridge import`` or an older version left it."""
+    engine = EmbeddedEngine.from_settings(load_settings())
+    try:
+        chunk = {"doc_id": doc_id, "chunk_id": f"{doc_id}#0", "chunk_index": 0, "title": "old", "body": body}
+        written = engine.bulk("notes", [BulkAction("index", f"{doc_id}#0", chunk)])
+        assert not written.failed, written.failed
+        engine.refresh("notes")
+    finally:
+        engine.close()
+
+
 def test_a_document_whose_later_chunk_ids_are_too_long_is_refused_whole_and_its_old_version_stays(
     make_client: ClientFactory,
 ) -> None:
@@ -93,14 +105,7 @@ def test_a_stored_document_whose_id_is_now_refused_is_deleted_and_its_id_echoed_
     client = make_client(api_keys=[KEY])
     prefix = doc_id[:2]  # a document whose id is where the odd one's starts stays
     client.post("/v1/documents", json={"documents": [{"id": prefix, "text": "kept"}]}, headers=WRITE)
-    engine = EmbeddedEngine.from_settings(load_settings())
-    try:
-        chunk = {"doc_id": doc_id, "chunk_id": f"{doc_id}#0", "chunk_index": 0, "title": "old", "body": "stored"}
-        written = engine.bulk("notes", [BulkAction("index", f"{doc_id}#0", chunk)])
-        assert not written.failed, written.failed
-        engine.refresh("notes")
-    finally:
-        engine.close()
+    store_directly(doc_id, "stored")
     assert stored_chunks(doc_id) == {f"{doc_id}#0": "stored"}
     deleted = client.delete(f"/v1/documents/{path}", headers=WRITE)
     assert deleted.status_code == 200, deleted.text
@@ -139,3 +144,29 @@ def test_a_delete_whose_id_is_not_utf8_is_refused_naming_the_byte(make_client: C
     assert stored_chunks("caf\ufffd") == {"caf\ufffd#0": "x"}
     deleted = client.delete("/v1/documents/caf%EF%BF%BD", headers=WRITE)
     assert deleted.json() == {"id": "caf\ufffd", "deleted_chunks": 1}
+
+
+@pytest.mark.parametrize(
+    ("doc_id", "path"), [(" spaced ", "%20spaced%20"), ("\u00a0tab\t", "%C2%A0tab%09"), ("  two", "%20%20two")]
+)
+def test_a_stored_id_with_spaces_at_either_end_is_deleted_as_it_is_and_only_then_the_trimmed_one(
+    make_client: ClientFactory, doc_id: str, path: str
+) -> None:
+    """The path's id as given is looked up first; the trimmed one, which an upsert of it stores, after."""
+    client = make_client(api_keys=[KEY])
+    trimmed = doc_id.strip()
+    upserted = client.post("/v1/documents", json={"documents": [{"id": doc_id, "text": "x"}]}, headers=WRITE)
+    assert upserted.json()["results"][0]["id"] == trimmed  # new ids are still stored trimmed
+    store_directly(doc_id, "stored as it is")
+    assert stored_chunks(doc_id) == {f"{doc_id}#0": "stored as it is"}
+    deleted = client.delete(f"/v1/documents/{path}", headers=WRITE)
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json() == {"id": shown_escaped(doc_id), "deleted_chunks": 1}
+    assert stored_chunks(doc_id) == {}
+    assert stored_chunks(trimmed) == {f"{trimmed}#0": "x"}  # only the id as given was deleted
+    again = client.delete(f"/v1/documents/{path}", headers=WRITE)
+    assert again.json() == {"id": trimmed, "deleted_chunks": 1}
+    assert stored_chunks(trimmed) == {}
+    gone = client.delete(f"/v1/documents/{path}", headers=WRITE)
+    assert gone.status_code == 404, gone.text
+    assert gone.json()["error"]["message"] == f"no document '{trimmed}' in notes"

@@ -1,0 +1,134 @@
+"""``POST /v1/documents`` with ``"format": "registry"`` reads each record as ``esbridge ingest --format registry``
+reads a line: a server's tools become documents of their own, linked to it, on the embedded engine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from esbridge.config import load_settings
+from esbridge.engines.embedded import EmbeddedEngine
+from esbridge.ingest.registry import record_documents
+from esbridge.ingest.registry_records import RegistryRecord
+from tests.unit.service.conftest import KEY, ClientFactory
+
+WRITE = {"X-API-Key": KEY}
+SERVERS = Path("/work/shared/data/registry/servers.jsonl")
+SERVER_ID = "gateway:atlassian"
+TOOL_ID = f"{SERVER_ID}/tools/jira_get_user_profile"
+
+
+def server_record() -> dict[str, Any]:
+    """The Atlassian MCP server as the shared registry file gives it (tools with input schemas and other fields)."""
+    with SERVERS.open(encoding="utf-8") as lines:
+        return next(record for line in lines if (record := json.loads(line))["id"] == SERVER_ID)
+
+
+def stored_documents() -> dict[str, dict[str, Any]]:
+    """The first chunk of every document in the index ``notes``: doc id -> its stored fields."""
+    engine = EmbeddedEngine.from_settings(load_settings())
+    try:
+        fields = ["doc_id", "entity_type", "links", "metadata"]
+        hits = engine.scan("notes", {"term": {"chunk_index": 0}}, fields, sort_field="chunk_id")
+        return {str(hit.source["doc_id"]): dict(hit.source) for hit in hits}
+    finally:
+        engine.close()
+
+
+def upsert(client: TestClient, record: dict[str, Any]) -> dict[str, Any]:
+    answer = client.post("/v1/documents", json={"documents": [record], "format": "registry"}, headers=WRITE)
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    return body
+
+
+def test_a_registry_record_is_split_into_its_server_and_one_document_per_tool_found_with_its_server(
+    make_client: ClientFactory,
+) -> None:
+    client = make_client(api_keys=[KEY])
+    record = server_record()
+    body = upsert(client, record)
+    assert (body["written"], body["failed"]) == (1, 0)
+    assert body["results"][0]["id"] == SERVER_ID
+    made = record_documents(RegistryRecord.model_validate(record))  # what esbridge ingest makes of the line
+    stored = stored_documents()
+    assert sorted(stored) == sorted(document.doc_id for document in made)
+    assert len(stored) == 1 + len(record["tools"])
+    tool = stored[TOOL_ID]
+    assert (tool["entity_type"], tool["links"]) == ("tool", [SERVER_ID])
+    assert tool["metadata"]["server_id"] == SERVER_ID
+    assert tool["metadata"]["input_schema"] == record["tools"][0]["inputSchema"]
+    assert stored[SERVER_ID]["entity_type"] == "mcp_server"
+
+    answer = client.post("/v1/search", json={"query": "jira user profile", "group": True})
+    assert answer.status_code == 200, answer.text
+    found = answer.json()
+    assert found["results"][0]["doc_id"] == TOOL_ID
+    assert found["results"][0]["entity_type"] == "tool"
+    server = next(group for group in found["groups"]["servers"] if group["id"] == SERVER_ID)
+    assert "jira_get_user_profile" in [match["tool_name"] for match in server["matching_tools"]]
+
+
+def test_upserting_the_record_again_deletes_the_tools_it_no_longer_lists(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY])
+    record = server_record()
+    upsert(client, record)
+    kept = record["tools"][:2]
+    body = upsert(client, {**record, "tools": kept})
+    assert (body["written"], body["failed"]) == (1, 0)
+    assert sorted(stored_documents()) == sorted([SERVER_ID, *(f"{SERVER_ID}/tools/{tool['name']}" for tool in kept)])
+    upsert(client, {**record, "tools": []})
+    assert sorted(stored_documents()) == [SERVER_ID]
+    assert client.delete(f"/v1/documents/{SERVER_ID}", headers=WRITE).json()["deleted_chunks"] >= 1
+    assert stored_documents() == {}
+
+
+def test_a_registry_record_that_fails_keeps_what_the_index_holds_and_others_are_written(
+    make_client: ClientFactory,
+) -> None:
+    client = make_client(api_keys=[KEY])
+    record = server_record()
+    upsert(client, record)
+    before = sorted(stored_documents())
+    broken = {**record, "tools": [{"name": " ", "description": "blank name"}]}
+    other = {"id": "other", "name": "Other", "tools": ["ping"]}
+    answer = client.post("/v1/documents", json={"documents": [broken, other], "format": "registry"}, headers=WRITE)
+    body = answer.json()
+    assert (body["written"], body["failed"]) == (1, 1), body
+    refused = body["results"][0]
+    assert (refused["id"], refused["status"]) == (SERVER_ID, "error")
+    assert "a tool name must not be blank" in refused["error"]
+    assert sorted(stored_documents()) == sorted([*before, "other", "other/tools/ping"])
+
+
+def test_without_the_format_a_record_is_read_as_a_jsonl_line_and_its_tools_are_metadata(
+    make_client: ClientFactory,
+) -> None:
+    client = make_client(api_keys=[KEY])
+    answer = client.post("/v1/documents", json={"documents": [server_record()]}, headers=WRITE)
+    assert answer.json()["written"] == 1, answer.text
+    assert sorted(stored_documents()) == [SERVER_ID]
+    unknown = client.post("/v1/documents", json={"documents": [{"id": "x"}], "format": "csv"}, headers=WRITE)
+    assert unknown.status_code == 422, unknown.text
+    assert "body.format" in [item["field"] for item in unknown.json()["error"]["fields"]]
+
+
+def test_a_record_whose_id_another_record_of_the_batch_makes_as_a_tool_is_refused_and_warnings_name_the_tool(
+    make_client: ClientFactory,
+) -> None:
+    client = make_client(api_keys=[KEY])
+    server = {"id": "jira", "name": "Jira", "tools": [{"name": " open_issue", "description": "Opens\x00an issue"}]}
+    clash = {"id": "jira/tools/open_issue", "name": "Clash"}
+    answer = client.post("/v1/documents", json={"documents": [server, clash], "format": "registry"}, headers=WRITE)
+    body = answer.json()
+    assert (body["written"], body["failed"]) == (1, 1), body
+    written, refused = body["results"]
+    warnings = written["warnings"]
+    assert "tool name ' open_issue' has spaces at either end: stored as 'open_issue'" in warnings
+    assert any(w.startswith("document 'jira/tools/open_issue': 1 control character(s)") for w in warnings), warnings
+    assert refused["error"] == "duplicate id 'jira/tools/open_issue' in this batch (first at position 0)"
+    assert sorted(stored_documents()) == ["jira", "jira/tools/open_issue"]
+    assert stored_documents()["jira/tools/open_issue"]["entity_type"] == "tool"
