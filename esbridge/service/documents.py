@@ -25,6 +25,7 @@ from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import index_document
 from esbridge.ingest.model import Chunk, Document
 from esbridge.ingest.model_record import model_to_record_first, record_model
+from esbridge.ingest.registry import owned_prefixes
 from esbridge.ingest.run import DEFAULT_MAX_TOKENS
 from esbridge.service.models import DocumentResult
 from esbridge.service.records import Given, RecordFormat, document_warnings, given_id, owned_documents, read_record
@@ -118,6 +119,16 @@ def upsert(
     return outcome
 
 
+@dataclass
+class Deleted:
+    """What a delete removed: the document ``id`` and how many of its chunks (0: none, no such document), and the
+    tools and skills it owned (a registry record's, ``records.owned_documents``) with their chunks counted too."""
+
+    id: str
+    chunks: int = 0
+    owned: list[str] = field(default_factory=list)
+
+
 def delete(
     engine: Engine,
     index: str,
@@ -125,18 +136,26 @@ def delete(
     *,
     retry: RetryPolicy = REQUEST_RETRY,
     control: WriteControl | None = None,
-) -> int:
-    """Delete every chunk of ``doc_id``; how many there were (0: no such document)."""
+) -> Deleted:
+    """Delete every chunk of ``doc_id`` and of the tools and skills it owns, those first: a delete cut off between
+    the two and sent again still finds the record, and a search never finds a tool whose server is gone."""
     control = control or WriteControl()
     with DOCUMENT_LOCKS.held(index, [doc_id], control.cancel):
         chunk_ids = [hit.id for hit in _chunks_of(engine, index, [doc_id])]
         if not chunk_ids:
-            return 0
+            return Deleted(doc_id)
         _refuse_several_targets(engine, index)
+        owned = sorted(owned_documents(engine, index, {0: Given(doc_id, [doc_id], prefixes=owned_prefixes(doc_id))}))
         control.cancel.begin("deleting")
-        totals = BulkWriter(engine, index, retry=retry).write(BulkAction("delete", chunk_id) for chunk_id in chunk_ids)
-        if not totals.failed:
-            control.finish(engine, index, {doc_id: {}})
+        deleted = _delete_chunks(engine, index, [hit.id for hit in _chunks_of(engine, index, owned)], retry)
+        deleted += _delete_chunks(engine, index, chunk_ids, retry)
+        control.finish(engine, index, {key: {} for key in [doc_id, *owned]})
+    return Deleted(doc_id, deleted, owned)
+
+
+def _delete_chunks(engine: Engine, index: str, chunk_ids: Sequence[str], retry: RetryPolicy) -> int:
+    """Delete ``chunk_ids``; how many were; an engine error naming the first that failed."""
+    totals = BulkWriter(engine, index, retry=retry).write(BulkAction("delete", chunk_id) for chunk_id in chunk_ids)
     if totals.failed:
         failure = totals.failed[0]
         # A write block (a reindex), an engine out of reach or overloaded, another process holding the embedded
@@ -156,15 +175,13 @@ def delete(
     return len(totals.succeeded)
 
 
-def delete_first(
-    engine: Engine, index: str, doc_ids: Sequence[str], *, control: WriteControl | None = None
-) -> tuple[str, int]:
-    """Delete the first of ``doc_ids`` the index holds: that id and its chunk count; the last id and 0 if none."""
+def delete_first(engine: Engine, index: str, doc_ids: Sequence[str], *, control: WriteControl | None = None) -> Deleted:
+    """Delete the first of ``doc_ids`` the index holds (``delete``); the last id with nothing deleted if none."""
     for doc_id in doc_ids:
         deleted = delete(engine, index, doc_id, control=control)
-        if deleted:
-            return doc_id, deleted
-    return doc_ids[-1], 0
+        if deleted.chunks:
+            return deleted
+    return Deleted(doc_ids[-1])
 
 
 def _next_step(texts: int, took_s: float, grace_s: float) -> int:

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
+
+from esbridge.ids import shown_escaped
 
 DOCUMENT_EXAMPLE: dict[str, JsonValue] = {
     "id": "github-mcp",
@@ -69,7 +79,21 @@ class DeleteResponse(BaseModel):
         description="the deleted document's id; a control or bidirectional formatting character in it is shown "
         "escaped (\\u202e)"
     )
-    deleted_chunks: int
+    deleted_chunks: int = Field(description="the chunks deleted, those of the documents in `owned` included")
+    owned: list[str] = Field(
+        default_factory=list,
+        description="the tools and skills of a registry record deleted with it (their ids, shown as `id` is)",
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _shown_id(cls, value: str) -> str:
+        return shown_escaped(value)
+
+    @field_validator("owned")
+    @classmethod
+    def _shown_owned(cls, value: list[str]) -> list[str]:
+        return [shown_escaped(each) for each in value]
 
 
 class KeysReloaded(BaseModel):

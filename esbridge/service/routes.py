@@ -248,13 +248,13 @@ async def delete_document(
     except ValueError as exc:
         raise ServiceError(422, "validation", f"path.doc_id: {exc}", fields=[("path.doc_id", str(exc))]) from None
 
-    def work(engine: Engine, control: WriteControl) -> tuple[str, int]:
+    def work(engine: Engine, control: WriteControl) -> documents.Deleted:
         return documents.delete_first(engine, backend.index, candidates, control=control)
 
-    found, deleted = await _write(request, "delete", work)
-    if deleted == 0:
-        raise ServiceError(404, "not_found", f"no document '{shown_escaped(found)}' in {backend.index}")
-    return DeleteResponse(id=shown_escaped(found), deleted_chunks=deleted)
+    done = await _write(request, "delete", work)
+    if done.chunks == 0:
+        raise ServiceError(404, "not_found", f"no document '{shown_escaped(done.id)}' in {backend.index}")
+    return DeleteResponse(id=done.id, deleted_chunks=done.chunks, owned=done.owned)
 
 
 def _refuse_attached(request: Request) -> None:

@@ -108,7 +108,7 @@ def test_the_sidecar_searches_writes_and_deletes_over_real_http(sidecar: str) ->
         assert tides.json()["results"][0]["doc_id"] == "tides"
 
         deleted = http.delete("/v1/documents/tides", headers={"Authorization": f"Bearer {KEY}"})
-        assert deleted.json() == {"id": "tides", "deleted_chunks": 1}
+        assert deleted.json() == {"id": "tides", "deleted_chunks": 1, "owned": []}
         after = http.post("/v1/search", json={"query": "energy from the ocean and the moon", "top_n": 3})
         assert "tides" not in {hit["doc_id"] for hit in after.json()["results"]}
 

@@ -40,7 +40,7 @@ def test_documents_under_refused_ids_are_deleted_through_the_sidecar(
         for doc_id, path in ODD.items():
             deleted = app.delete(f"/v1/documents/{path}", headers={"X-API-Key": KEY})
             assert deleted.status_code == 200, deleted.text
-            assert deleted.json() == {"id": shown_escaped(doc_id), "deleted_chunks": 1}
+            assert deleted.json() == {"id": shown_escaped(doc_id), "deleted_chunks": 1, "owned": []}
             assert not any(refused_character(char) for char in deleted.content.decode())
             again = app.delete(f"/v1/documents/{path}", headers={"X-API-Key": KEY})
             assert again.status_code == 404, again.text

@@ -89,5 +89,5 @@ def test_a_stored_id_with_spaces_at_either_end_is_deleted_as_it_is(
     with _client(engine_kind, engine_settings, alias) as app:
         deleted = app.delete("/v1/documents/%20padded%20", headers=WRITE)
         assert deleted.status_code == 200, deleted.text
-        assert deleted.json() == {"id": " padded ", "deleted_chunks": 1}
+        assert deleted.json() == {"id": " padded ", "deleted_chunks": 1, "owned": []}
     assert sorted(_documents(engine, alias)) == ["padded"]

@@ -14,6 +14,7 @@ import pytest
 import tantivy
 
 from esbridge.engines.embedded.analysis import WORDS
+from tests.support.data import SHARED, require
 
 PREVIOUS_WORDS = (
     r"\p{Han}|\p{Hiragana}"
@@ -23,7 +24,7 @@ PREVIOUS_WORDS = (
 )
 """The expression analysis version 2 shipped with."""
 
-DATA = Path("/work/shared/data")
+DATA = SHARED / "data"
 ALPHABET = [
     *"abcXYZéßüİ\u0131ǅª\uff41",
     *"0123456789٣੩①Ⅻ",
@@ -106,8 +107,8 @@ def records(path: Path, count: int) -> Iterator[str]:
             yield f"{record.get('title', '')}. {record['text']}"
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="the shared data is not on this machine")
 def test_the_same_tokens_on_scifact_cisi_med_and_the_vault(both: tuple[tantivy.TextAnalyzer, ...]) -> None:
+    require(DATA)
     texts = [
         *records(DATA / "beir" / "scifact" / "corpus.jsonl", 500),
         *records(DATA / "classic" / "cisi" / "corpus.jsonl", 300),

@@ -109,7 +109,7 @@ def test_a_stored_document_whose_id_is_now_refused_is_deleted_and_its_id_echoed_
     assert stored_chunks(doc_id) == {f"{doc_id}#0": "stored"}
     deleted = client.delete(f"/v1/documents/{path}", headers=WRITE)
     assert deleted.status_code == 200, deleted.text
-    assert deleted.json() == {"id": shown_escaped(doc_id), "deleted_chunks": 1}
+    assert deleted.json() == {"id": shown_escaped(doc_id), "deleted_chunks": 1, "owned": []}
     assert not any(refused_character(char) for char in deleted.content.decode())
     assert stored_chunks(doc_id) == {}
     assert stored_chunks(prefix) == {f"{prefix}#0": "kept"}
@@ -122,10 +122,14 @@ def test_a_delete_trims_the_id_as_the_upsert_did(make_client: ClientFactory) -> 
     assert written.json()["results"][0]["id"] == "pad"
     deleted = client.delete("/v1/documents/%20pad%20", headers=WRITE)
     assert deleted.status_code == 200, deleted.text
-    assert deleted.json() == {"id": "pad", "deleted_chunks": 1}
+    assert deleted.json() == {"id": "pad", "deleted_chunks": 1, "owned": []}
     assert stored_chunks("pad") == {}
     client.post("/v1/documents", json={"documents": [{"id": "two", "text": "y"}]}, headers=WRITE)
-    assert client.delete("/v1/documents/two%0A", headers=WRITE).json() == {"id": "two", "deleted_chunks": 1}
+    assert client.delete("/v1/documents/two%0A", headers=WRITE).json() == {
+        "id": "two",
+        "deleted_chunks": 1,
+        "owned": [],
+    }
     blank = client.delete("/v1/documents/%20%09", headers=WRITE)
     assert blank.status_code == 422, blank.text
     assert blank.json()["error"]["fields"] == [{"field": "path.doc_id", "message": "must not be empty"}]
@@ -143,7 +147,7 @@ def test_a_delete_whose_id_is_not_utf8_is_refused_naming_the_byte(make_client: C
     assert "is not UTF-8 (byte 0xff at byte 3 of the id)" in error["message"]
     assert stored_chunks("caf\ufffd") == {"caf\ufffd#0": "x"}
     deleted = client.delete("/v1/documents/caf%EF%BF%BD", headers=WRITE)
-    assert deleted.json() == {"id": "caf\ufffd", "deleted_chunks": 1}
+    assert deleted.json() == {"id": "caf\ufffd", "deleted_chunks": 1, "owned": []}
 
 
 @pytest.mark.parametrize(
@@ -161,11 +165,11 @@ def test_a_stored_id_with_spaces_at_either_end_is_deleted_as_it_is_and_only_then
     assert stored_chunks(doc_id) == {f"{doc_id}#0": "stored as it is"}
     deleted = client.delete(f"/v1/documents/{path}", headers=WRITE)
     assert deleted.status_code == 200, deleted.text
-    assert deleted.json() == {"id": shown_escaped(doc_id), "deleted_chunks": 1}
+    assert deleted.json() == {"id": shown_escaped(doc_id), "deleted_chunks": 1, "owned": []}
     assert stored_chunks(doc_id) == {}
     assert stored_chunks(trimmed) == {f"{trimmed}#0": "x"}  # only the id as given was deleted
     again = client.delete(f"/v1/documents/{path}", headers=WRITE)
-    assert again.json() == {"id": trimmed, "deleted_chunks": 1}
+    assert again.json() == {"id": trimmed, "deleted_chunks": 1, "owned": []}
     assert stored_chunks(trimmed) == {}
     gone = client.delete(f"/v1/documents/{path}", headers=WRITE)
     assert gone.status_code == 404, gone.text

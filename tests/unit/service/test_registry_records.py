@@ -4,7 +4,6 @@ reads a line: a server's tools become documents of their own, linked to it, on t
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -13,17 +12,18 @@ from esbridge.config import load_settings
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.ingest.registry import record_documents
 from esbridge.ingest.registry_records import RegistryRecord
+from tests.support.data import REGISTRY, require
 from tests.unit.service.conftest import KEY, ClientFactory
 
 WRITE = {"X-API-Key": KEY}
-SERVERS = Path("/work/shared/data/registry/servers.jsonl")
+SERVERS = REGISTRY / "servers.jsonl"
 SERVER_ID = "gateway:atlassian"
 TOOL_ID = f"{SERVER_ID}/tools/jira_get_user_profile"
 
 
 def server_record() -> dict[str, Any]:
     """The Atlassian MCP server as the shared registry file gives it (tools with input schemas and other fields)."""
-    with SERVERS.open(encoding="utf-8") as lines:
+    with require(SERVERS).open(encoding="utf-8") as lines:
         return next(record for line in lines if (record := json.loads(line))["id"] == SERVER_ID)
 
 
@@ -132,3 +132,23 @@ def test_a_record_whose_id_another_record_of_the_batch_makes_as_a_tool_is_refuse
     assert refused["error"] == "duplicate id 'jira/tools/open_issue' in this batch (first at position 0)"
     assert sorted(stored_documents()) == ["jira", "jira/tools/open_issue"]
     assert stored_documents()["jira/tools/open_issue"]["entity_type"] == "tool"
+
+
+def test_deleting_a_registry_record_deletes_its_tools_with_it(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=[KEY])
+    record = server_record()
+    upsert(client, record)
+    plain = {"id": f"{SERVER_ID}-notes", "text": "notes about the server", "links": [SERVER_ID]}
+    answer = client.post("/v1/documents", json={"documents": [plain]}, headers=WRITE)
+    assert answer.status_code == 200, answer.text
+    tools = sorted(doc_id for doc_id in stored_documents() if doc_id.startswith(f"{SERVER_ID}/tools/"))
+    assert len(tools) == len(record["tools"])
+
+    answer = client.delete(f"/v1/documents/{SERVER_ID}", headers=WRITE)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["owned"] == tools
+    assert answer.json()["deleted_chunks"] >= 1 + len(tools)
+    assert sorted(stored_documents()) == [plain["id"]]  # a document that only links to it stays
+
+    answer = client.delete(f"/v1/documents/{plain['id']}", headers=WRITE)
+    assert (answer.status_code, answer.json()["owned"]) == (200, [])

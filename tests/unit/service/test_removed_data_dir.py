@@ -52,7 +52,7 @@ def test_a_removed_data_directory_is_503_naming_it_and_recovers_when_it_is_back(
     assert client.get("/readyz").status_code == 200
     again = client.post("/v1/documents", json={"documents": [{"id": "b", "text": "heron"}]}, headers=WRITE)
     assert again.json()["written"] == 1
-    assert client.delete("/v1/documents/a", headers=WRITE).json() == {"id": "a", "deleted_chunks": 1}
+    assert client.delete("/v1/documents/a", headers=WRITE).json() == {"id": "a", "deleted_chunks": 1, "owned": []}
     assert client.post("/v1/search", json={"query": "heron"}).json()["results"][0]["doc_id"] == "b"
 
 

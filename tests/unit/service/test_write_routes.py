@@ -59,7 +59,7 @@ def test_an_upsert_replaces_the_document_and_drops_chunks_it_no_longer_has(make_
     assert "bm25" not in glaciers[0]["explain"]["retrievers"]  # and the new text has no glaciers
     assert search(client, query="deserts").json()["results"][0]["id"] == "g#0"
     deleted = client.delete("/v1/documents/g", headers=WRITE)
-    assert deleted.json() == {"id": "g", "deleted_chunks": 1}
+    assert deleted.json() == {"id": "g", "deleted_chunks": 1, "owned": []}
 
 
 def test_links_to_documents_written_earlier_resolve(make_client: ClientFactory) -> None:
@@ -111,7 +111,7 @@ def test_batch_size_and_emptiness_are_validated(make_client: ClientFactory) -> N
 def test_delete_removes_every_chunk_and_a_missing_document_is_404(client: TestClient) -> None:
     deleted = client.delete("/v1/documents/bread", headers=WRITE)
     assert deleted.status_code == 200
-    assert deleted.json() == {"id": "bread", "deleted_chunks": 1}
+    assert deleted.json() == {"id": "bread", "deleted_chunks": 1, "owned": []}
     assert all(hit["doc_id"] != "bread" for hit in search(client, query="sourdough").json()["results"])
     again = client.delete("/v1/documents/bread", headers=WRITE)
     assert (again.status_code, again.json()["error"]["kind"]) == (404, "not_found")
@@ -148,9 +148,9 @@ def test_a_document_whose_id_has_a_slash_can_be_deleted(make_client: ClientFacto
     records = [{"id": "Projects/Alpha", "text": "alpha plan"}, {"id": "Projects/Beta", "text": "beta plan"}]
     assert client.post("/v1/documents", json={"documents": records}, headers=WRITE).status_code == 200
     encoded = client.delete("/v1/documents/Projects%2FAlpha", headers=WRITE)
-    assert (encoded.status_code, encoded.json()) == (200, {"id": "Projects/Alpha", "deleted_chunks": 1})
+    assert (encoded.status_code, encoded.json()) == (200, {"id": "Projects/Alpha", "deleted_chunks": 1, "owned": []})
     plain = client.delete("/v1/documents/Projects/Beta", headers=WRITE)
-    assert (plain.status_code, plain.json()) == (200, {"id": "Projects/Beta", "deleted_chunks": 1})
+    assert (plain.status_code, plain.json()) == (200, {"id": "Projects/Beta", "deleted_chunks": 1, "owned": []})
     gone = client.delete("/v1/documents/Projects/Beta", headers=WRITE)
     assert (gone.status_code, gone.json()["error"]["message"]) == (404, "no document 'Projects/Beta' in notes")
 
