@@ -165,7 +165,14 @@ class HybridSearcher:
         if request.group:
             left = ends - time.perf_counter()
             grouping = await grouped(
-                self.engine, self.index, scores, trail.sources, request.top_n, fields=self.fields, timeout_s=left
+                self.engine,
+                self.index,
+                scores,
+                trail.sources,
+                request.top_n,
+                fields=self.fields,
+                returned=final,
+                timeout_s=left,
             )
         notes = notes.add(*grouping.warnings, timings=grouping.timings)
         response = SearchResponse(

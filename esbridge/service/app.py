@@ -104,7 +104,7 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None, load_mod
         keys=keys,
         per_client=per_client,
         at_once=4 * per_client,
-        on_refusal=lambda kind: metrics.errors.labels(kind=kind).inc(),
+        on_refusal=lambda status, kind: refused_body(metrics, status, kind),
     )
     if service.cors_origins:
         app.add_middleware(
@@ -197,6 +197,13 @@ def server_config(app: FastAPI, settings: Settings, *, log_level: str = "info") 
             on_refusal=lambda: refused_connection(app),
         ),
     )
+
+
+def refused_body(metrics: Metrics, status: int, kind: str) -> None:
+    """A body refused before any route ran: an error answer by kind, and a 429 a rejection too, as all 429s are."""
+    metrics.errors.labels(kind=kind).inc()
+    if status == 429:
+        metrics.rejections.labels(reason=kind).inc()
 
 
 def refused_connection(app: FastAPI) -> None:

@@ -8,7 +8,8 @@
   wait bound memory (``at_once`` x ``max_bytes``) and a client that never finishes its bodies locks out
   only itself; over either cap, 429 at once. A request with an accepted API key is counted under its key,
   not its address, so unkeyed senders on the same address (every local process on loopback) cannot lock
-  keyed clients out. A compressed body (``Content-Encoding``) is refused (415) unread.
+  keyed clients out. A compressed body (``Content-Encoding``) is refused (415) unread. ``on_refusal`` is
+  told each refusal's status and kind (the metrics count a 429 as a rejection too).
 - ``Admission`` (``/v1/*`` only, so health, readiness and metrics stay answerable under overload): a
   token bucket per API key (per client address without an accepted key) refuses a caller over its rate,
   and a concurrency gate lets ``max_concurrency`` requests run with at most ``max_queue`` waiting, each
@@ -45,7 +46,7 @@ class BodyLimit:
         keys: KeyRing,
         per_client: int,
         at_once: int,
-        on_refusal: Callable[[str], None] | None = None,
+        on_refusal: Callable[[int, str], None] | None = None,
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
@@ -148,7 +149,7 @@ class BodyLimit:
         self, scope: Scope, send: Send, status: int, kind: str, message: str, headers: dict[str, str] | None = None
     ) -> None:
         if self.on_refusal is not None:
-            self.on_refusal(kind)
+            self.on_refusal(status, kind)
         await send_error(scope, send, status, kind, message, headers)
 
 

@@ -6,7 +6,7 @@
 - ``esbridge_errors_total{kind}``: error answers by kind (see ``esbridge.service.errors``);
 - ``esbridge_searches_total{search_mode}``: answered searches by mode (hybrid, lexical-only, ...);
 - ``esbridge_rejections_total{reason}``: 429 answers by reason (rate_limited, queue_full, expected_wait,
-  queue_timeout, too_many_connections);
+  queue_timeout, too_many_bodies, too_many_connections);
 - ``esbridge_queue_depth`` and ``esbridge_requests_in_flight``: requests waiting for a slot and holding one;
 - ``esbridge_search_cache_total{result}``: searches answered from the response cache (hit) or not (miss);
 - ``esbridge_writes_running_after_timeout``: writes that answered 504 and have not stopped yet.

@@ -82,3 +82,18 @@ def test_an_entry_min_max_fusion_scored_0_is_no_match_and_a_tool_brings_no_serve
     assert groups.tools == [] and groups.agents == []
     assert [(s.id, s.score, s.matching_tools) for s in groups.servers] == [("jira", 1.0, [])]
     assert [(v.id, v.score) for v in groups.virtual_servers] == [("dev", 0.5)]
+
+
+def test_a_returned_entry_is_listed_with_its_score_of_0() -> None:
+    # With few candidates the last one is returned at 0; the results show it, so the groups do too.
+    scores = {"jira#0": 0.6, "jira/tools/create_issue#0": 0.0, "slack/tools/post_message#0": 0.0, "helper#0": 0.0}
+    returned = ["jira#0", "jira/tools/create_issue#0", "helper#0"]
+    groups = group(scores, SOURCES, top_n=10, returned=returned)
+    [jira] = groups.servers  # slack's tool, at 0 and not returned, brings nothing in
+    assert (jira.id, jira.score, [(t.tool_name, t.score) for t in jira.matching_tools]) == (
+        "jira",
+        1.0,
+        [("create_issue", 0.0)],
+    )
+    assert [(t.tool_name, t.score) for t in groups.tools] == [("create_issue", 0.0)]
+    assert [(a.id, a.score) for a in groups.agents] == [("helper", 0.0)]

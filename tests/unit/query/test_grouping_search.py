@@ -180,3 +180,30 @@ def test_a_matched_tool_of_the_real_registry_brings_its_server(tmp_path: Path) -
     atlassian = next(server for server in response.groups.servers if server.path == "/atlassian")
     assert atlassian.name == "Atlassian" and atlassian.score == response.groups.tools[0].score
     assert "jira_get_transitions" in [match.tool_name for match in atlassian.matching_tools]
+
+
+def test_every_tool_a_search_of_the_real_registry_returns_is_among_its_servers_matching_tools(
+    tmp_path: Path,
+) -> None:
+    lines = require(REGISTRY / "servers.jsonl").read_text(encoding="utf-8").splitlines()
+    [fininfo] = [line for line in lines if json.loads(line)["id"] == "gateway:fininfo"]  # a server with 2 tools
+    path = tmp_path / "servers.jsonl"
+    path.write_text(fininfo + "\n", encoding="utf-8")
+    engine = EmbeddedEngine(tmp_path / "db")
+    try:
+        manager = IndexManager(engine, "registry", IndexParameters(dimension=HashingEmbedder().dimension))
+        options = IngestOptions(source_format="registry", source="registry")
+        assert ingest(path, engine=engine, manager=manager, embedder=HashingEmbedder(), options=options).failed == []
+        searcher = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "registry", HashingEmbedder())
+        response = asyncio.run(searcher.search(SearchRequest(query="stock data", group=True)))
+    finally:
+        engine.close()
+    assert response.groups is not None and response.warnings == []
+    returned = {hit.doc_id: hit.score for hit in response.results}
+    tools = {doc.rsplit("/", 1)[1]: score for doc, score in returned.items() if "/tools/" in doc}
+    # the server and both of its tools, the last of the three at 0 (min-max fusion's last candidate)
+    assert set(returned) == {"gateway:fininfo", *(f"gateway:fininfo/tools/{name}" for name in tools)}
+    assert len(tools) == 2 and min(tools.values()) == 0.0
+    [server] = response.groups.servers
+    assert {match.tool_name: match.score for match in server.matching_tools} == tools
+    assert {tool.tool_name: tool.score for tool in response.groups.tools} == tools

@@ -127,3 +127,18 @@ def test_a_client_that_closes_before_its_body_is_in_is_counted_as_499_not_as_a_s
     closed = 'esbridge_http_request_duration_seconds_count{method="POST",route="unmatched",status="499"} 3.0'
     assert closed in metrics
     assert 'status="500"' not in metrics
+
+
+def test_bodies_refused_as_too_many_are_counted_as_rejections_like_every_429() -> None:
+    settings = service_settings(api_keys=["k"], request_timeout_s=5, max_concurrency=2, max_queue=2)
+    app = create_app(settings, embedder=HashingEmbedder(), load_model=False)
+    with uvicorn_thread(app) as (_, url), unfinished_bodies(url, 16):
+        time.sleep(0.3)  # the 16 bodies this address may have arriving are all being read
+        with unfinished_bodies(url, 3) as over:
+            statuses = [status_of(sock)[0] for sock in over]
+        refused = statuses.count(b"HTTP/1.1 429 Too Many Requests")
+        metrics = httpx.get(f"{url}/metrics", timeout=10).text.splitlines()
+    assert refused == 3, statuses
+    # docs/service.md#metrics: every 429 is a rejection by reason, and an error answer by kind
+    assert f'esbridge_rejections_total{{reason="too_many_bodies"}} {float(refused)}' in metrics
+    assert f'esbridge_errors_total{{kind="too_many_bodies"}} {float(refused)}' in metrics
