@@ -135,17 +135,36 @@ def _task_progress(status: Mapping[str, Any]) -> tuple[int, ...]:
 
 
 def cancel_duplicates(
-    listing: Mapping[str, Any], keep: str, dest: str, cancel: Callable[[str], Mapping[str, Any]], *, url: str
+    listing: Mapping[str, Any],
+    keep: str,
+    dest: str,
+    cancel: Callable[[str], Mapping[str, Any]],
+    *,
+    refusing_block: Callable[[], str | None],
+    url: str,
 ) -> None:
     """Cancel every reindex task into ``dest`` but ``keep``, and wait for each to end (``cancel`` asks for that,
     raising esbridge errors). The client library sends a request again when its answer is late
     (``retry_on_timeout``), so one ``_reindex`` call can start two tasks; the one whose id was never returned would
     be left copying into ``dest`` beside ``keep``, or after a failed reindex deleted it, or after the alias moved. A
-    cancel the engine does not confirm raises ``ReindexTaskRunning`` naming that task."""
+    cancel the engine does not confirm raises ``ReindexTaskRunning`` naming that task.
+
+    ``refusing_block``: the flood-stage block on ``dest``, if it has it (as for ``cancel_task``). A duplicate is not
+    cancelled under it, as that cancel may never end: ``ReindexTaskRunning`` names the task and the block instead."""
     for node in (listing.get("nodes") or {}).values():
         for task_id, task in (node.get("tasks") or {}).items():
             if task_id == keep or f"to [{dest}]" not in str(task.get("description", "")):
                 continue
+            if (block := _block_on(refusing_block)) is not None:
+                raise ReindexTaskRunning(
+                    f"another reindex task, {task_id}, was copying into {dest} (a client retry can start one twice); "
+                    f"it was not cancelled, {_under_block(task_id, block, dest)}",
+                    task_id=task_id,
+                    interrupted=False,
+                    url=url,
+                    operation="reindex",
+                    index=dest,
+                )
             why = _unconfirmed(partial(cancel, task_id))
             if why is None:
                 continue
@@ -210,18 +229,11 @@ def cancel_task(
     ``refusing_block``: the flood-stage block on ``index``, if it has it. The engine retries each write that block
     refuses for about a minute, and a task cancelled meanwhile was seen never to end (OpenSearch 3.6, its cancel
     unanswered until the node restarted); that task is left to give up by itself instead."""
-    try:
-        block = refusing_block()
-    except EsbridgeError:
-        block = None
-    if block is not None:
+    if (block := _block_on(refusing_block)) is not None:
         raise _left_running(
             cause,
             task,
-            f"the server's reindex task {task} was not cancelled, as {block} is true on {index} and a copy cancelled "
-            "while the engine retries the writes a block refuses may never end: the task gives up by itself once "
-            f"those retries are spent (about a minute; `GET _tasks/{task}` says when), or copies on if the block is "
-            f"lifted first (`POST _tasks/{task}/_cancel` stops it then)",
+            f"the server's reindex task {task} was not cancelled, {_under_block(task, block, index)}",
             url=url,
             index=index,
         ) from cause
@@ -239,6 +251,25 @@ def cancel_task(
 
 
 _INTERRUPTED = "interrupted"
+
+
+def _under_block(task: str, block: str, index: str) -> str:
+    """Why ``task`` copying into ``index`` was left running under ``block``, and what becomes of it."""
+    return (
+        f"as {block} is true on {index} and a copy cancelled while the engine retries the writes a block refuses "
+        f"may never end: the task gives up by itself once those retries are spent (about a minute; `GET "
+        f"_tasks/{task}` says when), or copies on if the block is lifted first (`POST _tasks/{task}/_cancel` stops "
+        "it then)"
+    )
+
+
+def _block_on(refusing_block: Callable[[], str | None]) -> str | None:
+    """The flood-stage block ``refusing_block`` reads on a reindex's destination; None when it cannot be read (the
+    cancel is then sent, as without the block)."""
+    try:
+        return refusing_block()
+    except EsbridgeError:
+        return None
 
 
 def _unconfirmed(cancel: Callable[[], Mapping[str, Any]]) -> str | None:

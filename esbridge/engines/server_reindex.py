@@ -44,11 +44,20 @@ class ServerReindex:
 
     def reindex(self, source: str, dest: str, *, timeout_s: float | None = None) -> int:
         paging.refuse_a_blocked_dest(self._dest_settings(dest), url=self._url, index=dest)
+
+        def refusing_block() -> str | None:
+            return flood_stage_block(self.get_index_settings(dest))
+
         with self._call("reindex", dest):
             task = self._start_reindex(source, dest)
             try:
                 paging.cancel_duplicates(
-                    self._reindex_tasks(), task, dest, lambda other: self._cancel(other, dest), url=self._url
+                    self._reindex_tasks(),
+                    task,
+                    dest,
+                    lambda other: self._cancel(other, dest),
+                    refusing_block=refusing_block,
+                    url=self._url,
                 )
                 result = paging.wait_for_task(
                     lambda: self._task_status(task),
@@ -62,7 +71,7 @@ class ServerReindex:
                 paging.cancel_task(
                     lambda: self._cancel(task, dest),
                     task,
-                    refusing_block=lambda: flood_stage_block(self.get_index_settings(dest)),
+                    refusing_block=refusing_block,
                     cause=exc,
                     url=self._url,
                     index=dest,

@@ -14,6 +14,7 @@ from esbridge.embeddings.base import Embedder, embed_passages, is_zero
 from esbridge.engines.base import AsyncEngine, BulkAction, BulkItemFailure, BulkResult, Engine
 from esbridge.engines.dialect import index_settings, knn_body, vector_field
 from esbridge.mappings.creation import create_once
+from esbridge.query.deadline import with_timeout
 
 TERM_FIELD = "term"
 _WORD = r"(?u)\b[^\W\d_][\w-]{2,}\b"  # words of 3+ characters starting with a letter
@@ -115,9 +116,9 @@ async def expand_query(
 ) -> Expansion:
     """The query text with the nearest concept terms appended (those already in the query skipped). The engine
     answers with what it found within ``timeout_s``; the caller's wait is its own to limit."""
-    body = knn_body(engine.dialect, CONCEPT_VECTOR, vector, k=terms + 3)
-    body["_source"] = [TERM_FIELD]
-    body["timeout"] = f"{max(round(timeout_s * 1000), 1)}ms"
+    body = with_timeout(
+        {**knn_body(engine.dialect, CONCEPT_VECTOR, vector, k=terms + 3), "_source": [TERM_FIELD]}, timeout_s
+    )
     result = await engine.search(concept_index_name(alias), body)
     words = set(query.lower().split())
     found = [str(hit.source[TERM_FIELD]) for hit in result.hits if str(hit.source[TERM_FIELD]) not in words][:terms]

@@ -4,6 +4,9 @@
 another to hand its result back, each of them paid on a search's critical path (the embedding, then the
 kNN request). ``within`` cancels the awaiting task itself when the time is up and raises
 ``TimeoutError`` (``asyncio.timeout``; the ``async-timeout`` package before Python 3.11).
+
+The engine is given the same limit: every search request a stage sends carries the time it has left as its
+``timeout`` (``with_timeout``), so that the engine stops with what it found instead of searching on for nobody.
 """
 
 from __future__ import annotations
@@ -11,13 +14,15 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Mapping
+from typing import Any
 
 if sys.version_info >= (3, 11):
     from asyncio import timeout as within
 else:  # pragma: no cover - exercised on Python 3.10 only
     from async_timeout import timeout as within
 
-__all__ = ["capped", "halfway", "no_answer", "time_left", "within"]
+__all__ = ["capped", "halfway", "no_answer", "time_left", "with_timeout", "within"]
 
 
 def capped(timeout_s: float, ends: float) -> float:
@@ -43,3 +48,13 @@ def halfway(ends: float) -> float:
 def no_answer(timeout_s: float) -> str:
     """Why a stage that had ``timeout_s`` of a search's time left (none: 0 or less) was given up."""
     return f"no answer within the {max(timeout_s, 0):.2f}s left of the search's time"
+
+
+def with_timeout(body: Mapping[str, Any], timeout_s: float | None) -> dict[str, Any]:
+    """``body`` with the time the engine may spend on it, ``timeout_s`` (to the millisecond, at least 1 ms), as its
+    top-level ``timeout``: the engine then answers what it found in that time, flagged ``timed_out``, instead of
+    searching on after the client has given up. Elasticsearch refuses ``timeout`` inside the ``knn`` section, not at
+    the top beside it. None (no limit) leaves ``body`` as it is."""
+    if timeout_s is None or math.isinf(timeout_s):
+        return dict(body)
+    return {**body, "timeout": f"{max(round(timeout_s * 1000), 1)}ms"}

@@ -8,6 +8,7 @@ one that is not answered within the time the stage has (what is left of the sear
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -19,7 +20,7 @@ from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap, canonical_source
 from esbridge.engines.base import AsyncEngine, Hit, SearchResult
 from esbridge.ids import first_chunk
 from esbridge.query import bodies
-from esbridge.query.deadline import no_answer, within
+from esbridge.query.deadline import no_answer, time_left, with_timeout, within
 from esbridge.query.graph import GraphExpansion, GraphOptions, expand, frontier, seed_docs
 from esbridge.query.link_graph import LINK_FIELDS, Direction, link_map
 from esbridge.query.link_rescore import Rescored, lift, rescore
@@ -119,10 +120,11 @@ class LinkReader:
         if not seeds:
             return Expanded()
         started = time.perf_counter()
+        ends = math.inf if timeout_s is None else started + timeout_s
         try:
             async with _limit(timeout_s):
-                read = _Read(*await self._links(seeds, filters, options.direction), queried=set(seeds))
-                admitted, admitted_sources = await self._neighbours(scores, doc_of, read, filters, options)
+                read = _Read(*await self._links(seeds, filters, options.direction, ends), queried=set(seeds))
+                admitted, admitted_sources = await self._neighbours(scores, doc_of, read, filters, options, ends)
         except errors.EngineError as exc:
             return Expanded(warnings=(f"graph expansion skipped: {exc}",), ms=elapsed_ms(started))
         except asyncio.TimeoutError:
@@ -146,7 +148,7 @@ class LinkReader:
         body = {"size": len(firsts), "_source": self._link_fields(), "query": self._ids_query(firsts)}
         try:
             async with _limit(timeout_s):
-                result = await self.engine.search(self.index, body)
+                result = await self.engine.search(self.index, with_timeout(body, timeout_s))
         except errors.EngineError as exc:
             return Relinked(None, (f"graph re-scoring skipped: {exc}",), elapsed_ms(started))
         except asyncio.TimeoutError:
@@ -167,8 +169,12 @@ class LinkReader:
             return {"ids": {"values": list(items)}}
         return {"terms": {self.fields.id: list(items)}}
 
+    async def _search(self, body: Mapping[str, Any], ends: float) -> SearchResult:
+        """One read, carrying the time left until ``ends`` (``math.inf``: no limit) for the engine to answer in."""
+        return await self.engine.search(self.index, with_timeout(body, time_left(ends)))
+
     async def _links(
-        self, doc_ids: Sequence[str], filters: Filters, direction: Direction
+        self, doc_ids: Sequence[str], filters: Filters, direction: Direction, ends: float
     ) -> tuple[dict[str, dict[str, float]], dict[str, Mapping[str, Any]], tuple[str, ...]]:
         """The links of ``doc_ids`` and of the documents linking to them, as ``direction`` needs. For
         ``both`` the two are separate requests, so that many backlinks cannot crowd out the seeds' own links."""
@@ -178,9 +184,7 @@ class LinkReader:
             for side in sides
         ]
         # Both answers are awaited before a failure is raised, so no request is left running unobserved.
-        answers = await asyncio.gather(
-            *(self.engine.search(self.index, body) for body in requests), return_exceptions=True
-        )
+        answers = await asyncio.gather(*(self._search(body, ends) for body in requests), return_exceptions=True)
         results: list[SearchResult] = []
         for answer in answers:
             if isinstance(answer, BaseException):
@@ -207,6 +211,7 @@ class LinkReader:
         read: _Read,
         filters: Filters,
         options: GraphOptions,
+        ends: float,
     ) -> tuple[GraphExpansion, dict[str, Mapping[str, Any]]]:
         """The expansion over the links ``read`` holds (more are read into it for 2 hops) with only neighbours
         that exist and pass ``filters``. One a seed kept that is missing or filtered out frees its place under
@@ -217,9 +222,9 @@ class LinkReader:
         for _ in range(ADMIT_ROUNDS):
             wanted = frontier(scores, doc_of, read.links, options, exclude=excluded)
             if more := [doc_id for doc_id in wanted if doc_id not in read.queried]:
-                read.add(*await self._links(more, filters, options.direction), queried=more)
+                read.add(*await self._links(more, filters, options.direction, ends), queried=more)
             expansion = expand(scores, doc_of, read.links, options, item_of=self._item_of, exclude=excluded)
-            admitted, sources, partial = await self._admitted(expansion, filters)
+            admitted, sources, partial = await self._admitted(expansion, filters, ends)
             read.warnings += (f"graph expansion: {partial}",) if partial else ()
             refused = {neighbour.doc_id for item, neighbour in expansion.neighbors.items() if item not in sources}
             if not refused:
@@ -228,7 +233,7 @@ class LinkReader:
         return admitted, sources
 
     async def _admitted(
-        self, expansion: GraphExpansion, filters: Filters
+        self, expansion: GraphExpansion, filters: Filters, ends: float
     ) -> tuple[GraphExpansion, dict[str, Mapping[str, Any]], str | None]:
         """The neighbours that exist and pass the request's filters, with their stored fields, and
         ``SearchResult.partial`` of the read.
@@ -244,7 +249,7 @@ class LinkReader:
             bodies.RESULT_FIELDS if self.fields is DEFAULT_FIELD_MAP else self.fields.stored_fields(with_texts=False)
         )
         body = {"size": len(expansion.scores), "_source": list(stored), "query": query}
-        result = await self.engine.search(self.index, body)
+        result = await self._search(body, ends)
         found: dict[str, Mapping[str, Any]] = {}
         for hit in result.hits:
             source = self._source(hit)

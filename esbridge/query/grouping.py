@@ -48,7 +48,7 @@ from esbridge.ingest.registry import (
     TOOL_DESCRIPTION,
 )
 from esbridge.query import shaping
-from esbridge.query.deadline import no_answer, within
+from esbridge.query.deadline import no_answer, with_timeout, within
 from esbridge.query.timing import elapsed_ms
 
 SERVER_TYPES = {"mcp_server": "servers", "virtual_server": "virtual_servers"}
@@ -301,7 +301,7 @@ async def grouped(
         if timeout_s <= 0:
             raise asyncio.TimeoutError
         async with within(timeout_s):
-            result = await engine.search(index, body)
+            result = await engine.search(index, with_timeout(body, timeout_s))
     except errors.EngineError as exc:
         warnings.append(f"{unread}: {exc}")
         return Grouping(groups=groups, warnings=tuple(warnings), timings={"grouping": elapsed_ms(started)})

@@ -23,7 +23,7 @@ from esbridge import errors
 from esbridge.config.fields import canonical_source
 from esbridge.config.pipeline import PipelineSettings
 from esbridge.engines.base import AsyncEngine, Hit, SearchResult
-from esbridge.query.deadline import capped, within
+from esbridge.query.deadline import capped, with_timeout, within
 from esbridge.query.native import plan as native
 from esbridge.query.query_vectors import QueryVector, QueryVectors, SearchVectors
 from esbridge.query.retrievers import RETRIEVERS, RetrievalContext, Retriever, request_bodies
@@ -225,7 +225,7 @@ class Retrieval:
         query_vector = await self.vectors.vector(context.query) if needs_vector else None
         vector = query_vector.vector if query_vector is not None else None
         searches = [
-            (name, {**body, "timeout": f"{max(round(self._timeout_s(name) * 1000), 1)}ms"})
+            (name, with_timeout(body, self._timeout_s(name)))
             for name, retriever in chosen.items()
             if vector is not None or engine_side or not retriever.needs_vector
             for body in request_bodies(retriever, context, vector)
@@ -308,7 +308,7 @@ class Retrieval:
         started = time.perf_counter()
         try:
             async with within(timeout_s):
-                result = await self.engine.search(self.index, body)
+                result = await self.engine.search(self.index, with_timeout(body, timeout_s))
             return _answered(name, result, elapsed_ms(started))
         except asyncio.TimeoutError:
             return _Answer(None, f"{name} did not answer within {timeout_s:g}s", elapsed_ms(started), timed_out=True)

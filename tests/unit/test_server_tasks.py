@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -98,12 +98,15 @@ def test_only_the_other_tasks_copying_into_the_new_version_are_cancelled() -> No
         cancelled.append(task)
         return CANCELLED
 
-    paging.cancel_duplicates(listing, "a:1", "notes-v2", cancel, url="http://e")
+    paging.cancel_duplicates(listing, "a:1", "notes-v2", cancel, refusing_block=lambda: None, url="http://e")
     assert cancelled == ["a:2", "b:1"]
 
 
-def duplicate_cancelled(answer: Mapping[str, Any] | BaseException) -> None:
-    """A reindex into notes-v2 (node1:41) finds a second one (node1:42), whose cancel gets ``answer``."""
+def duplicate_cancelled(
+    answer: Mapping[str, Any] | BaseException, block: Callable[[], str | None] = lambda: None
+) -> None:
+    """A reindex into notes-v2 (node1:41) finds a second one (node1:42), whose cancel gets ``answer``; ``block``
+    reads the flood-stage block on notes-v2."""
 
     def send(task: str) -> Mapping[str, Any]:
         assert task == "node1:42"
@@ -113,7 +116,7 @@ def duplicate_cancelled(answer: Mapping[str, Any] | BaseException) -> None:
 
     into = {"description": "reindex from [notes-v1] to [notes-v2]"}
     listing = {"nodes": {"node1": {"tasks": {"node1:41": into, "node1:42": into}}}}
-    paging.cancel_duplicates(listing, "node1:41", "notes-v2", send, url="http://e")
+    paging.cancel_duplicates(listing, "node1:41", "notes-v2", send, refusing_block=block, url="http://e")
 
 
 def test_a_duplicate_whose_cancel_a_node_failed_is_named_with_how_to_stop_it() -> None:
@@ -144,6 +147,37 @@ def test_a_duplicate_whose_cancel_got_no_answer_is_named() -> None:
 
 def test_a_duplicate_that_has_ended_before_its_cancel_is_not_an_error() -> None:
     duplicate_cancelled(ENDED)
+
+
+def test_a_duplicate_whose_writes_the_flood_stage_block_refuses_is_named_not_cancelled() -> None:
+    never = AssertionError("a task cancelled while the engine retries the writes a block refuses may never end")
+    with pytest.raises(ReindexTaskRunning) as left:
+        duplicate_cancelled(never, lambda: "index.blocks.read_only_allow_delete")
+    assert left.value.task_id == "node1:42"
+    assert not left.value.interrupted
+    assert str(left.value) == (
+        "reindex failed on http://e, index 'notes-v2': another reindex task, node1:42, was copying into notes-v2 (a "
+        "client retry can start one twice); it was not cancelled, as index.blocks.read_only_allow_delete is true on "
+        "notes-v2 and a copy cancelled while the engine retries the writes a block refuses may never end: the task "
+        "gives up by itself once those retries are spent (about a minute; `GET _tasks/node1:42` says when), or "
+        "copies on if the block is lifted first (`POST _tasks/node1:42/_cancel` stops it then)"
+    )
+
+
+def test_a_duplicate_is_cancelled_when_the_block_cannot_be_read() -> None:
+    def unreadable() -> str | None:
+        raise EngineTimeout("no answer in time", url="http://e", operation="get index settings")
+
+    duplicate_cancelled(CANCELLED, unreadable)
+
+
+def test_the_block_is_not_read_when_there_is_no_duplicate() -> None:
+    def unread() -> str | None:
+        raise AssertionError("a reindex without a duplicate reads no settings to cancel it")
+
+    into = {"description": "reindex from [notes-v1] to [notes-v2]"}
+    listing = {"nodes": {"node1": {"tasks": {"node1:41": into}}}}
+    paging.cancel_duplicates(listing, "node1:41", "notes-v2", lambda task: CANCELLED, refusing_block=unread, url="")
 
 
 def test_ctrl_c_while_cancelling_a_duplicate_is_said_as_an_interrupt_to_the_end() -> None:
@@ -313,6 +347,32 @@ def test_a_reindex_whose_duplicate_stays_unconfirmed_cancels_its_own_copy_and_na
         tasks.reindex("notes-v1", "notes-v2")
     assert left.value.task_id == "node1:1"
     assert tasks.cancelled == ["node1:1", "node1:2"], "the copy started is not left beside the one still running"
+
+
+class BlockedMeanwhile(Tasks):
+    """Tasks whose destination gets the flood-stage block once the copy has started."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+        self.reads = 0
+
+    def get_index_settings(self, index: str) -> dict[str, Any]:
+        self.reads += 1
+        return {"blocks": {"read_only_allow_delete": "true"}} if self.reads > 1 else {"number_of_shards": "1"}
+
+
+def test_a_reindex_whose_duplicate_meets_the_flood_stage_block_cancels_neither_and_names_both() -> None:
+    tasks = BlockedMeanwhile()
+    with pytest.raises(ReindexTaskRunning) as left:
+        tasks.reindex("notes-v1", "notes-v2")
+    assert tasks.cancelled == [], "no cancel is sent that may never end"
+    assert str(left.value).startswith(
+        "reindex failed on http://e, index 'notes-v2': another reindex task, node1:1, was copying into notes-v2 (a "
+        "client retry can start one twice); it was not cancelled, as index.blocks.read_only_allow_delete is true"
+    )
+    assert "the server's reindex task node1:2 was not cancelled, as index.blocks.read_only_allow_delete" in str(
+        left.value
+    )
 
 
 def test_a_reindex_whose_duplicate_ended_copies_on() -> None:
