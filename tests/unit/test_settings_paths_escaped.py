@@ -14,6 +14,7 @@ from esbridge.attach.settings_file import write_field_map
 from esbridge.cli import main
 from esbridge.config.fields import FieldMap
 from esbridge.config.files import replace_text
+from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import ConfigError
 
 NAMES = [
@@ -123,3 +124,18 @@ def test_a_field_map_not_written_names_the_settings_file_escaped(tmp_path: Path,
     with pytest.raises(ConfigError) as refused:
         write_field_map(config, "products", FieldMap(text={"name": 1.0}))
     assert escaped(str(refused.value), name, shown).startswith(f"cannot read config file {tmp_path}/{shown}.toml: ")
+
+
+@pytest.mark.parametrize(("name", "shown"), NAMES)
+def test_index_inspect_names_the_settings_file_it_wrote_escaped(tmp_path: Path, name: str, shown: str) -> None:
+    engine = EmbeddedEngine(tmp_path / "data")
+    try:
+        engine.create_index("products", {"mappings": {"properties": {"name": {"type": "text"}}}})
+    finally:
+        engine.close()
+    config = tmp_path / f"{name}.toml"
+    args = ["index", "inspect", "products", "--write", "--config", str(config)]
+    result = CliRunner(env={"ESBRIDGE_DATA_DIR": str(tmp_path / "data")}).invoke(main, args)
+    assert result.exit_code == 0, result.output
+    last = escaped(result.output, name, shown).splitlines()[-1]
+    assert last == f"wrote [fields.products] to {tmp_path}/{shown}.toml; esbridge now searches products read-only"
