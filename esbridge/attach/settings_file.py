@@ -10,6 +10,7 @@ from esbridge import errors
 from esbridge.attach.proposal import toml_table
 from esbridge.config.fields import FieldMap
 from esbridge.config.files import replace_text
+from esbridge.ids import shown_path
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -21,7 +22,7 @@ def _parsed(text: str, path: Path) -> dict[str, Any]:
     try:
         return dict(tomllib.loads(text))
     except tomllib.TOMLDecodeError as exc:
-        raise errors.ConfigError(f"cannot read config file {path}: {exc}") from exc
+        raise errors.ConfigError(f"cannot read config file {shown_path(path)}: {exc}") from exc
 
 
 def write_field_map(path: Path, index: str, fields: FieldMap) -> None:
@@ -34,12 +35,12 @@ def write_field_map(path: Path, index: str, fields: FieldMap) -> None:
     try:
         original = path.read_text(encoding="utf-8") if path.exists() else ""
     except (OSError, UnicodeDecodeError) as exc:
-        raise errors.ConfigError(f"cannot read config file {path}: {exc}") from exc
+        raise errors.ConfigError(f"cannot read config file {shown_path(path)}: {exc}") from exc
     before = _parsed(original, path)
     if index in (before.get("fields") or {}):
         raise errors.ConfigError(
-            f"{path} already has a [fields.{index}] table; nothing was written. Edit it, or remove it and run "
-            "`esbridge index inspect --write` again"
+            f"{shown_path(path)} already has a [fields.{index}] table; nothing was written. Edit it, or remove it "
+            "and run `esbridge index inspect --write` again"
         )
     separator = "" if not original or original.endswith("\n\n") else ("\n" if original.endswith("\n") else "\n\n")
     written = original + separator + toml_table(index, fields)
@@ -47,7 +48,7 @@ def write_field_map(path: Path, index: str, fields: FieldMap) -> None:
     expected = {**before, "fields": {**(before.get("fields") or {}), index: fields.model_dump(exclude_defaults=True)}}
     if after != expected:
         raise errors.ConfigError(
-            f"cannot add [fields.{index}] to {path} without changing its other settings (a dotted fields.* key?); "
-            f"nothing was written. Add this table by hand:\n{toml_table(index, fields)}"
+            f"cannot add [fields.{index}] to {shown_path(path)} without changing its other settings (a dotted "
+            f"fields.* key?); nothing was written. Add this table by hand:\n{toml_table(index, fields)}"
         )
     replace_text(path, written)

@@ -15,6 +15,7 @@ import click
 from esbridge.cli.options import config_option, confirm, settings_from, yes_option
 from esbridge.config.settings import Settings
 from esbridge.embeddings.cache import EmbeddingCache, cache_path, model_of
+from esbridge.ids import shown_path
 
 
 @click.group()
@@ -37,7 +38,7 @@ def stats(config_file: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"path": str(path), "size_bytes": size, "models": models}, indent=2))
         return
-    click.echo(f"{path}: {size / 1e6:.1f} MB, {sum(models.values())} vectors")
+    click.echo(f"{shown_path(path)}: {size / 1e6:.1f} MB, {sum(models.values())} vectors")
     for model, count in models.items():
         click.echo(f"  {count:>10}  {model}")
 
@@ -59,8 +60,10 @@ def prune(config_file: Path | None, models: tuple[str, ...], other_models: bool,
     path = cache_path(settings.embedding.cache_dir)
     if not path.exists():  # opening it would create it
         if models:
-            raise click.ClickException(f"there is no embedding cache at {path}, so no vectors of {', '.join(models)}")
-        click.echo(f"nothing to delete: there is no embedding cache at {path}")
+            raise click.ClickException(
+                f"there is no embedding cache at {shown_path(path)}, so no vectors of {', '.join(models)}"
+            )
+        click.echo(f"nothing to delete: there is no embedding cache at {shown_path(path)}")
         return
     keep = model_of(_configured_identity(settings)) if other_models else None
     with EmbeddingCache(settings.embedding.cache_dir) as store:
@@ -76,7 +79,7 @@ def prune(config_file: Path | None, models: tuple[str, ...], other_models: bool,
             click.echo(f"nothing to delete: the cache holds only {keep}")
             return
         vectors = sum(stored[model] for model in chosen)
-        confirm(f"delete {vectors} vectors of {len(chosen)} model(s) from {store.path}?", yes)
+        confirm(f"delete {vectors} vectors of {len(chosen)} model(s) from {shown_path(store.path)}?", yes)
         deleted = store.drop(chosen)
     click.echo(f"deleted {deleted} vectors of {len(chosen)} model(s)")
 

@@ -22,6 +22,7 @@ from esbridge.evaluation import collections, report, session
 from esbridge.evaluation.dataset import JudgedQueries, judged_queries, outside_corpus
 from esbridge.evaluation.methods import METHODS, Configuration, configurations
 from esbridge.evaluation.reranking import Rerankers
+from esbridge.ids import shown_path
 from esbridge.ingest.report import IngestReport
 
 DEFAULT_METHODS = "bm25,knn,rrf,linear,dbsf,adaptive,default,native"
@@ -76,7 +77,7 @@ def run_summary(dataset: Path, split: str, outcome: session.Session, ingested: I
 def not_held(folder: Path, split: str, index: str, *, reuse: bool) -> str:
     """What to say when no configuration returned a judged document: the index likely holds another dataset."""
     return (
-        f"no configuration returned any judged document of {folder.resolve().name} {split}; "
+        f"no configuration returned any judged document of {shown_path(folder.resolve().name)} {split}; "
         f"index {index} may not hold this dataset" + (" (run without --reuse to ingest it)" if reuse else "")
     )
 
@@ -238,7 +239,7 @@ def _eval_one(
         click.echo(json.dumps(summary, indent=2))
     else:
         click.echo(
-            f"{dataset.resolve().name} {split}: {outcome.queries} queries on {outcome.engine} index "
+            f"{shown_path(dataset.resolve().name)} {split}: {outcome.queries} queries on {outcome.engine} index "
             f"{outcome.index} ({outcome.run_s:g}s)"
         )
         click.echo(report.table(rows, baseline))
@@ -248,7 +249,8 @@ def _eval_one(
     if plot is not None:
         from esbridge.evaluation.plot import metrics_chart
 
-        metrics_chart(rows, plot, f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}")
+        title = f"{shown_path(dataset.resolve().name)} {split} ({outcome.queries} queries), {outcome.engine}"
+        metrics_chart(rows, plot, title)
 
 
 def _eval_several(

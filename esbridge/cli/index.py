@@ -22,6 +22,7 @@ from esbridge.cli.options import (
     yes_option,
 )
 from esbridge.errors import ReindexInterrupted
+from esbridge.ids import shown_path
 from esbridge.mappings.lifecycle import version_name
 
 
@@ -94,7 +95,7 @@ def inspect(
     if proposal.fields is None or proposal.esbridge_schema:
         raise click.ClickException(f"nothing written: {proposal.notes[0]}")
     write_field_map(target, name, proposal.fields)
-    click.echo(f"wrote [fields.{name}] to {target}; esbridge now searches {name} read-only", err=as_json)
+    click.echo(f"wrote [fields.{name}] to {shown_path(target)}; esbridge now searches {name} read-only", err=as_json)
 
 
 @index.command(name="list")

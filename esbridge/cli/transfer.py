@@ -19,6 +19,7 @@ from esbridge.cli.options import (
     write_attached_option,
 )
 from esbridge.cli.output import cannot_write_standard_output
+from esbridge.ids import shown_path
 from esbridge.ingest.transfer import export_chunks, export_to_file, import_chunks
 
 
@@ -50,7 +51,7 @@ def export_command(
             try:
                 count = export_to_file(adapter, manager, output)
             except OSError as exc:
-                raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from exc
+                raise click.ClickException(f"cannot write {shown_path(output)}: {exc.strerror or exc}") from exc
     click.echo(f"exported {count} chunks from {settings.index}", err=True)
 
 

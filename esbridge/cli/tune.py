@@ -17,6 +17,7 @@ from esbridge.errors import ConfigError, DependencyMissing
 from esbridge.evaluation import report, session, tuning
 from esbridge.evaluation.dataset import outside_corpus
 from esbridge.evaluation.runner import Depth
+from esbridge.ids import shown_path
 
 
 @click.command(name="tune")
@@ -108,7 +109,7 @@ def tune_command(
         raise click.ClickException(f"{held}; nothing was written")
     result = tuning.choose(grid, judged.qrels, outcome.outcomes)
     fitted = tuning.fit_qpp(
-        judged.qrels, outcome.outcomes, f"{dataset.resolve().name} {split}", embedding_model=embedding_model
+        judged.qrels, outcome.outcomes, f"{shown_path(dataset.resolve().name)} {split}", embedding_model=embedding_model
     )
     qpp_wins = isinstance(fitted, tuning.QppFit) and fitted.cross_validated > result.best.ndcg
     chosen: tuning.PipelineChoice = fitted if qpp_wins and isinstance(fitted, tuning.QppFit) else result.best.point
@@ -136,13 +137,14 @@ def tune_command(
         click.echo(json.dumps(summary, indent=2))
     else:
         click.echo(
-            f"{dataset.resolve().name} {split}: {outcome.queries} queries, {len(grid)} settings and qpp "
+            f"{shown_path(dataset.resolve().name)} {split}: {outcome.queries} queries, {len(grid)} settings and qpp "
             f"on {outcome.engine} ({outcome.run_s:g}s)"
         )
         click.echo(result.table())
         click.echo(qpp_line)
         click.echo(
-            ("would write" if dry_run else "wrote") + f" [pipeline] {chosen.describe()} to {target} ({chosen_by})"
+            ("would write" if dry_run else "wrote")
+            + f" [pipeline] {chosen.describe()} to {shown_path(target)} ({chosen_by})"
         )
     if plot is not None:
         from esbridge.evaluation.plot import tuning_chart
@@ -150,7 +152,7 @@ def tune_command(
         tuning_chart(
             result.curves(),
             plot,
-            f"{dataset.resolve().name} {split} ({outcome.queries} queries), {outcome.engine}: nDCG@10",
+            f"{shown_path(dataset.resolve().name)} {split} ({outcome.queries} queries), {outcome.engine}: nDCG@10",
         )
 
 
@@ -195,8 +197,8 @@ def _shadowed(names: list[str], target: Path, dry_run: bool) -> str:
     written = "would write" if dry_run else "writes"
     return (
         f"{', '.join(names)} {'sets' if len(names) == 1 else 'set'} [pipeline] settings that tune {written} to "
-        f"{target}, and the environment takes precedence over the settings file: searches will not use the tuned "
-        f"settings until {'it is' if len(names) == 1 else 'they are'} unset"
+        f"{shown_path(target)}, and the environment takes precedence over the settings file: searches will not use "
+        f"the tuned settings until {'it is' if len(names) == 1 else 'they are'} unset"
     )
 
 
@@ -206,18 +208,20 @@ def _check_writable_settings(target: Path, chosen_by: str) -> None:
         import tomlkit
     except ImportError as exc:
         raise DependencyMissing("tomlkit", "eval", "writing tuned settings") from exc
-    folder = target.parent
+    folder, shown = target.parent, shown_path(target)
     if not folder.is_dir():
-        raise click.ClickException(f"cannot write settings file {target} ({chosen_by}): folder {folder} does not exist")
+        raise click.ClickException(
+            f"cannot write settings file {shown} ({chosen_by}): folder {shown_path(folder)} does not exist"
+        )
     if target.is_dir():
-        raise click.ClickException(f"cannot write settings file {target} ({chosen_by}): it is a folder")
+        raise click.ClickException(f"cannot write settings file {shown} ({chosen_by}): it is a folder")
     if not target.exists():
         return
     try:
         tomlkit.parse(target.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
-        raise click.ClickException(f"cannot read settings file {target} ({chosen_by}): {exc}") from exc
+        raise click.ClickException(f"cannot read settings file {shown} ({chosen_by}): {exc}") from exc
     try:  # whatever the grid chooses is written the same way, so one point tells
         tuning.updated_settings(target, tuning.GridPoint("rrf", 0.5, k=60))
     except ConfigError as exc:
-        raise click.ClickException(f"cannot write settings file {target} ({chosen_by}): {exc}") from exc
+        raise click.ClickException(f"cannot write settings file {shown} ({chosen_by}): {exc}") from exc

@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from esbridge.ids import shown_path
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)  # secrets stay out of errors
@@ -82,7 +84,7 @@ class TlsSettings(_Section):
         for name in ("ca_certs", "client_cert", "client_key"):
             path = getattr(self, name)
             if path is not None and not path.is_file():
-                raise ValueError(f"tls.{name} file not found: {path}")
+                raise ValueError(f"tls.{name} file not found: {shown_path(path)}")
         if self.client_key is not None and self.client_cert is None:
             raise ValueError("tls.client_key is set but tls.client_cert is not")
         # Loaded here so that an unusable file is a settings error naming its key; the async clients would
@@ -92,18 +94,21 @@ class TlsSettings(_Section):
             try:
                 context.load_verify_locations(cafile=self.ca_certs)
             except (ssl.SSLError, OSError) as exc:
-                raise ValueError(f"tls.ca_certs {self.ca_certs} holds no usable CA certificate (PEM): {exc}") from None
+                raise ValueError(
+                    f"tls.ca_certs {shown_path(self.ca_certs)} holds no usable CA certificate (PEM): {exc}"
+                ) from None
         if self.client_cert is not None:
             try:
                 context.load_cert_chain(self.client_cert, self.client_key, password=_no_passphrase)
             except _EncryptedKey:
                 raise ValueError(
-                    f"tls.client_key of {self.client_cert} is encrypted; give an unencrypted key"
+                    f"tls.client_key of {shown_path(self.client_cert)} is encrypted; give an unencrypted key"
                 ) from None
             except (ssl.SSLError, OSError) as exc:
-                key = f" with tls.client_key {self.client_key}" if self.client_key else " (holding its key)"
+                key = f" with tls.client_key {shown_path(self.client_key)}" if self.client_key else " (holding its key)"
                 raise ValueError(
-                    f"tls.client_cert {self.client_cert}{key} is not a usable PEM certificate and matching key: {exc}"
+                    f"tls.client_cert {shown_path(self.client_cert)}{key} is not a usable PEM certificate and "
+                    f"matching key: {exc}"
                 ) from None
         return self
 

@@ -7,6 +7,7 @@ it holds far more than secrets, and most hold none, so refusing it would stop co
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 import sys
 import warnings
@@ -16,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from esbridge.errors import SettingsWarning
+from esbridge.ids import shown_path
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,8 +53,9 @@ def warn_if_readable_by_others(path: Path) -> None:
         return
     if found:
         warnings.warn(
-            f"config file {path} holds {', '.join(found)} and group or others may read it (mode {mode:04o}); "
-            f"restrict it with: chmod 600 {path}, or give the secrets as ESBRIDGE_* environment variables",
+            f"config file {shown_path(path)} holds {', '.join(found)} and group or others may read it (mode "
+            f"{mode:04o}); restrict it with: chmod 600 {shlex.quote(shown_path(path))}, or give the secrets as "
+            "ESBRIDGE_* environment variables",
             SettingsWarning,
             stacklevel=3,
         )

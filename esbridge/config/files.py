@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 from esbridge.errors import ConfigError
+from esbridge.ids import shown_path
 
 
 def replace_text(path: Path, text: str) -> None:
@@ -30,7 +31,8 @@ def replace_text(path: Path, text: str) -> None:
     except BaseException as exc:
         temporary.unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise ConfigError(f"cannot write config file {path}: {exc}; it is unchanged") from exc
+            reason = exc.strerror or exc
+            raise ConfigError(f"cannot write config file {shown_path(path)}: {reason}; it is unchanged") from exc
         raise
 
 

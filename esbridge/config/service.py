@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode
 
+from esbridge.ids import shown_path
+
 
 def host_name(entry: str) -> str:
     """An ``allowed_hosts`` entry as the Host check compares it: lower case, no trailing dot, an IPv6 address without
@@ -146,7 +148,7 @@ class ServiceSettings(_Section):
     def _keys_file_exists(self) -> ServiceSettings:
         if self.api_keys_file is not None and not self.api_keys_file.is_file():
             problem = "is a folder, not a file" if self.api_keys_file.is_dir() else "not found"
-            raise ValueError(f"service.api_keys_file {problem}: {self.api_keys_file}")
+            raise ValueError(f"service.api_keys_file {problem}: {shown_path(self.api_keys_file)}")
         return self
 
     @property

@@ -42,6 +42,7 @@ from esbridge.config.pipeline import PipelineSettings
 from esbridge.config.search import SearchSettings
 from esbridge.config.service import ServiceSettings
 from esbridge.errors import ConfigError
+from esbridge.ids import shown_path
 
 EngineKind = Literal["auto", "opensearch", "elasticsearch", "embedded"]
 
@@ -283,7 +284,7 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
     explicit = config_file if config_file is not None else os.environ.get(CONFIG_FILE_ENV) or None
     path = Path(explicit) if explicit is not None else DEFAULT_CONFIG_FILE
     if explicit is not None and not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
+        raise ConfigError(f"config file not found: {shown_path(path)}")
     warn_if_readable_by_others(path)
 
     given = {key: value for key, value in overrides.items() if value is not None}
@@ -296,7 +297,7 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
     except _EnvVariableError as exc:
         raise ConfigError(f"invalid settings: {exc}") from exc
     except (OSError, ValueError) as exc:  # unreadable file, malformed TOML
-        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+        raise ConfigError(f"cannot read config file {shown_path(path)}: {exc}") from exc
     finally:
         _TOML_FILE.reset(reading)
     warn_if_sent_in_clear(settings.url, settings.auth)
@@ -316,7 +317,7 @@ def _describe(exc: ValidationError, path: Path, given: dict[str, Any], in_file: 
         if error["type"] == "conflicting_settings":
             sources = [_origin(name.split("."), given, in_file, path) for name in error.get("ctx", {})["settings"]]
         errors.append((f"{'.'.join(keys) or 'settings'}: {message}", sources))
-    file_only = f"config file {path}"
+    file_only = f"config file {shown_path(path)}"
     if all(sources == [file_only] for _, sources in errors):
         return f"invalid settings ({file_only}):\n  " + "\n  ".join(line for line, _ in errors)
     lines = [line + (f" ({', '.join(sources)})" if sources else "") for line, sources in errors]
@@ -354,7 +355,7 @@ def _sources(keys: list[str], given: dict[str, Any], in_file: dict[str, Any], pa
         ]
     sources = [f"environment variable {name}" for name in variables]
     if (not sources or whole_section) and _holds(in_file, keys):
-        sources.insert(0, f"config file {path}")
+        sources.insert(0, f"config file {shown_path(path)}")
     return sources
 
 

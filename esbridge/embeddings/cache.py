@@ -23,6 +23,7 @@ from pathlib import Path
 from types import TracebackType
 
 from esbridge.errors import EmbeddingError
+from esbridge.ids import shown_path
 
 FILE_NAME = "embeddings.sqlite3"
 _SCHEMA_VERSION = 1
@@ -87,20 +88,22 @@ class EmbeddingCache:
             # isolation_level=None: no implicit transactions; writes open their own below.
             self._db = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
-            raise EmbeddingError(f"cannot open the embedding cache {self.path}: {exc}") from exc
+            raise EmbeddingError(f"cannot open the embedding cache {shown_path(self.path)}: {exc}") from exc
         try:
             self._prepare()
         except (sqlite3.Error, EmbeddingError) as exc:
             self._db.close()
             if isinstance(exc, EmbeddingError):
                 raise
-            raise EmbeddingError(f"the embedding cache {self.path} is unusable: {exc}; {_RECOVERY}") from exc
+            raise EmbeddingError(
+                f"the embedding cache {shown_path(self.path)} is unusable: {exc}; {_RECOVERY}"
+            ) from exc
 
     def _prepare(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version > _SCHEMA_VERSION:
             raise EmbeddingError(
-                f"the embedding cache {self.path} has schema version {version}, newer than this esbridge "
+                f"the embedding cache {shown_path(self.path)} has schema version {version}, newer than this esbridge "
                 f"understands ({_SCHEMA_VERSION}); upgrade esbridge or point embedding.cache_dir elsewhere"
             )
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -130,7 +133,7 @@ class EmbeddingCache:
                         found[key] = decode_vector(row[0])
             except sqlite3.Error as exc:
                 raise EmbeddingError(
-                    f"cannot read the embedding cache {self.path}: {exc}; {_RECOVERY}", model=model
+                    f"cannot read the embedding cache {shown_path(self.path)}: {exc}; {_RECOVERY}", model=model
                 ) from exc
         return found
 
@@ -151,7 +154,9 @@ class EmbeddingCache:
                     raise
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
-                raise EmbeddingError(f"cannot write the embedding cache {self.path}: {exc}", model=model) from exc
+                raise EmbeddingError(
+                    f"cannot write the embedding cache {shown_path(self.path)}: {exc}", model=model
+                ) from exc
 
     def count(self, model: str | None = None) -> int:
         """How many vectors are stored, for one model or for all."""
@@ -170,7 +175,7 @@ class EmbeddingCache:
                     "SELECT model, count(*) FROM embedding GROUP BY model ORDER BY count(*) DESC, model"
                 ).fetchall()
             except sqlite3.Error as exc:
-                raise EmbeddingError(f"cannot read the embedding cache {self.path}: {exc}") from exc
+                raise EmbeddingError(f"cannot read the embedding cache {shown_path(self.path)}: {exc}") from exc
         return {str(model): int(count) for model, count in rows}
 
     def drop(self, models: Iterable[str]) -> int:
@@ -192,7 +197,7 @@ class EmbeddingCache:
                 # Deleted pages stay in the file until it is rewritten; a prune is meant to free disk.
                 self._db.execute("VACUUM")
             except sqlite3.Error as exc:
-                raise EmbeddingError(f"cannot prune the embedding cache {self.path}: {exc}") from exc
+                raise EmbeddingError(f"cannot prune the embedding cache {shown_path(self.path)}: {exc}") from exc
         return deleted
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ from esbridge.config.embedding import MODELS_DIR_ENV, Precision
 from esbridge.embeddings.profiles import canonical_name
 from esbridge.embeddings.resolve import with_offline_hint
 from esbridge.errors import DependencyMissing, ModelUnavailable
+from esbridge.ids import shown_path
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ def locate_onnx(model: str, precision: Precision) -> OnnxFiles:
     if path.is_dir():
         return _in_folder(model, path.resolve(), precision)
     if path.is_absolute() or model.startswith((".", "~")):
-        raise ModelUnavailable(f"model folder {path} does not exist", model=model)
+        raise ModelUnavailable(f"model folder {shown_path(path)} does not exist", model=model)
     name = canonical_name(model) or model
     stored = store_folder(name)
     if stored.is_dir() and _first(stored, ONNX_FILES[precision]) is not None:
@@ -103,13 +104,13 @@ def _in_folder(name: str, folder: Path, precision: Precision) -> OnnxFiles:
         usable = _first(folder, ONNX_FILES[other])
         uses = f"; precision = {other!r} uses it" if usable is not None else ""
         raise ModelUnavailable(
-            f"no {precision} ONNX weights in {folder} (looked for {', '.join(ONNX_FILES[precision])}; "
+            f"no {precision} ONNX weights in {shown_path(folder)} (looked for {', '.join(ONNX_FILES[precision])}; "
             f"found {', '.join(present) or 'no .onnx file'}{uses})",
             model=name,
         )
     tokenizer = _first(folder, _TOKENIZER_FILES)
     if tokenizer is None:
-        raise ModelUnavailable(f"no tokenizer.json in {folder}", model=name)
+        raise ModelUnavailable(f"no tokenizer.json in {shown_path(folder)}", model=name)
     return OnnxFiles(name=name, folder=folder, onnx=onnx, tokenizer=tokenizer)
 
 

@@ -33,6 +33,7 @@ from esbridge.embeddings.profiles import ModelProfile, profile_for
 from esbridge.embeddings.resolve import files_fingerprint
 from esbridge.embeddings.weights import weights_digest
 from esbridge.errors import ConfigError, DependencyMissing, EmbeddingError, ModelUnavailable
+from esbridge.ids import shown_path
 
 ONNX_MAX_TOKENS = 512
 """Tokens read per text by an ONNX export whose profile does not say: BERT's position embeddings."""
@@ -51,6 +52,11 @@ def _imports(purpose: str) -> tuple[Any, Any]:
     except ImportError as exc:
         raise DependencyMissing("onnxruntime", extra="onnx", purpose=purpose) from exc
     return onnxruntime, tokenizers
+
+
+def _reason(exc: Exception) -> str:
+    # The libraries' messages repeat the file's name as it is.
+    return shown_path(f"{type(exc).__name__}: {exc}")
 
 
 def available_cores() -> int:
@@ -80,7 +86,7 @@ class OnnxSession:
             self.counter = tokenizers.Tokenizer.from_file(str(files.tokenizer))
         except Exception as exc:  # not JSON, or no tokenizer tokenizers can build
             raise ModelUnavailable(
-                f"cannot load {files.tokenizer}: {type(exc).__name__}: {exc}", model=files.name
+                f"cannot load {shown_path(files.tokenizer)}: {_reason(exc)}", model=files.name
             ) from exc
         try:
             options = onnxruntime.SessionOptions()
@@ -91,7 +97,7 @@ class OnnxSession:
                 str(files.onnx), sess_options=options, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:  # corrupt files, unsupported operators: there is no model
-            raise ModelUnavailable(f"cannot load {files.onnx}: {type(exc).__name__}: {exc}", model=files.name) from exc
+            raise ModelUnavailable(f"cannot load {shown_path(files.onnx)}: {_reason(exc)}", model=files.name) from exc
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=max_tokens)
         self.counter.no_padding()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from esbridge.embeddings.profiles import canonical_name
 from esbridge.errors import ModelUnavailable
+from esbridge.ids import shown_path
 
 BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -62,7 +63,7 @@ def resolve_model(model: str) -> ModelSource:
     if path.is_dir():
         return ModelSource(name=model, location=str(path.resolve()), local=True)
     if path.is_absolute() or model.startswith((".", "~")):
-        raise ModelUnavailable(f"model folder {path} does not exist", model=model)
+        raise ModelUnavailable(f"model folder {shown_path(path)} does not exist", model=model)
     name = canonical_name(model) or model  # a known model's short alias is no hub repository
     if name.casefold() in _BUNDLED_NAMES:
         folder = bundled_model_dir()

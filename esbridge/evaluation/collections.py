@@ -19,6 +19,7 @@ from esbridge.evaluation import metrics
 from esbridge.evaluation.report import SIGNIFICANCE, ResultRow
 from esbridge.evaluation.runner import ConfigurationRuns
 from esbridge.evaluation.significance import randomization_p_value
+from esbridge.ids import shown_path
 
 PerQuery = dict[str, dict[str, dict[str, float]]]
 """configuration -> metric -> {query id: value}"""
@@ -29,7 +30,8 @@ class Collection:
     folder: Path
     split: str
     label: str
-    """What tables call it: the folder's name, with ``@split`` unless the split is ``test``."""
+    """What tables call it: the folder's name (as ``shown_path`` shows it), with ``@split`` unless the split is
+    ``test``."""
 
 
 def parse_collection(argument: str, default_split: str) -> Collection:
@@ -44,8 +46,8 @@ def parse_collection(argument: str, default_split: str) -> Collection:
         if not head:
             raise ConfigError(f"{argument!r}: no folder before '@'; write FOLDER@SPLIT, e.g. scifact@train")
     if not folder.is_dir():
-        raise ConfigError(f"dataset folder not found: {folder}")
-    name = folder.resolve().name
+        raise ConfigError(f"dataset folder not found: {shown_path(folder)}")
+    name = shown_path(folder.resolve().name)
     return Collection(folder, split, name if split == "test" else f"{name}@{split}")
 
 
@@ -67,14 +69,15 @@ def refuse_clashes(chosen: Sequence[Collection]) -> None:
     for collection in chosen:
         folder = collection.folder.resolve()
         if (folder, collection.split) in seen:
-            raise ConfigError(f"{folder} split {collection.split} is given twice; name each collection once")
+            shown = f"{shown_path(folder)} split {shown_path(collection.split)}"
+            raise ConfigError(f"{shown} is given twice; name each collection once")
         seen[(folder, collection.split)] = collection
         index = default_index(folder)
         first = indices.setdefault(index, collection)
         if first.folder.resolve() != folder:
             raise ConfigError(
-                f"{first.folder} and {collection.folder} would share index {index}; rename one folder, "
-                "or evaluate them one at a time with --index"
+                f"{shown_path(first.folder)} and {shown_path(collection.folder)} would share index {index}; rename "
+                "one folder, or evaluate them one at a time with --index"
             )
 
 

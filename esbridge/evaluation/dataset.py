@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from esbridge.errors import ConfigError, SourceError
+from esbridge.ids import shown_path
 from esbridge.ingest.beir import CORPUS_FILE, ID_FIELD, QRELS_FOLDER, read_beir_queries, read_qrels
 from esbridge.ingest.json_lines import read_json_lines, record_id
 from esbridge.ingest.model import Problem
@@ -32,7 +33,7 @@ def judged_queries(folder: Path, split: str = "test", limit: int | None = None) 
     chosen = [query for query, docs in judgements.items() if any(relevance > 0 for relevance in docs.values())]
     if not chosen:
         raise SourceError(
-            f"{folder / QRELS_FOLDER / f'{split}.tsv'} judges no document relevant to any query "
+            f"{shown_path(folder / QRELS_FOLDER / f'{split}.tsv')} judges no document relevant to any query "
             "(no row with a score above 0); there is nothing to evaluate"
         )
     if limit is not None:

@@ -9,6 +9,7 @@ from typing import Any
 from esbridge.errors import DependencyMissing
 from esbridge.evaluation.metrics import METRICS
 from esbridge.evaluation.report import ResultRow
+from esbridge.ids import shown_path
 
 
 def _pyplot() -> Any:
@@ -31,10 +32,11 @@ def target_problem(path: Path) -> str | None:
     from matplotlib.backend_bases import FigureCanvasBase
 
     if not path.parent.is_dir():
-        return f"cannot write chart {path}: folder {path.parent} does not exist"
+        return f"cannot write chart {shown_path(path)}: folder {shown_path(path.parent)} does not exist"
     formats = sorted(FigureCanvasBase.get_supported_filetypes())
     if path.suffix.lower().removeprefix(".") not in formats:
-        return f"cannot write chart {path}: use an image extension, one of {', '.join('.' + f for f in formats)}"
+        extensions = ", ".join("." + f for f in formats)
+        return f"cannot write chart {shown_path(path)}: use an image extension, one of {extensions}"
     return None
 
 

@@ -21,6 +21,7 @@ from esbridge.evaluation.dataset import JudgedQueries
 from esbridge.evaluation.methods import Configuration
 from esbridge.evaluation.reranking import Rerankers
 from esbridge.evaluation.runner import ConfigurationRuns, Depth, run_configurations
+from esbridge.ids import shown_path
 from esbridge.ingest.beir import CORPUS_FILE
 from esbridge.ingest.markdown import is_text
 from esbridge.ingest.model_record import refuse_other_model
@@ -77,6 +78,7 @@ def prepare_index(
         manager = IndexManager(
             adapter, settings.index, parameters_from(settings, embedder.dimension if embedder else None)
         )
+        shown, corpus = shown_path(folder), shown_path(folder / CORPUS_FILE)
         try:
             report = ingest(
                 folder,
@@ -88,13 +90,13 @@ def prepare_index(
             )
         except EmptySourceRefused as exc:  # no index or drop helps: the corpus itself is empty
             raise SourceError(
-                f"{folder / CORPUS_FILE} gave no document to evaluate on; nothing was written ({settings.index} "
+                f"{corpus} gave no document to evaluate on; nothing was written ({settings.index} "
                 "still holds the corpus ingested before: evaluate it as it is with --reuse)"
             ) from exc
         except MassDeleteRefused as exc:
             raise MassDeleteRefused(
                 exc.found,
-                f"Evaluate {folder} in an index of its own with --index NAME (one dataset at a time), or, if "
+                f"Evaluate {shown} in an index of its own with --index NAME (one dataset at a time), or, if "
                 f"{settings.index} should now hold this corpus, delete it first: esbridge index drop --index "
                 f"{settings.index}",
             ) from exc
@@ -102,12 +104,12 @@ def prepare_index(
             raise ForeignDocumentsRefused(
                 exc.found,
                 f"If {settings.index} already holds this corpus, evaluate it as it is with --reuse; otherwise "
-                f"evaluate {folder} in an index of its own with --index NAME",
+                f"evaluate {shown} in an index of its own with --index NAME",
             ) from exc
     finally:
         adapter.close()
     if report.chunks_indexed == 0 and report.unchanged == 0:
-        raise SourceError(f"{folder / CORPUS_FILE} gave no document to evaluate on{_examples(report.failed)}")
+        raise SourceError(f"{corpus} gave no document to evaluate on{_examples(report.failed)}")
     return Prepared(settings, report)
 
 
@@ -124,7 +126,7 @@ def ingest_warnings(folder: Path, ingested: IngestReport | None) -> list[str]:
     if ingested is None or not ingested.failed:
         return []
     return [
-        f"{len(ingested.failed)} corpus records of {folder.resolve().name} were not ingested"
+        f"{len(ingested.failed)} corpus records of {shown_path(folder.resolve().name)} were not ingested"
         f"{_examples(ingested.failed)}; the figures are over the rest (the JSON's ingest.failed lists them)"
     ]
 

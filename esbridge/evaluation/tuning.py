@@ -28,6 +28,7 @@ from esbridge.errors import ConfigError, DependencyMissing
 from esbridge.evaluation import metrics
 from esbridge.evaluation.methods import Configuration
 from esbridge.evaluation.runner import ConfigurationRuns
+from esbridge.ids import shown_path
 from esbridge.query.fusion.qpp import PREDICTORS, QppModel
 
 SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -301,13 +302,15 @@ def updated_settings(path: Path, point: PipelineChoice) -> str:
         original = path.read_text(encoding="utf-8") if path.exists() else ""
         document = tomlkit.parse(original)
     except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+        raise ConfigError(f"cannot read config file {shown_path(path)}: {exc}") from exc
     pipeline = document.get("pipeline")
     if pipeline is None:
         pipeline = tomlkit.table()
         document["pipeline"] = pipeline
     if not isinstance(pipeline, MutableMapping):
-        raise ConfigError(f"cannot update {path}: its pipeline is not a table but {type(pipeline).__name__}")
+        raise ConfigError(
+            f"cannot update {shown_path(path)}: its pipeline is not a table but {type(pipeline).__name__}"
+        )
     tuned: dict[str, Any] = {"fusion": point.fusion, "weights": point.weights, "fusion_params": point.fusion_params}
     for key, value in tuned.items():
         if isinstance(value, Mapping):
@@ -323,7 +326,7 @@ def updated_settings(path: Path, point: PipelineChoice) -> str:
     if tomlkit.parse(written).unwrap() != expected:
         lines = "\n".join(f"{key} = {tomlkit.item(value).as_string()}" for key, value in tuned.items())
         raise ConfigError(
-            f"cannot update {path} without changing its other settings; nothing was written. "
+            f"cannot update {shown_path(path)} without changing its other settings; nothing was written. "
             f"Put these lines in its [pipeline] table by hand:\n{lines}"
         )
     return written

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator, model_validator
 
 from esbridge.errors import ConfigError, SourceError
+from esbridge.ids import shown_path
 from esbridge.ingest.controls import counted_fields, without_controls
 from esbridge.ingest.json_lines import MAX_NESTING, known_id, read_json_lines, record_id, require_file
 from esbridge.ingest.json_values import describe_validation_error, refuse_too_deep
@@ -124,19 +125,20 @@ def read_beir_queries(folder: Path) -> dict[str, str]:
     """Query id to query text, from ``folder/queries.jsonl``; raises ``SourceError`` on any bad line."""
     path = folder / QUERIES_FILE
     require_file(path, "BEIR queries file")
+    shown = shown_path(path)
     queries: dict[str, str] = {}
     for item in read_json_lines(path, ID_FIELD):
         if isinstance(item, Problem):
-            raise SourceError(f"{path}, line {item.line}: {item.reason}")
+            raise SourceError(f"{shown}, line {item.line}: {item.reason}")
         number, data = item
         try:
             record = BeirRecord.model_validate(data)
         except ValidationError as exc:
-            raise SourceError(f"{path}, line {number}: {describe_validation_error(exc)}") from exc
+            raise SourceError(f"{shown}, line {number}: {describe_validation_error(exc)}") from exc
         if not record.text or is_blank(record.text):  # as a search would refuse it
-            raise SourceError(f"{path}, line {number}: query {record.id!r} has no text")
+            raise SourceError(f"{shown}, line {number}: query {record.id!r} has no text")
         if record.id in queries:
-            raise SourceError(f"{path}, line {number}: duplicate query _id {record.id!r}")
+            raise SourceError(f"{shown}, line {number}: duplicate query _id {record.id!r}")
         queries[record.id] = record.text.strip()
     return queries
 
@@ -152,14 +154,15 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
     if not split or Path(split).name != split or split in (".", ".."):
         raise ConfigError(f"split must be a plain name such as 'test', got {split!r}")
     path = folder / QRELS_FOLDER / f"{split}.tsv"
+    shown = shown_path(path)
     if not path.is_file():
         available = sorted(file.stem for file in (folder / QRELS_FOLDER).glob("*.tsv"))
         hint = f"; splits available: {', '.join(available)}" if available else ""
-        raise SourceError(f"BEIR qrels file not found: {path}{hint}")
+        raise SourceError(f"BEIR qrels file not found: {shown}{hint}")
     try:
         lines = path.read_text(encoding="utf-8-sig").splitlines()  # a byte order mark is not in the first id
     except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"cannot read {path}: {exc}") from exc
+        raise SourceError(f"cannot read {shown}: {exc}") from exc
     qrels: dict[str, dict[str, int]] = {}
     first_line: dict[tuple[str, str], int] = {}
     for number, line in enumerate(lines, start=1):
@@ -167,17 +170,17 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
             continue
         fields = [field.strip() for field in line.split("\t")]
         if len(fields) != 3 or not fields[0] or not fields[1]:
-            raise SourceError(f"{path}, line {number}: expected query-id, corpus-id and score separated by tabs")
+            raise SourceError(f"{shown}, line {number}: expected query-id, corpus-id and score separated by tabs")
         try:
             score = int(fields[2])
         except ValueError:
             if number == 1:
                 continue  # the header
-            raise SourceError(f"{path}, line {number}: score {fields[2]!r} is not an integer") from None
+            raise SourceError(f"{shown}, line {number}: score {fields[2]!r} is not an integer") from None
         judged = qrels.setdefault(fields[0], {})
         if fields[1] in judged and judged[fields[1]] != score:
             raise SourceError(
-                f"{path}, line {number}: query {fields[0]!r} judges document {fields[1]!r} {score}, but line "
+                f"{shown}, line {number}: query {fields[0]!r} judges document {fields[1]!r} {score}, but line "
                 f"{first_line[(fields[0], fields[1])]} judges it {judged[fields[1]]}; keep one of the two rows"
             )
         first_line.setdefault((fields[0], fields[1]), number)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from esbridge.errors import SourceError
+from esbridge.ids import shown_path
 from esbridge.ingest.json_lines import json_error_location
 from esbridge.ingest.json_values import json_type
 from esbridge.mappings.schema import IndexParameters
@@ -74,65 +75,69 @@ def read_header(path: Path) -> dict[str, Any]:
 
 
 def _open_export(path: Path) -> BufferedIOBase:
+    shown = shown_path(path)
     try:
         if not stat.S_ISREG(path.stat().st_mode):
             # Import may read the file twice (into an index lacking a field); a second read of a pipe would start
             # where the first stopped.
             raise SourceError(
-                f"cannot read {path}: it is not a regular file (a pipe or a device), and import may read the export "
+                f"cannot read {shown}: it is not a regular file (a pipe or a device), and import may read the export "
                 "twice; save it to a file first (`esbridge export --output FILE`)"
             )
         with path.open("rb") as probe:
             compressed = probe.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
         return gzip.open(path, "rb") if compressed else path.open("rb")
     except OSError as exc:
-        raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise SourceError(f"cannot read {shown}: {exc.strerror or exc}") from exc
 
 
 def _read_line(handle: BufferedIOBase, path: Path) -> bytes:
+    shown = shown_path(path)
     try:
         return handle.readline()
     except (OSError, EOFError, zlib.error) as exc:
         # gzip raises BadGzipFile (an OSError), EOFError or zlib.error for a damaged or truncated file.
-        raise SourceError(f"cannot read {path}: {exc}") from exc
+        raise SourceError(f"cannot read {shown}: {exc}") from exc
 
 
 def parse_header(raw: bytes, path: Path) -> dict[str, Any]:
     """The export header on the first line, checked for what import needs."""
+    shown = shown_path(path)
     try:
         header = json.loads(raw.decode("utf-8-sig") or "null")
     except UnicodeDecodeError as exc:
-        raise SourceError(f"{path} is not an esbridge export: the first line is not UTF-8 ({exc.reason})") from exc
+        raise SourceError(f"{shown} is not an esbridge export: the first line is not UTF-8 ({exc.reason})") from exc
     except json.JSONDecodeError as exc:
-        raise SourceError(f"{path} is not an esbridge export: the first line is not JSON ({exc})") from exc
+        raise SourceError(f"{shown} is not an esbridge export: the first line is not JSON ({exc})") from exc
     if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise SourceError(f"{path} is not an esbridge export (no {FORMAT!r} header on the first line)")
+        raise SourceError(f"{shown} is not an esbridge export (no {FORMAT!r} header on the first line)")
     if "version" not in header:
-        raise SourceError(f"{path}: the export header has no 'version' field (this esbridge reads version {VERSION})")
+        raise SourceError(f"{shown}: the export header has no 'version' field (this esbridge reads version {VERSION})")
     if header["version"] != VERSION:
-        raise SourceError(f"{path} has export format version {header['version']}; this esbridge reads {VERSION}")
+        raise SourceError(f"{shown} has export format version {header['version']}; this esbridge reads {VERSION}")
     header_parameters(header, path)
     return header
 
 
 def header_parameters(header: Mapping[str, Any], path: Path) -> IndexParameters:
     """The index parameters an export was built with, from its header's ``parameters`` object."""
+    shown = shown_path(path)
     if "parameters" not in header:
         raise SourceError(
-            f"{path}: the export header has no 'parameters' field (the index parameters the export was built with)"
+            f"{shown}: the export header has no 'parameters' field (the index parameters the export was built with)"
         )
     given = header["parameters"]
     if not isinstance(given, dict):
-        raise SourceError(f"{path}: the export header's 'parameters' must be an object, not {json_type(given)}")
+        raise SourceError(f"{shown}: the export header's 'parameters' must be an object, not {json_type(given)}")
     if "dimension" not in given:
-        raise SourceError(f"{path}: the export header's 'parameters' has no 'dimension' (the vectors' size)")
+        raise SourceError(f"{shown}: the export header's 'parameters' has no 'dimension' (the vectors' size)")
     unknown = sorted(set(given) - {spec.name for spec in fields(IndexParameters)})
     if unknown:
-        raise SourceError(f"{path}: the export header's 'parameters' has unknown field(s): {', '.join(unknown)}")
+        raise SourceError(f"{shown}: the export header's 'parameters' has unknown field(s): {', '.join(unknown)}")
     try:
         return IndexParameters(**{**given, "analysis": "auto"})
     except (TypeError, ValueError) as exc:
-        raise SourceError(f"{path}: the export header's 'parameters' cannot be used: {exc}") from exc
+        raise SourceError(f"{shown}: the export header's 'parameters' cannot be used: {exc}") from exc
 
 
 class CutShort(str):

@@ -20,9 +20,9 @@ its fields as prose (``Tags: a, b`` and the flattened metadata), since an entity
 server describes itself through fields; and ``tools`` as a section under the heading "Tools", one
 ``name: description`` line per tool (a tool may also be given as just its name). The tools as given, each with
 every field (``inputSchema``, ...), are stored once, on the record's first chunk, as ``metadata.tool_records``.
-A control character (NUL, ...) in ``title``, ``name``, ``text``, ``description`` or a tag becomes a space, with a
-warning naming the field and the count (``esbridge.ingest.controls``), and so does one in the text made of the tools
-or the other fields (one warning); stored values (``metadata``, ``tool_records``) keep it.
+A control character (NUL, ...) in ``title``, ``name``, ``text``, ``description``, a tag or an alias becomes a space,
+with a warning naming the field and the count (``esbridge.ingest.controls``), and so does one in the text made of
+the tools or the other fields (one warning); stored values (``metadata``, ``tool_records``) keep it.
 
 Links. ``links`` (a list of ids, or of ``{"id", "weight"}`` objects) and ``link_weights`` (``{id: weight}``)
 are read from the top level or from ``metadata`` (see ``esbridge.ingest.record_links``). Ids that are
@@ -82,7 +82,7 @@ from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
 
 TOOLS_HEADING = "Tools"
-TEXT_FIELDS = ("title", "name", "text", "description", "tags")
+TEXT_FIELDS = ("title", "name", "text", "description", "tags", "aliases")
 """The fields whose control characters (NUL, ...) become spaces, with a warning (``esbridge.ingest.controls``)."""
 
 

@@ -35,6 +35,7 @@ from esbridge.embeddings.identity import (
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter, RetryPolicy
 from esbridge.engines.vector_options import unavailable
+from esbridge.ids import shown_path
 from esbridge.ingest.export_file import FORMAT, VERSION, ChunkLine, CutShort, Export, header_parameters, read_export
 from esbridge.ingest.json_values import describe_value
 from esbridge.ingest.model_record import holds_vectors, record_model
@@ -115,6 +116,7 @@ def refuse_what_the_index_cannot_take(
     another model made or an index whose re-embedding with another model did not finish (the index would hold two
     spaces under one record), an index esbridge did not make (no vector field), or a field its mapping lacks
     (an index made by an older esbridge has no ``link_weights``)."""
+    name = shown_path(path.name)
     try:
         mapping = engine.get_mapping(alias)
     except errors.IndexNotFound:  # import creates it, with every field
@@ -124,12 +126,12 @@ def refuse_what_the_index_cannot_take(
         # A dynamic mapping would take the vectors as plain numbers, which no kNN search reads.
         raise errors.ConfigError(
             f"index {alias} maps no vector field {VECTOR_FIELD!r} (esbridge did not make it), so its kNN search "
-            f"could not read {path.name}'s vectors; nothing was written. Import into another index (--index NAME), "
+            f"could not read {name}'s vectors; nothing was written. Import into another index (--index NAME), "
             "which is created with the export's parameters"
         )
     if dimension != params.dimension:
         raise errors.DimensionMismatch(
-            f"index {alias} holds {dimension}-dimensional vectors, but {path.name}'s are "
+            f"index {alias} holds {dimension}-dimensional vectors, but {name}'s are "
             f"{params.dimension}-dimensional; nothing was written. Import into another index (--index NAME), which "
             "is created with the export's parameters"
         )
@@ -139,7 +141,7 @@ def refuse_what_the_index_cannot_take(
         # The mark does not say which chunks hold which model's vectors; only a finished re-embedding does.
         made_by = f"made by {model.name}" if model is not None else "whose model its header does not name"
         raise errors.ModelMismatch(
-            f"{unfinished_warning(alias, pending)}. {path.name}'s vectors ({made_by}) would be added to vectors of "
+            f"{unfinished_warning(alias, pending)}. {name}'s vectors ({made_by}) would be added to vectors of "
             "two models under one record, so nothing was written. Finish the re-embedding first (`esbridge ingest` "
             f"with [embedding] model = {pending.name!r}), or import into another index (--index NAME)",
             index=alias,
@@ -148,7 +150,7 @@ def refuse_what_the_index_cannot_take(
         )
     if recorded is not None and model is not None and not (verdict := compare(recorded, model)).compatible:
         raise errors.ModelMismatch(
-            f"index {alias} holds vectors made by {recorded.describe()}, but {path.name}'s were made by "
+            f"index {alias} holds vectors made by {recorded.describe()}, but {name}'s were made by "
             f"{model.describe()}; they differ in {'; '.join(verdict.differences)}, so nothing was written. Import "
             "into another index (--index NAME)",
             index=alias,
@@ -162,7 +164,7 @@ def refuse_what_the_index_cannot_take(
     missing = sorted({name for _, chunk in lines if isinstance(chunk, dict) for name in chunk} & lacking)
     if missing:
         raise errors.ConfigError(
-            f"index {alias} has no mapping for {', '.join(missing)}, which {path.name}'s chunks carry; nothing was "
+            f"index {alias} has no mapping for {', '.join(missing)}, which {name}'s chunks carry; nothing was "
             "written. Add the fields with `esbridge mapping apply` (`esbridge mapping diff` shows the change)"
         )
 
@@ -232,8 +234,9 @@ def encoding_this_engine_has(engine: Engine, alias: str, params: IndexParameters
     why = unavailable(engine.dialect, engine.probe().version, params.vector_encoding)
     if why is None:
         return params
+    name = shown_path(path.name)
     warnings.warn(
-        f"{path.name}'s vectors were stored as {params.vector_encoding} where they were exported, but {why}: a new "
+        f"{name}'s vectors were stored as {params.vector_encoding} where they were exported, but {why}: a new "
         "index stores them as float ([mapping] vector_encoding and `esbridge index reindex` change that later)",
         errors.EsbridgeWarning,
         stacklevel=2,
@@ -259,14 +262,15 @@ def _import(
     engine: Engine, alias: str, export: Export, overrides: Mapping[str, Any], retry: RetryPolicy | None
 ) -> tuple[int, list[dict[str, str]]]:
     path, header = export.path, export.header
+    name = shown_path(path.name)
     params = replace(header_parameters(header, path), **overrides)
     given = header.get("model")
-    model = parse_identity(given, f"the model in {path.name}'s header") if given is not None else None
+    model = parse_identity(given, f"the model in {name}'s header") if given is not None else None
     refuse_what_the_index_cannot_take(engine, alias, path, params, model)
     lines = export.lines()
     if model is not None and needs_vector_agreement(engine, alias, model):
         ahead, chunks = _looked_ahead(lines, AGREEMENT_LOOK_AHEAD)
-        model = model if vectors_agree_with_export(engine, alias, path.name, model, chunks) else None
+        model = model if vectors_agree_with_export(engine, alias, name, model, chunks) else None
         lines = chain(ahead, lines)
     empty = not engine.index_exists(alias) or (
         engine.count(alias) == 0 and recorded_identity(engine.get_mapping(alias), alias) is None
@@ -284,7 +288,7 @@ def _import(
         for number, chunk in lines:
             seen += not isinstance(chunk, CutShort)
             if isinstance(chunk, str):
-                failed.append({"id": f"{path.name}:{number}", "reason": chunk})
+                failed.append({"id": f"{name}:{number}", "reason": chunk})
                 continue
             chunk_id = chunk.pop("_id")
             vector = chunk.get(VECTOR_FIELD)
@@ -336,14 +340,12 @@ def _import(
     expected = header.get("chunks")
     if isinstance(expected, int) and not isinstance(expected, bool) and seen != expected:
         # An export cut short (an interrupted `esbridge export > FILE`) ends on a whole line and parses fine.
-        failed.append(
-            {"id": path.name, "reason": f"the header announces {expected} chunks but the file holds {seen} lines"}
-        )
+        failed.append({"id": name, "reason": f"the header announces {expected} chunks but the file holds {seen} lines"})
     imported = len(set(totals.succeeded))
     if imported < len(totals.succeeded):
         # A later line with an id written before replaces that chunk: the index holds one chunk for both.
         warnings.warn(
-            f"{path.name} holds {len(totals.succeeded) - imported} chunk line(s) whose _id an earlier line has; each "
+            f"{name} holds {len(totals.succeeded) - imported} chunk line(s) whose _id an earlier line has; each "
             f"replaced the earlier chunk, so {imported} distinct chunks were imported",
             errors.EsbridgeWarning,
             stacklevel=2,

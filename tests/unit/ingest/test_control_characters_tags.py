@@ -1,6 +1,6 @@
-"""Control characters (NUL, escape, ...) in tags: replaced by spaces as in a title, with a warning naming the record
-and the field, in a JSONL record, a registry record and a registry skill; stored values (a skill's fields as
-given) kept as given."""
+"""Control characters (NUL, escape, ...) in tags and aliases: replaced by spaces as in a title, with a warning naming
+the record and the field, in a JSONL record, a registry record and a registry skill; stored values (a skill's fields
+as given) kept as given."""
 
 from __future__ import annotations
 
@@ -90,3 +90,23 @@ def test_a_registry_records_and_skills_tags_have_control_characters_replaced_on_
     assert documents["pumps"]["body"].startswith("Tags: pl ant, water\n")
     # The skill's fields as given are stored as given.
     assert documents["travel/skills/book"]["metadata"]["skill_fields"]["tags"] == ["a\u001bir"]
+
+
+def test_a_jsonl_records_aliases_have_control_characters_replaced_with_a_warning_naming_the_field(
+    engine: EmbeddedEngine, tmp_path: Path
+) -> None:
+    records = [
+        {"id": "github", "title": "GitHub", "aliases": ["g\u0000h", "hub\u001b[31m"]},
+        {"id": "gitlab", "title": "GitLab", "text": "Forge.", "aliases": "g\u0007l"},
+    ]
+    source = tmp_path / "records.jsonl"
+    source.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    report = load(engine, source, "jsonl")
+    assert report.failed == []
+    assert report.warnings == [
+        "github: " + replaced(2, "field 'aliases'"),
+        "gitlab: " + replaced(1, "field 'aliases'"),
+    ]
+    hits = engine.scan("tags", {"match_all": {}}, ["doc_id", "aliases"], sort_field="chunk_id")
+    aliases = {hit.source["doc_id"]: list(hit.source["aliases"]) for hit in hits}
+    assert aliases == {"github": ["g h", "hub [31m"], "gitlab": ["g l"]}
