@@ -12,6 +12,7 @@ import pytest
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import EmbeddedEngine, lexical_layout, value_forms
 from esbridge.engines.embedded.store import DB_FILE
+from esbridge.engines.embedded.tables import create_tables
 
 MAPPING = {
     "n": {"type": "integer"},
@@ -111,3 +112,13 @@ def test_a_stop_part_way_is_taken_up_by_the_next_open_and_a_derived_database_is_
         assert _answers(engine, "b") == EXPECTED
     finally:
         engine.close()
+
+
+def test_each_batch_is_read_along_the_rows_without_sorting_the_index_again() -> None:
+    # Through the (index_id, id) index, every batch sorted all of an index's documents: a million-document database
+    # was still on its first hundreds of batches after 8 minutes.
+    db = sqlite3.connect(":memory:")
+    create_tables(db)
+    plan = " ".join(str(step[-1]) for step in db.execute(f"EXPLAIN QUERY PLAN {value_forms.NEXT_BATCH}", (0, 1, 500)))
+    assert "INTEGER PRIMARY KEY" in plan
+    assert "TEMP B-TREE" not in plan

@@ -31,6 +31,9 @@ cluster's precision (``values.stored_number``), dates read as ``dates.parse_date
 CHANGED = ROUNDED | {"date"}
 """The field types whose values changed form; an index without such fields has nothing to derive again."""
 BATCH = 500
+NEXT_BATCH = "SELECT row, source FROM docs WHERE row > ? AND +index_id = ? ORDER BY row LIMIT ?"
+"""The next batch of an index's documents, read along the rows (``+`` keeps SQLite off the ``(index_id, id)`` index,
+through which each batch would sort every document of the index again: hours at a million)."""
 
 
 def values_form(db: sqlite3.Connection) -> int:
@@ -78,10 +81,7 @@ def derive_again(store: Store, record: IndexRecord, fields: list[str]) -> int:
     last, rewritten = 0, 0
     while True:
         with store.write() as db:  # (the sources and their values read and written in one transaction)
-            found = db.execute(
-                "SELECT row, source FROM docs WHERE index_id = ? AND row > ? ORDER BY row LIMIT ?",
-                (record.id, last, BATCH),
-            ).fetchall()
+            found = db.execute(NEXT_BATCH, (last, record.id, BATCH)).fetchall()
             if not found:
                 return rewritten
             now: dict[int, set[tuple[str, object]]] = {row: set() for row, _ in found}
