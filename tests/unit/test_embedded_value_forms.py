@@ -3,6 +3,7 @@ double precision, the JSON number 2024 read as milliseconds) has them derived ag
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -67,9 +68,16 @@ def _answers(engine: EmbeddedEngine, name: str) -> list[Any]:
 EXPECTED = [["old"], ["old"], ["old"], [[5.0], [0.0999755859375], [1704067200000.0]], ["old"], []]
 
 
-def test_old_filter_values_are_derived_again_on_open(tmp_path: Path) -> None:
+def test_old_filter_values_are_derived_again_on_open(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     _write_the_old_way(tmp_path / "data", ["a"])
-    engine = EmbeddedEngine(tmp_path / "data")
+    with caplog.at_level(logging.WARNING, logger=value_forms.__name__):
+        engine = EmbeddedEngine(tmp_path / "data")
+    said = [record.getMessage() for record in caplog.records]
+    assert said[0] == (
+        "index [a]: checking the filter values of its 1 documents against how this esbridge derives them (day, h, n), "
+        "once"
+    )
+    assert ": the filter values of 1 documents an earlier esbridge wrote were derived again (" in said[1]
     try:
         # Before: the old forms stayed until each document was written again: term 5 and the year 2024 missed the
         # document, gte 0.1 found it, and it sorted by 5.7, 0.1 and 2024.
