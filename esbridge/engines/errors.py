@@ -50,6 +50,11 @@ def from_response(
         cls = errors.IndexNotFound
     elif kind == "resource_already_exists_exception":
         cls = errors.IndexAlreadyExists
+    elif kind == "time_exceeded_exception":
+        # OpenSearch's answer when a request's own `timeout` runs out before any shard has results (a wildcard's
+        # rewrite): the same event as Elasticsearch's empty `timed_out` answer, not a fault of the engine.
+        cls = errors.EngineTimeout
+        reason = "the request's `timeout` ran out before any shard had results (time_exceeded_exception)"
     elif status == 503 and "all shards failed" in reason:
         cls = errors.IndexUnavailable
         reason = (

@@ -58,6 +58,32 @@ def test_reason_prefers_root_cause_and_keeps_type() -> None:
     assert "index_not_found_exception: no such index [x]" in str(error)
 
 
+# OpenSearch 3.6's answer (2026-11-29) to `{"timeout": "1ms", "query": {"wildcard": {"t": "*a*b*"}}}` over 20,000
+# documents of random words, its rewrite outlasting the millisecond; Elasticsearch answers such a search 200 with
+# `timed_out` and no hits. Whether OpenSearch runs out there depends on how warm it is, so it is kept here.
+TIME_EXCEEDED = {
+    "error": {
+        "root_cause": [{"type": "time_exceeded_exception", "reason": None}],
+        "type": "search_phase_execution_exception",
+        "reason": "all shards failed",
+        "phase": "query",
+        "grouped": True,
+        "failed_shards": [
+            {"shard": 0, "index": "probe", "node": "srj6gxol", "reason": {"type": "time_exceeded_exception"}}
+        ],
+        "caused_by": {"type": "time_exceeded_exception", "reason": None},
+    },
+    "status": 500,
+}
+
+
+def test_a_timeout_that_ran_out_before_any_shard_answered_is_a_timeout() -> None:
+    # Before: an EngineResponseError, which a retriever reports as a failing engine, not as out of time.
+    error = from_response(500, TIME_EXCEEDED, url="http://os:9200", operation="search", index="probe")
+    assert isinstance(error, errors.EngineTimeout)
+    assert "the request's `timeout` ran out before any shard had results (time_exceeded_exception)" in str(error)
+
+
 def test_opensearch_connection_errors_are_translated() -> None:
     refused = ox.ConnectionError("N/A", "refused", ConnectionRefusedError(111, "Connection refused"))
     timeout = ox.ConnectionTimeout("TIMEOUT", "timed out", TimeoutError())
