@@ -38,11 +38,11 @@ def _vector_mapping(kind: str, dimension: int) -> dict[str, Any]:
     return {"type": "dense_vector", "dims": dimension, "index": True, "similarity": "cosine"}
 
 
-UNREAD = "dd/MM/yyyy HH:mm[:ss]"
-"""A format both engines read and recency does not (an optional section)."""
+UNREAD = "yyyy-DDD HH:mm"
+"""A format both engines read and recency does not (the day of the year)."""
 DATED: dict[str, Callable[[datetime], Any]] = {
     "dd/MM/yyyy HH:mm": lambda moment: moment.strftime("%d/%m/%Y %H:%M"),
-    UNREAD: lambda moment: moment.strftime("%d/%m/%Y %H:%M"),
+    UNREAD: lambda moment: moment.strftime("%Y-%j %H:%M"),
     "epoch_millis": lambda moment: int(moment.timestamp() * 1000),
     "epoch_second": lambda moment: int(moment.timestamp()),
     "date_optional_time": lambda moment: f"{moment.year}-{moment.month}-{moment.day}T{moment.hour}:{moment.minute}Z",
