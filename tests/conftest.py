@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import socket
 from collections import Counter
+from collections.abc import Iterator
 
 import pytest
 
@@ -21,6 +23,15 @@ def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
     monkeypatch.setenv("ESBRIDGE_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+
+
+@pytest.fixture
+def silent_url() -> Iterator[str]:
+    """A loopback port that accepts connections (the kernel queues them) and never reads or answers: a hung engine."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(64)
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -3,9 +3,7 @@ timeout and retries would wait, on both synchronous cluster adapters: what a sid
 
 from __future__ import annotations
 
-import socket
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -15,15 +13,6 @@ from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.call_deadline import DeadlinePassed, engine_calls_until
 from esbridge.engines.elasticsearch import ElasticsearchEngine
 from esbridge.engines.opensearch import OpenSearchEngine
-
-
-@pytest.fixture
-def silent_url() -> Iterator[str]:
-    """A loopback port that accepts connections and never answers."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(16)
-        yield f"http://127.0.0.1:{server.getsockname()[1]}"
 
 
 def _engine(kind: str, url: str) -> Engine:

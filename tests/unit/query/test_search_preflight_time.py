@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +30,6 @@ from tests.support.memory_engine import LEX, NOW, SEM, MemoryEngine, StubEmbedde
 
 SLOW_S = 3.0
 """How long a slow read takes: well past every search's time here"""
-
-
-@pytest.fixture
-def silent_url() -> Iterator[str]:
-    """A loopback port that accepts connections and never answers."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(16)
-        yield f"http://127.0.0.1:{server.getsockname()[1]}"
 
 
 class HungOpenSearch(OpenSearchEngine):

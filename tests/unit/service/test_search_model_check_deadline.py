@@ -4,22 +4,8 @@ rather than search with its model unchecked."""
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator
-
-import pytest
-
 from esbridge.config import load_settings
 from tests.unit.service.conftest import ClientFactory
-
-
-@pytest.fixture
-def silent_url() -> Iterator[str]:
-    """A listening socket whose connections are queued by the kernel and never read."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(64)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def test_a_model_check_a_hung_engine_does_not_answer_is_504_naming_the_check(

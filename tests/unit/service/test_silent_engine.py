@@ -5,10 +5,8 @@ and retries would wait. One that answers 404 to everything: a fault of the deplo
 from __future__ import annotations
 
 import http.server
-import socket
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
@@ -17,15 +15,6 @@ from esbridge.config import load_settings
 from tests.unit.service.conftest import KEY, ClientFactory
 
 WRITE = {"X-API-Key": KEY}
-
-
-@pytest.fixture
-def silent_url() -> Iterator[str]:
-    """A listening socket whose connections are queued by the kernel and never read."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(64)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 @pytest.fixture
