@@ -16,26 +16,16 @@ from esbridge.embeddings.factory import EMBEDDERS
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import EsbridgeError
 from esbridge.ingest.report import IngestReport
-from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.ingest.sources import SourceFormat
-from esbridge.mappings.lifecycle import IndexManager
-from esbridge.mappings.schema import IndexParameters
 from tests.support.hashing import HashingEmbedder
+from tests.support.ingest_runs import ingest_into
 
 ODD = "notes\nerror: forged\x1b[2J\u202etxt"
 SHOWN = "notes\\u000aerror: forged\\u001b[2J\\u202etxt"
 
 
 def run(engine: EmbeddedEngine, path: Path, source_format: SourceFormat = "auto", **options: object) -> IngestReport:
-    embedder = HashingEmbedder()
-    manager = IndexManager(engine, "paths", IndexParameters(dimension=embedder.dimension))
-    return ingest(
-        path,
-        engine=engine,
-        manager=manager,
-        embedder=embedder,
-        options=IngestOptions(source_format=source_format, **options),  # type: ignore[arg-type]
-    )
+    return ingest_into(engine, "paths", path, source_format, **options)
 
 
 def refusal(engine: EmbeddedEngine, path: Path, source_format: SourceFormat = "auto", **options: object) -> str:

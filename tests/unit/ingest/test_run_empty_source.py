@@ -15,23 +15,13 @@ from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.errors import SourceError
 from esbridge.ingest.refusals import MassDeleteRefused
 from esbridge.ingest.report import IngestReport
-from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.ingest.sources import SourceFormat
-from esbridge.mappings.lifecycle import IndexManager
-from esbridge.mappings.schema import IndexParameters
 from tests.support.hashing import HashingEmbedder
+from tests.support.ingest_runs import ingest_into
 
 
 def run(engine: EmbeddedEngine, path: Path, source_format: SourceFormat = "auto", **options: object) -> IngestReport:
-    embedder = HashingEmbedder()
-    manager = IndexManager(engine, "notes", IndexParameters(dimension=embedder.dimension))
-    return ingest(
-        path,
-        engine=engine,
-        manager=manager,
-        embedder=embedder,
-        options=IngestOptions(source_format=source_format, **options),  # type: ignore[arg-type]
-    )
+    return ingest_into(engine, "notes", path, source_format, **options)
 
 
 def nothing_created(engine: EmbeddedEngine) -> bool:

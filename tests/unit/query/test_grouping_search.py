@@ -16,7 +16,7 @@ from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
 from esbridge.query.grouping import RegistryGroups
-from esbridge.query.models import Filters, SearchRequest
+from esbridge.query.models import Filters, SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
 from tests.support.data import REGISTRY, require
 from tests.support.hashing import HashingEmbedder
@@ -159,22 +159,27 @@ def test_a_tool_of_an_index_esbridge_did_not_write_shows_its_own_record(tmp_path
     assert [match.description for match in jira.matching_tools] == ["Create a  Jira\nissue"]
 
 
-def test_a_matched_tool_of_the_real_registry_brings_its_server(tmp_path: Path) -> None:
-    lines = require(REGISTRY / "servers.jsonl").read_text(encoding="utf-8").splitlines()
-    gateway = [line for line in lines if '"collection": "mcp-gateway-registry"' in line]
+def _registry_searched(tmp_path: Path, lines: list[str], request: SearchRequest) -> SearchResponse:
+    """``request`` answered by an embedded index of the registry records ``lines`` (ingested as a registry file)."""
     path = tmp_path / "servers.jsonl"
-    path.write_text("".join(line + "\n" for line in gateway), encoding="utf-8")
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     engine = EmbeddedEngine(tmp_path / "db")
     try:
         manager = IndexManager(engine, "registry", IndexParameters(dimension=HashingEmbedder().dimension))
         options = IngestOptions(source_format="registry", source="registry")
         assert ingest(path, engine=engine, manager=manager, embedder=HashingEmbedder(), options=options).failed == []
         searcher = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "registry", HashingEmbedder())
-        only_tools = Filters(terms={"entity_type": ["tool"]})  # so no server is a candidate itself
-        request = SearchRequest(query="jira_get_transitions", group=True, filters=only_tools)
-        response = asyncio.run(searcher.search(request))
+        return asyncio.run(searcher.search(request))
     finally:
         engine.close()
+
+
+def test_a_matched_tool_of_the_real_registry_brings_its_server(tmp_path: Path) -> None:
+    lines = require(REGISTRY / "servers.jsonl").read_text(encoding="utf-8").splitlines()
+    gateway = [line for line in lines if '"collection": "mcp-gateway-registry"' in line]
+    only_tools = Filters(terms={"entity_type": ["tool"]})  # so no server is a candidate itself
+    request = SearchRequest(query="jira_get_transitions", group=True, filters=only_tools)
+    response = _registry_searched(tmp_path, gateway, request)
     assert response.groups is not None and response.warnings == []
     assert response.groups.tools[0].tool_name == "jira_get_transitions"
     atlassian = next(server for server in response.groups.servers if server.path == "/atlassian")
@@ -187,17 +192,7 @@ def test_every_tool_a_search_of_the_real_registry_returns_is_among_its_servers_m
 ) -> None:
     lines = require(REGISTRY / "servers.jsonl").read_text(encoding="utf-8").splitlines()
     [fininfo] = [line for line in lines if json.loads(line)["id"] == "gateway:fininfo"]  # a server with 2 tools
-    path = tmp_path / "servers.jsonl"
-    path.write_text(fininfo + "\n", encoding="utf-8")
-    engine = EmbeddedEngine(tmp_path / "db")
-    try:
-        manager = IndexManager(engine, "registry", IndexParameters(dimension=HashingEmbedder().dimension))
-        options = IngestOptions(source_format="registry", source="registry")
-        assert ingest(path, engine=engine, manager=manager, embedder=HashingEmbedder(), options=options).failed == []
-        searcher = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "registry", HashingEmbedder())
-        response = asyncio.run(searcher.search(SearchRequest(query="stock data", group=True)))
-    finally:
-        engine.close()
+    response = _registry_searched(tmp_path, [fininfo], SearchRequest(query="stock data", group=True))
     assert response.groups is not None and response.warnings == []
     returned = {hit.doc_id: hit.score for hit in response.results}
     tools = {doc.rsplit("/", 1)[1]: score for doc, score in returned.items() if "/tools/" in doc}
