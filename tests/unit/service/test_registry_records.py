@@ -13,7 +13,7 @@ from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.ingest.registry import record_documents
 from esbridge.ingest.registry_records import RegistryRecord
 from tests.support.data import REGISTRY, require
-from tests.unit.service.conftest import KEY, ClientFactory
+from tests.unit.service.conftest import KEY, ClientFactory, fields
 
 WRITE = {"X-API-Key": KEY}
 SERVERS = REGISTRY / "servers.jsonl"
@@ -152,3 +152,24 @@ def test_deleting_a_registry_record_deletes_its_tools_with_it(make_client: Clien
 
     answer = client.delete(f"/v1/documents/{plain['id']}", headers=WRITE)
     assert (answer.status_code, answer.json()["owned"]) == (200, [])
+
+
+def servers(count: int, tools: int) -> list[dict[str, Any]]:
+    return [{"id": f"s{n}", "name": f"Server {n}", "tools": [f"tool{t}" for t in range(tools)]} for n in range(count)]
+
+
+def test_service_max_documents_bounds_the_documents_registry_records_make_and_refuses_more_writing_nothing(
+    make_client: ClientFactory,
+) -> None:
+    client = make_client(api_keys=[KEY], max_documents=10)
+    seed = client.post("/v1/documents", json={"documents": [{"id": "seed", "text": "kept"}]}, headers=WRITE)
+    assert seed.json()["written"] == 1, seed.text
+    many = client.post("/v1/documents", json={"documents": servers(2, 20), "format": "registry"}, headers=WRITE)
+    assert (many.status_code, fields(many)) == (422, ["body.documents"]), many.text
+    message = many.json()["error"]["message"]
+    assert "the 2 record(s) make 42 documents" in message
+    assert "at most 10 per request (service.max_documents): nothing was written" in message
+    assert sorted(stored_documents()) == ["seed"]
+    bounded = client.post("/v1/documents", json={"documents": servers(2, 4), "format": "registry"}, headers=WRITE)
+    assert bounded.json()["written"] == 2, bounded.text
+    assert len(stored_documents()) == 1 + 10
