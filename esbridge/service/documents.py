@@ -25,11 +25,18 @@ from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import index_document
 from esbridge.ingest.model import Chunk, Document
 from esbridge.ingest.model_record import model_to_record_first, record_model
-from esbridge.ingest.registry import owned_prefixes
 from esbridge.ingest.run import DEFAULT_MAX_TOKENS
 from esbridge.service.errors import ServiceError
 from esbridge.service.models import DocumentResult
-from esbridge.service.records import Given, RecordFormat, document_warnings, given_id, owned_documents, read_record
+from esbridge.service.records import (
+    Given,
+    RecordFormat,
+    document_warnings,
+    given_id,
+    owned_chunks,
+    owned_documents,
+    read_record,
+)
 from esbridge.service.writes import DOCUMENT_LOCKS, Cancellation, WriteControl, chunk_hashes
 
 # A request waits for its answer, so the engine gets a few quick retries, not ingest's long backoff.
@@ -189,9 +196,10 @@ def delete(
         if not chunk_ids:
             return Deleted(doc_id)
         _refuse_several_targets(engine, index)
-        owned = sorted(owned_documents(engine, index, {0: Given(doc_id, [doc_id], prefixes=owned_prefixes(doc_id))}))
+        owned_by = owned_chunks(engine, index, doc_id)
+        owned = sorted(owned_by)
         control.cancel.begin("deleting")
-        deleted = _delete_chunks(engine, index, [hit.id for hit in _chunks_of(engine, index, owned)], retry)
+        deleted = _delete_chunks(engine, index, [chunk for key in owned for chunk in owned_by[key]], retry)
         deleted += _delete_chunks(engine, index, chunk_ids, retry)
         control.finish(engine, index, {key: {} for key in [doc_id, *owned]})
     return Deleted(doc_id, deleted, owned)
