@@ -86,7 +86,7 @@ class ServiceSettings(_Section):
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=256 * 1024 * 1024)
     max_query_chars: int = Field(default=1024, ge=1, le=4096)
     max_top_n: int = Field(default=50, ge=1, le=1000)
-    max_documents: int = Field(default=100, ge=1, le=10_000, description="documents per POST /v1/documents")
+    max_documents: int = Field(default=100, ge=1, le=10_000, description="documents a POST /v1/documents writes")
     request_timeout_s: float = Field(default=30.0, gt=0, le=600, description="after this a request answers 504")
     retry_after_s: int = Field(default=5, ge=1, le=3600, description="Retry-After of 503 answers")
     shutdown_timeout_s: float = Field(default=30.0, gt=0, le=600, description="grace for in-flight requests")

@@ -37,6 +37,7 @@ from esbridge.service.cors import ServiceCORS
 from esbridge.service.hosts import HostCheck, open_reads_warning
 from esbridge.service.limits import Admission, BodyLimit, ConcurrencyGate, TokenBuckets
 from esbridge.service.metrics import Metrics, RequestObserver, access_log
+from esbridge.service.models import DocumentsRequest
 from esbridge.service.routes import router
 
 if TYPE_CHECKING:
@@ -133,7 +134,13 @@ def _with_service_limits(app: FastAPI, settings: Settings) -> dict[str, Any]:
     top_n_max = min(settings.service.max_top_n, settings.pipeline.top_n_max)
     search["query"]["maxLength"] = settings.service.max_query_chars  # at most the model's own 4,096
     search["top_n"].update(maximum=top_n_max, default=min(SearchRequest.model_fields["top_n"].default, top_n_max))
-    schemas["DocumentsRequest"]["properties"]["documents"]["maxItems"] = settings.service.max_documents
+    documents = schemas["DocumentsRequest"]["properties"]["documents"]
+    documents["maxItems"] = settings.service.max_documents
+    documents["description"] = (
+        f"{DocumentsRequest.model_fields['documents'].description}; at most {settings.service.max_documents} "
+        "documents are written per request (service.max_documents): a registry record counts as its own document "
+        "and one per tool and skill"
+    )
     service = settings.service
     document["info"]["x-esbridge-limits"] = {  # what no schema keyword says: a client may read them before sending
         "max_body_bytes": service.max_body_bytes,

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from esbridge.config.service import ServiceSettings
 from esbridge.errors import ConfigError
+from esbridge.ids import shown_path
 
 log = logging.getLogger("esbridge.service")
 
@@ -143,12 +144,12 @@ class KeyRing:
             return len(self)
         if not self._file.exists():
             if self._file_grants:
-                log.error("API keys file %s is gone: its keys are no longer accepted", self._file)
+                log.error("API keys file %s is gone: its keys are no longer accepted", shown_path(self._file))
             self._file_grants, self._signature = [], None
             return len(self)
         grants = [_grant(key, scopes) for key, scopes in read_keys_file(self._file)]
         self._file_grants, self._signature = grants, _signature(self._file)
-        log.info("API keys file %s read: %d keys", self._file, len(grants))
+        log.info("API keys file %s read: %d keys", shown_path(self._file), len(grants))
         return len(self)
 
     def _refresh_if_due(self) -> None:
@@ -176,7 +177,7 @@ def read_keys_file(path: Path) -> list[tuple[str, frozenset[str]]]:
     try:
         text = path.read_text(encoding="utf-8-sig")  # a byte order mark (Windows editors) is no part of a key
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the API keys file {path}: {exc}") from exc
+        raise ConfigError(f"cannot read the API keys file {shown_path(path)}: {exc}") from exc
     keys: list[tuple[str, frozenset[str]]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         words = [] if line.lstrip().startswith("#") else line.split()
@@ -187,13 +188,13 @@ def read_keys_file(path: Path) -> list[tuple[str, frozenset[str]]]:
         key, named = words[0], [scope for word in words[1:] for scope in word.split(",") if scope]
         if not printable_ascii(key):
             raise ConfigError(
-                f"API keys file {path}, line {number}: the key is not printable ASCII, so no HTTP client could send "
-                "it as it is written here (headers carry bytes, read as Latin-1)"
+                f"API keys file {shown_path(path)}, line {number}: the key is not printable ASCII, so no HTTP client "
+                "could send it as it is written here (headers carry bytes, read as Latin-1)"
             )
         unknown = sorted(set(named) - set(SCOPES))
         if unknown:
             raise ConfigError(
-                f"API keys file {path}, line {number}: unknown scope(s) {', '.join(map(_shown, unknown))} "
+                f"API keys file {shown_path(path)}, line {number}: unknown scope(s) {', '.join(map(_shown, unknown))} "
                 f"(scopes are {', '.join(SCOPES)}, comma-separated after the key)"
             )
         keys.append((key, frozenset(named) or UNSCOPED))
@@ -220,11 +221,12 @@ def _refuse_if_shared(path: Path) -> None:
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except OSError as exc:
-        raise ConfigError(f"cannot read the API keys file {path}: {exc}") from exc
+        raise ConfigError(f"cannot read the API keys file {shown_path(path)}: {exc}") from exc
     if mode & _SHARED_ACCESS:
+        shown = shown_path(path)
         raise ConfigError(
-            f"API keys file {path} is open to group or others (mode {mode:04o}), so its keys cannot be trusted; "
-            f"restrict it with: chmod 600 {path}"
+            f"API keys file {shown} is open to group or others (mode {mode:04o}), so its keys cannot be trusted; "
+            f"restrict it with: chmod 600 {shown}"
         )
 
 

@@ -24,6 +24,7 @@ from esbridge.embeddings.identity import recorded_identity
 from esbridge.engines.base import AsyncEngine, Engine
 from esbridge.engines.factory import Resolved, connect, connect_async, resolve_kind
 from esbridge.errors import EngineUnavailable
+from esbridge.ids import shown_path
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.parameters import parameters_from
 from esbridge.query.api import open_query_embedder
@@ -137,9 +138,9 @@ class Backend:
         said = str(problem)
         if problem.kind == "gone":
             said = (
-                f"the data directory {engine.data_dir} has no database {DB_FILE} (it was removed or moved while the "
-                "service runs); move it back: searches, writes and readiness recover then (a copy put in its place "
-                "is refused until the service restarts)"
+                f"the data directory {shown_path(engine.data_dir)} has no database {DB_FILE} (it was removed or moved "
+                "while the service runs); move it back: searches, writes and readiness recover then (a copy put in its "
+                "place is refused until the service restarts)"
             )
         raise EngineUnavailable(said, url=engine.url, operation=operation, index=self.index)
 

@@ -25,10 +25,18 @@ from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import index_document
 from esbridge.ingest.model import Chunk, Document
 from esbridge.ingest.model_record import model_to_record_first, record_model
-from esbridge.ingest.registry import owned_prefixes
 from esbridge.ingest.run import DEFAULT_MAX_TOKENS
+from esbridge.service.errors import ServiceError
 from esbridge.service.models import DocumentResult
-from esbridge.service.records import Given, RecordFormat, document_warnings, given_id, owned_documents, read_record
+from esbridge.service.records import (
+    Given,
+    RecordFormat,
+    document_warnings,
+    given_id,
+    owned_chunks,
+    owned_documents,
+    read_record,
+)
 from esbridge.service.writes import DOCUMENT_LOCKS, Cancellation, WriteControl, chunk_hashes
 
 # A request waits for its answer, so the engine gets a few quick retries, not ingest's long backoff.
@@ -48,6 +56,51 @@ class UpsertOutcome:
     visible: bool = True
 
 
+@dataclass
+class Batch:
+    """A request's records as read (``read``): each refused one's result, the valid ones by position, and every
+    document id the valid ones make -> the position of the record making it."""
+
+    size: int
+    results: dict[int, DocumentResult] = field(default_factory=dict)
+    valid: dict[int, Given] = field(default_factory=dict)
+    first: dict[str, int] = field(default_factory=dict)
+
+
+def read(records: Sequence[Mapping[str, Any]], record_format: RecordFormat = "jsonl") -> Batch:
+    """``records`` read as ``record_format`` (``esbridge.service.records``): ``first`` counts the documents a write
+    of them makes, a registry record's tools and skills included."""
+    batch = Batch(len(records))
+    results, valid, first = batch.results, batch.valid, batch.first
+    for position, data in enumerate(records):
+        given = read_record(data, record_format)
+        if isinstance(given, str):
+            found = given_id(data, record_format)
+            results[position] = DocumentResult(position=position, id=found, status="error", error=given)
+            continue
+        taken = next((doc_id for doc_id in given.ids if doc_id in first), None)
+        if taken is not None:
+            reason = f"duplicate id {taken!r} in this batch (first at position {first[taken]})"
+            results[position] = DocumentResult(position=position, id=given.id, status="error", error=reason)
+            continue
+        first.update(dict.fromkeys(given.ids, position))
+        valid[position] = given
+    return batch
+
+
+def refuse_over(batch: Batch, limit: int) -> None:
+    """Refuse the batch (422, nothing written) when its records make more than ``limit`` documents: a registry
+    record makes one per tool and skill besides its own, so that a few records may make many."""
+    made = len(batch.first)
+    if made > limit:
+        problem = (
+            f"the {batch.size} record(s) make {made} documents (a registry record's tools and skills count as "
+            f"documents of their own); at most {limit} per request (service.max_documents): nothing was written; "
+            "send them in several requests"
+        )
+        raise ServiceError(422, "validation", f"body.documents: {problem}", fields=[("body.documents", problem)])
+
+
 def upsert(
     engine: Engine,
     index: str,
@@ -62,24 +115,22 @@ def upsert(
     """Validate, chunk, embed and write ``records`` (read as ``record_format``, ``esbridge.service.records``); one
     result per record, in order. Raises ``WriteCancelled`` when ``control.cancel`` is set before anything was
     written."""
-    control = control or WriteControl()
-    results: dict[int, DocumentResult] = {}
-    valid: dict[int, Given] = {}
-    first: dict[str, int] = {}  # every document id the batch makes -> the position of the record making it
-    for position, data in enumerate(records):
-        given = read_record(data, record_format)
-        if isinstance(given, str):
-            found = given_id(data, record_format)
-            results[position] = DocumentResult(position=position, id=found, status="error", error=given)
-            continue
-        taken = next((doc_id for doc_id in given.ids if doc_id in first), None)
-        if taken is not None:
-            reason = f"duplicate id {taken!r} in this batch (first at position {first[taken]})"
-            results[position] = DocumentResult(position=position, id=given.id, status="error", error=reason)
-            continue
-        first.update(dict.fromkeys(given.ids, position))
-        valid[position] = given
+    return write(engine, index, embedder, read(records, record_format), source=source, retry=retry, control=control)
 
+
+def write(
+    engine: Engine,
+    index: str,
+    embedder: Embedder | None,
+    batch: Batch,
+    *,
+    source: str,
+    retry: RetryPolicy = REQUEST_RETRY,
+    control: WriteControl | None = None,
+) -> UpsertOutcome:
+    """Chunk, embed and write the valid records of ``batch`` (``upsert``)."""
+    control = control or WriteControl()
+    results, valid, first = batch.results, batch.valid, batch.first
     outcome = UpsertOutcome([])
     if valid:
         _refuse_several_targets(engine, index)
@@ -115,7 +166,7 @@ def upsert(
                 if doc_id not in expected and position not in written:
                     expected[doc_id] = {}
             outcome.visible = control.finish(engine, index, expected)
-    outcome.results = [results[position] for position in range(len(records))]
+    outcome.results = [results[position] for position in range(batch.size)]
     return outcome
 
 
@@ -145,9 +196,10 @@ def delete(
         if not chunk_ids:
             return Deleted(doc_id)
         _refuse_several_targets(engine, index)
-        owned = sorted(owned_documents(engine, index, {0: Given(doc_id, [doc_id], prefixes=owned_prefixes(doc_id))}))
+        owned_by = owned_chunks(engine, index, doc_id)
+        owned = sorted(owned_by)
         control.cancel.begin("deleting")
-        deleted = _delete_chunks(engine, index, [hit.id for hit in _chunks_of(engine, index, owned)], retry)
+        deleted = _delete_chunks(engine, index, [chunk for key in owned for chunk in owned_by[key]], retry)
         deleted += _delete_chunks(engine, index, chunk_ids, retry)
         control.finish(engine, index, {key: {} for key in [doc_id, *owned]})
     return Deleted(doc_id, deleted, owned)

@@ -9,7 +9,7 @@ the registry file deletes it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -83,21 +83,36 @@ def document_warnings(given: Given, documents: Sequence[Document]) -> list[str]:
 
 def owned_documents(engine: Engine, index: str, valid: Mapping[int, Given]) -> dict[str, int]:
     """The tools and skills the index holds for the registry records in ``valid``: doc id -> the record's position.
-    Found by the link their first chunk holds to their record, kept when their id starts as the record's own do."""
+    Found by the link their chunks hold to their record, kept when their id starts as the record's own do."""
+    return {doc_id: position for doc_id, position, _ in _owned_chunks(engine, index, valid)}
+
+
+def owned_chunks(engine: Engine, index: str, record_id: str) -> dict[str, list[str]]:
+    """The tools and skills the index holds for the record ``record_id`` (``owned_documents``): doc id -> the ids of
+    its chunks, which all hold the link, found by the same query."""
+    found: dict[str, list[str]] = {}
+    given = {0: Given(record_id, [record_id], prefixes=owned_prefixes(record_id))}
+    for doc_id, _, chunk_id in _owned_chunks(engine, index, given):
+        chunks = found.setdefault(doc_id, [])
+        if chunk_id not in chunks:  # a chunk linking to the record twice
+            chunks.append(chunk_id)
+    return found
+
+
+def _owned_chunks(engine: Engine, index: str, valid: Mapping[int, Given]) -> Iterator[tuple[str, int, str]]:
+    """(doc id, its record's position, chunk id) of every chunk of the tools and skills ``valid``'s records own."""
     owners = {given.id: position for position, given in valid.items() if given.prefixes}
     if not owners:
-        return {}
+        return
     query = {
         "bool": {
             "filter": [{"terms": {"links": sorted(owners)}}, {"terms": {"entity_type": [TOOL, SKILL]}}],
         }
     }
-    found: dict[str, int] = {}
     for hit in engine.scan(index, query, ["doc_id", "links"], sort_field="chunk_id"):
         doc_id = str(hit.source.get("doc_id"))
         links = hit.source.get("links") or []
         for target in links if isinstance(links, list) else [links]:
             position = owners.get(str(target))
             if position is not None and doc_id.startswith(valid[position].prefixes):
-                found[doc_id] = position
-    return found
+                yield doc_id, position, hit.id

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from functools import partial
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Request, Security
@@ -214,9 +213,10 @@ async def upsert_documents(request: Request, body: DocumentsRequest) -> Document
     _refuse_attached(request)
 
     def work(engine: Engine, control: WriteControl) -> documents.UpsertOutcome:
+        batch = documents.read(body.documents, body.format)
+        documents.refuse_over(batch, service.max_documents)  # counted as written: a record's tools and skills too
         backend.ensure_index(engine)
-        upsert = partial(documents.upsert, source=service.source, record_format=body.format, control=control)
-        return upsert(engine, backend.index, backend.embedder, body.documents)
+        return documents.write(engine, backend.index, backend.embedder, batch, source=service.source, control=control)
 
     outcome = await _write(request, "upsert", work)
     failed = sum(1 for result in outcome.results if result.status == "error")

@@ -54,7 +54,14 @@ def test_the_openapi_document_lists_the_bounds_the_service_enforces(make_client:
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     search = schemas["SearchRequest"]["properties"]
     assert (search["query"]["maxLength"], search["top_n"]["maximum"], search["top_n"]["default"]) == (20, 5, 5)
-    assert schemas["DocumentsRequest"]["properties"]["documents"]["maxItems"] == 2
+    documents = schemas["DocumentsRequest"]["properties"]["documents"]
+    assert documents["maxItems"] == 2
+    assert documents["description"].endswith(
+        "at most 2 documents are written per request (service.max_documents): a registry record counts as its own "
+        "document and one per tool and skill"
+    )
+    again = client.get("/openapi.json").json()["components"]["schemas"]["DocumentsRequest"]["properties"]
+    assert again["documents"]["description"] == documents["description"]
     assert client.post("/v1/search", json={"query": "x" * 21}).status_code == 422
     assert client.post("/v1/search", json={"query": "x", "top_n": 6}).status_code == 422
     three = client.post("/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from esbridge.config import load_settings
@@ -13,7 +14,7 @@ from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.ingest.registry import record_documents
 from esbridge.ingest.registry_records import RegistryRecord
 from tests.support.data import REGISTRY, require
-from tests.unit.service.conftest import KEY, ClientFactory
+from tests.unit.service.conftest import KEY, ClientFactory, fields
 
 WRITE = {"X-API-Key": KEY}
 SERVERS = REGISTRY / "servers.jsonl"
@@ -152,3 +153,54 @@ def test_deleting_a_registry_record_deletes_its_tools_with_it(make_client: Clien
 
     answer = client.delete(f"/v1/documents/{plain['id']}", headers=WRITE)
     assert (answer.status_code, answer.json()["owned"]) == (200, [])
+
+
+def servers(count: int, tools: int) -> list[dict[str, Any]]:
+    return [{"id": f"s{n}", "name": f"Server {n}", "tools": [f"tool{t}" for t in range(tools)]} for n in range(count)]
+
+
+def test_service_max_documents_bounds_the_documents_registry_records_make_and_refuses_more_writing_nothing(
+    make_client: ClientFactory,
+) -> None:
+    client = make_client(api_keys=[KEY], max_documents=10)
+    seed = client.post("/v1/documents", json={"documents": [{"id": "seed", "text": "kept"}]}, headers=WRITE)
+    assert seed.json()["written"] == 1, seed.text
+    many = client.post("/v1/documents", json={"documents": servers(2, 20), "format": "registry"}, headers=WRITE)
+    assert (many.status_code, fields(many)) == (422, ["body.documents"]), many.text
+    message = many.json()["error"]["message"]
+    assert "the 2 record(s) make 42 documents" in message
+    assert "at most 10 per request (service.max_documents): nothing was written" in message
+    assert sorted(stored_documents()) == ["seed"]
+    bounded = client.post("/v1/documents", json={"documents": servers(2, 4), "format": "registry"}, headers=WRITE)
+    assert bounded.json()["written"] == 2, bounded.text
+    assert len(stored_documents()) == 1 + 10
+
+
+def test_a_delete_removes_every_chunk_of_a_long_tool_with_one_read_of_what_the_record_owns(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = make_client(api_keys=[KEY], refresh="false")
+    long_tool = {"name": "long", "description": " ".join(f"step{n} of the long procedure." for n in range(1500))}
+    record = {"id": "srv", "name": "Server", "tools": [long_tool, *(f"tool{n}" for n in range(20))]}
+    assert upsert(client, record)["written"] == 1
+    engine = EmbeddedEngine.from_settings(load_settings())
+    try:
+        engine.refresh("notes")
+        chunks = list(engine.scan("notes", {"match_all": {}}, ["doc_id"], sort_field="chunk_id"))
+    finally:
+        engine.close()
+    assert sum(1 for hit in chunks if hit.source["doc_id"] == "srv/tools/long") > 1
+    reads: list[object] = []
+    scan = EmbeddedEngine.scan
+
+    def counted(self: EmbeddedEngine, *args: Any, **kwargs: Any) -> Any:
+        reads.append(args[1])  # the query
+        return scan(self, *args, **kwargs)
+
+    monkeypatch.setattr(EmbeddedEngine, "scan", counted)
+    answer = client.delete("/v1/documents/srv", headers=WRITE)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["deleted_chunks"] == len(chunks)
+    assert len(answer.json()["owned"]) == 21
+    assert len(reads) == 2  # the record's own chunks, then its tools' chunks by their link to it
+    assert stored_documents() == {}

@@ -143,3 +143,16 @@ def test_the_data_directory_check_words_each_problem_as_the_engine_found_it(
     with pytest.raises(EngineUnavailable) as refused:
         backend.check_data_dir(connected)
     assert said.format(data=data_dir) in str(refused.value)
+
+
+def test_a_removed_data_directory_with_a_newline_in_its_name_is_named_on_one_line(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_dir = Path(os.environ["ESBRIDGE_DATA_DIR"]) / "data\nERROR forged"
+    monkeypatch.setenv("ESBRIDGE_DATA_DIR", str(data_dir))
+    client = make_client(api_keys=[KEY])
+    written = client.post("/v1/documents", json={"documents": [{"id": "a", "text": "kestrel"}]}, headers=WRITE)
+    assert written.json()["written"] == 1
+    shutil.move(data_dir, data_dir.with_name("away"))
+    said = client.post("/v1/search", json={"query": "kestrel"}).json()["error"]["message"]
+    assert f"the data directory {data_dir.parent}/data\\u000aERROR forged has no database" in said
