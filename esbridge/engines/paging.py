@@ -147,37 +147,60 @@ def cancel_duplicates(
     raising esbridge errors). The client library sends a request again when its answer is late
     (``retry_on_timeout``), so one ``_reindex`` call can start two tasks; the one whose id was never returned would
     be left copying into ``dest`` beside ``keep``, or after a failed reindex deleted it, or after the alias moved. A
-    cancel the engine does not confirm raises ``ReindexTaskRunning`` naming that task.
+    cancel the engine does not confirm raises ``ReindexTaskRunning`` naming that task, and every other one left
+    running (``task_id``: the first of them).
 
     ``refusing_block``: the flood-stage block on ``dest``, if it has it (as for ``cancel_task``). A duplicate is not
     cancelled under it, as that cancel may never end: ``ReindexTaskRunning`` names the task and the block instead."""
-    for node in (listing.get("nodes") or {}).values():
-        for task_id, task in (node.get("tasks") or {}).items():
-            if task_id == keep or f"to [{dest}]" not in str(task.get("description", "")):
-                continue
-            if (block := _block_on(refusing_block)) is not None:
-                raise ReindexTaskRunning(
-                    f"another reindex task, {task_id}, was copying into {dest} (a client retry can start one twice); "
-                    f"it was not cancelled, {_under_block(task_id, block, dest)}",
-                    task_id=task_id,
-                    interrupted=False,
-                    url=url,
-                    operation="reindex",
-                    index=dest,
-                )
-            why = _unconfirmed(partial(cancel, task_id))
-            if why is None:
-                continue
-            raise ReindexTaskRunning(
-                f"another reindex task, {task_id}, was copying into {dest} (a client retry can start one twice); "
-                f"cancelling it was not confirmed ({why}), so it may still be writing into {dest}: stop it with "
-                f"`POST _tasks/{task_id}/_cancel` (`GET _tasks/{task_id}` says whether it has ended)",
-                task_id=task_id,
-                interrupted=why == _INTERRUPTED,
-                url=url,
-                operation="reindex",
-                index=dest,
-            )
+    duplicates = [
+        task_id
+        for node in (listing.get("nodes") or {}).values()
+        for task_id, task in (node.get("tasks") or {}).items()
+        if task_id != keep and f"to [{dest}]" in str(task.get("description", ""))
+    ]
+    if not duplicates:
+        return
+    if (block := _block_on(refusing_block)) is not None:
+        raise ReindexTaskRunning(
+            "; ".join(
+                f"{_duplicate(task_id, dest)}; it was not cancelled, {_under_block(task_id, block, dest)}"
+                for task_id in duplicates
+            ),
+            task_id=duplicates[0],
+            interrupted=False,
+            url=url,
+            operation="reindex",
+            index=dest,
+        )
+    # Each duplicate is asked to stop, whatever became of the one before: one left unasked would copy on unnamed.
+    left: dict[str, str] = {}
+    interrupted = False
+    for task_id in duplicates:
+        if interrupted:
+            stop = f"stop it with `POST _tasks/{task_id}/_cancel`"
+            left[task_id] = f"{_duplicate(task_id, dest)}; it was not cancelled, as Ctrl-C stopped the cancels: {stop}"
+            continue
+        why = _unconfirmed(partial(cancel, task_id))
+        if why is None:
+            continue
+        interrupted = why == _INTERRUPTED
+        left[task_id] = (
+            f"{_duplicate(task_id, dest)}; cancelling it was not confirmed ({why}), so it may still be writing into "
+            f"{dest}: stop it with `POST _tasks/{task_id}/_cancel` (`GET _tasks/{task_id}` says whether it has ended)"
+        )
+    if left:
+        raise ReindexTaskRunning(
+            "; ".join(left.values()),
+            task_id=next(iter(left)),
+            interrupted=interrupted,
+            url=url,
+            operation="reindex",
+            index=dest,
+        )
+
+
+def _duplicate(task: str, dest: str) -> str:
+    return f"another reindex task, {task}, was copying into {dest} (a client retry can start one twice)"
 
 
 def refuse_a_blocked_dest(index_settings: Mapping[str, Any], *, url: str, index: str) -> None:

@@ -271,8 +271,9 @@ class Retrieval:
         lexical = RETRIEVERS.get_named("bm25").body(context, None)
         semantic = RETRIEVERS.get_named("knn").body(context, query_vector.vector)
         size = context.top_k
-        body = plan.body(lexical, semantic, size=size, source_fields=context.source_fields, explain=explain)
         timeout_s = max(self._timeout_s("bm25"), self._timeout_s("knn"))
+        fused = plan.body(lexical, semantic, size=size, source_fields=context.source_fields, explain=explain)
+        body = with_timeout(fused, timeout_s)
         started = time.perf_counter()
         try:
             async with within(timeout_s):

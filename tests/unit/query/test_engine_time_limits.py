@@ -1,8 +1,9 @@
 """Every search request a search stage sends carries the time the search has left for it as ``timeout``, so the
 engine answers what it found by then (``timed_out``) instead of searching on after the client gave up: requests
 sent alone (``execution = "concurrent"``, kNN once the vector exists, the msearch fallback, the graph stage's link
-reads, grouping's record read) as well as those in one ``_msearch``. On the embedded engine, which checks a
-search body's keys as the clusters do."""
+reads, grouping's record read, the native hybrid request) as well as those in one ``_msearch``. On the embedded
+engine, which checks a search body's keys as the clusters do; the native request on the in-memory engines that
+emulate the engines' fusion."""
 
 from __future__ import annotations
 
@@ -23,6 +24,15 @@ from esbridge.query.deadline import with_timeout
 from esbridge.query.models import Filters, SearchRequest
 from esbridge.query.orchestrator import HybridSearcher
 from tests.support.hashing import HashingEmbedder
+from tests.unit.query.native_searchers import (
+    LEX,
+    SEM,
+    ElasticsearchMemory,
+    elasticsearch,
+    native_searcher,
+    opensearch,
+    run,
+)
 from tests.unit.query.test_graph_time import INDEX, QUICK, SEARCH_TIME_MS
 from tests.unit.query.test_graph_time import engine as engine
 from tests.unit.query.test_grouping_search import indexed
@@ -110,3 +120,20 @@ def test_the_graph_stage_s_link_reads_carry_the_time_left(engine: EmbeddedEngine
     sent = limits_ms([retrieval, *reads])
     assert all(0 < limit <= SEARCH_TIME_MS for limit in sent), sent  # the time left, to 0.01 s
     assert sent[1:] == sorted(sent[1:], reverse=True), "each later read has what is left, not the stage's start"
+
+
+@pytest.mark.parametrize("dialect", ["opensearch", "elasticsearch"])
+def test_the_native_hybrid_request_carries_the_time_left(dialect: str) -> None:
+    """OpenSearch's hybrid query with its search pipeline and Elasticsearch's retrievers alike: the engine fuses
+    with the slower retriever's time, or what is left of the search's, and answers what it found by then."""
+    timeouts: dict[str, Any] = {"bm25_timeout_s": 2.0, "knn_timeout_s": 3.0}
+    if dialect == "opensearch":
+        searcher, engine = native_searcher(opensearch(), **timeouts)
+    else:
+        searcher, engine = native_searcher(elasticsearch(), ElasticsearchMemory(LEX, SEM), **timeouts)
+    response = run(searcher, top_n=5, mode="native")
+    assert response.search_mode == "native-hybrid" and response.warnings == []
+    (body,) = engine.native_bodies
+    assert "hybrid" in body["query"] if dialect == "opensearch" else "retriever" in body
+    (sent,) = limits_ms([body])
+    assert 2000 < sent <= 3000, "the slower retriever's timeout, or the search's time left when that is less"
