@@ -82,6 +82,10 @@ def _same_space(first: ModelIdentity | None, other: ModelIdentity | None) -> boo
     return compare(first, other).compatible
 
 
+READING = "the index's model record was not read"
+COMPARING = "the index records no model, and a sample of its vectors was not compared with the query model's"
+
+
 class ModelGuard:
     """Refuses (``ModelMismatch``) a search whose query model is not the index's, or with ``allow_mismatch``
     answers it with a warning."""
@@ -129,12 +133,16 @@ class ModelGuard:
             self._recorded = (now, found)
         return self._recorded[1]
 
-    async def check(self, ends: float = math.inf) -> str | None:
+    async def check(self, ends: float = math.inf, steps: list[str] | None = None) -> str | None:
         """None when the query model may search the index; a warning when it searches unchecked or with a forced
         mismatch; else raises ``ModelMismatch``. Its engine reads end by the deadline ``ends``
-        (``time.perf_counter()``): one cut short there is not remembered."""
+        (``time.perf_counter()``): one cut short there is not remembered. ``steps`` gets what it is doing appended
+        as it starts it (``READING``, ``COMPARING``): the last one is what a caller that stopped waiting cut short."""
+        steps = steps if steps is not None else []
+        steps.append(READING)
         recorded = await self.recorded(ends)
         if recorded is None:
+            steps.append(COMPARING)
             return await self._check_vectors(ends)
         if isinstance(recorded, str):
             return recorded

@@ -17,7 +17,7 @@ from esbridge import errors
 from esbridge.engines.call_deadline import DeadlinePassed
 from esbridge.engines.capabilities import Capabilities
 from esbridge.query.deadline import halfway, no_answer, time_left, within
-from esbridge.query.model_check import ModelGuard
+from esbridge.query.model_check import READING, ModelGuard
 
 Probe = Callable[[float], Awaitable[Capabilities]]
 """Probes the engine's capabilities; its engine calls end by the deadline it is given (``time.perf_counter()``)."""
@@ -30,12 +30,13 @@ async def checked_model(guard: ModelGuard | None, ends: float, *, url: str) -> s
     if guard is None:
         return None
     left = time_left(ends)
+    steps: list[str] = []
     try:
         async with within(left):
-            return await guard.check(ends)
+            return await guard.check(ends, steps)
     except (asyncio.TimeoutError, DeadlinePassed):
         raise errors.EngineTimeout(
-            f"the index's model record was not read ({no_answer(left or 0.0)}); the search was not run, as its "
+            f"{steps[-1] if steps else READING} ({no_answer(left or 0.0)}); the search was not run, as its "
             "query model could not be checked against the model that made the index's vectors",
             url=url,
             operation="check the query model",

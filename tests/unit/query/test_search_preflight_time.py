@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +16,15 @@ import pytest
 from esbridge import errors
 from esbridge.config import load_settings
 from esbridge.config.pipeline import PipelineSettings
-from esbridge.engines.base import Hit, SearchResult
+from esbridge.embeddings.identity import META_KEY, identity_of
+from esbridge.engines.base import Engine, Hit, SearchResult
 from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.engines.opensearch import OpenSearchEngine
+from esbridge.ingest.vector_agreement import agreement
 from esbridge.query.concepts import concept_index_name
-from esbridge.query.factory import build_searcher, prober
+from esbridge.query.factory import build_searcher, on_engine, prober
+from esbridge.query.model_check import ModelGuard
 from esbridge.query.models import SearchRequest, SearchResponse
 from esbridge.query.orchestrator import HybridSearcher
 from tests.integration.engines import load_records
@@ -175,3 +178,46 @@ def test_a_probe_without_an_answer_in_time_leaves_the_search_client_side_and_is_
             str(response.details.native.reason),
         )
     assert len(hung.ended) == 2  # each search's probe call ended with its share of the search's time
+
+
+class SlowEmbedder(HashingEmbedder):
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        time.sleep(SLOW_S)
+        return super().embed(texts)
+
+
+def test_a_model_check_cut_short_while_comparing_vectors_says_so(tmp_path: Path) -> None:
+    """An index made by esbridge that records no model is checked by a sample of its vectors against the query
+    model's: when that comparison has no answer in time, the refusal names it, not the record (which was read)."""
+    engine = EmbeddedEngine(tmp_path / "data")
+    try:
+        load_records(engine, "notes", HashingEmbedder(), tmp_path, RECORDS)
+
+        def unrecorded(engine: Engine) -> dict[str, Any]:
+            mapping = dict(engine.get_mapping("notes"))
+            mapping["_meta"] = {key: value for key, value in (mapping.get("_meta") or {}).items() if key != META_KEY}
+            return mapping
+
+        guard = ModelGuard(
+            "notes", identity_of(HashingEmbedder()), on_engine(engine, unrecorded),
+            agreement=on_engine(engine, lambda engine: agreement(engine, "notes", SlowEmbedder())),
+        )  # fmt: skip
+        searcher = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "notes", HashingEmbedder(), PipelineSettings(),
+                                  model_guard=guard)  # fmt: skip
+
+        async def search() -> float:
+            began = time.perf_counter()
+            with pytest.raises(errors.EngineTimeout) as refused:
+                await searcher.search(SearchRequest(query="photovoltaic cells"), time_s=0.5)
+            took = time.perf_counter() - began
+            assert "a sample of its vectors was not compared with the query model's (no answer within" in str(
+                refused.value
+            )
+            assert "model record was not read" not in str(refused.value)
+            await asyncio.sleep(SLOW_S)  # the comparison's thread ends before the engine closes
+            return took
+
+        took = asyncio.run(search())
+    finally:
+        engine.close()
+    assert took < 1.0
