@@ -65,14 +65,22 @@ class Batch:
     results: dict[int, DocumentResult] = field(default_factory=dict)
     valid: dict[int, Given] = field(default_factory=dict)
     first: dict[str, int] = field(default_factory=dict)
+    read: int = 0
+    """How many of the records were read: all, unless they went over ``read``'s ``limit`` before the last."""
 
 
-def read(records: Sequence[Mapping[str, Any]], record_format: RecordFormat = "jsonl") -> Batch:
+def read(
+    records: Sequence[Mapping[str, Any]], record_format: RecordFormat = "jsonl", *, limit: int | None = None
+) -> Batch:
     """``records`` read as ``record_format`` (``esbridge.service.records``): ``first`` counts the documents a write
-    of them makes, a registry record's tools and skills included."""
+    of them makes, a registry record's tools and skills included. Reading stops at the record that takes that count
+    over ``limit``, as the batch will be refused (``refuse_over``) whatever the rest hold."""
     batch = Batch(len(records))
     results, valid, first = batch.results, batch.valid, batch.first
     for position, data in enumerate(records):
+        if limit is not None and len(first) > limit:
+            break
+        batch.read = position + 1
         given = read_record(data, record_format)
         if isinstance(given, str):
             found = given_id(data, record_format)
@@ -93,10 +101,12 @@ def refuse_over(batch: Batch, limit: int) -> None:
     record makes one per tool and skill besides its own, so that a few records may make many."""
     made = len(batch.first)
     if made > limit:
+        which = f"the {batch.size} record(s) make" if batch.read == batch.size else (
+            f"the first {batch.read} of the {batch.size} record(s) already make"
+        )  # fmt: skip
         problem = (
-            f"the {batch.size} record(s) make {made} documents (a registry record's tools and skills count as "
-            f"documents of their own); at most {limit} per request (service.max_documents): nothing was written; "
-            "send them in several requests"
+            f"{which} {made} documents (a registry record's tools and skills count as documents of their own); at "
+            f"most {limit} per request (service.max_documents): nothing was written; send them in several requests"
         )
         raise ServiceError(422, "validation", f"body.documents: {problem}", fields=[("body.documents", problem)])
 

@@ -213,7 +213,7 @@ async def upsert_documents(request: Request, body: DocumentsRequest) -> Document
     _refuse_attached(request)
 
     def work(engine: Engine, control: WriteControl) -> documents.UpsertOutcome:
-        batch = documents.read(body.documents, body.format)
+        batch = documents.read(body.documents, body.format, limit=service.max_documents)
         documents.refuse_over(batch, service.max_documents)  # counted as written: a record's tools and skills too
         backend.ensure_index(engine)
         return documents.write(engine, backend.index, backend.embedder, batch, source=service.source, control=control)

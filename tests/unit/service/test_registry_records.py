@@ -168,8 +168,10 @@ def test_service_max_documents_bounds_the_documents_registry_records_make_and_re
     many = client.post("/v1/documents", json={"documents": servers(2, 20), "format": "registry"}, headers=WRITE)
     assert (many.status_code, fields(many)) == (422, ["body.documents"]), many.text
     message = many.json()["error"]["message"]
-    assert "the 2 record(s) make 42 documents" in message
+    assert "the first 1 of the 2 record(s) already make 21 documents" in message  # the second one was not read
     assert "at most 10 per request (service.max_documents): nothing was written" in message
+    last = client.post("/v1/documents", json={"documents": servers(3, 4), "format": "registry"}, headers=WRITE)
+    assert "the 3 record(s) make 15 documents" in last.json()["error"]["message"], last.text
     assert sorted(stored_documents()) == ["seed"]
     bounded = client.post("/v1/documents", json={"documents": servers(2, 4), "format": "registry"}, headers=WRITE)
     assert bounded.json()["written"] == 2, bounded.text
