@@ -16,8 +16,9 @@ without ``type`` nothing can be grouped.
 Scores are scaled as the results' are: a candidate's fused score over the best candidate's. A candidate the
 search did not return whose scaled score is 0 is not listed: min-max fusion gives 0 to the last of each
 retriever's candidates, as to a document no retriever found (and a score below 0 is scaled to 0), so such a
-score tells no match from none. A document the search returned (``returned``) is listed whatever its score, as
-the results list it: with few candidates the last of them is returned at 0.
+score tells no match from none; nor is one scaled below the results' ``floor`` (``[pipeline.shaping] floor``),
+which the results leave out. A document the search returned (``returned``) is listed whatever its score, as the
+results list it: with few candidates the last of them is returned at 0.
 
 A tool's description and input schema are stored on its first chunk only, so they are read for the tools an
 answer shows, in one request by id (``grouped``), not with every candidate. The request also asks for each tool's
@@ -137,11 +138,12 @@ def group(
     top_n: int,
     parent: str | None = None,
     returned: Collection[str] = (),
+    floor: float = 0.0,
 ) -> RegistryGroups:
     """``scores`` (every candidate, fused; chunk ids) grouped by entity type; see the module docstring.
     ``sources`` are read under esbridge's names (``canonical_source``); ``parent`` is the field map's;
-    ``returned`` holds the chunk ids of the search's results."""
-    return _grouped(scores, sources, top_n, parent, returned)[0]
+    ``returned`` holds the chunk ids of the search's results, ``floor`` the shaping floor they were cut at."""
+    return _grouped(scores, sources, top_n, parent, returned, floor)[0]
 
 
 def _grouped(
@@ -150,6 +152,7 @@ def _grouped(
     top_n: int,
     parent: str | None,
     returned: Collection[str],
+    floor: float = 0.0,
 ) -> tuple[RegistryGroups, int]:
     """The groups, and how many tools and skills could not be joined to their server or agent."""
     best: dict[str, tuple[str, float]] = {}  # document -> (its best chunk, score)
@@ -160,7 +163,11 @@ def _grouped(
     # Scaled as the results are (the best is 1.0, nothing below 0), so a document scores the same in both.
     scaled = dict(shaping.normalize(shaping.ranked(dict(best.values()))))
     shown = {document_of(item, sources.get(item, {})) for item in returned}
-    best = {doc: (item, scaled[item]) for doc, (item, _) in best.items() if scaled[item] > 0 or doc in shown}
+    best = {
+        doc: (item, scaled[item])
+        for doc, (item, _) in best.items()
+        if (scaled[item] > 0 and scaled[item] >= floor) or doc in shown
+    }
     tools: list[ToolHit] = []
     orphans = 0
     for doc, (item, score) in best.items():
@@ -275,11 +282,12 @@ async def grouped(
     *,
     fields: FieldMap = DEFAULT_FIELD_MAP,
     returned: Collection[str] = (),
+    floor: float = 0.0,
     timeout_s: float,
 ) -> Grouping:
     """``group``, with each shown tool's description and input schema read from its first chunk (or else its best
     chunk) within ``timeout_s``; warnings for what could not be grouped or read."""
-    groups, orphans = _grouped(scores, sources, top_n, fields.parent, returned)
+    groups, orphans = _grouped(scores, sources, top_n, fields.parent, returned, floor)
     warnings = list(unmapped(fields, index))
     if orphans:
         if fields.parent is not None:

@@ -172,6 +172,7 @@ class HybridSearcher:
                 request.top_n,
                 fields=self.fields,
                 returned=final,
+                floor=self.pipeline.shaping.floor,
                 timeout_s=left,
             )
         notes = notes.add(*grouping.warnings, timings=grouping.timings)

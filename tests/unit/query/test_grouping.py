@@ -97,3 +97,14 @@ def test_a_returned_entry_is_listed_with_its_score_of_0() -> None:
     )
     assert [(t.tool_name, t.score) for t in groups.tools] == [("create_issue", 0.0)]
     assert [(a.id, a.score) for a in groups.agents] == [("helper", 0.0)]
+
+
+def test_an_entry_below_the_results_floor_is_not_listed_unless_returned() -> None:
+    # The results leave out what scales below [pipeline.shaping] floor; the groups do too, so a tool cut from the
+    # results does not come back under its server.
+    groups = group(SCORES, SOURCES, top_n=10, floor=0.6)
+    assert [(t.tool_name, t.score) for t in groups.tools] == [("create_issue", 1.0), ("post_message", 0.6 / 0.8)]
+    assert [s.id for s in groups.servers] == ["jira", "slack"]
+    assert groups.virtual_servers == [] and groups.agents == []  # 0.25 and 0.375: below the floor
+    kept = group(SCORES, SOURCES, top_n=10, floor=0.6, returned=["helper#0"])
+    assert [(a.id, a.score) for a in kept.agents] == [("helper", 0.3 / 0.8)]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from esbridge.config.fields import FieldMap
+from esbridge.config.pipeline import PipelineSettings
 from esbridge.engines.base import BulkAction
 from esbridge.engines.embedded import AsyncEmbeddedEngine, EmbeddedEngine
 from esbridge.ingest.report import IngestReport
@@ -159,8 +160,11 @@ def test_a_tool_of_an_index_esbridge_did_not_write_shows_its_own_record(tmp_path
     assert [match.description for match in jira.matching_tools] == ["Create a  Jira\nissue"]
 
 
-def _registry_searched(tmp_path: Path, lines: list[str], request: SearchRequest) -> SearchResponse:
+def _registry_searched(
+    tmp_path: Path, lines: list[str], request: SearchRequest, pipeline: PipelineSettings | None = None
+) -> SearchResponse:
     """``request`` answered by an embedded index of the registry records ``lines`` (ingested as a registry file)."""
+    tmp_path.mkdir(exist_ok=True)
     path = tmp_path / "servers.jsonl"
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     engine = EmbeddedEngine(tmp_path / "db")
@@ -168,7 +172,7 @@ def _registry_searched(tmp_path: Path, lines: list[str], request: SearchRequest)
         manager = IndexManager(engine, "registry", IndexParameters(dimension=HashingEmbedder().dimension))
         options = IngestOptions(source_format="registry", source="registry")
         assert ingest(path, engine=engine, manager=manager, embedder=HashingEmbedder(), options=options).failed == []
-        searcher = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "registry", HashingEmbedder())
+        searcher = HybridSearcher(AsyncEmbeddedEngine(engine=engine), "registry", HashingEmbedder(), pipeline)
         return asyncio.run(searcher.search(request))
     finally:
         engine.close()
@@ -202,3 +206,22 @@ def test_every_tool_a_search_of_the_real_registry_returns_is_among_its_servers_m
     [server] = response.groups.servers
     assert {match.tool_name: match.score for match in server.matching_tools} == tools
     assert {tool.tool_name: tool.score for tool in response.groups.tools} == tools
+
+
+def test_groups_leave_out_what_the_results_floor_leaves_out(tmp_path: Path) -> None:
+    lines = require(REGISTRY / "servers.jsonl").read_text(encoding="utf-8").splitlines()
+    gateway = [line for line in lines if '"collection": "mcp-gateway-registry"' in line]
+    request = SearchRequest(query="jira issue transitions", top_n=10, group=True)
+
+    def listed(groups: RegistryGroups) -> dict[str, float]:
+        tools = {f"{tool.server_id}/{tool.tool_name}": tool.score for tool in groups.tools}
+        return {**tools, **{server.id: server.score for server in groups.servers}}
+
+    floored = PipelineSettings.model_validate({"shaping": {"floor": 0.5}, "cache": {"results": 0}})
+    unfloored = _registry_searched(tmp_path / "all", gateway, request)
+    assert unfloored.groups is not None
+    assert any(0 < score < 0.5 for score in listed(unfloored.groups).values())  # something for the floor to cut
+    response = _registry_searched(tmp_path / "floor", gateway, request, floored)
+    assert response.groups is not None and response.results
+    assert min(hit.score for hit in response.results) >= 0.5
+    assert listed(response.groups) and min(listed(response.groups).values()) >= 0.5
