@@ -153,6 +153,23 @@ class Fixed:
         return [self.vectors[text] for text in texts]
 
 
+def vocabulary_of(corpus: Sequence[tuple[str, str]]) -> list[str]:
+    """The words (four letters or more) of the first 2,000 source texts, sorted: what chunks and queries draw on."""
+    return sorted({w for _, text in corpus[:2000] for w in re.findall(r"[a-z]{4,}", text.lower())})
+
+
+def query_phrases(vocabulary: Sequence[str], rng: random.Random, count: int) -> list[str]:
+    """``count`` queries of three words longer than five letters."""
+    words = [w for w in vocabulary if len(w) > 5]
+    return [" ".join(rng.sample(words, 3)) for _ in range(count)]
+
+
+def hybrid_searcher(engine: EmbeddedEngine, phrases: Sequence[str], queries: npt.NDArray[np.float32]) -> HybridSearcher:
+    """Hybrid search over ``engine``'s index, the i-th phrase embedded as the i-th query vector (no model)."""
+    fixed = Fixed({phrase: queries[i].tolist() for i, phrase in enumerate(phrases)}, queries.shape[1])
+    return HybridSearcher(AsyncEmbeddedEngine(engine=engine), ALIAS, fixed)  # type: ignore[arg-type]
+
+
 def _merge_truth(
     best: list[list[tuple[float, int]]], batch: npt.NDArray[np.float32], first: int, queries: npt.NDArray[np.float32]
 ) -> None:
@@ -216,7 +233,7 @@ def main() -> None:
     blas = "one thread" if limit_blas_threads() else "as the environment sets"  # as in esbridge's own processes
     size, dimension, folder = args.size, args.dimension, args.folder
     corpus = texts()
-    vocabulary = sorted({w for _, text in corpus[:2000] for w in re.findall(r"[a-z]{4,}", text.lower())})
+    vocabulary = vocabulary_of(corpus)
     rng = random.Random(11)  # noqa: S311 (a benchmark's sample, not a secret)
     vectors = Vectors(dimension)
     queries = vectors.queries(args.queries)
@@ -254,8 +271,7 @@ def main() -> None:
     rare = [knn(q, Filters(terms={"tags": ["rare"]})) for q in range(len(queries))]
     print(f"kNN k=10, 1% filter: {_ms([t for t, _ in rare])}, min hits {min(len(h) for _, h in rare)}", flush=True)
 
-    words = [w for w in vocabulary if len(w) > 5]
-    phrases = [" ".join(rng.sample(words, 3)) for _ in range(len(queries))]
+    phrases = query_phrases(vocabulary, rng, len(queries))
     lexical = []
     for phrase in phrases:
         body = bodies.bm25_body("opensearch", phrase, size=10, filters=Filters())
@@ -264,8 +280,7 @@ def main() -> None:
         lexical.append(time.perf_counter() - began)
     print(f"BM25 3 words: {_ms(lexical)}", flush=True)
 
-    fixed = Fixed({phrase: queries[i].tolist() for i, phrase in enumerate(phrases)}, dimension)
-    hybrid = HybridSearcher(AsyncEmbeddedEngine(engine=engine), ALIAS, fixed)  # type: ignore[arg-type]
+    hybrid = hybrid_searcher(engine, phrases, queries)
 
     async def fused() -> list[float]:
         spent = []

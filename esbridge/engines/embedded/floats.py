@@ -81,7 +81,8 @@ class FloatCopies:
             parts = _gathered(fd, width, rows)
         finally:
             os.close(fd)
-        if any(len(part) != width for part in parts):  # past the end of the file: none there
+        # A read returns at most ``width`` bytes, so a short one makes the sum fall short: past the end, none there.
+        if sum(map(len, parts)) != width * len(parts):
             parts = [part if len(part) == width else bytes(width) for part in parts]
         return np.frombuffer(b"".join(parts), dtype=np.float32).reshape(len(rows), self.dimension)
 

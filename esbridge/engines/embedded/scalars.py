@@ -30,15 +30,21 @@ def unpaired_in(request: Any) -> str | None:
     pending = [request]
     while pending:
         value = pending.pop()
-        if isinstance(value, str):
+        kind = type(value)
+        if kind in _PLAIN:  # (most of a search body: the numbers of a query vector, sizes, boosts)
+            continue
+        if kind is str or isinstance(value, str):
             if not value.isascii() and (problem := unpaired_surrogate(value)) is not None:
                 return f"{value[:100]!r} holds an {problem}"
-        elif isinstance(value, Mapping):
+        elif kind is dict or isinstance(value, Mapping):
             pending.extend(value.keys())
             pending.extend(value.values())
-        elif isinstance(value, list):
-            pending.extend(item for item in value if type(item) is not float)
+        elif (kind is list or isinstance(value, list)) and not _PLAIN.issuperset(map(type, value)):
+            pending.extend(value)
     return None
+
+
+_PLAIN = frozenset({float, int, bool, type(None)})
 
 
 MAX_TERM_BYTES = 32766
