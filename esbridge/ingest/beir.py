@@ -146,10 +146,10 @@ def read_beir_queries(folder: Path) -> dict[str, str]:
 def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
     """Query id to {doc id: relevance}, from ``folder/qrels/<split>.tsv``.
 
-    Rows are ``query-id<TAB>corpus-id<TAB>score``; a first line whose score is not an integer is the
-    header and is skipped. Raises ``SourceError`` for a missing file (naming the splits there are), for any
-    malformed row, and for a document judged twice for a query with different scores (a repeat of the same
-    score is harmless).
+    Rows are ``query-id<TAB>corpus-id<TAB>score``; a first line of three fields whose last is not a number is
+    the header and is skipped. Raises ``SourceError`` for a missing file (naming the splits there are), for any
+    malformed row (one in another layout, spaces or TREC's four fields, saying so), and for a document judged
+    twice for a query with different scores (a repeat of the same score is harmless).
     """
     if not split or Path(split).name != split or split in (".", ".."):
         raise ConfigError(f"split must be a plain name such as 'test', got {split!r}")
@@ -169,13 +169,13 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
         if not line.strip():
             continue
         fields = [field.strip() for field in line.split("\t")]
+        if number == 1 and _is_header(fields, line.split()):
+            continue
         if len(fields) != 3 or not fields[0] or not fields[1]:
-            raise SourceError(f"{shown}, line {number}: expected query-id, corpus-id and score separated by tabs")
+            raise SourceError(f"{shown}, line {number}: {_row_problem(line)}")
         try:
             score = int(fields[2])
         except ValueError:
-            if number == 1:
-                continue  # the header
             raise SourceError(f"{shown}, line {number}: score {fields[2]!r} is not an integer") from None
         judged = qrels.setdefault(fields[0], {})
         if fields[1] in judged and judged[fields[1]] != score:
@@ -186,3 +186,30 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
         first_line.setdefault((fields[0], fields[1]), number)
         judged[fields[1]] = score
     return qrels
+
+
+def _is_header(fields: list[str], words: list[str]) -> bool:
+    """Whether a first line is three fields whose last is not a number (``query-id corpus-id score``, by tabs or
+    spaces); a first row scored ``1.0`` is a row, refused as any other."""
+    return any(len(parts) == 3 and not _is_number(parts[2]) for parts in (fields, words))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _row_problem(line: str) -> str:
+    """Why a row is not three tab-separated fields, naming the layouts such files are often in instead."""
+    expected = "expected query-id, corpus-id and score separated by tabs"
+    fields, words = [field.strip() for field in line.split("\t")], line.split()
+    if len(words) == 4 and _is_number(words[3]):
+        return f"{expected}; this row has four fields, as TREC qrels have (query-id 0 corpus-id score)"
+    if len(fields) == 1 and len(words) == 3:
+        return f"{expected}; this row separates its fields by spaces"
+    if len(fields) == 3:
+        return f"{expected}; this row has an empty {'query-id' if not fields[0] else 'corpus-id'}"
+    return f"{expected}; this row has {len(fields)} field{'s' if len(fields) != 1 else ''}"

@@ -182,3 +182,32 @@ def test_the_real_scifact_corpus_reads_completely() -> None:
     test = read_qrels(SCIFACT, "test")
     assert (len(test), sum(len(docs) for docs in test.values())) == (300, 339)
     assert test["1"] == {"31715818": 1}
+
+
+def test_a_first_row_scored_with_a_decimal_is_refused_not_skipped_as_a_header(tmp_path: Path) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [], {"test": "1\t10\t1.0\n2\t20\t1\n"})
+    with pytest.raises(SourceError, match=r"test\.tsv, line 1: score '1\.0' is not an integer"):
+        read_qrels(folder, "test")
+
+
+def test_a_header_separated_by_spaces_is_skipped(tmp_path: Path) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [], {"test": "query-id corpus-id score\n1\t10\t1\n"})
+    assert read_qrels(folder, "test") == {"1": {"10": 1}}
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        ("1 10 1", "this row separates its fields by spaces"),
+        ("1 0 10 1", r"this row has four fields, as TREC qrels have \(query-id 0 corpus-id score\)"),
+        ("1\t0\t10\t1", r"this row has four fields, as TREC qrels have"),
+        ("1\t\t1", "this row has an empty corpus-id"),
+        ("1\t10\t1\tx", "this row has 4 fields"),
+    ],
+)
+def test_a_row_in_another_layout_is_refused_saying_which(tmp_path: Path, row: str, reason: str) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [], {"test": f"query-id\tcorpus-id\tscore\n{row}\n"})
+    with pytest.raises(
+        SourceError, match=r"test\.tsv, line 2: expected query-id, corpus-id and score separated by tabs; " + reason
+    ):
+        read_qrels(folder, "test")
