@@ -13,6 +13,8 @@ and relevance judgements are evaluation input, so they come back as plain dicts 
 
 from __future__ import annotations
 
+import codecs
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -70,7 +72,7 @@ class BeirRecord(BaseModel):
 def read_beir_corpus(folder: Path) -> Iterator[Document | Problem]:
     """Every document of ``folder/corpus.jsonl``, or a ``Problem`` naming the line and why."""
     path = folder / CORPUS_FILE
-    require_file(path, "BEIR corpus")
+    require_file(path, "BEIR corpus", keep_name=True)
     return _corpus(path)
 
 
@@ -124,7 +126,7 @@ def corpus_document(record: BeirRecord, known_ids: set[str] | None = None) -> Do
 def read_beir_queries(folder: Path) -> dict[str, str]:
     """Query id to query text, from ``folder/queries.jsonl``; raises ``SourceError`` on any bad line."""
     path = folder / QUERIES_FILE
-    require_file(path, "BEIR queries file")
+    require_file(path, "BEIR queries file", keep_name=True)
     shown = shown_path(path)
     queries: dict[str, str] = {}
     for item in read_json_lines(path, ID_FIELD):
@@ -160,9 +162,12 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
         hint = f"; splits available: {', '.join(available)}" if available else ""
         raise SourceError(f"BEIR qrels file not found: {shown}{hint}")
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a byte order mark is not in the first id
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = path.read_bytes()
+        lines = raw.decode("utf-8-sig").splitlines()  # a byte order mark is not in the first id
+    except OSError as exc:
         raise SourceError(f"cannot read {shown}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"cannot read {shown}: {_not_utf8(path, raw, exc)}") from exc
     qrels: dict[str, dict[str, int]] = {}
     first_line: dict[tuple[str, str], int] = {}
     for number, line in enumerate(lines, start=1):
@@ -213,3 +218,26 @@ def _row_problem(line: str) -> str:
     if len(fields) == 3:
         return f"{expected}; this row has an empty {'query-id' if not fields[0] else 'corpus-id'}"
     return f"{expected}; this row has {len(fields)} field{'s' if len(fields) != 1 else ''}"
+
+
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)  # UTF-32's first: UTF-32LE's mark begins with UTF-16LE's
+
+
+def _not_utf8(path: Path, raw: bytes, exc: UnicodeDecodeError) -> str:
+    """Why a qrels file is not UTF-8 text, with the command that makes it so in place when it is compressed or
+    UTF-16/32 text (the file keeps its name: eval reads qrels/<split>.tsv)."""
+    name, converted = shlex.quote(shown_path(path)), shlex.quote(shown_path(path.with_name(f"{path.name}.utf8")))
+    if raw.startswith(b"\x1f\x8b"):
+        return f"it is gzip-compressed: decompress it first (gunzip -c {name} > {converted} && mv {converted} {name})"
+    for mark, encoding in _WIDE_BOMS:
+        if raw.startswith(mark):
+            return (
+                f"it is {encoding} text, not UTF-8: convert it first "
+                f"(iconv -f {encoding} -t UTF-8 {name} > {converted} && mv {converted} {name})"
+            )
+    return f"invalid UTF-8 at byte {exc.start} ({exc.reason})"
