@@ -148,10 +148,11 @@ def read_beir_queries(folder: Path) -> dict[str, str]:
 def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
     """Query id to {doc id: relevance}, from ``folder/qrels/<split>.tsv``.
 
-    Rows are ``query-id<TAB>corpus-id<TAB>score``; a first line of three fields whose last is not a number is
-    the header and is skipped. Raises ``SourceError`` for a missing file (naming the splits there are), for any
-    malformed row (one in another layout, spaces or TREC's four fields, saying so), and for a document judged
-    twice for a query with different scores (a repeat of the same score is harmless).
+    Rows are ``query-id<TAB>corpus-id<TAB>score``; a first non-blank line of three fields whose last is not a
+    number is the header and is skipped. Raises ``SourceError`` for a missing file (naming the splits there are),
+    for a file that is not UTF-8 text, for any malformed row (one in another layout, spaces or TREC's four fields,
+    saying so), and for a document judged twice for a query with different scores (a repeat of the same score is
+    harmless).
     """
     if not split or Path(split).name != split or split in (".", ".."):
         raise ConfigError(f"split must be a plain name such as 'test', got {split!r}")
@@ -170,11 +171,12 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
         raise SourceError(f"cannot read {shown}: {_not_utf8(path, raw, exc)}") from exc
     qrels: dict[str, dict[str, int]] = {}
     first_line: dict[tuple[str, str], int] = {}
+    header_line = next((number for number, line in enumerate(lines, start=1) if line.strip()), 0)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         fields = [field.strip() for field in line.split("\t")]
-        if number == 1 and _is_header(fields, line.split()):
+        if number == header_line and _is_header(fields, line.split()):
             continue
         if len(fields) != 3 or not fields[0] or not fields[1]:
             raise SourceError(f"{shown}, line {number}: {_row_problem(line)}")

@@ -57,3 +57,14 @@ def test_a_relevant_document_without_title_or_text_is_named(runner: CliRunner, e
         "qrels/test.tsv judges 1 documents relevant whose records have neither title nor text (e.g. 'blank'); "
         "no configuration can find them"
     ) in summary["warnings"]
+
+
+def test_tune_counts_the_queries_it_leaves_out_too(runner: CliRunner, energy: Path) -> None:
+    _qrels(energy, "q1\tsolar\t1\nq2\twind\t1\nq2\tsolar\t0\nq3\twind\t0\n")
+    with (energy / "queries.jsonl").open("a", encoding="utf-8") as queries:
+        queries.write(json.dumps({"_id": "q3", "text": "wind"}) + "\n")
+    args = ["tune", str(energy), "--split", "test", "--engine", "embedded", "--dry-run", "--json"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    said = "1 query of qrels/test.tsv judges no document above 0 (e.g. 'q3'); not evaluated"
+    assert any(warning.startswith(said) for warning in json.loads(result.stdout)["warnings"])

@@ -192,8 +192,9 @@ def test_a_first_row_scored_with_a_decimal_is_refused_not_skipped_as_a_header(tm
         read_qrels(folder, "test")
 
 
-def test_a_header_separated_by_spaces_is_skipped(tmp_path: Path) -> None:
-    folder = make_dataset(tmp_path / "ds", [], [], {"test": "query-id corpus-id score\n1\t10\t1\n"})
+@pytest.mark.parametrize("header", ["query-id corpus-id score\n", "\n \nquery-id\tcorpus-id\tscore\n"])
+def test_a_header_separated_by_spaces_or_after_blank_lines_is_skipped(tmp_path: Path, header: str) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [], {"test": f"{header}1\t10\t1\n"})
     assert read_qrels(folder, "test") == {"1": {"10": 1}}
 
 
