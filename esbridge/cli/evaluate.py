@@ -75,11 +75,12 @@ def run_summary(dataset: Path, split: str, outcome: session.Session, ingested: I
 
 
 def not_held(folder: Path, split: str, index: str, *, reuse: bool) -> str:
-    """What to say when no configuration returned a judged document: the index likely holds another dataset."""
-    return (
-        f"no configuration returned any judged document of {shown_path(folder.resolve().name)} {split}; "
-        f"index {index} may not hold this dataset" + (" (run without --reuse to ingest it)" if reuse else "")
-    )
+    """What to say when no configuration returned a judged document: with ``reuse`` the index likely holds another
+    dataset; after an ingest it holds this one (what it could not take is warned about on its own)."""
+    found = f"no configuration returned any judged document of {shown_path(folder.resolve().name)} {split}"
+    if not reuse:
+        return f"{found} from index {index}, into which its corpus was just ingested"
+    return f"{found}; index {index} may not hold this dataset (run without --reuse to ingest it)"
 
 
 @click.command(name="eval")

@@ -68,3 +68,13 @@ def test_tune_counts_the_queries_it_leaves_out_too(runner: CliRunner, energy: Pa
     assert result.exit_code == 0, result.output
     said = "1 query of qrels/test.tsv judges no document above 0 (e.g. 'q3'); not evaluated"
     assert any(warning.startswith(said) for warning in json.loads(result.stdout)["warnings"])
+
+
+def test_nothing_found_after_an_ingest_does_not_blame_the_index(runner: CliRunner, energy: Path) -> None:
+    _qrels(energy, "q1\twind\t1\nq2\tsolar\t1\n")  # each query shares no word with the document it judges
+    result = runner.invoke(main, ["eval", str(energy), "--engine", "embedded", "--methods", "bm25", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["warnings"] == [
+        "no configuration returned any judged document of energy test from index eval-energy, into which its "
+        "corpus was just ingested"
+    ]
