@@ -15,9 +15,11 @@ from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.engines import connect
 from esbridge.errors import IndexNotFound
+from esbridge.evaluation.collections import default_index
 from esbridge.evaluation.dataset import judged_queries
 from esbridge.evaluation.ingest_bench import BACKENDS, known_backend
 from esbridge.evaluation.latency_bench import DEFAULT_MODES, MODES, measure
+from esbridge.ids import shown_path
 from esbridge.query.api import query_embedding
 from esbridge.query.factory import model_guard
 
@@ -102,7 +104,7 @@ def bench_command(
         settings = settings.model_copy(update={"search": allowed})
     top_n = check_top_n(top_n, settings)
     texts = list(judged_queries(dataset, split, limit).queries.values())
-    _require_index(settings)
+    _require_index(settings, dataset)
     # The model itself, not behind the on-disk cache: embedding time is part of what is measured. Like
     # `esbridge serve`, in child processes unless embedding.query_processes is 0.
     from esbridge.embeddings.factory import uncached_model
@@ -130,9 +132,11 @@ def bench_command(
         raise click.ClickException(f"nothing was measured: every chosen mode was skipped ({reasons})")
     if as_json:
         return
+    # The wall time is kept to 0.01 s: a run of a few queries can take less, and has no rate to show.
+    timing = f"{report.wall_s:g}s ({report.queries / report.wall_s:.1f} queries/s)" if report.wall_s else "under 0.01s"
     click.echo(
         f"{report.queries} queries on {report.engine} index {settings.index}, concurrency {report.concurrency}, "
-        f"{report.wall_s:g}s ({report.queries / report.wall_s:.1f} queries/s)"
+        f"{timing}"
     )
     click.echo(f"{'mode':<18} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
     for mode, values in report.modes.items():
@@ -151,7 +155,8 @@ def bench_command(
         click.echo(
             f"first failure: {report.failures[0].mode} at {report.failures[0].at_s:g}s: {report.failures[0].reason}"
         )
-    click.echo("ratios of p50:")
+    if report.ratios:
+        click.echo("ratios of p50:")
     for name, value in report.ratios.items():
         click.echo(f"  {name:<40} {value:.3f}")
 
@@ -183,14 +188,21 @@ def _refuse_unused_options(ingest: bool) -> None:
         )
 
 
-def _require_index(settings: Settings) -> None:
-    """Refuse a missing index before the model loads: a cluster would answer every search with a 404."""
+def _require_index(settings: Settings, dataset: Path) -> None:
+    """Refuse a missing index before the model loads: a cluster would answer every search with a 404. When
+    ``esbridge eval`` has put the dataset in its own ``eval-<folder>`` index, say so."""
     adapter = connect(settings)
     try:
         if not adapter.index_exists(settings.index):
+            evaluated = default_index(dataset)
+            hint = (
+                f"`esbridge eval` put {shown_path(dataset.resolve().name)} in index {evaluated}: bench that with "
+                f"--index {evaluated}"
+                if evaluated != settings.index and adapter.index_exists(evaluated)
+                else f"`esbridge eval DATASET --index {settings.index}` ingests it"
+            )
             raise IndexNotFound(
-                f"index {settings.index!r} does not exist; bench searches an index that holds the corpus "
-                f"(`esbridge eval DATASET --index {settings.index}` ingests it)",
+                f"index {settings.index!r} does not exist; bench searches an index that holds the corpus ({hint})",
                 url=adapter.url,
                 operation="bench",
                 index=settings.index,

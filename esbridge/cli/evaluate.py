@@ -19,7 +19,7 @@ from esbridge.config.settings import Settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.errors import ConfigError
 from esbridge.evaluation import collections, report, session
-from esbridge.evaluation.dataset import JudgedQueries, judged_queries, outside_corpus
+from esbridge.evaluation.dataset import JudgedQueries, corpus_warnings, judged_queries, left_out_warning
 from esbridge.evaluation.methods import METHODS, Configuration, configurations
 from esbridge.evaluation.reranking import Rerankers
 from esbridge.ids import shown_path
@@ -75,11 +75,12 @@ def run_summary(dataset: Path, split: str, outcome: session.Session, ingested: I
 
 
 def not_held(folder: Path, split: str, index: str, *, reuse: bool) -> str:
-    """What to say when no configuration returned a judged document: the index likely holds another dataset."""
-    return (
-        f"no configuration returned any judged document of {shown_path(folder.resolve().name)} {split}; "
-        f"index {index} may not hold this dataset" + (" (run without --reuse to ingest it)" if reuse else "")
-    )
+    """What to say when no configuration returned a judged document: with ``reuse`` the index likely holds another
+    dataset; after an ingest it holds this one (what it could not take is warned about on its own)."""
+    found = f"no configuration returned any judged document of {shown_path(folder.resolve().name)} {split}"
+    if not reuse:
+        return f"{found} from index {index}, into which its corpus was just ingested"
+    return f"{found}; index {index} may not hold this dataset (run without --reuse to ingest it)"
 
 
 @click.command(name="eval")
@@ -185,8 +186,10 @@ def _evaluate(
         outcome = session.run(settings, judged, chosen, embedder, progress=advance, rerankers=rerankers)
     rows = report.score(judged.qrels, outcome.outcomes, baseline)
     warnings = session.ingest_warnings(folder, ingested)
-    if ingested is not None and (outside := outside_corpus(folder, split, judged)) is not None:
-        warnings.append(outside)  # with --reuse the index, not corpus.jsonl, holds the documents
+    if (left_out := left_out_warning(split, judged)) is not None:
+        warnings.append(left_out)
+    if ingested is not None:  # with --reuse the index, not corpus.jsonl, holds the documents
+        warnings.extend(corpus_warnings(folder, split, judged))
     if (missing := report.baseline_missing(rows, baseline)) is not None:
         warnings.append(missing)
     answered = any(not runs.unavailable for runs in outcome.outcomes)

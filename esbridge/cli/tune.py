@@ -15,7 +15,7 @@ from esbridge.cli.progress import progress_for, query_progress
 from esbridge.config.settings import CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE
 from esbridge.errors import ConfigError, DependencyMissing
 from esbridge.evaluation import report, session, tuning
-from esbridge.evaluation.dataset import outside_corpus
+from esbridge.evaluation.dataset import corpus_warnings, left_out_warning
 from esbridge.evaluation.runner import Depth
 from esbridge.ids import shown_path
 
@@ -82,9 +82,11 @@ def tune_command(
             settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json)
         )
         warnings = session.ingest_warnings(dataset, ingested)
-        if ingested is not None and (outside := outside_corpus(dataset, split, judged)) is not None:
-            warnings.append(outside)
-        elif ingested is None and (absent := session.absent_from_index(settings, split, judged)) is not None:
+        if (left_out := left_out_warning(split, judged)) is not None:
+            warnings.append(left_out)
+        if ingested is not None:
+            warnings.extend(corpus_warnings(dataset, split, judged))
+        elif (absent := session.absent_from_index(settings, split, judged)) is not None:
             warnings.append(absent)  # part of the dataset, e.g. an ingest interrupted before --reuse
         if shadowing := _shadowing_variables(os.environ):
             warnings.insert(0, _shadowed(shadowing, target, dry_run))

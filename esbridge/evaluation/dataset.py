@@ -7,9 +7,10 @@ from pathlib import Path
 
 from esbridge.errors import ConfigError, SourceError
 from esbridge.ids import shown_path
-from esbridge.ingest.beir import CORPUS_FILE, ID_FIELD, QRELS_FOLDER, read_beir_queries, read_qrels
+from esbridge.ingest.beir import CORPUS_FILE, ID_FIELD, QRELS_FOLDER, QUERIES_FILE, read_beir_queries, read_qrels
 from esbridge.ingest.json_lines import read_json_lines, record_id
 from esbridge.ingest.model import Problem
+from esbridge.text import is_blank
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,8 @@ class JudgedQueries:
     """query id -> text, for every query of the split that has a positive judgement, in qrels order"""
     qrels: dict[str, dict[str, int]]
     """query id -> {doc id: relevance}, restricted to ``queries``"""
+    left_out: tuple[str, ...] = ()
+    """queries of the split that judge no document above 0 (every score 0 or below), which are not evaluated"""
 
 
 def judged_queries(folder: Path, split: str = "test", limit: int | None = None) -> JudgedQueries:
@@ -27,10 +30,17 @@ def judged_queries(folder: Path, split: str = "test", limit: int | None = None) 
         raise ConfigError(f"limit must be at least 1, got {limit}")
     texts = read_beir_queries(folder)
     judgements = read_qrels(folder, split)
-    missing = sorted(query for query in judgements if query not in texts)
-    if missing:
-        raise SourceError(f"qrels/{split}.tsv names {len(missing)} queries not in queries.jsonl, e.g. {missing[0]!r}")
     chosen = [query for query, docs in judgements.items() if any(relevance > 0 for relevance in docs.values())]
+    missing = [query for query in chosen if query not in texts]
+    if missing:
+        qrels_file = folder / QRELS_FOLDER / f"{split}.tsv"
+        raise SourceError(
+            f"{shown_path(qrels_file)}, line {_first_line(qrels_file, missing[0])}: query {missing[0]!r} judges a "
+            f"document relevant but is not in {shown_path(folder / QUERIES_FILE)}, so it cannot be run "
+            f"({len(missing)} such {'query' if len(missing) == 1 else 'queries'})"
+        )
+    relevant = set(chosen)
+    left_out = tuple(query for query in judgements if query not in relevant)
     if not chosen:
         raise SourceError(
             f"{shown_path(folder / QRELS_FOLDER / f'{split}.tsv')} judges no document relevant to any query "
@@ -38,27 +48,65 @@ def judged_queries(folder: Path, split: str = "test", limit: int | None = None) 
         )
     if limit is not None:
         chosen = chosen[:limit]
-    return JudgedQueries({query: texts[query] for query in chosen}, {query: judgements[query] for query in chosen})
+    return JudgedQueries(
+        {query: texts[query] for query in chosen}, {query: judgements[query] for query in chosen}, left_out
+    )
 
 
-def outside_corpus(folder: Path, split: str, judged: JudgedQueries) -> str | None:
-    """A warning naming the documents judged relevant that ``corpus.jsonl`` lacks (no configuration can find
-    them, so they cap every score), or None. A line that is not a valid record still counts by its id."""
+def _first_line(path: Path, query: str) -> int:
+    """The number of the first line of a qrels file that judges ``query`` (the file has been read once)."""
+    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    return next(number for number, line in enumerate(lines, start=1) if line.split("\t")[0].strip() == query)
+
+
+def left_out_warning(split: str, judged: JudgedQueries) -> str | None:
+    """A warning counting the split's queries that judge no document relevant and are not evaluated, or None."""
+    if not judged.left_out:
+        return None
+    shown = ", ".join(repr(query) for query in judged.left_out[:3])
+    count = len(judged.left_out)
+    return (
+        f"{count} {'query' if count == 1 else 'queries'} of {QRELS_FOLDER}/{split}.tsv "
+        f"{'judges' if count == 1 else 'judge'} no document above 0 (e.g. {shown}); not evaluated, as a query with "
+        "nothing relevant has no ideal ranking"
+    )
+
+
+def corpus_warnings(folder: Path, split: str, judged: JudgedQueries) -> list[str]:
+    """Warnings naming the documents judged relevant that no configuration can find, so they cap every score:
+    those ``corpus.jsonl`` lacks, and those whose record (the first of its ``_id``) has neither title nor text. A
+    line that is not a valid record still counts by its id (the ingest's warnings name it)."""
     missing = {doc for docs in judged.qrels.values() for doc, relevance in docs.items() if relevance > 0}
+    blank: set[str] = set()
     for item in read_json_lines(folder / CORPUS_FILE, ID_FIELD):
         if not missing:
             break
         if isinstance(item, Problem):
             missing.discard(item.doc_id or "")
             continue
+        record = item[1]
         try:
-            missing.discard(record_id(item[1].get(ID_FIELD)))
+            doc = record_id(record.get(ID_FIELD))
         except ValueError:
             continue
-    if not missing:
-        return None
-    shown = ", ".join(repr(doc) for doc in sorted(missing)[:3])
-    return (
-        f"{QRELS_FOLDER}/{split}.tsv judges {len(missing)} documents relevant that are not in {CORPUS_FILE} "
-        f"(e.g. {shown}); no configuration can find them"
-    )
+        if doc in missing and _shows_nothing(record.get("title"), record.get("text")):
+            blank.add(doc)
+        missing.discard(doc)
+    warnings = []
+    for docs, why in (
+        (missing, f"that are not in {CORPUS_FILE}"),
+        (blank, "whose records have neither title nor text"),
+    ):
+        if docs:
+            shown = ", ".join(repr(doc) for doc in sorted(docs)[:3])
+            warnings.append(
+                f"{QRELS_FOLDER}/{split}.tsv judges {len(docs)} documents relevant {why} (e.g. {shown}); "
+                "no configuration can find them"
+            )
+    return warnings
+
+
+def _shows_nothing(*values: object) -> bool:
+    """Whether a record's title and text are both absent or blank (one that is no string fails the ingest, which
+    names it)."""
+    return all(value is None or (isinstance(value, str) and is_blank(value)) for value in values)

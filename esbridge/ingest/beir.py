@@ -13,6 +13,8 @@ and relevance judgements are evaluation input, so they come back as plain dicts 
 
 from __future__ import annotations
 
+import codecs
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -70,7 +72,7 @@ class BeirRecord(BaseModel):
 def read_beir_corpus(folder: Path) -> Iterator[Document | Problem]:
     """Every document of ``folder/corpus.jsonl``, or a ``Problem`` naming the line and why."""
     path = folder / CORPUS_FILE
-    require_file(path, "BEIR corpus")
+    require_file(path, "BEIR corpus", keep_name=True)
     return _corpus(path)
 
 
@@ -124,7 +126,7 @@ def corpus_document(record: BeirRecord, known_ids: set[str] | None = None) -> Do
 def read_beir_queries(folder: Path) -> dict[str, str]:
     """Query id to query text, from ``folder/queries.jsonl``; raises ``SourceError`` on any bad line."""
     path = folder / QUERIES_FILE
-    require_file(path, "BEIR queries file")
+    require_file(path, "BEIR queries file", keep_name=True)
     shown = shown_path(path)
     queries: dict[str, str] = {}
     for item in read_json_lines(path, ID_FIELD):
@@ -146,10 +148,11 @@ def read_beir_queries(folder: Path) -> dict[str, str]:
 def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
     """Query id to {doc id: relevance}, from ``folder/qrels/<split>.tsv``.
 
-    Rows are ``query-id<TAB>corpus-id<TAB>score``; a first line whose score is not an integer is the
-    header and is skipped. Raises ``SourceError`` for a missing file (naming the splits there are), for any
-    malformed row, and for a document judged twice for a query with different scores (a repeat of the same
-    score is harmless).
+    Rows are ``query-id<TAB>corpus-id<TAB>score``; a first non-blank line of three fields whose last is not a
+    number is the header and is skipped. Raises ``SourceError`` for a missing file (naming the splits there are),
+    for a file that is not UTF-8 text, for any malformed row (one in another layout, spaces or TREC's four fields,
+    saying so), and for a document judged twice for a query with different scores (a repeat of the same score is
+    harmless).
     """
     if not split or Path(split).name != split or split in (".", ".."):
         raise ConfigError(f"split must be a plain name such as 'test', got {split!r}")
@@ -160,22 +163,26 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
         hint = f"; splits available: {', '.join(available)}" if available else ""
         raise SourceError(f"BEIR qrels file not found: {shown}{hint}")
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a byte order mark is not in the first id
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = path.read_bytes()
+        lines = raw.decode("utf-8-sig").splitlines()  # a byte order mark is not in the first id
+    except OSError as exc:
         raise SourceError(f"cannot read {shown}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"cannot read {shown}: {_not_utf8(path, raw, exc)}") from exc
     qrels: dict[str, dict[str, int]] = {}
     first_line: dict[tuple[str, str], int] = {}
+    header_line = next((number for number, line in enumerate(lines, start=1) if line.strip()), 0)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         fields = [field.strip() for field in line.split("\t")]
+        if number == header_line and _is_header(fields, line.split()):
+            continue
         if len(fields) != 3 or not fields[0] or not fields[1]:
-            raise SourceError(f"{shown}, line {number}: expected query-id, corpus-id and score separated by tabs")
+            raise SourceError(f"{shown}, line {number}: {_row_problem(line)}")
         try:
             score = int(fields[2])
         except ValueError:
-            if number == 1:
-                continue  # the header
             raise SourceError(f"{shown}, line {number}: score {fields[2]!r} is not an integer") from None
         judged = qrels.setdefault(fields[0], {})
         if fields[1] in judged and judged[fields[1]] != score:
@@ -186,3 +193,53 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
         first_line.setdefault((fields[0], fields[1]), number)
         judged[fields[1]] = score
     return qrels
+
+
+def _is_header(fields: list[str], words: list[str]) -> bool:
+    """Whether a first line is three fields whose last is not a number (``query-id corpus-id score``, by tabs or
+    spaces); a first row scored ``1.0`` is a row, refused as any other."""
+    return any(len(parts) == 3 and not _is_number(parts[2]) for parts in (fields, words))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _row_problem(line: str) -> str:
+    """Why a row is not three tab-separated fields, naming the layouts such files are often in instead."""
+    expected = "expected query-id, corpus-id and score separated by tabs"
+    fields, words = [field.strip() for field in line.split("\t")], line.split()
+    if len(words) == 4 and _is_number(words[3]):
+        return f"{expected}; this row has four fields, as TREC qrels have (query-id 0 corpus-id score)"
+    if len(fields) == 1 and len(words) == 3:
+        return f"{expected}; this row separates its fields by spaces"
+    if len(fields) == 3:
+        return f"{expected}; this row has an empty {'query-id' if not fields[0] else 'corpus-id'}"
+    return f"{expected}; this row has {len(fields)} field{'s' if len(fields) != 1 else ''}"
+
+
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)  # UTF-32's first: UTF-32LE's mark begins with UTF-16LE's
+
+
+def _not_utf8(path: Path, raw: bytes, exc: UnicodeDecodeError) -> str:
+    """Why a qrels file is not UTF-8 text, with the command that makes it so in place when it is compressed or
+    UTF-16/32 text (the file keeps its name: eval reads qrels/<split>.tsv)."""
+    name, converted = shlex.quote(shown_path(path)), shlex.quote(shown_path(path.with_name(f"{path.name}.utf8")))
+    if raw.startswith(b"\x1f\x8b"):
+        return f"it is gzip-compressed: decompress it first (gunzip -c {name} > {converted} && mv {converted} {name})"
+    for mark, encoding in _WIDE_BOMS:
+        if raw.startswith(mark):
+            return (
+                f"it is {encoding} text, not UTF-8: convert it first "
+                f"(iconv -f {encoding} -t UTF-8 {name} > {converted} && mv {converted} {name})"
+            )
+    return f"invalid UTF-8 at byte {exc.start} ({exc.reason})"

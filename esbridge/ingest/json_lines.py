@@ -42,9 +42,10 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def require_file(path: Path, what: str) -> None:
+def require_file(path: Path, what: str, *, keep_name: bool = False) -> None:
     """Raise ``SourceError`` unless ``path`` is an existing file, readable, not gzip-compressed and not UTF-16 or
-    UTF-32 text (told by their byte order marks)."""
+    UTF-32 text (told by their byte order marks). ``keep_name``: the command the error gives converts the file in
+    place, for a file read by its name (a BEIR folder's ``corpus.jsonl``)."""
     if not path.exists():
         raise SourceError(f"{what} not found: {shown_path(path)}")
     if not path.is_file():
@@ -54,16 +55,18 @@ def require_file(path: Path, what: str) -> None:
             head = probe.read(4)
     except OSError as exc:
         raise SourceError(f"cannot read {shown_path(path)}: {exc.strerror or exc}") from exc
-    shown, converted = (shlex.quote(shown_path(name)) for name in (path, _converted_name(path)))
+    target = path.with_name(f"{path.name}.utf8") if keep_name else _converted_name(path)
+    shown, converted = (shlex.quote(shown_path(name)) for name in (path, target))
+    then = f" && mv {converted} {shown}" if keep_name else ""
     if head.startswith(_GZIP_MAGIC):  # read as text, each of its lines would fail as "invalid UTF-8", unnamed
         raise SourceError(
-            f"{what} {shown_path(path)} is gzip-compressed: decompress it first (gunzip -c {shown} > {converted})"
+            f"{what} {shown_path(path)} is gzip-compressed: decompress it first (gunzip -c {shown} > {converted}{then})"
         )
     encoding = next((name for mark, name in _WIDE_BOMS if head.startswith(mark)), None)
     if encoding is not None:  # as for gzip: one error per line, and the encoding never named
         raise SourceError(
             f"{what} {shown_path(path)} is {encoding} text (it begins with a {encoding} byte order mark), not UTF-8: "
-            f"convert it first (iconv -f {encoding} -t UTF-8 {shown} > {converted})"
+            f"convert it first (iconv -f {encoding} -t UTF-8 {shown} > {converted}{then})"
         )
 
 

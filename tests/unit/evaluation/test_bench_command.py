@@ -197,3 +197,40 @@ def test_bench_with_another_model_than_the_index_s_is_refused_before_measuring(
     same = runner.invoke(main, [*args, "--warmup", "0"])
     assert same.exit_code == 0, same.output
     assert "warning" not in same.stderr
+
+
+def test_a_missing_index_points_at_the_one_eval_put_the_dataset_in(runner: CliRunner, energy: Path) -> None:
+    ingested = runner.invoke(main, ["eval", str(energy), "--engine", "embedded", "--methods", "bm25"])
+    assert ingested.exit_code == 0, ingested.output
+    result = runner.invoke(main, ["bench", str(energy), "--engine", "embedded", "--modes", "bm25"])
+    assert result.exit_code == 1, result.output
+    assert (
+        "index 'esbridge' does not exist; bench searches an index that holds the corpus (`esbridge eval` put energy "
+        "in index eval-energy: bench that with --index eval-energy)"
+    ) in result.output
+    measured = runner.invoke(
+        main,
+        ["bench", str(energy), "--engine", "embedded", "--modes", "bm25", "--index", "eval-energy", "--warmup", "0"],
+    )
+    assert measured.exit_code == 0, measured.output
+    assert "bm25" in measured.output
+    assert "ratios of p50" not in measured.output  # one mode: no ratio to show under the heading
+
+
+def test_a_run_quicker_than_the_timed_step_is_shown_without_a_rate(
+    runner: CliRunner, energy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from esbridge.cli import bench
+    from esbridge.evaluation.latency_bench import LatencyReport
+
+    def quick(*args: object, **kwargs: object) -> LatencyReport:  # a run of one query in under 5 ms
+        return LatencyReport("embedded", 1, 1, 0.0, modes={"bm25": {"p50": 1.2, "p95": 1.2, "p99": 1.2}})
+
+    assert runner.invoke(main, ["eval", str(energy), "--engine", "embedded", "--methods", "bm25"]).exit_code == 0
+    monkeypatch.setattr(bench, "measure", quick)
+    result = runner.invoke(
+        main, ["bench", str(energy), "--engine", "embedded", "--modes", "bm25", "--index", "eval-energy"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "1 queries on embedded index eval-energy, concurrency 1, under 0.01s\n" in result.output
+    assert "bm25                   1.20     1.20     1.20" in result.output

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import gzip
+import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -182,3 +184,66 @@ def test_the_real_scifact_corpus_reads_completely() -> None:
     test = read_qrels(SCIFACT, "test")
     assert (len(test), sum(len(docs) for docs in test.values())) == (300, 339)
     assert test["1"] == {"31715818": 1}
+
+
+def test_a_first_row_scored_with_a_decimal_is_refused_not_skipped_as_a_header(tmp_path: Path) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [], {"test": "1\t10\t1.0\n2\t20\t1\n"})
+    with pytest.raises(SourceError, match=r"test\.tsv, line 1: score '1\.0' is not an integer"):
+        read_qrels(folder, "test")
+
+
+@pytest.mark.parametrize("header", ["query-id corpus-id score\n", "\n \nquery-id\tcorpus-id\tscore\n"])
+def test_a_header_separated_by_spaces_or_after_blank_lines_is_skipped(tmp_path: Path, header: str) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [], {"test": f"{header}1\t10\t1\n"})
+    assert read_qrels(folder, "test") == {"1": {"10": 1}}
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        ("1 10 1", "this row separates its fields by spaces"),
+        ("1 0 10 1", r"this row has four fields, as TREC qrels have \(query-id 0 corpus-id score\)"),
+        ("1\t0\t10\t1", r"this row has four fields, as TREC qrels have"),
+        ("1\t\t1", "this row has an empty corpus-id"),
+        ("1\t10\t1\tx", "this row has 4 fields"),
+    ],
+)
+def test_a_row_in_another_layout_is_refused_saying_which(tmp_path: Path, row: str, reason: str) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [], {"test": f"query-id\tcorpus-id\tscore\n{row}\n"})
+    with pytest.raises(
+        SourceError, match=r"test\.tsv, line 2: expected query-id, corpus-id and score separated by tabs; " + reason
+    ):
+        read_qrels(folder, "test")
+
+
+@pytest.mark.parametrize(
+    ("encode", "said"),
+    [
+        (lambda text: gzip.compress(text.encode()), "it is gzip-compressed: decompress it first (gunzip -c "),
+        (lambda text: text.encode("utf-16"), "it is UTF-16 text, not UTF-8: convert it first (iconv -f UTF-16 "),
+        (lambda text: b"1\t\xff\t1\n", "invalid UTF-8 at byte 2 (invalid start byte)"),
+    ],
+)
+def test_a_compressed_or_utf16_qrels_file_is_refused_saying_what_it_is(
+    tmp_path: Path, encode: Callable[[str], bytes], said: str
+) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [])
+    (folder / "qrels" / "test.tsv").write_bytes(encode("query-id\tcorpus-id\tscore\n1\t10\t1\n"))
+    with pytest.raises(SourceError, match=r"cannot read .*test\.tsv: " + re.escape(said)):
+        read_qrels(folder, "test")
+
+
+def test_a_compressed_corpus_or_queries_file_is_converted_in_place_as_the_folder_reads_it_by_name(
+    tmp_path: Path,
+) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [])
+    for name, read in (
+        ("corpus.jsonl", lambda: list(read_beir_corpus(folder))),
+        ("queries.jsonl", lambda: read_beir_queries(folder)),
+    ):
+        path = folder / name
+        path.write_bytes(gzip.compress(b'{"_id": "1", "text": "x"}\n'))
+        with pytest.raises(SourceError) as raised:
+            read()
+        assert str(raised.value).endswith(f"(gunzip -c {path} > {path}.utf8 && mv {path}.utf8 {path})")
+        path.write_bytes(b"")
