@@ -128,6 +128,13 @@ def check_fields(index: str, fields: FieldMap, mapping: Mapping[str, Any]) -> No
     known = searchable_fields(mapping)
     named = [(f"text {name!r}", name) for name in fields.text] + [(f"exact {name!r}", name) for name in fields.exact]
     named += [(f"{role} = {value!r}", value) for role in _SEARCHED_ROLES if (value := getattr(fields, role))]
+    runtime = mapping.get("runtime") or {}
+    computed = [label for label, name in named if name not in known and name in runtime]
+    if computed:
+        raise errors.ConfigError(
+            f"[fields.{index}] names runtime fields: {', '.join(computed)}; esbridge reads a role's values from the "
+            "stored documents, which do not hold a runtime field's values. Name a field of the mapping's properties"
+        )
     missing = [label for label, name in named if name not in known]
     if missing:
         raise errors.ConfigError(
