@@ -8,6 +8,7 @@ from typing import Any
 
 from esbridge import errors
 from esbridge.attach.proposal import DATE_TYPES, KEYWORD_TYPES, TEXT_TYPES, flatten, vector_info
+from esbridge.attach.targets import attached_mapping
 from esbridge.config.fields import WRITE_ATTACHED_FLAG, FieldMap
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine
@@ -43,7 +44,7 @@ def preflight(settings: Settings, engine: Engine, embedder_dimension: int | None
     esbridge's own index: ``settings`` as they are."""
     if not settings.attached:
         return settings
-    mapping = engine.get_mapping(settings.index)
+    mapping = attached_mapping(engine, settings.index)
     check_fields(settings.index, settings.field_map, mapping)
     check_dimension(settings.index, settings.field_map, mapping, embedder_dimension)
     fields = check_date_format(settings.index, settings.field_map, mapping)
