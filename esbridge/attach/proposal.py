@@ -259,6 +259,17 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             f"{fields_roles}: text with a keyword sub-field, searched as text; the roles are read from keyword "
             f"fields only (name the sub-field to give one its role: {example})"
         )
+    analyzed = [
+        f"{name}.{sub} ({spec.get('analyzer') or 'standard'})"
+        for name in text
+        for sub, spec in subfields[name].items()
+        if isinstance(spec, Mapping) and spec.get("type") in TEXT_TYPES
+    ]
+    if analyzed:
+        notes.append(
+            f"text sub-fields not searched: {', '.join(analyzed)}; to search one, name it in exact (it has its own "
+            "analyzer, so it is scored apart)"
+        )
     date_format = date_formats.get(roles["date"] or "")
     unread = unread_parts(date_format)
     if unread:

@@ -90,3 +90,19 @@ def test_runtime_fields_are_named_as_not_used() -> None:
 def test_a_field_map_naming_a_runtime_field_is_refused_as_one_not_as_missing() -> None:
     with pytest.raises(errors.ConfigError, match=r"names runtime fields: date = 'day', status = 'state'; .*stored"):
         check_fields("logs", FieldMap(text={"title": 1.0}, status="state", date="day"), RUNTIME)
+
+
+def test_text_sub_fields_with_their_own_analyzer_are_named_as_not_searched() -> None:
+    proposal = propose(
+        {
+            "properties": {
+                "title": {"type": "text", "fields": {"keyword": {"type": "keyword"}}},
+                "body": {"type": "text", "fields": {"english": {"type": "text", "analyzer": "english"}}},
+            }
+        }
+    )
+    assert proposal.fields is not None
+    assert proposal.fields.text == {"title": 2.0, "body": 1.0}
+    assert "text sub-fields not searched: body.english (english); to search one, name it in exact" in " ".join(
+        proposal.notes
+    )
