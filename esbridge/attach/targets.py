@@ -1,8 +1,8 @@
-"""The mapping an attached index is read by: its own, or the one every index behind an alias shares.
+"""The mapping an attached index is read by: its own, or the one every index behind its name shares.
 
-An alias over indices split by time (``logs-2026.10``, ``logs-2026.11``) is searched as one; a field map is
-sound for all of them only when they map its fields alike, so indices whose mappings differ are refused,
-naming each field that differs and how.
+An alias over indices split by time (``logs-2026.10``, ``logs-2026.11``), or a data stream once rolled over,
+is searched as one; a field map is sound for all of them only when they map its fields alike, so indices
+whose mappings differ are refused, naming each field that differs and how.
 """
 
 from __future__ import annotations
@@ -19,14 +19,15 @@ _SHOWN = 3
 
 
 def attached_mapping(engine: Engine, index: str) -> dict[str, Any]:
-    """The mapping of ``index``, or of the indices behind the alias ``index`` when they all map alike."""
-    targets = engine.alias_targets(index)
-    if len(targets) < 2:
-        return engine.get_mapping(index)
-    return common_mapping(index, {target: engine.get_mapping(target) for target in targets})
+    """The mapping of ``index``, or of the indices behind the alias or data stream ``index`` when they all map
+    alike."""
+    mappings = engine.get_mappings(index)
+    if len(mappings) == 1:
+        return dict(next(iter(mappings.values())))
+    return common_mapping(index, mappings)
 
 
-def common_mapping(alias: str, mappings: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def common_mapping(name: str, mappings: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The mapping all of ``mappings`` (index name -> mapping) share, ``_meta`` aside; an error naming the
     fields they map differently."""
     fields = {name: _fields(mapping) for name, mapping in mappings.items()}
@@ -49,9 +50,9 @@ def common_mapping(alias: str, mappings: Mapping[str, Mapping[str, Any]]) -> dic
         shown = differing[:_SHOWN] + ([f"{len(differing) - _SHOWN} more"] if len(differing) > _SHOWN else [])
         what = "; ".join(shown + [f"{key} differs" for key in others])
         raise errors.AmbiguousAlias(
-            f"alias {alias!r} points to {len(mappings)} indices ({', '.join(mappings)}) whose mappings differ: "
-            f"{what}. A field map is read against one mapping: point the alias at indices mapped alike, or "
-            "attach one of them (--index NAME)"
+            f"{name!r} covers {len(mappings)} indices ({', '.join(sorted(mappings))}) whose mappings differ: "
+            f"{what}. A field map is read against one mapping: attach indices mapped alike (point an alias at "
+            "them), or one of them (--index NAME)"
         )
     return dict(next(iter(mappings.values())))
 

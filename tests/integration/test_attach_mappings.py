@@ -230,7 +230,7 @@ def test_an_alias_over_several_indices_is_searched_when_they_map_alike_and_refus
         config.write_text("", encoding="utf-8")
         inspected = _run(["index", "inspect", stem, "--write", *common])
         if tag_types[0] != tag_types[1]:
-            refused = f"points to 2 indices ({', '.join(names)}) whose mappings differ: tags ({names[0]}: keyword, "
+            refused = f"covers 2 indices ({', '.join(names)}) whose mappings differ: tags ({names[0]}: keyword, "
             assert inspected.exit_code != 0 and refused in inspected.output, inspected.output
             config.write_text(f'[fields."{stem}"]\ntext = {{ body = 1.0 }}\ntags = "tags"\n', encoding="utf-8")
             searched = _run(["search", "solar", "--index", stem, *common])

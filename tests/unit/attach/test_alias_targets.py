@@ -26,7 +26,7 @@ def test_a_field_mapped_two_ways_is_named_with_each_indexs_type() -> None:
     other = {"properties": {**MONTHLY["properties"], "tags": {"type": "text"}}}
     with pytest.raises(
         errors.AmbiguousAlias,
-        match=r"alias 'logs' points to 2 indices \(logs-10, logs-11\) whose mappings differ: "
+        match=r"'logs' covers 2 indices \(logs-10, logs-11\) whose mappings differ: "
         r"tags \(logs-10: keyword, logs-11: text\)\. A field map is read against one mapping",
     ):
         common_mapping("logs", {"logs-10": MONTHLY, "logs-11": other})
