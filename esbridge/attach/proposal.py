@@ -160,6 +160,7 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     subfields: dict[str, Mapping[str, Any]] = {}
     date_formats: dict[str, str] = {}
     unsearchable: dict[str, str] = {}
+    kinds: dict[str, str] = {}
     copied: dict[str, list[str]] = {}
     """copy_to targets, with the fields copied into them"""
     other_text: list[str] = []
@@ -173,6 +174,7 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             other_text.append(f"{name} ({kind})")
         if kind in TEXT_TYPES:
             by_type["text"].append(name)
+            kinds[name] = str(kind)
             analyzers[name] = str(definition.get("search_analyzer") or definition.get("analyzer") or "standard")
         elif kind in KEYWORD_TYPES:
             by_type["keyword"].append(name)
@@ -258,6 +260,12 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
         notes.append(
             f"{fields_roles}: text with a keyword sub-field, searched as text; the roles are read from keyword "
             f"fields only (name the sub-field to give one its role: {example})"
+        )
+    flat = [name for name in text if kinds[name] == "match_only_text"]
+    if flat:
+        notes.append(
+            f"{', '.join(flat)}: match_only_text keeps no term frequencies or lengths, so BM25 scores every match "
+            "in it alike (a constant); the other fields and kNN tell its matches apart"
         )
     analyzed = [
         f"{name}.{sub} ({spec.get('analyzer') or 'standard'})"

@@ -30,7 +30,7 @@ def attached_mapping(engine: Engine, index: str) -> dict[str, Any]:
 def common_mapping(name: str, mappings: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The mapping all of ``mappings`` (index name -> mapping) share, ``_meta`` aside; an error naming the
     fields they map differently."""
-    fields = {name: _fields(mapping) for name, mapping in mappings.items()}
+    fields = {name: _fields(mappings[name]) for name in sorted(mappings)}
     names = sorted({field for by_field in fields.values() for field in by_field})
     differing = [
         f"{field} ({_how(field, fields)})"

@@ -106,3 +106,11 @@ def test_text_sub_fields_with_their_own_analyzer_are_named_as_not_searched() -> 
     assert "text sub-fields not searched: body.english (english); to search one, name it in exact" in " ".join(
         proposal.notes
     )
+
+
+def test_match_only_text_is_searched_and_a_note_says_its_matches_score_alike() -> None:
+    # OpenSearch 3.6 answered "electricity" over two match_only_text fields with 1.0 for each match.
+    proposal = propose({"properties": {"title": {"type": "text"}, "message": {"type": "match_only_text"}}})
+    assert proposal.fields is not None
+    assert proposal.fields.text == {"title": 2.0, "message": 1.0}
+    assert "message: match_only_text keeps no term frequencies or lengths" in " ".join(proposal.notes)
