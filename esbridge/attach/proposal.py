@@ -40,6 +40,8 @@ _ROLES: dict[str, tuple[str, ...]] = {
     "links": (r"^(links|related|references|see_?also|linked_?ids)$",),
     "parent": (r"^(parent|parent_?id|server_?id|agent_?id)$",),
 }
+_DEFAULT_SPACES = {"knn_vector": "l2", "dense_vector": "cosine"}
+"""The space a vector mapping that names none has: OpenSearch's k-NN default, Elasticsearch's for float vectors."""
 # Text fields a match in weighs more than in long text: a name or title says what the document is about.
 _TITLE_BOOST = 2.0
 
@@ -85,6 +87,8 @@ def vector_info(name: str, definition: Mapping[str, Any]) -> VectorInfo:
     method_value = definition.get("method")
     method: Mapping[str, Any] = method_value if isinstance(method_value, Mapping) else {}
     space = definition.get("similarity") or method.get("space_type") or definition.get("space_type")
+    if not space:  # as each engine's mapping documentation gives the default, which get_mapping leaves out
+        space = _DEFAULT_SPACES.get(str(definition.get("type")))
     engine = method.get("engine")
     return VectorInfo(
         name,

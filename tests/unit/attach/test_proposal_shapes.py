@@ -114,3 +114,11 @@ def test_match_only_text_is_searched_and_a_note_says_its_matches_score_alike() -
     assert proposal.fields is not None
     assert proposal.fields.text == {"title": 2.0, "message": 1.0}
     assert "message: match_only_text keeps no term frequencies or lengths" in " ".join(proposal.notes)
+
+
+def test_a_vector_mapping_naming_no_space_is_proposed_with_the_engines_default() -> None:
+    # As OpenSearch 3.6 returns a knn_vector mapped with a dimension alone: its space is l2, not unknown.
+    knn = propose({"properties": {"title": {"type": "text"}, "v": {"type": "knn_vector", "dimension": 4}}})
+    assert knn.fields is not None and (knn.fields.vector, knn.fields.space) == ("v", "l2")
+    dense = propose({"properties": {"title": {"type": "text"}, "v": {"type": "dense_vector", "dims": 4}}})
+    assert dense.fields is not None and (dense.fields.vector, dense.fields.space) == ("v", "cosine")
