@@ -8,6 +8,7 @@ from typing import Any
 
 from esbridge import errors
 from esbridge.attach.proposal import DATE_TYPES, KEYWORD_TYPES, TEXT_TYPES, flatten, vector_info
+from esbridge.attach.targets import attached_mapping
 from esbridge.config.fields import WRITE_ATTACHED_FLAG, FieldMap
 from esbridge.config.settings import Settings
 from esbridge.engines.base import Engine
@@ -43,7 +44,7 @@ def preflight(settings: Settings, engine: Engine, embedder_dimension: int | None
     esbridge's own index: ``settings`` as they are."""
     if not settings.attached:
         return settings
-    mapping = engine.get_mapping(settings.index)
+    mapping = attached_mapping(engine, settings.index)
     check_fields(settings.index, settings.field_map, mapping)
     check_dimension(settings.index, settings.field_map, mapping, embedder_dimension)
     fields = check_date_format(settings.index, settings.field_map, mapping)
@@ -128,6 +129,13 @@ def check_fields(index: str, fields: FieldMap, mapping: Mapping[str, Any]) -> No
     known = searchable_fields(mapping)
     named = [(f"text {name!r}", name) for name in fields.text] + [(f"exact {name!r}", name) for name in fields.exact]
     named += [(f"{role} = {value!r}", value) for role in _SEARCHED_ROLES if (value := getattr(fields, role))]
+    runtime = mapping.get("runtime") or {}
+    computed = [label for label, name in named if name not in known and name in runtime]
+    if computed:
+        raise errors.ConfigError(
+            f"[fields.{index}] names runtime fields: {', '.join(computed)}; esbridge reads a role's values from the "
+            "stored documents, which do not hold a runtime field's values. Name a field of the mapping's properties"
+        )
     missing = [label for label, name in named if name not in known]
     if missing:
         raise errors.ConfigError(

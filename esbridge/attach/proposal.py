@@ -23,6 +23,8 @@ TEXT_TYPES = frozenset({"text", "match_only_text"})
 KEYWORD_TYPES = frozenset({"keyword", "constant_keyword", "wildcard"})
 DATE_TYPES = frozenset({"date", "date_nanos"})
 VECTOR_TYPES = frozenset({"knn_vector", "dense_vector"})
+UNSEARCHED_TEXT_TYPES = frozenset({"search_as_you_type", "flattened", "completion", "annotated_text"})
+"""Types holding words that esbridge's BM25 query does not search."""
 
 # Name patterns per role, most telling first; the first keyword (or date, or text) field matching wins.
 _ROLES: dict[str, tuple[str, ...]] = {
@@ -38,6 +40,8 @@ _ROLES: dict[str, tuple[str, ...]] = {
     "links": (r"^(links|related|references|see_?also|linked_?ids)$",),
     "parent": (r"^(parent|parent_?id|server_?id|agent_?id)$",),
 }
+_DEFAULT_SPACES = {"knn_vector": "l2", "dense_vector": "cosine"}
+"""The space a vector mapping that names none has: OpenSearch's k-NN default, Elasticsearch's for float vectors."""
 # Text fields a match in weighs more than in long text: a name or title says what the document is about.
 _TITLE_BOOST = 2.0
 
@@ -83,6 +87,8 @@ def vector_info(name: str, definition: Mapping[str, Any]) -> VectorInfo:
     method_value = definition.get("method")
     method: Mapping[str, Any] = method_value if isinstance(method_value, Mapping) else {}
     space = definition.get("similarity") or method.get("space_type") or definition.get("space_type")
+    if not space:  # as each engine's mapping documentation gives the default, which get_mapping leaves out
+        space = _DEFAULT_SPACES.get(str(definition.get("type")))
     engine = method.get("engine")
     return VectorInfo(
         name,
@@ -138,6 +144,13 @@ def _pick(role: str, candidates: list[str]) -> str | None:
     return None
 
 
+def _pick_exact(role: str, candidates: list[str]) -> str | None:
+    """The first top-level field of ``candidates`` the role's first pattern names exactly (``title``, not
+    ``file_name``, nor a log's ``host.name``)."""
+    pattern = _ROLES[role][0]
+    return next((name for name in candidates if re.search(pattern, name, re.IGNORECASE)), None)
+
+
 def propose(mapping: Mapping[str, Any]) -> Proposal:
     """The field map for an index with ``mapping`` (``{"properties": ...}``, as the engine returns it)."""
     properties = mapping.get("properties") or {}
@@ -151,11 +164,21 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
     subfields: dict[str, Mapping[str, Any]] = {}
     date_formats: dict[str, str] = {}
     unsearchable: dict[str, str] = {}
+    kinds: dict[str, str] = {}
+    copied: dict[str, list[str]] = {}
+    """copy_to targets, with the fields copied into them"""
+    other_text: list[str] = []
     for name, definition in flatten(properties):
         kind = definition.get("type")
         subfields[name] = definition.get("fields") or {}
+        targets = definition.get("copy_to") or []
+        for target in [targets] if isinstance(targets, str) else targets:
+            copied.setdefault(str(target), []).append(name)
+        if kind in UNSEARCHED_TEXT_TYPES:
+            other_text.append(f"{name} ({kind})")
         if kind in TEXT_TYPES:
             by_type["text"].append(name)
+            kinds[name] = str(kind)
             analyzers[name] = str(definition.get("search_analyzer") or definition.get("analyzer") or "standard")
         elif kind in KEYWORD_TYPES:
             by_type["keyword"].append(name)
@@ -186,6 +209,12 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
         return Proposal(None, text, keywords, dates, vectors, is_esbridge, notes + nested)
     title = _pick("title", text)
     roles: dict[str, str | None] = {}
+    keyword_title = None if title else _pick_exact("title", keywords)
+    if keyword_title:
+        notes.append(
+            f"{keyword_title} is a keyword field: proposed as the title results show, but BM25 does not search it "
+            "(a keyword matches whole values only); give it a text sub-field to have its words searched"
+        )
     for keyword_role in _KEYWORD_ROLES:
         roles[keyword_role] = _pick(keyword_role, [name for name in keywords if name not in roles.values()])
     if roles["parent"] and not roles["id"] and _pick("id", [roles["parent"]]):
@@ -194,7 +223,7 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             f'answers read it), not as the document id: if it names each document, set id = "{roles["parent"]}" '
             "and remove parent"
         )
-    roles["title"] = title
+    roles["title"] = title or keyword_title
     roles["date"] = _pick("date", dates) or (dates[0] if dates else None)
     created = _pick("created", dates)
     roles["created"] = created if created != roles["date"] else None
@@ -236,6 +265,23 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             f"{fields_roles}: text with a keyword sub-field, searched as text; the roles are read from keyword "
             f"fields only (name the sub-field to give one its role: {example})"
         )
+    flat = [name for name in text if kinds[name] == "match_only_text"]
+    if flat:
+        notes.append(
+            f"{', '.join(flat)}: match_only_text keeps no term frequencies or lengths, so BM25 scores every match "
+            "in it alike (a constant); the other fields and kNN tell its matches apart"
+        )
+    analyzed = [
+        f"{name}.{sub} ({spec.get('analyzer') or 'standard'})"
+        for name in text
+        for sub, spec in subfields[name].items()
+        if isinstance(spec, Mapping) and spec.get("type") in TEXT_TYPES
+    ]
+    if analyzed:
+        notes.append(
+            f"text sub-fields not searched: {', '.join(analyzed)}; to search one, name it in exact (it has its own "
+            "analyzer, so it is scored apart)"
+        )
     date_format = date_formats.get(roles["date"] or "")
     unread = unread_parts(date_format)
     if unread:
@@ -245,17 +291,39 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
             f"{' or '.join(unread)} no multiplier (date filters work)"
         )
     notes.extend(nested)
+    notes.extend(_unread_notes(text, copied, other_text, mapping.get("runtime")))
     fields = FieldMap.model_validate(
         {
             "text": boosts,
             "exact": exact,
-            "content": [name for name in text if name != title],
+            "content": [name for name in text if name != title and name not in copied],
             **engine_side,
             **roles,
             "date_format": date_format,
         }
     )
     return Proposal(fields, text, keywords, dates, vectors, is_esbridge, notes)
+
+
+def _unread_notes(text: list[str], copied: Mapping[str, list[str]], other_text: list[str], runtime: Any) -> list[str]:
+    """Notes on fields the proposal searches but cannot read back, or leaves out although they hold words or values."""
+    notes = [
+        f"{target} is filled by copy_to from {', '.join(sources)}: searched, but it is not in the stored documents, "
+        "so it is not read as content"
+        for target, sources in copied.items()
+        if target in text
+    ]
+    if other_text:
+        notes.append(f"not searched: {', '.join(other_text)}; BM25 searches text and match_only_text fields only")
+    if isinstance(runtime, Mapping) and runtime:
+        kinds = ", ".join(
+            f"{name} ({spec.get('type')})" if isinstance(spec, Mapping) else name for name, spec in runtime.items()
+        )
+        notes.append(
+            f"runtime fields are not used: {kinds}; esbridge reads a role's values from the stored documents, which "
+            "do not hold a runtime field's values"
+        )
+    return notes
 
 
 def toml_table(index: str, fields: FieldMap) -> str:

@@ -57,13 +57,14 @@ def inspect(
     """Read an existing index's mapping and propose the field map that attaches esbridge to it, read-only."""
     from esbridge.attach.proposal import propose, toml_table
     from esbridge.attach.settings_file import write_field_map
+    from esbridge.attach.targets import attached_mapping
 
     target = config_path(config_file)
     # --write creates the settings file it names; only then may it be missing.
     readable = config_file if not write or target.is_file() else None
     settings = settings_from(readable, url=url, engine=engine, index=name)
     with engine_session(settings) as adapter:
-        proposal = propose(adapter.get_mapping(name))
+        proposal = propose(attached_mapping(adapter, name))
     table = toml_table(name, proposal.fields) if proposal.fields is not None else None
     if as_json:
         found = {

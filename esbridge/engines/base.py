@@ -161,6 +161,10 @@ class Engine(Protocol):
         """The mapping of ``index`` (an alias resolves to its single concrete index)."""
         ...
 
+    def get_mappings(self, index: str) -> dict[str, dict[str, Any]]:
+        """The mapping of each concrete index ``index`` names (an index, an alias, a data stream), by index name."""
+        ...
+
     def get_index_settings(self, index: str) -> dict[str, Any]:
         """The ``index`` settings object of ``index``, as the engine reports it."""
         ...

@@ -251,6 +251,11 @@ class ElasticsearchEngine(paging.ScanBySearch, _Translating, ServerReindex):
             answer = self._client.indices.get_mapping(index=index).body
         return responses.single_index_section(answer, "mappings", url=self._url, index=index)
 
+    def get_mappings(self, index: str) -> dict[str, dict[str, Any]]:
+        with self._call("read mapping", index):
+            answer = self._client.indices.get_mapping(index=index).body
+        return {name: dict(content.get("mappings") or {}) for name, content in answer.items()}
+
     def get_index_settings(self, index: str) -> dict[str, Any]:
         with self._call("read settings", index):
             answer = self._client.indices.get_settings(index=index).body

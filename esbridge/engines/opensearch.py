@@ -158,6 +158,11 @@ class OpenSearchEngine(paging.ScanBySearch, Translating, ServerReindex):
             answer = self._client.indices.get_mapping(index=index)
         return responses.single_index_section(answer, "mappings", url=self._url, index=index)
 
+    def get_mappings(self, index: str) -> dict[str, dict[str, Any]]:
+        with self._call("read mapping", index):
+            answer = self._client.indices.get_mapping(index=index)
+        return {name: dict(content.get("mappings") or {}) for name, content in answer.items()}
+
     def get_index_settings(self, index: str) -> dict[str, Any]:
         with self._call("read settings", index):
             answer = self._client.indices.get_settings(index=index)

@@ -196,31 +196,51 @@ def test_a_misspelt_field_in_the_field_map_is_refused_before_any_search(
     assert "tags = 'tags' (its keyword sub-field: 'tags.keyword')" in refused.output, refused.output
 
 
-def test_an_alias_over_several_indices_is_refused_naming_them(engine_kind: str, tmp_path: Path) -> None:
+def _aliased(client: Any, engine_kind: str, stem: str, tag_types: tuple[str, str]) -> list[str]:
+    """Two indices behind the alias ``stem``, each with one document, mapping ``tags`` as ``tag_types`` say."""
+    names = [f"{stem}-a", f"{stem}-b"]
+    for name, tags in zip(names, tag_types, strict=True):
+        mappings = {"properties": {"body": {"type": "text"}, "tags": {"type": tags}}}
+        document = {"body": f"solar power in {name[-1]}", "tags": "energy"}
+        if engine_kind == "opensearch":
+            client.indices.create(index=name, body={"mappings": mappings})
+            client.index(index=name, id=name[-1], body=document, refresh=True)
+        else:
+            client.indices.create(index=name, mappings=mappings)
+            client.index(index=name, id=name[-1], document=document, refresh=True)
+    actions = [{"add": {"index": name, "alias": stem}} for name in names]
+    if engine_kind == "opensearch":
+        client.indices.update_aliases(body={"actions": actions})
+    else:
+        client.indices.update_aliases(actions=actions)
+    return names
+
+
+@pytest.mark.parametrize("tag_types", [("keyword", "text"), ("keyword", "keyword")])
+def test_an_alias_over_several_indices_is_searched_when_they_map_alike_and_refused_naming_what_differs(
+    engine_kind: str, tmp_path: Path, tag_types: tuple[str, str]
+) -> None:
     client = _client(engine_kind)
     stem = f"esbridge-test-attach-alias-{uuid.uuid4().hex[:8]}"
-    names = [f"{stem}-a", f"{stem}-b"]
+    names: list[str] = []
     try:
-        for name, tags in zip(names, ("keyword", "text"), strict=True):  # the same field, mapped two ways
-            mappings = {"properties": {"body": {"type": "text"}, "tags": {"type": tags}}}
-            if engine_kind == "opensearch":
-                client.indices.create(index=name, body={"mappings": mappings})
-            else:
-                client.indices.create(index=name, mappings=mappings)
-        actions = [{"add": {"index": name, "alias": stem}} for name in names]
-        if engine_kind == "opensearch":
-            client.indices.update_aliases(body={"actions": actions})
-        else:
-            client.indices.update_aliases(actions=actions)
+        names = _aliased(client, engine_kind, stem, tag_types)
         config = tmp_path / "esbridge.toml"
         common = _options(engine_kind, config)
         config.write_text("", encoding="utf-8")
-        inspected = _run(["index", "inspect", stem, *common])
-        assert inspected.exit_code != 0
-        assert f"found 2: {names}" in inspected.output and "name one of them (--index)" in inspected.output
-        config.write_text(f'[fields."{stem}"]\ntext = {{ body = 1.0 }}\ntags = "tags"\n', encoding="utf-8")
-        searched = _run(["search", "solar", "--index", stem, *common])
-        assert searched.exit_code != 0 and "name one of them (--index)" in searched.output, searched.output
+        inspected = _run(["index", "inspect", stem, "--write", *common])
+        if tag_types[0] != tag_types[1]:
+            refused = f"covers 2 indices ({', '.join(names)}) whose mappings differ: tags ({names[0]}: keyword, "
+            assert inspected.exit_code != 0 and refused in inspected.output, inspected.output
+            config.write_text(f'[fields."{stem}"]\ntext = {{ body = 1.0 }}\ntags = "tags"\n', encoding="utf-8")
+            searched = _run(["search", "solar", "--index", stem, *common])
+            assert searched.exit_code != 0 and refused in searched.output, searched.output
+            return
+        assert inspected.exit_code == 0, inspected.output
+        assert 'tags = "tags"' in config.read_text(encoding="utf-8")
+        searched = _run(["search", "solar", "--filter", "tags=energy", "--json", "--index", stem, *common])
+        assert searched.exit_code == 0, searched.output
+        assert sorted(hit["doc_id"] for hit in json.loads(searched.output)["results"]) == ["a", "b"]
     finally:
         for name in names:
             client.indices.delete(index=name, ignore_unavailable=True)

@@ -167,6 +167,9 @@ class EmbeddedEngine(Guards, paging.ScanBySearch):
         with self._call("read mapping", index), self._store.read():
             return copy.deepcopy(self._one(index, "read mapping").mappings)
 
+    def get_mappings(self, index: str) -> dict[str, dict[str, Any]]:
+        return {name: self.get_mapping(name) for name in self.alias_targets(index) or [index]}
+
     def get_index_settings(self, index: str) -> dict[str, Any]:
         with self._call("read settings", index), self._store.read():
             settings = copy.deepcopy(self._one(index, "read settings").settings["index"])

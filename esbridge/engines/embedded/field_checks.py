@@ -31,7 +31,8 @@ def check_fields(properties: Mapping[str, Any], analysis: Any) -> None:
     index created before these checks keeps what it has."""
     for path, spec in _fields(properties, ()):
         named = spec.get("similarity", "default")
-        if named != "default":
+        # A dense_vector's similarity is its vector space, not a text scoring: its type is what is refused.
+        if named != "default" and spec.get("type") != "dense_vector":
             raise MappingError(
                 f"field {path!r}: similarity {named!r} (the embedded engine scores every text field with the "
                 "index's default similarity)"

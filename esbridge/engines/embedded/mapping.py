@@ -85,6 +85,12 @@ def created_schema(mappings: Mapping[str, Any], index_settings: dict[str, Any]) 
         check_created(index_settings)
     except ValueError as exc:
         raise MappingError(str(exc)) from None
+    if mappings.get("runtime"):
+        # A cluster computes a runtime field's values at search time; unrefused, a query on one would match nothing.
+        raise MappingError(
+            f"runtime fields {', '.join(sorted(mappings['runtime']))}: runtime fields are not implemented by the "
+            "embedded engine"
+        )
     check_fields(mappings.get("properties", {}), index_settings.get("analysis", {}))
     return schema_of(mappings, index_settings)
 
