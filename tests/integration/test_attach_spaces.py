@@ -31,13 +31,18 @@ DOCS = [
 SCALES = [3.0, 0.4, 1.0, 2.5, 0.7, 1.6]
 QUERY = "electricity from the sun"
 
-# (engine, space as the mapping names it) -> the vector field's mapping
-SPACES: dict[tuple[str, str], dict[str, Any]] = {
-    ("opensearch", "l2"): {"method": {"name": "hnsw", "engine": "lucene", "space_type": "l2"}},
-    ("opensearch", "innerproduct"): {"method": {"name": "hnsw", "engine": "lucene", "space_type": "innerproduct"}},
-    ("elasticsearch", "l2_norm"): {"index": True, "similarity": "l2_norm"},
-    ("elasticsearch", "max_inner_product"): {"index": True, "similarity": "max_inner_product"},
+# engine -> (its L2 space, its inner-product space), as the mapping names them -> the vector field's mapping
+SPACES: dict[str, dict[str, dict[str, Any]]] = {
+    "opensearch": {
+        "l2": {"method": {"name": "hnsw", "engine": "lucene", "space_type": "l2"}},
+        "innerproduct": {"method": {"name": "hnsw", "engine": "lucene", "space_type": "innerproduct"}},
+    },
+    "elasticsearch": {
+        "l2_norm": {"index": True, "similarity": "l2_norm"},
+        "max_inner_product": {"index": True, "similarity": "max_inner_product"},
+    },
 }
+KINDS = ["l2", "inner-product"]
 
 
 def _order(space: str, stored: np.ndarray, query: np.ndarray) -> list[str]:
@@ -50,23 +55,22 @@ def _run(args: list[str], env: dict[str, str] | None = None) -> Any:
     return CliRunner().invoke(main, args, env=env)
 
 
-@pytest.mark.parametrize("space", ["l2", "innerproduct", "l2_norm", "max_inner_product"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_knn_on_an_index_of_another_space_ranks_as_that_space_does(
-    engine_kind: str, space: str, embedder: CachedEmbedder, tmp_path: Path
+    engine_kind: str, kind: str, embedder: CachedEmbedder, tmp_path: Path
 ) -> None:
-    if (engine_kind, space) not in SPACES:
-        pytest.skip(f"{space} is not a space of {engine_kind}")
+    space = list(SPACES[engine_kind])[KINDS.index(kind)]
     client = _client(engine_kind)
     name = f"esbridge-test-attach-space-{uuid.uuid4().hex[:8]}"
     vectors = np.array(embedder.embed([f"{title}\n{body}" for _, title, body in DOCS]), dtype=np.float64)
     stored = vectors * np.array(SCALES)[:, None]
-    kind = "knn_vector" if engine_kind == "opensearch" else "dense_vector"
+    field_type = "knn_vector" if engine_kind == "opensearch" else "dense_vector"
     size = {"dimension": embedder.dimension} if engine_kind == "opensearch" else {"dims": embedder.dimension}
     mappings = {
         "properties": {
             "title": {"type": "text"},
             "body": {"type": "text"},
-            "emb": {"type": kind, **size, **SPACES[(engine_kind, space)]},
+            "emb": {"type": field_type, **size, **SPACES[engine_kind][space]},
         }
     }
     try:
@@ -104,6 +108,13 @@ def test_a_data_stream_rolled_over_is_inspected_and_searched_across_its_backing_
     engine_kind: str, tmp_path: Path
 ) -> None:
     client = _client(engine_kind)
+    try:
+        client.indices.get_data_stream(name="*")
+    except Exception as exc:  # (each client's own error type) a build without the data streams module
+        client.close()
+        if "no handler found" not in str(exc):
+            raise
+        pytest.skip(f"this {engine_kind} build lacks data streams ({exc})")
     stream = f"esbridge-test-attach-stream-{uuid.uuid4().hex[:8]}"
     template = {
         "index_patterns": [f"{stream}*"],
