@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from esbridge import errors
-from esbridge.attach.proposal import DATE_TYPES, KEYWORD_TYPES, TEXT_TYPES, flatten, vector_info
+from esbridge.attach.proposal import DATE_TYPES, KEYWORD_TYPES, RUNTIME_UNREAD, TEXT_TYPES, flatten, vector_info
 from esbridge.attach.targets import attached_mapping
 from esbridge.config.fields import WRITE_ATTACHED_FLAG, FieldMap
 from esbridge.config.settings import Settings
@@ -133,8 +133,8 @@ def check_fields(index: str, fields: FieldMap, mapping: Mapping[str, Any]) -> No
     computed = [label for label, name in named if name not in known and name in runtime]
     if computed:
         raise errors.ConfigError(
-            f"[fields.{index}] names runtime fields: {', '.join(computed)}; esbridge reads a role's values from the "
-            "stored documents, which do not hold a runtime field's values. Name a field of the mapping's properties"
+            f"[fields.{index}] names runtime fields: {', '.join(computed)}; {RUNTIME_UNREAD}. Name a field of the "
+            "mapping's properties"
         )
     missing = [label for label, name in named if name not in known]
     if missing:

@@ -40,6 +40,7 @@ _ROLES: dict[str, tuple[str, ...]] = {
     "links": (r"^(links|related|references|see_?also|linked_?ids)$",),
     "parent": (r"^(parent|parent_?id|server_?id|agent_?id)$",),
 }
+RUNTIME_UNREAD = "esbridge reads a role's values from the stored documents, which do not hold a runtime field's values"
 _DEFAULT_SPACES = {"knn_vector": "l2", "dense_vector": "cosine"}
 """The space a vector mapping that names none has: OpenSearch's k-NN default, Elasticsearch's for float vectors."""
 # Text fields a match in weighs more than in long text: a name or title says what the document is about.
@@ -319,10 +320,7 @@ def _unread_notes(text: list[str], copied: Mapping[str, list[str]], other_text: 
         kinds = ", ".join(
             f"{name} ({spec.get('type')})" if isinstance(spec, Mapping) else name for name, spec in runtime.items()
         )
-        notes.append(
-            f"runtime fields are not used: {kinds}; esbridge reads a role's values from the stored documents, which "
-            "do not hold a runtime field's values"
-        )
+        notes.append(f"runtime fields are not used: {kinds}; {RUNTIME_UNREAD}")
     return notes
 
 
