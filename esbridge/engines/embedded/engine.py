@@ -8,7 +8,9 @@ import contextlib
 import copy
 import fnmatch
 import logging
+import os
 import sqlite3
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,11 +39,27 @@ from esbridge.engines.embedded.store import IndexRecord, Store
 log = logging.getLogger(__name__)
 
 
+def default_searches_at_once() -> int:
+    """Searches one engine object runs at once by default: Elasticsearch's search thread pool size for the cores
+    this process may use (one and a half per core, plus one). More threads searching at once answered fewer
+    searches a second, not more (embedded.md, "Concurrency")."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    return cores * 3 // 2 + 1
+
+
 class EmbeddedEngine(Guards, paging.ScanBySearch):
     """An ``Engine`` over a data directory; reports the ``opensearch`` dialect. Searches run concurrently
-    (each thread reads through its own connection); one process at a time writes (``WriterBusy``)."""
+    (each thread reads through its own connection); one process at a time writes (``WriterBusy``).
 
-    def __init__(self, data_dir: Path | str | bytes) -> None:
+    ``searches_at_once``: how many searches run at once (default ``default_searches_at_once()``); the others
+    wait for one of them to end, as a cluster's search queue holds a request until a search thread is free."""
+
+    def __init__(self, data_dir: Path | str | bytes, *, searches_at_once: int | None = None) -> None:
+        at_once = default_searches_at_once() if searches_at_once is None else searches_at_once
+        if not isinstance(at_once, int) or isinstance(at_once, bool) or at_once < 1:
+            raise ValueError(f"searches_at_once must be a whole number of at least 1, not {searches_at_once!r}")
+        self._searching = threading.BoundedSemaphore(at_once)
         self._dir = given_path(data_dir).expanduser()
         self._url = f"{errors.EMBEDDED_URL_PREFIX}{self._dir}"
         try:
@@ -324,7 +342,8 @@ class EmbeddedEngine(Guards, paging.ScanBySearch):
             if last:
                 raise self._missing("search", index) from None
             return None
-        answer = Searcher(self._store, record, handles, self._shared).run(body)
+        with self._searching:  # (taken after waiting for a build: a search waiting for one holds no turn)
+            answer = Searcher(self._store, record, handles, self._shared).run(body)
         if last or self._store.version() == seen:
             return answer
         current = self._store.index(record.name)
