@@ -34,8 +34,8 @@ from esbridge.engines.base import Engine
 from esbridge.mappings.schema import SCHEMA_META_KEY, mapped_vector_dimension
 
 MappingReader = Callable[[float], Awaitable[Mapping[str, Any]]]
-"""Reads the index's mapping (``searched_mapping``: the alias resolved to its concrete indices), its engine calls
-ending by the deadline it is given (``time.perf_counter()``; ``math.inf``: none)."""
+"""Reads the index's mapping (``searched_mapping``: an alias or data stream resolved to its indices), its
+engine calls ending by the deadline it is given (``time.perf_counter()``; ``math.inf``: none)."""
 AgreementReader = Callable[[float], Awaitable[float | None]]
 """The lowest cosine between a few stored vectors and the query model's vectors of their texts (None when the
 index holds none), its engine calls ending by the deadline it is given."""
@@ -44,15 +44,17 @@ RECORD_TTL_S = 30.0
 
 
 def searched_mapping(engine: Engine, index: str) -> Mapping[str, Any]:
-    """The mapping a search of ``index`` is checked against. An alias over several indices (an old version added
-    back without removing the current one, or indices split by time) is searched only when they all hold vectors of
-    one space, each recording the same model (or another backend or precision of it, or none at all) and mapping
-    the same vector dimension; else ``AmbiguousAlias`` names each index and what it records, as a query embedded
-    one way would be ranked against vectors of another."""
-    targets = engine.alias_targets(index)
-    if len(targets) < 2:
-        return engine.get_mapping(index)
-    mappings = {target: engine.get_mapping(target) for target in targets}
+    """The mapping a search of ``index`` is checked against. A name over several indices (an alias with an old
+    version added back, indices split by time, a data stream or an alias rolled over) is searched only when they
+    all hold vectors of one space, each recording the same model (or another backend or precision of it, or none
+    at all) and mapping the same vector dimension; else ``AmbiguousAlias`` names each index and what it records,
+    as a query embedded one way would be ranked against vectors of another. A name behind which there is no index
+    (a pattern matching none) is ``IndexNotFound``, as a missing index is."""
+    mappings = dict(sorted(engine.get_mappings(index).items()))
+    if not mappings:
+        raise errors.IndexNotFound(f"no index matches {index!r}", url=engine.url, operation="read mapping", index=index)
+    if len(mappings) == 1:
+        return next(iter(mappings.values()))
     spaces = {
         target: (recorded_identity(mapping, target), mapped_vector_dimension(mapping))
         for target, mapping in mappings.items()
@@ -61,18 +63,39 @@ def searched_mapping(engine: Engine, index: str) -> Mapping[str, Any]:
     if all(
         dimension == first_dimension and _same_space(first_model, model) for model, dimension in others
     ):  # a re-embedding left unfinished in any of them is warned about, as for one index
-        return next((m for m in mappings.values() if (m.get("_meta") or {}).get(PENDING_KEY)), mappings[targets[0]])
+        pending = [m for m in mappings.values() if (m.get("_meta") or {}).get(PENDING_KEY)]
+        return (pending or list(mappings.values()))[0]
     held = "; ".join(_holds(target, model, dimension) for target, (model, dimension) in spaces.items())
     raise errors.AmbiguousAlias(
-        f"alias {index!r} points to several indices whose vectors are not of one model ({held}): a search would rank "
-        "the query's vector against vectors of another model. Point the alias at one index (POST _aliases), or "
-        "search one of them (--index NAME)"
+        f"{_what(index, mappings)} {index!r} points to several indices whose vectors are not of one model ({held}): "
+        f"a search would rank the query's vector against vectors of another model. {_way_out(index, mappings)}"
     )
+
+
+def _is_data_stream(index: str, mappings: Mapping[str, Any]) -> bool:
+    """Whether ``mappings`` are a data stream's backing indices, which both engines name ``.ds-<stream>-...``."""
+    return all(name.startswith(f".ds-{index}-") for name in mappings)
+
+
+def _what(index: str, mappings: Mapping[str, Any]) -> str:
+    return "data stream" if _is_data_stream(index, mappings) else "alias"
+
+
+def _way_out(index: str, mappings: Mapping[str, Any]) -> str:
+    if _is_data_stream(index, mappings):
+        return (
+            "A data stream's new backing index takes its mapping _meta from the index template, not from the older "
+            "backing indices: record the model in the template's mapping _meta (esbridge_model) so that each "
+            "rollover carries it, and in each backing index that lacks it"
+        )
+    return "Point the alias at one index (POST _aliases), or search one of them (--index NAME)"
 
 
 def _holds(index: str, model: ModelIdentity | None, dimension: int | None) -> str:
     recorded = model.describe() if model is not None else "no model recorded"
-    mapped = "" if model is not None and dimension == model.dimension else f", {dimension or 'no'}-dimensional vectors"
+    if dimension is None:
+        return f"{index}: {recorded}, no vector field mapped"
+    mapped = "" if model is not None and dimension == model.dimension else f", {dimension}-dimensional vectors"
     return f"{index}: {recorded}{mapped}"
 
 

@@ -48,9 +48,9 @@ class HungOpenSearch(OpenSearchEngine):
         finally:
             self.ended.append(time.perf_counter())
 
-    def alias_targets(self, alias: str) -> list[str]:
+    def get_mappings(self, index: str) -> dict[str, dict[str, Any]]:
         try:
-            return super().alias_targets(alias)
+            return super().get_mappings(index)
         finally:
             self.ended.append(time.perf_counter())
 

@@ -1,0 +1,83 @@
+"""What the model check makes of the mappings behind a name over several indices (``searched_mapping``): the
+engines' own answers are tested in tests/integration/test_model_check_streams.py; here, the verdict and its
+wording for each kind of name, from the mappings ``get_mappings`` gives."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+import pytest
+
+from esbridge import errors
+from esbridge.embeddings.identity import META_KEY, PENDING_KEY, identity_of
+from esbridge.engines.base import Engine
+from esbridge.query.model_check import searched_mapping
+from tests.support.hashing import HashingEmbedder, OtherHashingEmbedder
+
+RECORD = identity_of(HashingEmbedder()).to_meta()
+
+
+class Mappings:
+    """Only what ``searched_mapping`` reads of an engine: the mappings behind a name."""
+
+    url = "http://engine.test:9200"
+
+    def __init__(self, mappings: Mapping[str, Mapping[str, Any]]) -> None:
+        self.mappings = mappings
+
+    def get_mappings(self, index: str) -> dict[str, dict[str, Any]]:
+        return {name: dict(mapping) for name, mapping in self.mappings.items()}
+
+
+def mapping(
+    record: Mapping[str, Any] | None = RECORD, dimension: int | None = 32, pending: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    properties = {"vector": {"type": "knn_vector", "dimension": dimension}} if dimension else {}
+    meta = {key: value for key, value in ((META_KEY, record), (PENDING_KEY, pending)) if value is not None}
+    return {"properties": properties, "_meta": meta}
+
+
+def searched(mappings: Mapping[str, Mapping[str, Any]], name: str) -> Mapping[str, Any]:
+    return searched_mapping(cast(Engine, Mappings(mappings)), name)
+
+
+def test_backing_indices_of_one_model_are_searched() -> None:
+    behind = {f".ds-logs-00000{n}": mapping() for n in (1, 2, 3)}
+    assert searched(behind, "logs")["_meta"][META_KEY]["name"] == "hashing-32"
+
+
+def test_a_data_stream_whose_backing_indices_differ_is_refused_naming_each_and_its_template() -> None:
+    behind = {".ds-logs-000002": mapping(None, None), ".ds-logs-000001": mapping()}
+    with pytest.raises(errors.AmbiguousAlias) as refused:
+        searched(behind, "logs")
+    message = str(refused.value)
+    assert message.startswith("data stream 'logs' points to several indices whose vectors are not of one model (")
+    assert ".ds-logs-000001: hashing-32 (" in message
+    assert ".ds-logs-000002: no model recorded, no vector field mapped" in message  # not "no-dimensional vectors"
+    assert message.index(".ds-logs-000001") < message.index(".ds-logs-000002")
+    assert message.endswith(
+        "record the model in the template's mapping _meta (esbridge_model) so that each rollover carries it, "
+        "and in each backing index that lacks it"
+    )
+
+
+def test_an_alias_over_indices_of_two_models_is_refused_naming_each_and_the_way_out() -> None:
+    behind = {"notes-v2": mapping(identity_of(OtherHashingEmbedder()).to_meta()), "notes-v1": mapping()}
+    with pytest.raises(errors.AmbiguousAlias) as refused:
+        searched(behind, "notes")
+    message = str(refused.value)
+    assert message.startswith("alias 'notes' points to several indices whose vectors are not of one model (notes-v1")
+    assert "notes-v2: other-hashing-32 (" in message
+    assert message.endswith("Point the alias at one index (POST _aliases), or search one of them (--index NAME)")
+
+
+def test_the_index_with_an_unfinished_re_embedding_is_the_one_checked() -> None:
+    behind = {".ds-logs-000001": mapping(), ".ds-logs-000002": mapping(pending=RECORD)}
+    assert PENDING_KEY in searched(behind, "logs")["_meta"]
+
+
+def test_a_name_behind_which_there_is_no_index_is_not_found() -> None:
+    with pytest.raises(errors.IndexNotFound, match=r"no index matches 'logs-\*'") as missing:
+        searched({}, "logs-*")
+    assert missing.value.url == Mappings.url
