@@ -262,41 +262,43 @@ def _size(size_bytes: int) -> str:
 @engine_options
 @index_option
 @write_attached_option
+@click.option(
+    "--in-template",
+    is_flag=True,
+    help="For a data stream: also record the model in the index template its rollovers take their mapping from.",
+)
 @yes_option
 def record_model_command(
-    url: str | None, engine: str | None, config_file: Path | None, index: str | None, write_attached: bool, yes: bool
+    url: str | None,
+    engine: str | None,
+    config_file: Path | None,
+    index: str | None,
+    write_attached: bool,
+    in_template: bool,
+    yes: bool,
 ) -> None:
     """Record the configured model as the one that made the index's vectors (for an index that predates model
-    records); from then on a search with another model is refused. `esbridge ingest` records it by itself
-    in a new index, and after re-embedding an index whose vectors another model made."""
-    from esbridge.attach.guard import mapped_dimension
+    records), in every index behind an alias or data stream; from then on a search with another model is refused.
+    `esbridge ingest` records it by itself in a new index, and after re-embedding an index whose vectors another
+    model made."""
     from esbridge.embeddings.factory import open_embedder
-    from esbridge.embeddings.identity import identity_of, recorded_identity
-    from esbridge.errors import ConfigError
-    from esbridge.ingest.model_record import record_model
+    from esbridge.embeddings.identity import identity_of
+    from esbridge.ingest.record_by_hand import record_by_hand
 
     settings = settings_from(config_file, url=url, engine=engine, index=index)
     refuse_attached_write(settings, write_attached, "record a model in")
     with open_embedder(settings.index_embedding) as embedder:  # an attached index's field map may name its model
         identity = identity_of(embedder)
     with engine_session(settings) as adapter:
-        mapping = adapter.get_mapping(settings.index)
-        vector = settings.field_map.vector
-        dimension = mapped_dimension(mapping, vector) if vector is not None else None
-        if dimension is not None and dimension != identity.dimension:
-            raise ConfigError(
-                f"the model {identity.name} makes {identity.dimension}-dimensional vectors but index "
-                f"{settings.index} maps {dimension}: it cannot have made them; nothing was changed"
-            )
-        recorded = recorded_identity(mapping, settings.index)
-        if recorded == identity:
-            click.echo(f"{settings.index} already records {identity.describe()}")
-            return
-        if recorded is not None:
-            confirm(
-                f"{settings.index} records {recorded.describe()}; replace it with {identity.describe()} without "
-                "re-embedding (only right if that record is wrong)?",
-                yes,
-            )
-        record_model(adapter, settings.index, identity)
-    click.echo(f"{settings.index} now records {identity.describe()}")
+        outcome = record_by_hand(
+            adapter,
+            settings.index,
+            identity,
+            settings.field_map.vector,
+            in_template=in_template,
+            confirm=lambda question: confirm(question, yes),
+        )
+    for line in outcome.done:
+        click.echo(line)
+    for warning in outcome.warnings:
+        click.echo(f"warning: {warning}", err=True)

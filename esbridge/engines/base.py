@@ -258,3 +258,24 @@ class SearchPipelineStore(Protocol):
     def delete_search_pipeline(self, name: str) -> bool:
         """Delete pipeline ``name``; False when there was none."""
         ...
+
+
+@runtime_checkable
+class IndexTemplates(Protocol):
+    """Composable index templates (OpenSearch, Elasticsearch): a data stream's next backing index takes its
+    mapping, ``_meta`` included, from the template that matches the stream's name, not from its older indices."""
+
+    def data_stream_template(self, name: str) -> str | None:
+        """The template the next rollover of data stream ``name`` takes its mapping from; None when ``name`` is
+        no data stream (or the engine has none)."""
+        ...
+
+    def get_index_template(self, name: str) -> dict[str, Any]:
+        """Template ``name``'s body as ``put_index_template`` takes it."""
+        ...
+
+    def put_index_template(self, name: str, body: Mapping[str, Any]) -> None: ...
+
+    def resolved_template_mappings(self, name: str) -> dict[str, Any]:
+        """The mapping an index made by template ``name`` now gets, its component templates merged in."""
+        ...

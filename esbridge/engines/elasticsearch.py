@@ -29,6 +29,7 @@ from esbridge.engines.capabilities import (
 from esbridge.engines.credentials import basic_auth_headers
 from esbridge.engines.cut_answers import CheckedUrllib3Node
 from esbridge.engines.errors import connection_reason, from_response, no_answer, tls_reason
+from esbridge.engines.index_templates import ElasticsearchTemplates
 from esbridge.engines.routing import SearchRouting
 from esbridge.engines.server_reindex import ServerReindex
 
@@ -120,7 +121,7 @@ class _Translating:
             raise translate(exc, url=self._url, operation=operation, index=index, timeout=self._timeout) from exc
 
 
-class ElasticsearchEngine(paging.ScanBySearch, _Translating, ServerReindex):
+class ElasticsearchEngine(paging.ScanBySearch, _Translating, ServerReindex, ElasticsearchTemplates):
     """An Elasticsearch 8.x/9.x cluster reached through elasticsearch-py."""
 
     def __init__(self, settings: Settings, client: Elasticsearch | None = None) -> None:

@@ -26,6 +26,7 @@ from esbridge.engines.capabilities import (
 )
 from esbridge.engines.cut_answers import CheckedUrllib3Connection
 from esbridge.engines.errors import no_answer
+from esbridge.engines.index_templates import OpenSearchTemplates
 from esbridge.engines.opensearch_client import Translating, client_options, translate
 from esbridge.engines.routing import SearchRouting
 from esbridge.engines.server_reindex import ServerReindex
@@ -44,7 +45,7 @@ _PLUGIN_CLASSES = {
 }
 
 
-class OpenSearchEngine(paging.ScanBySearch, Translating, ServerReindex):
+class OpenSearchEngine(paging.ScanBySearch, Translating, ServerReindex, OpenSearchTemplates):
     """An OpenSearch cluster reached through opensearch-py."""
 
     def __init__(self, settings: Settings, client: OpenSearch | None = None) -> None:
