@@ -199,6 +199,19 @@ def test_a_header_separated_by_spaces_or_after_blank_lines_is_skipped(tmp_path: 
 
 
 @pytest.mark.parametrize(
+    "rows",
+    [
+        "query-id\tcorpus-id\tscore\t\n1\t10\t1\t\n2\t20\t2\t \t\n",  # tabs after the score
+        "query-id\tcorpus-id\tscore\r\n1\t10\t1\r\n2\t20\t2\r\n",  # saved on Windows
+    ],
+)
+def test_rows_ending_in_tabs_or_carriage_returns_are_read(tmp_path: Path, rows: str) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [])
+    (folder / "qrels" / "test.tsv").write_bytes(rows.encode())
+    assert read_qrels(folder, "test") == {"1": {"10": 1}, "2": {"20": 2}}
+
+
+@pytest.mark.parametrize(
     ("row", "reason"),
     [
         ("1 10 1", "this row separates its fields by spaces"),
@@ -206,6 +219,7 @@ def test_a_header_separated_by_spaces_or_after_blank_lines_is_skipped(tmp_path: 
         ("1\t0\t10\t1", r"this row has four fields, as TREC qrels have"),
         ("1\t\t1", "this row has an empty corpus-id"),
         ("1\t10\t1\tx", "this row has 4 fields"),
+        ("1\t10\t\t1", "this row has 4 fields"),  # which of the two is the score is not certain
     ],
 )
 def test_a_row_in_another_layout_is_refused_saying_which(tmp_path: Path, row: str, reason: str) -> None:
