@@ -14,6 +14,7 @@ and relevance judgements are evaluation input, so they come back as plain dicts 
 from __future__ import annotations
 
 import codecs
+import re
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,10 +188,9 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
             continue
         if len(fields) != 3 or not fields[0] or not fields[1]:
             raise SourceError(f"{shown}, line {number}: {_row_problem(line)}")
-        try:
-            score = int(fields[2])
-        except ValueError:
-            raise SourceError(f"{shown}, line {number}: score {fields[2]!r} is not an integer") from None
+        if not _INTEGER.fullmatch(fields[2]):  # int() would also read "1_0" as 10 and other scripts' digits
+            raise SourceError(f"{shown}, line {number}: score {fields[2]!r} is not an integer")
+        score = int(fields[2])
         judged = qrels.setdefault(fields[0], {})
         if fields[1] in judged and judged[fields[1]] != score:
             raise SourceError(
@@ -200,6 +200,9 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
         first_line.setdefault((fields[0], fields[1]), number)
         judged[fields[1]] = score
     return qrels
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def _is_header(fields: list[str], words: list[str]) -> bool:

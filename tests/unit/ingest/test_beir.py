@@ -134,7 +134,12 @@ def test_missing_qrels_split_names_path_and_available_splits(tmp_path: Path) -> 
 
 @pytest.mark.parametrize(
     ("row", "reason"),
-    [("1\t10\tone", "score 'one' is not an integer"), ("1\t10", "expected query-id, corpus-id and score")],
+    [
+        ("1\t10\tone", "score 'one' is not an integer"),
+        ("1\t10\t1_0", "score '1_0' is not an integer"),  # not 10, as int() reads it
+        ("1\t10\t\u0661", "score '\u0661' is not an integer"),  # an Arabic-Indic one, not 1
+        ("1\t10", "expected query-id, corpus-id and score"),
+    ],
 )
 def test_a_bad_qrels_row_raises_naming_the_line(tmp_path: Path, row: str, reason: str) -> None:
     folder = make_dataset(tmp_path / "ds", [], [], {"test": f"query-id\tcorpus-id\tscore\n{row}\n"})
