@@ -19,7 +19,7 @@ from esbridge.config.settings import Settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.errors import ConfigError
 from esbridge.evaluation import collections, report, session
-from esbridge.evaluation.dataset import JudgedQueries, corpus_warnings, judged_queries, left_out_warning
+from esbridge.evaluation.dataset import JudgedQueries, corpus_warnings, judged_queries, query_warnings
 from esbridge.evaluation.methods import METHODS, Configuration, configurations
 from esbridge.evaluation.reranking import Rerankers
 from esbridge.ids import shown_path
@@ -186,8 +186,7 @@ def _evaluate(
         outcome = session.run(settings, judged, chosen, embedder, progress=advance, rerankers=rerankers)
     rows = report.score(judged.qrels, outcome.outcomes, baseline)
     warnings = session.ingest_warnings(folder, ingested)
-    if (left_out := left_out_warning(split, judged)) is not None:
-        warnings.append(left_out)
+    warnings.extend(query_warnings(split, judged))
     if ingested is not None:  # with --reuse the index, not corpus.jsonl, holds the documents
         warnings.extend(corpus_warnings(folder, split, judged))
     if (missing := report.baseline_missing(rows, baseline)) is not None:
@@ -197,6 +196,8 @@ def _evaluate(
         warnings.append(not_held(folder, split, outcome.index, reuse=reuse))
     elif ingested is None and (absent := session.absent_from_index(settings, split, judged)) is not None:
         warnings.append(absent)  # part of the dataset, e.g. an ingest interrupted before --reuse
+    if ingested is None and (other := session.other_corpus(settings, folder, judged)) is not None:
+        warnings.append(other)
     summary = {
         **run_summary(folder, split, outcome, ingested),
         "baseline": baseline,

@@ -15,7 +15,7 @@ from esbridge.cli.progress import progress_for, query_progress
 from esbridge.config.settings import CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE
 from esbridge.errors import ConfigError, DependencyMissing
 from esbridge.evaluation import report, session, tuning
-from esbridge.evaluation.dataset import corpus_warnings, left_out_warning
+from esbridge.evaluation.dataset import corpus_warnings, query_warnings
 from esbridge.evaluation.runner import Depth
 from esbridge.ids import shown_path
 
@@ -82,12 +82,14 @@ def tune_command(
             settings, dataset, embedder, reuse=reuse, progress=progress_for(as_json)
         )
         warnings = session.ingest_warnings(dataset, ingested)
-        if (left_out := left_out_warning(split, judged)) is not None:
-            warnings.append(left_out)
+        warnings.extend(query_warnings(split, judged))
         if ingested is not None:
             warnings.extend(corpus_warnings(dataset, split, judged))
-        elif (absent := session.absent_from_index(settings, split, judged)) is not None:
-            warnings.append(absent)  # part of the dataset, e.g. an ingest interrupted before --reuse
+        else:
+            if (absent := session.absent_from_index(settings, split, judged)) is not None:
+                warnings.append(absent)  # part of the dataset, e.g. an ingest interrupted before --reuse
+            if (other := session.other_corpus(settings, dataset, judged)) is not None:
+                warnings.append(other)
         if shadowing := _shadowing_variables(os.environ):
             warnings.insert(0, _shadowed(shadowing, target, dry_run))
         for warning in warnings:

@@ -21,16 +21,29 @@ class JudgedQueries:
     """query id -> {doc id: relevance}, restricted to ``queries``"""
     left_out: tuple[str, ...] = ()
     """queries of the split that judge no document above 0 (every score 0 or below), which are not evaluated"""
+    blank: tuple[str, ...] = ()
+    """queries of ``queries.jsonl`` without text that judge no document relevant in the split, which are skipped"""
 
 
 def judged_queries(folder: Path, split: str = "test", limit: int | None = None) -> JudgedQueries:
     """The split's queries that have text and at least one relevant document; the first ``limit`` of them.
-    A split without any is refused (``SourceError``)."""
+    A split without any is refused (``SourceError``), and so is a query without text that judges a document
+    relevant (it would be scored 0, or dropped, either way changing the figures); one that judges none is skipped
+    (``blank_warning`` counts them)."""
     if limit is not None and limit < 1:
         raise ConfigError(f"limit must be at least 1, got {limit}")
-    texts = read_beir_queries(folder)
+    blank_lines: dict[str, int] = {}
+    texts = read_beir_queries(folder, blank_lines)
     judgements = read_qrels(folder, split)
     chosen = [query for query, docs in judgements.items() if any(relevance > 0 for relevance in docs.values())]
+    judged_blank = [query for query in chosen if query in blank_lines]
+    if judged_blank:
+        first = min(judged_blank, key=blank_lines.__getitem__)
+        raise SourceError(
+            f"{shown_path(folder / QUERIES_FILE)}, line {blank_lines[first]}: query {first!r} has no text, but "
+            f"{QRELS_FOLDER}/{split}.tsv judges documents relevant to it, so it cannot be evaluated "
+            f"({len(judged_blank)} such {'query' if len(judged_blank) == 1 else 'queries'}); give it its text"
+        )
     missing = [query for query in chosen if query not in texts]
     if missing:
         qrels_file = folder / QRELS_FOLDER / f"{split}.tsv"
@@ -40,7 +53,7 @@ def judged_queries(folder: Path, split: str = "test", limit: int | None = None) 
             f"({len(missing)} such {'query' if len(missing) == 1 else 'queries'})"
         )
     relevant = set(chosen)
-    left_out = tuple(query for query in judgements if query not in relevant)
+    left_out = tuple(query for query in judgements if query not in relevant and query not in blank_lines)
     if not chosen:
         raise SourceError(
             f"{shown_path(folder / QRELS_FOLDER / f'{split}.tsv')} judges no document relevant to any query "
@@ -49,7 +62,10 @@ def judged_queries(folder: Path, split: str = "test", limit: int | None = None) 
     if limit is not None:
         chosen = chosen[:limit]
     return JudgedQueries(
-        {query: texts[query] for query in chosen}, {query: judgements[query] for query in chosen}, left_out
+        {query: texts[query] for query in chosen},
+        {query: judgements[query] for query in chosen},
+        left_out,
+        tuple(blank_lines),
     )
 
 
@@ -69,6 +85,24 @@ def left_out_warning(split: str, judged: JudgedQueries) -> str | None:
         f"{count} {'query' if count == 1 else 'queries'} of {QRELS_FOLDER}/{split}.tsv "
         f"{'judges' if count == 1 else 'judge'} no document above 0 (e.g. {shown}); not evaluated, as a query with "
         "nothing relevant has no ideal ranking"
+    )
+
+
+def query_warnings(split: str, judged: JudgedQueries) -> list[str]:
+    """What an evaluation must say about the queries it does not run: ``left_out_warning`` and ``blank_warning``."""
+    return [warning for warning in (left_out_warning(split, judged), blank_warning(split, judged)) if warning]
+
+
+def blank_warning(split: str, judged: JudgedQueries) -> str | None:
+    """A warning counting the queries without text that were skipped (none judges a document relevant), or None."""
+    if not judged.blank:
+        return None
+    shown = ", ".join(repr(query) for query in judged.blank[:3])
+    count = len(judged.blank)
+    return (
+        f"{count} {'query' if count == 1 else 'queries'} of {QUERIES_FILE} {'has' if count == 1 else 'have'} no text "
+        f"(e.g. {shown}); skipped, as {QRELS_FOLDER}/{split}.tsv judges no document relevant to "
+        f"{'it' if count == 1 else 'them'}"
     )
 
 

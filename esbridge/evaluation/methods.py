@@ -129,8 +129,18 @@ def configuration(name: str, base: PipelineSettings | None = None) -> Configurat
 
 
 def configurations(names: str, base: PipelineSettings | None = None) -> list[Configuration]:
-    """Configurations for a comma-separated list of method names, in the order given, without repeats."""
-    chosen = list(dict.fromkeys(part.strip() for part in names.split(",") if part.strip()))
+    """Configurations for a comma-separated list of method names, in the order given. A configuration named twice
+    (``default,default``, or ``rrf+graph+recency`` and ``rrf+recency+graph``) is refused: it would be one row, or two
+    identical ones, where the list promised two, so the list is likely not what was meant."""
+    chosen = [part.strip() for part in names.split(",") if part.strip()]
     if not chosen:
         raise ConfigError("no method named; e.g. --methods bm25,knn,rrf,default")
+    first: dict[tuple[str, frozenset[str]], str] = {}
+    for name in chosen:
+        method, *switches = name.split("+")
+        spelled = first.setdefault((method, frozenset(switches)), name)
+        if spelled != name:
+            raise ConfigError(f"{spelled!r} and {name!r} are one configuration; name each configuration once")
+        if chosen.count(name) > 1:
+            raise ConfigError(f"{name!r} is named twice; name each configuration once")
     return [configuration(name, base) for name in chosen]

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pydantic import ValidationError
+
 from esbridge.attach.guard import preflight
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
@@ -22,8 +24,10 @@ from esbridge.evaluation.methods import Configuration
 from esbridge.evaluation.reranking import Rerankers
 from esbridge.evaluation.runner import ConfigurationRuns, Depth, run_configurations
 from esbridge.ids import shown_path
-from esbridge.ingest.beir import CORPUS_FILE
+from esbridge.ingest.beir import CORPUS_FILE, ID_FIELD, BeirRecord
+from esbridge.ingest.json_lines import known_id, read_json_lines
 from esbridge.ingest.markdown import is_text
+from esbridge.ingest.model import Problem
 from esbridge.ingest.model_record import refuse_other_model
 from esbridge.ingest.progress import ProgressFactory, no_progress
 from esbridge.ingest.refusals import DOC_ID_BATCH, EmptySourceRefused, ForeignDocumentsRefused, MassDeleteRefused
@@ -158,6 +162,68 @@ def absent_from_index(settings: Settings, split: str, judged: JudgedQueries) -> 
         f"qrels/{split}.tsv judges relevant (e.g. {shown}), so no configuration can find them: it may hold only "
         "part of this dataset (an ingest that did not finish?); run without --reuse to ingest what is missing"
     )
+
+
+def other_corpus(settings: Settings, folder: Path, judged: JudgedQueries) -> str | None:
+    """With ``--reuse``: a warning when the index's documents are not those of the folder's ``corpus.jsonl``
+    (documents added or removed since it was ingested, or another corpus), or None. Documents the index holds
+    and the file lacks compete in every ranking, and those it lacks cannot be found, so the figures are not the
+    file's. Documents judged relevant that it lacks are left to ``absent_from_index``, which says they cap the
+    scores. Compared by id only: a document changed in place is not noticed. Not for attached indices (their
+    ids are their own) nor without a corpus file (one only needs queries and judgements)."""
+    corpus = folder / CORPUS_FILE
+    if settings.attached or not corpus.is_file():
+        return None
+    try:
+        in_file, named = corpus_ids(corpus)
+    except SourceError as exc:
+        return f"index {settings.index} was not compared with {shown_path(corpus)}, which cannot be read: {exc}"
+    adapter = connect(settings)
+    try:
+        hits = adapter.scan(settings.index, {"match_all": {}}, ["doc_id"], sort_field="chunk_id")
+        held = {str(hit.source.get("doc_id")) for hit in hits}
+    finally:
+        adapter.close()
+    relevant = {doc for docs in judged.qrels.values() for doc, relevance in docs.items() if relevance > 0}
+    unjudged = in_file - relevant
+    extra, lacking = sorted(held - named), sorted(unjudged - held)
+    if not extra and not lacking:
+        return None
+    differences = []
+    if extra:
+        count = f"{len(extra)} document{'s' if len(extra) != 1 else ''}"
+        differences.append(f"holds {count} the file does not have (e.g. {_named(extra)})")
+    if lacking:
+        total = f"{len(unjudged)} document{'s' if len(unjudged) != 1 else ''}"
+        differences.append(f"lacks {len(lacking)} of its {total} not judged relevant (e.g. {_named(lacking)})")
+    return (
+        f"index {settings.index} does not hold the corpus of {shown_path(corpus)} as it is now: it "
+        f"{' and '.join(differences)}; the figures are over what the index holds, not over this corpus (run "
+        "without --reuse to bring the index in line with it)"
+    )
+
+
+def corpus_ids(corpus: Path) -> tuple[set[str], set[str]]:
+    """The ids of a BEIR corpus file's records the ingest takes, and those of every line whose id can be read,
+    records it refuses included (the index keeps what it held for them, and has nothing for them to lack)."""
+    valid: set[str] = set()
+    named: set[str] = set()
+    for item in read_json_lines(corpus, ID_FIELD):
+        if isinstance(item, Problem):
+            named.update([item.doc_id] if item.doc_id else [])
+            continue
+        try:
+            record = BeirRecord.model_validate(item[1])
+        except ValidationError:
+            named.update([doc] if (doc := known_id(item[1], ID_FIELD)) else [])
+            continue
+        valid.add(record.id)
+        named.add(record.id)
+    return valid, named
+
+
+def _named(ids: Sequence[str]) -> str:
+    return ", ".join(repr(doc) for doc in ids[:3])
 
 
 def _examples(failed: Sequence[dict[str, str]]) -> str:

@@ -14,6 +14,7 @@ and relevance judgements are evaluation input, so they come back as plain dicts 
 from __future__ import annotations
 
 import codecs
+import re
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
@@ -123,8 +124,9 @@ def corpus_document(record: BeirRecord, known_ids: set[str] | None = None) -> Do
     )
 
 
-def read_beir_queries(folder: Path) -> dict[str, str]:
-    """Query id to query text, from ``folder/queries.jsonl``; raises ``SourceError`` on any bad line."""
+def read_beir_queries(folder: Path, blank: dict[str, int] | None = None) -> dict[str, str]:
+    """Query id to query text, from ``folder/queries.jsonl``; raises ``SourceError`` on any bad line. A query
+    without text is refused too, unless ``blank`` is given: it is then recorded there (id -> line) and left out."""
     path = folder / QUERIES_FILE
     require_file(path, "BEIR queries file", keep_name=True)
     shown = shown_path(path)
@@ -137,10 +139,13 @@ def read_beir_queries(folder: Path) -> dict[str, str]:
             record = BeirRecord.model_validate(data)
         except ValidationError as exc:
             raise SourceError(f"{shown}, line {number}: {describe_validation_error(exc)}") from exc
-        if not record.text or is_blank(record.text):  # as a search would refuse it
-            raise SourceError(f"{shown}, line {number}: query {record.id!r} has no text")
-        if record.id in queries:
+        if record.id in queries or (blank is not None and record.id in blank):
             raise SourceError(f"{shown}, line {number}: duplicate query _id {record.id!r}")
+        if not record.text or is_blank(record.text):  # as a search would refuse it
+            if blank is None:
+                raise SourceError(f"{shown}, line {number}: query {record.id!r} has no text")
+            blank[record.id] = number
+            continue
         queries[record.id] = record.text.strip()
     return queries
 
@@ -148,8 +153,9 @@ def read_beir_queries(folder: Path) -> dict[str, str]:
 def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
     """Query id to {doc id: relevance}, from ``folder/qrels/<split>.tsv``.
 
-    Rows are ``query-id<TAB>corpus-id<TAB>score``; a first non-blank line of three fields whose last is not a
-    number is the header and is skipped. Raises ``SourceError`` for a missing file (naming the splits there are),
+    Rows are ``query-id<TAB>corpus-id<TAB>score`` (empty fields after the score, left by trailing tabs, and
+    ``\\r\\n`` line ends are accepted); a first non-blank line of three fields whose last is not a number is the
+    header and is skipped. Raises ``SourceError`` for a missing file (naming the splits there are),
     for a file that is not UTF-8 text, for any malformed row (one in another layout, spaces or TREC's four fields,
     saying so), and for a document judged twice for a query with different scores (a repeat of the same score is
     harmless).
@@ -176,14 +182,15 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
         if not line.strip():
             continue
         fields = [field.strip() for field in line.split("\t")]
+        while len(fields) > 3 and not fields[-1]:  # trailing tabs: the three fields are still certain
+            fields.pop()
         if number == header_line and _is_header(fields, line.split()):
             continue
         if len(fields) != 3 or not fields[0] or not fields[1]:
             raise SourceError(f"{shown}, line {number}: {_row_problem(line)}")
-        try:
-            score = int(fields[2])
-        except ValueError:
-            raise SourceError(f"{shown}, line {number}: score {fields[2]!r} is not an integer") from None
+        if not _INTEGER.fullmatch(fields[2]):  # int() would also read "1_0" as 10 and other scripts' digits
+            raise SourceError(f"{shown}, line {number}: score {fields[2]!r} is not an integer")
+        score = int(fields[2])
         judged = qrels.setdefault(fields[0], {})
         if fields[1] in judged and judged[fields[1]] != score:
             raise SourceError(
@@ -193,6 +200,9 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
         first_line.setdefault((fields[0], fields[1]), number)
         judged[fields[1]] = score
     return qrels
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def _is_header(fields: list[str], words: list[str]) -> bool:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from esbridge.config.pipeline import GraphSettings, PipelineSettings, RerankSettings
@@ -65,8 +67,23 @@ def test_unknown_names_are_refused_with_the_known_ones() -> None:
         configurations(" , ")
 
 
-def test_list_keeps_order_and_drops_repeats() -> None:
-    assert [c.name for c in configurations("knn, bm25,knn,rrf")] == ["knn", "bm25", "rrf"]
+def test_list_keeps_order() -> None:
+    assert [c.name for c in configurations("knn, bm25,rrf")] == ["knn", "bm25", "rrf"]
+
+
+@pytest.mark.parametrize(
+    ("names", "said"),
+    [
+        ("knn, bm25,knn,rrf", "'knn' is named twice"),
+        ("bm25,default,default", "'default' is named twice"),
+        ("bm25,rrf+graph+recency,rrf+recency+graph", "'rrf+graph+recency' and 'rrf+recency+graph' are one"),
+        ("rrf+graph,rrf+graph+graph", "'rrf+graph' and 'rrf+graph+graph' are one configuration"),
+    ],
+)
+def test_a_configuration_named_twice_is_refused_naming_it(names: str, said: str) -> None:
+    # Collapsed into one row, the list would silently not be the one given; two spellings would be two equal rows.
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        configurations(names)
 
 
 def test_table_is_extensible() -> None:

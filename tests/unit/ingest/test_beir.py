@@ -134,7 +134,12 @@ def test_missing_qrels_split_names_path_and_available_splits(tmp_path: Path) -> 
 
 @pytest.mark.parametrize(
     ("row", "reason"),
-    [("1\t10\tone", "score 'one' is not an integer"), ("1\t10", "expected query-id, corpus-id and score")],
+    [
+        ("1\t10\tone", "score 'one' is not an integer"),
+        ("1\t10\t1_0", "score '1_0' is not an integer"),  # not 10, as int() reads it
+        ("1\t10\t\u0661", "score '\u0661' is not an integer"),  # an Arabic-Indic one, not 1
+        ("1\t10", "expected query-id, corpus-id and score"),
+    ],
 )
 def test_a_bad_qrels_row_raises_naming_the_line(tmp_path: Path, row: str, reason: str) -> None:
     folder = make_dataset(tmp_path / "ds", [], [], {"test": f"query-id\tcorpus-id\tscore\n{row}\n"})
@@ -199,6 +204,19 @@ def test_a_header_separated_by_spaces_or_after_blank_lines_is_skipped(tmp_path: 
 
 
 @pytest.mark.parametrize(
+    "rows",
+    [
+        "query-id\tcorpus-id\tscore\t\n1\t10\t1\t\n2\t20\t2\t \t\n",  # tabs after the score
+        "query-id\tcorpus-id\tscore\r\n1\t10\t1\r\n2\t20\t2\r\n",  # saved on Windows
+    ],
+)
+def test_rows_ending_in_tabs_or_carriage_returns_are_read(tmp_path: Path, rows: str) -> None:
+    folder = make_dataset(tmp_path / "ds", [], [])
+    (folder / "qrels" / "test.tsv").write_bytes(rows.encode())
+    assert read_qrels(folder, "test") == {"1": {"10": 1}, "2": {"20": 2}}
+
+
+@pytest.mark.parametrize(
     ("row", "reason"),
     [
         ("1 10 1", "this row separates its fields by spaces"),
@@ -206,6 +224,7 @@ def test_a_header_separated_by_spaces_or_after_blank_lines_is_skipped(tmp_path: 
         ("1\t0\t10\t1", r"this row has four fields, as TREC qrels have"),
         ("1\t\t1", "this row has an empty corpus-id"),
         ("1\t10\t1\tx", "this row has 4 fields"),
+        ("1\t10\t\t1", "this row has 4 fields"),  # which of the two is the score is not certain
     ],
 )
 def test_a_row_in_another_layout_is_refused_saying_which(tmp_path: Path, row: str, reason: str) -> None:
