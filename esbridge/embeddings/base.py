@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Callable, Sequence
-from queue import SimpleQueue
-from threading import Lock, Thread
+from collections.abc import Sequence
+from functools import partial
 from typing import Protocol, runtime_checkable
 
+from esbridge.daemon_threads import DaemonThreads
 from esbridge.embeddings.profiles import PLAIN, ModelProfile
 from esbridge.errors import ConfigError, EmbeddingError
 from esbridge.text import is_blank
@@ -134,75 +133,18 @@ def embed_queries(model: Embedder, texts: Sequence[str]) -> list[list[float]]:
 
 
 def start_embedding(model: Embedder, texts: Sequence[str]) -> asyncio.Future[list[list[float]]]:
-    """Query vectors (``embed_queries``) as a future of the running loop, handed at once to a thread of
-    ``_QUERY_THREADS`` (``asyncio.to_thread`` would wait for a loop turn). A search and ``esbridge bench`` both embed
-    through this, so the bench times the embedding the way a search pays for it.
+    """Query vectors (``embed_queries``) as a future of the running loop, handed at once to a thread of their own
+    (``asyncio.to_thread`` would wait for a loop turn). A search and ``esbridge bench`` both embed through this, so
+    the bench times the embedding the way a search pays for it.
 
-    Those threads are daemons, outside the loop's default executor: a model call that never returns (a stuck
-    session) holds no worker the engine calls need, and neither the loop's shutdown nor the interpreter's exit waits
-    for it. ``embeddings_running`` counts calls not returned yet."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[list[list[float]]] = loop.create_future()
-    texts = list(texts)
-
-    def run() -> None:
-        try:
-            outcome: tuple[list[list[float]] | None, BaseException | None] = (embed_queries(model, texts), None)
-        except BaseException as exc:  # handed to the awaiting search, which degrades with its reason
-            outcome = (None, exc)
-        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits for the answer any more
-            loop.call_soon_threadsafe(_settle, future, *outcome)
-
-    _QUERY_THREADS.submit(run)
-    return future
+    The threads are daemons (``esbridge.daemon_threads``): a model call that never returns holds no thread the
+    engine's reads need, and nothing waits for it at the end. ``embeddings_running`` counts calls not returned."""
+    return QUERY_THREADS.start(partial(embed_queries, model, list(texts)))
 
 
 def embeddings_running() -> int:
     """Query embeddings (``start_embedding``) whose model call has not returned yet."""
-    return _QUERY_THREADS.running
+    return QUERY_THREADS.running
 
 
-class _DaemonThreads:
-    """Daemon threads that run one job at a time each, kept for the next job once done: a job goes to an idle
-    thread, or to a new one when none is, so that a job that never ends delays no other."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-        self._jobs: SimpleQueue[Callable[[], None]] = SimpleQueue()
-        self._lock = Lock()
-        self._idle = 0
-        self.running = 0
-
-    def submit(self, job: Callable[[], None]) -> None:
-        with self._lock:
-            self.running += 1
-            spawn = self._idle == 0
-            if not spawn:
-                self._idle -= 1
-        self._jobs.put(job)
-        if spawn:
-            Thread(target=self._work, name=self._name, daemon=True).start()
-
-    def _work(self) -> None:
-        while True:
-            job = self._jobs.get()
-            try:
-                job()
-            finally:
-                with self._lock:
-                    self.running -= 1
-                    self._idle += 1
-
-
-_QUERY_THREADS = _DaemonThreads("esbridge-query-embedding")
-
-
-def _settle(
-    future: asyncio.Future[list[list[float]]], vectors: list[list[float]] | None, error: BaseException | None
-) -> None:
-    if future.done():  # cancelled: the search went on without it
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(vectors or [])
+QUERY_THREADS = DaemonThreads("esbridge-query-embedding")

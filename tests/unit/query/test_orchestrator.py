@@ -17,7 +17,7 @@ import pytest
 
 from esbridge import errors
 from esbridge.config.pipeline import PipelineSettings
-from esbridge.embeddings.base import _QUERY_THREADS
+from esbridge.embeddings.base import QUERY_THREADS
 from esbridge.engines.base import SearchResult
 from esbridge.query.models import SearchRequest
 from tests.support.memory_engine import LEX, SEM, MemoryEngine, StubEmbedder, run, searcher
@@ -322,13 +322,13 @@ def test_the_embedding_is_handed_to_its_thread_before_the_bm25_request_is_sent(
 ) -> None:
     # The embedding is the longest step: it must not wait for the lexical request to be serialised.
     started: list[float] = []
-    submit = _QUERY_THREADS.submit
+    submit = QUERY_THREADS.submit
 
     def recording(job: Callable[[], None]) -> None:
         started.append(time.monotonic())  # asyncio's loop.time() is time.monotonic()
         submit(job)
 
-    monkeypatch.setattr(_QUERY_THREADS, "submit", recording)
+    monkeypatch.setattr(QUERY_THREADS, "submit", recording)
     engine = MemoryEngine(LEX, SEM)
     hybrid = searcher(engine, StubEmbedder(delay=0.05), execution="concurrent")
     response = run(hybrid)

@@ -1,7 +1,8 @@
 """The sidecar with an in-process embedding model whose call never returns (``embedding.query_processes = 0``):
 each search answers lexical-only when the query's embedding time is up, saying so; searches after more hung
-calls than the loop has worker threads still answer, and the service shuts down without waiting for the model.
-Embedded engine; a test double of the model only."""
+calls than the loop has worker threads still answer; a write held by such a call answers 504; and the service
+shuts down without waiting for the model past ``service.shutdown_timeout_s``. Embedded engine; a test double of
+the model only."""
 
 from __future__ import annotations
 
@@ -63,3 +64,21 @@ def test_searches_go_on_past_hung_model_calls_and_the_service_stops_without_them
     stopping.start()
     stopping.join(5)
     assert not stopping.is_alive(), "the service's shutdown waited for the hung model calls"
+
+
+def test_a_write_held_by_a_hung_model_call_answers_504_and_the_shutdown_waits_only_its_timeout(
+    make_client: ClientFactory, released: threading.Event
+) -> None:
+    service = {"api_keys": [KEY], "request_timeout_s": 1.0, "write_cancel_grace_s": 0.5, "shutdown_timeout_s": 1.0}
+    client = make_client(load_settings(index="notes", service=service), embedder=HungEmbedder(released))
+    record = {"id": "ice", "title": "Ice", "text": f"A {HANG} moves slowly."}
+    held = client.post("/v1/documents", json={"documents": [record]}, headers={"X-API-Key": KEY})
+    assert held.status_code == 504, held.text
+    assert held.json()["error"]["kind"] == "write_still_running"
+
+    stopping = threading.Thread(target=client.__exit__, args=(None, None, None), daemon=True)
+    began = time.monotonic()
+    stopping.start()
+    stopping.join(5)
+    assert not stopping.is_alive(), "the service's shutdown waited for the hung write past its timeout"
+    assert time.monotonic() - began >= 0.9  # it did wait service.shutdown_timeout_s for the write
