@@ -12,11 +12,13 @@ from pydantic import ValidationError
 from esbridge.cli.options import check_top_n, engine_options, index_option, settings_from, top_n_option
 from esbridge.config.pipeline import FusionMode
 from esbridge.config.settings import Settings
+from esbridge.embeddings.base import embeddings_running
 from esbridge.errors import ConfigError
 from esbridge.query.api import open_query_embedder, search
 from esbridge.query.grouping import RegistryGroups
 from esbridge.query.models import Explain, Filters, SearchRequest, SearchResponse
 from esbridge.query.planning import weights_for
+from esbridge.query.query_vectors import NOT_EMBEDDED
 
 _DATE_FILTERS = ("modified_after", "modified_before", "created_after", "created_before")
 _SWITCHES = ("include_deprecated", "include_draft", "include_disabled")
@@ -123,6 +125,20 @@ def search_command(
         click.echo(json.dumps(response.model_dump(mode="json"), indent=2))
     else:
         click.echo(render(response, explain))
+    if embedder is not None and (hung := hung_model(response, embedder.name)):
+        raise click.ClickException(hung)
+
+
+def hung_model(response: SearchResponse, model: str) -> str | None:
+    """Why the answer is lexical-only when the model's call for the query's vector was given up on for time and
+    has still not returned: the process exits without it (its thread does not hold the exit), reporting it."""
+    given_up = next((warning for warning in response.warnings if warning.startswith(NOT_EMBEDDED)), None)
+    if given_up is None or not embeddings_running():
+        return None
+    return (
+        f"the embedding model {model} hung: {given_up} (pipeline.embed_timeout_s) and its call has still not "
+        "returned; the answer above is lexical-only"
+    )
 
 
 def check_choices(fusion: str | None, category: str | None, settings: Settings) -> None:

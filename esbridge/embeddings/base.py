@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from functools import partial
 from typing import Protocol, runtime_checkable
 
+from esbridge.daemon_threads import DaemonThreads
 from esbridge.embeddings.profiles import PLAIN, ModelProfile
 from esbridge.errors import ConfigError, EmbeddingError
 from esbridge.text import is_blank
@@ -131,7 +133,18 @@ def embed_queries(model: Embedder, texts: Sequence[str]) -> list[list[float]]:
 
 
 def start_embedding(model: Embedder, texts: Sequence[str]) -> asyncio.Future[list[list[float]]]:
-    """Query vectors (``embed_queries``) as a future of the running loop, handed to the loop's default
-    executor at once (``asyncio.to_thread`` would wait for a loop turn). A search and ``esbridge bench``
-    both embed through this, so the bench times the embedding the way a search pays for it."""
-    return asyncio.get_running_loop().run_in_executor(None, embed_queries, model, list(texts))
+    """Query vectors (``embed_queries``) as a future of the running loop, handed at once to a thread of their own
+    (``asyncio.to_thread`` would wait for a loop turn). A search and ``esbridge bench`` both embed through this, so
+    the bench times the embedding the way a search pays for it.
+
+    The threads are daemons (``esbridge.daemon_threads``): a model call that never returns holds no thread the
+    engine's reads need, and nothing waits for it at the end. ``embeddings_running`` counts calls not returned."""
+    return QUERY_THREADS.start(partial(embed_queries, model, list(texts)))
+
+
+def embeddings_running() -> int:
+    """Query embeddings (``start_embedding``) whose model call has not returned yet."""
+    return QUERY_THREADS.running
+
+
+QUERY_THREADS = DaemonThreads("esbridge-query-embedding")

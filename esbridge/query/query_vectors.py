@@ -23,6 +23,9 @@ from esbridge.query.concepts import expand_query
 from esbridge.query.deadline import capped, halfway, within
 from esbridge.query.timing import elapsed_ms
 
+NOT_EMBEDDED = "the query was not embedded within"
+"""How the warning of a query embedding given up on for time begins."""
+
 
 @dataclass(frozen=True)
 class Embedding:
@@ -115,7 +118,7 @@ class QueryVectors:
             async with within(timeout_s):
                 vector = (await embedding.vectors)[0]
         except asyncio.TimeoutError:
-            warning = f"the query was not embedded within {timeout_s:g}s"
+            warning = f"{NOT_EMBEDDED} {timeout_s:g}s"
         except errors.EsbridgeError as exc:
             warning = f"the query could not be embedded: {exc}"
         timings = {"embed": elapsed_ms(embedding.started)}

@@ -96,6 +96,14 @@ def read(
     return batch
 
 
+def refuse_records_over(count: int, record_format: RecordFormat, limit: int) -> None:
+    """Refuse, before reading any, more than ``limit`` records (422, nothing written): each makes one document at
+    least, a registry record one more per tool and skill."""
+    if count > limit:
+        made = f"at least {count}" if record_format == "registry" else str(count)
+        _refuse(f"the {count} record(s) make {made} documents", limit, tools=record_format == "registry")
+
+
 def refuse_over(batch: Batch, limit: int) -> None:
     """Refuse the batch (422, nothing written) when its records make more than ``limit`` documents: a registry
     record makes one per tool and skill besides its own, so that a few records may make many."""
@@ -104,11 +112,16 @@ def refuse_over(batch: Batch, limit: int) -> None:
         which = f"the {batch.size} record(s) make" if batch.read == batch.size else (
             f"the first {batch.read} of the {batch.size} record(s) already make"
         )  # fmt: skip
-        problem = (
-            f"{which} {made} documents (a registry record's tools and skills count as documents of their own); at "
-            f"most {limit} per request (service.max_documents): nothing was written; send them in several requests"
-        )
-        raise ServiceError(422, "validation", f"body.documents: {problem}", fields=[("body.documents", problem)])
+        _refuse(f"{which} {made} documents", limit, tools=True)
+
+
+def _refuse(made: str, limit: int, *, tools: bool) -> None:
+    note = " (a registry record's tools and skills count as documents of their own)" if tools else ""
+    problem = (
+        f"{made}{note}; at most {limit} per request (service.max_documents): nothing was written; send them in "
+        "several requests"
+    )
+    raise ServiceError(422, "validation", f"body.documents: {problem}", fields=[("body.documents", problem)])
 
 
 def upsert(

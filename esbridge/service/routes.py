@@ -206,9 +206,7 @@ async def search(request: Request, body: SearchRequest) -> SearchResponse:
 async def upsert_documents(request: Request, body: DocumentsRequest) -> DocumentsResponse:
     """Validate, chunk, embed and write a batch; each record is answered on its own (``results``)."""
     service = _settings(request).service
-    if len(body.documents) > service.max_documents:
-        many = f"{len(body.documents)} documents; at most {service.max_documents} per request (service.max_documents)"
-        raise _invalid("body.documents", f"{many}: send them in several requests")
+    documents.refuse_records_over(len(body.documents), body.format, service.max_documents)
     backend = _backend(request)
     _refuse_attached(request)
 

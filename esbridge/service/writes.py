@@ -19,7 +19,9 @@ becoming visible) and answers normally if it does so within ``service.write_canc
 steps sized to take a quarter of that grace (``esbridge.service.documents``), so a write cut off while embedding
 stops in time too. A write that has not stopped by then (a step that cannot be interrupted outlasted the grace:
 one text slower to embed than it, a wait for a busy embedding process) answers 504 ``write_still_running``;
-``esbridge_writes_running_after_timeout`` counts it until it ends, and the log says how it ended.
+``esbridge_writes_running_after_timeout`` counts it until it ends, and the log says how it ended. Its thread is a
+daemon (``esbridge.daemon_threads``): a shutdown waits ``service.shutdown_timeout_s`` for it, then closes the
+engine and ends the process without it (a model call that never returns would otherwise keep the process alive).
 
 The write's engine calls share its deadline (``esbridge.engines.call_deadline``): before it writes, the request's
 time; once it writes, the grace too. An engine that does not answer (a hung node) then stops the write at its
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from esbridge import errors
+from esbridge.daemon_threads import DaemonThreads
 from esbridge.engines.base import Engine
 from esbridge.engines.call_deadline import DeadlinePassed, engine_calls_until
 from esbridge.service.errors import ServiceError
@@ -49,6 +52,7 @@ RefreshPolicy = Literal["false", "wait_for", "true"]
 T = TypeVar("T")
 
 log = logging.getLogger("esbridge.service")
+_WRITE_THREADS = DaemonThreads("esbridge-write")
 
 _POLL_DELAYS_S = (0.02, 0.05, 0.1, 0.15, 0.25)
 
@@ -204,7 +208,7 @@ async def run_cancellable(
         with engine_calls_until(cancel.engine_deadline):
             return work(cancel)
 
-    task = asyncio.ensure_future(asyncio.to_thread(bounded))
+    task = _WRITE_THREADS.start(bounded)
     if running is not None:
         running.add(task)
         task.add_done_callback(running.discard)

@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
 from esbridge import errors
 from esbridge.config.pipeline import PipelineSettings
+from esbridge.embeddings.base import QUERY_THREADS
 from esbridge.engines.base import SearchResult
 from esbridge.query.models import SearchRequest
 from tests.support.memory_engine import LEX, SEM, MemoryEngine, StubEmbedder, run, searcher
@@ -317,25 +317,23 @@ def test_bm25_is_in_flight_while_the_query_is_embedded() -> None:
     assert engine.started["knn"] - engine.started["bm25"] >= 0.15
 
 
-def test_the_embedding_is_handed_to_its_thread_before_the_bm25_request_is_sent() -> None:
+def test_the_embedding_is_handed_to_its_thread_before_the_bm25_request_is_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # The embedding is the longest step: it must not wait for the lexical request to be serialised.
-    submitted: list[float] = []
+    started: list[float] = []
+    submit = QUERY_THREADS.submit
 
-    class Recording(ThreadPoolExecutor):
-        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-            submitted.append(time.monotonic())  # asyncio's loop.time() is time.monotonic()
-            return super().submit(fn, *args, **kwargs)
+    def recording(job: Callable[[], None]) -> None:
+        started.append(time.monotonic())  # asyncio's loop.time() is time.monotonic()
+        submit(job)
 
+    monkeypatch.setattr(QUERY_THREADS, "submit", recording)
     engine = MemoryEngine(LEX, SEM)
     hybrid = searcher(engine, StubEmbedder(delay=0.05), execution="concurrent")
-
-    async def search() -> Any:
-        asyncio.get_running_loop().set_default_executor(Recording(max_workers=2))
-        return await hybrid.search(SearchRequest(query="solar energy"))
-
-    response = asyncio.run(search())
+    response = run(hybrid)
     assert response.search_mode == "hybrid"
-    assert submitted and submitted[0] <= engine.started["bm25"]
+    assert started and started[0] <= engine.started["bm25"]
     assert response.details.timings_ms["embed"] >= 50
 
 

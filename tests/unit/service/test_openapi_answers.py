@@ -81,7 +81,8 @@ def test_a_client_learns_the_limits_before_sending_and_a_refusal_names_its_setti
     three = client.post("/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY})
     assert three.status_code == 422
     assert three.json()["error"]["message"] == (
-        "body.documents: 3 documents; at most 2 per request (service.max_documents): send them in several requests"
+        "body.documents: the 3 record(s) make 3 documents; at most 2 per request (service.max_documents): nothing "
+        "was written; send them in several requests"
     )
     big = client.post("/v1/documents", content=b"{" + b" " * 5000 + b"}", headers={"X-API-Key": KEY})
     assert big.status_code == 413

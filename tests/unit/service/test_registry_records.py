@@ -159,6 +159,22 @@ def servers(count: int, tools: int) -> list[dict[str, Any]]:
     return [{"id": f"s{n}", "name": f"Server {n}", "tools": [f"tool{t}" for t in range(tools)]} for n in range(count)]
 
 
+def test_more_registry_records_than_service_max_documents_are_counted_as_records_in_the_refusal(
+    make_client: ClientFactory,
+) -> None:
+    client = make_client(api_keys=[KEY], max_documents=2)
+    seed = client.post("/v1/documents", json={"documents": [{"id": "seed", "text": "kept"}]}, headers=WRITE)
+    assert seed.json()["written"] == 1, seed.text
+    many = client.post("/v1/documents", json={"documents": servers(3, 1), "format": "registry"}, headers=WRITE)
+    assert (many.status_code, fields(many)) == (422, ["body.documents"]), many.text
+    assert many.json()["error"]["message"] == (
+        "body.documents: the 3 record(s) make at least 3 documents (a registry record's tools and skills count as "
+        "documents of their own); at most 2 per request (service.max_documents): nothing was written; send them "
+        "in several requests"
+    )
+    assert sorted(stored_documents()) == ["seed"]
+
+
 def test_service_max_documents_bounds_the_documents_registry_records_make_and_refuses_more_writing_nothing(
     make_client: ClientFactory,
 ) -> None:
