@@ -164,6 +164,22 @@ def query_phrases(vocabulary: Sequence[str], rng: random.Random, count: int) -> 
     return [" ".join(rng.sample(words, 3)) for _ in range(count)]
 
 
+def mixed_searches(
+    engine: EmbeddedEngine, phrases: Sequence[str], queries: npt.NDArray[np.float32]
+) -> Callable[[int], None]:
+    """The i-th search of the half-BM25, half-kNN load: BM25 of a phrase when i is odd, kNN of a vector when even."""
+
+    def one(i: int) -> None:
+        if i % 2:
+            body = bodies.bm25_body("opensearch", phrases[i % len(phrases)], size=10, filters=Filters())
+        else:
+            body = bodies.knn_body("opensearch", queries[i % len(queries)].tolist(), k=10, filters=Filters(),
+                                   num_candidates=100)  # fmt: skip
+        engine.search(ALIAS, body)
+
+    return one
+
+
 def hybrid_searcher(engine: EmbeddedEngine, phrases: Sequence[str], queries: npt.NDArray[np.float32]) -> HybridSearcher:
     """Hybrid search over ``engine``'s index, the i-th phrase embedded as the i-th query vector (no model)."""
     fixed = Fixed({phrase: queries[i].tolist() for i, phrase in enumerate(phrases)}, queries.shape[1])
@@ -335,15 +351,7 @@ def main() -> None:
         return _throughput(concurrency, one)
 
     def qps(concurrency: int) -> tuple[float, float]:
-        def one(i: int) -> None:
-            if i % 2:
-                body = bodies.bm25_body("opensearch", phrases[i % len(phrases)], size=10, filters=Filters())
-            else:
-                body = bodies.knn_body("opensearch", queries[i % len(queries)].tolist(), k=10, filters=Filters(),
-                                       num_candidates=100)  # fmt: skip
-            engine.search(ALIAS, body)
-
-        return _throughput(concurrency, one)
+        return _throughput(concurrency, mixed_searches(engine, phrases, queries))
 
     loops = threading.local()
     opened: list[asyncio.AbstractEventLoop] = []

@@ -22,13 +22,21 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench_embedded import ALIAS, Vectors, _load, _throughput, hybrid_searcher, query_phrases, texts, vocabulary_of
+from bench_embedded import (
+    Vectors,
+    _load,
+    _throughput,
+    hybrid_searcher,
+    mixed_searches,
+    query_phrases,
+    texts,
+    vocabulary_of,
+)
 
 from esbridge.blas import limit_blas_threads
 from esbridge.engines.embedded import EmbeddedEngine
 from esbridge.engines.embedded.engine import default_searches_at_once
-from esbridge.query import bodies
-from esbridge.query.models import Filters, SearchRequest
+from esbridge.query.models import SearchRequest
 
 UNBOUNDED = 10_000
 
@@ -45,15 +53,7 @@ def _loads(engine: EmbeddedEngine, phrases: list[str], vectors: Vectors) -> dict
             loop = loops.loop = asyncio.new_event_loop()
         loop.run_until_complete(hybrid.search(SearchRequest(query=phrases[i % len(phrases)])))
 
-    def mix(i: int) -> None:
-        if i % 2:
-            body = bodies.bm25_body("opensearch", phrases[i % len(phrases)], size=10, filters=Filters())
-        else:
-            body = bodies.knn_body("opensearch", queries[i % len(queries)].tolist(), k=10, filters=Filters(),
-                                   num_candidates=100)  # fmt: skip
-        engine.search(ALIAS, body)
-
-    return {"hybrid searches": whole, "half BM25, half kNN": mix}
+    return {"hybrid searches": whole, "half BM25, half kNN": mixed_searches(engine, phrases, queries)}
 
 
 def main() -> None:
