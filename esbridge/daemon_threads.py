@@ -41,15 +41,18 @@ class DaemonThreads:
                 settle: Callable[[], Any] = _result(future, context.run(call))
             except BaseException as exc:  # handed to whoever awaits the call
                 settle = _error(future, exc)
+            with self._lock:  # (before the awaiter can resume: it must not see its own call still counted)
+                self.running -= 1
             with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits for the answer any more
                 loop.call_soon_threadsafe(settle)
 
-        self.submit(job)
-        return future
-
-    def submit(self, job: Callable[[], None]) -> None:
         with self._lock:
             self.running += 1
+        self._submit(job)
+        return future
+
+    def _submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
             spawn = self._idle == 0
             if not spawn:
                 self._idle -= 1
@@ -64,7 +67,6 @@ class DaemonThreads:
                 job()
             finally:
                 with self._lock:
-                    self.running -= 1
                     self._idle += 1
 
 
