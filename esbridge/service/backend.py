@@ -31,6 +31,7 @@ from esbridge.query.api import open_query_embedder
 from esbridge.query.deadline import within
 from esbridge.query.factory import searcher_for
 from esbridge.query.orchestrator import HybridSearcher
+from esbridge.service.model_probe import ModelProbe
 from esbridge.service.models import IndexStatus
 
 log = logging.getLogger("esbridge.service")
@@ -52,6 +53,7 @@ class Backend:
         self.settings = settings
         self.embedder = embedder
         self.model_problem = model_problem
+        self.model_probe = ModelProbe()
         self._connected: Connected | None = None
         self._connecting: asyncio.Future[Connected] | None = None
         self._index_ensured = False
@@ -150,6 +152,13 @@ class Backend:
             guard = (await self.connected()).searcher.model_guard
             if guard is not None:
                 await guard.check()
+
+    async def model_answers(self) -> str | None:
+        """Why the loaded query model does not answer a query embedding in the time a search waits for one
+        (``ModelProbe``); None when it does, or when no model is loaded (``model_problem`` says why)."""
+        if self.embedder is None:
+            return None
+        return await self.model_probe.problem(self.embedder, self.settings.pipeline.embed_timeout_s)
 
     def ensure_index(self, engine: Engine) -> None:
         """Create the versioned index behind the alias on the first write, as ``esbridge ingest`` does."""
