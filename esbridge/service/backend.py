@@ -19,6 +19,7 @@ from typing import Any
 
 from esbridge.attach.guard import preflight
 from esbridge.config.settings import Settings
+from esbridge.daemon_threads import DaemonThreads
 from esbridge.embeddings.base import Embedder
 from esbridge.embeddings.identity import recorded_identity
 from esbridge.engines.base import AsyncEngine, Engine
@@ -36,6 +37,7 @@ from esbridge.service.models import IndexStatus
 
 log = logging.getLogger("esbridge.service")
 
+_CONNECT_THREADS = DaemonThreads("esbridge-connect")
 _READY_QUERY = {"size": 0, "query": {"match_all": {}}}
 _COUNT_QUERY = {"size": 0, "track_total_hits": True, "query": {"match_all": {}}}
 
@@ -88,7 +90,9 @@ class Backend:
         return await asyncio.shield(self._connecting)
 
     async def _connect_once(self) -> Connected:
-        self._connected = await asyncio.to_thread(self._connect)
+        # A daemon thread: a shutdown during an attempt on an engine that never answers does not wait for the
+        # engine client's retries (4 x 10 s by default) before the process ends.
+        self._connected = await _CONNECT_THREADS.start(self._connect)
         return self._connected
 
     def _connect(self) -> Connected:
