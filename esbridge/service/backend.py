@@ -19,6 +19,7 @@ from typing import Any
 
 from esbridge.attach.guard import preflight
 from esbridge.config.settings import Settings
+from esbridge.daemon_threads import DaemonThreads
 from esbridge.embeddings.base import Embedder
 from esbridge.embeddings.identity import recorded_identity
 from esbridge.engines.base import AsyncEngine, Engine
@@ -31,10 +32,12 @@ from esbridge.query.api import open_query_embedder
 from esbridge.query.deadline import within
 from esbridge.query.factory import searcher_for
 from esbridge.query.orchestrator import HybridSearcher
+from esbridge.service.model_probe import ModelProbe
 from esbridge.service.models import IndexStatus
 
 log = logging.getLogger("esbridge.service")
 
+_CONNECT_THREADS = DaemonThreads("esbridge-connect")
 _READY_QUERY = {"size": 0, "query": {"match_all": {}}}
 _COUNT_QUERY = {"size": 0, "track_total_hits": True, "query": {"match_all": {}}}
 
@@ -52,6 +55,7 @@ class Backend:
         self.settings = settings
         self.embedder = embedder
         self.model_problem = model_problem
+        self.model_probe = ModelProbe()
         self._connected: Connected | None = None
         self._connecting: asyncio.Future[Connected] | None = None
         self._index_ensured = False
@@ -86,7 +90,9 @@ class Backend:
         return await asyncio.shield(self._connecting)
 
     async def _connect_once(self) -> Connected:
-        self._connected = await asyncio.to_thread(self._connect)
+        # A daemon thread: a shutdown during an attempt on an engine that never answers does not wait for the
+        # engine client's retries (4 x 10 s by default) before the process ends.
+        self._connected = await _CONNECT_THREADS.start(self._connect)
         return self._connected
 
     def _connect(self) -> Connected:
@@ -150,6 +156,13 @@ class Backend:
             guard = (await self.connected()).searcher.model_guard
             if guard is not None:
                 await guard.check()
+
+    async def model_answers(self) -> str | None:
+        """Why the loaded query model does not answer a query embedding in the time a search waits for one
+        (``ModelProbe``); None when it does, or when no model is loaded (``model_problem`` says why)."""
+        if self.embedder is None:
+            return None
+        return await self.model_probe.problem(self.embedder, self.settings.pipeline.embed_timeout_s)
 
     def ensure_index(self, engine: Engine) -> None:
         """Create the versioned index behind the alias on the first write, as ``esbridge ingest`` does."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, Literal
@@ -33,9 +34,12 @@ from pydantic import Field, StrictBool, StrictFloat, StrictInt, ValidationError
 from esbridge import __version__
 from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
+from esbridge.engines.call_deadline import DeadlinePassed, engine_calls_until
 from esbridge.errors import EsbridgeError
+from esbridge.query.deadline import within
 from esbridge.query.models import Filters, SearchRequest, SearchResponse
 from esbridge.service.backend import Backend, opened
+from esbridge.service.limits import answer_time_s
 from esbridge.service.models import IndexStatus
 from esbridge.text import some_of
 
@@ -121,11 +125,28 @@ def _reported(tool: str) -> Iterator[None]:
         yield
     except EsbridgeError as exc:
         raise ToolError(str(exc)) from None
-    except (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError):
+    except (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError, DeadlinePassed):
         raise
     except BaseException as exc:
         _log.error("%s failed unexpectedly", tool, exc_info=exc)  # the traceback goes to stderr, not the agent
         raise ToolError(f"unexpected failure: {type(exc).__name__}: {_first_line(exc)}") from None
+
+
+@asynccontextmanager
+async def _in_time(settings: Settings) -> AsyncIterator[float]:
+    """A tool's whole call, connecting included, within ``service.request_timeout_s`` (the sidecar's time for a
+    request): the engine client alone would wait ``timeout_s`` for each of ``retries + 1`` attempts (40 s by default)
+    on an engine that never answers. Yields the deadline (``time.monotonic`` seconds)."""
+    timeout_s = settings.service.request_timeout_s
+    began = time.monotonic()
+    try:
+        async with within(timeout_s):
+            yield began + timeout_s
+    except (asyncio.TimeoutError, TimeoutError, DeadlinePassed):
+        raise ToolError(
+            f"the engine at {settings.display_url} did not answer within {timeout_s:g} s "
+            f"(service.request_timeout_s; gave up after {time.monotonic() - began:.1f} s)"
+        ) from None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -198,10 +219,14 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
         except ValidationError as exc:
             raise ToolError(_one_line(exc)) from None
         backend = holder["backend"]
-        with _reported("search"):
-            connected = await backend.connected()
-            backend.check_data_dir(connected, "search")
-            response = await connected.searcher.search(request)
+        async with _in_time(settings) as deadline:
+            with _reported("search"):
+                connected = await backend.connected()
+                backend.check_data_dir(connected, "search")
+                left = deadline - time.monotonic()
+                response = await connected.searcher.search(
+                    request, time_s=left - answer_time_s(settings.service.request_timeout_s)
+                )
         # Null fields stay, as the HTTP API and ``esbridge search --json`` answer them.
         answer = response.model_dump(mode="json")
         text = pydantic_core.to_json(answer, indent=2).decode()
@@ -210,12 +235,21 @@ def build_server(settings: Settings, *, embedder: Embedder | None = None, load_m
     @server.strict_tool(description="The engine, the index behind the alias, how many chunks it holds, the model.")
     async def index_status() -> IndexStatus:
         backend = holder["backend"]
-        with _reported("index_status"):
-            connected = await backend.connected()
-            backend.check_data_dir(connected, "index status")
-            return await asyncio.to_thread(backend.index_status, connected.engine)
+        async with _in_time(settings) as deadline:
+            with _reported("index_status"):
+                connected = await backend.connected()
+                backend.check_data_dir(connected, "index status")
+                status = await asyncio.to_thread(_until, deadline, backend.index_status, connected.engine)
+        return status
 
     return server
+
+
+def _until(deadline: float, status: Callable[[Any], IndexStatus], engine: Any) -> IndexStatus:
+    """``status(engine)`` whose engine calls end by ``deadline``, so that its thread does not outlive the tool's
+    answer by the engine client's retries."""
+    with engine_calls_until(lambda: deadline):
+        return status(engine)
 
 
 def run_stdio(settings: Settings, *, log_level: str = "warning") -> None:

@@ -283,11 +283,12 @@ async def readyz(
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
     header: Annotated[str | None, Security(_header)],
 ) -> Response:
-    """Ready when the engine answers, the index exists and the embedding model is loaded and may search it.
+    """Ready when the engine answers, the index exists and the embedding model is loaded, answers and may search it.
 
     Where searches need a key, a caller without one that may read learns only which checks failed: their reasons
     name the engine's URL, the index and the model."""
     backend = _backend(request)
+    answering = asyncio.ensure_future(backend.model_answers())  # alongside the engine's checks, not after them
     checks = {"engine": "ok", "index": "ok", "model": "ok"}
     partial = None  # searches answer from the shards that do, flagged: the sidecar stays in service
     try:
@@ -306,8 +307,9 @@ async def readyz(
     except (asyncio.TimeoutError, TimeoutError):
         checks["engine"] = "no answer within 5s"
         checks["index"] = "unknown"
+    not_answering = await answering
     if checks["model"] == "ok":
-        checks["model"] = _model_problem(backend) or "ok"
+        checks["model"] = _model_problem(backend) or not_answering or "ok"
     ready = all(value == "ok" for value in checks.values())
     if not _may_read(request, bearer, header):
         checks = {name: "ok" if value == "ok" else "not ok" for name, value in checks.items()}

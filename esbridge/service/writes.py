@@ -22,6 +22,7 @@ one text slower to embed than it, a wait for a busy embedding process) answers 5
 ``esbridge_writes_running_after_timeout`` counts it until it ends, and the log says how it ended. Its thread is a
 daemon (``esbridge.daemon_threads``): a shutdown waits ``service.shutdown_timeout_s`` for it, then closes the
 engine and ends the process without it (a model call that never returns would otherwise keep the process alive).
+Timed out before it wrote, it no longer holds its documents' locks against the next write of them (``DocumentLocks``).
 
 The write's engine calls share its deadline (``esbridge.engines.call_deadline``): before it writes, the request's
 time; once it writes, the grace too. An engine that does not answer (a hung node) then stops the write at its
@@ -67,13 +68,21 @@ class Cancellation:
 
     def __init__(self, deadline: float = math.inf, grace_s: float = 0.0) -> None:
         self._event = threading.Event()
+        self._lock = threading.Lock()  # ``begin`` and ``gave_up`` decide one after the other
         self.deadline, self.grace_s = deadline, grace_s
         self.writing: str | None = None  # the step that began writing to the engine, once one has
+        self.step = "starting"  # the step last checked: where a write that does not end is held
 
     def begin(self, step: str) -> None:
         """``check(step)``, then count the write as writing from here on."""
-        self.check(step)
-        self.writing = step
+        with self._lock:
+            self.check(step)
+            self.writing = step
+
+    def gave_up(self) -> bool:
+        """Whether the write is cancelled and never writes: cancelled before ``begin``, which then raises."""
+        with self._lock:
+            return self.cancelled and self.writing is None
 
     def engine_deadline(self) -> float:
         if self.writing is None:
@@ -89,46 +98,76 @@ class Cancellation:
 
     def check(self, step: str) -> None:
         """Raise ``WriteCancelled`` if the write was cancelled; call before a step that would write."""
+        self.step = step
         if self._event.is_set():
             raise WriteCancelled(step)
+
+
+@dataclass(frozen=True, eq=False)
+class _Holder:
+    cancel: Cancellation
+    since: float = field(default_factory=time.time)
+
+    def describe(self, doc_id: str) -> str:
+        """Why a write of ``doc_id`` waited for this one, for the waiter's 504."""
+        since = time.strftime("%H:%M:%S", time.gmtime(self.since))
+        where = f"writing ({self.cancel.writing})" if self.cancel.writing else self.cancel.step
+        return (
+            f"waiting for an earlier write of the same document {doc_id!r}, which has held it since {since} UTC "
+            f"({time.time() - self.since:.1f} s) and is still running: {where}"
+        )
 
 
 class DocumentLocks:
     """One lock per (index, document id), so that two writes of one document in this process run one after
     the other: each reads the chunks the document has before writing and deletes those it no longer
-    produces, and two interleaved writes would delete each other's chunks."""
+    produces, and two interleaved writes would delete each other's chunks.
+
+    A write whose request timed out before it began writing (``Cancellation.gave_up``: one held by a model call that
+    does not return) gives its locks up to the next write of its documents: it raises ``WriteCancelled`` at its
+    ``begin`` whenever it goes on, so it writes nothing that could overwrite the newer write. One that has begun
+    writing keeps them until it ends, which its engine calls' deadline bounds."""
 
     def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[tuple[str, str], tuple[threading.Lock, int]] = {}
+        self._changed = threading.Condition()
+        self._holders: dict[tuple[str, str], _Holder] = {}
 
     @contextmanager
     def held(self, index: str, doc_ids: Collection[str], cancel: Cancellation) -> Iterator[None]:
         """Hold the documents' locks (taken in sorted order, so two batches cannot deadlock); a write
-        cancelled while it waits raises ``WriteCancelled``."""
-        keys = sorted({(index, doc_id) for doc_id in doc_ids})
-        with self._guard:
-            for key in keys:
-                lock, users = self._locks.get(key, (threading.Lock(), 0))
-                self._locks[key] = (lock, users + 1)
-            locks = [self._locks[key][0] for key in keys]
-        taken: list[threading.Lock] = []
+        cancelled while it waits raises ``WriteCancelled`` naming the write it waited for."""
+        mine = _Holder(cancel)
+        taken: list[tuple[str, str]] = []
         try:
-            for lock in locks:
-                while not lock.acquire(timeout=0.05):
-                    cancel.check("waiting for another write of the same document")
-                taken.append(lock)
+            for key in sorted({(index, doc_id) for doc_id in doc_ids}):
+                self._take(key, mine)
+                taken.append(key)
             yield
         finally:
-            for lock in reversed(taken):
-                lock.release()
-            with self._guard:
-                for key in keys:
-                    lock, users = self._locks[key]
-                    if users == 1:
-                        del self._locks[key]
-                    else:
-                        self._locks[key] = (lock, users - 1)
+            with self._changed:
+                for key in taken:
+                    if self._holders.get(key) is mine:  # not given up to a later write meanwhile
+                        del self._holders[key]
+                self._changed.notify_all()
+
+    def _take(self, key: tuple[str, str], mine: _Holder) -> None:
+        with self._changed:
+            while True:
+                holder = self._holders.get(key)
+                if holder is None or holder.cancel.gave_up():
+                    if holder is not None:
+                        log.warning(
+                            "a write of document %r goes ahead of an earlier one that timed out before it wrote "
+                            "(held since %s at: %s), which will write nothing",
+                            key[1],
+                            time.strftime("%H:%M:%S UTC", time.gmtime(holder.since)),
+                            holder.cancel.step,
+                        )
+                    self._holders[key] = mine
+                    return
+                if mine.cancel.cancelled:
+                    mine.cancel.check(holder.describe(key[1]))
+                self._changed.wait(0.05)
 
 
 DOCUMENT_LOCKS = DocumentLocks()

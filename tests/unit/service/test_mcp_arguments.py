@@ -103,7 +103,7 @@ class NativePanic(BaseException):
 def test_a_native_library_panicking_mid_session_is_a_tool_error_and_the_session_goes_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    async def panicking(self: HybridSearcher, request: SearchRequest) -> None:
+    async def panicking(self: HybridSearcher, request: SearchRequest, *, time_s: float | None = None) -> None:
         raise NativePanic("range end index 18446744073709551555 out of range for slice of length 8")
 
     monkeypatch.setattr(HybridSearcher, "search", panicking)
@@ -124,7 +124,7 @@ def test_a_native_library_panicking_mid_session_is_a_tool_error_and_the_session_
 
 
 def test_an_unexpected_error_names_its_cause(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def failing(self: HybridSearcher, request: SearchRequest) -> None:
+    async def failing(self: HybridSearcher, request: SearchRequest, *, time_s: float | None = None) -> None:
         raise ValueError("Failed to open file for read: 'x.idx'")
 
     monkeypatch.setattr(HybridSearcher, "search", failing)
