@@ -48,10 +48,11 @@ class DaemonThreads:
 
         with self._lock:
             self.running += 1
-        self._submit(job)
+        self.submit(job)
         return future
 
-    def _submit(self, job: Callable[[], None]) -> None:
+    def submit(self, job: Callable[[], None]) -> None:
+        """Run ``job`` on an idle thread, or a new one when none is idle (``start`` counts its call as running)."""
         with self._lock:
             spawn = self._idle == 0
             if not spawn:
