@@ -39,21 +39,23 @@ def test_a_write_to_a_hung_engine_stops_at_the_request_timeout_and_says_so(
     make_client: ClientFactory, silent_url: str
 ) -> None:
     """The engine's kind is given, so the write reaches the worker thread, whose engine calls the client alone would
-    wait 4 x 5 s for: they end at the request's deadline, nothing written, the worker ended."""
+    wait 4 x 5 s for: they end at the request's deadline, nothing written, the worker ended. The grace is long, so
+    that a write which waited it out (instead of stopping at the deadline) is told apart from one the machine stalled
+    for a second or two."""
     settings = load_settings(
         url=silent_url,
         engine="opensearch",
         retries=3,
         timeout_s=5,
         index="notes",
-        service={"api_keys": [KEY], "request_timeout_s": 1, "write_cancel_grace_s": 2},
+        service={"api_keys": [KEY], "request_timeout_s": 1, "write_cancel_grace_s": 8},
     )
     client = make_client(settings)
     upsert = {"documents": [{"id": "a", "text": "b"}]}
     for method, path, body in (("POST", "/v1/documents", upsert), ("DELETE", "/v1/documents/a", None)):
         began = time.monotonic()
         answer = client.request(method, path, json=body, headers=WRITE)
-        assert time.monotonic() - began < 2.5, answer.text  # not 1 s and the 2 s of grace
+        assert time.monotonic() - began < 5, answer.text  # 1 s, not 1 s and the 8 s of grace
         assert answer.status_code == 504, answer.text
         error = answer.json()["error"]
         assert error["kind"] == "write_cancelled"
