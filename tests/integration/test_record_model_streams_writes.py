@@ -23,6 +23,7 @@ from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.ingest.transfer import export_to_file, import_chunks
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import VECTOR_FIELD, IndexParameters, render_index
+from esbridge.service.documents import upsert
 from tests.integration.test_model_check_streams import _put_template, client, stream
 from tests.support.hashing import RECORDS, HashingEmbedder
 
@@ -129,6 +130,8 @@ def test_a_data_stream_is_refused_before_any_write_and_record_model_records_behi
     exported = _an_export(tmp_path, source)
     with pytest.raises(errors.AmbiguousAlias, match=r"refuses import's writes by id"):
         import_chunks(engine, stream, exported)
+    with pytest.raises(errors.AmbiguousAlias, match=r"refuses the sidecar's writes by id"):
+        upsert(engine, stream, HashingEmbedder(), [{"id": "tides", "text": "The moon moves oceans."}], source="api")
     assert _records(engine, stream) == {first: None, second: None}
     assert engine.count(stream) == 2
     assert engine.list_indices(f"{stream}-v*") == []  # no version of esbridge's was made beside it
