@@ -22,6 +22,9 @@ _NEUTRAL = {
     "_field_names": {"enabled": True},
     "enabled": True,
     "subobjects": True,
+    "_data_stream_timestamp": {"enabled": False},
+    "_doc_count": {},
+    "composite": {},
 }
 """Keys the embedded engine does not implement, with the values that change nothing: another value would have a
 cluster store or answer otherwise (no ``_source``, writes refused without a routing, nothing indexed)."""
@@ -37,10 +40,16 @@ _KNOWN = frozenset(
 )
 
 
+_NOT_CONFIGURABLE = frozenset({"_id", "_index", "_ignored", "_seq_no", "_version", "_primary_term", "_nested_path"})
+
+
 def check_root(mappings: Mapping[str, Any]) -> None:
     """Refuse a root key of ``mappings`` that no cluster knows, or one the embedded engine would leave unread where
     a cluster would index, store or answer otherwise."""
-    unknown = [key for key in mappings if key not in _KNOWN]
+    fixed = sorted(key for key in mappings if key in _NOT_CONFIGURABLE)
+    if fixed:
+        raise MappingError(f"Failed to parse mapping [_doc]: {fixed[0]} is not configurable")
+    unknown = sorted(key for key in mappings if key not in _KNOWN)
     if unknown:
         listed = "".join(f" [{key} : {_java(mappings[key])}]" for key in unknown)
         raise MappingError(
@@ -89,9 +98,11 @@ def _same(value: Any, neutral: Any) -> bool:
 
 
 def _java(value: Any) -> str:
-    """``value`` as a cluster writes it in that refusal."""
+    """``value`` as a cluster writes it in that refusal (Java's ``toString``: ``{enabled=true}``)."""
     if isinstance(value, bool):
         return str(value).lower()
-    if isinstance(value, str | int | float):
-        return str(value)
-    return json.dumps(value)
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{key}={_java(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_java(item) for item in value) + "]"
+    return "null" if value is None else str(value)
