@@ -21,6 +21,7 @@ from esbridge.config.settings import Settings
 from esbridge.embeddings.cached import CachedEmbedder
 from esbridge.errors import ModelUnavailable
 from esbridge.ingest.embed_missing import embed_missing
+from esbridge.ingest.model_record import refuse_several_indices
 from esbridge.ingest.refusals import MAX_DELETE_SHARE
 from esbridge.ingest.report import IngestReport
 from esbridge.ingest.run import IngestOptions, ingest
@@ -114,6 +115,7 @@ def embed_command(
 
     with open_embedder(settings.embedding) as embedder, engine_session(settings) as adapter:
         manager = index_manager(settings, adapter)
+        refuse_several_indices(adapter, manager.alias, what="embed --missing")  # (before the alias is resolved)
         manager.current()  # no index behind the alias: IndexNotFound, naming `esbridge index create`
         # Through the alias, so a reindex that moves it meanwhile gets the vectors written after the move.
         report = embed_missing(adapter, manager.alias, embedder, progress=progress_for(as_json))

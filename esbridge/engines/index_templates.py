@@ -3,7 +3,7 @@ index's mapping from, read and written whole (``IndexTemplates`` in ``esbridge.e
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -11,6 +11,13 @@ from esbridge import errors
 
 # Read with the template but refused by a put of it (Elasticsearch reports when a template was made and changed).
 _READ_ONLY = ("created_date", "created_date_millis", "modified_date", "modified_date_millis")
+
+
+def is_data_stream(name: str, indices: Iterable[str]) -> bool:
+    """Whether ``indices``, those behind ``name``, are a data stream's backing indices, which both engines name
+    ``.ds-<stream>-...``."""
+    indices = list(indices)
+    return bool(indices) and all(index.startswith(f".ds-{name}-") for index in indices)
 
 
 def stream_template(answer: Mapping[str, Any], name: str) -> str | None:

@@ -9,7 +9,12 @@ from esbridge.embeddings.base import Embedder, nothing_seen_warning
 from esbridge.engines.base import BulkAction, Engine
 from esbridge.engines.bulk import BulkWriter
 from esbridge.ingest.documents import AWAITING_VECTOR, EMBEDDED, NOTHING_TO_EMBED, chunk_from_source
-from esbridge.ingest.model_record import holds_vectors, model_to_record_with_missing, record_model
+from esbridge.ingest.model_record import (
+    holds_vectors,
+    model_to_record_with_missing,
+    record_model,
+    refuse_several_indices,
+)
 from esbridge.ingest.progress import ProgressFactory, no_progress
 from esbridge.ingest.report import IngestReport, Timer, embed_window
 from esbridge.ingest.run import mapped_dimension, write_block_warnings
@@ -25,6 +30,7 @@ def embed_missing(
     progress: ProgressFactory = no_progress,
 ) -> IngestReport:
     """Give a vector to every chunk indexed without one (ingested while the model was unavailable)."""
+    refuse_several_indices(engine, index, what="embed --missing")
     report = IngestReport(source="*", index=index)
     dimension = mapped_dimension(engine, index)
     if dimension is not None and dimension != embedder.dimension:

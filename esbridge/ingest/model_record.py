@@ -27,6 +27,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from esbridge import errors
 from esbridge.embeddings.base import Embedder, passage_vectors, seen_as_nothing
 from esbridge.embeddings.identity import (
     PENDING_KEY,
@@ -42,6 +43,7 @@ from esbridge.embeddings.identity import (
 )
 from esbridge.engines.base import BulkAction, BulkItemFailure, Engine, Hit
 from esbridge.engines.bulk import BulkWriter
+from esbridge.engines.index_templates import is_data_stream
 from esbridge.ingest.documents import EMBEDDED, EMBEDDING_SOURCE_FIELDS, NOTHING_TO_EMBED, chunk_from_source
 from esbridge.ingest.report import IngestReport
 from esbridge.ingest.vector_agreement import agreement
@@ -140,6 +142,40 @@ def model_to_record_with_missing(engine: Engine, index: str, embedder: Embedder)
     if agreed is not None and agreed < SAME_MODEL_COSINE:
         raise unrecorded_mismatch(index, current, agreed)
     return current
+
+
+def refuse_several_indices(engine: Engine, name: str, *, what: str) -> None:
+    """Refuse ``what`` (``embed --missing``, an ingest, an import) into a name behind which there are several
+    indices, or a data stream, before anything is written, naming each index and the way out.
+
+    Their writes go by id (index, update, delete) into one index, which a data stream refuses (it takes new
+    documents only) and an alias gives to its write index alone while searches read them all; and the model they
+    record afterwards would be claimed for indices they never wrote nor checked. ``esbridge index record-model``
+    records one model behind such a name, checking each index first (``record_by_hand``)."""
+    try:
+        behind = sorted(engine.get_mappings(name))
+    except errors.IndexNotFound:
+        return
+    stream = is_data_stream(name, behind)
+    if len(behind) < 2 and not stream:
+        return
+    listed = ", ".join(behind)
+    record = (
+        f"`esbridge index record-model --index {name}` records a model in every index behind {name}, checking each "
+        "first"
+    )
+    if stream:
+        raise errors.AmbiguousAlias(
+            f"data stream {name!r} (backing indices {listed}) takes new documents only, so it refuses {what}'s writes "
+            "by id; nothing was written. esbridge writes into its own indices behind an alias: give it a name of its "
+            f"own (--index NAME). {record} (--in-template: in the stream's index template too)"
+        )
+    raise errors.AmbiguousAlias(
+        f"alias {name!r} points to several indices ({listed}): {what} would write into its write index alone while "
+        "searches read them all, and record its model in indices it never wrote; nothing was written. Point the "
+        f"alias at one index (POST _aliases) and run again, or give esbridge a name of its own (--index NAME). "
+        f"{record}"
+    )
 
 
 def holds_vectors(engine: Engine, index: str) -> bool:

@@ -32,6 +32,7 @@ from esbridge.ingest.model_record import (
     plan_model,
     record_model,
     reembed_stored,
+    refuse_several_indices,
     stored_to_reembed,
 )
 from esbridge.ingest.overlap import BackgroundWrites
@@ -136,6 +137,7 @@ def ingest(
             )
             return report
 
+    refuse_several_indices(engine, manager.alias, what="ingest")
     index = report.index = manager.ensure()
     mapping = engine.get_mapping(index)
     properties = mapping.get("properties", {})

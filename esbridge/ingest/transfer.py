@@ -38,7 +38,11 @@ from esbridge.engines.vector_options import unavailable
 from esbridge.ids import shown_path
 from esbridge.ingest.export_file import FORMAT, VERSION, ChunkLine, CutShort, Export, header_parameters, read_export
 from esbridge.ingest.json_values import describe_value
-from esbridge.ingest.model_record import holds_vectors, record_model
+from esbridge.ingest.model_record import (
+    holds_vectors,
+    record_model,
+    refuse_several_indices,
+)
 from esbridge.ingest.overlap import BackgroundWrites
 from esbridge.ingest.vector_agreement import export_agreement
 from esbridge.mappings.lifecycle import IndexManager
@@ -262,6 +266,7 @@ def _import(
     engine: Engine, alias: str, export: Export, overrides: Mapping[str, Any], retry: RetryPolicy | None
 ) -> tuple[int, list[dict[str, str]]]:
     path, header = export.path, export.header
+    refuse_several_indices(engine, alias, what="import")
     name = shown_path(path.name)
     params = replace(header_parameters(header, path), **overrides)
     given = header.get("model")

@@ -31,6 +31,7 @@ from esbridge.embeddings.identity import (
     unrecorded_mismatch_warning,
 )
 from esbridge.engines.base import Engine
+from esbridge.engines.index_templates import is_data_stream
 from esbridge.mappings.schema import SCHEMA_META_KEY, mapped_vector_dimension
 
 MappingReader = Callable[[float], Awaitable[Mapping[str, Any]]]
@@ -72,17 +73,12 @@ def searched_mapping(engine: Engine, index: str) -> Mapping[str, Any]:
     )
 
 
-def _is_data_stream(index: str, mappings: Mapping[str, Any]) -> bool:
-    """Whether ``mappings`` are a data stream's backing indices, which both engines name ``.ds-<stream>-...``."""
-    return all(name.startswith(f".ds-{index}-") for name in mappings)
-
-
 def _what(index: str, mappings: Mapping[str, Any]) -> str:
-    return "data stream" if _is_data_stream(index, mappings) else "alias"
+    return "data stream" if is_data_stream(index, mappings) else "alias"
 
 
 def _way_out(index: str, mappings: Mapping[str, Any]) -> str:
-    if _is_data_stream(index, mappings):
+    if is_data_stream(index, mappings):
         return (
             "A data stream's new backing index takes its mapping _meta from the index template, not from the older "
             "backing indices: record the model in the template's mapping _meta (esbridge_model) so that each "

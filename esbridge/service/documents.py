@@ -24,7 +24,7 @@ from esbridge.engines.bulk import MAX_ID_BYTES, BulkWriter, RetryPolicy
 from esbridge.ingest.chunking import approximate_token_count, chunk_document
 from esbridge.ingest.documents import index_document
 from esbridge.ingest.model import Chunk, Document
-from esbridge.ingest.model_record import model_to_record_first, record_model
+from esbridge.ingest.model_record import model_to_record_first, record_model, refuse_several_indices
 from esbridge.ingest.run import DEFAULT_MAX_TOKENS
 from esbridge.service.errors import ServiceError
 from esbridge.service.models import DocumentResult
@@ -269,7 +269,8 @@ def _next_step(texts: int, took_s: float, grace_s: float) -> int:
 
 def _refuse_several_targets(engine: Engine, index: str) -> None:
     """An alias over several indices (a rollback that added the old version back and left the new one) takes
-    writes into its write index only while searches read them all: a deleted document would still be found."""
+    writes into its write index only while searches read them all: a deleted document would still be found. A
+    data stream refuses writes by id."""
     targets = engine.alias_targets(index)
     if len(targets) > 1:
         raise errors.AmbiguousAlias(
@@ -277,6 +278,8 @@ def _refuse_several_targets(engine: Engine, index: str) -> None:
             "them while searches read them all; nothing was written. Point the alias at one index (POST _aliases), "
             "then write again"
         )
+    if not targets:  # (no alias: an index, or a data stream)
+        refuse_several_indices(engine, index, what="the sidecar")
 
 
 def _ids_too_long(chunks: Mapping[int, Sequence[Chunk]]) -> dict[int, str]:

@@ -14,6 +14,7 @@ from esbridge.engines.embedded.analysis import ANALYSIS_VERSION, FieldAnalysis, 
 from esbridge.engines.embedded.dates import DEFAULT_FORMAT, field_format, parse_date
 from esbridge.engines.embedded.field_checks import MappingError as MappingError
 from esbridge.engines.embedded.field_checks import check_fields, scaling_factor
+from esbridge.engines.embedded.root_mapping import check_root
 from esbridge.engines.embedded.scalars import check_number, immense_term, unpaired_surrogate
 from esbridge.engines.embedded.settings import MAX_TERMS_COUNT, check_created, length_weight, max_terms_count
 from esbridge.engines.embedded.shapes import MAX_DEPTH, flat_items, nesting_depth
@@ -85,12 +86,7 @@ def created_schema(mappings: Mapping[str, Any], index_settings: dict[str, Any]) 
         check_created(index_settings)
     except ValueError as exc:
         raise MappingError(str(exc)) from None
-    if mappings.get("runtime"):
-        # A cluster computes a runtime field's values at search time; unrefused, a query on one would match nothing.
-        raise MappingError(
-            f"runtime fields {', '.join(sorted(mappings['runtime']))}: runtime fields are not implemented by the "
-            "embedded engine"
-        )
+    check_root(mappings)
     check_fields(mappings.get("properties", {}), index_settings.get("analysis", {}))
     return schema_of(mappings, index_settings)
 
