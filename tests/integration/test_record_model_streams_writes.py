@@ -1,7 +1,6 @@
 """Ingest, import and ``embed --missing`` into a name over several indices on the real engines: refused before any
 write, naming each index and the way out (``record_by_hand`` records a model behind the name). An alias over two
-indices on both engines; an OpenSearch data stream (the Elasticsearch build here lacks data streams: skipped,
-naming it)."""
+indices and a data stream on both engines (a build without data streams skips the latter, naming it)."""
 
 from __future__ import annotations
 
@@ -76,9 +75,9 @@ def _an_export(tmp_path: Path, source: Path) -> Path:
     return tmp_path / "export.jsonl"
 
 
-def _stream_template(name: str) -> dict[str, Any]:
+def _stream_template(engine: Engine, name: str) -> dict[str, Any]:
     """esbridge's own mapping, with the time field a data stream needs."""
-    body = render_index("opensearch", IndexParameters(dimension=32))
+    body = render_index(engine.dialect, IndexParameters(dimension=32))
     body["mappings"]["properties"]["@timestamp"] = {"type": "date"}
     return {"index_patterns": [f"{name}*"], "priority": 500, "template": body, "data_stream": {}}
 
@@ -95,14 +94,19 @@ def _awaiting(number: int) -> dict[str, Any]:
     }
 
 
+def _create(kind: str, client: Any, stream: str, document: dict[str, Any]) -> None:
+    if kind == "opensearch":
+        client.index(index=stream, body=document, op_type="create", refresh=True)
+    else:
+        client.index(index=stream, document=document, op_type="create", refresh=True)
+
+
 def test_a_data_stream_is_refused_before_any_write_and_record_model_records_behind_it(
     engine_kind: str, engine: Engine, client: Any, stream: str, tmp_path: Path
 ) -> None:
-    if engine_kind != "opensearch":
-        pytest.skip("esbridge's mapping is written for OpenSearch here (knn_vector)")
-    _put_template(engine_kind, client, stream, _stream_template(stream))
+    _put_template(engine_kind, client, stream, _stream_template(engine, stream))
     client.indices.create_data_stream(name=stream)
-    client.index(index=stream, body=_awaiting(1), op_type="create", refresh=True)
+    _create(engine_kind, client, stream, _awaiting(1))
     # What the refusal says: a data stream takes new documents only, refusing esbridge's writes by id.
     (only,) = engine.get_mappings(stream)
     refused_write = engine.bulk(stream, [BulkAction("update", "x", {"embedding": EMBEDDED})])
@@ -114,7 +118,7 @@ def test_a_data_stream_is_refused_before_any_write_and_record_model_records_behi
         f"data stream {stream!r} (backing indices {only}) takes new documents only, so it refuses embed --missing's"
     )
     client.indices.rollover(alias=stream)
-    client.index(index=stream, body=_awaiting(2), op_type="create", refresh=True)
+    _create(engine_kind, client, stream, _awaiting(2))
     first, second = sorted(engine.get_mappings(stream))
     with pytest.raises(errors.AmbiguousAlias) as two_indices:
         embed_missing(engine, stream, HashingEmbedder())  # before: "expected one index behind ..., found 2"
