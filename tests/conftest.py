@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from collections import Counter
 from collections.abc import Iterator
 
@@ -50,3 +51,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for (engine, reason), count in sorted(_SKIPPED.items()):
         terminalreporter.write_line(f"{engine}: {count} integration case(s) did not run: {reason}", yellow=True)
+
+
+@pytest.fixture
+def released() -> Iterator[threading.Event]:
+    """An event set at the end of the test, so that threads a test double holds until then return."""
+    event = threading.Event()
+    yield event
+    event.set()

@@ -7,20 +7,12 @@ import asyncio
 import contextvars
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from esbridge.daemon_threads import DaemonThreads
 
 WHO: contextvars.ContextVar[str] = contextvars.ContextVar("who", default="nobody")
-
-
-@pytest.fixture
-def released() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
 
 
 def test_a_call_that_never_returns_delays_no_other_and_the_loop_ends_without_it(released: threading.Event) -> None:

@@ -8,35 +8,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
-
-import pytest
 
 from esbridge.config import load_settings
-from tests.support.hashing import HashingEmbedder
+from tests.support.held_model import HeldEmbedder
 from tests.unit.service.conftest import KEY, RECORDS, ClientFactory
 
 HANG = "glacier"
 HUNG_SEARCHES = 8  # more than the loop's default executor has threads on a small machine (cores + 4)
-
-
-class HungEmbedder(HashingEmbedder):
-    """Embeds passages, and a query holding ``HANG`` only once ``released`` (at the test's end)."""
-
-    def __init__(self, released: threading.Event) -> None:
-        self.released = released
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if any(HANG in text for text in texts):
-            self.released.wait(60)
-        return super().embed(texts)
-
-
-@pytest.fixture
-def released() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
 
 
 def test_searches_go_on_past_hung_model_calls_and_the_service_stops_without_them(
@@ -45,7 +23,7 @@ def test_searches_go_on_past_hung_model_calls_and_the_service_stops_without_them
     settings = load_settings(
         index="notes", pipeline={"embed_timeout_s": 0.2}, service={"api_keys": [KEY], "request_timeout_s": 5.0}
     )
-    client = make_client(settings, embedder=HungEmbedder(released))
+    client = make_client(settings, embedder=HeldEmbedder(released, hang=HANG, wait_s=60))
     written = client.post("/v1/documents", json={"documents": RECORDS}, headers={"X-API-Key": KEY})
     assert written.status_code == 200, written.text
 
@@ -70,7 +48,9 @@ def test_a_write_held_by_a_hung_model_call_answers_504_and_the_shutdown_waits_on
     make_client: ClientFactory, released: threading.Event
 ) -> None:
     service = {"api_keys": [KEY], "request_timeout_s": 1.0, "write_cancel_grace_s": 0.5, "shutdown_timeout_s": 1.0}
-    client = make_client(load_settings(index="notes", service=service), embedder=HungEmbedder(released))
+    client = make_client(
+        load_settings(index="notes", service=service), embedder=HeldEmbedder(released, hang=HANG, wait_s=60)
+    )
     record = {"id": "ice", "title": "Ice", "text": f"A {HANG} moves slowly."}
     held = client.post("/v1/documents", json={"documents": [record]}, headers={"X-API-Key": KEY})
     assert held.status_code == 504, held.text

@@ -6,47 +6,25 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
-
-import pytest
 
 from esbridge.config import load_settings
 from esbridge.service.model_probe import PROBE_QUERY
 from tests.support.hashing import HashingEmbedder
+from tests.support.held_model import HeldEmbedder
 from tests.unit.service.conftest import KEY, ClientFactory
 
 
-class StuckEmbedder(HashingEmbedder):
-    """Every call waits until ``answering`` is set, and counts itself."""
-
-    def __init__(self, answering: threading.Event) -> None:
-        self.answering = answering
-        self.calls = 0
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.calls += 1
-        self.answering.wait(30)
-        return super().embed(texts)
-
-
-@pytest.fixture
-def answering() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
-
-
 def test_readyz_says_the_model_is_not_answering_and_recovers_once_it_answers(
-    make_client: ClientFactory, answering: threading.Event
+    make_client: ClientFactory, released: threading.Event
 ) -> None:
-    model = StuckEmbedder(answering)
+    model = HeldEmbedder(released)
     settings = load_settings(index="notes", pipeline={"embed_timeout_s": 0.3}, service={"api_keys": [KEY]})
     client = make_client(settings, embedder=model)
-    answering.set()
+    released.set()
     written = {"documents": [{"id": "sun", "text": "Sunlight warms."}]}
     assert client.post("/v1/documents", json=written, headers={"X-API-Key": KEY}).status_code == 200
     model.calls = 0
-    answering.clear()  # the model hangs from here on
+    released.clear()  # the model hangs from here on
 
     for _ in range(3):
         began = time.monotonic()
@@ -61,7 +39,7 @@ def test_readyz_says_the_model_is_not_answering_and_recovers_once_it_answers(
     assert client.head("/readyz").status_code == 503
     assert model.calls == 1, "each probe left another model call hanging"
 
-    answering.set()  # the model answers again
+    released.set()  # the model answers again
     deadline = time.monotonic() + 5
     while (answer := client.get("/readyz")).status_code != 200:
         assert time.monotonic() < deadline, answer.text

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -18,14 +18,6 @@ from tests.unit.service.conftest import KEY, RECORDS, ClientFactory
 
 TIMEOUT_S = 3.0  # the request's time; each slow stage's own timeout is well past it
 SLOW = "glacier"  # a query word the slow stages wait on
-
-
-@pytest.fixture
-def released() -> Iterator[threading.Event]:
-    """Set at the end of the test: the stage threads still waiting return then."""
-    event = threading.Event()
-    yield event
-    event.set()
 
 
 class SlowReranker:

@@ -7,43 +7,23 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
 
 import pytest
 
 from esbridge.config import load_settings
 from esbridge.service.writes import Cancellation, DocumentLocks, WriteCancelled
-from tests.support.hashing import HashingEmbedder
+from tests.support.held_model import HeldEmbedder
 from tests.unit.service.conftest import KEY, ClientFactory
 
 HANG = "glacier"
 WRITE = {"X-API-Key": KEY}
 
 
-class HeldEmbedder(HashingEmbedder):
-    """Embeds a text holding ``HANG`` only once ``released``."""
-
-    def __init__(self, released: threading.Event) -> None:
-        self.released = released
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if any(HANG in text for text in texts):
-            self.released.wait(30)
-        return super().embed(texts)
-
-
-@pytest.fixture
-def released() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
-
-
 def test_a_write_after_one_held_by_the_model_goes_ahead_and_the_held_one_writes_nothing(
     make_client: ClientFactory, released: threading.Event
 ) -> None:
     service = {"api_keys": [KEY], "request_timeout_s": 2.5, "write_cancel_grace_s": 0.5, "shutdown_timeout_s": 5.0}
-    client = make_client(load_settings(index="notes", service=service), embedder=HeldEmbedder(released))
+    client = make_client(load_settings(index="notes", service=service), embedder=HeldEmbedder(released, hang=HANG))
     warm = {"documents": [{"id": "sun", "text": "Sunlight warms."}]}  # connects and makes the index
     assert client.post("/v1/documents", json=warm, headers=WRITE).status_code == 200
     held = client.post(
