@@ -30,7 +30,7 @@ from esbridge.config.settings import Settings
 from esbridge.embeddings.base import Embedder
 from esbridge.errors import ConfigError
 from esbridge.query.models import SearchRequest
-from esbridge.service import errors
+from esbridge.service import errors, ops_routes, routes
 from esbridge.service.auth import KeyRing
 from esbridge.service.backend import opened
 from esbridge.service.cors import ServiceCORS
@@ -38,7 +38,6 @@ from esbridge.service.hosts import HostCheck, open_reads_warning
 from esbridge.service.limits import Admission, BodyLimit, ConcurrencyGate, TokenBuckets
 from esbridge.service.metrics import Metrics, RequestObserver, access_log
 from esbridge.service.models import DocumentsRequest
-from esbridge.service.routes import router
 
 if TYPE_CHECKING:
     import uvicorn
@@ -77,7 +76,8 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None, load_mod
     app.state.keys = keys
     app.openapi = lambda: _with_service_limits(app, settings)  # type: ignore[method-assign]
     app.state.metrics = metrics
-    app.include_router(router)
+    app.include_router(routes.router)
+    app.include_router(ops_routes.router)
     app.add_exception_handler(errors.ServiceError, errors.on_service_error)
     app.add_exception_handler(RequestValidationError, errors.on_validation_error)
     app.add_exception_handler(StarletteHTTPException, errors.on_http_error)
