@@ -91,6 +91,23 @@ def choose_alias_template(
     return AliasTemplate(write_index, name, first)
 
 
+def engine_agrees(chosen: AliasTemplate, simulated: Mapping[str, Any]) -> AliasTemplate:
+    """``chosen`` when a ``POST _index_template/_simulate_index/<next index>`` answer agrees that its template
+    makes the next index (it lists the other matching templates as ``overlapping``, not the one used); else a
+    refusal saying the engine chose otherwise."""
+    overlapping = sorted(str(entry.get("name")) for entry in simulated.get("overlapping") or [])
+    if simulated.get("template") and chosen.template not in overlapping:
+        return chosen
+    return AliasTemplate(
+        chosen.write_index,
+        chosen.next_index,
+        None,
+        f"index template {chosen.template} is the one of highest priority whose index_patterns match "
+        f"{chosen.next_index}, the next index of the alias, but POST _index_template/_simulate_index/"
+        f"{chosen.next_index} does not make it from that template (overlapping: {', '.join(overlapping) or 'none'})",
+    )
+
+
 def alias_write_index(answer: Mapping[str, Any], alias: str) -> str | None:
     """The index a ``GET _alias/<alias>`` answer names as ``alias``'s write index (the one flagged
     ``is_write_index``, or the only one when none is flagged) when a rollover would name the next one by counting
@@ -179,7 +196,12 @@ class _Templates:
         with self._call("read index templates"):
             composable = self._answer(self._client.indices.get_index_template())
             legacy = self._answer(self._client.indices.get_template())
-        return choose_alias_template(alias, written, composable, legacy_patterns(legacy))
+        chosen = choose_alias_template(alias, written, composable, legacy_patterns(legacy))
+        if chosen.template is None:
+            return chosen
+        with self._call("simulate index", chosen.next_index):
+            simulated = self._answer(self._client.indices.simulate_index_template(name=chosen.next_index))
+        return engine_agrees(chosen, simulated)
 
     def get_index_template(self, name: str) -> dict[str, Any]:
         with self._call("read index template", name):

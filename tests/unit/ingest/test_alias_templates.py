@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from esbridge.engines.index_templates import alias_write_index, choose_alias_template, legacy_patterns, next_index_name
+from esbridge.engines.index_templates import (
+    AliasTemplate,
+    alias_write_index,
+    choose_alias_template,
+    engine_agrees,
+    legacy_patterns,
+    next_index_name,
+)
 
 
 def templates(*entries: tuple[str, list[str], int | None]) -> dict[str, Any]:
@@ -85,3 +92,23 @@ def test_a_template_matching_every_index_is_refused() -> None:
     assert "index template defaults makes the next index of alias logs (logs-000002" in str(chosen.refusal)
     assert "it matches every index (*)" in str(chosen.refusal)
     assert '(index_patterns ["logs-*"], a higher priority)' in str(chosen.refusal)
+
+
+CHOSEN = AliasTemplate("logs-000001", "logs-000002", "logs")
+
+
+def test_the_engine_simulating_the_next_index_from_the_chosen_template_keeps_it() -> None:
+    simulated = {"template": {"mappings": {}}, "overlapping": [{"name": "defaults", "index_patterns": ["*"]}]}
+    assert engine_agrees(CHOSEN, simulated) == CHOSEN
+
+
+@pytest.mark.parametrize(
+    "simulated", [{"template": {"mappings": {}}, "overlapping": [{"name": "logs", "index_patterns": ["logs-*"]}]}, {}]
+)
+def test_an_engine_that_would_make_the_next_index_otherwise_is_refused_naming_it(simulated: dict[str, Any]) -> None:
+    refused = engine_agrees(CHOSEN, simulated)
+    assert refused.template is None and refused.matched
+    assert str(refused.refusal).startswith(
+        "index template logs is the one of highest priority whose index_patterns match logs-000002, the next index "
+        "of the alias, but POST _index_template/_simulate_index/logs-000002 does not make it from that template"
+    )
