@@ -265,7 +265,8 @@ def _size(size_bytes: int) -> str:
 @click.option(
     "--in-template",
     is_flag=True,
-    help="For a data stream: also record the model in the index template its rollovers take their mapping from.",
+    help="For a data stream or an alias rolled over: also record the model in the index template its next index "
+    "is made from.",
 )
 @yes_option
 def record_model_command(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from esbridge.engines.capabilities import Capabilities
+from esbridge.engines.index_templates import AliasTemplate
 
 Dialect = Literal["opensearch", "elasticsearch"]
 JSON = dict[str, Any]
@@ -262,12 +263,19 @@ class SearchPipelineStore(Protocol):
 
 @runtime_checkable
 class IndexTemplates(Protocol):
-    """Composable index templates (OpenSearch, Elasticsearch): a data stream's next backing index takes its
-    mapping, ``_meta`` included, from the template that matches the stream's name, not from its older indices."""
+    """Composable index templates (OpenSearch, Elasticsearch): a data stream's next backing index, or the index an
+    alias is rolled over to, takes its mapping, ``_meta`` included, from the template that matches its name, not
+    from the older indices."""
 
     def data_stream_template(self, name: str) -> str | None:
         """The template the next rollover of data stream ``name`` takes its mapping from; None when ``name`` is
         no data stream (or the engine has none)."""
+        ...
+
+    def alias_template(self, alias: str) -> AliasTemplate | None:
+        """The composable template ``alias``'s next rollover would make its new index from (the engine's choice by
+        ``index_patterns`` and priority), or why none can carry a model record; None when ``alias`` is no alias
+        or has no write index named as a rollover names it (``<prefix>-<digits>``)."""
         ...
 
     def get_index_template(self, name: str) -> dict[str, Any]:

@@ -1,14 +1,14 @@
 """``esbridge index record-model``: record the configured model in every index behind a name, and in the index
-template a data stream's rollovers take their mapping from.
+template a data stream's or an alias's rollovers take their mapping from.
 
 A name may stand for several indices: an alias with an old version added back, an alias rolled over by ILM or
 ISM, a data stream after a rollover. The search checks each of them (``esbridge.query.model_check``), so each
 must record the model: every one that records none, or (once the operator agreed) another model, gets it in its
 mapping ``_meta``, the rest of ``_meta`` kept. Nothing is recorded when one of them maps vectors of another
 dimension than the model makes, or when they record different models among themselves: the model cannot have
-made all of their vectors. A data stream's next backing index takes its ``_meta`` from the index template, not
-from the older backing indices; the template is changed only when asked (``in_template``), else the operator is
-told what a rollover would bring.
+made all of their vectors. A data stream's next backing index, and the index an alias is rolled over to, take
+their ``_meta`` from an index template, not from the older indices; the template is changed only when asked
+(``in_template``), else the operator is told what a rollover would bring.
 """
 
 from __future__ import annotations
@@ -103,6 +103,56 @@ class Recorded:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _Rollover:
+    """The index template the next index behind a name is made from, and how messages call that index."""
+
+    template: str
+    takes: str
+    carries: str
+
+
+def _rollover(templates: IndexTemplates, name: str, in_template: bool, outcome: Recorded) -> _Rollover | None:
+    """The template a rollover of data stream or alias ``name`` makes its next index from; an error, with
+    ``in_template``, when there is none to record in; a warning without it when the next index will not carry
+    the record and no template can take it."""
+    stream = templates.data_stream_template(name)
+    if stream is not None:
+        return _Rollover(
+            stream, f"data stream {name}'s next backing index", f"the next backing indices of data stream {name}"
+        )
+    try:
+        found = templates.alias_template(name)
+    except errors.EngineError as exc:
+        if in_template:
+            raise
+        outcome.warnings.append(
+            f"the index template the next rollover of {name} would make its index from was not looked for ({exc}): "
+            "if one does, that index records no model until it is recorded there too"
+        )
+        return None
+    if found is None:
+        if in_template:
+            raise errors.ConfigError(
+                f"--in-template: {name} is neither a data stream nor an alias whose write index a rollover names "
+                "(<prefix>-<digits>), so no index template makes its next index; nothing was changed"
+            )
+        return None
+    if found.template is None:
+        if in_template:
+            raise errors.ConfigError(f"--in-template: {found.refusal}; nothing was changed")
+        if found.matched:
+            outcome.warnings.append(
+                f"the next rollover of alias {name} makes {found.next_index} without the record: {found.refusal}"
+            )
+        return None
+    return _Rollover(
+        found.template,
+        f"alias {name}'s next index ({found.next_index})",
+        f"the indices alias {name} is rolled over to ({found.next_index} next)",
+    )
+
+
 def record_by_hand(
     engine: Engine,
     name: str,
@@ -115,35 +165,33 @@ def record_by_hand(
     """Record ``identity`` in every index behind ``name`` (see the module docstring); ``confirm`` raises when the
     operator does not agree to replace another model's record."""
     plan = plan_record(name, engine.get_mappings(name), identity, vector)
+    outcome = Recorded()
     templates = engine if isinstance(engine, IndexTemplates) else None
-    template = templates.data_stream_template(name) if templates is not None else None
+    rollover = _rollover(templates, name, in_template, outcome) if templates is not None else None
     template_record = None
-    if templates is not None and template is not None:
-        template_record = recorded_identity(templates.resolved_template_mappings(template), template)
+    if templates is not None and rollover is not None:
+        template_record = recorded_identity(templates.resolved_template_mappings(rollover.template), rollover.template)
     replacing = [f"{index} records {model.describe()}" for index, model in plan.replaced]
-    if in_template and template_record is not None and template_record != identity:
-        replacing.append(f"index template {template} records {template_record.describe()}")
+    if in_template and rollover is not None and template_record is not None and template_record != identity:
+        replacing.append(f"index template {rollover.template} records {template_record.describe()}")
     if replacing:
         which = "it" if len(replacing) == 1 else "them"
         confirm(
             f"{'; '.join(replacing)}; replace {which} with {identity.describe()} without re-embedding "
             "(only right if that record is wrong)?"
         )
-    outcome = Recorded()
-    if templates is not None and template is not None and template_record != identity:
+    if templates is not None and rollover is not None and template_record != identity:
         if in_template:  # first: a rollover from now on carries the record
-            record_in_template(templates, template, identity)
+            record_in_template(templates, rollover.template, identity)
             outcome.done.append(
-                f"index template {template} now records {identity.name}: the next backing indices "
-                f"of data stream {name} carry it"
+                f"index template {rollover.template} now records {identity.name}: {rollover.carries} carry it"
             )
         else:
             held = "no model" if template_record is None else template_record.describe()
             outcome.warnings.append(
-                f"data stream {name}'s next backing index takes its mapping _meta from index template {template}, "
-                f"which records {held}: the search refuses the stream after its next rollover until that index "
-                f"records {identity.name}. --in-template records it in the template too (its mapping _meta, "
-                "nothing else changed)"
+                f"{rollover.takes} takes its mapping _meta from index template {rollover.template}, which records "
+                f"{held}: the search refuses {name} after its next rollover until that index records {identity.name}. "
+                "--in-template records it in the template too (its mapping _meta, nothing else changed)"
             )
     for index in plan.to_record:
         record_model(engine, index, identity)

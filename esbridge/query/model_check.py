@@ -30,8 +30,8 @@ from esbridge.embeddings.identity import (
     unrecorded_mismatch,
     unrecorded_mismatch_warning,
 )
-from esbridge.engines.base import Engine
-from esbridge.engines.index_templates import is_data_stream
+from esbridge.engines.base import Engine, IndexTemplates
+from esbridge.engines.index_templates import AliasTemplate, is_data_stream
 from esbridge.mappings.schema import SCHEMA_META_KEY, mapped_vector_dimension
 
 MappingReader = Callable[[float], Awaitable[Mapping[str, Any]]]
@@ -69,7 +69,7 @@ def searched_mapping(engine: Engine, index: str) -> Mapping[str, Any]:
     held = "; ".join(_holds(target, model, dimension) for target, (model, dimension) in spaces.items())
     raise errors.AmbiguousAlias(
         f"{_what(index, mappings)} {index!r} points to several indices whose vectors are not of one model ({held}): "
-        f"a search would rank the query's vector against vectors of another model. {_way_out(index, mappings)}"
+        f"a search would rank the query's vector against vectors of another model. {_way_out(engine, index, mappings)}"
     )
 
 
@@ -77,14 +77,34 @@ def _what(index: str, mappings: Mapping[str, Any]) -> str:
     return "data stream" if is_data_stream(index, mappings) else "alias"
 
 
-def _way_out(index: str, mappings: Mapping[str, Any]) -> str:
+def _way_out(engine: Engine, index: str, mappings: Mapping[str, Any]) -> str:
+    record = (
+        "record the model in the template's mapping _meta (esbridge_model) so that each rollover carries it, and in "
+        f"each {{}} that lacks it (`esbridge index record-model --index {index} --in-template` does both)"
+    )
     if is_data_stream(index, mappings):
         return (
             "A data stream's new backing index takes its mapping _meta from the index template, not from the older "
-            "backing indices: record the model in the template's mapping _meta (esbridge_model) so that each "
-            "rollover carries it, and in each backing index that lacks it"
+            f"backing indices: {record.format('backing index')}"
+        )
+    rollover = _alias_template(engine, index)
+    if rollover is not None and rollover.template is not None:
+        return (
+            f"Alias {index}'s next index ({rollover.next_index}, made when it is rolled over) takes its mapping _meta "
+            f"from index template {rollover.template}, not from the older indices: {record.format('index')}"
         )
     return "Point the alias at one index (POST _aliases), or search one of them (--index NAME)"
+
+
+def _alias_template(engine: Engine, alias: str) -> AliasTemplate | None:
+    """The template an alias's next rollover makes its index from, looked for only to name the way out: one that
+    cannot be read leaves the refusal as it is."""
+    if not isinstance(engine, IndexTemplates):
+        return None
+    try:
+        return engine.alias_template(alias)
+    except errors.EngineError:
+        return None
 
 
 def _holds(index: str, model: ModelIdentity | None, dimension: int | None) -> str:

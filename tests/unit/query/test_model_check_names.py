@@ -12,6 +12,7 @@ import pytest
 from esbridge import errors
 from esbridge.embeddings.identity import META_KEY, PENDING_KEY, identity_of
 from esbridge.engines.base import Engine
+from esbridge.engines.index_templates import AliasTemplate
 from esbridge.query.model_check import searched_mapping
 from tests.support.hashing import HashingEmbedder, OtherHashingEmbedder
 
@@ -28,6 +29,28 @@ class Mappings:
 
     def get_mappings(self, index: str) -> dict[str, dict[str, Any]]:
         return {name: dict(mapping) for name, mapping in self.mappings.items()}
+
+
+class Templated(Mappings):
+    """An engine with index templates, whose alias is rolled over: ``alias_template`` answers ``found``, or
+    raises it."""
+
+    def __init__(self, mappings: Mapping[str, Mapping[str, Any]], found: AliasTemplate | Exception) -> None:
+        super().__init__(mappings)
+        self.found = found
+
+    def alias_template(self, alias: str) -> AliasTemplate | None:
+        if isinstance(self.found, Exception):
+            raise self.found
+        return self.found
+
+    def data_stream_template(self, name: str) -> str | None:
+        return None
+
+    def get_index_template(self, name: str) -> dict[str, Any]:
+        raise AssertionError("the model check reads no template body")
+
+    put_index_template = resolved_template_mappings = get_index_template
 
 
 def mapping(
@@ -58,7 +81,7 @@ def test_a_data_stream_whose_backing_indices_differ_is_refused_naming_each_and_i
     assert message.index(".ds-logs-000001") < message.index(".ds-logs-000002")
     assert message.endswith(
         "record the model in the template's mapping _meta (esbridge_model) so that each rollover carries it, "
-        "and in each backing index that lacks it"
+        "and in each backing index that lacks it (`esbridge index record-model --index logs --in-template` does both)"
     )
 
 
@@ -81,3 +104,36 @@ def test_a_name_behind_which_there_is_no_index_is_not_found() -> None:
     with pytest.raises(errors.IndexNotFound, match=r"no index matches 'logs-\*'") as missing:
         searched({}, "logs-*")
     assert missing.value.url == Mappings.url
+
+
+def refusal(engine: Mappings, name: str) -> str:
+    with pytest.raises(errors.AmbiguousAlias) as refused:
+        searched_mapping(cast(Engine, engine), name)
+    return str(refused.value)
+
+
+ROLLED = {"logs-000001": mapping(), "logs-000002": mapping(None)}
+
+
+def test_an_alias_whose_next_index_a_template_makes_is_told_record_model_in_template() -> None:
+    message = refusal(Templated(ROLLED, AliasTemplate("logs-000002", "logs-000003", "logs-template")), "logs")
+    assert message.startswith("alias 'logs' points to several indices whose vectors are not of one model (")
+    assert message.endswith(  # before: "Point the alias at one index (POST _aliases), ..."
+        "Alias logs's next index (logs-000003, made when it is rolled over) takes its mapping _meta from index "
+        "template logs-template, not from the older indices: record the model in the template's mapping _meta "
+        "(esbridge_model) so that each rollover carries it, and in each index that lacks it "
+        "(`esbridge index record-model --index logs --in-template` does both)"
+    )
+
+
+@pytest.mark.parametrize(
+    "found",
+    [
+        AliasTemplate("logs-000002", "logs-000003", None, "no composable index template ...", matched=False),
+        errors.EngineError("403 Forbidden", url=Mappings.url, operation="read index templates", status=403),
+    ],
+)
+def test_an_alias_no_template_of_its_own_makes_keeps_the_way_out_it_had(found: AliasTemplate | Exception) -> None:
+    assert refusal(Templated(ROLLED, found), "logs").endswith(
+        "Point the alias at one index (POST _aliases), or search one of them (--index NAME)"
+    )
