@@ -8,6 +8,7 @@ import pytest
 
 from esbridge import errors
 from esbridge.attach.guard import check_space
+from esbridge.attach.proposal import propose
 from esbridge.config.fields import FieldMap
 
 
@@ -54,3 +55,13 @@ def test_no_vector_field_or_engine_side_embedding_is_not_checked() -> None:
     assert check_space("products", lexical, _mapping(DOT)) is lexical
     engine = FieldMap(text={"title": 1.0}, vector="meta.emb", query_embedding="engine", model_id="e5", space="x")
     assert check_space("products", engine, _mapping(DOT)) is engine
+
+
+def test_a_knn_vector_made_from_a_trained_model_has_no_space_to_check_and_the_proposal_says_so() -> None:
+    # Its space is the trained model's, which the mapping does not give: not OpenSearch's default l2.
+    trained = {"type": "knn_vector", "model_id": "ivf-ip"}
+    proposal = propose({"properties": {"title": {"type": "text"}, "emb": trained}})
+    assert proposal.fields is not None and proposal.fields.space is None
+    assert any("gives no space for emb" in note and "set space" in note for note in proposal.notes)
+    fields = FieldMap(text={"title": 1.0}, vector="meta.emb", space="innerproduct")
+    assert check_space("products", fields, _mapping(trained)) is fields
