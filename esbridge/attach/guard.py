@@ -1,4 +1,4 @@
-"""What keeps an attached index safe and its searches sound: the read-only refusal and the dimension check."""
+"""What keeps an attached index safe and its searches sound: the read-only refusal, the dimension and space checks."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from esbridge import errors
-from esbridge.attach.proposal import DATE_TYPES, KEYWORD_TYPES, RUNTIME_UNREAD, TEXT_TYPES, flatten, vector_info
+from esbridge.attach.proposal import (
+    DATE_TYPES,
+    KEYWORD_TYPES,
+    RUNTIME_UNREAD,
+    TEXT_TYPES,
+    VectorInfo,
+    flatten,
+    vector_info,
+)
 from esbridge.attach.targets import attached_mapping
 from esbridge.config.fields import WRITE_ATTACHED_FLAG, FieldMap
 from esbridge.config.settings import Settings
@@ -26,28 +34,34 @@ def refuse_write(index: str, attached: bool, allowed: bool, what: str) -> None:
         )
 
 
-def mapped_dimension(mapping: Mapping[str, Any], vector: str) -> int | None:
-    """The dimension the index's mapping gives ``vector``; an error when the field is missing or no vector."""
+def mapped_vector(mapping: Mapping[str, Any], vector: str) -> VectorInfo:
+    """What the index's mapping gives ``vector``; an error when the field is missing or no vector."""
     for name, definition in flatten(mapping.get("properties") or {}):
         if name == vector:
             if definition.get("type") not in ("knn_vector", "dense_vector"):
                 raise errors.ConfigError(
                     f"the field map's vector field {vector} is a {definition.get('type')} field, not a vector field"
                 )
-            return vector_info(name, definition).dimension
+            return vector_info(name, definition)
     raise errors.ConfigError(f"the field map's vector field {vector} is not in the index's mapping")
 
 
+def mapped_dimension(mapping: Mapping[str, Any], vector: str) -> int | None:
+    """The dimension the index's mapping gives ``vector``; an error when the field is missing or no vector."""
+    return mapped_vector(mapping, vector).dimension
+
+
 def preflight(settings: Settings, engine: Engine, embedder_dimension: int | None) -> Settings:
-    """For an attached index, ``check_fields``, ``check_dimension`` and ``check_date_format`` against its live
-    mapping: the settings to search with (the date format the mapping gives, when the field map names none).
+    """For an attached index, ``check_fields``, ``check_dimension``, ``check_date_format`` and ``check_space``
+    against its live mapping: the settings to search with (the date format and the vector space the mapping
+    gives, when the field map names none).
     esbridge's own index: ``settings`` as they are."""
     if not settings.attached:
         return settings
     mapping = attached_mapping(engine, settings.index)
     check_fields(settings.index, settings.field_map, mapping)
     check_dimension(settings.index, settings.field_map, mapping, embedder_dimension)
-    fields = check_date_format(settings.index, settings.field_map, mapping)
+    fields = check_space(settings.index, check_date_format(settings.index, settings.field_map, mapping), mapping)
     if fields is settings.field_map:
         return settings
     return settings.model_copy(update={"fields": {**settings.fields, settings.index: fields}})
@@ -185,3 +199,23 @@ def check_dimension(index: str, fields: FieldMap, mapping: Mapping[str, Any], em
             f"the query embedder makes {embedder_dimension}-dimensional vectors, but {index}.{fields.vector} holds "
             f"{dimension}-dimensional ones; name the model that made them as model in [fields.{index}]"
         )
+
+
+def check_space(index: str, fields: FieldMap, mapping: Mapping[str, Any]) -> FieldMap:
+    """The field map with the vector field's space as the mapping gives it.
+
+    The space decides the query vector kNN sends (an Elasticsearch ``dot_product`` field takes unit vectors
+    only: ``esbridge.query.vector_spaces``), so a field map naming another space than the mapping's (written by
+    hand, or before the index was made again) is refused rather than searched as if it were right.
+    """
+    if fields.vector is None or fields.query_embedding == "engine":
+        return fields
+    mapped = mapped_vector(mapping, fields.vector).space
+    if mapped is None or fields.space == mapped:
+        return fields
+    if fields.space is None:
+        return fields.model_copy(update={"space": mapped})
+    raise errors.ConfigError(
+        f"[fields.{index}] says {fields.vector} has space {fields.space!r}, but the index maps it with {mapped!r}; "
+        f'set space = "{mapped}" there (`esbridge index inspect {index}` shows the mapping)'
+    )

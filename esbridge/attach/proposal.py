@@ -88,7 +88,9 @@ def vector_info(name: str, definition: Mapping[str, Any]) -> VectorInfo:
     method_value = definition.get("method")
     method: Mapping[str, Any] = method_value if isinstance(method_value, Mapping) else {}
     space = definition.get("similarity") or method.get("space_type") or definition.get("space_type")
-    if not space:  # as each engine's mapping documentation gives the default, which get_mapping leaves out
+    # As each engine's mapping documentation gives the default, which get_mapping leaves out; a knn_vector made
+    # from a trained model (model_id) has the model's space, which its mapping does not give.
+    if not space and "model_id" not in definition:
         space = _DEFAULT_SPACES.get(str(definition.get("type")))
     engine = method.get("engine")
     return VectorInfo(
@@ -237,6 +239,8 @@ def propose(mapping: Mapping[str, Any]) -> Proposal:
         notes.append(f"several vector fields: {vector.name if vector else ''} proposed, not {others}; change vector")
     if vector is not None and vector.dimension is None:
         notes.append(f"the mapping gives no dimension for {vector.name}; set dimension")
+    if vector is not None and vector.space is None:
+        notes.append(f"the mapping gives no space for {vector.name} (a trained model's field); set space")
     engine_side: dict[str, Any] = {}
     if vector is None and semantic:
         engine_side = {"vector": semantic[0], "semantic_text": True, "query_embedding": "engine"}

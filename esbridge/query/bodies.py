@@ -15,6 +15,7 @@ from esbridge import errors
 from esbridge.config.fields import DEFAULT_FIELD_MAP, FieldMap
 from esbridge.engines.base import JSON, Dialect
 from esbridge.query.models import Filters, status_spellings
+from esbridge.query.vector_spaces import query_vector
 
 if TYPE_CHECKING:  # networkx, which link_graph imports, is not needed to build bodies
     from esbridge.query.link_graph import Direction
@@ -182,7 +183,8 @@ def knn_body(
     (and whose entity type is none of ``excluded_types``).
 
     ``num_candidates`` is Elasticsearch's per-shard candidate list; for OpenSearch's Lucene engine it
-    is sent as ``method_parameters.ef_search``, the same knob.
+    is sent as ``method_parameters.ef_search``, the same knob. On an Elasticsearch ``dot_product`` field the
+    vector is sent at unit length, which that space requires (``esbridge.query.vector_spaces``).
     """
     if k < 1:
         raise ValueError(f"k must be positive, got {k}")
@@ -203,7 +205,7 @@ def knn_body(
         return {"size": k, "_source": list(source_fields), "query": {"knn": {fields.vector: clause}}}
     knn: JSON = {
         "field": fields.vector,
-        "query_vector": list(vector),
+        "query_vector": query_vector(fields.space, vector),
         "k": k,
         "num_candidates": max(k, min(candidates, ELASTICSEARCH_MAX_CANDIDATES)),
         "filter": filter_clause,
