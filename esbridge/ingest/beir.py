@@ -59,6 +59,14 @@ class BeirRecord(BaseModel):
     def _not_too_deep(cls, data: Any) -> Any:
         return refuse_too_deep(data, MAX_NESTING)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _id_by_another_name(cls, data: Any) -> Any:
+        # Other formats name it "id"; said once here, rather than leave "'_id' is missing" on every line to puzzle.
+        if isinstance(data, dict) and ID_FIELD not in data and "id" in data:
+            raise ValueError(f"field {ID_FIELD!r} is missing (the record has 'id': BEIR names the id {ID_FIELD!r})")
+        return data
+
     @field_validator("id", mode="before")
     @classmethod
     def _id(cls, value: Any) -> str:
@@ -160,10 +168,10 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
 
     Rows are ``query-id<TAB>corpus-id<TAB>score`` (empty fields after the score, left by trailing tabs, ``\\r\\n``
     or ``\\r`` line ends and a byte order mark at a line's start are accepted); a first non-blank line of three
-    fields whose last is not a number is the header and is skipped. Raises ``SourceError`` for a missing file
-    (naming the splits there are), for a file that is not UTF-8 text (naming the line), for any malformed row (one
-    in another layout, spaces or TREC's four fields, saying so), and for a document judged twice for a query with
-    different scores (a repeat of the same score is harmless).
+    fields whose last is not a number is the header and is skipped, and so is a later line that repeats it. Raises
+    ``SourceError`` for a missing file (naming the splits there are), for a file that is not UTF-8 text (naming the
+    line), for any malformed row (one in another layout, spaces or TREC's four fields, saying so), and for a
+    document judged twice for a query with different scores (a repeat of the same score is harmless).
     """
     if not split or Path(split).name != split or split in (".", ".."):
         raise ConfigError(f"split must be a plain name such as 'test', got {split!r}")
@@ -177,6 +185,7 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
     first_line: dict[tuple[str, str], int] = {}
     header_line = next((number for number, line in enumerate(lines, start=1) if line.strip()), 0)
+    header: list[str] | None = None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -184,6 +193,9 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
         while len(fields) > 3 and not fields[-1]:  # trailing tabs: the three fields are still certain
             fields.pop()
         if number == header_line and _is_header(fields, line.split()):
+            header = line.split()
+            continue
+        if line.split() == header:  # the first line's header again: files joined with cat keep each one's
             continue
         if len(fields) != 3 or not all(fields):
             raise SourceError(f"{shown}, line {number}: {_row_problem(line)}")

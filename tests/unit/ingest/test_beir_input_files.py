@@ -48,6 +48,7 @@ def test_an_id_holding_a_character_other_tools_end_lines_at_is_read_whole(tmp_pa
         b"\xef\xbb\xbfquery-id\tcorpus-id\tscore\r\n1\t10\t1\r\n2\t20\t2",  # a mark, Windows line ends, no last newline
         b"query-id\tcorpus-id\tscore\r1\t10\t1\r2\t20\t2\r",  # classic Mac line ends
         b"1\t10\t1\n\xef\xbb\xbf2\t20\t2\n",  # two files joined with cat, each with its mark
+        b"query-id\tcorpus-id\tscore\n1\t10\t1\n\xef\xbb\xbfquery-id\tcorpus-id\tscore\n2\t20\t2\n",  # and header
         b"query-id corpus-id score\n1\t10\t1\n2\t20\t2\n",  # BEIR's header, by spaces
     ],
 )
@@ -122,3 +123,24 @@ def test_corpus_records_without_an_id_or_with_one_given_before_are_problems_nami
         (2, "field '_id' is missing"),
         (3, "duplicate _id '7' (first on line 1); record skipped"),
     ]
+
+
+def test_a_record_naming_its_id_id_is_told_that_beir_names_it_underscore_id(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, b"", queries=b'{"id": "1", "text": "one"}\n')
+    with pytest.raises(SourceError) as raised:
+        read_beir_queries(folder)
+    assert str(raised.value) == (
+        f"{folder}/queries.jsonl, line 1: field '_id' is missing (the record has 'id': BEIR names the id '_id')"
+    )
+    (folder / "corpus.jsonl").write_text('{"id": "10", "text": "ten"}\n{"_id": "11", "id": "x", "text": "eleven"}\n')
+    items = list(read_beir_corpus(folder))
+    assert [(item.line, item.reason) for item in items if isinstance(item, Problem)] == [
+        (1, "field '_id' is missing (the record has 'id': BEIR names the id '_id')")
+    ]
+    assert [item.doc_id for item in items if isinstance(item, Document)] == ["11"]
+
+
+def test_a_header_unlike_the_first_lines_is_a_row_refused_by_its_line(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, b"query-id\tcorpus-id\tscore\n1\t10\t1\nqid\tdocid\trel\n")
+    with pytest.raises(SourceError, match=r"test\.tsv, line 3: score 'rel' is not an integer"):
+        read_qrels(folder, "test")
