@@ -30,7 +30,7 @@ from esbridge.ingest.json_values import describe_validation_error, refuse_too_de
 from esbridge.ingest.jsonl import merged_metadata
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
-from esbridge.text import is_blank
+from esbridge.text import is_blank, where_not_utf8
 
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
@@ -287,9 +287,4 @@ def _not_utf8(path: Path, raw: bytes, exc: UnicodeDecodeError) -> str:
                 f"cannot read {shown}: it is {encoding} text, not UTF-8: convert it first "
                 f"(iconv -f {encoding} -t UTF-8 {name} > {converted} && mv {converted} {name})"
             )
-    line = raw.count(b"\n", 0, exc.start) + 1
-    offset = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1)
-    return (
-        f"{shown}, line {line}: invalid UTF-8: byte 0x{raw[exc.start]:02x} at byte offset {offset} of the line "
-        f"({exc.reason}); the file must be UTF-8 text"
-    )
+    return f"{shown}, {where_not_utf8(exc)}; the file must be UTF-8 text"

@@ -93,3 +93,18 @@ def test_one_judged_document_the_corpus_lacks_is_said_in_the_singular(energy: Pa
         "qrels/test.tsv judges 1 document relevant that is not in corpus.jsonl (e.g. 'gone'); no configuration can "
         "find it"
     ]
+
+
+def test_a_settings_file_that_is_not_utf8_is_refused_naming_the_line(
+    runner: CliRunner, energy: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "latin.toml"
+    config.write_bytes(b'[pipeline]\nfusion = "caf\xe9"\n')
+    said = "line 2: invalid UTF-8: byte 0xe9 at byte offset 13 of the line (invalid continuation byte)"
+    result = runner.invoke(main, ["eval", str(energy), *EVAL, "--config", str(config)])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[-1] == f"Error: cannot read config file {config}: {said}"
+    tune = ["tune", str(energy), "--split", "test", "--engine", "embedded", "--output", str(config)]
+    result = runner.invoke(main, tune)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[-1] == f"Error: cannot read settings file {config} (--output): {said}"
