@@ -24,3 +24,12 @@ def some_of(names: Sequence[str], limit: int = 10) -> str:
     wrong stays short however many names it sent."""
     shown = ", ".join(names[:limit])
     return f"{shown} and {len(names) - limit} more" if len(names) > limit else shown
+
+
+def where_not_utf8(exc: UnicodeDecodeError) -> str:
+    """Where a whole file stops being UTF-8, by line, for a person to find it: ``line 5000: invalid UTF-8: byte 0xe9
+    at byte offset 5 of the line (invalid continuation byte)`` (the decoder itself gives an offset in the file)."""
+    raw, start = exc.object, exc.start
+    line = raw.count(b"\n", 0, start) + 1
+    offset = start - (raw.rfind(b"\n", 0, start) + 1)
+    return f"line {line}: invalid UTF-8: byte 0x{raw[start]:02x} at byte offset {offset} of the line ({exc.reason})"

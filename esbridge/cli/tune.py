@@ -18,6 +18,7 @@ from esbridge.evaluation import report, session, tuning
 from esbridge.evaluation.dataset import corpus_warnings, query_warnings
 from esbridge.evaluation.runner import Depth
 from esbridge.ids import shown_path
+from esbridge.text import where_not_utf8
 
 
 @click.command(name="tune")
@@ -223,7 +224,9 @@ def _check_writable_settings(target: Path, chosen_by: str) -> None:
         return
     try:
         tomlkit.parse(target.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(f"cannot read settings file {shown} ({chosen_by}): {where_not_utf8(exc)}") from exc
+    except (OSError, tomlkit.exceptions.ParseError) as exc:
         raise click.ClickException(f"cannot read settings file {shown} ({chosen_by}): {exc}") from exc
     try:  # whatever the grid chooses is written the same way, so one point tells
         tuning.updated_settings(target, tuning.GridPoint("rrf", 0.5, k=60))

@@ -43,6 +43,7 @@ from esbridge.config.search import SearchSettings
 from esbridge.config.service import ServiceSettings
 from esbridge.errors import ConfigError
 from esbridge.ids import shown_path
+from esbridge.text import where_not_utf8
 
 EngineKind = Literal["auto", "opensearch", "elasticsearch", "embedded"]
 
@@ -296,6 +297,8 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
         raise ConfigError(_describe(exc, path, given, in_file)) from exc
     except _EnvVariableError as exc:
         raise ConfigError(f"invalid settings: {exc}") from exc
+    except UnicodeDecodeError as exc:  # a ValueError whose own words give an offset in the file, not a line
+        raise ConfigError(f"cannot read config file {shown_path(path)}: {where_not_utf8(exc)}") from exc
     except (OSError, ValueError) as exc:  # unreadable file, malformed TOML
         raise ConfigError(f"cannot read config file {shown_path(path)}: {exc}") from exc
     finally:

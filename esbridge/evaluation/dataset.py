@@ -7,7 +7,15 @@ from pathlib import Path
 
 from esbridge.errors import ConfigError, SourceError
 from esbridge.ids import shown_path
-from esbridge.ingest.beir import CORPUS_FILE, ID_FIELD, QRELS_FOLDER, QUERIES_FILE, read_beir_queries, read_qrels
+from esbridge.ingest.beir import (
+    CORPUS_FILE,
+    ID_FIELD,
+    QRELS_FOLDER,
+    QUERIES_FILE,
+    qrels_lines,
+    read_beir_queries,
+    read_qrels,
+)
 from esbridge.ingest.json_lines import read_json_lines, record_id
 from esbridge.ingest.model import Problem
 from esbridge.text import is_blank
@@ -45,8 +53,13 @@ def judged_queries(folder: Path, split: str = "test", limit: int | None = None) 
             f"({len(judged_blank)} such {'query' if len(judged_blank) == 1 else 'queries'}); give it its text"
         )
     missing = [query for query in chosen if query not in texts]
+    qrels_file = folder / QRELS_FOLDER / f"{split}.tsv"
+    if missing and not texts and not blank_lines:
+        raise SourceError(
+            f"{shown_path(folder / QUERIES_FILE)} holds no query, but {shown_path(qrels_file)} judges documents "
+            f"relevant to {len(missing)} {'query' if len(missing) == 1 else 'queries'}"
+        )
     if missing:
-        qrels_file = folder / QRELS_FOLDER / f"{split}.tsv"
         raise SourceError(
             f"{shown_path(qrels_file)}, line {_first_line(qrels_file, missing[0])}: query {missing[0]!r} judges a "
             f"document relevant but is not in {shown_path(folder / QUERIES_FILE)}, so it cannot be run "
@@ -54,10 +67,15 @@ def judged_queries(folder: Path, split: str = "test", limit: int | None = None) 
         )
     relevant = set(chosen)
     left_out = tuple(query for query in judgements if query not in relevant and query not in blank_lines)
+    if not judgements:
+        raise SourceError(
+            f"{shown_path(qrels_file)} holds no judgement (it is empty, or holds only its header); there is nothing "
+            "to evaluate"
+        )
     if not chosen:
         raise SourceError(
-            f"{shown_path(folder / QRELS_FOLDER / f'{split}.tsv')} judges no document relevant to any query "
-            "(no row with a score above 0); there is nothing to evaluate"
+            f"{shown_path(qrels_file)} judges no document relevant to any query (no row with a score above 0); "
+            "there is nothing to evaluate"
         )
     if limit is not None:
         chosen = chosen[:limit]
@@ -71,7 +89,7 @@ def judged_queries(folder: Path, split: str = "test", limit: int | None = None) 
 
 def _first_line(path: Path, query: str) -> int:
     """The number of the first line of a qrels file that judges ``query`` (the file has been read once)."""
-    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    lines = qrels_lines(path)
     return next(number for number, line in enumerate(lines, start=1) if line.split("\t")[0].strip() == query)
 
 
@@ -127,15 +145,23 @@ def corpus_warnings(folder: Path, split: str, judged: JudgedQueries) -> list[str
             blank.add(doc)
         missing.discard(doc)
     warnings = []
-    for docs, why in (
-        (missing, f"that are not in {CORPUS_FILE}"),
-        (blank, "whose records have neither title nor text"),
+    for docs, one, many in (
+        (
+            missing,
+            f"document relevant that is not in {CORPUS_FILE}",
+            f"documents relevant that are not in {CORPUS_FILE}",
+        ),
+        (
+            blank,
+            "document relevant whose record has neither title nor text",
+            "documents relevant whose records have neither title nor text",
+        ),
     ):
         if docs:
             shown = ", ".join(repr(doc) for doc in sorted(docs)[:3])
+            said, them = (one, "it") if len(docs) == 1 else (many, "them")
             warnings.append(
-                f"{QRELS_FOLDER}/{split}.tsv judges {len(docs)} documents relevant {why} (e.g. {shown}); "
-                "no configuration can find them"
+                f"{QRELS_FOLDER}/{split}.tsv judges {len(docs)} {said} (e.g. {shown}); no configuration can find {them}"
             )
     return warnings
 

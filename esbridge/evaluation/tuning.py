@@ -30,6 +30,7 @@ from esbridge.evaluation.methods import Configuration
 from esbridge.evaluation.runner import ConfigurationRuns
 from esbridge.ids import shown_path
 from esbridge.query.fusion.qpp import PREDICTORS, QppModel
+from esbridge.text import where_not_utf8
 
 SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 RRF_K = (10, 20, 40, 60, 100)
@@ -301,7 +302,9 @@ def updated_settings(path: Path, point: PipelineChoice) -> str:
     try:
         original = path.read_text(encoding="utf-8") if path.exists() else ""
         document = tomlkit.parse(original)
-    except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"cannot read config file {shown_path(path)}: {where_not_utf8(exc)}") from exc
+    except (OSError, tomlkit.exceptions.ParseError) as exc:
         raise ConfigError(f"cannot read config file {shown_path(path)}: {exc}") from exc
     pipeline = document.get("pipeline")
     if pipeline is None:

@@ -30,7 +30,7 @@ from esbridge.ingest.json_values import describe_validation_error, refuse_too_de
 from esbridge.ingest.jsonl import merged_metadata
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
-from esbridge.text import is_blank
+from esbridge.text import is_blank, where_not_utf8
 
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
@@ -58,6 +58,14 @@ class BeirRecord(BaseModel):
     @classmethod
     def _not_too_deep(cls, data: Any) -> Any:
         return refuse_too_deep(data, MAX_NESTING)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _id_by_another_name(cls, data: Any) -> Any:
+        # Other formats name it "id"; said once here, rather than leave "'_id' is missing" on every line to puzzle.
+        if isinstance(data, dict) and ID_FIELD not in data and "id" in data:
+            raise ValueError(f"field {ID_FIELD!r} is missing (the record has 'id': BEIR names the id {ID_FIELD!r})")
+        return data
 
     @field_validator("id", mode="before")
     @classmethod
@@ -131,6 +139,7 @@ def read_beir_queries(folder: Path, blank: dict[str, int] | None = None) -> dict
     require_file(path, "BEIR queries file", keep_name=True)
     shown = shown_path(path)
     queries: dict[str, str] = {}
+    first_line: dict[str, int] = {}
     for item in read_json_lines(path, ID_FIELD):
         if isinstance(item, Problem):
             raise SourceError(f"{shown}, line {item.line}: {item.reason}")
@@ -139,8 +148,12 @@ def read_beir_queries(folder: Path, blank: dict[str, int] | None = None) -> dict
             record = BeirRecord.model_validate(data)
         except ValidationError as exc:
             raise SourceError(f"{shown}, line {number}: {describe_validation_error(exc)}") from exc
-        if record.id in queries or (blank is not None and record.id in blank):
-            raise SourceError(f"{shown}, line {number}: duplicate query _id {record.id!r}")
+        if record.id in first_line:
+            raise SourceError(
+                f"{shown}, line {number}: duplicate query _id {record.id!r} (first on line {first_line[record.id]}); "
+                "keep one of the two"
+            )
+        first_line[record.id] = number
         if not record.text or is_blank(record.text):  # as a search would refuse it
             if blank is None:
                 raise SourceError(f"{shown}, line {number}: query {record.id!r} has no text")
@@ -153,12 +166,12 @@ def read_beir_queries(folder: Path, blank: dict[str, int] | None = None) -> dict
 def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
     """Query id to {doc id: relevance}, from ``folder/qrels/<split>.tsv``.
 
-    Rows are ``query-id<TAB>corpus-id<TAB>score`` (empty fields after the score, left by trailing tabs, and
-    ``\\r\\n`` line ends are accepted); a first non-blank line of three fields whose last is not a number is the
-    header and is skipped. Raises ``SourceError`` for a missing file (naming the splits there are),
-    for a file that is not UTF-8 text, for any malformed row (one in another layout, spaces or TREC's four fields,
-    saying so), and for a document judged twice for a query with different scores (a repeat of the same score is
-    harmless).
+    Rows are ``query-id<TAB>corpus-id<TAB>score`` (empty fields after the score, left by trailing tabs, ``\\r\\n``
+    or ``\\r`` line ends and a byte order mark at a line's start are accepted); a first non-blank line of three
+    fields whose last is not a number is the header and is skipped, and so is a later line that repeats it. Raises
+    ``SourceError`` for a missing file (naming the splits there are), for a file that is not UTF-8 text (naming the
+    line), for any malformed row (one in another layout, spaces or TREC's four fields, saying so), and for a
+    document judged twice for a query with different scores (a repeat of the same score is harmless).
     """
     if not split or Path(split).name != split or split in (".", ".."):
         raise ConfigError(f"split must be a plain name such as 'test', got {split!r}")
@@ -168,16 +181,11 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
         available = sorted(file.stem for file in (folder / QRELS_FOLDER).glob("*.tsv"))
         hint = f"; splits available: {', '.join(available)}" if available else ""
         raise SourceError(f"BEIR qrels file not found: {shown}{hint}")
-    try:
-        raw = path.read_bytes()
-        lines = raw.decode("utf-8-sig").splitlines()  # a byte order mark is not in the first id
-    except OSError as exc:
-        raise SourceError(f"cannot read {shown}: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise SourceError(f"cannot read {shown}: {_not_utf8(path, raw, exc)}") from exc
+    lines = qrels_lines(path)
     qrels: dict[str, dict[str, int]] = {}
     first_line: dict[tuple[str, str], int] = {}
     header_line = next((number for number, line in enumerate(lines, start=1) if line.strip()), 0)
+    header: list[str] | None = None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -185,8 +193,11 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
         while len(fields) > 3 and not fields[-1]:  # trailing tabs: the three fields are still certain
             fields.pop()
         if number == header_line and _is_header(fields, line.split()):
+            header = line.split()
             continue
-        if len(fields) != 3 or not fields[0] or not fields[1]:
+        if line.split() == header:  # the first line's header again: files joined with cat keep each one's
+            continue
+        if len(fields) != 3 or not all(fields):
             raise SourceError(f"{shown}, line {number}: {_row_problem(line)}")
         if not _INTEGER.fullmatch(fields[2]):  # int() would also read "1_0" as 10 and other scripts' digits
             raise SourceError(f"{shown}, line {number}: score {fields[2]!r} is not an integer")
@@ -203,6 +214,24 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
 
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+_LINE_END = re.compile(r"\r\n?|\n")
+
+
+def qrels_lines(path: Path) -> list[str]:
+    """The lines of a qrels file, ended by ``\\n``, ``\\r\\n`` or ``\\r`` only (``str.splitlines`` also ends one at
+    characters an id may hold, such as U+2028 or U+0085, and would number every later line wrong), each without a
+    byte order mark at its start (the first line's, and those of files joined with ``cat``). Raises ``SourceError``
+    for a file that cannot be read or is not UTF-8 text, naming the line."""
+    shown = shown_path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"cannot read {shown}: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(_not_utf8(path, raw, exc)) from exc
+    return [line.removeprefix("\ufeff") for line in _LINE_END.split(text)]
 
 
 def _is_header(fields: list[str], words: list[str]) -> bool:
@@ -228,7 +257,8 @@ def _row_problem(line: str) -> str:
     if len(fields) == 1 and len(words) == 3:
         return f"{expected}; this row separates its fields by spaces"
     if len(fields) == 3:
-        return f"{expected}; this row has an empty {'query-id' if not fields[0] else 'corpus-id'}"
+        empty = "query-id" if not fields[0] else "corpus-id" if not fields[1] else "score"
+        return f"{expected}; this row has an empty {empty}"
     return f"{expected}; this row has {len(fields)} field{'s' if len(fields) != 1 else ''}"
 
 
@@ -241,15 +271,20 @@ _WIDE_BOMS = (
 
 
 def _not_utf8(path: Path, raw: bytes, exc: UnicodeDecodeError) -> str:
-    """Why a qrels file is not UTF-8 text, with the command that makes it so in place when it is compressed or
-    UTF-16/32 text (the file keeps its name: eval reads qrels/<split>.tsv)."""
-    name, converted = shlex.quote(shown_path(path)), shlex.quote(shown_path(path.with_name(f"{path.name}.utf8")))
+    """Why a qrels file is not UTF-8 text: compressed or UTF-16/32 text, with the command that makes it UTF-8 in
+    place (the file keeps its name: eval reads qrels/<split>.tsv), or the line and byte where it stops being
+    UTF-8."""
+    shown = shown_path(path)
+    name, converted = shlex.quote(shown), shlex.quote(shown_path(path.with_name(f"{path.name}.utf8")))
     if raw.startswith(b"\x1f\x8b"):
-        return f"it is gzip-compressed: decompress it first (gunzip -c {name} > {converted} && mv {converted} {name})"
+        return (
+            f"cannot read {shown}: it is gzip-compressed: decompress it first "
+            f"(gunzip -c {name} > {converted} && mv {converted} {name})"
+        )
     for mark, encoding in _WIDE_BOMS:
         if raw.startswith(mark):
             return (
-                f"it is {encoding} text, not UTF-8: convert it first "
+                f"cannot read {shown}: it is {encoding} text, not UTF-8: convert it first "
                 f"(iconv -f {encoding} -t UTF-8 {name} > {converted} && mv {converted} {name})"
             )
-    return f"invalid UTF-8 at byte {exc.start} ({exc.reason})"
+    return f"{shown}, {where_not_utf8(exc)}; the file must be UTF-8 text"

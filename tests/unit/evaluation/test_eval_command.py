@@ -249,7 +249,14 @@ def test_a_split_that_is_a_path_is_an_error_not_a_traceback(
     assert "Error: split must be a plain name such as 'test'" in result.output
 
 
-@pytest.mark.parametrize("qrels", ["", "query-id\tcorpus-id\tscore\n", "q1\tsolar\t0\nq2\twind\t0\n"])
+@pytest.mark.parametrize(
+    ("qrels", "said"),
+    [
+        ("", "holds no judgement (it is empty, or holds only its header)"),
+        ("query-id\tcorpus-id\tscore\n", "holds no judgement (it is empty, or holds only its header)"),
+        ("q1\tsolar\t0\nq2\twind\t0\n", "judges no document relevant to any query"),
+    ],
+)
 @pytest.mark.parametrize(
     "args",
     [
@@ -259,12 +266,12 @@ def test_a_split_that_is_a_path_is_an_error_not_a_traceback(
     ],
 )
 def test_a_split_without_a_relevant_judgement_is_refused_before_the_run(
-    runner: CliRunner, energy: Path, no_run: None, qrels: str, args: list[str]
+    runner: CliRunner, energy: Path, no_run: None, qrels: str, said: str, args: list[str]
 ) -> None:
     (energy / "qrels" / "test.tsv").write_text(qrels, encoding="utf-8")
     result = runner.invoke(main, [args[0], str(energy), *args[1:], "--engine", "embedded"])
     assert result.exit_code == 1, result.output
-    assert f"{energy / 'qrels' / 'test.tsv'} judges no document relevant to any query" in result.output
+    assert f"{energy / 'qrels' / 'test.tsv'} {said}" in result.output
 
 
 def test_tune_on_an_index_without_the_dataset_writes_nothing(

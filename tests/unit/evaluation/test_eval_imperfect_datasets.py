@@ -54,8 +54,8 @@ def test_a_relevant_document_without_title_or_text_is_named(runner: CliRunner, e
     summary = json.loads(result.stdout)
     assert summary["results"][0]["recall@100"] == 0.75
     assert (
-        "qrels/test.tsv judges 1 documents relevant whose records have neither title nor text (e.g. 'blank'); "
-        "no configuration can find them"
+        "qrels/test.tsv judges 1 document relevant whose record has neither title nor text (e.g. 'blank'); "
+        "no configuration can find it"
     ) in summary["warnings"]
 
 

@@ -81,6 +81,18 @@ def test_writing_creates_the_file(tmp_path: Path) -> None:
     assert (pipeline.fusion, pipeline.fusion_params, pipeline.weights) == ("rrf", {"k": 20}, {"bm25": 0.6, "knn": 0.4})
 
 
+def test_a_settings_file_that_is_not_utf8_is_left_as_it_is_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin.toml"
+    path.write_bytes(b"[search]\nsize = 10\n# caf\xe9\n")
+    with pytest.raises(ConfigError) as refused:
+        write_pipeline(path, GridPoint("rrf", 0.6, k=20))
+    assert str(refused.value) == (
+        f"cannot read config file {path}: line 3: invalid UTF-8: byte 0xe9 at byte offset 5 of the line (invalid "
+        "continuation byte)"
+    )
+    assert path.read_bytes() == b"[search]\nsize = 10\n# caf\xe9\n"
+
+
 def test_writing_keeps_top_level_keys_after_dotted_pipeline_keys(tmp_path: Path) -> None:
     # A [pipeline.weights] header appended here would capture `index` (and every key after it).
     path = tmp_path / "dotted.toml"
