@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from esbridge.cli import main
 from esbridge.embeddings.cached import CachedEmbedder
 from tests.integration.engines import engine_url
+from tests.integration.raw_client import create_index, index_document
 from tests.integration.test_attach import _client
 
 DOCS = [
@@ -74,16 +75,10 @@ def test_knn_on_an_index_of_another_space_ranks_as_that_space_does(
         }
     }
     try:
-        if engine_kind == "opensearch":
-            client.indices.create(index=name, body={"settings": {"index": {"knn": True}}, "mappings": mappings})
-        else:
-            client.indices.create(index=name, mappings=mappings)
+        create_index(engine_kind, client, name, mappings=mappings, knn=True)
         for (doc_id, title, body), vector in zip(DOCS, stored, strict=True):
             document = {"title": title, "body": body, "emb": vector.tolist()}
-            if engine_kind == "opensearch":
-                client.index(index=name, id=doc_id, body=document)
-            else:
-                client.index(index=name, id=doc_id, document=document)
+            index_document(engine_kind, client, name, document, id=doc_id)
         client.indices.refresh(index=name)
         config = tmp_path / "esbridge.toml"
         common = ["--url", str(engine_url(engine_kind)), "--engine", engine_kind, "--config", str(config)]
@@ -140,10 +135,7 @@ def test_a_data_stream_rolled_over_is_inspected_and_searched_across_its_backing_
             if number:
                 client.indices.rollover(alias=stream)  # the second line goes to a second backing index
             document = {"@timestamp": f"2026-11-2{number}T10:00:00Z", "message": message, "level": level}
-            if engine_kind == "opensearch":
-                client.index(index=stream, body=document, op_type="create", refresh=True)
-            else:
-                client.index(index=stream, document=document, op_type="create", refresh=True)
+            index_document(engine_kind, client, stream, document, op_type="create", refresh=True)
         config = tmp_path / "esbridge.toml"
         common = ["--url", str(engine_url(engine_kind)), "--engine", engine_kind, "--config", str(config)]
         inspected = _run(["index", "inspect", stream, "--write", *common])

@@ -24,6 +24,7 @@ from esbridge.config.embedding import EmbeddingSettings
 from esbridge.embeddings.base import close_model
 from esbridge.embeddings.factory import load_model
 from tests.integration.engines import engine_url, require_live
+from tests.integration.raw_client import create_index, index_document
 from tests.integration.test_attach import _client
 from tests.integration.test_attach_spaces import DOCS, QUERY, SCALES
 
@@ -74,16 +75,9 @@ def _create(kind: str, space: str, name: str, stored: np.ndarray) -> Any:
     else:
         field = {"type": "dense_vector", "dims": dimension, "index": True, "similarity": space}
     mappings = {"properties": {"title": {"type": "text"}, "body": {"type": "text"}, "emb": field}}
-    if kind == "opensearch":
-        client.indices.create(index=name, body={"settings": {"index": {"knn": True}}, "mappings": mappings})
-    else:
-        client.indices.create(index=name, mappings=mappings)
+    create_index(kind, client, name, mappings=mappings, knn=True)
     for (doc_id, title, body), vector in zip(DOCS, stored, strict=True):
-        document = {"title": title, "body": body, "emb": vector.tolist()}
-        if kind == "opensearch":
-            client.index(index=name, id=doc_id, body=document)
-        else:
-            client.index(index=name, id=doc_id, document=document)
+        index_document(kind, client, name, {"title": title, "body": body, "emb": vector.tolist()}, id=doc_id)
     client.indices.refresh(index=name)
     return client
 

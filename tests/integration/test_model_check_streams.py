@@ -16,6 +16,7 @@ from esbridge.embeddings.identity import META_KEY, identity_of
 from esbridge.engines import Engine
 from esbridge.ingest.model_record import record_model
 from esbridge.query.model_check import ModelGuard, searched_mapping
+from tests.integration.raw_client import create_index, put_index_template
 from tests.integration.test_attach import _client
 from tests.support.hashing import HashingEmbedder, OtherHashingEmbedder
 
@@ -73,17 +74,10 @@ def stream(engine_kind: str, client: Any) -> Iterator[str]:
         client.indices.delete_index_template(name=name)
 
 
-def _put_template(kind: str, client: Any, name: str, body: Mapping[str, Any]) -> None:
-    if kind == "opensearch":
-        client.indices.put_index_template(name=name, body=dict(body))
-    else:
-        client.indices.put_index_template(name=name, **body)
-
-
 def test_a_data_stream_rolled_over_twice_is_checked_against_every_backing_index(
     engine_kind: str, engine: Engine, client: Any, stream: str
 ) -> None:
-    _put_template(
+    put_index_template(
         engine_kind, client, stream, _template(engine_kind, f"{stream}*", {META_KEY: RECORDED.to_meta()}, stream=True)
     )
     client.indices.create_data_stream(name=stream)
@@ -98,7 +92,7 @@ def test_a_data_stream_rolled_over_twice_is_checked_against_every_backing_index(
 def test_a_data_stream_whose_new_backing_index_records_no_model_is_refused_naming_each(
     engine_kind: str, engine: Engine, client: Any, stream: str
 ) -> None:
-    _put_template(engine_kind, client, stream, _template(engine_kind, f"{stream}*", None, stream=True))
+    put_index_template(engine_kind, client, stream, _template(engine_kind, f"{stream}*", None, stream=True))
     client.indices.create_data_stream(name=stream)
     record_model(engine, stream, RECORDED)  # reaches the stream's one backing index, not its template
     client.indices.rollover(alias=stream)
@@ -115,15 +109,12 @@ def test_a_data_stream_whose_new_backing_index_records_no_model_is_refused_namin
 def rolled(engine_kind: str, client: Any) -> Iterator[str]:
     """An alias whose indices an index template recording hashing-32 makes, rolled over twice."""
     alias = f"esbridge-test-model-rolled-{uuid.uuid4().hex[:8]}"
-    _put_template(
+    put_index_template(
         engine_kind, client, alias, _template(engine_kind, f"{alias}-*", {META_KEY: RECORDED.to_meta()}, stream=False)
     )
     try:
         aliases = {alias: {"is_write_index": True}}
-        if engine_kind == "opensearch":
-            client.indices.create(index=f"{alias}-000001", body={"aliases": aliases})
-        else:
-            client.indices.create(index=f"{alias}-000001", aliases=aliases)
+        create_index(engine_kind, client, f"{alias}-000001", aliases=aliases)
         client.indices.rollover(alias=alias)
         client.indices.rollover(alias=alias)
         yield alias

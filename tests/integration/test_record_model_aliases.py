@@ -16,7 +16,8 @@ from esbridge import errors
 from esbridge.embeddings.identity import META_KEY, recorded_identity
 from esbridge.engines import Engine
 from esbridge.query.model_check import searched_mapping
-from tests.integration.test_model_check_streams import _put_template, _template, client
+from tests.integration.raw_client import create_index, put_index_template
+from tests.integration.test_model_check_streams import _template, client
 from tests.integration.test_record_model_streams import _records, _template_meta, _vector, record, tiny
 from tests.support.tiny_onnx import tiny_encoder
 
@@ -28,13 +29,10 @@ def alias(engine_kind: str, client: Any) -> Iterator[str]:
     """An alias over ``<alias>-000001`` (its write index), made from a template matching ``<alias>-*`` that records
     no model; its indices and template deleted afterwards."""
     name = f"esbridge-test-record-rolled-{uuid.uuid4().hex[:8]}"
-    _put_template(engine_kind, client, name, _template(engine_kind, f"{name}-*", {"owner": "logs"}, stream=False))
+    put_index_template(engine_kind, client, name, _template(engine_kind, f"{name}-*", {"owner": "logs"}, stream=False))
     try:
         aliases = {name: {"is_write_index": True}}
-        if engine_kind == "opensearch":
-            client.indices.create(index=f"{name}-000001", body={"aliases": aliases})
-        else:
-            client.indices.create(index=f"{name}-000001", aliases=aliases)
+        create_index(engine_kind, client, f"{name}-000001", aliases=aliases)
         yield name
     finally:
         try:
@@ -111,11 +109,7 @@ def test_record_model_in_template_refuses_an_alias_no_template_of_its_own_makes(
     aliases = {name: {"is_write_index": True}}
     mappings = {"properties": {"vector": _vector(engine_kind, 32)}}
     try:
-        if engine_kind == "opensearch":
-            body = {"settings": {"index": {"knn": True}}, "mappings": mappings, "aliases": aliases}
-            client.indices.create(index=f"{name}-000001", body=body)
-        else:
-            client.indices.create(index=f"{name}-000001", mappings=mappings, aliases=aliases)
+        create_index(engine_kind, client, f"{name}-000001", mappings=mappings, aliases=aliases, knn=True)
         refused = record(engine_kind, name, tiny, "--in-template")
         assert refused.exit_code == 1  # before: recorded in the index, the template left unsought
         assert "Error: --in-template: " in refused.output

@@ -20,7 +20,8 @@ from esbridge.engines.base import IndexTemplates
 from esbridge.ingest.record_by_hand import record_in_template
 from esbridge.query.model_check import searched_mapping
 from tests.integration.engines import engine_url
-from tests.integration.test_model_check_streams import RECORDED, _put_template, _template, client, stream
+from tests.integration.raw_client import create_index, put_index_template
+from tests.integration.test_model_check_streams import RECORDED, _template, client, stream
 from tests.support.tiny_onnx import tiny_encoder
 
 __all__ = ["client", "stream"]  # fixtures shared with the model check's tests
@@ -66,11 +67,7 @@ def two_indices(engine_kind: str, client: Any) -> Iterator[tuple[str, str, str]]
 def _create(kind: str, client: Any, index: str, alias: str, dimension: int, meta: dict[str, Any]) -> None:
     mappings = {"_meta": meta, "properties": {"vector": _vector(kind, dimension)}}
     aliases = {alias: {"is_write_index": index.endswith("2")}}
-    if kind == "opensearch":
-        body = {"settings": {"index": {"knn": True}}, "mappings": mappings, "aliases": aliases}
-        client.indices.create(index=index, body=body)
-    else:
-        client.indices.create(index=index, mappings=mappings, aliases=aliases)
+    create_index(kind, client, index, mappings=mappings, aliases=aliases, knn=True)
 
 
 def test_record_model_records_every_index_behind_an_alias(
@@ -111,7 +108,9 @@ def _template_meta(client: Any, name: str) -> dict[str, Any]:
 def test_record_model_on_a_rolled_over_data_stream_records_each_backing_index_and_the_template_when_asked(
     engine_kind: str, engine: Engine, client: Any, stream: str, tiny: str
 ) -> None:
-    _put_template(engine_kind, client, stream, _template(engine_kind, f"{stream}*", {"owner": "logs"}, stream=True))
+    put_index_template(
+        engine_kind, client, stream, _template(engine_kind, f"{stream}*", {"owner": "logs"}, stream=True)
+    )
     client.indices.create_data_stream(name=stream)
     client.indices.rollover(alias=stream)
 
@@ -143,7 +142,7 @@ def test_record_model_asks_before_replacing_another_model_in_a_data_stream_templ
     engine_kind: str, engine: Engine, client: Any, stream: str, tiny: str, tmp_path: Path
 ) -> None:
     other = str(tiny_encoder(tmp_path / "other32", 32))
-    _put_template(engine_kind, client, stream, _template(engine_kind, f"{stream}*", None, stream=True))
+    put_index_template(engine_kind, client, stream, _template(engine_kind, f"{stream}*", None, stream=True))
     client.indices.create_data_stream(name=stream)
     assert record(engine_kind, stream, other, "--in-template").exit_code == 0
     client.indices.rollover(alias=stream)

@@ -24,7 +24,8 @@ from esbridge.ingest.transfer import export_to_file, import_chunks
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import VECTOR_FIELD, IndexParameters, render_index
 from esbridge.service.documents import upsert
-from tests.integration.test_model_check_streams import _put_template, client, stream
+from tests.integration.raw_client import index_document, put_index_template
+from tests.integration.test_model_check_streams import client, stream
 from tests.support.hashing import RECORDS, HashingEmbedder
 
 __all__ = ["client", "stream"]  # fixtures shared with the model check's tests
@@ -94,19 +95,12 @@ def _awaiting(number: int) -> dict[str, Any]:
     }
 
 
-def _create(kind: str, client: Any, stream: str, document: dict[str, Any]) -> None:
-    if kind == "opensearch":
-        client.index(index=stream, body=document, op_type="create", refresh=True)
-    else:
-        client.index(index=stream, document=document, op_type="create", refresh=True)
-
-
 def test_a_data_stream_is_refused_before_any_write_and_record_model_records_behind_it(
     engine_kind: str, engine: Engine, client: Any, stream: str, tmp_path: Path
 ) -> None:
-    _put_template(engine_kind, client, stream, _stream_template(engine, stream))
+    put_index_template(engine_kind, client, stream, _stream_template(engine, stream))
     client.indices.create_data_stream(name=stream)
-    _create(engine_kind, client, stream, _awaiting(1))
+    index_document(engine_kind, client, stream, _awaiting(1), op_type="create", refresh=True)
     # What the refusal says: a data stream takes new documents only, refusing esbridge's writes by id.
     (only,) = engine.get_mappings(stream)
     refused_write = engine.bulk(stream, [BulkAction("update", "x", {"embedding": EMBEDDED})])
@@ -118,7 +112,7 @@ def test_a_data_stream_is_refused_before_any_write_and_record_model_records_behi
         f"data stream {stream!r} (backing indices {only}) takes new documents only, so it refuses embed --missing's"
     )
     client.indices.rollover(alias=stream)
-    _create(engine_kind, client, stream, _awaiting(2))
+    index_document(engine_kind, client, stream, _awaiting(2), op_type="create", refresh=True)
     first, second = sorted(engine.get_mappings(stream))
     with pytest.raises(errors.AmbiguousAlias) as two_indices:
         embed_missing(engine, stream, HashingEmbedder())  # before: "expected one index behind ..., found 2"
