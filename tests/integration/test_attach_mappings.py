@@ -254,8 +254,8 @@ def test_byte_vectors_are_not_proposed_so_searches_have_knn_off_not_failing(engi
     document = {"body": "solar electricity for the roof", "embedding": [1, 2, 3, 4]}
     try:
         if engine_kind == "opensearch":
-            vector = {"type": "knn_vector", "dimension": 4, "data_type": "byte"}
-            vector["method"] = {"name": "hnsw", "engine": "lucene", "space_type": "l2"}
+            method = {"name": "hnsw", "engine": "lucene", "space_type": "l2"}
+            vector = {"type": "knn_vector", "dimension": 4, "data_type": "byte", "method": method}
             mappings = {"properties": {"body": {"type": "text"}, "embedding": vector}}
             client.indices.create(index=name, body={"settings": {"index": {"knn": True}}, "mappings": mappings})
             client.index(index=name, id="1", body=document, refresh=True)

@@ -70,8 +70,8 @@ def _create(kind: str, space: str, name: str, stored: np.ndarray) -> Any:
     client = _client(kind)
     dimension = stored.shape[1]
     if kind == "opensearch":
-        field = {"type": "knn_vector", "dimension": dimension}
-        field["method"] = {"name": "hnsw", "engine": "lucene", "space_type": space}
+        method = {"name": "hnsw", "engine": "lucene", "space_type": space}
+        field = {"type": "knn_vector", "dimension": dimension, "method": method}
     else:
         field = {"type": "dense_vector", "dims": dimension, "index": True, "similarity": space}
     mappings = {"properties": {"title": {"type": "text"}, "body": {"type": "text"}, "emb": field}}

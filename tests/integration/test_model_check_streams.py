@@ -25,7 +25,7 @@ RECORDED = identity_of(HashingEmbedder())
 
 def _template(kind: str, pattern: str, meta: Mapping[str, Any] | None, *, stream: bool) -> dict[str, Any]:
     vector = (
-        {"type": "knn_vector", "dimension": 32}
+        {"type": "knn_vector", "dimension": 32, "method": {"name": "hnsw", "engine": "lucene", "space_type": "l2"}}
         if kind == "opensearch"
         else {"type": "dense_vector", "dims": 32, "index": True, "similarity": "cosine"}
     )

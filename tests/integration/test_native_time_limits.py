@@ -12,7 +12,7 @@ import pytest
 
 from esbridge.engines import Engine
 from esbridge.engines.base import BulkAction
-from esbridge.engines.dialect import index_settings
+from esbridge.engines.dialect import index_settings, vector_field
 from esbridge.query.deadline import with_timeout
 from esbridge.query.native import elasticsearch, opensearch
 from esbridge.query.native.fusion import native_fusion
@@ -27,11 +27,8 @@ def notes(engine: Engine, index: str, *, vectors: bool = False) -> None:
     """``NOTES`` short notes on solar energy; with ``vectors``, each with a 3-dimensional vector ``v``."""
     settings = index_settings(engine.dialect)
     properties: dict[str, Any] = {"body": {"type": "text"}}
-    if vectors and engine.dialect == "opensearch":
-        settings = {**settings, "index.knn": True}
-        properties["v"] = {"type": "knn_vector", "dimension": 3, "space_type": "cosinesimil"}
-    elif vectors:
-        properties["v"] = {"type": "dense_vector", "dims": 3, "similarity": "cosine", "index": True}
+    if vectors:  # (OpenSearch's settings turn k-NN on already)
+        properties["v"] = vector_field(engine.dialect, 3)
     engine.create_index(index, {"settings": settings, "mappings": {"properties": properties}})
     for start in range(0, NOTES, 500):  # in parts: one request of all of them can outlast the client's timeout
         actions = [

@@ -50,9 +50,13 @@ def _records(engine: Engine, name: str) -> dict[str, str | None]:
     return {index: getattr(recorded_identity(mappings[index], index), "name", None) for index in sorted(mappings)}
 
 
+# k-NN's default space, on the lucene engine: its default (faiss) needs native libraries some builds lack
+LUCENE_L2 = {"name": "hnsw", "engine": "lucene", "space_type": "l2"}
+
+
 def _vector(kind: str, dimension: int) -> dict[str, Any]:
     if kind == "opensearch":
-        return {"type": "knn_vector", "dimension": dimension}
+        return {"type": "knn_vector", "dimension": dimension, "method": LUCENE_L2}
     return {"type": "dense_vector", "dims": dimension, "index": True, "similarity": "cosine"}
 
 
