@@ -11,6 +11,7 @@ from esbridge.attach.proposal import toml_table
 from esbridge.config.fields import FieldMap
 from esbridge.config.files import replace_text
 from esbridge.ids import shown_path
+from esbridge.text import where_not_utf8
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,7 +35,9 @@ def write_field_map(path: Path, index: str, fields: FieldMap) -> None:
     """
     try:
         original = path.read_text(encoding="utf-8") if path.exists() else ""
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:  # its own words give an offset in the file, not a line
+        raise errors.ConfigError(f"cannot read config file {shown_path(path)}: {where_not_utf8(exc)}") from exc
+    except OSError as exc:
         raise errors.ConfigError(f"cannot read config file {shown_path(path)}: {exc}") from exc
     before = _parsed(original, path)
     if index in (before.get("fields") or {}):

@@ -30,6 +30,7 @@ from esbridge.ingest.json_values import describe_validation_error, refuse_too_de
 from esbridge.ingest.jsonl import merged_metadata
 from esbridge.ingest.model import Document, Problem, Section
 from esbridge.ingest.record_links import RecordLinks, consume_links, documents_with_links, resolve_links
+from esbridge.line_ends import split_lines
 from esbridge.text import is_blank, where_not_utf8
 
 CORPUS_FILE = "corpus.jsonl"
@@ -214,7 +215,6 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
 
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
-_LINE_END = re.compile(r"\r\n?|\n")
 
 
 def qrels_lines(path: Path) -> list[str]:
@@ -231,7 +231,7 @@ def qrels_lines(path: Path) -> list[str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SourceError(_not_utf8(path, raw, exc)) from exc
-    return [line.removeprefix("\ufeff") for line in _LINE_END.split(text)]
+    return [line.removeprefix("\ufeff") for line in split_lines(text)]
 
 
 def _is_header(fields: list[str], words: list[str]) -> bool:

@@ -1,7 +1,7 @@
 """Reading an esbridge export: its header, checked for what import needs, and its chunk lines one by one.
 
-Lines are read as bytes and decoded one by one, so a line that is not UTF-8 or not JSON fails alone, with
-its line number; a gzipped export is read as it is.
+Lines are read as bytes, a block at a time, and decoded one by one, so a line that is not UTF-8 or not JSON fails
+alone, with its line number; lines end at ``\n``, ``\r\n`` or ``\r``; a gzipped export is read as it is.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from esbridge.errors import SourceError
 from esbridge.ids import shown_path
 from esbridge.ingest.json_lines import json_error_location
 from esbridge.ingest.json_values import json_type
+from esbridge.line_ends import byte_lines
 from esbridge.mappings.schema import IndexParameters
 
 FORMAT = "esbridge-export"
@@ -38,15 +39,16 @@ class Export:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._handle = _open_export(path)
+        self._lines = byte_lines(self._handle)
         try:
-            self.header = parse_header(_read_line(self._handle, path), path)
+            self.header = parse_header(_read_line(self._lines, path), path)
         except BaseException:
             self._handle.close()
             raise
 
     def lines(self) -> Iterator[ChunkLine]:
         """The chunk lines after the header, read as they are asked for; the file is closed after the last."""
-        return _chunk_lines(self._handle, self.path)
+        return _chunk_lines(self._handle, self._lines, self.path)
 
     def close(self) -> None:
         self._handle.close()
@@ -71,7 +73,7 @@ def read_export(path: Path) -> tuple[dict[str, Any], Iterator[ChunkLine]]:
 def read_header(path: Path) -> dict[str, Any]:
     """The export's header alone, checked as ``read_export`` checks it."""
     with _open_export(path) as handle:
-        return parse_header(_read_line(handle, path), path)
+        return parse_header(_read_line(byte_lines(handle), path), path)
 
 
 def _open_export(path: Path) -> BufferedIOBase:
@@ -91,10 +93,11 @@ def _open_export(path: Path) -> BufferedIOBase:
         raise SourceError(f"cannot read {shown}: {exc.strerror or exc}") from exc
 
 
-def _read_line(handle: BufferedIOBase, path: Path) -> bytes:
+def _read_line(lines: Iterator[bytes], path: Path) -> bytes:
+    """The next line of ``lines``, ``b""`` after the last."""
     shown = shown_path(path)
     try:
-        return handle.readline()
+        return next(lines, b"")
     except (OSError, EOFError, zlib.error) as exc:
         # gzip raises BadGzipFile (an OSError), EOFError or zlib.error for a damaged or truncated file.
         raise SourceError(f"cannot read {shown}: {exc}") from exc
@@ -144,12 +147,12 @@ class CutShort(str):
     """Why the file could not be read past a line (a truncated or damaged gzip); the last item of its lines."""
 
 
-def _chunk_lines(handle: BufferedIOBase, path: Path) -> Iterator[ChunkLine]:
+def _chunk_lines(handle: BufferedIOBase, lines: Iterator[bytes], path: Path) -> Iterator[ChunkLine]:
     with handle:
         number = 1
         while True:
             try:
-                raw = _read_line(handle, path)
+                raw = _read_line(lines, path)
             except SourceError as exc:
                 # The whole lines before are good: they are used, and the rest of the file is reported.
                 yield number + 1, CutShort(f"{exc}; the file ends early, after {number - 1} chunk line(s)")

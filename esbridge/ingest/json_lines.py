@@ -1,5 +1,6 @@
 """Reading a JSON-lines file: bytes decoded line by line, each line a JSON object or a ``Problem`` naming it.
 
+Lines end at ``\n``, ``\r\n`` or ``\r`` (``esbridge.line_ends``), read a block at a time.
 A UTF-8 byte order mark at the start of any line (files joined with ``cat``) is dropped, as on the first.
 One invalid UTF-8 sequence, a line that is not JSON or not an object, an unpaired surrogate escape, a
 number beyond a float's range or a key given twice in one object spoils that line only; a record's id is
@@ -26,6 +27,7 @@ from esbridge.ids import refused_character, shown_path
 from esbridge.ingest.controls import cleaned_fields
 from esbridge.ingest.json_values import describe_value, json_type, refuse_too_deep
 from esbridge.ingest.model import Problem
+from esbridge.line_ends import byte_lines
 
 JsonObject = dict[str, Any]
 
@@ -93,7 +95,7 @@ def object_lines(path: Path, id_field: str) -> Iterator[tuple[int, JsonObject] |
     """``read_json_lines`` once the caller has checked that the file exists."""
     try:
         with path.open("rb") as handle:
-            for number, raw in enumerate(handle, start=1):
+            for number, raw in enumerate(byte_lines(handle), start=1):
                 # Not only the first line: files joined with cat keep each file's mark at the start of a line.
                 line = raw.removeprefix(_BOM)
                 item = parse_json_line(line)

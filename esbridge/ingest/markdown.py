@@ -61,6 +61,7 @@ from esbridge.ingest.links import (
 from esbridge.ingest.markdown_syntax import ParsedNote, parse_note, read_frontmatter
 from esbridge.ingest.metadata import with_computed
 from esbridge.ingest.model import Document, Problem, Section
+from esbridge.text import line_not_utf8
 
 NOTE_SUFFIX = ".md"
 # A note given on its own may also be a .markdown file; inside a vault only .md files are notes.
@@ -213,8 +214,7 @@ def load_note(root: Path, path: str) -> NoteFile | Problem:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        reason = f"not UTF-8 text: {exc.reason} at byte {exc.start}"
+        line, reason = line_not_utf8(exc)
         return Problem(str(file), reason, line=line, doc_id=note_id(path))
     text, controls = without_controls(text)
     raw = read_frontmatter(text)

@@ -33,6 +33,8 @@ from pathlib import Path
 from esbridge.config.service import ServiceSettings
 from esbridge.errors import ConfigError
 from esbridge.ids import shown_path
+from esbridge.line_ends import split_lines
+from esbridge.text import where_not_utf8
 
 log = logging.getLogger("esbridge.service")
 
@@ -176,10 +178,12 @@ def read_keys_file(path: Path) -> list[tuple[str, frozenset[str]]]:
     _refuse_if_shared(path)
     try:
         text = path.read_text(encoding="utf-8-sig")  # a byte order mark (Windows editors) is no part of a key
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:  # its own words give an offset in the file, not a line
+        raise ConfigError(f"cannot read the API keys file {shown_path(path)}: {where_not_utf8(exc)}") from exc
+    except OSError as exc:
         raise ConfigError(f"cannot read the API keys file {shown_path(path)}: {exc}") from exc
     keys: list[tuple[str, frozenset[str]]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         words = [] if line.lstrip().startswith("#") else line.split()
         if not words:
             continue
