@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from esbridge import errors
 from esbridge.engines.capabilities import Capabilities
 from esbridge.engines.index_templates import AliasTemplate
 
@@ -287,3 +288,14 @@ class IndexTemplates(Protocol):
     def resolved_template_mappings(self, name: str) -> dict[str, Any]:
         """The mapping an index made by template ``name`` now gets, its component templates merged in."""
         ...
+
+
+def rollover_template(engine: object, alias: str) -> AliasTemplate | None:
+    """The template ``alias``'s next rollover makes its index from, looked for only to name a refusal's way out:
+    an engine without templates, or one whose templates cannot be read, leaves the refusal as it is."""
+    if not isinstance(engine, IndexTemplates):
+        return None
+    try:
+        return engine.alias_template(alias)
+    except errors.EngineError:
+        return None

@@ -41,7 +41,7 @@ from esbridge.embeddings.identity import (
     unrecorded_mismatch,
     with_identity,
 )
-from esbridge.engines.base import BulkAction, BulkItemFailure, Engine, Hit
+from esbridge.engines.base import BulkAction, BulkItemFailure, Engine, Hit, rollover_template
 from esbridge.engines.bulk import BulkWriter
 from esbridge.engines.index_templates import is_data_stream
 from esbridge.ingest.documents import EMBEDDED, EMBEDDING_SOURCE_FIELDS, NOTHING_TO_EMBED, chunk_from_source
@@ -170,11 +170,17 @@ def refuse_several_indices(engine: Engine, name: str, *, what: str) -> None:
             "by id; nothing was written. esbridge writes into its own indices behind an alias: give it a name of its "
             f"own (--index NAME). {record} (--in-template: in the stream's index template too)"
         )
+    rollover = rollover_template(engine, name)
+    templated = (
+        f" (--in-template: in index template {rollover.template} too, which makes its next index)"
+        if rollover is not None and rollover.template is not None
+        else ""
+    )
     raise errors.AmbiguousAlias(
         f"alias {name!r} points to several indices ({listed}): {what} would write into its write index alone while "
         "searches read them all, and record its model in indices it never wrote; nothing was written. Point the "
         f"alias at one index (POST _aliases) and run again, or give esbridge a name of its own (--index NAME). "
-        f"{record}"
+        f"{record}{templated}"
     )
 
 

@@ -144,7 +144,8 @@ def model_guard(
         return None
     if source is None or isinstance(source, Capabilities):
         return None
-    reader = on_engine(source, lambda engine: searched_mapping(engine, index))
+    vector = fields.vector
+    reader = on_engine(source, lambda engine: searched_mapping(engine, index, vector))
     by_vectors = None
     if fields is DEFAULT_FIELD_MAP:  # an attached index's vectors were made from texts esbridge cannot rebuild
         by_vectors = on_engine(source, lambda engine: agreement(engine, index, embedder))

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from esbridge import errors
+from esbridge.attach.proposal import flatten, vector_info
 from esbridge.embeddings.identity import (
     PENDING_KEY,
     SAME_MODEL_COSINE,
@@ -30,9 +31,9 @@ from esbridge.embeddings.identity import (
     unrecorded_mismatch,
     unrecorded_mismatch_warning,
 )
-from esbridge.engines.base import Engine, IndexTemplates
-from esbridge.engines.index_templates import AliasTemplate, is_data_stream
-from esbridge.mappings.schema import SCHEMA_META_KEY, mapped_vector_dimension
+from esbridge.engines.base import Engine, rollover_template
+from esbridge.engines.index_templates import is_data_stream
+from esbridge.mappings.schema import SCHEMA_META_KEY, VECTOR_FIELD, mapped_vector_dimension
 
 MappingReader = Callable[[float], Awaitable[Mapping[str, Any]]]
 """Reads the index's mapping (``searched_mapping``: an alias or data stream resolved to its indices), its
@@ -44,13 +45,15 @@ index holds none), its engine calls ending by the deadline it is given."""
 RECORD_TTL_S = 30.0
 
 
-def searched_mapping(engine: Engine, index: str) -> Mapping[str, Any]:
+def searched_mapping(engine: Engine, index: str, vector: str = VECTOR_FIELD) -> Mapping[str, Any]:
     """The mapping a search of ``index`` is checked against. A name over several indices (an alias with an old
     version added back, indices split by time, a data stream or an alias rolled over) is searched only when they
-    all hold vectors of one space, each recording the same model (or another backend or precision of it, or none
-    at all) and mapping the same vector dimension; else ``AmbiguousAlias`` names each index and what it records,
-    as a query embedded one way would be ranked against vectors of another. A name behind which there is no index
-    (a pattern matching none) is ``IndexNotFound``, as a missing index is."""
+    hold vectors that compare, each recording the same model (or another backend or precision of it, or none
+    at all) and mapping the same vector dimension, and each mapping the searched field ``vector`` in the same
+    space (similarity); else ``AmbiguousAlias`` names each index and what it records or maps, as a query embedded
+    one way would be ranked against vectors of another, or its scores from one space interleaved with scores of
+    another. A name behind which there is no index (a pattern matching none) is ``IndexNotFound``, as a missing
+    index is."""
     mappings = dict(sorted(engine.get_mappings(index).items()))
     if not mappings:
         raise errors.IndexNotFound(f"no index matches {index!r}", url=engine.url, operation="read mapping", index=index)
@@ -64,6 +67,7 @@ def searched_mapping(engine: Engine, index: str) -> Mapping[str, Any]:
     if all(
         dimension == first_dimension and _same_space(first_model, model) for model, dimension in others
     ):  # a re-embedding left unfinished in any of them is warned about, as for one index
+        _refuse_spaces(index, mappings, vector)
         pending = [m for m in mappings.values() if (m.get("_meta") or {}).get(PENDING_KEY)]
         return (pending or list(mappings.values()))[0]
     held = "; ".join(_holds(target, model, dimension) for target, (model, dimension) in spaces.items())
@@ -71,6 +75,36 @@ def searched_mapping(engine: Engine, index: str) -> Mapping[str, Any]:
         f"{_what(index, mappings)} {index!r} points to several indices whose vectors are not of one model ({held}): "
         f"a search would rank the query's vector against vectors of another model. {_way_out(engine, index, mappings)}"
     )
+
+
+def _refuse_spaces(index: str, mappings: Mapping[str, Any], vector: str) -> None:
+    """``AmbiguousAlias`` when the indices map ``vector`` in more than one space. Each engine answers one kNN
+    request over them, each index scoring in its own space (cosine's 1.0 beside l2's 0.05 for the same closeness):
+    the hits would interleave by scores that do not compare. A field whose space its mapping does not give (a
+    trained model's) is not held against the others."""
+    spaces = {target: _space(mapping, vector) for target, mapping in mappings.items()}
+    if len({space for space in spaces.values() if space is not None}) < 2:
+        return
+    held = "; ".join(f"{target}: {space or 'space not in its mapping'}" for target, space in spaces.items())
+    what = _what(index, mappings)
+    way = (
+        "search one backing index (--index NAME)"
+        if what == "data stream"
+        else "point the alias at indices of one space (POST _aliases), search one of them (--index NAME)"
+    )
+    raise errors.AmbiguousAlias(
+        f"{what} {index!r} points to several indices whose vector field {vector} is not of one space ({held}): one "
+        "kNN request would rank hits by scores of different spaces, which do not compare. A field's space is fixed "
+        f"when its index is made: {way}, or reindex the others into a mapping of one space"
+    )
+
+
+def _space(mapping: Mapping[str, Any], vector: str) -> str | None:
+    """The space ``vector`` is mapped in, its engine's default included; None when the mapping does not give it."""
+    for name, definition in flatten(mapping.get("properties") or {}):
+        if name == vector and definition.get("type") in ("knn_vector", "dense_vector"):
+            return vector_info(name, definition).space
+    return None
 
 
 def _what(index: str, mappings: Mapping[str, Any]) -> str:
@@ -87,24 +121,13 @@ def _way_out(engine: Engine, index: str, mappings: Mapping[str, Any]) -> str:
             "A data stream's new backing index takes its mapping _meta from the index template, not from the older "
             f"backing indices: {record.format('backing index')}"
         )
-    rollover = _alias_template(engine, index)
+    rollover = rollover_template(engine, index)
     if rollover is not None and rollover.template is not None:
         return (
             f"Alias {index}'s next index ({rollover.next_index}, made when it is rolled over) takes its mapping _meta "
             f"from index template {rollover.template}, not from the older indices: {record.format('index')}"
         )
     return "Point the alias at one index (POST _aliases), or search one of them (--index NAME)"
-
-
-def _alias_template(engine: Engine, alias: str) -> AliasTemplate | None:
-    """The template an alias's next rollover makes its index from, looked for only to name the way out: one that
-    cannot be read leaves the refusal as it is."""
-    if not isinstance(engine, IndexTemplates):
-        return None
-    try:
-        return engine.alias_template(alias)
-    except errors.EngineError:
-        return None
 
 
 def _holds(index: str, model: ModelIdentity | None, dimension: int | None) -> str:

@@ -137,3 +137,49 @@ def test_an_alias_no_template_of_its_own_makes_keeps_the_way_out_it_had(found: A
     assert refusal(Templated(ROLLED, found), "logs").endswith(
         "Point the alias at one index (POST _aliases), or search one of them (--index NAME)"
     )
+
+
+def spaced(vector: Mapping[str, Any], name: str = "vector") -> dict[str, Any]:
+    """A mapping recording hashing-32 whose ``name`` field is ``vector``."""
+    return {"properties": {name: dict(vector)}, "_meta": {META_KEY: RECORD}}
+
+
+COSINESIMIL = {"type": "knn_vector", "dimension": 32, "method": {"name": "hnsw", "space_type": "cosinesimil"}}
+
+
+def test_indices_of_one_model_in_different_spaces_are_refused_naming_each_space() -> None:
+    # No space named: OpenSearch's default, l2, as index inspect reads it.
+    behind = {"notes-v1": spaced(COSINESIMIL), "notes-v2": spaced({"type": "knn_vector", "dimension": 32})}
+    with pytest.raises(errors.AmbiguousAlias) as refused:
+        searched(behind, "notes")
+    message = str(refused.value)
+    assert message.startswith(
+        "alias 'notes' points to several indices whose vector field vector is not of one space "
+        "(notes-v1: cosinesimil; notes-v2: l2)"
+    )
+    assert "point the alias at indices of one space (POST _aliases), search one of them (--index NAME)" in message
+
+
+def test_the_searched_field_is_the_one_whose_space_is_compared() -> None:
+    dense = {"type": "dense_vector", "dims": 32, "index": True}
+    behind = {
+        "docs-a": spaced({**dense, "similarity": "dot_product"}, "body.embedding"),
+        "docs-b": spaced(dense, "body.embedding"),  # Elasticsearch's default: cosine
+    }
+    assert searched(behind, "docs")["_meta"][META_KEY]["name"] == "hashing-32", "vector is not mapped: not compared"
+    with pytest.raises(errors.AmbiguousAlias, match=r"docs-a: dot_product; docs-b: cosine"):
+        searched_mapping(cast(Engine, Mappings(behind)), "docs", "body.embedding")
+
+
+def test_indices_of_one_space_are_searched_and_a_trained_models_unknown_space_is_not_held_against_them() -> None:
+    trained = {"type": "knn_vector", "dimension": 32, "model_id": "ivfpq"}
+    behind = {"a": spaced(COSINESIMIL), "b": spaced({**COSINESIMIL}), "c": spaced(trained)}
+    assert searched(behind, "all")["_meta"][META_KEY]["name"] == "hashing-32"
+
+
+def test_backing_indices_in_different_spaces_name_the_data_stream() -> None:
+    behind = {".ds-logs-000001": spaced(COSINESIMIL), ".ds-logs-000002": spaced({**COSINESIMIL, "method": {}})}
+    with pytest.raises(errors.AmbiguousAlias) as refused:
+        searched(behind, "logs")
+    assert str(refused.value).startswith("data stream 'logs' points to several indices whose vector field vector")
+    assert "search one backing index (--index NAME)" in str(refused.value)
