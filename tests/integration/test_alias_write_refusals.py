@@ -17,7 +17,8 @@ from esbridge.engines import Engine
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
-from tests.integration.test_model_check_streams import _put_template, _template, client
+from tests.integration.raw_client import create_index, put_index_template
+from tests.integration.test_model_check_streams import _template, client
 from tests.support.hashing import RECORDS, HashingEmbedder
 
 __all__ = ["client"]
@@ -28,13 +29,10 @@ def rolled(engine_kind: str, client: Any) -> Iterator[str]:
     """An alias over ``<alias>-000001`` and ``<alias>-000002`` (its write index), made from a template matching
     ``<alias>-*``; its indices and template deleted afterwards."""
     name = f"h138-rolled-{uuid.uuid4().hex[:8]}"
-    _put_template(engine_kind, client, name, _template(engine_kind, f"{name}-*", None, stream=False))
+    put_index_template(engine_kind, client, name, _template(engine_kind, f"{name}-*", None, stream=False))
     try:
         aliases = {name: {"is_write_index": True}}
-        if engine_kind == "opensearch":
-            client.indices.create(index=f"{name}-000001", body={"aliases": aliases})
-        else:
-            client.indices.create(index=f"{name}-000001", aliases=aliases)
+        create_index(engine_kind, client, f"{name}-000001", aliases=aliases)
         client.indices.rollover(alias=name)
         yield name
     finally:
