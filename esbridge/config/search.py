@@ -34,5 +34,5 @@ class SearchSettings(BaseModel):
     allow_model_mismatch: bool = Field(
         default=False,
         description="search an index whose vectors another model made (its mapping's _meta records which) instead "
-        "of refusing; the answer then carries a warning naming both models (docs/models.md)",
+        "of refusing; the answer then carries a warning naming both models (docs/model-records.md)",
     )

@@ -9,7 +9,7 @@ An index records the ``ModelIdentity`` of the model that embedded its chunks in 
   decides: their fp32 vectors agree to cosine 0.99999 (docs/models.md).
 * **compatible, with a note**: another backend or precision of the same model. int8 query vectors stay
   within cosine 0.9875 of fp32 ones, and searching an fp32 index with int8 queries ranks like fp32
-  queries (docs/models.md, "Which model may search an index"), so this is allowed and only noted.
+  queries (docs/model-records.md, "Which model may search an index"), so this is allowed and only noted.
 * **different**: another model or other weights under one name, another dimension, pooling,
   normalization, query prompt or passage prompt; the vectors live in another space, and a search is
   refused (``ModelMismatch``) unless the caller forces it.
