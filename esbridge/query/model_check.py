@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from esbridge import errors
-from esbridge.attach.proposal import flatten, vector_info
+from esbridge.attach.proposal import VectorInfo, flatten, vector_info
 from esbridge.embeddings.identity import (
     PENDING_KEY,
     SAME_MODEL_COSINE,
@@ -33,7 +33,7 @@ from esbridge.embeddings.identity import (
 )
 from esbridge.engines.base import Engine, rollover_template
 from esbridge.engines.index_templates import is_data_stream
-from esbridge.mappings.schema import SCHEMA_META_KEY, VECTOR_FIELD, mapped_vector_dimension
+from esbridge.mappings.schema import SCHEMA_META_KEY, VECTOR_FIELD
 
 MappingReader = Callable[[float], Awaitable[Mapping[str, Any]]]
 """Reads the index's mapping (``searched_mapping``: an alias or data stream resolved to its indices), its
@@ -60,7 +60,7 @@ def searched_mapping(engine: Engine, index: str, vector: str = VECTOR_FIELD) -> 
     if len(mappings) == 1:
         return next(iter(mappings.values()))
     spaces = {
-        target: (recorded_identity(mapping, target), mapped_vector_dimension(mapping))
+        target: (recorded_identity(mapping, target), _dimension(mapping, vector))
         for target, mapping in mappings.items()
     }
     (first_model, first_dimension), *others = spaces.values()
@@ -99,12 +99,25 @@ def _refuse_spaces(index: str, mappings: Mapping[str, Any], vector: str) -> None
     )
 
 
-def _space(mapping: Mapping[str, Any], vector: str) -> str | None:
-    """The space ``vector`` is mapped in, its engine's default included; None when the mapping does not give it."""
+def _vector(mapping: Mapping[str, Any], vector: str) -> VectorInfo | None:
+    """What the mapping gives the vector field ``vector`` (a path such as ``body.embedding``), engine defaults
+    included; None when it maps no such vector field."""
     for name, definition in flatten(mapping.get("properties") or {}):
         if name == vector and definition.get("type") in ("knn_vector", "dense_vector"):
-            return vector_info(name, definition).space
+            return vector_info(name, definition)
     return None
+
+
+def _space(mapping: Mapping[str, Any], vector: str) -> str | None:
+    """The space ``vector`` is mapped in; None when the mapping does not give it."""
+    found = _vector(mapping, vector)
+    return found.space if found is not None else None
+
+
+def _dimension(mapping: Mapping[str, Any], vector: str) -> int | None:
+    """The dimension of ``vector`` (esbridge's own field, or an attached index's); None when it maps none."""
+    found = _vector(mapping, vector)
+    return found.dimension if found is not None else None
 
 
 def _what(index: str, mappings: Mapping[str, Any]) -> str:

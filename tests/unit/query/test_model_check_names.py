@@ -183,3 +183,16 @@ def test_backing_indices_in_different_spaces_name_the_data_stream() -> None:
         searched(behind, "logs")
     assert str(refused.value).startswith("data stream 'logs' points to several indices whose vector field vector")
     assert "search one backing index (--index NAME)" in str(refused.value)
+
+
+def test_the_searched_fields_dimension_is_the_one_compared() -> None:
+    """An attached alias whose vector field is not esbridge's ``vector``: indices recording no model whose
+    ``emb`` fields differ in dimension are refused, naming each dimension."""
+    behind = {
+        "products-a": {"properties": {"emb": {**COSINESIMIL, "dimension": 384}}},
+        "products-b": {"properties": {"emb": {**COSINESIMIL, "dimension": 768}}},
+    }
+    with pytest.raises(errors.AmbiguousAlias) as refused:
+        searched_mapping(cast(Engine, Mappings(behind)), "products", "emb")
+    assert "384" in str(refused.value) and "768" in str(refused.value)
+    assert "products-a" in str(refused.value) and "products-b" in str(refused.value)
