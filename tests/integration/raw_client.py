@@ -3,7 +3,8 @@ stream's document): opensearch-py takes a request's body as ``body``, elasticsea
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -41,3 +42,22 @@ def put_index_template(kind: str, client: Any, name: str, body: Mapping[str, Any
         client.indices.put_index_template(name=name, body=dict(body))
     else:
         client.indices.put_index_template(name=name, **body)
+
+
+@contextmanager
+def templated_alias(
+    kind: str, client: Any, name: str, template: Mapping[str, Any], *, rollovers: int = 0
+) -> Iterator[str]:
+    """Alias ``name`` over ``<name>-000001`` (its write index), made from index template ``name`` (``template``),
+    rolled over ``rollovers`` times by hand; its indices and template deleted afterwards."""
+    put_index_template(kind, client, name, template)
+    try:
+        create_index(kind, client, f"{name}-000001", aliases={name: {"is_write_index": True}})
+        for _ in range(rollovers):
+            client.indices.rollover(alias=name)
+        yield name
+    finally:
+        try:
+            client.indices.delete(index=f"{name}-*", expand_wildcards="all")
+        finally:
+            client.indices.delete_index_template(name=name)

@@ -17,7 +17,7 @@ from esbridge.engines import Engine
 from esbridge.ingest.run import IngestOptions, ingest
 from esbridge.mappings.lifecycle import IndexManager
 from esbridge.mappings.schema import IndexParameters
-from tests.integration.raw_client import create_index, put_index_template
+from tests.integration.raw_client import templated_alias
 from tests.integration.test_model_check_streams import _template, client
 from tests.support.hashing import RECORDS, HashingEmbedder
 
@@ -29,17 +29,9 @@ def rolled(engine_kind: str, client: Any) -> Iterator[str]:
     """An alias over ``<alias>-000001`` and ``<alias>-000002`` (its write index), made from a template matching
     ``<alias>-*``; its indices and template deleted afterwards."""
     name = f"h138-rolled-{uuid.uuid4().hex[:8]}"
-    put_index_template(engine_kind, client, name, _template(engine_kind, f"{name}-*", None, stream=False))
-    try:
-        aliases = {name: {"is_write_index": True}}
-        create_index(engine_kind, client, f"{name}-000001", aliases=aliases)
-        client.indices.rollover(alias=name)
+    template = _template(engine_kind, f"{name}-*", None, stream=False)
+    with templated_alias(engine_kind, client, name, template, rollovers=1):
         yield name
-    finally:
-        try:
-            client.indices.delete(index=f"{name}-*", expand_wildcards="all")
-        finally:
-            client.indices.delete_index_template(name=name)
 
 
 def _ingest(engine: Engine, alias: str, tmp_path: Path) -> str:

@@ -16,7 +16,7 @@ from esbridge.embeddings.identity import META_KEY, identity_of
 from esbridge.engines import Engine
 from esbridge.ingest.model_record import record_model
 from esbridge.query.model_check import ModelGuard, searched_mapping
-from tests.integration.raw_client import create_index, put_index_template
+from tests.integration.raw_client import put_index_template, templated_alias
 from tests.integration.test_attach import _client
 from tests.support.hashing import HashingEmbedder, OtherHashingEmbedder
 
@@ -109,20 +109,9 @@ def test_a_data_stream_whose_new_backing_index_records_no_model_is_refused_namin
 def rolled(engine_kind: str, client: Any) -> Iterator[str]:
     """An alias whose indices an index template recording hashing-32 makes, rolled over twice."""
     alias = f"esbridge-test-model-rolled-{uuid.uuid4().hex[:8]}"
-    put_index_template(
-        engine_kind, client, alias, _template(engine_kind, f"{alias}-*", {META_KEY: RECORDED.to_meta()}, stream=False)
-    )
-    try:
-        aliases = {alias: {"is_write_index": True}}
-        create_index(engine_kind, client, f"{alias}-000001", aliases=aliases)
-        client.indices.rollover(alias=alias)
-        client.indices.rollover(alias=alias)
+    template = _template(engine_kind, f"{alias}-*", {META_KEY: RECORDED.to_meta()}, stream=False)
+    with templated_alias(engine_kind, client, alias, template, rollovers=2):
         yield alias
-    finally:
-        try:
-            client.indices.delete(index=f"{alias}-*", expand_wildcards="all")
-        finally:
-            client.indices.delete_index_template(name=alias)
 
 
 def test_an_alias_rolled_over_twice_is_checked_against_every_index(engine: Engine, rolled: str) -> None:

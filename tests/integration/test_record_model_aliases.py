@@ -16,7 +16,7 @@ from esbridge import errors
 from esbridge.embeddings.identity import META_KEY, recorded_identity
 from esbridge.engines import Engine
 from esbridge.query.model_check import searched_mapping
-from tests.integration.raw_client import create_index, put_index_template
+from tests.integration.raw_client import create_index, templated_alias
 from tests.integration.test_model_check_streams import _template, client
 from tests.integration.test_record_model_streams import _records, _template_meta, _vector, record, tiny
 from tests.support.tiny_onnx import tiny_encoder
@@ -29,16 +29,10 @@ def alias(engine_kind: str, client: Any) -> Iterator[str]:
     """An alias over ``<alias>-000001`` (its write index), made from a template matching ``<alias>-*`` that records
     no model; its indices and template deleted afterwards."""
     name = f"esbridge-test-record-rolled-{uuid.uuid4().hex[:8]}"
-    put_index_template(engine_kind, client, name, _template(engine_kind, f"{name}-*", {"owner": "logs"}, stream=False))
-    try:
-        aliases = {name: {"is_write_index": True}}
-        create_index(engine_kind, client, f"{name}-000001", aliases=aliases)
+    with templated_alias(
+        engine_kind, client, name, _template(engine_kind, f"{name}-*", {"owner": "logs"}, stream=False)
+    ):
         yield name
-    finally:
-        try:
-            client.indices.delete(index=f"{name}-*", expand_wildcards="all")
-        finally:
-            client.indices.delete_index_template(name=name)
 
 
 def test_record_model_in_template_reaches_the_index_an_alias_is_rolled_over_to(
